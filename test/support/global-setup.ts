@@ -1,0 +1,15 @@
+import type { TestProject } from 'vitest/node';
+import { startEmulator } from '../../lib/local/emulator.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    emulatorEndpoint: string;
+  }
+}
+
+/** One emulator for the whole run; every test file creates its own uniquely named resources. */
+export default async function setup(project: TestProject) {
+  const emulator = await startEmulator();
+  project.provide('emulatorEndpoint', emulator.endpoint);
+  return () => emulator.stop();
+}
