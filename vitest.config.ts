@@ -7,6 +7,8 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,
+    // Consumers log one JSON line per record; tests that inspect logs build their own logger.
+    env: { POWERTOOLS_LOG_LEVEL: 'CRITICAL', POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'us-east-1' },
     hookTimeout: 60_000,
   },
 });

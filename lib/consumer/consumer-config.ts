@@ -1,0 +1,42 @@
+import { configFromEnv, type AwsConfig } from '../aws/clients.ts';
+import { TABLE_ENV, type TableKey } from '../config/resources.ts';
+import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
+import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
+
+/** What every consumer function needs from its deployment, read once at start-up. */
+export interface ConsumerRuntimeConfig {
+  aws: AwsConfig;
+  tables: Partial<Record<TableKey, string>>;
+  deadLetterQueueUrl: string;
+  schedule: RetrySchedule;
+  ttlSeconds?: number;
+}
+
+export const CONSUMER_ENV = {
+  deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
+  retryDelays: 'RETRY_DELAYS_SECONDS',
+  ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
+  couponServiceUrl: 'COUPON_SERVICE_URL',
+} as const;
+
+export function consumerConfigFromEnv(tables: readonly TableKey[], env: NodeJS.ProcessEnv = process.env): ConsumerRuntimeConfig {
+  const required = (name: string) => {
+    const value = env[name];
+    if (!value) throw new InvalidConsumerConfigError(`environment variable ${name} is not set`);
+    return value;
+  };
+  const ttl = env[CONSUMER_ENV.ttlSeconds];
+  return {
+    aws: configFromEnv(env),
+    tables: Object.fromEntries(tables.map((t) => [t, required(TABLE_ENV[t])])),
+    deadLetterQueueUrl: required(CONSUMER_ENV.deadLetterQueueUrl),
+    schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
+    ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
+  };
+}
+
+/** Builds the handler on first use, so importing a handler module never needs its environment. */
+export function lazyHandler<H extends (...args: never[]) => unknown>(build: () => H): H {
+  let built: H | undefined;
+  return ((...args: Parameters<H>) => (built ??= build())(...args)) as H;
+}

@@ -1,0 +1,40 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { forEachMessage, rocketmqConsumer, type RocketMQConsumerOptions } from '../idempotency/rocketmq-consumer.ts';
+import type { ConsumerMessage, RecordReport } from '../idempotency/settlement.ts';
+import { METRICS_NAMESPACE, consumerTelemetry } from './consumer-telemetry.ts';
+
+export interface ConsumerHandlerOptions<P, R> extends Omit<RocketMQConsumerOptions<P, R>, 'onReport'> {
+  business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R;
+  logger?: Logger;
+  metrics?: Metrics;
+  /** Extra observer of every record's report (the local run's account, tests). */
+  onReport?: (report: RecordReport) => void;
+}
+
+export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+/** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, the consumer middleware, the business. */
+export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
+  const logger = options.logger ?? new Logger({ serviceName: options.group });
+  const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: options.group, defaultDimensions: { ConsumerGroup: options.group } });
+  const telemetry = consumerTelemetry(logger, metrics);
+  const handler = middy<SQSEvent, SQSBatchResponse>()
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics))
+    .use(
+      rocketmqConsumer({
+        ...options,
+        onReport: (report) => {
+          telemetry(report);
+          options.onReport?.(report);
+        },
+      }),
+    )
+    .handler(forEachMessage(options.business) as never);
+  return handler as unknown as ConsumerHandler;
+}

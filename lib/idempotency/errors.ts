@@ -1,0 +1,113 @@
+/**
+ * Every failure of a record is a `ConsumptionError` with a classification that decides
+ * its fate: `transient` is retried on RocketMQ's schedule, `permanent` goes straight to
+ * the group's DLQ with its reason (retrying cannot fix it, and 16 retries over almost
+ * five hours would only delay the person who must look at it).
+ */
+export type FailureClass = 'transient' | 'permanent';
+
+export abstract class ConsumptionError extends Error {
+  abstract readonly classification: FailureClass;
+  /** Stable, machine-readable reason: DLQ attribute, metric and log field. */
+  abstract readonly code: string;
+}
+
+/** The envelope parsed but the business body is unusable (bad JSON, missing or invalid fields). */
+export class InvalidPayloadError extends ConsumptionError {
+  override readonly name = 'InvalidPayloadError';
+  readonly classification = 'permanent';
+  readonly code = 'INVALID_PAYLOAD';
+}
+
+/** The envelope itself is unusable. */
+export class InvalidMessageError extends ConsumptionError {
+  override readonly name = 'InvalidMessageError';
+  readonly classification = 'permanent';
+  readonly code = 'INVALID_ENVELOPE';
+}
+
+/** The same business key arrived with different business content: someone must decide which is right. */
+export class PayloadConflictError extends ConsumptionError {
+  override readonly name = 'PayloadConflictError';
+  readonly classification = 'permanent';
+  readonly code = 'PAYLOAD_CONFLICT';
+  constructor(
+    readonly key: string,
+    readonly existingFingerprint: string,
+    readonly fingerprint: string,
+    readonly existingMsgId: string | undefined,
+  ) {
+    super(`key ${key} was first consumed with different content (msgId ${existingMsgId ?? 'unknown'})`);
+  }
+}
+
+/** Another invocation holds a live lease on this key; try again after the lease ends. */
+export class LeaseHeldError extends ConsumptionError {
+  override readonly name = 'LeaseHeldError';
+  readonly classification = 'transient';
+  readonly code = 'LEASE_HELD';
+  constructor(
+    readonly key: string,
+    readonly leaseUntil: number,
+  ) {
+    super(`key ${key} is being processed by another invocation until ${new Date(leaseUntil).toISOString()}`);
+  }
+}
+
+/** A state transition the business does not allow (e.g. FINISHED for an unpaid order). */
+export class IllegalTransitionError extends ConsumptionError {
+  override readonly name = 'IllegalTransitionError';
+  readonly classification = 'permanent';
+  readonly code = 'ILLEGAL_TRANSITION';
+}
+
+/** The business precondition is not met yet (e.g. the order does not exist yet): retry later. */
+export class NotYetApplicableError extends ConsumptionError {
+  override readonly name = 'NotYetApplicableError';
+  readonly classification = 'transient';
+  readonly code = 'NOT_YET_APPLICABLE';
+}
+
+/** A declared write's condition failed and the business did not say that means "already done". */
+export class WriteRejectedError extends ConsumptionError {
+  override readonly name = 'WriteRejectedError';
+  readonly classification = 'permanent';
+  readonly code = 'WRITE_REJECTED';
+}
+
+/** Anything else: throttling, timeouts, 5xx, transaction conflicts, a failing downstream service. */
+export class TransientFailureError extends ConsumptionError {
+  override readonly name = 'TransientFailureError';
+  readonly classification = 'transient';
+  readonly code: string;
+  constructor(message: string, code = 'TRANSIENT', options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** The middleware's configuration cannot work; thrown at start-up, never per record. */
+export class InvalidConsumerConfigError extends Error {
+  override readonly name = 'InvalidConsumerConfigError';
+}
+
+/** Errors the AWS SDK raises for conditions that pass by themselves. */
+const TRANSIENT_AWS_ERRORS = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'TransactionInProgressException',
+  'TimeoutError',
+  'RequestTimeout',
+]);
+
+/** Maps any thrown value to a classified `ConsumptionError`; unknown errors are transient (retrying is the safe default). */
+export function classify(error: unknown): ConsumptionError {
+  if (error instanceof ConsumptionError) return error;
+  const name = error instanceof Error ? error.name : 'Error';
+  const message = error instanceof Error ? error.message : String(error);
+  const code = TRANSIENT_AWS_ERRORS.has(name) ? name : 'UNEXPECTED_ERROR';
+  return new TransientFailureError(`${name}: ${message}`, code, { cause: error });
+}

@@ -1,0 +1,113 @@
+import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
+import type { ConsumptionError } from './errors.ts';
+import type { Disposition } from './settlement.ts';
+
+/** Message attributes a dead letter carries, so a person (and `ops dlq`) can see why it is there. */
+export const DEAD_LETTER_ATTRIBUTES = {
+  code: 'failure-code',
+  classification: 'failure-class',
+  reason: 'failure-reason',
+  group: 'consumer-group',
+  msgId: 'rocketmq-msg-id',
+  key: 'idempotency-key',
+  attempt: 'attempt',
+  sourceQueue: 'source-queue',
+  deadLetteredAt: 'dead-lettered-at',
+} as const;
+
+/** SQS allows 256 KB per attribute value, but a reason longer than this helps nobody. */
+const MAX_REASON_CHARS = 1000;
+
+export interface FailureRouterOptions {
+  sqs: SQSClient;
+  group: string;
+  /** The group's DLQ. Permanent errors and spent retries are sent here with their reason. */
+  deadLetterQueueUrl: string;
+  schedule?: RetrySchedule;
+}
+
+/**
+ * Gives a failed record RocketMQ's fate on SQS: a transient failure waits the scheduled
+ * delay for its attempt (the record's visibility is changed, then it is reported as a
+ * batch item failure); a permanent failure, or a transient one whose retries are spent,
+ * is sent to the DLQ with its reason and acknowledged. The queue's redrive policy
+ * (17 receives) remains the backstop for crashes that never reach this code.
+ */
+export class FailureRouter {
+  readonly schedule: RetrySchedule;
+  private readonly queueUrls = new Map<string, Promise<string>>();
+
+  constructor(private readonly options: FailureRouterOptions) {
+    this.schedule = options.schedule ?? new RetrySchedule();
+  }
+
+  async route(record: SQSRecord, error: ConsumptionError, context: { attempt: number; msgId?: string; key?: string }): Promise<Disposition> {
+    if (error.classification === 'transient') {
+      const next = this.schedule.afterFailedAttempt(context.attempt);
+      if (next.action === 'retry') {
+        await this.delay(record, next.delaySeconds);
+        return { action: 'retry', delaySeconds: next.delaySeconds };
+      }
+    }
+    const code = error.classification === 'transient' ? 'RETRIES_EXHAUSTED' : error.code;
+    try {
+      await this.deadLetter(record, error, code, context);
+      return { action: 'dead-letter', code };
+    } catch {
+      // Leave the record in the source queue: the redrive policy or the next delivery
+      // dead-letters it. Acknowledging here would lose it.
+      return { action: 'retry-dead-letter' };
+    }
+  }
+
+  private async delay(record: SQSRecord, delaySeconds: number): Promise<void> {
+    try {
+      const QueueUrl = await this.queueUrl(record.eventSourceARN);
+      await this.options.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: delaySeconds }));
+    } catch {
+      // Without the delay the record still comes back after the queue's visibility
+      // timeout: sooner than RocketMQ would retry, never lost.
+    }
+  }
+
+  private async deadLetter(record: SQSRecord, error: ConsumptionError, code: string, context: { attempt: number; msgId?: string; key?: string }) {
+    const attributes: Record<string, string | undefined> = {
+      [DEAD_LETTER_ATTRIBUTES.code]: code,
+      [DEAD_LETTER_ATTRIBUTES.classification]: error.classification,
+      [DEAD_LETTER_ATTRIBUTES.reason]: error.message.slice(0, MAX_REASON_CHARS) || error.code,
+      [DEAD_LETTER_ATTRIBUTES.group]: this.options.group,
+      [DEAD_LETTER_ATTRIBUTES.msgId]: context.msgId,
+      [DEAD_LETTER_ATTRIBUTES.key]: context.key,
+      [DEAD_LETTER_ATTRIBUTES.attempt]: String(context.attempt),
+      [DEAD_LETTER_ATTRIBUTES.sourceQueue]: record.eventSourceARN,
+      [DEAD_LETTER_ATTRIBUTES.deadLetteredAt]: new Date().toISOString(),
+    };
+    await this.options.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.options.deadLetterQueueUrl,
+        MessageBody: record.body.length > 0 ? record.body : '(empty body)',
+        MessageAttributes: Object.fromEntries(
+          Object.entries(attributes)
+            .filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '')
+            .map(([name, value]) => [name, { DataType: 'String', StringValue: value }]),
+        ),
+      }),
+    );
+  }
+
+  /** The event carries the queue's ARN; the SQS API wants its URL (which differs locally). */
+  private queueUrl(arn: string): Promise<string> {
+    let url = this.queueUrls.get(arn);
+    if (!url) {
+      const [, , , , account, name] = arn.split(':');
+      url = this.options.sqs
+        .send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }))
+        .then((r) => r.QueueUrl!);
+      url.catch(() => this.queueUrls.delete(arn));
+      this.queueUrls.set(arn, url);
+    }
+    return url;
+  }
+}

@@ -1,0 +1,262 @@
+import type { MiddlewareObj, Request } from '@middy/core';
+import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
+import { TagExpression } from '../rocketmq/tag-expression.ts';
+import { InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, classify } from './errors.ts';
+import type { FailureRouter } from './failure-router.ts';
+import { fingerprintOf } from './record.ts';
+import type { ConsumerMessage, Disposition, RecordReport, Settlement } from './settlement.ts';
+import type { ConsumptionStrategy } from './strategy.ts';
+
+export interface RocketMQConsumerOptions<P, R> {
+  /** RocketMQ consumer group: names the records, the metrics and the DLQ. */
+  group: string;
+  /** RocketMQ tag expression (`*`, `PAID || FINISHED`); non-matching messages are acknowledged as filtered. */
+  tagExpression: string;
+  /** Parses and validates the business body; throws `InvalidPayloadError` for bad content. */
+  parsePayload: (body: string, message: RocketMQMessage) => P;
+  /** The business idempotency key (an order number). Never the msgId: an application re-send has a new one. */
+  keyOf: (payload: P) => string;
+  /** The business fields whose hash tells a duplicate (same) from a conflict (different). Default: the whole payload. */
+  fingerprintFields?: (payload: P) => unknown;
+  strategy: ConsumptionStrategy<R>;
+  failures: FailureRouter;
+  /** Records of one batch settled concurrently (distinct keys only; one key is always sequential). */
+  concurrency?: number;
+  /** In-invocation retries of a commit cancelled by `TransactionConflict` before the record is failed. */
+  conflictRetries?: number;
+  /** Receives one report per record: logs, metrics, the local run's account. */
+  onReport?: (report: RecordReport) => void;
+  now?: () => number;
+}
+
+/** What the middleware hands the business handler: the messages it must act on. */
+export interface PreparedBatch<P> {
+  readonly messages: readonly ConsumerMessage<P>[];
+}
+
+/** What the business handler returns, aligned with `PreparedBatch.messages`. */
+export type BusinessResults<R> = ReadonlyArray<{ ok: true; value: R } | { ok: false; error: unknown }>;
+
+interface BatchState<P> {
+  /** The SQS event as Lambda sent it; `request.event` holds the prepared batch while the handler runs. */
+  readonly event: SQSEvent;
+  readonly reports: Map<SQSRecord, Omit<RecordReport, 'disposition'>>;
+  readonly proceeding: ConsumerMessage<P>[];
+  /** The first copy of each key in this batch. */
+  readonly leaders: Map<string, ConsumerMessage<P>>;
+  /** Later copies of a key already in this batch; settled after their leader. */
+  readonly followers: Map<string, ConsumerMessage<P>[]>;
+}
+
+/**
+ * The Middy middleware every RocketMQ consumer uses. Per SQS record: parse the bridge
+ * envelope, apply the tag expression, parse the body, derive the business key and the
+ * payload fingerprint, and let the strategy make the effect exactly-once. The business
+ * handler only declares what to do (`forEachMessage`); the middleware commits it,
+ * classifies failures, applies RocketMQ's retry schedule, dead-letters with a reason, and
+ * answers with `batchItemFailures` naming only the records that must come back.
+ */
+export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
+  const tags = TagExpression.parse(options.tagExpression);
+  const now = options.now ?? Date.now;
+  const concurrency = options.concurrency ?? 8;
+  const conflictRetries = options.conflictRetries ?? 3;
+  const fingerprintFields = options.fingerprintFields ?? ((p: P) => p);
+  const states = new WeakMap<object, BatchState<P>>();
+  assertRecordsOutliveRetries(options);
+
+  const prepare = (record: SQSRecord, state: BatchState<P>): ConsumerMessage<P> | undefined => {
+    const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1') || 1;
+    let message: RocketMQMessage;
+    try {
+      message = parseEnvelope(record.body);
+    } catch (error) {
+      const reason = error instanceof InvalidEnvelopeError ? error.message : String(error);
+      state.reports.set(record, base(record, receiveCount, { outcome: 'failed', error: new InvalidMessageError(reason) }));
+      return undefined;
+    }
+    const attempt = receiveCount + message.reconsumeTimes;
+    const ids = { msgId: message.msgId };
+    if (!tags.matches(message.tags)) {
+      state.reports.set(record, { ...base(record, attempt, { outcome: 'filtered', tag: message.tags }), ...ids });
+      return undefined;
+    }
+    try {
+      const payload = options.parsePayload(message.body, message);
+      const key = options.keyOf(payload);
+      return { record, message, payload, key, fingerprint: fingerprintOf(fingerprintFields(payload)), attempt };
+    } catch (error) {
+      state.reports.set(record, { ...base(record, attempt, { outcome: 'failed', error: classify(error) }), ...ids });
+      return undefined;
+    }
+  };
+
+  const base = (record: SQSRecord, attempt: number, settlement: Settlement) => ({
+    group: options.group,
+    sqsMessageId: record.messageId,
+    attempt,
+    settlement,
+  });
+
+  const settle = (state: BatchState<P>, msg: ConsumerMessage<P>, settlement: Settlement) => {
+    state.reports.set(msg.record, { ...base(msg.record, msg.attempt, settlement), msgId: msg.message.msgId, key: msg.key });
+  };
+
+  const commit = async (msg: ConsumerMessage<P>, value: R): Promise<Settlement> => {
+    for (let retry = 0; ; retry++) {
+      try {
+        return await options.strategy.commit(msg, value);
+      } catch (error) {
+        const failure = classify(error);
+        // TransactionConflict cancels without effect and the SDK does not retry cancellations.
+        if (failure.code === 'TransactionConflict' && retry < conflictRetries) {
+          await sleep(jitter(25 * 2 ** retry));
+          continue;
+        }
+        await options.strategy.abort(msg, failure);
+        return { outcome: 'failed', error: failure };
+      }
+    }
+  };
+
+  /** Settles followers after their leader: same content is a duplicate, different content a conflict. */
+  const settleFollowers = (state: BatchState<P>) => {
+    for (const [key, followers] of state.followers) {
+      const leader = state.leaders.get(key)!;
+      const leaderSettlement = state.reports.get(leader.record)?.settlement;
+      for (const follower of followers) {
+        if (leaderSettlement && (leaderSettlement.outcome === 'processed' || leaderSettlement.outcome === 'duplicate')) {
+          if (follower.fingerprint === leader.fingerprint) {
+            settle(state, follower, { outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId: leader.message.msgId });
+          } else {
+            settle(state, follower, {
+              outcome: 'failed',
+              error: new PayloadConflictError(key, leader.fingerprint, follower.fingerprint, leader.message.msgId),
+            });
+          }
+        } else {
+          // The leader did not commit: this copy comes back and is judged on its own then.
+          settle(state, follower, { outcome: 'failed', error: new TransientFailureError(`an earlier copy of key ${key} in the same batch did not commit`, 'IN_BATCH_LEADER_FAILED') });
+        }
+      }
+    }
+  };
+
+  const finish = async (request: Request<SQSEvent, SQSBatchResponse, Error, Context>, state: BatchState<P>): Promise<SQSBatchResponse> => {
+    settleFollowers(state);
+    const failures: SQSBatchItemFailure[] = [];
+    await mapLimit([...state.reports.values()], concurrency, async (report) => {
+      const record = state.event.Records.find((r) => r.messageId === report.sqsMessageId)!;
+      const disposition: Disposition =
+        report.settlement.outcome === 'failed'
+          ? await options.failures.route(record, report.settlement.error, report)
+          : { action: 'ack' };
+      if (disposition.action === 'retry' || disposition.action === 'retry-dead-letter') failures.push({ itemIdentifier: record.messageId });
+      options.onReport?.({ ...report, disposition });
+    });
+    return { batchItemFailures: failures };
+  };
+
+  return {
+    before: async (request) => {
+      const state: BatchState<P> = { event: request.event, reports: new Map(), proceeding: [], leaders: new Map(), followers: new Map() };
+      states.set(request, state);
+      const candidates: ConsumerMessage<P>[] = [];
+      for (const record of request.event.Records) {
+        const msg = prepare(record, state);
+        if (!msg) continue;
+        if (state.leaders.has(msg.key)) {
+          // Two writes to one item in a transaction are rejected, and two leases on one
+          // key would block each other: later copies wait for the first copy's result.
+          state.followers.set(msg.key, [...(state.followers.get(msg.key) ?? []), msg]);
+          continue;
+        }
+        state.leaders.set(msg.key, msg);
+        candidates.push(msg);
+      }
+      const deadline = now() + (request.context.getRemainingTimeInMillis?.() ?? 60_000);
+      await mapLimit(candidates, concurrency, async (msg) => {
+        try {
+          const begun = await options.strategy.begin(msg, deadline);
+          if (!begun.proceed) return settle(state, msg, begun.settlement);
+          state.proceeding.push({ ...msg, leaseToken: begun.leaseToken, storedResult: begun.storedResult });
+        } catch (error) {
+          settle(state, msg, { outcome: 'failed', error: classify(error) });
+        }
+      });
+      // Middy hands `request.event` to the handler: from here on it is the prepared batch.
+      (request as unknown as { event: PreparedBatch<P> }).event = { messages: state.proceeding };
+    },
+    after: async (request) => {
+      const state = states.get(request)!;
+      const results = request.response as unknown as BusinessResults<R>;
+      request.event = state.event;
+      await mapLimit(state.proceeding, concurrency, async (msg, i) => {
+        const result = results[i]!;
+        if (result.ok) return settle(state, msg, await commit(msg, result.value));
+        const failure = classify(result.error);
+        await options.strategy.abort(msg, failure);
+        settle(state, msg, { outcome: 'failed', error: failure });
+      });
+      request.response = await finish(request, state);
+    },
+    onError: async (request) => {
+      const state = states.get(request);
+      if (!state) return; // failed before any record was read: let Lambda retry the batch
+      request.event = state.event;
+      const failure = new TransientFailureError(`handler failed: ${request.error?.message ?? 'unknown error'}`, 'HANDLER_CRASHED', { cause: request.error });
+      for (const msg of state.proceeding) {
+        if (state.reports.has(msg.record)) continue;
+        await options.strategy.abort(msg, failure);
+        settle(state, msg, { outcome: 'failed', error: failure });
+      }
+      request.response = await finish(request, state);
+      return request.response;
+    },
+  };
+}
+
+/**
+ * The Middy handler for a consumer: runs the business once per prepared message and
+ * reports each result separately, so one failing message never fails its batch-mates.
+ */
+export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R) {
+  return async (event: unknown, context: Context): Promise<BusinessResults<R>> => {
+    const { messages } = event as PreparedBatch<P>;
+    return Promise.all(
+      messages.map(async (msg) => {
+        try {
+          return { ok: true as const, value: await business(msg, context) };
+        } catch (error) {
+          return { ok: false as const, error };
+        }
+      }),
+    );
+  };
+}
+
+/** A dedup record that expires before RocketMQ's last retry would let that retry apply the effect again. */
+function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R>) {
+  const retryWindow = options.failures.schedule.totalDelaySeconds;
+  if (options.strategy.recordTtlSeconds < retryWindow * 2) {
+    throw new InvalidConsumerConfigError(
+      `idempotency records live ${options.strategy.recordTtlSeconds}s but the retry schedule spans ${retryWindow}s; ` +
+        `records must outlive the retry window plus redrive time (at least ${retryWindow * 2}s, default 7 days)`,
+    );
+  }
+}
+
+async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const jitter = (ms: number) => ms / 2 + Math.random() * ms;

@@ -1,0 +1,71 @@
+import { CreateTableCommand, UpdateTimeToLiveCommand, type AttributeDefinition, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
+import {
+  CONSUMER_GROUPS,
+  DLQ_RETENTION_DAYS,
+  TABLES,
+  deadLetterQueueName,
+  queueName,
+  tableName,
+  type TableKey,
+} from '../config/resources.ts';
+
+export interface LocalQueue {
+  url: string;
+  arn: string;
+}
+
+export interface LocalResources {
+  prefix: string;
+  endpoint: string;
+  tables: Record<TableKey, string>;
+  queues: Record<string, { source: LocalQueue; deadLetter: LocalQueue; maxReceiveCount: number }>;
+}
+
+/** Visibility timeout of the local source queues; the CDK app derives its own from the function timeout. */
+export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 30;
+
+/**
+ * Creates on the emulator the tables and queues the CDK app defines, from the same
+ * definitions (`lib/config/resources.ts`): names, keys, TTL attribute, redrive count.
+ */
+export async function provisionLocal(endpoint: string, prefix: string, options: { groups?: readonly string[] } = {}): Promise<LocalResources> {
+  const config = emulatorConfig(endpoint);
+  const dynamoDb = createDynamoDb(config);
+  const sqs = createSqs(config);
+  const tables = {} as Record<TableKey, string>;
+  for (const [key, def] of Object.entries(TABLES) as [TableKey, (typeof TABLES)[TableKey]][]) {
+    const name = tableName(prefix, key);
+    const keySchema: KeySchemaElement[] = [{ AttributeName: def.partitionKey, KeyType: 'HASH' }];
+    const attributes: AttributeDefinition[] = [{ AttributeName: def.partitionKey, AttributeType: 'S' }];
+    if ('sortKey' in def) {
+      keySchema.push({ AttributeName: def.sortKey, KeyType: 'RANGE' });
+      attributes.push({ AttributeName: def.sortKey, AttributeType: 'S' });
+    }
+    await dynamoDb.send(new CreateTableCommand({ TableName: name, KeySchema: keySchema, AttributeDefinitions: attributes, BillingMode: 'PAY_PER_REQUEST' }));
+    if ('ttlAttribute' in def) {
+      await dynamoDb.send(new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: { AttributeName: def.ttlAttribute, Enabled: true } }));
+    }
+    tables[key] = name;
+  }
+  const queues: LocalResources['queues'] = {};
+  for (const def of CONSUMER_GROUPS) {
+    if (options.groups && !options.groups.includes(def.group)) continue;
+    const deadLetter = await createQueue(sqs, deadLetterQueueName(prefix, def.group), {
+      MessageRetentionPeriod: String(DLQ_RETENTION_DAYS * 86400),
+    });
+    const source = await createQueue(sqs, queueName(prefix, def.group), {
+      VisibilityTimeout: String(LOCAL_VISIBILITY_TIMEOUT_SECONDS),
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetter.arn, maxReceiveCount: def.maxReceiveCount }),
+    });
+    queues[def.group] = { source, deadLetter, maxReceiveCount: def.maxReceiveCount };
+  }
+  return { prefix, endpoint, tables, queues };
+}
+
+async function createQueue(sqs: ReturnType<typeof createSqs>, name: string, attributes: Record<string, string>): Promise<LocalQueue> {
+  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
+  return { url: QueueUrl!, arn: Attributes!.QueueArn! };
+}

@@ -1,0 +1,102 @@
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { lambdaContext } from './lambda-context.ts';
+
+export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void>;
+
+export interface PollerOptions {
+  sqs: SQSClient;
+  queueUrl: string;
+  queueArn: string;
+  handler: SqsHandler;
+  functionName: string;
+  /** Records per invocation (Lambda: 1–10, or up to 10,000 with a batching window). */
+  batchSize?: number;
+  /** How long to gather a batch, like `MaximumBatchingWindowInSeconds`. */
+  batchingWindowMs?: number;
+  /** The function's timeout: the context's deadline. */
+  timeoutMs?: number;
+}
+
+/** What one poll did. */
+export interface PollResult {
+  received: number;
+  deleted: number;
+  failed: number;
+  /** The handler threw (Lambda would retry the whole batch after the visibility timeout). */
+  crashed: boolean;
+}
+
+/**
+ * Behaves like Lambda's SQS event source for one poller: receive a batch, invoke the
+ * handler with a Lambda-like event and context, delete the records the handler did not
+ * name in `batchItemFailures`, leave the failed ones (with whatever visibility the handler
+ * gave them). A handler that throws leaves the whole batch in the queue.
+ */
+export async function pollOnce(options: PollerOptions): Promise<PollResult> {
+  const batchSize = options.batchSize ?? 10;
+  const messages = await receiveBatch(options, batchSize);
+  if (messages.length === 0) return { received: 0, deleted: 0, failed: 0, crashed: false };
+  const event: SQSEvent = { Records: messages.map((m) => toRecord(m, options.queueArn)) };
+  let response: SQSBatchResponse | void;
+  try {
+    response = await options.handler(event, lambdaContext(options.functionName, options.timeoutMs ?? 30_000));
+  } catch {
+    return { received: messages.length, deleted: 0, failed: messages.length, crashed: true };
+  }
+  const failed = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+  const done = messages.filter((m) => !failed.has(m.MessageId!));
+  await deleteAll(options, done);
+  return { received: messages.length, deleted: done.length, failed: failed.size, crashed: false };
+}
+
+async function receiveBatch(options: PollerOptions, batchSize: number): Promise<Message[]> {
+  const windowEnds = Date.now() + (options.batchingWindowMs ?? 0);
+  const messages: Message[] = [];
+  do {
+    const { Messages = [] } = await options.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: options.queueUrl,
+        MaxNumberOfMessages: Math.min(10, batchSize - messages.length),
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+        WaitTimeSeconds: 0,
+      }),
+    );
+    messages.push(...Messages);
+    if (Messages.length === 0 && Date.now() < windowEnds) await new Promise((r) => setTimeout(r, 20));
+  } while (messages.length < batchSize && Date.now() < windowEnds);
+  return messages;
+}
+
+async function deleteAll(options: PollerOptions, messages: Message[]) {
+  for (let i = 0; i < messages.length; i += 10) {
+    const chunk = messages.slice(i, i + 10);
+    await options.sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: options.queueUrl,
+        Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
+  }
+}
+
+function toRecord(message: Message, queueArn: string): SQSRecord {
+  const attributes = message.Attributes ?? {};
+  return {
+    messageId: message.MessageId!,
+    receiptHandle: message.ReceiptHandle!,
+    body: message.Body ?? '',
+    attributes: {
+      ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? '1',
+      SentTimestamp: attributes.SentTimestamp ?? String(Date.now()),
+      SenderId: attributes.SenderId ?? 'local',
+      ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+    },
+    messageAttributes: {},
+    md5OfBody: message.MD5OfBody ?? '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: queueArn,
+    awsRegion: queueArn.split(':')[3] ?? 'us-east-1',
+  };
+}

@@ -1,0 +1,70 @@
+import type { DeclaredWrite } from '../idempotency/strategies/transactional.ts';
+import type { OrderPaid } from './order-paid.ts';
+
+export const LedgerEntryKind = { AWARD: 'AWARD', REVERSAL: 'REVERSAL' } as const;
+export type LedgerEntryKind = (typeof LedgerEntryKind)[keyof typeof LedgerEntryKind];
+
+/** One line of a user's point ledger. Awards are keyed by order, so one order can be awarded once per user. */
+export interface LedgerEntry {
+  userId: string;
+  /** `AWARD#<orderNo>` for awards, `REVERSAL#<entryId it reverses>` for reversals. */
+  entryId: string;
+  kind: LedgerEntryKind;
+  orderNo: string;
+  points: number;
+  msgId?: string;
+  paidAt?: string;
+  createdAt: string;
+  /** Reversals: the entry they compensate. */
+  reverses?: string;
+}
+
+export interface PointAccount {
+  userId: string;
+  balance: number;
+  updatedAt: string;
+}
+
+export interface PointTables {
+  ledger: string;
+  accounts: string;
+}
+
+export const awardEntryId = (orderNo: string) => `AWARD#${orderNo}`;
+export const reversalEntryId = (reversedEntryId: string) => `REVERSAL#${reversedEntryId}`;
+
+/**
+ * The writes of one award: the ledger entry and the balance increment. The ledger put
+ * is conditional on its own, so the ledger can never hold one order twice for a user
+ * even if the dedup record is gone (expired, deleted by hand).
+ */
+export function awardWrites(award: OrderPaid, msgId: string, tables: PointTables, now: Date): DeclaredWrite[] {
+  const entry: LedgerEntry = {
+    userId: award.userId,
+    entryId: awardEntryId(award.orderNo),
+    kind: LedgerEntryKind.AWARD,
+    orderNo: award.orderNo,
+    points: award.points,
+    msgId,
+    paidAt: award.paidAt,
+    createdAt: now.toISOString(),
+  };
+  return [
+    {
+      item: { Put: { TableName: tables.ledger, Item: entry, ConditionExpression: 'attribute_not_exists(entryId)' } },
+      conditionFailureMeansDone: true,
+    },
+    { item: balanceIncrement(tables.accounts, award.userId, award.points, now) },
+  ];
+}
+
+export function balanceIncrement(accountsTable: string, userId: string, points: number, now: Date): DeclaredWrite['item'] {
+  return {
+    Update: {
+      TableName: accountsTable,
+      Key: { userId },
+      UpdateExpression: 'ADD balance :points SET updatedAt = :now',
+      ExpressionAttributeValues: { ':points': points, ':now': now.toISOString() },
+    },
+  };
+}

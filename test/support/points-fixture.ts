@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import { QueryCommand, ScanCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { inject } from 'vitest';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { provisionLocal, type LocalResources } from '../../lib/local/provision.ts';
+import { lambdaContext } from '../../lib/local/lambda-context.ts';
+import { pollOnce } from '../../lib/local/sqs-poller.ts';
+import { MsgIdGenerator, writeEnvelope, type EnvelopeFields } from '../../lib/rocketmq/envelope-writer.ts';
+import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import { createPointsConsumer, POINTS_GROUP, type PointsConsumerDeps } from '../../functions/points-consumer/handler.ts';
+import type { LedgerEntry } from '../../lib/points/ledger.ts';
+
+export interface OrderFields {
+  orderNo: string;
+  userId: string | number;
+  points: number;
+  paidAt?: string;
+}
+
+const ids = new MsgIdGenerator();
+export const newMsgId = () => ids.next();
+
+export function orderEnvelope(order: Partial<OrderFields> & Record<string, unknown>, fields: Partial<EnvelopeFields> = {}): string {
+  return writeEnvelope({
+    topic: 'ORDER_TOPIC',
+    msgId: fields.msgId ?? newMsgId(),
+    tags: 'PAID',
+    keys: typeof order.orderNo === 'string' ? [order.orderNo] : [],
+    body: JSON.stringify(order),
+    ...fields,
+  });
+}
+
+let sqsIds = 0;
+/** An SQS record as Lambda would deliver it (for tests that invoke the handler directly). */
+export function sqsRecord(body: string, queueArn: string, receiveCount = 1): SQSRecord {
+  sqsIds++;
+  return {
+    messageId: `m-${sqsIds}-${randomUUID().slice(0, 8)}`,
+    receiptHandle: `rh-${sqsIds}`,
+    body,
+    attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: queueArn,
+    awsRegion: 'us-east-1',
+  };
+}
+
+/** Delays of zero: a failed record is visible again at once, so retry paths run in milliseconds. */
+export const IMMEDIATE_RETRIES = new RetrySchedule(Array.from({ length: 16 }, () => 0));
+
+/** A points consumer wired to fresh tables and queues on the shared emulator. */
+export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {}) {
+  const endpoint = inject('emulatorEndpoint');
+  const aws = emulatorConfig(endpoint);
+  const resources: LocalResources = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, { groups: [POINTS_GROUP] });
+  const queue = resources.queues[POINTS_GROUP]!;
+  const dynamoDb = createDynamoDb(aws);
+  const sqs = createSqs(aws);
+  const reports: RecordReport[] = [];
+  const handler = createPointsConsumer({
+    aws,
+    tables: resources.tables,
+    deadLetterQueueUrl: queue.deadLetter.url,
+    schedule: IMMEDIATE_RETRIES,
+    dynamoDb,
+    onReport: (r) => reports.push(r),
+    ...overrides,
+  });
+
+  const fixture = {
+    resources,
+    handler,
+    reports,
+    dynamoDb,
+    sqs,
+    /** Invokes the handler directly with records built from the bodies. */
+    invoke: (bodies: Array<string | SQSRecord>) =>
+      handler(
+        { Records: bodies.map((b) => (typeof b === 'string' ? sqsRecord(b, queue.source.arn) : b)) } satisfies SQSEvent,
+        lambdaContext('points-consumer', 30_000),
+      ),
+    send: async (...bodies: string[]) => {
+      for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
+    },
+    /** Polls the source queue like Lambda until it is empty. */
+    drain: async (maxPolls = 200) => {
+      for (let i = 0; i < maxPolls; i++) {
+        const r = await pollOnce({ sqs, queueUrl: queue.source.url, queueArn: queue.source.arn, handler, functionName: 'points-consumer' });
+        if (r.received === 0) return;
+      }
+      throw new Error('queue did not drain');
+    },
+    ledger: async (userId: string): Promise<LedgerEntry[]> =>
+      ((await dynamoDb.send(new QueryCommand({ TableName: resources.tables.ledger, KeyConditionExpression: 'userId = :u', ExpressionAttributeValues: { ':u': userId }, ConsistentRead: true }))).Items ?? []) as LedgerEntry[],
+    balance: async (userId: string): Promise<number> =>
+      ((await dynamoDb.send(new GetCommand({ TableName: resources.tables.accounts, Key: { userId }, ConsistentRead: true }))).Item?.balance as number | undefined) ?? 0,
+    /** Every account balance equals the sum of its ledger; returns the users that differ. */
+    ledgerMismatches: async (): Promise<string[]> => {
+      const ledger = (await dynamoDb.send(new ScanCommand({ TableName: resources.tables.ledger }))).Items ?? [];
+      const accounts = (await dynamoDb.send(new ScanCommand({ TableName: resources.tables.accounts }))).Items ?? [];
+      const sums = new Map<string, number>();
+      for (const e of ledger) sums.set(e.userId, (sums.get(e.userId) ?? 0) + e.points);
+      const balances = new Map(accounts.map((a) => [a.userId as string, a.balance as number]));
+      const users = new Set([...sums.keys(), ...balances.keys()]);
+      return [...users].filter((u) => (sums.get(u) ?? 0) !== (balances.get(u) ?? 0));
+    },
+    deadLetters: async () => {
+      const out: Array<{ body: string; attributes: Record<string, string> }> = [];
+      for (;;) {
+        const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.deadLetter.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
+        if (Messages.length === 0) return out;
+        for (const m of Messages) {
+          out.push({ body: m.Body!, attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
+        }
+      }
+    },
+    outcomes: () => reports.map((r) => r.settlement.outcome),
+  };
+  return fixture;
+}
