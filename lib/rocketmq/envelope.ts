@@ -80,6 +80,14 @@ const cloudEventSchema = z.object({
 });
 
 type CloudEvent = z.infer<typeof cloudEventSchema>;
+
+/** The envelope's JSON Schema, generated from the parser's own schema so the two cannot drift. */
+export function envelopeJsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(cloudEventSchema.describe('RocketMQ bridge envelope: one RocketMQ message as a CloudEvents 1.0 object'), { io: 'input' }),
+    $id: 'envelope.schema.json',
+  };
+}
 type EnvelopeData = z.infer<typeof dataSchema>;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

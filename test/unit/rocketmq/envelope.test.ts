@@ -123,3 +123,11 @@ describe('parseEnvelope', () => {
     expect(a).not.toBe(b);
   });
 });
+
+describe('docs/envelope.schema.json', () => {
+  it('is the schema the parser enforces (regenerate with `npm run schema`)', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { renderSchema, SCHEMA_PATH } = await import('../../../scripts/envelope-schema.ts');
+    expect(readFileSync(SCHEMA_PATH, 'utf8')).toBe(renderSchema());
+  });
+});
