@@ -1,0 +1,25 @@
+/**
+ * The small DynamoDB table that lets concurrent notifier invocations share one robot's message
+ * budget and its backlog of alarms. Exported so the infrastructure code creates exactly this.
+ *
+ * Items (all under `pk = robot#<robotId>`):
+ * - `sk = bucket`: the robot's token bucket (`tokens`, `refilledAt`, `pausedUntil`, `version`).
+ * - `sk = pending#<SNS timestamp>#<SNS MessageId>`: one alarm waiting for or done with delivery
+ *   (`notification`, `claimedBy`, `leaseUntil`, `deliveredAt`, `expiresAt`). Delivered items stay
+ *   as tombstones for a day so Lambda's retries of an already delivered alarm do not post it again.
+ */
+export const ALARM_STORM_TABLE = {
+  /** Suggested construct id / name suffix. */
+  nameSuffix: 'DingTalkAlarmStorm',
+  partitionKey: { name: 'pk', type: 'S' },
+  sortKey: { name: 'sk', type: 'S' },
+  /** Epoch seconds; only ever used to clean up tombstones, never to decide delivery. */
+  timeToLiveAttribute: 'expiresAt',
+  billingMode: 'PAY_PER_REQUEST',
+  /** Environment variable the notifier reads the table name from. */
+  tableNameEnv: 'ALARM_STORM_TABLE_NAME',
+} as const;
+
+export const robotPartitionKey = (robotId: string) => `robot#${robotId}`;
+export const BUCKET_SORT_KEY = 'bucket';
+export const PENDING_PREFIX = 'pending#';

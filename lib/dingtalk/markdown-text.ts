@@ -1,0 +1,79 @@
+/**
+ * Making untrusted text (alarm names, descriptions, reasons, whole foreign messages) inert inside
+ * a DingTalk markdown message.
+ *
+ * DingTalk does not document backslash escapes for its markdown subset, so a backslash could show up
+ * literally or be ignored. Instead, the characters that build links, images, HTML, emphasis and
+ * code are replaced by look-alike Unicode characters that no markdown renderer interprets, and URL
+ * schemes are broken so clients do not auto-link them. The text stays readable; it can no longer
+ * open a link, inject a `<font>`/`<a>` tag or restructure the message. `_` and `-` are kept because
+ * alarm and queue names are full of them and they cannot form links.
+ */
+
+const INLINE_REPLACEMENTS: Record<string, string> = {
+  '\\': '＼',
+  '`': 'ˋ',
+  '*': '∗',
+  '[': '［',
+  ']': '］',
+  '<': '＜',
+  '>': '＞',
+  '~': '～',
+  '|': '｜',
+};
+
+const INLINE = /[\\`*[\]<>~|]/g;
+// Schemes (`https://`, `dingtalk://`, `javascript:`) and bare `www.` are what clients auto-link.
+const SCHEME = /([a-z][a-z0-9+.-]*):(?=\/\/)|\b(javascript|data|vbscript):/gi;
+const BARE_WWW = /\bwww\./gi;
+// A line that starts with one of these becomes a heading, list, quote or rule.
+const LINE_START_MARKER = /^(#|-|\+|=|\d+[.)])/;
+const LINE_START_REPLACEMENT: Record<string, string> = { '#': '＃', '-': '－', '+': '＋', '=': '＝' };
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+function inert(text: string): string {
+  return text
+    .replace(CONTROL, '')
+    .replace(INLINE, (c) => INLINE_REPLACEMENTS[c] ?? c)
+    .replace(SCHEME, (_m, scheme: string | undefined, bare: string | undefined) => `${scheme ?? bare}꞉`)
+    .replace(BARE_WWW, (m) => `${m.slice(0, 3)}․`);
+}
+
+function inertLineStart(line: string): string {
+  return line.replace(
+    LINE_START_MARKER,
+    (marker: string) => LINE_START_REPLACEMENT[marker] ?? marker.replace(/[.)]$/, (p) => (p === '.' ? '．' : '）')),
+  );
+}
+
+/** For values shown inside a line (names, dimension values): one line, no markup. */
+export function inlineText(text: string): string {
+  return inert(text.replace(/\s+/g, ' ').trim());
+}
+
+/** For free text (descriptions, reasons, foreign messages): keeps line breaks, each line a quote line. */
+export function quotedBlock(text: string): string {
+  const lines = text
+    .replace(/\r\n?/g, '\n')
+    .split('\n')
+    // Leading spaces would turn a line into a code block.
+    .map((line) => inertLineStart(inert(line.trim())))
+    .filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== ''));
+  // DingTalk needs two trailing spaces for a hard line break inside a paragraph.
+  return lines.map((line) => `> ${line}`).join('  \n');
+}
+
+/** Cuts to `maxChars` code points (never inside a surrogate pair) and says how much was cut. */
+export function truncateText(text: string, maxChars: number): string {
+  const chars = Array.from(text);
+  if (chars.length <= maxChars) return text;
+  const omitted = chars.length - maxChars;
+  return `${chars.slice(0, Math.max(0, maxChars)).join('')} … [${omitted} characters truncated]`;
+}
+
+export function codePointLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}

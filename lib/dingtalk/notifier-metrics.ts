@@ -1,0 +1,19 @@
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import type { DeliveryMetric, DeliveryMetrics } from './alarm-storm.ts';
+
+/**
+ * Delivery counters as CloudWatch metrics (EMF through Powertools). `DingTalkConfigurationError`
+ * and `DingTalkMessageRejected` are the alarm-of-last-resort signals: their alarms must notify
+ * through something other than this robot.
+ */
+export function powertoolsDeliveryMetrics(metrics: Metrics): DeliveryMetrics {
+  return {
+    count(metric: DeliveryMetric, value = 1) {
+      metrics.addMetric(metric, MetricUnit.Count, value);
+    },
+  };
+}
+
+export const noDeliveryMetrics: DeliveryMetrics = { count() {} };
+
+export const DEFAULT_METRICS_NAMESPACE = 'DingTalkAlarmNotifier';
