@@ -14,18 +14,54 @@ export class EmulatorUnavailableError extends Error {
   override readonly name = 'EmulatorUnavailableError';
 }
 
+export interface StartEmulatorOptions {
+  /** Python interpreter with moto installed. Default: `$EMULATOR_PYTHON`, else `python3`. */
+  python?: string;
+  /** How long to wait for the readiness line. Default 20 s. */
+  timeoutMs?: number;
+  /**
+   * Plain moto: no DynamoDB lock, no item-level transaction rollback. Only for tests that
+   * compare against stock behaviour; never for anything that writes concurrently.
+   */
+  stockMoto?: boolean;
+}
+
 const LAUNCHER = fileURLToPath(new URL('../../scripts/emulator/launcher.py', import.meta.url));
 const INSTALL_HINT = 'pip install "moto[server]==5.2.1"';
 
+/** Every child still running; killed synchronously if this process exits without stop(). */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function killAllOnExit() {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+}
+
 /** Starts the emulator on a free loopback port and resolves once it answers. */
-export async function startEmulator(options: { python?: string; timeoutMs?: number } = {}): Promise<Emulator> {
+export async function startEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
   const python = options.python ?? process.env.EMULATOR_PYTHON ?? 'python3';
-  const child = spawn(python, [LAUNCHER], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [LAUNCHER, '--exit-with-stdin', ...(options.stockMoto ? ['--stock'] : [])];
+  // stdin stays an open pipe we never write to: if this process dies, even by SIGKILL, the
+  // launcher sees EOF and exits, so no emulator outlives its test run.
+  const child = spawn(python, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  killAllOnExit();
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
-  const endpoint = await readEndpoint(child, options.timeoutMs ?? 20_000, () => stderr);
+  child.stdin!.on('error', () => {}); // EPIPE once the child is gone
+  let endpoint: string;
+  try {
+    endpoint = await readEndpoint(child, python, options.timeoutMs ?? 20_000, () => stderr);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
   return {
     endpoint,
     async reset() {
@@ -36,36 +72,48 @@ export async function startEmulator(options: { python?: string; timeoutMs?: numb
   };
 }
 
-function readEndpoint(child: ChildProcess, timeoutMs: number, stderr: () => string): Promise<string> {
+function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, stderr: () => string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new EmulatorUnavailableError(`emulator did not start within ${timeoutMs} ms: ${stderr()}`));
-    }, timeoutMs);
-    const fail = (why: string) => {
+    let settled = false;
+    const lines = createInterface({ input: child.stdout! });
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      reject(new EmulatorUnavailableError(why));
+      lines.close();
+      child.stdout!.resume(); // keep draining so later output can never block the child
+      fn();
     };
-    child.once('error', (err) => fail(`cannot run Python for the emulator (${err.message}); install Python 3 and ${INSTALL_HINT}`));
-    child.once('exit', (code) => {
-      const missingMoto = /No module named '?(moto|werkzeug)/.test(stderr());
-      fail(missingMoto
-        ? `moto is not installed: ${INSTALL_HINT}`
-        : `emulator exited with code ${code}: ${stderr()}`);
+    const fail = (why: string) => settle(() => reject(new EmulatorUnavailableError(why)));
+    const timer = setTimeout(
+      () => fail(`emulator did not start within ${timeoutMs} ms: ${stderr().trim()}`),
+      timeoutMs,
+    );
+    child.once('error', (err) =>
+      fail(`cannot run Python for the emulator ("${python}": ${err.message}); install Python 3 and ${INSTALL_HINT}`));
+    child.once('exit', (code, signal) => {
+      const missing = /No module named '?(moto|werkzeug|flask)/.exec(stderr());
+      fail(missing
+        ? `moto is not installed for "${python}" (${missing[0]}): ${INSTALL_HINT}`
+        : `emulator exited with ${signal ?? `code ${code}`} before it was ready: ${stderr().trim()}`);
     });
-    createInterface({ input: child.stdout! }).once('line', (line) => {
-      clearTimeout(timer);
+    lines.on('line', (line) => {
+      let ready: { ready?: unknown; endpoint?: unknown } | undefined;
       try {
-        resolve((JSON.parse(line) as { endpoint: string }).endpoint);
+        ready = JSON.parse(line) as typeof ready;
       } catch {
-        reject(new EmulatorUnavailableError(`unexpected emulator output: ${line}`));
+        return; // not the readiness line (a library printing to stdout); keep waiting
+      }
+      if (ready?.ready === true && typeof ready.endpoint === 'string') {
+        const endpoint = ready.endpoint;
+        settle(() => resolve(endpoint));
       }
     });
   });
 }
 
 function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const force = setTimeout(() => child.kill('SIGKILL'), 3000);
     child.once('exit', () => {
