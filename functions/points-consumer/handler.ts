@@ -3,7 +3,9 @@ import { consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig } from '
 import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import { packedTransactionalStrategy } from '../../lib/idempotency/strategies/packed-transactional.ts';
 import { transactionalStrategy } from '../../lib/idempotency/strategies/transactional.ts';
+import { TABLES } from '../../lib/config/resources.ts';
 import { awardWrites } from '../../lib/points/ledger.ts';
 import { parseOrderPaid } from '../../lib/points/order-paid.ts';
 
@@ -15,6 +17,14 @@ export interface PointsConsumerDeps extends ConsumerRuntimeConfig {
   now?: () => number;
   /** Lets tests and the chaos run put fault injection between the consumer and DynamoDB. */
   dynamoDb?: ReturnType<typeof createDynamoDb>;
+  /**
+   * Batch packing (default on): the records of one batch commit in as few transactions as
+   * DynamoDB allows, with one account's increments merged. Safe here because an award's
+   * writes are its own ledger entry (conditional, keyed by order) and an unconditional
+   * balance `ADD`, so no record's condition depends on a batch-mate's write. `false` (or
+   * `POINTS_PACKING=off`) restores one transaction per record; see docs/performance.md.
+   */
+  packing?: boolean;
 }
 
 /** ORDER_TOPIC `PAID` → one ledger entry and one balance increment per order, exactly once. */
@@ -22,13 +32,16 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
   const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
   const tables = { idempotency: deps.tables.idempotency!, ledger: deps.tables.ledger!, accounts: deps.tables.accounts! };
   const now = deps.now ?? Date.now;
+  const strategyOptions = { client: dynamoDb, tableName: tables.idempotency, group: POINTS_GROUP, ttlSeconds: deps.ttlSeconds, now };
   return consumerHandler({
     group: POINTS_GROUP,
     tagExpression: 'PAID',
     parsePayload: parseOrderPaid,
     keyOf: (order) => order.orderNo,
     fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId, points: order.points }),
-    strategy: transactionalStrategy({ client: dynamoDb, tableName: tables.idempotency, group: POINTS_GROUP, ttlSeconds: deps.ttlSeconds, now }),
+    strategy: (deps.packing ?? true)
+      ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) })
+      : transactionalStrategy(strategyOptions),
     failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     business: (msg) => ({ writes: awardWrites(msg.payload, msg.message.msgId, tables, new Date(now())) }),
     onReport: deps.onReport,
@@ -36,4 +49,12 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
   });
 }
 
-export const handler = lazyHandler(() => createPointsConsumer(consumerConfigFromEnv(POINTS_TABLES)));
+/** Physical table name → key attributes, from the resource catalogue (lets the packer see which puts hit one item). */
+function keyAttributesOf(tables: { idempotency: string; ledger: string; accounts: string }): Record<string, string[]> {
+  const keys = (def: { partitionKey: string; sortKey?: string }) => [def.partitionKey, ...(def.sortKey ? [def.sortKey] : [])];
+  return { [tables.idempotency]: keys(TABLES.idempotency), [tables.ledger]: keys(TABLES.ledger), [tables.accounts]: keys(TABLES.accounts) };
+}
+
+export const handler = lazyHandler(() =>
+  createPointsConsumer({ ...consumerConfigFromEnv(POINTS_TABLES), packing: process.env.POINTS_PACKING !== 'off' }),
+);

@@ -120,6 +120,39 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
     }
   };
 
+  /**
+   * Packing: the strategy commits the batch's successful records together (it retries
+   * contention itself) and settles each one; followers are settled after, as in per-record mode.
+   */
+  const commitPacked = async (state: BatchState<P>, results: BusinessResults<R>) => {
+    const ready: ConsumerMessage<P>[] = [];
+    const values: R[] = [];
+    for (const [i, msg] of state.proceeding.entries()) {
+      const result = results[i]!;
+      if (result.ok) {
+        ready.push(msg);
+        values.push(result.value);
+        continue;
+      }
+      const failure = classify(result.error);
+      await options.strategy.abort(msg, failure);
+      settle(state, msg, { outcome: 'failed', error: failure });
+    }
+    if (ready.length === 0) return;
+    let settlements: Settlement[];
+    try {
+      settlements = await options.strategy.commitBatch!(ready, values);
+    } catch (error) {
+      const failure = classify(error);
+      settlements = ready.map(() => ({ outcome: 'failed', error: failure }));
+    }
+    for (const [i, msg] of ready.entries()) {
+      const settlement = settlements[i]!;
+      if (settlement.outcome === 'failed') await options.strategy.abort(msg, settlement.error);
+      settle(state, msg, settlement);
+    }
+  };
+
   /** Settles followers after their leader: same content is a duplicate, different content a conflict. */
   const settleFollowers = (state: BatchState<P>) => {
     for (const [key, followers] of state.followers) {
@@ -192,6 +225,11 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       const state = states.get(request)!;
       const results = request.response as unknown as BusinessResults<R>;
       request.event = state.event;
+      if (options.strategy.commitBatch) {
+        await commitPacked(state, results);
+        request.response = await finish(request, state);
+        return;
+      }
       await mapLimit(state.proceeding, concurrency, async (msg, i) => {
         const result = results[i]!;
         if (result.ok) return settle(state, msg, await commit(msg, result.value));

@@ -16,6 +16,13 @@ export interface ConsumptionStrategy<R> {
   begin<P>(msg: ConsumerMessage<P>, deadline: number): Promise<BeginResult>;
   commit<P>(msg: ConsumerMessage<P>, result: R): Promise<Settlement>;
   abort<P>(msg: ConsumerMessage<P>, error: unknown): Promise<void>;
+  /**
+   * Optional batch-level commit (packing): commits the records of one batch together and
+   * returns one settlement per record, aligned with `msgs`. The middleware uses it instead
+   * of `commit` when present. It never receives two records with one key (in-batch copies
+   * are held back as followers), and it must settle every record exactly as `commit` would.
+   */
+  commitBatch?<P>(msgs: readonly ConsumerMessage<P>[], results: readonly R[]): Promise<Settlement[]>;
 }
 
 export type BeginResult =

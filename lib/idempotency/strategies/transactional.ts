@@ -54,33 +54,10 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
       return { proceed: true };
     },
     async commit<P>(msg: ConsumerMessage<P>, result: TransactionalResult): Promise<Settlement> {
-      const nowMs = now();
-      const record: DedupRecord = {
-        id: recordId(options.group, msg.key),
-        key: msg.key,
-        group: options.group,
-        status: RecordStatus.COMPLETED,
-        firstMsgId: msg.message.msgId,
-        fingerprint: msg.fingerprint,
-        createdAt: new Date(nowMs).toISOString(),
-        expiresAt: Math.floor(nowMs / 1000) + ttlSeconds,
-      };
       try {
         await options.client.send(
           new TransactWriteCommand({
-            TransactItems: [
-              {
-                Put: {
-                  TableName: options.tableName,
-                  Item: record,
-                  // TTL deletes lazily (up to days late): an expired record counts as absent.
-                  ConditionExpression: 'attribute_not_exists(id) OR expiresAt < :nowSeconds',
-                  ExpressionAttributeValues: { ':nowSeconds': Math.floor(nowMs / 1000) },
-                  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-                },
-              },
-              ...result.writes.map((w) => w.item),
-            ],
+            TransactItems: [dedupRecordPut(msg, options, ttlSeconds, now()), ...result.writes.map((w) => w.item)],
           }),
         );
         return { outcome: 'processed' };
@@ -95,8 +72,43 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
   };
 }
 
-/** Reasons come in action order: [0] is the dedup record, [i] is declared write i-1. */
-function explainCancellation<P>(msg: ConsumerMessage<P>, result: TransactionalResult, reasons: CancellationReason[]): Settlement {
+/**
+ * The conditional put of a record's dedup record: the first action of its transaction.
+ * Shared with packing, so both modes write the same record under the same condition.
+ */
+export function dedupRecordPut<P>(
+  msg: ConsumerMessage<P>,
+  options: Pick<TransactionalOptions, 'tableName' | 'group'>,
+  ttlSeconds: number,
+  nowMs: number,
+): TransactItem {
+  const record: DedupRecord = {
+    id: recordId(options.group, msg.key),
+    key: msg.key,
+    group: options.group,
+    status: RecordStatus.COMPLETED,
+    firstMsgId: msg.message.msgId,
+    fingerprint: msg.fingerprint,
+    createdAt: new Date(nowMs).toISOString(),
+    expiresAt: Math.floor(nowMs / 1000) + ttlSeconds,
+  };
+  return {
+    Put: {
+      TableName: options.tableName,
+      Item: record,
+      // TTL deletes lazily (up to days late): an expired record counts as absent.
+      ConditionExpression: 'attribute_not_exists(id) OR expiresAt < :nowSeconds',
+      ExpressionAttributeValues: { ':nowSeconds': Math.floor(nowMs / 1000) },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    },
+  };
+}
+
+/**
+ * Reasons come in action order: [0] is the dedup record, [i] is declared write i-1.
+ * Returns the settlement, or throws the classified error the record fails with.
+ */
+export function explainCancellation<P>(msg: ConsumerMessage<P>, result: TransactionalResult, reasons: CancellationReason[]): Settlement {
   const dedup = reasons[0];
   if (dedup?.Code === 'ConditionalCheckFailed') {
     const existing = dedup.Item ? (unmarshall(dedup.Item) as Partial<DedupRecord>) : {};

@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
+import { newMsgId, orderEnvelope, pointsFixture as basePointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 
 const INCIDENT = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 const INCIDENT_MSG_ID = '0A1B2C3D00002A9F0000000000012E45';
 
-describe('points consumer: exactly-once awards from at-least-once delivery (emulator)', () => {
+const MODES = [
+  { mode: 'per-record', packing: false },
+  { mode: 'packed', packing: true },
+] as const;
+
+describe.each(MODES)('points consumer ($mode): exactly-once awards from at-least-once delivery (emulator)', ({ packing }) => {
+  const pointsFixture = (overrides: Parameters<typeof basePointsFixture>[0] = {}) => basePointsFixture({ packing, ...overrides });
+
   it('awards once when the same message is delivered twice (same msgId)', async () => {
     // Prepare
     const f = await pointsFixture();
