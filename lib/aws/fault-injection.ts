@@ -1,0 +1,65 @@
+import { ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import type { MiddlewareStack } from '@smithy/types';
+
+/**
+ * Faults the DynamoDB emulator cannot produce, injected where real AWS would raise them:
+ * on the SDK client, inside its retry loop, so the SDK's own retries run as in production.
+ * Used by the tests and the chaos run only.
+ */
+export const FaultKind = {
+  /** `ProvisionedThroughputExceededException`: retried by the SDK with backoff. */
+  throttle: 'throttle',
+  /** A transaction cancelled with reason `TransactionConflict`: not retried by the SDK. */
+  transactionConflict: 'transactionConflict',
+  /** The write is applied, then the answer is lost (timeout): the retry must discover it was done. */
+  unknownOutcome: 'unknownOutcome',
+  /** The request never reaches DynamoDB (a connection reset before sending). */
+  lostRequest: 'lostRequest',
+} as const;
+export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
+
+/** Decides per request whether to inject a fault; `command` is e.g. `TransactWriteItemsCommand`. */
+export type FaultDecider = (command: string, input: Record<string, unknown>) => FaultKind | undefined;
+
+export interface InjectedFault {
+  kind: FaultKind;
+  command: string;
+}
+
+interface ClientWithStack {
+  middlewareStack: MiddlewareStack<any, any>;
+}
+
+export function injectFaults(client: ClientWithStack, decide: FaultDecider, onFault?: (fault: InjectedFault) => void): void {
+  client.middlewareStack.addRelativeTo(
+    (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: { input: Record<string, unknown> }) => {
+      const command = context.commandName ?? 'unknown';
+      const kind = decide(command, args.input);
+      if (!kind) return next(args);
+      onFault?.({ kind, command });
+      switch (kind) {
+        case 'throttle':
+          throw new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput (injected)', $metadata: { httpStatusCode: 400 } });
+        case 'transactionConflict':
+          throw new TransactionCanceledException({
+            message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (injected)',
+            $metadata: { httpStatusCode: 400 },
+            CancellationReasons: ((args.input.TransactItems as unknown[]) ?? [{}]).map(() => ({ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' })),
+          });
+        case 'unknownOutcome': {
+          await next(args);
+          throw Object.assign(new Error('socket timed out after the request was sent (injected)'), { name: 'TimeoutError', $metadata: {} });
+        }
+        case 'lostRequest':
+          throw Object.assign(new Error('read ECONNRESET (injected)'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+      }
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'faultInjection', override: true },
+  );
+}
+
+/** Injects each listed fault once, in order, on the first requests of the given command. */
+export function faultsInOrder(command: string, faults: readonly FaultKind[]): FaultDecider {
+  const queue = [...faults];
+  return (name) => (name === command ? queue.shift() : undefined);
+}
