@@ -1,0 +1,179 @@
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { DLQ_RETENTION_DAYS } from '../lib/config/resources.ts';
+import { ALARM_STORM_TABLE } from '../lib/dingtalk/alarm-storm-table.ts';
+import { DEFAULT_METRICS_NAMESPACE } from '../lib/dingtalk/notifier-metrics.ts';
+import { ProjectFunction } from './project-function.ts';
+import { alarmDescription, type RunbookKey } from './runbook.ts';
+
+export const NOTIFIER_ENTRY = 'functions/alarm-notifier/handler.ts';
+export const NOTIFIER_SERVICE_NAME = 'alarm-notifier';
+
+export interface AlarmRoutingProps {
+  readonly prefix: string;
+  readonly runbookUrl: string;
+  /** IANA zone the DingTalk messages show times in (default Asia/Shanghai). */
+  readonly alarmTimeZone?: string;
+  /**
+   * Name of an existing Secrets Manager secret with the robot's `{webhookUrl, secret, keyword?, atMobiles?}`.
+   * Without it the stack creates an empty secret `<prefix>/dingtalk-robot` for the operator to fill in.
+   */
+  readonly dingTalkSecretName?: string;
+  /**
+   * Reserved concurrency of the notifier (default 2). Robot rate limiting is shared through a
+   * table, so more containers only wait; 0 or undefined-by-context leaves it unreserved.
+   */
+  readonly notifierReservedConcurrency?: number;
+  /** An address that receives every alarm by e-mail too: the path that still works when DingTalk does not. */
+  readonly operatorEmail?: string;
+}
+
+/**
+ * Where alarms go: one SNS topic encrypted with a key CloudWatch may use, the DingTalk
+ * notifier subscribed to it (own DLQ, the robot's secret read at run time, the shared
+ * rate-limit table), and the alarms about the notifier itself.
+ */
+export class AlarmRouting extends Construct {
+  readonly topic: sns.Topic;
+  readonly key: kms.Key;
+  readonly notifier: lambda.IFunction;
+  readonly notifierDeadLetterQueue: sqs.Queue;
+  readonly webhookSecret: secretsmanager.ISecret;
+  readonly stormTable: dynamodb.Table;
+  readonly alarms: cloudwatch.Alarm[] = [];
+
+  constructor(scope: Construct, id: string, props: AlarmRoutingProps) {
+    super(scope, id);
+    const account = Stack.of(this).account;
+    this.key = new kms.Key(this, 'TopicKey', {
+      description: `Encrypts the ${props.prefix} alarm topic; CloudWatch must be allowed to use it`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    });
+    // Without this grant CloudWatch's publishes to the encrypted topic are silently dropped.
+    this.key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+      }),
+    );
+    this.topic = new sns.Topic(this, 'AlarmTopic', {
+      topicName: `${props.prefix}-alarms`,
+      displayName: `${props.prefix} RocketMQ consumer alarms`,
+      masterKey: this.key,
+      enforceSSL: true,
+    });
+    this.topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: { StringEquals: { 'aws:SourceAccount': account } },
+      }),
+    );
+
+    this.webhookSecret = props.dingTalkSecretName
+      ? secretsmanager.Secret.fromSecretNameV2(this, 'DingTalkRobot', props.dingTalkSecretName)
+      : new secretsmanager.Secret(this, 'DingTalkRobot', {
+          secretName: `${props.prefix}/dingtalk-robot`,
+          description: 'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
+          removalPolicy: RemovalPolicy.RETAIN,
+        });
+    Validations.of(this.webhookSecret).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SMG4',
+      reason:
+        'The robot access token and signing secret are issued by DingTalk and can only be reset in the DingTalk group settings, so a rotation function cannot mint new ones; rotation is a documented manual step (docs/deploy.md, rotating the DingTalk robot).',
+    });
+
+    this.stormTable = new dynamodb.Table(this, ALARM_STORM_TABLE.nameSuffix, {
+      partitionKey: { name: ALARM_STORM_TABLE.partitionKey.name, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: ALARM_STORM_TABLE.sortKey.name, type: dynamodb.AttributeType.STRING },
+      timeToLiveAttribute: ALARM_STORM_TABLE.timeToLiveAttribute,
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      // Token buckets and a day of delivery tombstones: nothing worth keeping after the stack.
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    this.notifierDeadLetterQueue = new sqs.Queue(this, 'NotifierDeadLetterQueue', {
+      queueName: `${props.prefix}-alarm-notifier-dlq`,
+      retentionPeriod: Duration.days(DLQ_RETENTION_DAYS),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    Validations.of(this.notifierDeadLetterQueue).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SQS3',
+      reason:
+        'This queue is itself a dead-letter queue: the on-failure destination of the notifier and the DLQ of its SNS subscription (cdk-nag only recognises SQS redrive targets). A DLQ of a DLQ would hide failures further; its depth is alarmed instead.',
+    });
+
+    const notifier = new ProjectFunction(this, 'Notifier', {
+      entry: NOTIFIER_ENTRY,
+      description: 'CloudWatch alarms from SNS to the DingTalk robot',
+      timeout: Duration.seconds(60),
+      memorySize: 256,
+      reservedConcurrentExecutions: props.notifierReservedConcurrency === 0 ? undefined : (props.notifierReservedConcurrency ?? 2),
+      environment: {
+        // Which secret, never its value: the notifier reads the value at run time.
+        DINGTALK_SECRET_ID: props.dingTalkSecretName ?? this.webhookSecret.secretArn,
+        [ALARM_STORM_TABLE.tableNameEnv]: this.stormTable.tableName,
+        ALARM_TIME_ZONE: props.alarmTimeZone ?? 'Asia/Shanghai',
+        POWERTOOLS_SERVICE_NAME: NOTIFIER_SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: DEFAULT_METRICS_NAMESPACE,
+      },
+    });
+    this.notifier = notifier.function;
+    this.notifier.configureAsyncInvoke({
+      retryAttempts: 2,
+      maxEventAge: Duration.hours(6),
+      onFailure: new SqsDestination(this.notifierDeadLetterQueue),
+    });
+    this.webhookSecret.grantRead(notifier.role);
+    notifier.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+        resources: [this.stormTable.tableArn],
+      }),
+    );
+    // Also the subscription's DLQ: SNS parks notifications it could not hand to Lambda at all.
+    this.topic.addSubscription(new subscriptions.LambdaSubscription(this.notifier, { deadLetterQueue: this.notifierDeadLetterQueue }));
+    if (props.operatorEmail) this.topic.addSubscription(new subscriptions.EmailSubscription(props.operatorEmail));
+
+    this.alarm('NotifierDeadLetters', 'notifierDeadLetters', props, {
+      metric: this.notifierDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+    });
+    this.alarm('NotifierErrors', 'notifierErrors', props, {
+      metric: this.notifier.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+    });
+  }
+
+  private alarm(id: string, runbook: RunbookKey, props: AlarmRoutingProps, spec: { metric: cloudwatch.IMetric }): void {
+    const alarm = new cloudwatch.Alarm(this, id, {
+      alarmName: `${props.prefix}-alarm-notifier-${id === 'NotifierErrors' ? 'errors' : 'dead-letters'}`,
+      alarmDescription: alarmDescription(runbook, NOTIFIER_SERVICE_NAME, props.runbookUrl),
+      metric: spec.metric,
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    // The notifier may be what is broken: these also reach the operator e-mail, if one is set.
+    alarm.addAlarmAction(new cwActions.SnsAction(this.topic));
+    alarm.addOkAction(new cwActions.SnsAction(this.topic));
+    this.alarms.push(alarm);
+  }
+}

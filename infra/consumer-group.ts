@@ -1,0 +1,216 @@
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { DLQ_RETENTION_DAYS, TABLE_ENV, deadLetterQueueName, queueName, type ConsumerGroupDefinition } from '../lib/config/resources.ts';
+import { CONSUMER_ENV } from '../lib/consumer/consumer-config.ts';
+import { ConsumerMetric, METRICS_NAMESPACE } from '../lib/consumer/consumer-telemetry.ts';
+import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/envelope.ts';
+import { ProjectFunction } from './project-function.ts';
+import { tagEventFilters } from './rocketmq-tag-filter.ts';
+import { alarmDescription, type RunbookKey } from './runbook.ts';
+import type { ConsumerTables } from './tables.ts';
+
+/** How one group's function and event source are sized; every value has a production default. */
+export interface ConsumerTuning {
+  /** Records per invocation (default 10). */
+  readonly batchSize?: number;
+  /** How long Lambda gathers records before invoking (default 1 s; required for batches over 10). */
+  readonly maxBatchingWindow?: Duration;
+  /** Concurrent invocations the event source may start, 2–1000 (default 10): the DynamoDB write rate ceiling. */
+  readonly maxConcurrency?: number;
+  /** Function timeout (default 30 s); the queue's visibility timeout is derived from it. */
+  readonly timeout?: Duration;
+  readonly memorySize?: number;
+  /** `RETRY_DELAYS_SECONDS`: overrides RocketMQ's schedule (comma-separated seconds). */
+  readonly retryDelaysSeconds?: string;
+  /** `IDEMPOTENCY_TTL_SECONDS`: how long dedup records are kept. */
+  readonly idempotencyTtlSeconds?: number;
+  /** Alarm when the oldest message has waited this long (default 15 min). */
+  readonly oldestMessageAlarmAge?: Duration;
+}
+
+export interface RocketMqConsumerGroupProps extends ConsumerTuning {
+  /** The group's catalogue entry (`CONSUMER_GROUPS`): topic, tag expression, handler, tables, redrive count. */
+  readonly definition: ConsumerGroupDefinition;
+  readonly prefix: string;
+  readonly tables: ConsumerTables;
+  /** Alarm and OK actions go here. */
+  readonly alarmTopic: sns.ITopic;
+  /** Where alarm descriptions link to (`…/docs/runbook.md`). */
+  readonly runbookUrl: string;
+  /** When given, a rule on this bus routes the group's topic to its source queue. */
+  readonly eventBus?: events.IEventBus;
+  /** Environment only this group needs (the coupon service URL, for example). */
+  readonly extraEnvironment?: Record<string, string>;
+}
+
+/** Actions a consumer performs on each of its tables; TransactWriteItems is authorised per item action. */
+export const CONSUMER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'] as const;
+
+/**
+ * One RocketMQ consumer group on AWS: source queue + DLQ (redrive after the catalogue's count),
+ * the consumer function with a tag-filtered SQS event source, an EventBridge route for bridges
+ * that publish there, and the alarms an operator needs, all pointing at the alarm topic.
+ */
+export class RocketMqConsumerGroup extends Construct {
+  readonly group: string;
+  readonly queue: sqs.Queue;
+  readonly deadLetterQueue: sqs.Queue;
+  readonly function: lambda.IFunction;
+  readonly alarms: cloudwatch.Alarm[] = [];
+  readonly rule?: events.Rule;
+
+  constructor(scope: Construct, id: string, props: RocketMqConsumerGroupProps) {
+    super(scope, id);
+    const def = props.definition;
+    this.group = def.group;
+    const timeout = props.timeout ?? Duration.seconds(30);
+    const batchingWindow = props.maxBatchingWindow ?? Duration.seconds(1);
+
+    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+      queueName: deadLetterQueueName(props.prefix, def.group),
+      retentionPeriod: Duration.days(DLQ_RETENTION_DAYS),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    // Dead letters can be moved back to the source queue only by a DLQ redrive naming it.
+    this.queue = new sqs.Queue(this, 'Queue', {
+      queueName: queueName(props.prefix, def.group),
+      // Lambda's guidance: at least six times the function timeout, plus the batching window.
+      visibilityTimeout: Duration.seconds(6 * timeout.toSeconds() + batchingWindow.toSeconds()),
+      // Shorter than the DLQ's: a dead letter keeps its original enqueue time.
+      retentionPeriod: Duration.days(4),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: def.maxReceiveCount },
+    });
+
+    const consumer = new ProjectFunction(this, 'Consumer', {
+      entry: def.entry,
+      description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
+      timeout,
+      memorySize: props.memorySize,
+      environment: {
+        ...Object.fromEntries(def.tables.map((key) => [TABLE_ENV[key], props.tables.table(key).tableName])),
+        [CONSUMER_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
+        ...(props.retryDelaysSeconds ? { [CONSUMER_ENV.retryDelays]: props.retryDelaysSeconds } : {}),
+        ...(props.idempotencyTtlSeconds ? { [CONSUMER_ENV.ttlSeconds]: String(props.idempotencyTtlSeconds) } : {}),
+        POWERTOOLS_SERVICE_NAME: def.group,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        ...props.extraEnvironment,
+      },
+    });
+    this.function = consumer.function;
+    this.grantTables(consumer.role, props);
+    // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
+    // also resolves the source queue's URL and moves failures to the DLQ itself.
+    consumer.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'], resources: [this.queue.queueArn] }),
+    );
+    consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }));
+
+    consumer.function.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: props.batchSize ?? 10,
+        maxBatchingWindow: batchingWindow,
+        maxConcurrency: props.maxConcurrency ?? 10,
+        reportBatchItemFailures: true,
+        // Messages whose tag the group does not subscribe to are deleted by Lambda, never invoking the function.
+        filters: tagEventFilters(def.tagExpression),
+        // PolledEventCount / FilteredOutEventCount / FailedInvokeEventCount: shows what the filter drops.
+        metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
+      }),
+    );
+
+    if (props.eventBus) this.rule = this.routeTopic(props.eventBus, def);
+    this.createAlarms(props);
+  }
+
+  /** Metric emitted by the consumer (EMF through Powertools), with exactly its dimensions. */
+  consumerMetric(name: (typeof ConsumerMetric)[keyof typeof ConsumerMetric], period = Duration.minutes(5)): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: name,
+      // Powertools puts `service` (the service name) and the default dimension in one dimension set.
+      dimensionsMap: { service: this.group, ConsumerGroup: this.group },
+      statistic: cloudwatch.Stats.SUM,
+      period,
+    });
+  }
+
+  private grantTables(role: iam.IRole, props: RocketMqConsumerGroupProps): void {
+    const tableArns = props.definition.tables.map((key) => props.tables.table(key).tableArn);
+    if (tableArns.length === 0) return;
+    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...CONSUMER_TABLE_ACTIONS], resources: tableArns }));
+  }
+
+  private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition): events.Rule {
+    return new events.Rule(this, 'TopicRoute', {
+      eventBus: bus,
+      description: `RocketMQ topic ${def.topic} to the ${def.group} source queue`,
+      eventPattern: {
+        detailType: [ROCKETMQ_EVENT_TYPE],
+        // `detail` is either the bridge's CloudEvent or its `data`; the topic sits in either.
+        detail: { $or: [{ data: { topic: [def.topic] } }, { topic: [def.topic] }] },
+      },
+      targets: [new targets.SqsQueue(this.queue)],
+    });
+  }
+
+  private createAlarms(props: RocketMqConsumerGroupProps): void {
+    const fiveMinutes = Duration.minutes(5);
+    this.alarm('DeadLetters', 'deadLetters', props, {
+      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+      threshold: 1,
+    });
+    this.alarm('OldestMessageAge', 'oldestMessage', props, {
+      metric: this.queue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }),
+      threshold: (props.oldestMessageAlarmAge ?? Duration.minutes(15)).toSeconds(),
+    });
+    this.alarm('FunctionErrors', 'functionErrors', props, {
+      metric: this.function.metricErrors({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      threshold: 1,
+    });
+    // A throttled SQS batch is simply polled again; only sustained throttling needs a person.
+    this.alarm('FunctionThrottles', 'functionThrottles', props, {
+      metric: this.function.metricThrottles({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
+      threshold: 1,
+      evaluationPeriods: 3,
+    });
+    this.alarm('PayloadConflicts', 'payloadConflicts', props, { metric: this.consumerMetric(ConsumerMetric.conflicts), threshold: 1 });
+    this.alarm('PermanentErrors', 'permanentErrors', props, { metric: this.consumerMetric(ConsumerMetric.permanentErrors), threshold: 1 });
+  }
+
+  private alarm(
+    id: string,
+    runbook: RunbookKey,
+    props: RocketMqConsumerGroupProps,
+    spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number },
+  ): cloudwatch.Alarm {
+    const alarm = new cloudwatch.Alarm(this, id, {
+      alarmName: `${props.prefix}-${this.group}-${kebab(id)}`,
+      alarmDescription: alarmDescription(runbook, this.group, props.runbookUrl),
+      metric: spec.metric,
+      threshold: spec.threshold,
+      evaluationPeriods: spec.evaluationPeriods ?? 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    alarm.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
+    alarm.addOkAction(new cwActions.SnsAction(props.alarmTopic));
+    this.alarms.push(alarm);
+    return alarm;
+  }
+}
+
+function kebab(id: string): string {
+  return id.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+}

@@ -1,0 +1,83 @@
+import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import { Construct } from 'constructs';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../lib/config/resources.ts';
+import { CONSUMER_ENV } from '../lib/consumer/consumer-config.ts';
+import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
+import { RocketMqConsumerGroup, type ConsumerTuning } from './consumer-group.ts';
+import { ConsumerDashboard } from './dashboard.ts';
+import { ConsumerTables } from './tables.ts';
+
+export interface RocketMqConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
+  /** Prefix of every physical name (tables, queues, alarms): one per deployment, e.g. `rmq-prod`. */
+  readonly prefix: string;
+  /** Groups to deploy (default: every entry of `CONSUMER_GROUPS`). */
+  readonly groups?: readonly ConsumerGroupDefinition[];
+  /** Base URL of the coupon service the coupon consumer calls (`COUPON_SERVICE_URL`). */
+  readonly couponServiceUrl?: string;
+  /** Sizing for every group, then per group by name. */
+  readonly tuning?: ConsumerTuning;
+  readonly groupTuning?: Readonly<Record<string, ConsumerTuning>>;
+  /** `docs/runbook.md` as an operator can open it (repository web URL). */
+  readonly runbookUrl: string;
+}
+
+/** The environment a group needs beyond its tables and DLQ. */
+function groupEnvironment(group: string, props: RocketMqConsumersStackProps): Record<string, string> {
+  if (group !== 'coupon-consumer-group') return {};
+  if (!props.couponServiceUrl) throw new MissingSettingError('couponServiceUrl', group);
+  return { [CONSUMER_ENV.couponServiceUrl]: props.couponServiceUrl };
+}
+
+/** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
+export class RocketMqConsumersStack extends Stack {
+  readonly tables: ConsumerTables;
+  readonly alarmRouting: AlarmRouting;
+  readonly eventBus: events.EventBus;
+  readonly groups: RocketMqConsumerGroup[];
+
+  constructor(scope: Construct, id: string, props: RocketMqConsumersStackProps) {
+    super(scope, id, props);
+    this.tables = new ConsumerTables(this, 'Tables', { prefix: props.prefix });
+    this.alarmRouting = new AlarmRouting(this, 'AlarmRouting', { ...props, prefix: props.prefix, runbookUrl: props.runbookUrl });
+    this.eventBus = new events.EventBus(this, 'RocketMqBus', {
+      eventBusName: `${props.prefix}-rocketmq`,
+      description: 'RocketMQ messages published by bridges as mq:Topic:SendMessage events',
+    });
+    // A week of every bridged message, replayable into the queues after an incident.
+    this.eventBus.archive('Archive', {
+      description: 'Replay source for RocketMQ events',
+      eventPattern: { account: [this.account] },
+      retention: Duration.days(7),
+    });
+    this.groups = (props.groups ?? CONSUMER_GROUPS).map(
+      (definition) =>
+        new RocketMqConsumerGroup(this, pascal(definition.group), {
+          ...props.tuning,
+          ...props.groupTuning?.[definition.group],
+          definition,
+          prefix: props.prefix,
+          tables: this.tables,
+          alarmTopic: this.alarmRouting.topic,
+          runbookUrl: props.runbookUrl,
+          eventBus: this.eventBus,
+          extraEnvironment: groupEnvironment(definition.group, props),
+        }),
+    );
+    new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
+  }
+}
+
+export class MissingSettingError extends Error {
+  override readonly name = 'MissingSettingError';
+  constructor(
+    readonly setting: string,
+    readonly group: string,
+  ) {
+    super(`${group} needs the ${setting} setting`);
+  }
+}
+
+function pascal(name: string): string {
+  return name.split('-').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('');
+}

@@ -1,0 +1,21 @@
+import { Stage, type StageProps } from 'aws-cdk-lib';
+import { Construct } from 'constructs';
+import { RocketMqConsumersStack, type RocketMqConsumersStackProps } from './consumer-stack.ts';
+
+export interface ConsumerStageProps extends StageProps {
+  readonly consumers: Omit<RocketMqConsumersStackProps, 'env'>;
+}
+
+/** One deployment environment (test, production): the consumers' stack, deployed by the pipeline. */
+export class ConsumerStage extends Stage {
+  readonly consumers: RocketMqConsumersStack;
+
+  constructor(scope: Construct, id: string, props: ConsumerStageProps) {
+    super(scope, id, props);
+    this.consumers = new RocketMqConsumersStack(this, 'Consumers', {
+      ...props.consumers,
+      description: `RocketMQ consumers with exactly-once effects (${props.consumers.prefix})`,
+      terminationProtection: true,
+    });
+  }
+}
