@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -16,6 +17,9 @@ export interface LeaseOptions {
   marginMs?: number;
   now?: () => number;
 }
+
+/** The record as lease mode keeps it: a dedup record plus the id of the acquisition that holds it. */
+type LeaseRecord = DedupRecord & { holder?: string };
 
 /** The holder's completion was rejected: its lease expired and another delivery took the key over. */
 export class LeaseLostError extends ConsumptionError {
@@ -49,13 +53,17 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
 
     async begin<P>(msg: ConsumerMessage<P>, deadline: number): Promise<BeginResult> {
       const nowMs = now();
+      // Names this acquisition. The SDK retries a request whose answer was lost with the
+      // same input: the retry then finds a live lease with its own holder id and proceeds,
+      // instead of waiting out a lease it already holds.
+      const holder = randomUUID();
       try {
         const out = await options.client.send(
           new UpdateCommand({
             TableName: options.tableName,
             Key: key(msg),
             UpdateExpression:
-              'SET #status = :inProgress, leaseUntil = :leaseUntil, fingerprint = :fp, #key = :key, #group = :group, ' +
+              'SET #status = :inProgress, leaseUntil = :leaseUntil, holder = :holder, fingerprint = :fp, #key = :key, #group = :group, ' +
               'firstMsgId = if_not_exists(firstMsgId, :msgId), createdAt = if_not_exists(createdAt, :nowIso), expiresAt = :expiresAt ' +
               'ADD #token :one',
             ConditionExpression:
@@ -66,6 +74,7 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
               ':inProgress': RecordStatus.IN_PROGRESS,
               ':retryable': RecordStatus.RETRYABLE,
               ':leaseUntil': deadline + marginMs,
+              ':holder': holder,
               ':fp': msg.fingerprint,
               ':key': msg.key,
               ':group': options.group,
@@ -83,7 +92,10 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
         return { proceed: true, leaseToken: (out.Attributes as DedupRecord).token! };
       } catch (error) {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        const existing = unmarshall(error.Item ?? {}) as DedupRecord;
+        const existing = unmarshall(error.Item ?? {}) as LeaseRecord;
+        if (existing.status === RecordStatus.IN_PROGRESS && existing.holder === holder) {
+          return { proceed: true, leaseToken: existing.token! };
+        }
         if (existing.fingerprint !== msg.fingerprint) {
           throw new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.firstMsgId);
         }
@@ -103,8 +115,10 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
           new UpdateCommand({
             TableName: options.tableName,
             Key: key(msg),
-            UpdateExpression: 'SET #status = :completed, #result = :result, lastMsgId = :msgId REMOVE leaseUntil',
-            ConditionExpression: '#token = :token AND #status = :inProgress',
+            UpdateExpression: 'SET #status = :completed, #result = :result, lastMsgId = :msgId REMOVE leaseUntil, holder',
+            // Tokens are unique per acquisition, so COMPLETED with our token can only be our
+            // own completion, applied once already (an SDK retry after a lost answer).
+            ConditionExpression: '#token = :token AND (#status = :inProgress OR #status = :completed)',
             ExpressionAttributeNames: { '#status': 'status', '#result': 'result', '#token': 'token' },
             ExpressionAttributeValues: {
               ':completed': RecordStatus.COMPLETED,
@@ -132,7 +146,7 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
           new UpdateCommand({
             TableName: options.tableName,
             Key: key(msg),
-            UpdateExpression: 'SET #status = :retryable REMOVE leaseUntil',
+            UpdateExpression: 'SET #status = :retryable REMOVE leaseUntil, holder',
             ConditionExpression: '#token = :token AND #status = :inProgress',
             ExpressionAttributeNames: { '#status': 'status', '#token': 'token' },
             ExpressionAttributeValues: { ':retryable': RecordStatus.RETRYABLE, ':inProgress': RecordStatus.IN_PROGRESS, ':token': msg.leaseToken },

@@ -1,0 +1,50 @@
+import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
+import { consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
+import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
+import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import { stateTransitionStrategy } from '../../lib/idempotency/strategies/state-transition.ts';
+import { parseOrderEvent } from '../../lib/orders/order-events.ts';
+import { transitionRequest } from '../../lib/orders/order-status.ts';
+
+export const ORDER_STATUS_GROUP = 'order-status-consumer-group';
+export const ORDER_STATUS_TABLES = ['orders'] as const;
+
+export interface OrderStatusConsumerDeps extends ConsumerRuntimeConfig {
+  onReport?: (report: RecordReport) => void;
+  now?: () => number;
+  /** Fault injection and command recording between the consumer and AWS. */
+  dynamoDb?: ReturnType<typeof createDynamoDb>;
+  sqs?: ReturnType<typeof createSqs>;
+}
+
+/**
+ * ORDER_TOPIC `PAID || FINISHED` → the order's status moves WAIT_PAY → PAID → FINISHED
+ * by conditional update; the tag decides the target state. No dedup record: the
+ * precondition is the idempotency check.
+ */
+export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): ConsumerHandler {
+  const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
+  const now = deps.now ?? Date.now;
+  const tableName = deps.tables.orders!;
+  return consumerHandler({
+    group: ORDER_STATUS_GROUP,
+    tagExpression: 'PAID || FINISHED',
+    parsePayload: (body, message) => parseOrderEvent(body, message.tags),
+    // One key per transition: PAID and FINISHED of one order are different events, and
+    // two copies of one transition are duplicates whatever their timestamps say.
+    keyOf: (event) => `${event.orderNo}#${event.kind}`,
+    fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
+    strategy: stateTransitionStrategy({ client: dynamoDb }),
+    failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: ORDER_STATUS_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    // Batch order is kept: a PAID and a FINISHED of one order in one batch apply in the
+    // order they came, not racing (FINISHED first would be an illegal transition).
+    concurrency: 1,
+    business: (msg) =>
+      transitionRequest(msg.payload, { tableName, msgId: msg.message.msgId, bornTimestamp: msg.message.bornTimestamp, now: new Date(now()) }),
+    onReport: deps.onReport,
+    now,
+  });
+}
+
+export const handler = lazyHandler(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS_TABLES)));

@@ -1,0 +1,65 @@
+/** Any AWS SDK v3 client (the DynamoDB document client shares its base client's stack). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyClient = { middlewareStack: { add: (middleware: any, options: any) => void } };
+
+export interface FaultOptions {
+  /** Which commands fail, e.g. `UpdateItemCommand`. */
+  command: string | ((name: string, input: Record<string, unknown>) => boolean);
+  /** How many matching calls fail (then they pass). Default: every one. */
+  times?: number;
+  error: () => Error;
+  /**
+   * `before-send`: the request never reaches the emulator (a throttle, a refused
+   * connection). `after-send`: the emulator applied it and the answer is lost (a timeout
+   * after commit). Both run inside the SDK's retry loop, so the SDK's own retries see them.
+   */
+  when?: 'before-send' | 'after-send';
+}
+
+/**
+ * Injects a fault the emulator cannot produce (throttling, TransactionConflict, a lost
+ * answer) as middleware on the client, inside the SDK's retry loop, the way the fault
+ * would reach the consumer from AWS. Returns a counter of faults injected.
+ */
+export function injectFault(client: AnyClient, options: FaultOptions): { readonly injected: number; readonly calls: number } {
+  const state = { injected: 0, calls: 0 };
+  const matches = (name: string, input: Record<string, unknown>) =>
+    typeof options.command === 'string' ? name === options.command : options.command(name, input);
+  client.middlewareStack.add(
+    (next: any, context: any) => async (args: any) => {
+      if (!matches(context.commandName, args.input ?? {})) return next(args);
+      state.calls++;
+      const fail = state.injected < (options.times ?? Number.POSITIVE_INFINITY);
+      if (!fail) return next(args);
+      state.injected++;
+      if ((options.when ?? 'before-send') === 'after-send') await next(args);
+      throw options.error();
+    },
+    // After the retry middleware (finalizeRequest, high priority): each SDK attempt passes here.
+    { step: 'finalizeRequest', priority: 'low', name: `fault-${Math.random().toString(36).slice(2)}` },
+  );
+  return state;
+}
+
+export interface RecordedCommand {
+  name: string;
+  input: Record<string, any>;
+}
+
+/** Records every command the client sends (after it succeeded or failed), for asserting on what was asked of AWS. */
+export function recordCommands(client: AnyClient): RecordedCommand[] {
+  const recorded: RecordedCommand[] = [];
+  client.middlewareStack.add(
+    (next: any, context: any) => async (args: any) => {
+      recorded.push({ name: context.commandName, input: args.input });
+      return next(args);
+    },
+    { step: 'initialize', priority: 'high', name: `record-${Math.random().toString(36).slice(2)}` },
+  );
+  return recorded;
+}
+
+/** An AWS service error as the SDK raises it, recognisable by name to the SDK's retry strategy and to `classify`. */
+export function awsError(name: string, message = name, httpStatusCode = 400): Error {
+  return Object.assign(new Error(message), { name, $fault: httpStatusCode >= 500 ? 'server' : 'client', $metadata: { httpStatusCode } });
+}

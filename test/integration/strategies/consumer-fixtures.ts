@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { inject, onTestFinished } from 'vitest';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
+import type { ConsumerHandler } from '../../../lib/consumer/consumer-handler.ts';
+import { lambdaContext } from '../../../lib/local/lambda-context.ts';
+import { provisionLocal, type LocalResources } from '../../../lib/local/provision.ts';
+import { pollOnce } from '../../../lib/local/sqs-poller.ts';
+import { recordId, type DedupRecord } from '../../../lib/idempotency/record.ts';
+import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
+import type { Order } from '../../../lib/orders/order-status.ts';
+import { COUPON_GROUP, createCouponConsumer, type CouponConsumerDeps } from '../../../functions/coupon-consumer/handler.ts';
+import { createOrderStatusConsumer, ORDER_STATUS_GROUP, type OrderStatusConsumerDeps } from '../../../functions/order-status-consumer/handler.ts';
+import { startFakeCouponService } from '../../support/fake-coupon-service.ts';
+import { IMMEDIATE_RETRIES, sqsRecord } from '../../support/points-fixture.ts';
+
+export interface DeadLetter {
+  body: string;
+  attributes: Record<string, string>;
+}
+
+/** Queue, clients and the Lambda-like ways of feeding one consumer group. */
+async function groupFixture(group: string) {
+  const endpoint = inject('emulatorEndpoint');
+  const aws = emulatorConfig(endpoint);
+  const resources: LocalResources = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, { groups: [group] });
+  const queue = resources.queues[group]!;
+  const dynamoDb = createDynamoDb(aws);
+  const sqs = createSqs(aws);
+  const reports: RecordReport[] = [];
+  return {
+    aws,
+    resources,
+    queue,
+    dynamoDb,
+    sqs,
+    reports,
+    base: { aws, tables: resources.tables, deadLetterQueueUrl: queue.deadLetter.url, schedule: IMMEDIATE_RETRIES, dynamoDb, sqs, onReport: (r: RecordReport) => reports.push(r) },
+    record: (body: string, receiveCount = 1): SQSRecord => sqsRecord(body, queue.source.arn, receiveCount),
+    send: async (...bodies: string[]) => {
+      for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
+    },
+    deadLetters: async (): Promise<DeadLetter[]> => {
+      const out: DeadLetter[] = [];
+      for (;;) {
+        const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.deadLetter.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
+        if (Messages.length === 0) return out;
+        for (const m of Messages) out.push({ body: m.Body!, attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
+      }
+    },
+    /** Messages in the source queue: visible, and in flight (received or delayed by a visibility change). */
+    sourceDepth: async () => {
+      const { Attributes = {} } = await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: queue.source.url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+      );
+      return { visible: Number(Attributes.ApproximateNumberOfMessages), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible) };
+    },
+    outcomes: () => reports.map((r) => [r.settlement.outcome, r.disposition.action]),
+  };
+}
+
+/** Invokes a handler with records built from bodies (or given records), with a Lambda-like context. */
+function invoker(handler: ConsumerHandler, functionName: string, record: (body: string) => SQSRecord) {
+  return (bodies: Array<string | SQSRecord>, options: { timeoutMs?: number; handler?: ConsumerHandler } = {}) =>
+    (options.handler ?? handler)(
+      { Records: bodies.map((b) => (typeof b === 'string' ? record(b) : b)) } satisfies SQSEvent,
+      lambdaContext(functionName, options.timeoutMs ?? 30_000),
+    );
+}
+
+function drainer(g: Awaited<ReturnType<typeof groupFixture>>, handler: () => ConsumerHandler, functionName: string) {
+  return async (maxPolls = 200) => {
+    for (let i = 0; i < maxPolls; i++) {
+      const r = await pollOnce({ sqs: g.sqs, queueUrl: g.queue.source.url, queueArn: g.queue.source.arn, handler: handler(), functionName });
+      if (r.received === 0) return i;
+    }
+    throw new Error('queue did not drain');
+  };
+}
+
+/** A coupon consumer on fresh resources, talking to its own fake coupon service. */
+export async function couponFixture(overrides: Partial<CouponConsumerDeps> = {}) {
+  const g = await groupFixture(COUPON_GROUP);
+  const service = await startFakeCouponService();
+  onTestFinished(() => service.close());
+  const deps: CouponConsumerDeps = { ...g.base, couponServiceUrl: service.url, couponReserveMs: 500, ...overrides };
+  /** Another instance of the function (another execution environment), e.g. with its own clock. */
+  const instance = (more: Partial<CouponConsumerDeps> = {}) => createCouponConsumer({ ...deps, ...more });
+  const handler = instance();
+  return {
+    ...g,
+    service,
+    handler,
+    instance,
+    invoke: invoker(handler, 'coupon-consumer', (b) => g.record(b)),
+    drain: drainer(g, () => handler, 'coupon-consumer'),
+    dedupRecord: async (key: string) =>
+      (await g.dynamoDb.send(new GetCommand({ TableName: g.resources.tables.idempotency, Key: { id: recordId(COUPON_GROUP, key) }, ConsistentRead: true }))).Item as
+        | (DedupRecord & { holder?: string })
+        | undefined,
+  };
+}
+
+/** An order-status consumer on fresh resources, with a way to seed orders. */
+export async function orderStatusFixture(overrides: Partial<OrderStatusConsumerDeps> = {}) {
+  const g = await groupFixture(ORDER_STATUS_GROUP);
+  const deps: OrderStatusConsumerDeps = { ...g.base, ...overrides };
+  const handler = createOrderStatusConsumer(deps);
+  return {
+    ...g,
+    handler,
+    invoke: invoker(handler, 'order-status-consumer', (b) => g.record(b)),
+    drain: drainer(g, () => handler, 'order-status-consumer'),
+    createOrder: (orderNo: string, status = 'WAIT_PAY', extra: Record<string, unknown> = {}) =>
+      g.dynamoDb.send(new PutCommand({ TableName: g.resources.tables.orders, Item: { orderNo, status, userId: '88372', createdAt: new Date().toISOString(), ...extra } })),
+    order: async (orderNo: string) =>
+      (await g.dynamoDb.send(new GetCommand({ TableName: g.resources.tables.orders, Key: { orderNo }, ConsistentRead: true }))).Item as (Order & Record<string, unknown>) | undefined,
+  };
+}

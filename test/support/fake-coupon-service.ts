@@ -1,0 +1,134 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { COUPON_GRANT_PATH } from '../../lib/coupons/coupon-client.ts';
+
+/** What the service does with one request; requests take the scripted behaviours in order, then `grant`. */
+type Behaviour =
+  | { kind: 'grant' }
+  /** Answer with this status and grant nothing (a 5xx outage, a 4xx refusal). */
+  | { kind: 'fail'; status: number }
+  /** Grant, then keep the answer back for `ms`: a call that hangs past the caller's deadline. */
+  | { kind: 'delay'; ms: number }
+  /** Grant, then keep the answer back until the test releases it: success after the lease expired. */
+  | { kind: 'hold'; hold: HeldAnswer };
+
+export interface HeldAnswer {
+  /** Resolves when the held request has arrived (and its coupon was granted). */
+  readonly arrived: Promise<void>;
+  /** Sends the held answer. */
+  release(): void;
+}
+
+export interface ReceivedRequest {
+  idempotencyKey: string | undefined;
+  body: unknown;
+  status: number;
+  at: number;
+}
+
+/**
+ * A real HTTP server on 127.0.0.1 standing in for the coupon service. Like the real one
+ * it deduplicates on the `Idempotency-Key` header: the first request of a key grants a
+ * coupon, later ones get the same coupon back. It counts both, so a test can tell
+ * "called once" (requests) from "granted once" (grants).
+ */
+export async function startFakeCouponService() {
+  const script: Behaviour[] = [];
+  const couponsByKey = new Map<string, string>();
+  const received: ReceivedRequest[] = [];
+  const pending = new Set<() => void>();
+  let issued = 0;
+
+  const answer = (res: ServerResponse, status: number, body: unknown) => {
+    if (res.destroyed) return;
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const key = req.headers['idempotency-key'] as string | undefined;
+    let body: { orderNo?: unknown; userId?: unknown } | undefined;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      body = undefined;
+    }
+    const record = (status: number) => received.push({ idempotencyKey: key, body, status, at: Date.now() });
+    if (req.method !== 'POST' || req.url !== COUPON_GRANT_PATH) return record(404), answer(res, 404, { message: 'not found' });
+    if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined) return record(400), answer(res, 400, { message: 'Idempotency-Key, orderNo and userId are required' });
+
+    const behaviour = script.shift() ?? { kind: 'grant' };
+    if (behaviour.kind === 'fail') return record(behaviour.status), answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
+    let couponId = couponsByKey.get(key);
+    if (!couponId) {
+      couponId = `CP${String(++issued).padStart(6, '0')}`;
+      couponsByKey.set(key, couponId);
+    }
+    record(200);
+    if (behaviour.kind === 'delay') await wait(behaviour.ms, pending);
+    if (behaviour.kind === 'hold') {
+      (behaviour.hold as HeldAnswerImpl).arrive();
+      await (behaviour.hold as HeldAnswerImpl).released;
+    }
+    answer(res, 200, { couponId });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => answer(res, 500, { message: 'fake service failed' }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    /** Every request, in arrival order. */
+    received,
+    /** Requests that reached the grant endpoint with this key (the side-effect calls). */
+    requests: (key: string) => received.filter((r) => r.idempotencyKey === key).length,
+    /** Coupons actually granted for this key (0 or 1: the service deduplicates). */
+    grants: (key: string) => (couponsByKey.has(key) ? 1 : 0),
+    couponFor: (key: string) => couponsByKey.get(key),
+    /** The next `times` requests fail with `status` (default 503) and grant nothing. */
+    failNext(times = 1, status = 503) {
+      for (let i = 0; i < times; i++) script.push({ kind: 'fail', status });
+    },
+    /** The next request is granted but answered only after `ms`. */
+    delayNext(ms: number) {
+      script.push({ kind: 'delay', ms });
+    },
+    /** The next request is granted but answered only when the returned handle is released. */
+    holdNext(): HeldAnswer {
+      const hold = new HeldAnswerImpl();
+      pending.add(() => hold.release());
+      script.push({ kind: 'hold', hold });
+      return hold;
+    },
+    async close() {
+      for (const release of pending) release();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type FakeCouponService = Awaited<ReturnType<typeof startFakeCouponService>>;
+
+class HeldAnswerImpl implements HeldAnswer {
+  arrive!: () => void;
+  release!: () => void;
+  readonly arrived = new Promise<void>((resolve) => (this.arrive = resolve));
+  readonly released = new Promise<void>((resolve) => (this.release = resolve));
+}
+
+function wait(ms: number, pending: Set<() => void>): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      pending.delete(done);
+      resolve();
+    }
+    pending.add(done);
+  });
+}
