@@ -1,0 +1,271 @@
+import type { DeadLetter } from './dead-letter-inspection.ts';
+import type { RedriveReport } from './dead-letter-redrive.ts';
+import type { ReversalReport } from './double-award-reversal.ts';
+import { isClean, type AuditReport } from './ledger-audit.ts';
+import type { PointTableNames } from './operations-target.ts';
+import { renderCsv, renderTable, type Column, type OutputFormat } from './report-format.ts';
+
+/** What each command prints, in the three formats. JSON keeps every field; tables keep what a person reads. */
+
+type FindingRow = {
+  finding: 'balance-mismatch' | 'double-award';
+  userId: string;
+  orderNo?: string;
+  balance?: number | null;
+  ledgerSum?: number;
+  difference?: number;
+  entries?: number;
+  awardsInForce?: number;
+  keptEntryId?: string;
+  excessEntryIds?: string;
+  excessPoints?: number;
+  note?: string;
+};
+
+function findingRows(report: AuditReport): FindingRow[] {
+  return [
+    ...report.balanceMismatches.map((m): FindingRow => ({
+      finding: 'balance-mismatch',
+      userId: m.userId,
+      balance: m.balance,
+      ledgerSum: m.ledgerSum,
+      difference: m.difference,
+      entries: m.ledgerEntries,
+      note: m.balance === null ? 'no account item' : undefined,
+    })),
+    ...report.doubleAwards.map((d): FindingRow => ({
+      finding: 'double-award',
+      userId: d.userId,
+      orderNo: d.orderNo,
+      entries: d.awards.length,
+      awardsInForce: d.excess.length + 1,
+      keptEntryId: d.kept.entryId,
+      excessEntryIds: d.excess.map((a) => a.entryId).join(' '),
+      excessPoints: d.excessPoints,
+      note: [d.pointsDiffer ? 'awards carry different points' : undefined, d.awards.some((a) => a.reversedBy) ? 'partly reversed already' : undefined]
+        .filter(Boolean)
+        .join('; ') || undefined,
+    })),
+  ];
+}
+
+const FINDING_CSV: Column<FindingRow>[] = (
+  ['finding', 'userId', 'orderNo', 'balance', 'ledgerSum', 'difference', 'entries', 'awardsInForce', 'keptEntryId', 'excessEntryIds', 'excessPoints', 'note'] as const
+).map((k) => ({ header: k, value: (r: FindingRow) => r[k] }));
+
+export function renderAudit(report: AuditReport, tables: PointTableNames, format: OutputFormat): string {
+  if (format === 'json') return JSON.stringify({ tables, clean: isClean(report), ...report }, null, 2);
+  if (format === 'csv') return renderCsv(FINDING_CSV, findingRows(report));
+  const out = [
+    `Ledger audit: ${tables.ledger} against ${tables.accounts}`,
+    `Scanned ${report.ledgerEntries} ledger entries and ${report.accounts} accounts (${report.users} users).`,
+  ];
+  if (report.balanceMismatches.length > 0) {
+    out.push('', `Balance differs from the ledger sum (${report.balanceMismatches.length} users):`);
+    out.push(
+      renderTable<(typeof report.balanceMismatches)[number]>(
+        [
+          { header: 'user', value: (m) => m.userId },
+          { header: 'balance', value: (m) => m.balance ?? '(no account)', align: 'right' },
+          { header: 'ledger sum', value: (m) => m.ledgerSum, align: 'right' },
+          { header: 'difference', value: (m) => (m.difference > 0 ? `+${m.difference}` : m.difference), align: 'right' },
+          { header: 'entries', value: (m) => m.ledgerEntries, align: 'right' },
+        ],
+        report.balanceMismatches,
+      ),
+    );
+  }
+  if (report.doubleAwards.length > 0) {
+    out.push('', `Orders awarded more than once (${report.doubleAwards.length} user/order pairs, ${report.doubleAwards.reduce((n, d) => n + d.excess.length, 0)} excess awards):`);
+    out.push(
+      renderTable<(typeof report.doubleAwards)[number]>(
+        [
+          { header: 'user', value: (d) => d.userId },
+          { header: 'order', value: (d) => d.orderNo },
+          { header: 'in force', value: (d) => d.excess.length + 1, align: 'right' },
+          { header: 'kept (earliest)', value: (d) => d.kept.entryId },
+          { header: 'to reverse', value: (d) => d.excess.map((a) => a.entryId).join(' ') },
+          { header: 'excess points', value: (d) => d.excessPoints, align: 'right' },
+          { header: 'note', value: (d) => findingRows({ ...report, balanceMismatches: [], doubleAwards: [d] })[0]!.note },
+        ],
+        report.doubleAwards,
+      ),
+    );
+  }
+  out.push('', isClean(report) ? 'Clean: every balance equals its ledger and no order is awarded twice.' : `Findings: ${report.balanceMismatches.length + report.doubleAwards.length}.`);
+  return out.join('\n');
+}
+
+const REVERSAL_COLUMNS: Column<ReversalReport['outcomes'][number]>[] = [
+  { header: 'user', value: (o) => o.userId },
+  { header: 'order', value: (o) => o.orderNo },
+  { header: 'reverses', value: (o) => o.reversedEntryId },
+  { header: 'reversal entry', value: (o) => o.reversalEntryId },
+  { header: 'points', value: (o) => -o.points, align: 'right' },
+  { header: 'kept', value: (o) => o.keptEntryId },
+  { header: 'status', value: (o) => o.status },
+];
+
+export function renderReversal(report: ReversalReport, tables: PointTableNames, format: OutputFormat): string {
+  if (format === 'json') return JSON.stringify({ tables, ...report }, null, 2);
+  if (format === 'csv') return renderCsv(REVERSAL_COLUMNS, report.outcomes);
+  const counted = report.outcomes.filter((o) => o.status === 'written' || o.status === 'planned');
+  const points = counted.reduce((n, o) => n + o.points, 0);
+  const out = [
+    report.applied
+      ? `Reversal of double awards in ${tables.ledger} (applied).`
+      : `Reversal of double awards in ${tables.ledger}: DRY RUN, nothing written (add --apply to write).`,
+  ];
+  if (report.outcomes.length === 0) {
+    out.push('', 'Nothing to reverse: no order is awarded more than once.');
+    return out.join('\n');
+  }
+  out.push('', renderTable(REVERSAL_COLUMNS, report.outcomes));
+  out.push('', 'Per user:', renderTable<ReversalReport['perUser'][number]>(
+    [
+      { header: 'user', value: (t) => t.userId },
+      { header: 'reversals', value: (t) => t.reversals, align: 'right' },
+      { header: 'points', value: (t) => -t.points, align: 'right' },
+    ],
+    report.perUser,
+  ));
+  const verb = report.applied ? 'reversed' : 'would be reversed';
+  out.push('', `${counted.length} award(s) ${verb}: ${points} points across ${report.perUser.length} user(s).`);
+  const skipped = report.outcomes.filter((o) => o.status === 'already-reversed').length;
+  if (skipped > 0) out.push(`${skipped} already reversed by an earlier or concurrent run (nothing written).`);
+  const changed = report.outcomes.filter((o) => o.status === 'award-changed');
+  if (changed.length > 0) out.push(`${changed.length} award(s) changed since the audit and were left alone: check them by hand.`);
+  for (const d of report.pointsDiffer) out.push(`Note: the awards of ${d.userId}/${d.orderNo} carry different points; the earliest was kept.`);
+  return out.join('\n');
+}
+
+function ageOf(date: Date | undefined, now: Date): string {
+  if (!date) return '?';
+  const s = Math.max(0, Math.round((now.getTime() - date.getTime()) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86400)}d`;
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+const letterCsv: Column<DeadLetter>[] = [
+  { header: 'messageId', value: (l) => l.messageId },
+  { header: 'deadLetteredAt', value: (l) => l.deadLetteredAt?.toISOString() },
+  { header: 'failureCode', value: (l) => l.failure?.code },
+  { header: 'failureClass', value: (l) => l.failure?.classification },
+  { header: 'reason', value: (l) => l.reasonText },
+  { header: 'idempotencyKey', value: (l) => l.failure?.key },
+  { header: 'attempt', value: (l) => l.failure?.attempt },
+  { header: 'msgId', value: (l) => l.envelope?.msgId ?? l.failure?.msgId },
+  { header: 'topic', value: (l) => l.envelope?.topic },
+  { header: 'tags', value: (l) => l.envelope?.tags },
+  { header: 'keys', value: (l) => l.envelope?.keys.join(' ') },
+  { header: 'redriveCount', value: (l) => l.redriveCount },
+  { header: 'body', value: (l) => l.envelope?.body ?? l.body },
+];
+
+function letterJson(l: DeadLetter) {
+  const { receiptHandle: _handle, ...rest } = l;
+  return rest;
+}
+
+export function renderDeadLetterList(letters: readonly DeadLetter[], queue: string, visibilityTimeoutSeconds: number, format: OutputFormat, now: Date): string {
+  if (format === 'json') return JSON.stringify({ queue, count: letters.length, messages: letters.map(letterJson) }, null, 2);
+  if (format === 'csv') return renderCsv(letterCsv, letters);
+  const out = [
+    `Dead letters in ${queue}: ${letters.length}`,
+    `(read by receiving them with a ${visibilityTimeoutSeconds}s visibility timeout, then made visible again; nothing was deleted)`,
+  ];
+  if (letters.length === 0) return out.join('\n');
+  out.push(
+    '',
+    renderTable<DeadLetter>(
+      [
+        { header: 'message id', value: (l) => l.messageId },
+        { header: 'age', value: (l) => ageOf(l.deadLetteredAt, now), align: 'right' },
+        { header: 'reason', value: (l) => clip(l.reasonText, 60) },
+        { header: 'key', value: (l) => l.failure?.key ?? l.envelope?.keys.join(' ') },
+        { header: 'msgId', value: (l) => l.envelope?.msgId ?? l.failure?.msgId ?? '(not an envelope)' },
+        { header: 'topic:tags', value: (l) => (l.envelope ? `${l.envelope.topic}:${l.envelope.tags ?? ''}` : '') },
+        { header: 'redrives', value: (l) => l.redriveCount, align: 'right' },
+      ],
+      letters,
+    ),
+  );
+  return out.join('\n');
+}
+
+function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date): string {
+  if (format === 'json') return JSON.stringify(letterJson(l), null, 2);
+  if (format === 'csv') return renderCsv(letterCsv, [l]);
+  const f = l.failure;
+  const lines: Array<[string, string | number | undefined]> = [
+    ['SQS message id', l.messageId],
+    ['dead-lettered at', l.deadLetteredAt ? `${l.deadLetteredAt.toISOString()} (${ageOf(l.deadLetteredAt, now)} ago)` : undefined],
+    ['reason', l.reasonText],
+    ['failure code', f?.code],
+    ['failure class', f?.classification],
+    ['failure reason', f?.reason],
+    ['consumer group', f?.group],
+    ['idempotency key', f?.key],
+    ['attempt', f?.attempt],
+    ['source queue', f?.sourceQueue],
+    ['receives in DLQ', l.receiveCount],
+    ['redriven before', l.redriveCount],
+    ...Object.entries(l.otherAttributes).map(([k, v]): [string, string] => [`attribute ${k}`, v]),
+  ];
+  const out = lines.filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => `${`${k}:`.padEnd(20)}${v}`);
+  if (l.envelope) {
+    const e = l.envelope;
+    out.push('', 'RocketMQ message:', `  ${'msgId:'.padEnd(18)}${e.msgId}`, `  ${'topic:'.padEnd(18)}${e.topic}`, `  ${'tags:'.padEnd(18)}${e.tags ?? '(none)'}`,
+      `  ${'keys:'.padEnd(18)}${e.keys.join(' ') || '(none)'}`, `  ${'reconsumeTimes:'.padEnd(18)}${e.reconsumeTimes}`);
+    if (e.bornTimestamp) out.push(`  ${'born:'.padEnd(18)}${new Date(e.bornTimestamp).toISOString()}`);
+    out.push('', 'Body:', prettyBody(e.body));
+  } else {
+    out.push('', `Body (raw; not a RocketMQ envelope: ${l.envelopeError}):`, l.body);
+  }
+  return out.join('\n');
+}
+
+export function renderRedrive(report: RedriveReport, from: string, to: string, format: OutputFormat, now: Date): string {
+  if (format === 'json') return JSON.stringify({ from, to, ...report, selected: report.selected.map(letterJson), sentNotDeleted: report.sentNotDeleted.map((l) => l.messageId) }, null, 2);
+  if (format === 'csv') return renderCsv(letterCsv, report.selected);
+  const out = [
+    report.dryRun ? `Redrive DRY RUN from ${from} to ${to}: nothing sent or deleted.` : `Redrive from ${from} to ${to}.`,
+    `Examined ${report.examined} message(s); ${report.selected.length} selected by the filter.`,
+  ];
+  if (report.selected.length > 0) {
+    out.push(
+      '',
+      renderTable<DeadLetter>(
+        [
+          { header: 'message id', value: (l) => l.messageId },
+          { header: 'age', value: (l) => ageOf(l.deadLetteredAt, now), align: 'right' },
+          { header: 'reason', value: (l) => clip(l.reasonText, 60) },
+          { header: 'key', value: (l) => l.failure?.key ?? l.envelope?.keys.join(' ') },
+          { header: 'msgId', value: (l) => l.envelope?.msgId ?? '(not an envelope)' },
+        ],
+        report.selected,
+      ),
+    );
+  }
+  if (!report.dryRun) {
+    out.push('', `Moved ${report.moved} message(s) back to the source queue.`);
+    if (report.sentNotDeleted.length > 0) {
+      out.push(`${report.sentNotDeleted.length} sent but not deleted from the DLQ (in both queues; a re-run sends them again, the consumer dedups): ${report.sentNotDeleted.map((l) => l.messageId).join(' ')}`);
+    }
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,172 @@
+import { DeleteMessageCommand, SendMessageCommand, type Message, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
+import { messageOf, OperationsError } from './errors.ts';
+import { decodeDeadLetter, receiveDeadLetters, REDRIVE_ATTRIBUTES, releaseDeadLetters, type DeadLetter } from './dead-letter-inspection.ts';
+
+/** Which dead letters to send back. Empty lists and absent bounds match everything. */
+export interface RedriveFilter {
+  /** A failure code (exact, any case) or words of the reason; `unknown` matches redrive-policy moves. */
+  reasons?: readonly string[];
+  /** An idempotency key, a RocketMQ key of the envelope, or a RocketMQ msgId. */
+  keys?: readonly string[];
+  /** Dead-lettered at least this long ago. */
+  olderThanMs?: number;
+  /** Dead-lettered at most this long ago. */
+  newerThanMs?: number;
+}
+
+export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Date): boolean {
+  if (filter.reasons?.length) {
+    const code = letter.failure?.code?.toLowerCase();
+    const text = letter.reasonText.toLowerCase();
+    if (!filter.reasons.some((r) => code === r.toLowerCase() || text.includes(r.toLowerCase()))) return false;
+  }
+  if (filter.keys?.length) {
+    const ids = new Set([letter.failure?.key, ...(letter.envelope?.keys ?? []), letter.envelope?.msgId, letter.failure?.msgId?.toUpperCase()]);
+    if (!filter.keys.some((k) => ids.has(k) || ids.has(k.toUpperCase()))) return false;
+  }
+  if (filter.olderThanMs !== undefined || filter.newerThanMs !== undefined) {
+    // A letter of unknown age matches no age bound: redriving it must be asked for plainly.
+    if (!letter.deadLetteredAt) return false;
+    const age = now.getTime() - letter.deadLetteredAt.getTime();
+    if (filter.olderThanMs !== undefined && age < filter.olderThanMs) return false;
+    if (filter.newerThanMs !== undefined && age > filter.newerThanMs) return false;
+  }
+  return true;
+}
+
+export interface RedriveReport {
+  dryRun: boolean;
+  /** Distinct DLQ messages looked at. */
+  examined: number;
+  /** The letters the filter selected (moved, or in a dry run, to be moved). */
+  selected: DeadLetter[];
+  /** Sent to the source queue and deleted from the DLQ. */
+  moved: number;
+  /**
+   * Sent, but the delete from the DLQ failed: the message is in both queues. A later
+   * redrive sends it again; the idempotent consumer turns that into a duplicate, not a
+   * second effect.
+   */
+  sentNotDeleted: DeadLetter[];
+}
+
+/** A send to the source queue failed; that message, and all not yet handled, stay in the DLQ. */
+export class RedriveInterruptedError extends OperationsError {
+  override readonly name = 'RedriveInterruptedError';
+  constructor(
+    readonly report: RedriveReport,
+    readonly messageId: string,
+    override readonly cause: unknown,
+  ) {
+    super(`send of DLQ message ${messageId} to the source queue failed, it stays in the DLQ (${report.moved} moved before): ${messageOf(cause)}`);
+  }
+}
+
+export interface RedriveOptions {
+  sqs: SQSClient;
+  deadLetterQueueUrl: string;
+  sourceQueueUrl: string;
+  filter: RedriveFilter;
+  dryRun: boolean;
+  /** Sends per second at most, so a redrive of thousands does not flood the consumer. */
+  ratePerSecond: number;
+  /** Redrive at most this many. */
+  limit?: number;
+  /**
+   * How long received messages stay hidden. Messages the filter does not select are held
+   * for the whole run (so a receive does not bring them back again and again) and released
+   * at the end: it must cover the run; if it does not, they are simply seen and skipped again.
+   */
+  visibilityTimeoutSeconds: number;
+  maxReceiveCount?: number;
+  waitTimeSeconds?: number;
+  now?: () => Date;
+  sleep?: (ms: number) => Promise<void>;
+  onMoved?: (letter: DeadLetter) => void;
+}
+
+/**
+ * Moves selected dead letters back to their source queue with receive → send → delete
+ * (SQS message-move tasks move everything and do not exist on the emulator). The delete
+ * happens only after the send succeeded: a crash between the two leaves the message in
+ * both queues (at least once), never in neither.
+ */
+export async function redriveDeadLetters(options: RedriveOptions): Promise<RedriveReport> {
+  const now = options.now ?? (() => new Date());
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  const interval = 1000 / options.ratePerSecond;
+  const report: RedriveReport = { dryRun: options.dryRun, examined: 0, selected: [], moved: 0, sentNotDeleted: [] };
+  const seen = new Set<string>();
+  const toRelease: DeadLetter[] = [];
+  let lastSend = Number.NEGATIVE_INFINITY;
+  try {
+    while (report.selected.length < limit) {
+      const batch = await receiveDeadLetters(options.sqs, options.deadLetterQueueUrl, {
+        max: 10,
+        visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
+        waitTimeSeconds: options.waitTimeSeconds,
+      });
+      const fresh = batch.filter((m) => !seen.has(m.MessageId!));
+      if (fresh.length === 0) break;
+      const letters = fresh.map((m) => ({ message: m, letter: decodeDeadLetter(m, options.maxReceiveCount) }));
+      for (const { letter } of letters) seen.add(letter.messageId);
+      // Until handled, every message of the batch is to be released on the way out.
+      const pending = new Set(letters.map((l) => l.letter));
+      toRelease.push(...pending);
+      report.examined += letters.length;
+      for (const { message, letter } of letters) {
+        if (report.selected.length >= limit || !matchesFilter(letter, options.filter, now())) continue;
+        report.selected.push(letter);
+        if (options.dryRun) continue;
+        const wait = lastSend + interval - Date.now();
+        if (wait > 0) await sleep(wait);
+        lastSend = Date.now();
+        try {
+          await sendBack(options, message, letter);
+        } catch (error) {
+          throw new RedriveInterruptedError(report, letter.messageId, error);
+        }
+        try {
+          await options.sqs.send(new DeleteMessageCommand({ QueueUrl: options.deadLetterQueueUrl, ReceiptHandle: letter.receiptHandle }));
+          report.moved++;
+          toRelease.splice(toRelease.indexOf(letter), 1);
+          options.onMoved?.(letter);
+        } catch {
+          report.sentNotDeleted.push(letter);
+        }
+      }
+    }
+  } finally {
+    await releaseDeadLetters(options.sqs, options.deadLetterQueueUrl, toRelease);
+  }
+  return report;
+}
+
+const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
+
+async function sendBack(options: RedriveOptions, message: Message, letter: DeadLetter): Promise<void> {
+  // The failure attributes describe the last failure; the consumer must not read them as
+  // this delivery's. Producer attributes, if any, go back with the body untouched.
+  const kept = Object.entries(message.MessageAttributes ?? {}).filter(
+    ([name]) => !FAILURE_NAMES.has(name) && !Object.values(REDRIVE_ATTRIBUTES).includes(name as never),
+  );
+  const attribute = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
+  await options.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: options.sourceQueueUrl,
+      MessageBody: letter.body,
+      MessageAttributes: {
+        ...Object.fromEntries(kept),
+        [REDRIVE_ATTRIBUTES.from]: attribute(queueNameOf(options.deadLetterQueueUrl)),
+        [REDRIVE_ATTRIBUTES.count]: attribute(String(letter.redriveCount + 1)),
+        [REDRIVE_ATTRIBUTES.at]: attribute((options.now ?? (() => new Date()))().toISOString()),
+      },
+    }),
+  );
+}
+
+function queueNameOf(url: string): string {
+  return url.slice(url.lastIndexOf('/') + 1);
+}

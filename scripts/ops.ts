@@ -1,0 +1,266 @@
+#!/usr/bin/env -S npx tsx
+/**
+ * Operations command line: `npm run ops -- <command>` (or the `rocketmq-ops` bin).
+ * Parses arguments and wires clients; the work lives in lib/operations/.
+ * Exit codes: 0 clean / done, 1 findings (or something left for a person), 2 error.
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createDynamoDb, createSqs } from '../lib/aws/clients.ts';
+import { findDeadLetter, readDeadLetters, releaseDeadLetters } from '../lib/operations/dead-letter-inspection.ts';
+import { redriveDeadLetters, RedriveInterruptedError, type RedriveFilter } from '../lib/operations/dead-letter-redrive.ts';
+import { reverseDoubleAwards, ReversalInterruptedError } from '../lib/operations/double-award-reversal.ts';
+import { messageOf, OperationsError, UsageError } from '../lib/operations/errors.ts';
+import { isClean, runLedgerAudit } from '../lib/operations/ledger-audit.ts';
+import { awsConfigOf, groupQueuesOf, pointTablesOf, type TargetOptions } from '../lib/operations/operations-target.ts';
+import { ProgressBar, type ProgressStream } from '../lib/operations/progress-bar.ts';
+import { renderAudit, renderDeadLetter, renderDeadLetterList, renderRedrive, renderReversal } from '../lib/operations/command-output.ts';
+import type { OutputFormat } from '../lib/operations/report-format.ts';
+
+export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
+
+export const USAGE = `Usage: npm run ops -- <command> [options]
+
+Commands:
+  audit                    Balance vs ledger per user, and orders awarded more than once.
+                           Exit 0 clean, 1 findings, 2 error.
+  reverse [--apply]        Reverse every excess award (dry run unless --apply).
+  dlq list --group G       List dead letters with their reasons and RocketMQ envelopes.
+  dlq show --group G <id>  One dead letter in full (id: SQS message id, msgId or key).
+  dlq redrive --group G    Send dead letters back to the source queue (--all or a filter).
+
+Target:
+  --endpoint <url>         Local emulator; without it, AWS via the default credential chain.
+  --region <region>        AWS region (default: AWS_REGION, else us-east-1).
+  --prefix <prefix>        Deployment prefix: names tables and queues as the stack does.
+  --ledger-table <name>    --accounts-table <name>   --dlq-url <url>   --source-queue-url <url>
+
+Output:
+  --json | --csv           Machine-readable output (default: a table).
+  --quiet                  No progress bar (it is shown only on a terminal anyway).
+
+audit / reverse:
+  --segments <n>           Parallel scan segments (default 4).
+dlq:
+  --visibility-timeout <s> How long read messages stay hidden (list/show default 30, redrive 120).
+  --limit <n>              At most n messages.
+dlq redrive:
+  --reason <code|text>     Failure code or words of the reason ("unknown": moved by redrive policy). Repeatable.
+  --key <key>              Idempotency key, RocketMQ key or msgId. Repeatable.
+  --older-than <age>       --newer-than <age>   e.g. 30m, 6h, 2d.
+  --all                    Redrive everything (required when no filter is given).
+  --rate <n>               Sends per second at most (default 10).
+  --dry-run                Show what would be redriven; send and delete nothing.
+`;
+
+const OPTIONS = {
+  endpoint: { type: 'string' },
+  region: { type: 'string' },
+  prefix: { type: 'string' },
+  'ledger-table': { type: 'string' },
+  'accounts-table': { type: 'string' },
+  'dlq-url': { type: 'string' },
+  'source-queue-url': { type: 'string' },
+  group: { type: 'string' },
+  json: { type: 'boolean' },
+  csv: { type: 'boolean' },
+  quiet: { type: 'boolean' },
+  segments: { type: 'string' },
+  apply: { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  all: { type: 'boolean' },
+  reason: { type: 'string', multiple: true },
+  key: { type: 'string', multiple: true },
+  'older-than': { type: 'string' },
+  'newer-than': { type: 'string' },
+  limit: { type: 'string' },
+  rate: { type: 'string' },
+  'visibility-timeout': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export interface OpsIo {
+  stdout: { write(chunk: string): unknown };
+  stderr: ProgressStream;
+  /** Clients to use instead of building them (tests put fault injection on these). */
+  dynamoDb?: DynamoDBDocumentClient;
+  sqs?: SQSClient;
+  now?: () => Date;
+}
+
+type Values = ReturnType<typeof parse>['values'];
+const parse = (argv: string[]) => parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+
+/** Runs one command and returns its exit code; never throws. */
+export async function runOps(argv: string[], io: OpsIo): Promise<number> {
+  const print = (text: string) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  const fail = (text: string) => io.stderr.write(`ops: ${text}\n`);
+  let values: Values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parse(argv));
+  } catch (error) {
+    fail(`${(error as Error).message}\n\n${USAGE}`);
+    return ExitCode.ERROR;
+  }
+  if (values.help || positionals.length === 0) {
+    print(USAGE);
+    return values.help ? ExitCode.OK : ExitCode.ERROR;
+  }
+  try {
+    return await dispatch(positionals, values, io, print);
+  } catch (error) {
+    if (error instanceof ReversalInterruptedError) print(renderReversal(error.report, pointTablesOf(targetOf(values)), formatOf(values)));
+    fail(error instanceof OperationsError ? error.message : messageOf(error));
+    return ExitCode.ERROR;
+  }
+}
+
+function targetOf(v: Values): TargetOptions {
+  return {
+    endpoint: v.endpoint,
+    region: v.region,
+    prefix: v.prefix,
+    ledgerTable: v['ledger-table'],
+    accountsTable: v['accounts-table'],
+    group: v.group,
+    dlqUrl: v['dlq-url'],
+    sourceQueueUrl: v['source-queue-url'],
+  };
+}
+
+function formatOf(v: Values): OutputFormat {
+  if (v.json && v.csv) throw new UsageError('choose one of --json and --csv');
+  return v.json ? 'json' : v.csv ? 'csv' : 'table';
+}
+
+function positiveNumber(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number, got "${value}"`);
+  return n;
+}
+
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+export function durationMs(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^(\d+(?:\.\d+)?)([smhd])$/.exec(value.trim());
+  if (!m) throw new UsageError(`--${name} wants an age like 45s, 30m, 6h or 2d, got "${value}"`);
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}
+
+async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (text: string) => void): Promise<number> {
+  const [command, sub, ...rest] = positionals;
+  const format = formatOf(v);
+  const target = targetOf(v);
+  const aws = awsConfigOf(target);
+  const now = io.now ?? (() => new Date());
+  const dynamoDb = () => io.dynamoDb ?? createDynamoDb(aws);
+  const sqs = () => io.sqs ?? createSqs(aws);
+  const segments = positiveNumber(v.segments, 'segments', 4);
+
+  const audit = async () => {
+    const tables = pointTablesOf(target);
+    const bar = new ProgressBar(io.stderr, { quiet: v.quiet });
+    const report = await runLedgerAudit({ dynamoDb: dynamoDb(), tables, segments, onProgress: (p) => bar.update(p), onTableDone: (p) => bar.done(p) });
+    return { tables, report };
+  };
+
+  switch (command) {
+    case 'audit': {
+      const { tables, report } = await audit();
+      print(renderAudit(report, tables, format));
+      return isClean(report) ? ExitCode.OK : ExitCode.FINDINGS;
+    }
+    case 'reverse': {
+      const { tables, report: audited } = await audit();
+      const report = await reverseDoubleAwards({ dynamoDb: dynamoDb(), tables, doubleAwards: audited.doubleAwards, apply: v.apply === true, now });
+      print(renderReversal(report, tables, format));
+      // Dry run: something to reverse is a finding. Apply: only awards left for a person are.
+      const open = report.applied ? report.outcomes.filter((o) => o.status === 'award-changed') : report.outcomes;
+      return open.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
+    }
+    case 'dlq':
+      return dlq(sub, rest, v, { format, target, sqs: sqs(), now, print });
+    default:
+      throw new UsageError(`unknown command "${command}"; see --help`);
+  }
+}
+
+async function dlq(
+  sub: string | undefined,
+  rest: string[],
+  v: Values,
+  ctx: { format: OutputFormat; target: TargetOptions; sqs: SQSClient; now: () => Date; print: (text: string) => void },
+): Promise<number> {
+  const queues = await groupQueuesOf(ctx.sqs, ctx.target);
+  const limit = v.limit === undefined ? undefined : positiveNumber(v.limit, 'limit', 1);
+  const dlqName = queues.deadLetterUrl.slice(queues.deadLetterUrl.lastIndexOf('/') + 1);
+  switch (sub) {
+    case 'list':
+    case 'show': {
+      const visibility = positiveNumber(v['visibility-timeout'], 'visibility-timeout', 30);
+      const letters = await readDeadLetters({ sqs: ctx.sqs, queueUrl: queues.deadLetterUrl, visibilityTimeoutSeconds: visibility, limit, maxReceiveCount: queues.maxReceiveCount });
+      await releaseDeadLetters(ctx.sqs, queues.deadLetterUrl, letters);
+      if (sub === 'list') {
+        ctx.print(renderDeadLetterList(letters, dlqName, visibility, ctx.format, ctx.now()));
+        return ExitCode.OK;
+      }
+      const id = rest[0];
+      if (!id) throw new UsageError('dlq show wants an id: SQS message id, RocketMQ msgId or idempotency key');
+      const letter = findDeadLetter(letters, id);
+      if (!letter) throw new UsageError(`no message ${id} in ${dlqName} (${letters.length} examined)`);
+      ctx.print(renderDeadLetter(letter, ctx.format, ctx.now()));
+      return ExitCode.OK;
+    }
+    case 'redrive': {
+      const filter: RedriveFilter = {
+        reasons: v.reason,
+        keys: v.key,
+        olderThanMs: durationMs(v['older-than'], 'older-than'),
+        newerThanMs: durationMs(v['newer-than'], 'newer-than'),
+      };
+      const filtered = Boolean(filter.reasons?.length || filter.keys?.length || filter.olderThanMs !== undefined || filter.newerThanMs !== undefined);
+      if (!filtered && !v.all) throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
+      const sourceName = queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1);
+      try {
+        const report = await redriveDeadLetters({
+          sqs: ctx.sqs,
+          deadLetterQueueUrl: queues.deadLetterUrl,
+          sourceQueueUrl: queues.sourceUrl,
+          filter,
+          dryRun: v['dry-run'] === true,
+          ratePerSecond: positiveNumber(v.rate, 'rate', 10),
+          limit,
+          visibilityTimeoutSeconds: positiveNumber(v['visibility-timeout'], 'visibility-timeout', 120),
+          maxReceiveCount: queues.maxReceiveCount,
+          now: ctx.now,
+        });
+        ctx.print(renderRedrive(report, dlqName, sourceName, ctx.format, ctx.now()));
+        return report.sentNotDeleted.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
+      } catch (error) {
+        if (error instanceof RedriveInterruptedError) ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
+        throw error;
+      }
+    }
+    default:
+      throw new UsageError(`unknown dlq command "${sub ?? ''}": list, show or redrive`);
+  }
+}
+
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return realpathSync(script) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) {
+  process.exitCode = await runOps(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr });
+}

@@ -1,0 +1,59 @@
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { runOps } from '../../../scripts/ops.ts';
+import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
+
+export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
+
+/** Runs the real command line in-process against the fixture's deployment, capturing its output. */
+export async function ops(f: PointsFixture, argv: string[], clients: { dynamoDb?: DynamoDBDocumentClient; sqs?: SQSClient } = {}) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runOps([...argv, '--endpoint', f.resources.endpoint, '--prefix', f.resources.prefix], {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { isTTY: false, write: (s: string) => (stderr += s) },
+    ...clients,
+  });
+  return { code, stdout, stderr, json: () => JSON.parse(stdout) };
+}
+
+/** Awards through the real points consumer: the ledger a clean production run leaves. */
+export async function awardThroughConsumer(f: PointsFixture, orders: Array<{ orderNo: string; userId: string; points: number }>) {
+  const response = await f.invoke(orders.map((o) => orderEnvelope(o)));
+  if (response.batchItemFailures.length > 0) throw new Error('the consumer failed a record');
+}
+
+/**
+ * What the legacy importer did: a second AWARD row for an order under its own entry id,
+ * and the balance raised with it, so the balance still matches the ledger sum.
+ */
+export async function importLegacyAward(f: PointsFixture, row: { userId: string; orderNo: string; points: number; entryId: string; createdAt: string }) {
+  await f.dynamoDb.send(new PutCommand({ TableName: f.resources.tables.ledger, Item: { ...row, kind: 'AWARD', msgId: 'legacy-import' } }));
+  await f.dynamoDb.send(
+    new UpdateCommand({
+      TableName: f.resources.tables.accounts,
+      Key: { userId: row.userId },
+      UpdateExpression: 'ADD balance :p',
+      ExpressionAttributeValues: { ':p': row.points },
+    }),
+  );
+}
+
+export async function setBalance(f: PointsFixture, userId: string, balance: number) {
+  await f.dynamoDb.send(new UpdateCommand({ TableName: f.resources.tables.accounts, Key: { userId }, UpdateExpression: 'SET balance = :b', ExpressionAttributeValues: { ':b': balance } }));
+}
+
+/** Fails the nth TransactWriteItems sent through `client` before it reaches DynamoDB (a crash mid-run). */
+export function failNthTransaction(client: DynamoDBDocumentClient, n: number) {
+  let seen = 0;
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      if ((args.input as { TransactItems?: unknown }).TransactItems && ++seen === n) {
+        throw Object.assign(new Error('connection reset by peer'), { name: 'NetworkingError' });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'failNthTransaction' },
+  );
+}
