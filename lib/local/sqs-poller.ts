@@ -23,8 +23,14 @@ export interface PollResult {
   received: number;
   deleted: number;
   failed: number;
-  /** The handler threw (Lambda would retry the whole batch after the visibility timeout). */
+  /** The handler threw or overran its timeout (Lambda would retry the whole batch after the visibility timeout). */
   crashed: boolean;
+  /** The handler returned, but after the context's deadline: Lambda would have killed it, so nothing was deleted. */
+  timedOut?: boolean;
+  /** The records handed to the handler (empty when nothing was received). */
+  records?: SQSRecord[];
+  /** SQS message ids deleted after the invocation. */
+  deletedIds?: string[];
 }
 
 /**
@@ -36,18 +42,26 @@ export interface PollResult {
 export async function pollOnce(options: PollerOptions): Promise<PollResult> {
   const batchSize = options.batchSize ?? 10;
   const messages = await receiveBatch(options, batchSize);
-  if (messages.length === 0) return { received: 0, deleted: 0, failed: 0, crashed: false };
+  if (messages.length === 0) return { received: 0, deleted: 0, failed: 0, crashed: false, records: [], deletedIds: [] };
   const event: SQSEvent = { Records: messages.map((m) => toRecord(m, options.queueArn)) };
+  const records = event.Records;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const started = Date.now();
   let response: SQSBatchResponse | void;
   try {
-    response = await options.handler(event, lambdaContext(options.functionName, options.timeoutMs ?? 30_000));
+    response = await options.handler(event, lambdaContext(options.functionName, timeoutMs));
   } catch {
-    return { received: messages.length, deleted: 0, failed: messages.length, crashed: true };
+    return { received: messages.length, deleted: 0, failed: messages.length, crashed: true, records, deletedIds: [] };
+  }
+  // A handler cannot be killed here; one that overran its deadline is treated as Lambda
+  // treats a timeout: the invocation failed and the whole batch comes back.
+  if (Date.now() - started > timeoutMs) {
+    return { received: messages.length, deleted: 0, failed: messages.length, crashed: true, timedOut: true, records, deletedIds: [] };
   }
   const failed = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
   const done = messages.filter((m) => !failed.has(m.MessageId!));
   await deleteAll(options, done);
-  return { received: messages.length, deleted: done.length, failed: failed.size, crashed: false };
+  return { received: messages.length, deleted: done.length, failed: failed.size, crashed: false, records, deletedIds: done.map((m) => m.MessageId!) };
 }
 
 async function receiveBatch(options: PollerOptions, batchSize: number): Promise<Message[]> {

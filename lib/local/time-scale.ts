@@ -1,0 +1,20 @@
+import { ROCKETMQ_RETRY_DELAYS_SECONDS, RetrySchedule } from '../rocketmq/retry-schedule.ts';
+
+export class InvalidTimeScaleError extends Error {
+  override readonly name = 'InvalidTimeScaleError';
+}
+
+/**
+ * RocketMQ's retry schedule compressed for a local run: every delay divided by `scale`.
+ * Only the local run builds this; deployed functions read their schedule from
+ * `RETRY_DELAYS_SECONDS` and never see a scale.
+ *
+ * SQS visibility timeouts are whole seconds (and `RetrySchedule` enforces that), so a
+ * compressed delay is rounded to the nearest second: at the default 600 the first six
+ * retries (10 s … 4 min) come back at once and the last ones after 1–12 s, 29 s for all
+ * sixteen instead of 4 h 45 min. `scale` 1 is the real schedule.
+ */
+export function compressedRetrySchedule(scale: number, delaysSeconds: readonly number[] = ROCKETMQ_RETRY_DELAYS_SECONDS): RetrySchedule {
+  if (!Number.isFinite(scale) || scale < 1) throw new InvalidTimeScaleError(`time scale must be a number >= 1, got ${scale}`);
+  return new RetrySchedule(delaysSeconds.map((d) => Math.round(d / scale)));
+}
