@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * What the bridge forwards where. One route = one RocketMQ consumer group subscribed to one topic
+ * with a tag expression, forwarding into one SQS queue (or one EventBridge bus), with the group's
+ * dead-letter queue for what cannot be forwarded at all.
+ */
+const sqsTarget = z.object({
+  kind: z.literal('sqs'),
+  queueUrl: z.string().min(1),
+});
+
+const eventBridgeTarget = z.object({
+  kind: z.literal('eventbridge'),
+  eventBusName: z.string().min(1),
+  /** EventBridge `Source`; rules match on it. Defaults to `rocketmq.<clusterName>`. */
+  source: z.string().min(1).optional(),
+});
+
+const routeSchema = z.object({
+  group: z.string().min(1),
+  topic: z.string().min(1),
+  /** RocketMQ tag expression: `*`, `PAID`, `PAID || FINISHED`. */
+  tagExpression: z.string().min(1).default('*'),
+  /** A FIFO topic consumed by a FIFO group, forwarded to an SQS FIFO queue (message group = `MessageGroupId`). */
+  fifo: z.boolean().default(false),
+  target: z.discriminatedUnion('kind', [sqsTarget, eventBridgeTarget]),
+  /** The group's DLQ (an SQS queue URL; FIFO when the route is). */
+  dlqUrl: z.string().min(1),
+});
+
+export const bridgeConfigSchema = z.object({
+  /** RocketMQ 5 proxy gRPC endpoint(s): `host:8081` or `h1:8081;h2:8081`. */
+  proxyEndpoint: z.string().min(1),
+  /** Goes into each envelope's `source` as `rocketmq://<clusterName>`. */
+  clusterName: z.string().min(1).default('DefaultCluster'),
+  namespace: z.string().default(''),
+  sslEnabled: z.boolean().default(false),
+  /** Messages per receive; the proxy caps a receive at 32. */
+  receiveBatchSize: z.number().int().min(1).max(32).default(16),
+  /** How long a received message stays hidden from other receivers; a forward must finish well within it. */
+  invisibleDurationMs: z.number().int().min(10_000).default(60_000),
+  /** Long-polling wait of one receive. The proxy rejects waits it cannot fit in the request deadline, so keep ≥ 5 s. */
+  awaitDurationMs: z.number().int().min(5_000).default(20_000),
+  /**
+   * Largest envelope forwarded, in bytes of UTF-8 JSON. SQS and EventBridge accepted 256 KiB per
+   * message for years; SQS now takes up to 1 MiB, so raise it when every target queue allows it.
+   */
+  maxMessageBytes: z.number().int().min(1_024).default(262_144),
+  health: z.object({
+    host: z.string().default('127.0.0.1'),
+    port: z.number().int().min(0).max(65_535).default(8080),
+  }).default({ host: '127.0.0.1', port: 8080 }),
+  /** How often the metrics buffer is flushed as CloudWatch EMF lines. */
+  metricsIntervalMs: z.number().int().min(1_000).default(60_000),
+  routes: z.array(routeSchema).min(1),
+});
+
+export type BridgeConfig = z.infer<typeof bridgeConfigSchema>;
+export type BridgeRoute = BridgeConfig['routes'][number];
+export type BridgeConfigInput = z.input<typeof bridgeConfigSchema>;
+
+export class InvalidBridgeConfigError extends Error {
+  override readonly name = 'InvalidBridgeConfigError';
+}
+
+export function parseBridgeConfig(input: unknown): BridgeConfig {
+  const result = bridgeConfigSchema.safeParse(input);
+  if (!result.success) throw new InvalidBridgeConfigError(`invalid bridge configuration: ${z.prettifyError(result.error)}`);
+  const config = result.data;
+  for (const route of config.routes) {
+    if (route.fifo && route.target.kind === 'sqs' && !route.target.queueUrl.endsWith('.fifo')) {
+      throw new InvalidBridgeConfigError(`route ${route.group}: a FIFO route needs an SQS FIFO queue (.fifo), got ${route.target.queueUrl}`);
+    }
+    if (route.fifo !== route.dlqUrl.endsWith('.fifo')) {
+      throw new InvalidBridgeConfigError(`route ${route.group}: the DLQ must be FIFO exactly when the route is`);
+    }
+  }
+  return config;
+}
+
+/** `BRIDGE_CONFIG` holds the JSON itself (what ECS injects); `BRIDGE_CONFIG_FILE` points at a file. */
+export function loadBridgeConfig(env: NodeJS.ProcessEnv = process.env): BridgeConfig {
+  const raw = env.BRIDGE_CONFIG ?? (env.BRIDGE_CONFIG_FILE ? readFileSync(env.BRIDGE_CONFIG_FILE, 'utf8') : undefined);
+  if (raw === undefined) throw new InvalidBridgeConfigError('set BRIDGE_CONFIG (JSON) or BRIDGE_CONFIG_FILE');
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (err) {
+    throw new InvalidBridgeConfigError(`bridge configuration is not JSON: ${(err as Error).message}`);
+  }
+  return parseBridgeConfig(json);
+}

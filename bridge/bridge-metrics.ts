@@ -1,0 +1,82 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+
+/** What one route has done since the bridge started; served by the health endpoint. */
+export interface RouteStats {
+  forwarded: number;
+  forwardFailed: number;
+  deadLettered: number;
+  ackFailed: number;
+  receiveFailed: number;
+  /** Store-to-forward delay of the newest forwarded message: how far behind the topic the bridge runs. */
+  lagMs: number | undefined;
+  lastReceiveAt: string | undefined;
+}
+
+export const BRIDGE_METRICS_NAMESPACE = 'RocketMqBridge';
+
+/**
+ * Counters per route, flushed as CloudWatch embedded-metric-format lines on stdout (on Fargate the
+ * awslogs driver ships them and CloudWatch extracts the metrics; no PutMetricData permission needed).
+ * RocketMQ 5's gRPC API has no consumer-lag call, so lag is measured on the messages themselves.
+ */
+export class RouteMetrics {
+  readonly stats: RouteStats = {
+    forwarded: 0, forwardFailed: 0, deadLettered: 0, ackFailed: 0, receiveFailed: 0, lagMs: undefined, lastReceiveAt: undefined,
+  };
+  readonly #emf: Metrics;
+  #dirty = false;
+
+  constructor(group: string, topic: string) {
+    this.#emf = new Metrics({
+      namespace: BRIDGE_METRICS_NAMESPACE,
+      serviceName: 'rocketmq-bridge',
+      defaultDimensions: { ConsumerGroup: group, Topic: topic },
+    });
+  }
+
+  received(count: number, now = new Date()): void {
+    this.stats.lastReceiveAt = now.toISOString();
+    this.#add('Received', count);
+  }
+
+  forwarded(count: number, lagMs: number | undefined): void {
+    this.stats.forwarded += count;
+    this.#add('Forwarded', count);
+    if (lagMs !== undefined) {
+      this.stats.lagMs = lagMs;
+      this.#emf.addMetric('ForwardLag', MetricUnit.Milliseconds, lagMs);
+    }
+  }
+
+  forwardFailed(count: number): void {
+    this.stats.forwardFailed += count;
+    this.#add('ForwardFailed', count);
+  }
+
+  deadLettered(count: number): void {
+    this.stats.deadLettered += count;
+    this.#add('DeadLettered', count);
+  }
+
+  ackFailed(count: number): void {
+    this.stats.ackFailed += count;
+    this.#add('AckFailed', count);
+  }
+
+  receiveFailed(): void {
+    this.stats.receiveFailed += 1;
+    this.#add('ReceiveFailed', 1);
+  }
+
+  flush(): void {
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    this.#emf.publishStoredMetrics();
+  }
+
+  #add(name: string, count: number): void {
+    if (count === 0) return;
+    this.#dirty = true;
+    this.#emf.addMetric(name, MetricUnit.Count, count);
+  }
+}

@@ -1,0 +1,129 @@
+import { format } from 'node:util';
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { BridgeConfig, BridgeRoute } from './bridge-config.ts';
+import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
+import { DeadLetterQueue } from './dead-letter-queue.ts';
+import { EventBridgeTarget } from './eventbridge-target.ts';
+import type { ForwardTarget } from './forward-target.ts';
+import { RouteConsumer } from './route-consumer.ts';
+import { RouteForwarder, type BeforeAckHook } from './route-forwarder.ts';
+import { PumpState, RoutePump, type MessageSource } from './route-pump.ts';
+import { SqsTarget } from './sqs-target.ts';
+
+export interface BridgeDependencies {
+  readonly sqs: SQSClient;
+  readonly eventBridge?: EventBridgeClient;
+  readonly logger?: Logger;
+  /** RocketMQ ACL credentials, when the cluster enforces them. */
+  readonly credentials?: { accessKey: string; accessSecret: string };
+  /** Replaces the RocketMQ consumer of a route (tests of the pump without a broker). */
+  readonly sourceFor?: (route: BridgeRoute) => MessageSource;
+  readonly beforeAck?: BeforeAckHook;
+}
+
+export interface BridgeStatus {
+  /** Every route's consumer has started and none is stopping. */
+  readonly ready: boolean;
+  readonly routes: Record<string, { state: PumpState; topic: string; stats: RouteStats }>;
+}
+
+/** The RocketMQ → SQS/EventBridge bridge: one pump per configured route. */
+export class Bridge {
+  readonly #pumps: { route: BridgeRoute; pump: RoutePump; metrics: RouteMetrics }[];
+  readonly #logger: Logger;
+  #metricsTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly config: BridgeConfig,
+    deps: BridgeDependencies,
+  ) {
+    this.#logger = deps.logger ?? new Logger({ serviceName: 'rocketmq-bridge' });
+    this.#pumps = config.routes.map((route) => {
+      const metrics = new RouteMetrics(route.group, route.topic);
+      const source = deps.sourceFor?.(route) ?? this.#rocketMqSource(route, deps.credentials);
+      const forwarder = new RouteForwarder({
+        route,
+        clusterName: config.clusterName,
+        target: this.#targetFor(route, deps),
+        deadLetters: new DeadLetterQueue(deps.sqs, route.dlqUrl),
+        maxMessageBytes: config.maxMessageBytes,
+        metrics,
+        logger: this.#logger,
+        ack: (message) => source.ack(message),
+        ...(deps.beforeAck ? { beforeAck: deps.beforeAck } : {}),
+      });
+      return { route, metrics, pump: new RoutePump(route.group, source, forwarder, metrics, this.#logger) };
+    });
+  }
+
+  async start(): Promise<void> {
+    try {
+      await Promise.all(this.#pumps.map(({ pump }) => pump.start()));
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+    this.#metricsTimer = setInterval(() => this.#flushMetrics(), this.config.metricsIntervalMs);
+    this.#metricsTimer.unref();
+    this.#logger.info('bridge started', { routes: this.config.routes.map((r) => `${r.topic}[${r.tagExpression}] → ${r.group}`) });
+  }
+
+  /** Stops receiving, lets in-flight forwards finish and ack, closes the consumers, flushes metrics. */
+  async stop(): Promise<void> {
+    clearInterval(this.#metricsTimer);
+    await Promise.all(this.#pumps.map(({ pump }) => pump.stop()));
+    this.#flushMetrics();
+    this.#logger.info('bridge stopped');
+  }
+
+  status(): BridgeStatus {
+    const routes = Object.fromEntries(this.#pumps.map(({ route, pump, metrics }) => [
+      route.group, { state: pump.state, topic: route.topic, stats: { ...metrics.stats } },
+    ]));
+    return { ready: this.#pumps.every(({ pump }) => pump.state === PumpState.Running), routes };
+  }
+
+  #flushMetrics(): void {
+    for (const { metrics } of this.#pumps) metrics.flush();
+  }
+
+  #targetFor(route: BridgeRoute, deps: BridgeDependencies): ForwardTarget {
+    if (route.target.kind === 'sqs') return new SqsTarget(deps.sqs, route.target.queueUrl, this.config.maxMessageBytes);
+    if (!deps.eventBridge) throw new Error(`route ${route.group} targets EventBridge but no EventBridge client was given`);
+    const source = route.target.source ?? `rocketmq.${this.config.clusterName}`;
+    return new EventBridgeTarget(deps.eventBridge, route.target.eventBusName, source, this.config.maxMessageBytes);
+  }
+
+  #rocketMqSource(route: BridgeRoute, credentials: BridgeDependencies['credentials']): MessageSource {
+    const consumer = new RouteConsumer({
+      endpoints: this.config.proxyEndpoint,
+      namespace: this.config.namespace,
+      sslEnabled: this.config.sslEnabled,
+      consumerGroup: route.group,
+      subscriptions: new Map([[route.topic, route.tagExpression]]),
+      awaitDuration: this.config.awaitDurationMs,
+      invisibleDurationMs: this.config.invisibleDurationMs,
+      batchSize: this.config.receiveBatchSize,
+      logger: clientLogger(this.#logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } })),
+      ...(credentials ? { sessionCredentials: credentials } : {}),
+    });
+    return {
+      start: () => consumer.startup(),
+      receive: () => consumer.receiveMessages(),
+      ack: (message) => consumer.ack(message.handle),
+      stop: () => consumer.shutdown(),
+    };
+  }
+}
+
+/** The RocketMQ client logs printf-style and chattily; its info goes to debug, the rest keeps its level. */
+function clientLogger(logger: Logger) {
+  return {
+    info: (...args: unknown[]) => logger.debug(format(...args)),
+    debug: (...args: unknown[]) => logger.debug(format(...args)),
+    warn: (...args: unknown[]) => logger.warn(format(...args)),
+    error: (...args: unknown[]) => logger.error(format(...args)),
+  };
+}

@@ -1,0 +1,99 @@
+import type { ReceivedMessage } from './route-consumer.ts';
+
+/**
+ * Writes the project's envelope: a CloudEvents 1.0 object of type `mq:Topic:SendMessage` whose
+ * `data` keeps everything RocketMQ said about the message. The reader is `lib/rocketmq/envelope.ts`.
+ *
+ * Not available over RocketMQ 5's gRPC protocol, so absent: `offsetMsgId` (the proxy does not
+ * send the commit-log offset it is derived from).
+ */
+export const ENVELOPE_TYPE = 'mq:Topic:SendMessage';
+
+export interface EnvelopeData {
+  topic: string;
+  msgId: string;
+  tags?: string;
+  keys: string[];
+  queueId: number;
+  queueOffset?: number;
+  brokerName?: string;
+  bornTimestamp?: number;
+  storeTimestamp?: number;
+  bornHost?: string;
+  storeHost?: string;
+  reconsumeTimes: number;
+  systemProperties: Record<string, string>;
+  userProperties: Record<string, string>;
+  bodyEncoding: 'utf8' | 'base64';
+  body: string;
+}
+
+export interface Envelope {
+  specversion: '1.0';
+  id: string;
+  source: string;
+  type: typeof ENVELOPE_TYPE;
+  subject: string;
+  time: string;
+  datacontenttype: 'application/json';
+  data: EnvelopeData;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function writeEnvelope(message: ReceivedMessage, clusterName: string, now: () => Date = () => new Date()): Envelope {
+  const body = encodeBody(message.body);
+  return {
+    specversion: '1.0',
+    id: message.msgId,
+    source: `rocketmq://${clusterName}`,
+    type: ENVELOPE_TYPE,
+    subject: message.topic,
+    time: new Date(message.storeTimestamp ?? message.bornTimestamp ?? now().getTime()).toISOString(),
+    datacontenttype: 'application/json',
+    data: {
+      topic: message.topic,
+      msgId: message.msgId,
+      ...(message.tag !== undefined ? { tags: message.tag } : {}),
+      keys: [...message.keys],
+      queueId: message.queueId,
+      ...optional('queueOffset', message.queueOffset),
+      ...optional('brokerName', message.brokerName),
+      ...optional('bornTimestamp', message.bornTimestamp),
+      ...optional('storeTimestamp', message.storeTimestamp),
+      ...optional('bornHost', message.bornHost || undefined),
+      ...optional('storeHost', message.storeHost),
+      reconsumeTimes: Math.max(0, message.deliveryAttempt - 1),
+      systemProperties: systemPropertiesOf(message),
+      userProperties: { ...message.userProperties },
+      ...body,
+    },
+  };
+}
+
+export function serializeEnvelope(envelope: Envelope): string {
+  return JSON.stringify(envelope);
+}
+
+/** The RocketMQ 4 property names consumers written against Alibaba's event shape look for. */
+function systemPropertiesOf(message: ReceivedMessage): Record<string, string> {
+  return {
+    UNIQ_KEY: message.msgId,
+    ...(message.keys.length > 0 ? { KEYS: message.keys.join(' ') } : {}),
+    ...(message.tag !== undefined ? { TAGS: message.tag } : {}),
+    ...(message.messageGroup !== undefined ? { __SHARDINGKEY: message.messageGroup } : {}),
+  };
+}
+
+/** Text stays readable in the queue; anything that is not valid UTF-8 survives byte for byte as base64. */
+function encodeBody(body: Buffer): Pick<EnvelopeData, 'bodyEncoding' | 'body'> {
+  try {
+    return { bodyEncoding: 'utf8', body: strictUtf8.decode(body) };
+  } catch {
+    return { bodyEncoding: 'base64', body: body.toString('base64') };
+  }
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}

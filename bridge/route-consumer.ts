@@ -1,0 +1,97 @@
+import {
+  MessageView,
+  SimpleConsumer,
+  StatusChecker,
+  type MessageQueue,
+  type SimpleConsumerOptions,
+} from 'rocketmq-client-nodejs';
+import type { Message as MessagePB, Status } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js';
+import type { ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js';
+
+/**
+ * One RocketMQ message as the broker delivered it, with everything the envelope preserves.
+ * `handle` is what `ack` needs; nothing else in the bridge touches the client's types.
+ */
+export interface ReceivedMessage {
+  readonly handle: MessageView;
+  readonly msgId: string;
+  readonly topic: string;
+  readonly tag: string | undefined;
+  readonly keys: readonly string[];
+  /** Set on FIFO topics: the unit of ordering (RocketMQ 4's sharding key). */
+  readonly messageGroup: string | undefined;
+  readonly body: Buffer;
+  readonly userProperties: Readonly<Record<string, string>>;
+  readonly bornHost: string;
+  readonly bornTimestamp: number | undefined;
+  readonly storeHost: string | undefined;
+  readonly storeTimestamp: number | undefined;
+  readonly queueId: number;
+  readonly queueOffset: number | undefined;
+  readonly brokerName: string | undefined;
+  /** 1 on the first delivery; RocketMQ 4's `reconsumeTimes` is this minus one. */
+  readonly deliveryAttempt: number;
+}
+
+/**
+ * A SimpleConsumer that also keeps the broker facts the client's `MessageView` drops (store host,
+ * store time, queue id, broker name). They are in the gRPC response, so the one receive call is
+ * re-implemented here (the library's own loop, plus a side table keyed by the view) instead of
+ * parsing them back out of the receipt handle's undocumented text format.
+ */
+export class RouteConsumer extends SimpleConsumer {
+  readonly #facts = new WeakMap<MessageView, Omit<ReceivedMessage, 'handle'>>();
+  readonly #invisibleDurationMs: number;
+  readonly #batchSize: number;
+
+  constructor(options: SimpleConsumerOptions & { invisibleDurationMs: number; batchSize: number }) {
+    super(options);
+    this.#invisibleDurationMs = options.invisibleDurationMs;
+    this.#batchSize = options.batchSize;
+  }
+
+  /** Long-polls once; an empty array means nothing arrived within the await duration. */
+  async receiveMessages(): Promise<ReceivedMessage[]> {
+    const views = await this.receive(this.#batchSize, this.#invisibleDurationMs);
+    return views.map((view) => ({ handle: view, ...this.#facts.get(view)! }));
+  }
+
+  protected override async receiveMessage(request: ReceiveMessageRequest, mq: MessageQueue, awaitDuration: number): Promise<MessageView[]> {
+    const responses = await this.rpcClientManager.receiveMessage(mq.broker.endpoints, request, this.requestTimeout + awaitDuration);
+    let status: Status.AsObject | undefined;
+    let transportDeliveryTimestamp: Date | undefined;
+    const messages: MessagePB[] = [];
+    for (const response of responses) {
+      if (response.hasStatus()) status = response.getStatus()!.toObject();
+      else if (response.hasMessage()) messages.push(response.getMessage()!);
+      else if (response.hasDeliveryTimestamp()) transportDeliveryTimestamp = response.getDeliveryTimestamp()!.toDate();
+    }
+    StatusChecker.check(status);
+    return messages.map((message) => {
+      const view = new MessageView(message, mq, transportDeliveryTimestamp);
+      this.#facts.set(view, factsOf(view, message, mq));
+      return view;
+    });
+  }
+}
+
+function factsOf(view: MessageView, message: MessagePB, mq: MessageQueue): Omit<ReceivedMessage, 'handle'> {
+  const system = message.getSystemProperties()!;
+  return {
+    msgId: view.messageId,
+    topic: view.topic,
+    tag: view.tag || undefined,
+    keys: view.keys,
+    messageGroup: view.messageGroup || undefined,
+    body: view.body,
+    userProperties: Object.fromEntries(view.properties),
+    bornHost: view.bornHost,
+    bornTimestamp: view.bornTimestamp?.getTime(),
+    storeHost: system.getStoreHost() || undefined,
+    storeTimestamp: system.getStoreTimestamp()?.toDate().getTime(),
+    queueId: system.getQueueId(),
+    queueOffset: view.offset,
+    brokerName: mq.broker.name || undefined,
+    deliveryAttempt: view.deliveryAttempt ?? 1,
+  };
+}

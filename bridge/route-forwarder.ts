@@ -1,0 +1,147 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { BridgeRoute } from './bridge-config.ts';
+import type { RouteMetrics } from './bridge-metrics.ts';
+import { DeadLetterReason, type DeadLetterQueue } from './dead-letter-queue.ts';
+import { serializeEnvelope, writeEnvelope, type Envelope } from './envelope-writer.ts';
+import type { ForwardTarget, OutboundMessage } from './forward-target.ts';
+import type { ReceivedMessage } from './route-consumer.ts';
+
+/** Called with the messages about to be acked, after their forward succeeded: a seam for fault-injection tests. */
+export type BeforeAckHook = (messages: readonly ReceivedMessage[]) => Promise<void>;
+
+export interface RouteForwarderOptions {
+  readonly route: BridgeRoute;
+  readonly clusterName: string;
+  readonly target: ForwardTarget;
+  readonly deadLetters: DeadLetterQueue;
+  readonly maxMessageBytes: number;
+  readonly metrics: RouteMetrics;
+  readonly logger: Logger;
+  readonly ack: (message: ReceivedMessage) => Promise<void>;
+  readonly beforeAck?: BeforeAckHook;
+  readonly now?: () => Date;
+}
+
+export interface BatchOutcome {
+  readonly acked: readonly string[];
+  readonly deadLettered: readonly string[];
+  /** Left un-acked: RocketMQ redelivers each once its invisible duration ends. */
+  readonly notAcked: readonly { readonly msgId: string; readonly reason: string }[];
+}
+
+interface Prepared {
+  readonly message: ReceivedMessage;
+  readonly envelope: Envelope;
+  readonly outbound: OutboundMessage;
+}
+
+/**
+ * Forwards one received batch and acks exactly the messages that reached the target (or the DLQ).
+ * The ack comes after the forward on purpose: a crash in between redelivers the message, so the
+ * target may see it twice, never zero times; consumers deduplicate on the business key.
+ */
+export class RouteForwarder {
+  constructor(private readonly options: RouteForwarderOptions) {}
+
+  async forwardBatch(messages: readonly ReceivedMessage[]): Promise<BatchOutcome> {
+    const { target, maxMessageBytes, route } = this.options;
+    const prepared = messages.map((message, index) => this.#prepare(message, index));
+    const tooLarge = prepared.filter((p) => target.sizeOf(p.outbound) > maxMessageBytes);
+    const fitting = prepared.filter((p) => !tooLarge.includes(p));
+
+    const notAcked: { msgId: string; reason: string }[] = [];
+    const deadLettered: Prepared[] = [];
+    for (const p of tooLarge) {
+      const outcome = await this.#deadLetterTooLarge(p);
+      if (outcome.ok) deadLettered.push(p);
+      else notAcked.push({ msgId: p.message.msgId, reason: `dead-lettering failed: ${outcome.reason}` });
+    }
+
+    const results = new Map((fitting.length > 0 ? await target.forward(fitting.map((p) => p.outbound)) : []).map((r) => [r.id, r]));
+    const forwarded: Prepared[] = [];
+    // FIFO: once a message of a group failed, its successors in the batch stay un-acked too, so
+    // RocketMQ hands the group back in order (SQS FIFO drops the re-sent successors by msgId).
+    const blockedGroups = new Set<string>();
+    for (const p of fitting) {
+      const result = results.get(p.outbound.id);
+      const group = p.outbound.messageGroupId;
+      if (route.fifo && group !== undefined && blockedGroups.has(group)) {
+        notAcked.push({ msgId: p.message.msgId, reason: 'an earlier message of its FIFO group failed' });
+      } else if (result?.ok) {
+        forwarded.push(p);
+      } else {
+        notAcked.push({ msgId: p.message.msgId, reason: result && !result.ok ? result.reason : 'no forward result' });
+        if (group !== undefined) blockedGroups.add(group);
+      }
+    }
+    this.#record(forwarded, deadLettered, notAcked);
+
+    const toAck = [...deadLettered, ...forwarded].map((p) => p.message);
+    if (toAck.length > 0 && this.options.beforeAck) await this.options.beforeAck(toAck);
+    const acked = await this.#ackAll(toAck);
+    return { acked, deadLettered: deadLettered.map((p) => p.message.msgId), notAcked };
+  }
+
+  #prepare(message: ReceivedMessage, index: number): Prepared {
+    const envelope = writeEnvelope(message, this.options.clusterName, this.options.now);
+    const fifo = this.options.route.fifo;
+    return {
+      message,
+      envelope,
+      outbound: {
+        id: `m${index}`,
+        body: serializeEnvelope(envelope),
+        ...(fifo ? { messageGroupId: message.messageGroup ?? message.topic, deduplicationId: message.msgId } : {}),
+        ...(message.storeTimestamp !== undefined ? { time: new Date(message.storeTimestamp) } : {}),
+      },
+    };
+  }
+
+  #deadLetterTooLarge(p: Prepared) {
+    const size = this.options.target.sizeOf(p.outbound);
+    const detail = `envelope is ${size} bytes; the target accepts at most ${this.options.maxMessageBytes}`;
+    this.options.logger.error('message too large to forward, sending it to the DLQ', {
+      msgId: p.message.msgId, topic: p.message.topic, group: this.options.route.group, reason: DeadLetterReason.BodyTooLarge, detail,
+    });
+    return this.options.deadLetters.send({
+      envelope: p.envelope,
+      reason: DeadLetterReason.BodyTooLarge,
+      detail,
+      ...(p.outbound.messageGroupId !== undefined ? { messageGroupId: p.outbound.messageGroupId } : {}),
+    });
+  }
+
+  #record(forwarded: Prepared[], deadLettered: Prepared[], notAcked: { msgId: string; reason: string }[]): void {
+    const { metrics, logger, route } = this.options;
+    const now = (this.options.now?.() ?? new Date()).getTime();
+    const newestStore = Math.max(...forwarded.map((p) => p.message.storeTimestamp ?? Number.NEGATIVE_INFINITY));
+    metrics.forwarded(forwarded.length, Number.isFinite(newestStore) ? Math.max(0, now - newestStore) : undefined);
+    metrics.deadLettered(deadLettered.length);
+    metrics.forwardFailed(notAcked.length);
+    if (forwarded.length > 0) {
+      logger.info('forwarded', { group: route.group, topic: route.topic, count: forwarded.length, msgIds: forwarded.map((p) => p.message.msgId) });
+    }
+    for (const failure of notAcked) {
+      logger.warn('forward failed; left un-acked for RocketMQ to redeliver', { group: route.group, ...failure });
+    }
+  }
+
+  async #ackAll(messages: ReceivedMessage[]): Promise<string[]> {
+    const results = await Promise.allSettled(messages.map((m) => this.options.ack(m)));
+    const acked: string[] = [];
+    results.forEach((result, index) => {
+      const msgId = messages[index]!.msgId;
+      if (result.status === 'fulfilled') {
+        acked.push(msgId);
+        return;
+      }
+      // The message is in the target already; RocketMQ will deliver it again and the bridge will
+      // forward a duplicate, which the consumers' idempotency absorbs.
+      this.options.metrics.ackFailed(1);
+      this.options.logger.warn('ack failed after a successful forward; expect a duplicate', {
+        group: this.options.route.group, msgId, error: String(result.reason),
+      });
+    });
+    return acked;
+  }
+}

@@ -1,0 +1,51 @@
+import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  describeError,
+  failAll,
+  packBatches,
+  type ForwardResult,
+  type ForwardTarget,
+  type OutboundMessage,
+} from './forward-target.ts';
+
+/** Forwards envelopes as SQS message bodies with `SendMessageBatch`. */
+export class SqsTarget implements ForwardTarget {
+  constructor(
+    private readonly sqs: SQSClient,
+    private readonly queueUrl: string,
+    private readonly maxBatchBytes: number,
+  ) {}
+
+  sizeOf(message: OutboundMessage): number {
+    return Buffer.byteLength(message.body, 'utf8');
+  }
+
+  async forward(messages: readonly OutboundMessage[]): Promise<ForwardResult[]> {
+    const batches = packBatches(messages, (m) => this.sizeOf(m), this.maxBatchBytes);
+    const results = await Promise.all(batches.map((batch) => this.#sendBatch(batch)));
+    return results.flat();
+  }
+
+  async #sendBatch(batch: OutboundMessage[]): Promise<ForwardResult[]> {
+    // Entry ids must be unique per request and match [A-Za-z0-9_-]{1,80}; the position is enough.
+    const entries = batch.map((m, index) => ({
+      Id: `e${index}`,
+      MessageBody: m.body,
+      ...(m.messageGroupId !== undefined ? { MessageGroupId: m.messageGroupId } : {}),
+      ...(m.deduplicationId !== undefined ? { MessageDeduplicationId: m.deduplicationId } : {}),
+    }));
+    let response;
+    try {
+      response = await this.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }));
+    } catch (err) {
+      return failAll(batch, describeError(err));
+    }
+    const succeeded = new Set((response.Successful ?? []).map((s) => s.Id));
+    const failed = new Map((response.Failed ?? []).map((f) => [f.Id, `${f.Code ?? 'Failed'}: ${f.Message ?? ''}`.trim()]));
+    return batch.map((m, index): ForwardResult => {
+      const id = `e${index}`;
+      if (succeeded.has(id)) return { id: m.id, ok: true };
+      return { id: m.id, ok: false, reason: failed.get(id) ?? 'SQS reported no result for the entry' };
+    });
+  }
+}
