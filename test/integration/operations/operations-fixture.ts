@@ -57,3 +57,31 @@ export function failNthTransaction(client: DynamoDBDocumentClient, n: number) {
     { step: 'initialize', name: 'failNthTransaction' },
   );
 }
+
+/** Lets the nth TransactWriteItems commit, then loses its answer (a timeout after commit). */
+export function loseNthTransactionAnswer(client: DynamoDBDocumentClient, n: number) {
+  let seen = 0;
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const result = await next(args);
+      if ((args.input as { TransactItems?: unknown }).TransactItems && ++seen === n) {
+        throw Object.assign(new Error('socket timeout after the request was sent'), { name: 'TimeoutError' });
+      }
+      return result;
+    },
+    { step: 'initialize', name: 'loseNthTransactionAnswer' },
+  );
+}
+
+/** A reversal someone wrote by hand before the tool existed, with its balance decrement. */
+export async function reverseByHand(f: PointsFixture, entry: { userId: string; orderNo: string; reverses: string; points: number }) {
+  await f.dynamoDb.send(
+    new PutCommand({
+      TableName: f.resources.tables.ledger,
+      Item: { userId: entry.userId, entryId: `REVERSAL#${entry.reverses}`, kind: 'REVERSAL', orderNo: entry.orderNo, points: -entry.points, reverses: entry.reverses, createdAt: '2099-02-01T00:00:00.000Z' },
+    }),
+  );
+  await f.dynamoDb.send(
+    new UpdateCommand({ TableName: f.resources.tables.accounts, Key: { userId: entry.userId }, UpdateExpression: 'ADD balance :p', ExpressionAttributeValues: { ':p': -entry.points } }),
+  );
+}
