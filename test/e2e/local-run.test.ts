@@ -1,0 +1,170 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, inject, it } from 'vitest';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const POINTS = 'point-consumer-group';
+
+interface Summary {
+  delivered: number;
+  processed: number;
+  duplicatesSuppressed: number;
+  filtered: number;
+  deadLettered: number;
+  retried: number;
+  groups: Record<string, { delivered: number; processed: number; duplicatesSuppressed: number; filtered: number; deadLettered: number; retried: number }>;
+  awarded: Record<string, number>;
+  balances: Record<string, number>;
+  invariantHolds: boolean;
+  bridge: { enqueued: number; redelivered: number; unrouted: number; rejected: number };
+  input?: { lines: number; envelopes: number; badLines: number; blankLines: number };
+  deadLetterQueue: number;
+  completed: boolean;
+}
+
+/** Runs the command itself, as a person would: `npx tsx scripts/local-run.ts …`. */
+function localRun(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('npx', ['tsx', 'scripts/local-run.ts', ...args], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FORCE_COLOR: '0' } }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+function lastJsonLine(stdout: string): Summary {
+  const lines = stdout.trimEnd().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as Summary;
+}
+
+/**
+ * A file of bridge envelopes with every kind of trouble, and what the points group must
+ * make of it, computed from the file's own content (not from the consumer's code).
+ */
+function trafficFile() {
+  const ids = new MsgIdGenerator('0A000001', 0x0101);
+  const lines: string[] = [];
+  const orders: Array<{ orderNo: string; userId: string; points: number; line: string }> = [];
+  const envelope = (body: string, tags: string, topic = 'ORDER_TOPIC', msgId = ids.next()) => writeEnvelope({ topic, msgId, tags, body });
+  for (let i = 0; i < 40; i++) {
+    const order = { orderNo: `SO2024010112000${String(i).padStart(5, '0')}`, userId: `u${(i * 7) % 9}`, points: 5 + ((i * 37) % 200) };
+    const line = envelope(JSON.stringify(order), 'PAID');
+    orders.push({ ...order, line });
+    lines.push(line);
+  }
+  // The bridge delivered some messages twice: the same line, same msgId.
+  for (const o of orders.slice(3, 11)) lines.push(o.line);
+  // The application re-sent some orders after a timeout: new msgId, same content.
+  for (const o of orders.slice(20, 26)) lines.push(envelope(JSON.stringify({ orderNo: o.orderNo, userId: o.userId, points: o.points }), 'PAID'));
+  // Other tags of the topic: the points group subscribes to PAID only.
+  for (const o of orders.slice(0, 5)) lines.push(envelope(JSON.stringify({ orderNo: o.orderNo, status: 'FINISHED' }), 'FINISHED'));
+  lines.push(envelope(JSON.stringify({ orderNo: 'SO-X1' }), 'CANCELLED'), envelope(JSON.stringify({ orderNo: 'SO-X2' }), 'CREATED'));
+  // Bad lines: not JSON, JSON that is not an envelope, an envelope with an invalid msgId.
+  lines.push('{"specversion":"1.0", truncated', JSON.stringify({ hello: 'world' }), envelope('{}', 'PAID', 'ORDER_TOPIC', 'not-a-msg-id'));
+  // A valid envelope whose body breaks the points schema.
+  lines.push(envelope(JSON.stringify({ orderNo: 'SO-NEG', userId: 'u1', points: -5 }), 'PAID'));
+  // A topic nobody here subscribes to.
+  lines.push(envelope(JSON.stringify({ userId: 'u1' }), 'REGISTERED', 'USER_TOPIC'));
+  // Interleave deterministically so duplicates are not always adjacent to their originals.
+  const shuffled = lines.map((l, i) => ({ l, k: (i * 7919) % 97 })).sort((a, b) => a.k - b.k).map((x) => x.l);
+  shuffled.splice(10, 0, '   ');
+  const dir = mkdtempSync(join(tmpdir(), 'local-run-'));
+  const path = join(dir, 'traffic.jsonl');
+  writeFileSync(path, `${shuffled.join('\n')}\n`);
+
+  const awarded: Record<string, number> = {};
+  for (const o of orders) awarded[o.userId] = (awarded[o.userId] ?? 0) + o.points;
+  return {
+    path,
+    awarded,
+    expected: { routed: lines.length - 1, processed: 40, duplicatesSuppressed: 8 + 6, filtered: 5 + 2, deadLettered: 3 + 1, unrouted: 1, badLines: 3, blankLines: 1 },
+  };
+}
+
+describe('npm start (the local run), driven as a command', () => {
+  it('replays a file with duplicates, re-sends, filtered tags and bad lines, and the JSON summary matches the file', { timeout: 180_000 }, async () => {
+    // Prepare
+    const file = trafficFile();
+
+    // Act: its own emulator, like a newcomer's first run; a long visibility timeout so a slow shared machine cannot turn a batch into a retry.
+    const run = await localRun(['--events', file.path, '--json', '--groups', POINTS, '--consumers', '2', '--visibility-timeout', '30']);
+
+    // Assess
+    expect(run.code, run.stderr).toBe(0);
+    const s = lastJsonLine(run.stdout);
+    const e = file.expected;
+    expect(s).toMatchObject({ delivered: e.routed, processed: e.processed, duplicatesSuppressed: e.duplicatesSuppressed, filtered: e.filtered, deadLettered: e.deadLettered, retried: 0 });
+    expect(s.groups[POINTS]).toMatchObject({ delivered: e.routed, processed: e.processed, duplicatesSuppressed: e.duplicatesSuppressed, filtered: e.filtered, deadLettered: e.deadLettered });
+    expect(s.awarded).toEqual(file.awarded);
+    expect(s.balances).toEqual(file.awarded);
+    expect(s.invariantHolds).toBe(true);
+    expect(s.input).toEqual({ lines: e.routed + e.unrouted + e.blankLines, envelopes: e.routed + e.unrouted - e.badLines, badLines: e.badLines, blankLines: e.blankLines });
+    expect(s.bridge).toMatchObject({ unrouted: e.unrouted, redelivered: 0, rejected: 0 });
+    expect(s.deadLetterQueue).toBe(e.deadLettered);
+    expect(s.completed).toBe(true);
+  });
+
+  it('with redeliveries and more consumers, awards each order once and the account balances', { timeout: 180_000 }, async () => {
+    // Prepare
+    const file = trafficFile();
+
+    // Act: against the suite's emulator, with injected bridge redeliveries.
+    const run = await localRun(['--events', file.path, '--json', '--groups', POINTS, '--redeliver', '0.5', '--seed', '7', '--consumers', '4', '--visibility-timeout', '30', '--endpoint', inject('emulatorEndpoint')]);
+
+    // Assess
+    expect(run.code, run.stderr).toBe(0);
+    const s = lastJsonLine(run.stdout);
+    expect(s.bridge.redelivered).toBeGreaterThan(10);
+    expect(s.delivered).toBe(file.expected.routed + s.bridge.redelivered);
+    expect(s.processed).toBe(file.expected.processed);
+    expect(s.processed + s.duplicatesSuppressed + s.filtered + s.deadLettered).toBe(s.delivered - s.retried);
+    expect(s.duplicatesSuppressed).toBeGreaterThan(file.expected.duplicatesSuppressed);
+    expect(s.awarded).toEqual(file.awarded);
+    expect(s.balances).toEqual(file.awarded);
+    expect(s.invariantHolds).toBe(true);
+  });
+
+  it('with no arguments replays the incident: the order is awarded once, the crash and the malformed message are accounted for', { timeout: 180_000 }, async () => {
+    // Act
+    const run = await localRun(['--json']);
+
+    // Assess
+    expect(run.code, run.stderr).toBe(0);
+    const s = lastJsonLine(run.stdout);
+    expect(s.awarded['88372']).toBe(300);
+    expect(s.balances['88372']).toBe(300);
+    expect(s.invariantHolds).toBe(true);
+    const points = s.groups[POINTS]!;
+    expect(points.deadLettered).toBe(1);
+    // Two extra copies of the incident order, 25 replayed by the rebalance (3 of them filtered), and the crashed batch again.
+    expect(points.duplicatesSuppressed).toBeGreaterThanOrEqual(2 + 22 + 1);
+    expect(points.processed + points.duplicatesSuppressed + points.filtered + points.deadLettered).toBe(points.delivered - points.retried);
+    expect(s.completed).toBe(true);
+  });
+
+  it('prints a readable report without --json', { timeout: 180_000 }, async () => {
+    // Act
+    const run = await localRun(['--endpoint', inject('emulatorEndpoint')]);
+
+    // Assess
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('Order SO202007051422310088, delivery by delivery');
+    expect(run.stdout).toContain('INVALID_PAYLOAD');
+    expect(run.stdout).toMatch(/Balance equals ledger for every user \(\d+\): HOLDS/);
+  });
+
+  it('exits non-zero when it cannot run: a missing file, a bad argument', async () => {
+    // Act
+    const missing = await localRun(['--events', '/nonexistent/traffic.jsonl', '--json']);
+    const bad = await localRun(['--consumers', 'many']);
+
+    // Assess
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain('cannot read /nonexistent/traffic.jsonl');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--consumers must be a number');
+  });
+});
