@@ -76,7 +76,8 @@ export class FailureRouter {
     const attributes: Record<string, string | undefined> = {
       [DEAD_LETTER_ATTRIBUTES.code]: code,
       [DEAD_LETTER_ATTRIBUTES.classification]: error.classification,
-      [DEAD_LETTER_ATTRIBUTES.reason]: error.message.slice(0, MAX_REASON_CHARS) || error.code,
+      // Spent retries are coded RETRIES_EXHAUSTED; the reason keeps the last error's own code.
+      [DEAD_LETTER_ATTRIBUTES.reason]: (code === error.code ? error.message : `${error.code}: ${error.message}`).slice(0, MAX_REASON_CHARS) || error.code,
       [DEAD_LETTER_ATTRIBUTES.group]: this.options.group,
       [DEAD_LETTER_ATTRIBUTES.msgId]: context.msgId,
       [DEAD_LETTER_ATTRIBUTES.key]: context.key,

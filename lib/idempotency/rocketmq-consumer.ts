@@ -277,7 +277,8 @@ export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context
 /** A dedup record that expires before RocketMQ's last retry would let that retry apply the effect again. */
 function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R>) {
   const retryWindow = options.failures.schedule.totalDelaySeconds;
-  if (options.strategy.recordTtlSeconds < retryWindow * 2) {
+  // Negated so that a TTL that is not a number (a typo in IDEMPOTENCY_TTL_SECONDS) is refused too.
+  if (!(options.strategy.recordTtlSeconds >= retryWindow * 2)) {
     throw new InvalidConsumerConfigError(
       `idempotency records live ${options.strategy.recordTtlSeconds}s but the retry schedule spans ${retryWindow}s; ` +
         `records must outlive the retry window plus redrive time (at least ${retryWindow * 2}s, default 7 days)`,

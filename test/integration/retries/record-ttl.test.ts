@@ -1,0 +1,69 @@
+import { inject } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { emulatorConfig } from '../../../lib/aws/clients.ts';
+import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
+import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { createCouponConsumer } from '../../../functions/coupon-consumer/handler.ts';
+import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
+import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
+
+/** Enough configuration to build a consumer; nothing is called at build time. */
+const deps = () => ({
+  aws: emulatorConfig(inject('emulatorEndpoint')),
+  tables: { idempotency: 'unused-idempotency', ledger: 'unused-ledger', accounts: 'unused-accounts', orders: 'unused-orders' },
+  deadLetterQueueUrl: 'http://127.0.0.1/queue/unused-dlq',
+  schedule: new RetrySchedule(),
+  couponServiceUrl: 'http://127.0.0.1:9/',
+});
+
+const RETRY_WINDOW_SECONDS = 17_140; // 4h45m40s
+
+describe('idempotency records outlive the retry window (checked at start-up)', () => {
+  it('accepts the default: 7-day records against RocketMQ’s 4h45m40s schedule', () => {
+    expect(new RetrySchedule().totalDelaySeconds).toBe(RETRY_WINDOW_SECONDS);
+    expect(() => createCouponConsumer(deps())).not.toThrow();
+    expect(() => createPointsConsumer(deps())).not.toThrow();
+  });
+
+  it.each([
+    ['one hour', 3_600],
+    ['exactly the retry window (no redrive time)', RETRY_WINDOW_SECONDS],
+    ['not a number', Number.NaN],
+  ])('refuses records that live %s', (_, ttlSeconds) => {
+    expect(() => createCouponConsumer({ ...deps(), ttlSeconds })).toThrow(InvalidConsumerConfigError);
+    expect(() => createPointsConsumer({ ...deps(), ttlSeconds })).toThrow(/retry schedule spans 17140s/);
+  });
+
+  it('refuses a schedule longer than the default 7-day records can cover', () => {
+    const twelveHours = new RetrySchedule(Array.from({ length: 16 }, () => 12 * 3600)); // 8 days
+    expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(InvalidConsumerConfigError);
+  });
+
+  it('refuses the misconfiguration read from the environment before any message is touched', async () => {
+    // Prepare
+    const env = {
+      IDEMPOTENCY_TABLE: 'unused',
+      DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1/queue/unused-dlq',
+      IDEMPOTENCY_TTL_SECONDS: '3600',
+      COUPON_SERVICE_URL: 'http://127.0.0.1:9/',
+    };
+    // Act + Assess
+    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(['idempotency'], env), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
+      /records must outlive the retry window/,
+    );
+    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(['idempotency'], { ...env, IDEMPOTENCY_TTL_SECONDS: 'seven days' }), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
+      InvalidConsumerConfigError,
+    );
+  });
+
+  it('refuses a coupon consumer without a usable coupon service URL', () => {
+    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: '' })).toThrow(/COUPON_SERVICE_URL must be an http\(s\) URL/);
+    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: 'ftp://coupons' })).toThrow(InvalidConsumerConfigError);
+  });
+
+  it('puts no limit on the state-transition consumer, which keeps no records', () => {
+    const twelveHours = new RetrySchedule(Array.from({ length: 16 }, () => 12 * 3600));
+    expect(() => createOrderStatusConsumer({ ...deps(), schedule: twelveHours })).not.toThrow();
+  });
+});
