@@ -71,8 +71,13 @@ export function writeEnvelope(message: ReceivedMessage, clusterName: string, now
   };
 }
 
+/**
+ * SQS refuses a body containing characters outside XML's set (#x9 #xA #xD #x20–#xD7FF
+ * #xE000–#xFFFD #x10000–#x10FFFF). JSON.stringify already escapes control characters and lone
+ * surrogates; U+FFFE and U+FFFF are valid UTF-8 a producer may send, so they are escaped too.
+ */
 export function serializeEnvelope(envelope: Envelope): string {
-  return JSON.stringify(envelope);
+  return JSON.stringify(envelope).replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
 /** The RocketMQ 4 property names consumers written against Alibaba's event shape look for. */

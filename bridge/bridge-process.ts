@@ -1,0 +1,50 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { configFromEnv, createEventBridge, createSqs } from '../lib/aws/clients.ts';
+import { loadBridgeConfig } from './bridge-config.ts';
+import { Bridge } from './bridge.ts';
+import { HealthServer } from './health-server.ts';
+import type { BeforeAckHook } from './route-forwarder.ts';
+
+/**
+ * The bridge as a process: configuration from `BRIDGE_CONFIG`, AWS from the task role (or the
+ * emulator with `AWS_ENDPOINT_URL`), RocketMQ ACL from `ROCKETMQ_ACCESS_KEY`/`ROCKETMQ_SECRET_KEY`.
+ * SIGTERM (ECS stop, Ctrl-C) drains: stop receiving, finish in-flight forwards and acks, exit 0.
+ */
+export async function runBridgeProcess(options: { env?: NodeJS.ProcessEnv; beforeAck?: BeforeAckHook } = {}): Promise<void> {
+  const env = options.env ?? process.env;
+  const logger = new Logger({ serviceName: 'rocketmq-bridge' });
+  const config = loadBridgeConfig(env);
+  const aws = configFromEnv(env);
+  const accessKey = env.ROCKETMQ_ACCESS_KEY;
+  const accessSecret = env.ROCKETMQ_SECRET_KEY;
+  const bridge = new Bridge(config, {
+    sqs: createSqs(aws),
+    eventBridge: createEventBridge(aws),
+    logger,
+    ...(accessKey && accessSecret ? { credentials: { accessKey, accessSecret } } : {}),
+    ...(options.beforeAck ? { beforeAck: options.beforeAck } : {}),
+  });
+  const health = new HealthServer(() => bridge.status());
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (signal: string) => {
+    stopping ??= (async () => {
+      logger.info('draining', { signal });
+      await bridge.stop();
+      await health.close();
+    })();
+    return stopping;
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      shutdown(signal).then(() => process.exit(0), (err: unknown) => {
+        logger.error('shutdown failed', { error: String(err) });
+        process.exit(1);
+      });
+    });
+  }
+
+  const port = await health.listen(config.health.port, config.health.host);
+  logger.info('health endpoint listening', { host: config.health.host, port });
+  await bridge.start();
+}

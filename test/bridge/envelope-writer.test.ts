@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { serializeEnvelope, writeEnvelope } from '../../bridge/envelope-writer.ts';
+import { receivedMessage } from './support/received-messages.ts';
+
+describe('envelope writer', () => {
+  it('writes the CloudEvents envelope with every broker fact, and the project parser reads it back', () => {
+    // Prepare
+    const message = receivedMessage({
+      keys: ['SO1001', 'u-7'],
+      userProperties: { traceId: 'abc' },
+      queueId: 3,
+      queueOffset: 1234,
+      bornTimestamp: 1593930151117,
+      storeTimestamp: 1593930151120,
+      deliveryAttempt: 3,
+    });
+
+    // Act
+    const envelope = writeEnvelope(message, 'prod-cluster');
+    const parsed = parseEnvelope(serializeEnvelope(envelope));
+
+    // Assess
+    expect(envelope).toMatchObject({
+      specversion: '1.0',
+      id: message.msgId,
+      source: 'rocketmq://prod-cluster',
+      type: 'mq:Topic:SendMessage',
+      subject: 'ORDER_TOPIC',
+      time: '2020-07-05T06:22:31.120Z',
+      datacontenttype: 'application/json',
+      data: {
+        topic: 'ORDER_TOPIC', msgId: message.msgId, tags: 'PAID', keys: ['SO1001', 'u-7'], queueId: 3, queueOffset: 1234,
+        brokerName: 'broker-a', bornHost: '10.0.0.1', storeHost: '127.0.0.1:10911', reconsumeTimes: 2,
+        systemProperties: { UNIQ_KEY: message.msgId, KEYS: 'SO1001 u-7', TAGS: 'PAID' },
+        userProperties: { traceId: 'abc' }, bodyEncoding: 'utf8',
+      },
+    });
+    expect(parsed).toMatchObject({
+      msgId: message.msgId, topic: 'ORDER_TOPIC', tags: 'PAID', keys: ['SO1001', 'u-7'], reconsumeTimes: 2,
+      queueId: 3, queueOffset: 1234, bornTimestamp: 1593930151117, storeTimestamp: 1593930151120,
+      body: message.body.toString(),
+    });
+  });
+
+  it('keeps a body that is not UTF-8 byte for byte as base64', () => {
+    const body = Buffer.from([0xff, 0x00, 0xc3, 0x28]);
+    const envelope = writeEnvelope(receivedMessage({ body }), 'c');
+    expect(envelope.data.bodyEncoding).toBe('base64');
+    expect(Buffer.from(envelope.data.body, 'base64')).toEqual(body);
+  });
+
+  it('records the FIFO message group as the RocketMQ 4 sharding key and omits an absent tag', () => {
+    const envelope = writeEnvelope(receivedMessage({ messageGroup: 'user-7', tag: undefined, keys: [] }), 'c');
+    expect(envelope.data.systemProperties).toEqual({ UNIQ_KEY: envelope.id, __SHARDINGKEY: 'user-7' });
+    expect(envelope.data).not.toHaveProperty('tags');
+    expect(parseEnvelope(serializeEnvelope(envelope)).tags).toBeUndefined();
+  });
+});
+
+describe('envelope serialization', () => {
+  it('escapes the characters SQS refuses in a body, so the text survives unchanged', () => {
+    const text = 'a\uFFFFb\uFFFEc\u0001d😀';
+    const json = serializeEnvelope(writeEnvelope(receivedMessage({ body: Buffer.from(text) }), 'c'));
+    expect(json).not.toMatch(/[\uFFFE\uFFFF\u0000-\u0008]/);
+    expect(parseEnvelope(json).body).toBe(text);
+  });
+});

@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { parseBridgeConfig, type BridgeRoute } from '../../bridge/bridge-config.ts';
+import { RouteMetrics } from '../../bridge/bridge-metrics.ts';
+import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../../bridge/dead-letter-queue.ts';
+import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
+import { RouteForwarder } from '../../bridge/route-forwarder.ts';
+import { SqsTarget } from '../../bridge/sqs-target.ts';
+import { failBatchEntries } from './support/sqs-entry-faults.ts';
+import { receivedMessage } from './support/received-messages.ts';
+
+const MAX_BYTES = 262_144;
+const logger = new Logger({ serviceName: 'bridge-test', logLevel: 'SILENT' });
+let endpoint: string;
+
+beforeAll(() => {
+  endpoint = inject('emulatorEndpoint');
+});
+
+async function queuePair(fifo = false) {
+  const sqs = createSqs(emulatorConfig(endpoint));
+  const name = `bridge-${randomUUID().slice(0, 8)}`;
+  const suffix = fifo ? '.fifo' : '';
+  const attributes = fifo ? { FifoQueue: 'true' } : {};
+  const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}${suffix}`, Attributes: attributes }))).QueueUrl!;
+  const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq${suffix}`, Attributes: attributes }))).QueueUrl!;
+  return { sqs, queueUrl, dlqUrl };
+}
+
+/** A forwarder on real emulator queues; `acks` records each ack with what the queue held at that moment. */
+function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = false, ack?: (m: ReceivedMessage) => Promise<void>) {
+  const route: BridgeRoute = parseBridgeConfig({
+    proxyEndpoint: '127.0.0.1:8081',
+    routes: [{ group: 'G', topic: 'ORDER_TOPIC', fifo, target: { kind: 'sqs', queueUrl }, dlqUrl }],
+  }).routes[0]!;
+  const acks: string[] = [];
+  const metrics = new RouteMetrics('G', 'ORDER_TOPIC');
+  const forwarder = new RouteForwarder({
+    route,
+    clusterName: 'test',
+    target: new SqsTarget(sqs, queueUrl, MAX_BYTES),
+    deadLetters: new DeadLetterQueue(sqs, dlqUrl),
+    maxMessageBytes: MAX_BYTES,
+    metrics,
+    logger,
+    ack: async (m) => {
+      await ack?.(m);
+      acks.push(m.msgId);
+    },
+  });
+  return { forwarder, acks, metrics };
+}
+
+async function drain(sqs: SQSClient, queueUrl: string) {
+  const out: { body: string; groupId?: string; attributes: Record<string, string> }[] = [];
+  for (;;) {
+    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({
+      QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 300, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['MessageGroupId'],
+    }));
+    if (Messages.length === 0) return out;
+    for (const m of Messages) {
+      out.push({
+        body: m.Body!,
+        ...(m.Attributes?.MessageGroupId ? { groupId: m.Attributes.MessageGroupId } : {}),
+        attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])),
+      });
+    }
+  }
+}
+
+async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+}
+
+describe('route forwarder on the emulator SQS', () => {
+  it('forwards a receive of 25 in batches of ten and acks each message once', async () => {
+    // Prepare
+    const { sqs, queueUrl, dlqUrl } = await queuePair();
+    const { forwarder, acks, metrics } = forwarderFor(sqs, queueUrl, dlqUrl);
+    const messages = Array.from({ length: 25 }, (_, i) => receivedMessage({ keys: [`SO${i}`] }));
+    let batchCalls = 0;
+    sqs.middlewareStack.add((next, context) => async (args) => {
+      if (context.commandName === 'SendMessageBatchCommand') {
+        batchCalls++;
+        expect((args.input as { Entries: unknown[] }).Entries.length).toBeLessThanOrEqual(10);
+      }
+      return next(args);
+    }, { step: 'initialize' });
+
+    // Act
+    const outcome = await forwarder.forwardBatch(messages);
+
+    // Assess
+    expect(batchCalls).toBe(3);
+    expect(outcome.notAcked).toEqual([]);
+    expect(new Set(acks)).toEqual(new Set(messages.map((m) => m.msgId)));
+    const bodies = (await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body));
+    expect(new Set(bodies.map((b) => b.msgId))).toEqual(new Set(messages.map((m) => m.msgId)));
+    expect(metrics.stats).toMatchObject({ forwarded: 25, forwardFailed: 0 });
+  });
+
+  it('handles a partial batch failure entry by entry: acks the landed ones, leaves the failed ones un-acked', async () => {
+    // Prepare
+    const { sqs, queueUrl, dlqUrl } = await queuePair();
+    failBatchEntries(sqs, (body) => body.includes('"SO-FAIL'), 'ThrottlingException');
+    const { forwarder, acks, metrics } = forwarderFor(sqs, queueUrl, dlqUrl);
+    const ok = [receivedMessage({ keys: ['SO-1'] }), receivedMessage({ keys: ['SO-2'] })];
+    const failing = [receivedMessage({ keys: ['SO-FAIL-1'] }), receivedMessage({ keys: ['SO-FAIL-2'] })];
+
+    // Act
+    const outcome = await forwarder.forwardBatch([ok[0]!, failing[0]!, ok[1]!, failing[1]!]);
+
+    // Assess
+    expect(acks.sort()).toEqual(ok.map((m) => m.msgId).sort());
+    expect(outcome.notAcked.map((n) => n.msgId).sort()).toEqual(failing.map((m) => m.msgId).sort());
+    expect(outcome.notAcked[0]!.reason).toContain('ThrottlingException');
+    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).msgId).sort()).toEqual(ok.map((m) => m.msgId).sort());
+    expect(metrics.stats).toMatchObject({ forwarded: 2, forwardFailed: 2 });
+  });
+
+  it('acks only after the message is in the queue, and not at all when SQS refuses the batch', async () => {
+    // Prepare: at each ack, the acked message must already be receivable from the queue.
+    const { sqs, queueUrl, dlqUrl } = await queuePair();
+    const seenAtAck: number[] = [];
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, false, async () => {
+      seenAtAck.push(await visibleCount(sqs, queueUrl));
+    });
+    const unreachable = forwarderFor(sqs, `${queueUrl}-missing`, dlqUrl);
+
+    // Act
+    await forwarder.forwardBatch([receivedMessage()]);
+    const refused = await unreachable.forwarder.forwardBatch([receivedMessage(), receivedMessage()]);
+
+    // Assess
+    expect(acks).toHaveLength(1);
+    expect(seenAtAck).toEqual([1]);
+    expect(unreachable.acks).toEqual([]);
+    expect(refused.notAcked).toHaveLength(2);
+    expect(refused.notAcked[0]!.reason).toMatch(/NonExistentQueue|does not exist/i);
+  });
+
+  it('sends a body too large for SQS to the DLQ with its reason, acks it, and forwards the rest', async () => {
+    // Prepare
+    const { sqs, queueUrl, dlqUrl } = await queuePair();
+    const { forwarder, acks, metrics } = forwarderFor(sqs, queueUrl, dlqUrl);
+    const huge = receivedMessage({ body: Buffer.from(JSON.stringify({ orderNo: 'SO-BIG', blob: 'x'.repeat(300_000) })) });
+    const small = receivedMessage();
+
+    // Act
+    const outcome = await forwarder.forwardBatch([huge, small]);
+
+    // Assess
+    expect(outcome.deadLettered).toEqual([huge.msgId]);
+    expect(acks.sort()).toEqual([huge.msgId, small.msgId].sort());
+    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).msgId)).toEqual([small.msgId]);
+    const [notice, ...more] = await drain(sqs, dlqUrl);
+    expect(more).toEqual([]);
+    expect(notice!.attributes[DEAD_LETTER_REASON_ATTRIBUTE]).toBe('BODY_TOO_LARGE');
+    const body = JSON.parse(notice!.body);
+    expect(body).toMatchObject({ deadletterreason: 'BODY_TOO_LARGE', data: { msgId: huge.msgId, queueOffset: huge.queueOffset, body: '', bodyOmitted: true } });
+    expect(body.deadletterdetail).toMatch(/^envelope is \d+ bytes; the target accepts at most 262144$/);
+    expect(metrics.stats).toMatchObject({ forwarded: 1, deadLettered: 1 });
+  });
+
+  it('leaves a too-large message un-acked when even the DLQ cannot take the notice', async () => {
+    const { sqs, queueUrl } = await queuePair();
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, `${queueUrl}-missing-dlq`);
+    const outcome = await forwarder.forwardBatch([receivedMessage({ body: Buffer.alloc(300_000, 'a') })]);
+    expect(acks).toEqual([]);
+    expect(outcome.notAcked[0]!.reason).toMatch(/^dead-lettering failed/);
+  });
+
+  it('FIFO: uses the message group as MessageGroupId and holds back a group behind its failed message', async () => {
+    // Prepare
+    const { sqs, queueUrl, dlqUrl } = await queuePair(true);
+    failBatchEntries(sqs, (body) => body.includes('"A-2"'));
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, true);
+    const a1 = receivedMessage({ messageGroup: 'user-a', keys: ['A-1'] });
+    const a2 = receivedMessage({ messageGroup: 'user-a', keys: ['A-2'] });
+    const a3 = receivedMessage({ messageGroup: 'user-a', keys: ['A-3'] });
+    const b1 = receivedMessage({ messageGroup: 'user-b', keys: ['B-1'] });
+
+    // Act
+    const outcome = await forwarder.forwardBatch([a1, a2, b1, a3]);
+
+    // Assess: a3 reached SQS but is not acked, so RocketMQ redelivers a2 and a3 in order.
+    expect(acks.sort()).toEqual([a1.msgId, b1.msgId].sort());
+    expect(outcome.notAcked.map((n) => n.msgId)).toEqual([a2.msgId, a3.msgId]);
+    const landed = await drain(sqs, queueUrl);
+    expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).keys[0]]).sort()).toEqual([['user-a', 'A-1'], ['user-a', 'A-3'], ['user-b', 'B-1']]);
+  });
+
+  it('counts an ack that fails after a successful forward (a duplicate will follow) without failing the batch', async () => {
+    const { sqs, queueUrl, dlqUrl } = await queuePair();
+    const { forwarder, metrics } = forwarderFor(sqs, queueUrl, dlqUrl, false, async () => {
+      throw new Error('receipt handle expired');
+    });
+    const outcome = await forwarder.forwardBatch([receivedMessage()]);
+    expect(outcome.acked).toEqual([]);
+    expect(metrics.stats).toMatchObject({ forwarded: 1, ackFailed: 1 });
+  });
+});

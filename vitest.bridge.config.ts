@@ -1,0 +1,18 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The bridge's tests: a real RocketMQ 5 (two JVMs) and the AWS emulator, both started by the tests.
+ * Run with `npm run test:bridge`, which fetches the RocketMQ jars once and runs this inside a
+ * loopback-only network namespace. Files run one at a time: two RocketMQs would not fit 2 cores.
+ */
+export default defineConfig({
+  test: {
+    include: ['test/bridge/**/*.test.ts'],
+    globalSetup: ['test/bridge/support/global-setup.ts'],
+    pool: 'forks',
+    fileParallelism: false,
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    env: { POWERTOOLS_METRICS_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'WARN' },
+  },
+});
