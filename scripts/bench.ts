@@ -1,0 +1,350 @@
+/**
+ * The benchmark: one award workload through three consumers on the same emulator, with
+ * the same latency added to every DynamoDB call at the SDK client.
+ *
+ *   npm run bench -- [--messages 2000] [--users 200] [--latency-ms 5] [--batch-size 10] [--json]
+ *
+ * Variants: `transactional` (this project, one transaction per record), `packed` (batch
+ * packing), `powertools` (Powertools idempotency around a handler that writes the ledger
+ * and the balance in its own transaction). Each gets fresh tables. Each variant's handler
+ * is invoked directly with SQS events built from envelopes, one batch after another (one
+ * warm Lambda instance), so the figures measure the DynamoDB path and not SQS. Then the
+ * same messages are delivered again (the duplicate pass). Round trips are counted by a
+ * middleware on the SDK client; write units come from DynamoDB's documented rules.
+ *
+ * With --json the last line of standard output is the machine-readable result.
+ */
+import { parseArgs } from 'node:util';
+import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { emulatorConfig } from '../lib/aws/clients.ts';
+import { injectLatency } from '../lib/aws/latency-injection.ts';
+import { RoundTripCounter, type RoundTrip } from '../lib/aws/round-trip-counter.ts';
+import { writeUnitsOf, writtenTables } from '../lib/aws/write-units.ts';
+import { startEmulator, type Emulator } from '../lib/local/emulator.ts';
+import { lambdaContext } from '../lib/local/lambda-context.ts';
+import { provisionLocal, type LocalResources } from '../lib/local/provision.ts';
+import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
+import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
+import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
+import { createPowertoolsPointsConsumer } from './comparison/powertools-points-consumer.ts';
+
+// The consumers log one line per record and flush EMF metrics: not part of what is measured.
+process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+process.env.AWS_REGION ??= 'us-east-1';
+
+const VARIANTS = ['transactional', 'packed', 'powertools'] as const;
+type Variant = (typeof VARIANTS)[number];
+
+export interface VariantFigures {
+  roundTripsPerMessage: number;
+  writeUnitsPerMessage: number;
+  msgsPerSec: number;
+  p50BatchMs: number;
+  p99BatchMs: number;
+  duplicateRoundTripsPerMessage: number;
+}
+
+interface VariantDetail extends VariantFigures {
+  duplicateWriteUnitsPerMessage: number;
+  duplicateMsgsPerSec: number;
+  /** Successful writes to the ledger or accounts tables during the duplicate pass (must be 0). */
+  duplicateBusinessWrites: number;
+  cancelledTransactions: number;
+  failedRecords: number;
+  ledgerEntries: number;
+  balanceTotal: number;
+  expectedBalanceTotal: number;
+  byCommand: Record<string, number>;
+}
+
+type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      messages: { type: 'string', default: '2000' },
+      users: { type: 'string', default: '200' },
+      'latency-ms': { type: 'string', default: '5' },
+      'batch-size': { type: 'string', default: '10' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const messages = positiveInt(values.messages, 'messages');
+  const users = positiveInt(values.users, 'users');
+  const latencyMs = Number(values['latency-ms']);
+  const batchSize = positiveInt(values['batch-size'], 'batch-size');
+
+  const emulator = await startEmulator();
+  try {
+    const workload = awardWorkload(messages, users);
+    const calibration = await calibrateEmulator(emulator);
+    const details = await runVariants(emulator, workload, { latencyMs, batchSize });
+    printReport({ messages, users, latencyMs, batchSize, calibration, details });
+    if (values.json) {
+      const variants = Object.fromEntries(VARIANTS.map((v) => [v, pick(details[v])]));
+      console.log(JSON.stringify({ messages, latencyMs, batchSize, variants }));
+    }
+  } finally {
+    await emulator.stop();
+  }
+}
+
+/** `messages` awards over `users` accounts; the user of each order is drawn from a seeded generator, so every run is the same. */
+function awardWorkload(messages: number, users: number) {
+  const random = seeded(20200705);
+  const ids = new MsgIdGenerator();
+  return Array.from({ length: messages }, (_, i) => {
+    const order = { orderNo: `SO-BENCH-${String(i).padStart(6, '0')}`, userId: `u${Math.floor(random() * users)}`, points: 1 + Math.floor(random() * 500) };
+    const body = writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', keys: [order.orderNo], body: JSON.stringify(order) });
+    return { order, body };
+  });
+}
+
+/** One consumer under test: its own tables, its own instrumented client, its own counters. */
+interface Rig {
+  variant: Variant;
+  handler: Handler;
+  resources: LocalResources;
+  client: DynamoDBClient;
+  counter: RoundTripCounter;
+  trips: RoundTrip[];
+  batches: SQSEvent[];
+}
+
+async function rigFor(variant: Variant, emulator: Emulator, workload: ReturnType<typeof awardWorkload>, options: { latencyMs: number; batchSize: number }): Promise<Rig> {
+  const resources = await provisionLocal(emulator.endpoint, `bench-${variant}-${Date.now().toString(36)}`, { groups: [POINTS_GROUP] });
+  const queue = resources.queues[POINTS_GROUP]!;
+  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulator.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 });
+  const trips: RoundTrip[] = [];
+  const counter = new RoundTripCounter().attach(client).onRoundTrip((t) => trips.push(t));
+  injectLatency(client, options.latencyMs);
+  const handler: Handler =
+    variant === 'powertools'
+      ? createPowertoolsPointsConsumer({ dynamoDb: client, tables: resources.tables })
+      : createPointsConsumer({
+          aws: emulatorConfig(emulator.endpoint),
+          tables: resources.tables,
+          deadLetterQueueUrl: queue.deadLetter.url,
+          schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
+          dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
+          packing: variant === 'packed',
+        });
+  const batches: SQSEvent[] = [];
+  for (let i = 0; i < workload.length; i += options.batchSize) {
+    batches.push({ Records: workload.slice(i, i + options.batchSize).map((w, j) => sqsRecord(w.body, queue.source.arn, `${i + j}`)) });
+  }
+  return { variant, handler, resources, client, counter, trips, batches };
+}
+
+interface PassResult {
+  batchMs: number[];
+  failedRecords: number;
+  roundTrips: number;
+  writeUnits: number;
+  cancelledTransactions: number;
+  byCommand: Record<string, number>;
+  trips: RoundTrip[];
+}
+
+/**
+ * Delivers every batch to every variant, interleaved batch by batch (variant order
+ * rotating), so a burst of load on a shared machine falls on all variants alike. Each
+ * variant's handler sees its batches one after another, as one warm Lambda instance would.
+ */
+async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
+  const batchMs = new Map<Variant, number[]>(rigs.map((r) => [r.variant, []]));
+  const failed = new Map<Variant, number>(rigs.map((r) => [r.variant, 0]));
+  for (const rig of rigs) {
+    rig.counter.reset();
+    rig.trips.length = 0;
+  }
+  const batches = rigs[0]!.batches.length;
+  for (let b = 0; b < batches; b++) {
+    for (let k = 0; k < rigs.length; k++) {
+      const rig = rigs[(b + k) % rigs.length]!;
+      const t0 = performance.now();
+      const response = await rig.handler(rig.batches[b]!, lambdaContext('points-consumer', 30_000));
+      batchMs.get(rig.variant)!.push(performance.now() - t0);
+      failed.set(rig.variant, failed.get(rig.variant)! + response.batchItemFailures.length);
+    }
+  }
+  return new Map(
+    rigs.map((rig) => [
+      rig.variant,
+      {
+        batchMs: batchMs.get(rig.variant)!,
+        failedRecords: failed.get(rig.variant)!,
+        roundTrips: rig.counter.total,
+        writeUnits: rig.trips.reduce((s, t) => s + writeUnitsOf(t), 0),
+        cancelledTransactions: rig.trips.filter((t) => t.command === 'TransactWriteItemsCommand' && t.error).length,
+        byCommand: rig.counter.byCommand(),
+        trips: [...rig.trips],
+      },
+    ]),
+  );
+}
+
+async function runVariants(emulator: Emulator, workload: ReturnType<typeof awardWorkload>, options: { latencyMs: number; batchSize: number }): Promise<Record<Variant, VariantDetail>> {
+  const rigs: Rig[] = [];
+  for (const variant of VARIANTS) rigs.push(await rigFor(variant, emulator, workload, options));
+  const first = await pass(rigs);
+  const duplicate = await pass(rigs);
+  const n = workload.length;
+  const out = {} as Record<Variant, VariantDetail>;
+  for (const rig of rigs) {
+    const f = first.get(rig.variant)!;
+    const d = duplicate.get(rig.variant)!;
+    const businessTables = new Set([rig.resources.tables.ledger, rig.resources.tables.accounts]);
+    const state = await businessState(rig.client, rig.resources);
+    const seconds = (ms: number[]) => ms.reduce((a, b) => a + b, 0) / 1000;
+    out[rig.variant] = {
+      roundTripsPerMessage: round(f.roundTrips / n, 3),
+      writeUnitsPerMessage: round(f.writeUnits / n, 3),
+      msgsPerSec: round(n / seconds(f.batchMs), 1),
+      p50BatchMs: round(percentile(f.batchMs, 50), 1),
+      p99BatchMs: round(percentile(f.batchMs, 99), 1),
+      duplicateRoundTripsPerMessage: round(d.roundTrips / n, 3),
+      duplicateWriteUnitsPerMessage: round(d.writeUnits / n, 3),
+      duplicateMsgsPerSec: round(n / seconds(d.batchMs), 1),
+      duplicateBusinessWrites: d.trips.flatMap(writtenTables).filter((t) => businessTables.has(t)).length,
+      cancelledTransactions: f.cancelledTransactions,
+      failedRecords: f.failedRecords + d.failedRecords,
+      ledgerEntries: state.ledgerEntries,
+      balanceTotal: state.balanceTotal,
+      expectedBalanceTotal: workload.reduce((s, w) => s + w.order.points, 0),
+      byCommand: f.byCommand,
+    };
+  }
+  return out;
+}
+
+/** What the emulator itself costs per call, with no latency injected: the floor under every figure. */
+async function calibrateEmulator(emulator: Emulator) {
+  const resources = await provisionLocal(emulator.endpoint, `bench-calibration-${Date.now().toString(36)}`, { groups: [] });
+  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulator.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const table = resources.tables.accounts;
+  const time = async (rounds: number, call: (i: number) => Promise<unknown>) => {
+    await call(-1);
+    const t0 = performance.now();
+    for (let i = 0; i < rounds; i++) await call(i);
+    return (performance.now() - t0) / rounds;
+  };
+  const getMs = await time(100, () => client.send(new GetItemCommand({ TableName: table, Key: { userId: { S: 'u0' } } })));
+  const putMs = await time(100, (i) => client.send(new PutItemCommand({ TableName: table, Item: { userId: { S: `c${i}` }, balance: { N: '1' } } })));
+  // Shaped like an award: conditional puts and an `ADD … SET …` update (moto parses and validates every expression).
+  const transactionMs = (actions: number) =>
+    time(20, (i) =>
+      client.send(
+        new TransactWriteItemsCommand({
+          TransactItems: Array.from({ length: actions }, (_, a) =>
+            a % 3 === 2
+              ? { Update: { TableName: table, Key: { userId: { S: `t${actions}-${i}-${a}` } }, UpdateExpression: 'ADD balance :p SET updatedAt = :n', ExpressionAttributeValues: { ':p': { N: '5' }, ':n': { S: '2020-07-05T14:22:31Z' } } } }
+              : { Put: { TableName: table, Item: { userId: { S: `t${actions}-${i}-${a}` }, balance: { N: '1' } }, ConditionExpression: 'attribute_not_exists(userId)' } },
+          ),
+        }),
+      ),
+    );
+  return { getMs: round(getMs, 2), putMs: round(putMs, 2), transaction3Ms: round(await transactionMs(3), 2), transaction30Ms: round(await transactionMs(30), 2) };
+}
+
+async function businessState(client: DynamoDBClient, resources: LocalResources) {
+  const documents = DynamoDBDocumentClient.from(client);
+  const scanAll = async (table: string) => {
+    const items: Record<string, unknown>[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await documents.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start }));
+      items.push(...(page.Items ?? []));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return items;
+  };
+  const ledger = await scanAll(resources.tables.ledger);
+  const accounts = await scanAll(resources.tables.accounts);
+  return { ledgerEntries: ledger.length, balanceTotal: accounts.reduce((s, a) => s + Number(a.balance ?? 0), 0) };
+}
+
+function printReport(r: { messages: number; users: number; latencyMs: number; batchSize: number; calibration: Record<string, number>; details: Record<Variant, VariantDetail> }) {
+  const c = r.calibration;
+  console.log(`workload: ${r.messages} award messages over ${r.users} users, batch size ${r.batchSize}, +${r.latencyMs} ms per DynamoDB call (SDK middleware)`);
+  console.log(`emulator's own cost per call (no added latency): GetItem ${c.getMs} ms, PutItem ${c.putMs} ms, TransactWriteItems ×3 ${c.transaction3Ms} ms, ×30 ${c.transaction30Ms} ms`);
+  const rows: Array<[string, (d: VariantDetail) => string | number]> = [
+    ['round trips / msg', (d) => d.roundTripsPerMessage],
+    ['write units / msg', (d) => d.writeUnitsPerMessage],
+    ['msgs / s', (d) => d.msgsPerSec],
+    ['p50 batch ms', (d) => d.p50BatchMs],
+    ['p99 batch ms', (d) => d.p99BatchMs],
+    ['dup: round trips / msg', (d) => d.duplicateRoundTripsPerMessage],
+    ['dup: write units / msg', (d) => d.duplicateWriteUnitsPerMessage],
+    ['dup: msgs / s', (d) => d.duplicateMsgsPerSec],
+    ['dup: business writes', (d) => d.duplicateBusinessWrites],
+    ['cancelled transactions', (d) => d.cancelledTransactions],
+    ['failed records', (d) => d.failedRecords],
+    ['ledger entries', (d) => d.ledgerEntries],
+    ['balance total (expected)', (d) => `${d.balanceTotal} (${d.expectedBalanceTotal})`],
+  ];
+  const width = 26;
+  console.log(['', ...VARIANTS].map((v, i) => (i === 0 ? v.padEnd(width) : v.padStart(16))).join(''));
+  for (const [label, value] of rows) {
+    console.log(label.padEnd(width) + VARIANTS.map((v) => String(value(r.details[v])).padStart(16)).join(''));
+  }
+  for (const v of VARIANTS) {
+    console.log(`calls, first pass, ${v}: ${Object.entries(r.details[v].byCommand).map(([k, n]) => `${k.replace('Command', '')} ${n}`).join(', ')}`);
+  }
+  const pt = r.details.powertools;
+  console.log(
+    `speed-up over powertools: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`,
+  );
+}
+
+function sqsRecord(body: string, queueArn: string, id: string): SQSRecord {
+  return {
+    messageId: `bench-${id}`,
+    receiptHandle: `rh-${id}`,
+    body,
+    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'bench', ApproximateFirstReceiveTimestamp: '0' },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: queueArn,
+    awsRegion: 'us-east-1',
+  };
+}
+
+const pick = (d: VariantDetail): VariantFigures => ({
+  roundTripsPerMessage: d.roundTripsPerMessage,
+  writeUnitsPerMessage: d.writeUnitsPerMessage,
+  msgsPerSec: d.msgsPerSec,
+  p50BatchMs: d.p50BatchMs,
+  p99BatchMs: d.p99BatchMs,
+  duplicateRoundTripsPerMessage: d.duplicateRoundTripsPerMessage,
+});
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+function seeded(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function positiveInt(value: string | undefined, name: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${value}`);
+  return n;
+}
+
+const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+await main();
