@@ -25,7 +25,7 @@ const USAGE = `Usage: npm start -- [options]
   --time-scale <n>            divide RocketMQ's retry delays by n (default 600; 1 = real delays)
   --batch-size <n>            records per invocation (default 10)
   --batching-window-ms <n>    how long to gather a batch (default 0)
-  --visibility-timeout <s>    local source queues' visibility timeout = function timeout (default 3)
+  --visibility-timeout <s>    local source queues' visibility timeout = function timeout (default 5)
   --max-run-seconds <n>       give up if the queues have not drained by then (default 600)
   --endpoint <url>            use a running emulator (e.g. one left by --keep) instead of starting one
   --prefix <name>             resource name prefix (default local-<random>)

@@ -24,7 +24,7 @@ export type DeliveryOutcome =
   | { kind: 'duplicate'; reason: DuplicateReason; winnerMsgId?: string }
   | { kind: 'filtered'; tag: string | undefined }
   | { kind: 'dead-lettered'; code: string; reason: string }
-  | { kind: 'retried'; why: string; delaySeconds?: number };
+  | { kind: 'retried'; code: string; why: string; delaySeconds?: number };
 
 export interface Delivery {
   readonly group: string;
@@ -68,7 +68,9 @@ export class DeliveryAccount {
       const receiveCount = Number(record.attributes.ApproximateReceiveCount) || 1;
       const outcome: DeliveryOutcome = report
         ? outcomeOf(report)
-        : { kind: 'retried', why: failure === 'timed-out' ? 'invocation timed out before settling the record' : 'invocation failed before settling the record' };
+        : failure === 'timed-out'
+          ? { kind: 'retried', code: 'INVOCATION_TIMED_OUT', why: 'the invocation overran its timeout before settling the record' }
+          : { kind: 'retried', code: 'INVOCATION_FAILED', why: 'the invocation failed before settling the record' };
       const unacknowledged = failure !== 'none' && outcome.kind !== 'retried';
       this.deliveries.push({ group, sqsMessageId: record.messageId, msgId: report?.msgId, key: report?.key, attempt: report?.attempt ?? receiveCount, outcome, unacknowledged });
       counts.delivered++;
@@ -107,8 +109,8 @@ function outcomeOf(report: RecordReport): DeliveryOutcome {
     case 'failed': {
       const d = report.disposition;
       if (d.action === 'dead-letter') return { kind: 'dead-lettered', code: d.code, reason: s.error.message };
-      if (d.action === 'retry') return { kind: 'retried', why: `${s.error.code}: ${s.error.message}`, delaySeconds: d.delaySeconds };
-      return { kind: 'retried', why: `${s.error.code}: the DLQ send failed, the record stays in the source queue` };
+      if (d.action === 'retry') return { kind: 'retried', code: s.error.code, why: s.error.message, delaySeconds: d.delaySeconds };
+      return { kind: 'retried', code: 'DLQ_SEND_FAILED', why: `${s.error.code}: the DLQ send failed, the record stays in the source queue` };
     }
   }
 }

@@ -23,10 +23,11 @@ export interface Scenario {
 /**
  * The incident, replayed: order SO202007051422310088 of user 88372 (300 points)
  * delivered twice with one msgId 2.4 s apart, then re-sent by the application with a new
- * msgId; a burst of ordinary orders (some `FINISHED` events among them, which the points
- * group filters); one of them crashes its consumer after the commit, before the ack; one
- * producer bug sends a truncated body; and once everything is consumed a rebalance
- * resets the points group's offsets and replays a block of processed messages.
+ * msgId; a burst of ordinary orders, one of which crashes its consumer after the commit,
+ * before the ack; one producer bug sends a truncated body; some orders then finish
+ * (`FINISHED`, which the points and coupon groups filter); and once everything is
+ * consumed a rebalance resets the points group's offsets and replays a block of
+ * processed messages.
  */
 export function incidentScenario(options: { seed?: number; burst?: number } = {}): Scenario {
   const random = seededRandom(options.seed ?? 20200705);
@@ -48,10 +49,16 @@ export function incidentScenario(options: { seed?: number; burst?: number } = {}
     const orderNo = `SO20200705142232${String(i).padStart(4, '0')}`;
     const userId = String(10001 + Math.floor(random() * 20));
     const points = 10 * (1 + Math.floor(random() * 50));
-    // Every eighth order also finishes during the burst: the points group filters that tag.
-    const tags = i % 8 === 0 ? 'FINISHED' : 'PAID';
-    burst.push(trafficMessage(envelope({ orderNo, userId, points, paidAt: new Date(at).toISOString() }, ids.next(at), at, tags, orderNo), { label: tags === 'FINISHED' ? 'ordinary order finished' : 'ordinary order', atMs: 100 + i * 5 }));
+    burst.push(trafficMessage(envelope({ orderNo, userId, points, paidAt: new Date(at).toISOString() }, ids.next(at), at, 'PAID', orderNo), { label: 'ordinary order', atMs: 100 + i * 5 }));
   }
+  // Every eighth order is finished later: the status group moves it, points and coupons filter the tag.
+  const finishedAt = incidentAt + 60_000;
+  const finished = burst
+    .filter((_, i) => (i + 1) % 8 === 0)
+    .map((m, i) => {
+      const orderNo = (JSON.parse(JSON.parse(m.body).data.body) as { orderNo: string }).orderNo;
+      return trafficMessage(envelope({ orderNo, finishedAt: new Date(finishedAt + i).toISOString() }, ids.next(finishedAt + i), finishedAt + i, 'FINISHED', orderNo), { label: 'order finished', atMs: i * 5 });
+    });
   const crashed = burst[9]!;
   const malformedAt = incidentAt + 1500;
   const malformedBody = '{"orderNo":"SO202007051422330001","userId":88373,"points":';
@@ -68,6 +75,7 @@ export function incidentScenario(options: { seed?: number; burst?: number } = {}
     title: `Incident replay: order ${INCIDENT_ORDER.orderNo} of user ${INCIDENT_ORDER.userId} (${INCIDENT_ORDER.points} points)`,
     phases: [
       { name: 'incident and burst', messages: incident },
+      { name: 'orders finish', messages: finished, afterQuiet: true },
       { name: 'rebalance of the points group', messages: replayed, afterQuiet: true },
     ],
     crashes: [{ group: POINTS_GROUP, msgId: crashed.msgId! }],

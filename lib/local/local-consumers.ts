@@ -2,6 +2,8 @@ import type { ConsumerRuntimeConfig } from '../consumer/consumer-config.ts';
 import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
 import type { RecordReport } from '../idempotency/settlement.ts';
 import type { ConsumerGroupName } from '../config/resources.ts';
+import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
+import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
 
 /** What the local run hands a consumer factory: the deployed config plus the local observers. */
@@ -21,6 +23,8 @@ export interface ConsumerRegistration {
   readonly create: (deps: LocalConsumerDeps) => ConsumerHandler;
   /** Needs the coupon service stand-in running. */
   readonly usesCouponService?: boolean;
+  /** Acts on existing orders: the run seeds them as the order service would have created them. */
+  readonly needsOrders?: boolean;
 }
 
 /**
@@ -30,6 +34,8 @@ export interface ConsumerRegistration {
  */
 export const LOCAL_CONSUMERS: readonly ConsumerRegistration[] = [
   { group: 'point-consumer-group', functionName: 'points-consumer', create: (deps) => createPointsConsumer(deps) },
+  { group: 'coupon-consumer-group', functionName: 'coupon-consumer', create: (deps) => createCouponConsumer(deps), usesCouponService: true },
+  { group: 'order-status-consumer-group', functionName: 'order-status-consumer', create: (deps) => createOrderStatusConsumer(deps), needsOrders: true },
 ];
 
 export function registrationOf(group: string): ConsumerRegistration | undefined {

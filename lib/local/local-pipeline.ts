@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
 import { CONSUMER_GROUPS } from '../config/resources.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
@@ -13,7 +13,7 @@ import { LocalCouponService } from './local-coupon-service.ts';
 import { provisionLocal, type LocalResources } from './provision.ts';
 import { seededRandom } from './seeded-random.ts';
 import { compressedRetrySchedule } from './time-scale.ts';
-import type { TrafficMessage, TrafficPhase } from './traffic.ts';
+import { orderNumbersIn, type TrafficMessage, type TrafficPhase } from './traffic.ts';
 
 export class LocalRunConfigError extends Error {
   override readonly name = 'LocalRunConfigError';
@@ -31,7 +31,11 @@ export interface LocalPipelineOptions {
   batchingWindowMs?: number;
   /** RocketMQ retry delays are divided by this. Default 600. */
   timeScale?: number;
-  /** The local source queues' visibility timeout, and the function timeout. Default 3 s. */
+  /**
+   * The local source queues' visibility timeout, and the function timeout (Lambda wants
+   * visibility >= timeout). Default 5 s: a crashed batch is back within seconds, and the
+   * coupon consumer still has time for its call after keeping 2 s back for its completion.
+   */
   visibilityTimeoutSeconds?: number;
   /** Each (group, message) copy is delivered a second time with this probability. Default 0. */
   redeliverProbability?: number;
@@ -96,6 +100,8 @@ export interface LocalRunResult {
   readonly wallMs: number;
   readonly pollErrors: number;
   readonly couponGrants?: number;
+  /** Orders created as WAIT_PAY before the traffic, standing in for the order service. */
+  readonly seededOrders: number;
 }
 
 /** A finished run whose emulator may still be running (`close()` stops what the run started). */
@@ -114,7 +120,7 @@ const SOURCE_COUNTS = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessag
 export async function runLocalPipeline(options: LocalPipelineOptions): Promise<LocalRun> {
   const started = Date.now();
   const groups = selectGroups(options.groups);
-  const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 3;
+  const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 5;
   const settings = {
     concurrency: options.consumers ?? 2,
     batchSize: options.batchSize ?? 10,
@@ -150,6 +156,9 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
 
     const sqs = createSqs(aws);
     const dynamoDb = createDynamoDb(aws);
+    // The order service creates each order before it is paid; it is not part of this run,
+    // so its rows are written here, or the status consumer would wait for them forever.
+    const seededOrders = registrations.some((r) => r.needsOrders) ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases)) : 0;
     const account = new DeliveryAccount(groups);
     const reports = new InvocationReports();
     const fault = crashFault(options.crashes ?? []);
@@ -221,6 +230,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       completed: completed && leftInQueues === 0,
       wallMs: Date.now() - started,
       pollErrors,
+      seededOrders,
       ...(coupons ? { couponGrants: coupons.grants.size } : {}),
     };
     return { result, close };
@@ -363,6 +373,20 @@ async function messagesInQueues(sqs: SQSClient, resources: LocalResources, group
     for (const name of SOURCE_COUNTS) total += Number(Attributes[name] ?? 0);
   }
   return total;
+}
+
+async function seedOrders(dynamoDb: DynamoDBDocumentClient, table: string, orderNos: readonly string[]): Promise<number> {
+  const createdAt = new Date().toISOString();
+  for (let i = 0; i < orderNos.length; i += 25) {
+    let items: Record<string, unknown[]> | undefined = {
+      [table]: orderNos.slice(i, i + 25).map((orderNo) => ({ PutRequest: { Item: { orderNo, status: 'WAIT_PAY', createdAt } } })),
+    };
+    while (items && Object.keys(items).length > 0) {
+      const { UnprocessedItems } = await dynamoDb.send(new BatchWriteCommand({ RequestItems: items as never }));
+      items = UnprocessedItems as typeof items;
+    }
+  }
+  return orderNos.length;
 }
 
 async function scanAll(dynamoDb: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {

@@ -100,6 +100,7 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   out.push(context.title, '='.repeat(Math.min(100, context.title.length)), '');
   out.push(`Consumer groups: ${result.groups.join(', ')}; ${s.concurrency} concurrent consumer(s) each, batch size ${s.batchSize}, batching window ${s.batchingWindowMs} ms.`);
   out.push(`Queues: visibility timeout ${s.visibilityTimeoutSeconds} s (function timeout the same); RocketMQ retry delays divided by ${s.timeScale}${s.redeliverProbability > 0 ? `; bridge redelivers each copy with probability ${s.redeliverProbability} (seed ${s.seed})` : ''}.`);
+  if (result.seededOrders > 0) out.push(`Seeded ${result.seededOrders} orders as WAIT_PAY first, standing in for the order service that creates them.`);
   if (result.unavailableGroups.length > 0) out.push(`Not run (no local registration yet): ${result.unavailableGroups.join(', ')}.`);
   out.push(`Emulator: ${result.endpoint}, resources prefixed "${result.resources.prefix}".`, '');
 
@@ -157,7 +158,14 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   const retried = result.account.deliveries.filter((d) => d.outcome.kind === 'retried');
   if (retried.length > 0) {
     out.push('Retried (came back to the queue)');
-    for (const [why, n] of tally(retried.map((d) => (d.outcome as Extract<Delivery['outcome'], { kind: 'retried' }>).why))) out.push(`  ${String(n).padStart(5)} × ${why}`);
+    const example = new Map<string, string>();
+    const keys = retried.map((d) => {
+      const o = d.outcome as Extract<Delivery['outcome'], { kind: 'retried' }>;
+      const key = `${d.group} ${o.code}`;
+      if (!example.has(key)) example.set(key, o.why);
+      return key;
+    });
+    for (const [key, n] of tally(keys)) out.push(`  ${String(n).padStart(5)} × ${key} (e.g. ${example.get(key)})`);
     out.push('');
   }
 
@@ -193,7 +201,7 @@ function describe(d: Delivery): string {
   const unacked = d.unacknowledged ? ' (then the invocation crashed before the batch was deleted)' : '';
   switch (o.kind) {
     case 'processed':
-      return `processed: ledger entry and balance written in one transaction${unacked}`;
+      return `processed: the effect committed exactly once${unacked}`;
     case 'duplicate':
       return `duplicate suppressed: ${whyDuplicate(d)}${unacked}`;
     case 'filtered':
@@ -201,7 +209,7 @@ function describe(d: Delivery): string {
     case 'dead-lettered':
       return `dead-lettered: ${o.code}: ${o.reason}${unacked}`;
     case 'retried':
-      return `retried: ${o.why}${o.delaySeconds !== undefined ? ` (visible again in ${o.delaySeconds} s)` : ''}`;
+      return `retried: ${o.code}: ${o.why}${o.delaySeconds !== undefined ? ` (visible again in ${o.delaySeconds} s)` : ''}`;
   }
 }
 

@@ -10,11 +10,13 @@ export class InvalidTimeScaleError extends Error {
  * `RETRY_DELAYS_SECONDS` and never see a scale.
  *
  * SQS visibility timeouts are whole seconds (and `RetrySchedule` enforces that), so a
- * compressed delay is rounded to the nearest second: at the default 600 the first six
- * retries (10 s … 4 min) come back at once and the last ones after 1–12 s, 29 s for all
- * sixteen instead of 4 h 45 min. `scale` 1 is the real schedule.
+ * compressed delay is rounded to the nearest second, and never below 1 s: a zero delay
+ * would turn a lease still held by a crashed invocation into a hot loop that burns all
+ * seventeen deliveries in a moment, which RocketMQ (10 s minimum) never does. At the
+ * default 600: twelve retries after 1 s, then 2, 3, 6 and 12 s, 35 s for all sixteen
+ * instead of 4 h 45 min. `scale` 1 is the real schedule.
  */
 export function compressedRetrySchedule(scale: number, delaysSeconds: readonly number[] = ROCKETMQ_RETRY_DELAYS_SECONDS): RetrySchedule {
   if (!Number.isFinite(scale) || scale < 1) throw new InvalidTimeScaleError(`time scale must be a number >= 1, got ${scale}`);
-  return new RetrySchedule(delaysSeconds.map((d) => Math.round(d / scale)));
+  return new RetrySchedule(delaysSeconds.map((d) => (d === 0 ? 0 : Math.max(1, Math.round(d / scale)))));
 }

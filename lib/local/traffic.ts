@@ -40,3 +40,23 @@ export function trafficMessage(body: string, extra: Partial<Omit<TrafficMessage,
     return { body, topic: undefined, rejection, ...extra };
   }
 }
+
+/**
+ * Order numbers the traffic refers to (ORDER_TOPIC bodies with an `orderNo`): the orders
+ * the order service must have created before they could be paid or finished.
+ */
+export function orderNumbersIn(phases: readonly TrafficPhase[]): string[] {
+  const orders = new Set<string>();
+  for (const phase of phases) {
+    for (const m of phase.messages) {
+      if (m.topic !== 'ORDER_TOPIC') continue;
+      try {
+        const body = JSON.parse(parseEnvelope(m.body).body) as { orderNo?: unknown };
+        if (typeof body?.orderNo === 'string' && body.orderNo.trim() !== '') orders.add(body.orderNo.trim());
+      } catch {
+        // not an order body: the consumers will say why
+      }
+    }
+  }
+  return [...orders];
+}
