@@ -1,0 +1,361 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../infra/consumers-app.ts';
+import type { PipelineStack } from '../../infra/pipeline-stack.ts';
+import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
+import { EVENT_FILTER_QUOTA, tagFilterPatterns } from '../../infra/rocketmq-tag-filter.ts';
+import { RUNBOOK } from '../../infra/runbook.ts';
+import { CONSUMER_GROUPS, DLQ_RETENTION_DAYS, TABLES, TABLE_ENV, deadLetterQueueName, queueName, tableName, type TableKey } from '../../lib/config/resources.ts';
+import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-telemetry.ts';
+import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
+import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+
+type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
+
+const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
+const settings = cdkJson.context.rocketmq;
+const prefix: string = settings.stages.test.prefix;
+
+let outdir: string;
+let pipeline: PipelineStack;
+let consumers: Template;
+let pipelineTemplate: Template;
+let resources: Record<string, Resource>;
+let synthSeconds: number;
+
+/** Logical ids of resources of one type whose properties match. */
+function logicalIds(type: string, where: (props: Record<string, any>) => boolean = () => true): string[] {
+  return Object.entries(resources)
+    .filter(([, r]) => r.Type === type && where(r.Properties ?? {}))
+    .map(([id]) => id);
+}
+function single(type: string, where: (props: Record<string, any>) => boolean): string {
+  const ids = logicalIds(type, where);
+  expect(ids, `exactly one ${type}`).toHaveLength(1);
+  return ids[0]!;
+}
+const getAtt = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
+const ref = (id: string) => ({ Ref: id });
+const tableId = (key: TableKey) => single('AWS::DynamoDB::Table', (p) => p.TableName === tableName(prefix, key));
+const queueId = (name: string) => single('AWS::SQS::Queue', (p) => p.QueueName === name);
+const functionOf = (group: string) => single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === group);
+const alarmTopicId = () => single('AWS::SNS::Topic', () => true);
+
+/** Every IAM statement attached to a function's role. */
+function statementsOf(functionId: string): Array<{ Action: string | string[]; Resource: unknown; Effect: string }> {
+  const roleId = resources[functionId]!.Properties.Role['Fn::GetAtt'][0];
+  return Object.values(resources)
+    .filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((role: any) => role.Ref === roleId))
+    .flatMap((r) => r.Properties.PolicyDocument.Statement);
+}
+const actionsOf = (s: { Action: string | string[] }) => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const resourcesOf = (s: { Resource: unknown }) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
+
+beforeAll(() => {
+  // Prepare: the real app, the real cdk.json context, one synthesis (bundling + cdk-nag) for every test below.
+  outdir = mkdtempSync(path.join(tmpdir(), 'cdk-infra-test-'));
+  const started = performance.now();
+  // Synthesise as the CLI does (path metadata, version reporting), so cfn-lint sees the deployed templates.
+  const built = buildApp(new App({ outdir, context: cdkJson.context, analyticsReporting: true, stackTraces: false }));
+  built.app.synth();
+  synthSeconds = (performance.now() - started) / 1000;
+  pipeline = built.pipeline;
+  consumers = Template.fromStack(pipeline.test.consumers);
+  pipelineTemplate = Template.fromStack(pipeline);
+  resources = consumers.toJSON().Resources;
+  console.info(`infra synth (pipeline + test + prod stages, ${CONSUMER_GROUPS.length + 1} functions each): ${synthSeconds.toFixed(1)} s`);
+});
+
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+describe('cdk-nag AwsSolutions', () => {
+  it('reports no unacknowledged finding, and every acknowledgement carries a specific reason', () => {
+    // Act: synthesis already ran the checks (it throws on a finding); read its report.
+    const report = JSON.parse(readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'));
+    const nag = report.pluginReports.find((p: any) => p.pluginName === 'AwsSolutions');
+    // Assess
+    expect(nag.conclusion).toBe('success');
+    expect(nag.violations).toEqual([]);
+    for (const acknowledged of nag.suppressedViolations) {
+      expect(acknowledged.reason.length, acknowledged.ruleName).toBeGreaterThan(80);
+    }
+    // The consumer stacks are checked too (their two acknowledgements show up for both stages).
+    const stagePaths = nag.suppressedViolations.flatMap((v: any) => v.violatingConstructs.map((c: any) => c.constructPath));
+    expect(stagePaths).toContain('RocketMqConsumersPipeline/Test/Consumers/AlarmRouting/NotifierDeadLetterQueue/Resource');
+    expect(stagePaths).toContain('RocketMqConsumersPipeline/Prod/Consumers/AlarmRouting/DingTalkRobot/Resource');
+  });
+});
+
+describe('tables', () => {
+  it.each(Object.keys(TABLES) as TableKey[])('%s has the catalogue keys, on-demand billing, PITR and encryption', (key) => {
+    const def = TABLES[key] as (typeof TABLES)[TableKey] & { sortKey?: string; ttlAttribute?: string };
+    const table = resources[tableId(key)]!;
+    expect(table.Properties.KeySchema).toEqual([
+      { AttributeName: def.partitionKey, KeyType: 'HASH' },
+      ...(def.sortKey ? [{ AttributeName: def.sortKey, KeyType: 'RANGE' }] : []),
+    ]);
+    expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+    expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+    expect(table.Properties.TimeToLiveSpecification).toEqual(def.ttlAttribute ? { AttributeName: def.ttlAttribute, Enabled: true } : undefined);
+    if (def.holdsBusinessData) {
+      expect(table.Properties.DeletionProtectionEnabled).toBe(true);
+      expect(table.DeletionPolicy).toBe('Retain');
+    }
+  });
+
+  it('gives the dedup table its TTL on the expiry attribute', () => {
+    expect(resources[tableId('idempotency')]!.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
+  });
+});
+
+describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
+  it('redrives its source queue to its own DLQ after the catalogue count, with TLS and encryption', () => {
+    const dlq = queueId(deadLetterQueueName(prefix, def.group));
+    const source = resources[queueId(queueName(prefix, def.group))]!;
+    expect(source.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: getAtt(dlq), maxReceiveCount: def.maxReceiveCount });
+    expect(def.maxReceiveCount).toBe(17);
+    expect(resources[dlq]!.Properties.MessageRetentionPeriod).toBe(DLQ_RETENTION_DAYS * 86_400);
+    for (const queue of [source, resources[dlq]!]) expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
+    for (const id of [dlq, queueId(queueName(prefix, def.group))]) {
+      consumers.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [ref(id)],
+        PolicyDocument: {
+          Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+        },
+      });
+    }
+  });
+
+  it('keeps the visibility timeout at least six times the function timeout', () => {
+    const fn = resources[functionOf(def.group)]!;
+    const source = resources[queueId(queueName(prefix, def.group))]!;
+    expect(source.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * fn.Properties.Timeout);
+  });
+
+  it('runs on nodejs24.x, arm64, with JSON logs and exactly the environment the consumer reads', () => {
+    const fn = resources[functionOf(def.group)]!.Properties;
+    expect(fn.Runtime).toBe('nodejs24.x');
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.LoggingConfig).toMatchObject({ LogFormat: 'JSON' });
+    const env = fn.Environment.Variables;
+    for (const key of def.tables) expect(env[TABLE_ENV[key]]).toEqual(ref(tableId(key)));
+    for (const key of Object.keys(TABLES) as TableKey[]) if (!(def.tables as readonly string[]).includes(key)) expect(env[TABLE_ENV[key]]).toBeUndefined();
+    expect(env.DEAD_LETTER_QUEUE_URL).toEqual(ref(queueId(deadLetterQueueName(prefix, def.group))));
+    expect('COUPON_SERVICE_URL' in env).toBe(def.group === 'coupon-consumer-group');
+  });
+
+  it('consumes with partial batch responses and a filter on its RocketMQ tags', () => {
+    consumers.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: ref(functionOf(def.group)),
+      EventSourceArn: getAtt(queueId(queueName(prefix, def.group))),
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 10,
+      MaximumBatchingWindowInSeconds: 1,
+      ScalingConfig: { MaximumConcurrency: settings.stages.test.maxConcurrency },
+      FilterCriteria: { Filters: tagFilterPatterns(def.tagExpression).map((p) => ({ Pattern: JSON.stringify(p) })) },
+    });
+  });
+
+  it('may write only its own tables, and never with a * resource', () => {
+    const own = new Set(def.tables.map((key) => tableId(key)));
+    const dataStatements = statementsOf(functionOf(def.group)).filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
+    const touched = dataStatements.flatMap(resourcesOf).map((r: any) => r['Fn::GetAtt']?.[0]);
+    expect(new Set(touched)).toEqual(own);
+    for (const s of dataStatements) {
+      expect(actionsOf(s).every((a) => ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'].includes(a))).toBe(true);
+    }
+  });
+
+  it('sends only to its own DLQ', () => {
+    const sends = statementsOf(functionOf(def.group)).filter((s) => actionsOf(s).includes('sqs:SendMessage'));
+    expect(sends.flatMap(resourcesOf)).toEqual([getAtt(queueId(deadLetterQueueName(prefix, def.group)))]);
+  });
+
+  it('raises every alarm to the alarm topic, for ALARM and OK, with missing data not breaching and a runbook link', () => {
+    const alarms = logicalIds('AWS::CloudWatch::Alarm', (p) => p.AlarmName.startsWith(`${prefix}-${def.group}-`)).map((id) => resources[id]!.Properties);
+    expect(alarms.map((a) => a.AlarmName.slice(`${prefix}-${def.group}-`.length)).sort()).toEqual(
+      ['dead-letters', 'function-errors', 'function-throttles', 'oldest-message-age', 'payload-conflicts', 'permanent-errors'],
+    );
+    for (const alarm of alarms) {
+      expect(alarm.AlarmActions).toEqual([ref(alarmTopicId())]);
+      expect(alarm.OKActions).toEqual([ref(alarmTopicId())]);
+      expect(alarm.TreatMissingData).toBe('notBreaching');
+      expect(alarm.AlarmDescription).toContain(`${settings.runbookUrl}#`);
+      expect(alarm.AlarmDescription).toContain('What to do:');
+    }
+    const dlqAlarm = alarms.find((a) => a.AlarmName.endsWith('dead-letters'))!;
+    expect(dlqAlarm).toMatchObject({ MetricName: 'ApproximateNumberOfMessagesVisible', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+    expect(dlqAlarm.Dimensions).toEqual([{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId(deadLetterQueueName(prefix, def.group)), 'QueueName'] } }]);
+  });
+
+  it('alarms on the consumer metrics with exactly the dimensions Powertools emits', () => {
+    for (const metric of [ConsumerMetric.conflicts, ConsumerMetric.permanentErrors]) {
+      consumers.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: METRICS_NAMESPACE,
+        MetricName: metric,
+        Statistic: 'Sum',
+        Threshold: 1,
+        Dimensions: Match.arrayEquals([
+          { Name: 'ConsumerGroup', Value: def.group },
+          { Name: 'service', Value: def.group },
+        ]),
+      });
+    }
+  });
+
+  it('routes its topic from the EventBridge bus to its source queue', () => {
+    consumers.hasResourceProperties('AWS::Events::Rule', {
+      EventBusName: ref(single('AWS::Events::EventBus', () => true)),
+      EventPattern: { 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: [{ data: { topic: [def.topic] } }, { topic: [def.topic] }] } },
+      Targets: [Match.objectLike({ Arn: getAtt(queueId(queueName(prefix, def.group))) })],
+    });
+  });
+});
+
+describe('alarm routing', () => {
+  it('encrypts the topic with a key CloudWatch may use', () => {
+    const keyId = single('AWS::KMS::Key', () => true);
+    expect(resources[alarmTopicId()]!.Properties.KmsMasterKeyId).toEqual(getAtt(keyId));
+    expect(resources[keyId]!.Properties.EnableKeyRotation).toBe(true);
+    expect(resources[keyId]!.Properties.KeyPolicy.Statement).toContainEqual(
+      expect.objectContaining({ Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: ['kms:Decrypt', 'kms:GenerateDataKey*'] }),
+    );
+  });
+
+  it('subscribes the notifier, with its own DLQ for failed deliveries and failed invocations', () => {
+    const notifier = single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier');
+    const dlq = queueId(`${prefix}-alarm-notifier-dlq`);
+    consumers.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'lambda',
+      TopicArn: ref(alarmTopicId()),
+      Endpoint: getAtt(notifier),
+      RedrivePolicy: { deadLetterTargetArn: getAtt(dlq) },
+    });
+    consumers.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: ref(notifier),
+      DestinationConfig: { OnFailure: { Destination: getAtt(dlq) } },
+    });
+    expect(resources[notifier]!.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], ReservedConcurrentExecutions: 2 });
+  });
+
+  it('names the DingTalk secret in the environment, never its value, and may read only that secret', () => {
+    const notifier = single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier');
+    const secret = single('AWS::SecretsManager::Secret', () => true);
+    const env = resources[notifier]!.Properties.Environment.Variables;
+    expect(env.DINGTALK_SECRET_ID).toEqual(ref(secret));
+    expect(env[ALARM_STORM_TABLE.tableNameEnv]).toEqual(ref(single('AWS::DynamoDB::Table', (p) => p.TableName === undefined)));
+    expect(resources[secret]!.Properties.SecretString).toBeUndefined();
+    expect(JSON.stringify(consumers.toJSON())).not.toMatch(/access_token=|"SEC[0-9a-f]{20,}/);
+    const secretReads = statementsOf(notifier).filter((s) => actionsOf(s).some((a) => a.startsWith('secretsmanager:')));
+    expect(secretReads.flatMap(resourcesOf)).toEqual([ref(secret)]);
+  });
+
+  it('raises alarms about the notifier itself', () => {
+    consumers.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `${prefix}-alarm-notifier-dead-letters`, AlarmActions: [ref(alarmTopicId())] });
+    consumers.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `${prefix}-alarm-notifier-errors`, AlarmActions: [ref(alarmTopicId())] });
+  });
+});
+
+describe('the deployment as a whole', () => {
+  it('has no data action on a * resource in any policy', () => {
+    const statements = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy')
+      .flatMap((r) => r.Properties.PolicyDocument.Statement);
+    for (const s of statements) {
+      if (actionsOf(s).some((a) => /^(dynamodb|sqs|sns|secretsmanager|kms|s3):/.test(a))) expect(resourcesOf(s)).not.toContain('*');
+    }
+  });
+
+  it('runs every function on nodejs24.x arm64', () => {
+    for (const id of logicalIds('AWS::Lambda::Function')) {
+      expect(resources[id]!.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+    }
+  });
+
+  it('has one dashboard with every group on it', () => {
+    const body = JSON.stringify(resources[single('AWS::CloudWatch::Dashboard', () => true)]!.Properties.DashboardBody);
+    for (const def of CONSUMER_GROUPS) expect(body).toContain(def.group);
+    for (const name of [ConsumerMetric.processed, ConsumerMetric.duplicates, ConsumerMetric.conflicts, ConsumerMetric.retried]) expect(body).toContain(name);
+  });
+
+  it('links every alarm to a section that exists in docs/runbook.md', () => {
+    const runbook = readFileSync(path.join(REPOSITORY_ROOT, 'docs/runbook.md'), 'utf8');
+    const anchors = new Set([...runbook.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')));
+    for (const entry of Object.values(RUNBOOK)) expect(anchors, entry.anchor).toContain(entry.anchor);
+  });
+});
+
+describe('pipeline', () => {
+  it('runs install, the tests and cdk synth, then test, a manual approval and production', () => {
+    const [synthProject] = Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project', { Properties: { Description: Match.stringLikeRegexp('Synth') } }));
+    const buildSpec = JSON.parse((synthProject as Resource).Properties.Source.BuildSpec);
+    const commands = [...buildSpec.phases.install.commands, ...buildSpec.phases.build.commands];
+    expect(commands).toEqual(expect.arrayContaining(['npm ci --no-audit --no-fund', 'npm test', 'npm run lint:cfn']));
+    const [codePipeline] = Object.values(pipelineTemplate.findResources('AWS::CodePipeline::Pipeline')) as Resource[];
+    const stages = codePipeline!.Properties.Stages.map((s: any) => ({ name: s.Name, actions: s.Actions.map((a: any) => a.ActionTypeId.Category) }));
+    expect(stages.map((s: any) => s.name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets', 'Test', 'Prod']);
+    expect(stages.find((s: any) => s.name === 'Prod').actions[0]).toBe('Approval');
+    expect(stages.find((s: any) => s.name === 'Test').actions).not.toContain('Approval');
+    expect(codePipeline!.Properties.Stages[0].Actions[0].ActionTypeId.Provider).toBe('CodeStarSourceConnection');
+  });
+});
+
+describe('cfn-lint', () => {
+  it('finds no errors in any synthesized template', async () => {
+    const templates = readdirSync(outdir, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.template.json'))
+      .map((file) => path.join(outdir, file));
+    expect(templates).toHaveLength(3);
+    const result = await promisify(execFile)('cfn-lint', ['--non-zero-exit-code', 'error', '--format', 'parseable', ...templates]).then(
+      (r) => ({ code: 0, out: r.stdout }),
+      (e) => ({ code: e.code as number | string, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+    );
+    expect(result.out, 'cfn-lint output').not.toMatch(/:E\d{4}:/);
+    expect(result.code).toBe(0);
+  }, 120_000);
+});
+
+describe('RocketMQ tag filter', () => {
+  const envelope = (tags?: string) => writeEnvelope({ topic: 'ORDER_TOPIC', msgId: '0A1B2C3D2A9F18B4AAC24517FD7B0005', body: '{}', tags });
+  const eventBridge = (detail: unknown) => JSON.stringify({ version: '0', 'detail-type': 'mq:Topic:SendMessage', source: 'bridge', detail });
+  /** Lambda's matching for the shapes used here: nested objects, and arrays of allowed strings. */
+  const matches = (pattern: any, value: any): boolean =>
+    Array.isArray(pattern) ? pattern.includes(value) : typeof value === 'object' && value !== null && Object.entries(pattern).every(([k, p]) => matches(p, value[k]));
+  const admitted = (tagExpression: string, body: string) => {
+    const patterns = tagFilterPatterns(tagExpression);
+    return patterns.length === 0 || patterns.some((p) => matches(p, { body: JSON.parse(body) }));
+  };
+
+  it('passes every wrapping the parser accepts when the tag is subscribed, and nothing else', () => {
+    const paid = JSON.parse(envelope('PAID'));
+    const bodies = [envelope('PAID'), eventBridge(paid), eventBridge(paid.data)];
+    for (const body of bodies) {
+      expect(parseEnvelope(body).tags).toBe('PAID');
+      expect(admitted('PAID', body)).toBe(true);
+      expect(admitted('PAID || FINISHED', body)).toBe(true);
+      expect(admitted('FINISHED', body)).toBe(false);
+    }
+    expect(admitted('PAID', envelope())).toBe(false);
+    expect(admitted('*', envelope())).toBe(true);
+  });
+
+  it('admits Alibaba-style events that carry the tag only in systemProperties.TAGS', () => {
+    const cloudEvent = JSON.parse(envelope('PAID'));
+    delete cloudEvent.data.tags;
+    expect(admitted('PAID', JSON.stringify(cloudEvent))).toBe(true);
+    expect(admitted('PAID', eventBridge(cloudEvent))).toBe(true);
+  });
+
+  it('stays within Lambda\'s default quota of filters per event source', () => {
+    expect(tagFilterPatterns('PAID || FINISHED').length).toBeLessThanOrEqual(EVENT_FILTER_QUOTA);
+    expect(tagFilterPatterns('*')).toEqual([]);
+  });
+});
