@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { Producer } from 'rocketmq-client-nodejs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
+import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
+import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
+import { startLocalRocketMq, type LocalRocketMq } from '../../bridge/rocketmq/local-rocketmq.ts';
+import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
+import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
+
+/**
+ * RocketMQ 5 (name server + proxy with embedded broker, real JVMs) → bridge process → emulator SQS
+ * → the real points consumer. Covers the arrows "bridge forwards" and "bridge dies between
+ * forward and ack": RocketMQ redelivers, the queue receives the message again, and the consumer's
+ * idempotency on the order number still awards once per order, also for an application re-send
+ * (same order, new msgId).
+ */
+const ORDER_TOPIC = 'ORDER_TOPIC';
+const FIFO_TOPIC = 'ORDER_FIFO_TOPIC';
+const FIFO_GROUP = 'order-audit-fifo-group';
+const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
+
+let rocketMq: LocalRocketMq | undefined;
+let points: Awaited<ReturnType<typeof pointsFixture>>;
+let fifoQueueUrl: string;
+const children: BridgeChildProcess[] = [];
+
+beforeAll(async () => {
+  const started = Date.now();
+  rocketMq = await startLocalRocketMq({
+    topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }],
+    groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }],
+  });
+  console.info(`local RocketMQ up in ${rocketMq.startupMs} ms (${Date.now() - started} ms with route readiness)`);
+  points = await pointsFixture();
+  const name = `bridge-e2e-${randomUUID().slice(0, 8)}`;
+  const fifo = { FifoQueue: 'true' };
+  fifoQueueUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: fifo }))).QueueUrl!;
+  await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq.fifo`, Attributes: fifo }));
+});
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await Promise.all(children.map((c) => c.exited));
+  await rocketMq?.stop();
+});
+
+function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
+  const queue = points.resources.queues[POINTS_GROUP]!;
+  const config: BridgeConfigInput = {
+    proxyEndpoint: rocketMq!.proxyEndpoint,
+    clusterName: rocketMq!.clusterName,
+    invisibleDurationMs: 10_000,
+    awaitDurationMs: 5_000,
+    health: { host: '127.0.0.1', port: 0 },
+    routes: [
+      { group: POINTS_GROUP, topic: ORDER_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: queue.source.url }, dlqUrl: queue.deadLetter.url },
+      { group: FIFO_GROUP, topic: FIFO_TOPIC, fifo: true, target: { kind: 'sqs', queueUrl: fifoQueueUrl }, dlqUrl: fifoQueueUrl.replace('.fifo', '-dlq.fifo') },
+    ],
+  };
+  return {
+    BRIDGE_CONFIG: JSON.stringify(config),
+    AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    ...(fault ? { BRIDGE_FAULT: fault } : {}),
+  };
+}
+
+function startBridge(fault?: 'crash-before-ack'): BridgeChildProcess {
+  const child = new BridgeChildProcess(bridgeEnv(fault));
+  children.push(child);
+  return child;
+}
+
+async function receiveAll(sqs: SQSClient, queueUrl: string) {
+  const out: { body: string; envelope: RocketMQMessage; groupId: string | undefined }[] = [];
+  for (;;) {
+    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({
+      QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 600, MessageSystemAttributeNames: ['MessageGroupId'],
+    }));
+    if (Messages.length === 0) return out;
+    for (const m of Messages) out.push({ body: m.Body!, envelope: parseEnvelope(m.Body!), groupId: m.Attributes?.MessageGroupId });
+  }
+}
+
+async function queued(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+}
+
+describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
+  it('forwards, survives a kill between forward and ack through redelivery, and the award stays exactly once', async () => {
+    // Prepare: orders on RocketMQ, including an application re-send and a tag the route filters out.
+    const producer = new Producer({ endpoints: rocketMq!.proxyEndpoint, namespace: '', logger: SILENT });
+    await producer.startup();
+    const send = async (tag: string, order: Record<string, unknown>, extra: { messageGroup?: string; topic?: string } = {}) =>
+      (await producer.send({
+        topic: extra.topic ?? ORDER_TOPIC,
+        tag,
+        keys: [String(order.orderNo)],
+        body: Buffer.from(JSON.stringify(order)),
+        properties: new Map([['origin', 'e2e']]),
+        ...(extra.messageGroup ? { messageGroup: extra.messageGroup } : {}),
+      })).messageId;
+    const so1 = await send('PAID', { orderNo: 'SO-1', userId: 'u1', points: 10 });
+    const so2 = await send('PAID', { orderNo: 'SO-2', userId: 'u2', points: 20 });
+    const so1Resend = await send('PAID', { orderNo: 'SO-1', userId: 'u1', points: 10 });
+    await send('CANCELLED', { orderNo: 'SO-3', userId: 'u3', points: 30 });
+    const fifoIds: string[] = [];
+    for (const n of [1, 2, 3]) fifoIds.push(await send('AUDIT', { orderNo: `F-${n}` }, { topic: FIFO_TOPIC, messageGroup: 'user-1' }));
+    await producer.shutdown();
+    const paid = [so1, so2, so1Resend];
+    const sqs = points.sqs;
+    const pointsQueue = points.resources.queues[POINTS_GROUP]!.source;
+
+    // Act 1: the bridge forwards everything, then dies before acking anything.
+    const crashing = startBridge('crash-before-ack');
+    await crashing.waitFor('every message forwarded once', (lines) => {
+      const seen = new Set(faultedMsgIds(lines));
+      return [...paid, ...fifoIds].every((id) => seen.has(id)) ? true : undefined;
+    }, 90_000);
+    crashing.kill('SIGKILL');
+    await crashing.exited;
+    expect(await queued(sqs, pointsQueue.url)).toBeGreaterThanOrEqual(3);
+
+    // Act 2: a fresh bridge gets the messages again once their invisible duration (10 s) ends.
+    const bridge = startBridge();
+    const port = await bridge.waitFor('health port', (lines) => lines.find((l) => l.message === 'health endpoint listening')?.port as number | undefined, 60_000);
+    await bridge.waitFor('redelivered messages forwarded and acked', (lines) => {
+      const seen = new Set(forwardedMsgIds(lines));
+      return [...paid, ...fifoIds].every((id) => seen.has(id)) ? true : undefined;
+    }, 90_000);
+    const ready = await fetch(`http://127.0.0.1:${port}/health/ready`);
+    const status = await ready.json() as { ready: boolean; routes: Record<string, { stats: { forwarded: number } }> };
+    bridge.kill('SIGTERM');
+    const exit = await bridge.exited;
+
+    // Assess: the bridge was ready, and drained and exited cleanly on SIGTERM.
+    expect(ready.status).toBe(200);
+    expect(status.ready).toBe(true);
+    expect(status.routes[POINTS_GROUP]!.stats.forwarded).toBeGreaterThanOrEqual(3);
+    expect(exit.code).toBe(0);
+    expect(bridge.lines.some((l) => l.message === 'bridge stopped')).toBe(true);
+
+    // Assess: each PAID message reached the queue twice (first delivery, then RocketMQ's redelivery),
+    // with every broker fact kept; the CANCELLED one never did.
+    const copies = await receiveAll(sqs, pointsQueue.url);
+    const byMsgId = Map.groupBy(copies, (c) => c.envelope.msgId);
+    expect([...byMsgId.keys()].sort()).toEqual([...paid].sort());
+    for (const id of paid) {
+      const attempts = byMsgId.get(id)!.map((c) => c.envelope.reconsumeTimes).sort();
+      expect(attempts.length).toBeGreaterThanOrEqual(2);
+      expect(attempts[0]).toBe(0);
+      expect(attempts.at(-1)).toBeGreaterThanOrEqual(1);
+    }
+    const first = byMsgId.get(so1)!.find((c) => c.envelope.reconsumeTimes === 0)!.envelope;
+    expect(first).toMatchObject({
+      topic: ORDER_TOPIC, tags: 'PAID', keys: ['SO-1'], brokerName: rocketMq!.brokerName,
+      source: `rocketmq://${rocketMq!.clusterName}`, userProperties: { origin: 'e2e' },
+      systemProperties: { UNIQ_KEY: so1, KEYS: 'SO-1', TAGS: 'PAID' },
+    });
+    expect(first.msgId).toMatch(/^01[0-9A-F]{32}$/);
+    expect(first.queueId).toBeGreaterThanOrEqual(0);
+    expect(first.queueOffset).toBeGreaterThanOrEqual(0);
+    expect(first.storeTimestamp).toBeGreaterThanOrEqual(first.bornTimestamp!);
+    expect(first.storeHost).toMatch(/:\d+$/);
+    expect(JSON.parse(first.body)).toEqual({ orderNo: 'SO-1', userId: 'u1', points: 10 });
+
+    // Assess: the FIFO route kept order and group, and SQS FIFO dropped the redelivered copies by msgId.
+    const fifo = await receiveAll(sqs, fifoQueueUrl);
+    expect(fifo.map((c) => [c.groupId, c.envelope.msgId])).toEqual(fifoIds.map((id) => ['user-1', id]));
+
+    // Act 3 + Assess: the points consumer over every copy awards once per order.
+    for (let i = 0; i < copies.length; i += 10) {
+      await points.invoke(copies.slice(i, i + 10).map((c) => sqsRecord(c.body, pointsQueue.arn)));
+    }
+    expect((await points.ledger('u1')).map((e) => e.orderNo)).toEqual(['SO-1']);
+    expect((await points.ledger('u2')).map((e) => e.orderNo)).toEqual(['SO-2']);
+    expect(await points.balance('u1')).toBe(10);
+    expect(await points.balance('u2')).toBe(20);
+    expect(await points.ledgerMismatches()).toEqual([]);
+  }, 240_000);
+});

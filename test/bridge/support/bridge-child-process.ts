@@ -1,0 +1,70 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+const ENTRY = fileURLToPath(new URL('./bridge-child.ts', import.meta.url));
+
+/** A bridge running as its own Node process, its JSON log lines collected for the test to wait on. */
+export class BridgeChildProcess {
+  readonly lines: Record<string, unknown>[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly #child: ChildProcess;
+  #stderr = '';
+  #waiters: (() => void)[] = [];
+
+  constructor(env: Record<string, string>) {
+    this.#child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
+      env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'true', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    createInterface({ input: this.#child.stdout! }).on('line', (line) => {
+      try {
+        this.lines.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        this.lines.push({ raw: line });
+      }
+      for (const wake of this.#waiters) wake();
+    });
+    this.#child.stderr!.on('data', (chunk: Buffer) => {
+      this.#stderr = (this.#stderr + chunk.toString()).slice(-4000);
+    });
+    this.exited = new Promise((resolve) => this.#child.once('exit', (code, signal) => {
+      resolve({ code, signal });
+      for (const wake of this.#waiters) wake();
+    }));
+  }
+
+  /** Resolves with the first value `probe` returns that is not undefined, checking after each log line. */
+  waitFor<T>(what: string, probe: (lines: Record<string, unknown>[]) => T | undefined, timeoutMs: number): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const value = probe(this.lines);
+        if (value !== undefined) return finish(() => resolve(value));
+        if (this.#child.exitCode !== null || this.#child.signalCode !== null) {
+          finish(() => reject(new Error(`bridge exited while waiting for ${what}; stderr: ${this.#stderr}; last lines: ${JSON.stringify(this.lines.slice(-5))}`)));
+        }
+      };
+      const timer = setTimeout(() => finish(() => reject(new Error(`timed out waiting for ${what}; stderr: ${this.#stderr}; last lines: ${JSON.stringify(this.lines.slice(-5))}`))), timeoutMs);
+      const finish = (settle: () => void) => {
+        clearTimeout(timer);
+        this.#waiters = this.#waiters.filter((w) => w !== check);
+        settle();
+      };
+      this.#waiters.push(check);
+      check();
+    });
+  }
+
+  kill(signal: NodeJS.Signals): void {
+    if (this.#child.exitCode === null && this.#child.signalCode === null) this.#child.kill(signal);
+  }
+}
+
+/** Every msgId the bridge logged as forwarded (and acked unless a fault stopped it). */
+export function forwardedMsgIds(lines: Record<string, unknown>[]): string[] {
+  return lines.filter((l) => l.message === 'forwarded').flatMap((l) => l.msgIds as string[]);
+}
+
+export function faultedMsgIds(lines: Record<string, unknown>[]): string[] {
+  return lines.filter((l) => l.fault === 'crash-before-ack').flatMap((l) => l.msgIds as string[]);
+}
