@@ -12,6 +12,7 @@ export interface ProgressStream {
  */
 export class ProgressBar {
   private readonly enabled: boolean;
+  private readonly minIntervalMs: number;
   private lastDrawn = 0;
   private open = false;
 
@@ -22,8 +23,6 @@ export class ProgressBar {
     this.enabled = stream.isTTY === true && options.quiet !== true;
     this.minIntervalMs = options.minIntervalMs ?? 100;
   }
-
-  private readonly minIntervalMs: number;
 
   update(progress: ScanProgress): void {
     if (!this.enabled) return;
