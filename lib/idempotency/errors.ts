@@ -10,6 +10,10 @@ export abstract class ConsumptionError extends Error {
   abstract readonly classification: FailureClass;
   /** Stable, machine-readable reason: DLQ attribute, metric and log field. */
   abstract readonly code: string;
+  /** Epoch ms before which a retry is pointless (a lease held elsewhere); the schedule's delay is stretched to reach it. */
+  get retryNotBefore(): number | undefined {
+    return undefined;
+  }
 }
 
 /** The envelope parsed but the business body is unusable (bad JSON, missing or invalid fields). */
@@ -51,6 +55,11 @@ export class LeaseHeldError extends ConsumptionError {
     readonly leaseUntil: number,
   ) {
     super(`key ${key} is being processed by another invocation until ${new Date(leaseUntil).toISOString()}`);
+  }
+
+  // Retrying before the holder's lease ends would only find it held again and spend an attempt.
+  override get retryNotBefore(): number {
+    return this.leaseUntil;
   }
 }
 

@@ -26,7 +26,10 @@ export interface FailureRouterOptions {
   /** The group's DLQ. Permanent errors and spent retries are sent here with their reason. */
   deadLetterQueueUrl: string;
   schedule?: RetrySchedule;
+  now?: () => number;
 }
+
+const SQS_MAX_VISIBILITY_SECONDS = 12 * 3600;
 
 /**
  * Gives a failed record RocketMQ's fate on SQS: a transient failure waits the scheduled
@@ -47,8 +50,9 @@ export class FailureRouter {
     if (error.classification === 'transient') {
       const next = this.schedule.afterFailedAttempt(context.attempt);
       if (next.action === 'retry') {
-        await this.delay(record, next.delaySeconds);
-        return { action: 'retry', delaySeconds: next.delaySeconds };
+        const delaySeconds = this.stretchToHint(next.delaySeconds, error.retryNotBefore);
+        await this.delay(record, delaySeconds);
+        return { action: 'retry', delaySeconds };
       }
     }
     const code = error.classification === 'transient' ? 'RETRIES_EXHAUSTED' : error.code;
@@ -60,6 +64,12 @@ export class FailureRouter {
       // dead-letters it. Acknowledging here would lose it.
       return { action: 'retry-dead-letter' };
     }
+  }
+
+  private stretchToHint(delaySeconds: number, retryNotBefore: number | undefined): number {
+    if (retryNotBefore === undefined) return delaySeconds;
+    const untilHint = Math.ceil((retryNotBefore - (this.options.now ?? Date.now)()) / 1000);
+    return Math.min(SQS_MAX_VISIBILITY_SECONDS, Math.max(delaySeconds, untilHint));
   }
 
   private async delay(record: SQSRecord, delaySeconds: number): Promise<void> {

@@ -23,7 +23,7 @@ export interface OrderFields {
 const ids = new MsgIdGenerator();
 export const newMsgId = () => ids.next();
 
-export function orderEnvelope(order: Partial<OrderFields> & Record<string, unknown>, fields: Partial<EnvelopeFields> = {}): string {
+export function orderEnvelope(order: Record<string, unknown>, fields: Partial<EnvelopeFields> = {}): string {
   return writeEnvelope({
     topic: 'ORDER_TOPIC',
     msgId: fields.msgId ?? newMsgId(),

@@ -61,6 +61,8 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     const whileHeld = f.reports.find((r) => r.sqsMessageId === duplicate.messageId)!;
     expect(whileHeld.settlement).toMatchObject({ outcome: 'failed', error: { code: 'LEASE_HELD', classification: 'transient' } });
     expect(whileHeld.disposition.action).toBe('retry');
+    // Retried when the holder's lease (its 30 s deadline + 5 s margin) ends, not at the schedule's 0 s.
+    expect(whileHeld.disposition).toMatchObject({ delaySeconds: expect.toSatisfy((s: number) => s >= 30 && s <= 36) });
     expect(after.batchItemFailures).toEqual([]);
     expect(f.reports.at(-1)!.settlement).toMatchObject({ outcome: 'duplicate', reason: 'lease-completed', result: f.service.couponFor(KEY) });
     expect(f.service.requests(KEY)).toBe(1);
