@@ -45,10 +45,14 @@ export function bodyBytes(message: RobotMessage): number {
   return Buffer.byteLength(JSON.stringify(message), 'utf8');
 }
 
+const timeFormats = new Map<string, Intl.DateTimeFormat>();
+
 /** Time as the team reads it, with the offset so nobody has to guess the zone. */
 export function formatTime(iso: string, timeZone: string): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-GB', {
+  let format = timeFormats.get(timeZone);
+  if (!format) {
+    // Building a formatter is far costlier than using one; a summary formats dozens of times.
+    format = new Intl.DateTimeFormat('en-GB', {
       timeZone,
       year: 'numeric',
       month: '2-digit',
@@ -58,10 +62,10 @@ export function formatTime(iso: string, timeZone: string): string {
       second: '2-digit',
       hourCycle: 'h23',
       timeZoneName: 'shortOffset',
-    })
-      .formatToParts(new Date(iso))
-      .map((p) => [p.type, p.value]),
-  );
+    });
+    timeFormats.set(timeZone, format);
+  }
+  const parts = Object.fromEntries(format.formatToParts(new Date(iso)).map((p) => [p.type, p.value]));
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} (${timeZone}, ${parts.timeZoneName})`;
 }
 
@@ -246,10 +250,11 @@ export function renderSummary(notifications: AlarmNotification[], options: Messa
     return { message: renderNotification(notifications[0]!, options), included: [notifications[0]!.id] };
   }
   const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const entries = notifications.map((n, i) => summaryEntry(n, i + 1, options));
   const included: AlarmNotification[] = [];
   let best: RobotMessage | null = null;
-  for (const n of notifications) {
-    const candidate = summaryMessage([...included, n], options);
+  for (const [i, n] of notifications.entries()) {
+    const candidate = summaryMessage([...included, n], entries.slice(0, i + 1), options);
     if (bodyBytes(candidate) > max) break;
     included.push(n);
     best = candidate;
@@ -261,7 +266,7 @@ export function renderSummary(notifications: AlarmNotification[], options: Messa
   return { message: best, included: included.map((n) => n.id) };
 }
 
-function summaryMessage(notifications: AlarmNotification[], options: MessageOptions): RobotMessage {
+function summaryMessage(notifications: AlarmNotification[], entries: string[][], options: MessageOptions): RobotMessage {
   const counts = new Map<string, number>();
   for (const n of notifications) {
     const key = n.kind === 'alarm' ? n.alarm.state : 'UNRECOGNIZED';
@@ -274,7 +279,7 @@ function summaryMessage(notifications: AlarmNotification[], options: MessageOpti
     'Grouped into one message because alarms are arriving faster than the robot may post (20 a minute).',
     '',
   ];
-  notifications.forEach((n, i) => lines.push(...summaryEntry(n, i + 1, options)));
+  for (const entry of entries) lines.push(...entry);
   const anyAlarm = notifications.some((n) => n.kind === 'alarm' && n.alarm.state === 'ALARM');
   return assemble(heading, lines, options, anyAlarm);
 }

@@ -4,9 +4,11 @@
  *
  * Items (all under `pk = robot#<robotId>`):
  * - `sk = bucket`: the robot's token bucket (`tokens`, `refilledAt`, `pausedUntil`, `version`).
- * - `sk = pending#<SNS timestamp>#<SNS MessageId>`: one alarm waiting for or done with delivery
- *   (`notification`, `claimedBy`, `leaseUntil`, `deliveredAt`, `expiresAt`). Delivered items stay
- *   as tombstones for a day so Lambda's retries of an already delivered alarm do not post it again.
+ * - `sk = pending#<SNS timestamp>#<SNS MessageId>`: one alarm waiting for delivery
+ *   (`notification`, `claimedBy`, `leaseUntil`); deleted once DingTalk accepted it.
+ * - `sk = delivered#<same key>`: a tombstone kept for a day (`expiresAt`) so a Lambda retry of an
+ *   already delivered alarm does not post it again. Kept apart from `pending#` so the backlog
+ *   query never has to read through them.
  */
 export const ALARM_STORM_TABLE = {
   /** Suggested construct id / name suffix. */
@@ -23,3 +25,4 @@ export const ALARM_STORM_TABLE = {
 export const robotPartitionKey = (robotId: string) => `robot#${robotId}`;
 export const BUCKET_SORT_KEY = 'bucket';
 export const PENDING_PREFIX = 'pending#';
+export const DELIVERED_PREFIX = 'delivered#';

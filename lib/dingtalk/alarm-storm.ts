@@ -9,7 +9,7 @@ import {
   RobotUnavailableError,
   type DingTalkError,
 } from './errors.ts';
-import { pendingKey, type PendingAlarmStore } from './pending-alarms.ts';
+import { pendingKey, type PendingAlarm, type PendingAlarmStore } from './pending-alarms.ts';
 import type { RobotAnswer, RobotClient } from './robot-client.ts';
 import type { RobotRateLimiter } from './robot-rate-limit.ts';
 import type { WebhookConfigSource } from './webhook-secret.ts';
@@ -17,16 +17,19 @@ import type { WebhookConfigSource } from './webhook-secret.ts';
 /**
  * Delivery under DingTalk's 20-messages-a-minute rule without dropping anything.
  *
- * Every invocation first records its alarm in the robot's backlog, then loops: while the backlog
- * holds alarms nobody is posting, take a permit from the robot's shared token bucket, claim up to
- * `maxPerMessage` backlog alarms (a lease, so a crashed claimer's alarms become claimable again),
- * post them as one message (a detailed one for a single alarm, a summary for several) and mark
- * them delivered. An invocation returns once every undelivered alarm is either delivered or
- * claimed by another live invocation; that invocation in turn cannot return before its claims are
- * delivered or released, and if it dies its Lambda retry (same SNS MessageId, same claim name)
- * or the next alarm picks the backlog up. In a storm most invocations therefore find their alarm
- * already taken into somebody's summary and finish quickly; in quiet times each alarm gets its own
- * detailed message at once.
+ * Every invocation first records its alarm in the robot's backlog, then loops: take a permit from
+ * the robot's shared token bucket, claim its own alarm plus up to `maxPerMessage` - 1 backlog
+ * alarms nobody is posting (a lease named after its own SNS MessageId), post them as one message
+ * (a detailed one for a single alarm, a summary for several) and mark them delivered.
+ *
+ * No alarm can be dropped because an invocation returns only when it holds no claims and its own
+ * alarm is delivered or claimed by another invocation, and a claimer keeps its claims until they
+ * are delivered. If a claimer dies, its leases run out and the alarms are free again: its own
+ * Lambda retry (same MessageId, so same claim name) or any later invocation takes them. When the
+ * failure is final (DingTalk rejects the configuration) the invocation fails; its Lambda retries take
+ * its claims up again, and its event ends in the DLQ if the robot stays broken.
+ * In a storm most invocations find their alarm already claimed into somebody's summary and
+ * return at once; in quiet times each alarm gets its own detailed message immediately.
  *
  * Each HTTP attempt uses its own permit, so retries count against the budget as well.
  */
@@ -112,6 +115,11 @@ export class AlarmDispatcher {
     let failures = 0;
     let lastError: DingTalkError | undefined;
     let refreshedVersion: string | null = null;
+    // Alarms this invocation has claimed and not yet delivered; it owes them a message. A Lambda
+    // retry of this event starts with whatever the failed attempt still held.
+    const held = new Set(
+      (await backlog.list(robotId)).filter((p) => p.claimedBy === ownKey && p.key !== ownKey).map((p) => p.key),
+    );
 
     for (;;) {
       let now = clock.now();
@@ -122,12 +130,12 @@ export class AlarmDispatcher {
           lastError,
         );
       }
-      const pending = await backlog.list(robotId);
+      const own = await backlog.get(robotId, ownKey);
       now = clock.now();
-      const drainable = pending.filter(
-        (p) => p.claimedBy === null || p.claimedBy === ownKey || (p.leaseUntil ?? 0) < now,
-      );
-      if (drainable.length === 0) return result;
+      const isFree = (p: PendingAlarm) => p.claimedBy === null || (p.leaseUntil ?? 0) < now;
+      const ownNeedsUs = own !== null && (own.claimedBy === ownKey || isFree(own));
+      // Done when our alarm is delivered or in another live invocation's hands and we owe nothing.
+      if (!ownNeedsUs && held.size === 0) return result;
 
       const permit = await limiter.tryAcquire(robotId, now);
       if (!permit.granted) {
@@ -138,39 +146,47 @@ export class AlarmDispatcher {
       }
       const grantedAt = now;
 
-      const own = drainable.find((p) => p.key === ownKey);
-      const ordered = (own ? [own, ...drainable.filter((p) => p !== own)] : drainable).slice(
-        0,
-        this.policy.maxPerMessage,
-      );
+      // Ours first (own alarm, then what we already hold), then everything nobody is posting.
+      const pending = await backlog.list(robotId);
+      const candidates = [
+        ...(ownNeedsUs ? [ownKey] : []),
+        ...pending.filter((p) => p.key !== ownKey && held.has(p.key)).map((p) => p.key),
+        ...pending.filter((p) => p.key !== ownKey && !held.has(p.key) && isFree(p)).map((p) => p.key),
+      ].slice(0, this.policy.maxPerMessage);
       const leaseUntil = now + this.policy.leaseMs;
       const claims = await Promise.all(
-        ordered.map((p) => backlog.claim(robotId, p.key, ownKey, leaseUntil, now)),
+        candidates.map((key) => backlog.claim(robotId, key, ownKey, leaseUntil, now)),
       );
-      const claimed = ordered.filter((_, i) => claims[i]);
+      const claimed = candidates.flatMap((key, i) => {
+        const stored = claims[i];
+        if (!stored) {
+          // Delivered by someone, or taken over after our lease ran out: no longer ours to post.
+          held.delete(key);
+          return [];
+        }
+        if (key !== ownKey) held.add(key);
+        // The invocation that received an alarm has its full text; the backlog copy is shortened.
+        return [{ key, notification: key === ownKey ? notification : stored }];
+      });
       if (claimed.length === 0) continue;
 
       const config = await source.current();
-      // The invocation that received an alarm has its full text; the backlog copy is shortened.
-      const notifications = claimed.map((p) => (p.key === ownKey ? notification : p.notification));
+      const notifications = claimed.map((p) => p.notification);
       const { message, included } = renderSummary(notifications, {
         ...this.deps.messageOptions,
         keyword: config.keyword,
         atMobiles: config.atMobiles,
       });
+      // Alarms that did not fit stay claimed by us and go into our next message.
       const includedKeys = claimed.filter((p) => included.includes(p.notification.id)).map((p) => p.key);
-      const leftOut = claimed.map((p) => p.key).filter((k) => !includedKeys.includes(k));
-      if (leftOut.length > 0) await backlog.release(robotId, leftOut, ownKey);
 
-      if (clock.now() - grantedAt > this.policy.maxDispatchDelayMs) {
-        // Too late to honour the bound the bucket promises; give the alarms back and ask again.
-        await backlog.release(robotId, includedKeys, ownKey);
-        continue;
-      }
+      // Too late to honour the bound the bucket promises: ask for a fresh permit.
+      if (clock.now() - grantedAt > this.policy.maxDispatchDelayMs) continue;
 
       try {
         const answer = await this.deps.robot.send(config, message);
         await backlog.markDelivered(robotId, includedKeys, clock.now());
+        for (const key of includedKeys) held.delete(key);
         result.messagesSent += 1;
         result.alarmsPosted += includedKeys.length;
         result.answers.push(answer);
@@ -185,7 +201,7 @@ export class AlarmDispatcher {
           errmsg: answer.errmsg,
         });
       } catch (err) {
-        await backlog.release(robotId, includedKeys, ownKey);
+        // Claims are kept on failure: owners that saw their alarm claimed have already returned.
         if (err instanceof RobotThrottledError) {
           metrics.count('RobotThrottled');
           logger.warn('DingTalk throttled the robot; pausing it for everyone', {
@@ -212,6 +228,10 @@ export class AlarmDispatcher {
               continue;
             }
           }
+          // Final for this invocation. Our claims stay under our name: Lambda's retry of this event
+          // takes them up again, and once the lease runs out so can any later invocation.
+          // Final for this invocation. Our claims stay under our name: Lambda's retry of this event
+          // takes them up again, and once the lease runs out so can any later invocation.
           metrics.count(err.kind === 'configuration' ? 'DingTalkConfigurationError' : 'DingTalkMessageRejected');
           logger.error('DingTalk rejected the message; not retrying', {
             robotId,

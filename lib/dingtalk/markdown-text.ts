@@ -24,7 +24,8 @@ const INLINE_REPLACEMENTS: Record<string, string> = {
 
 const INLINE = /[\\`*[\]<>~|]/g;
 // Schemes (`https://`, `dingtalk://`, `javascript:`) and bare `www.` are what clients auto-link.
-const SCHEME = /([a-z][a-z0-9+.-]*):(?=\/\/)|\b(javascript|data|vbscript):/gi;
+// Linear-time on purpose: a scheme pattern like [a-z]+: backtracks quadratically on long words.
+const SCHEME = /:(?=\/\/)|\b(javascript|data|vbscript):/gi;
 const BARE_WWW = /\bwww\./gi;
 // A line that starts with one of these becomes a heading, list, quote or rule.
 const LINE_START_MARKER = /^(#|-|\+|=|\d+[.)])/;
@@ -36,7 +37,7 @@ function inert(text: string): string {
   return text
     .replace(CONTROL, '')
     .replace(INLINE, (c) => INLINE_REPLACEMENTS[c] ?? c)
-    .replace(SCHEME, (_m, scheme: string | undefined, bare: string | undefined) => `${scheme ?? bare}꞉`)
+    .replace(SCHEME, (_m, bare: string | undefined) => `${bare ?? ''}꞉`)
     .replace(BARE_WWW, (m) => `${m.slice(0, 3)}․`);
 }
 

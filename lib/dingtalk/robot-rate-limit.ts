@@ -97,13 +97,14 @@ export class DynamoDbRateLimiter implements RobotRateLimiter {
         refilledAt: Math.max(now, state?.refilledAt ?? now),
         pausedUntil: Math.max(until, state?.pausedUntil ?? 0),
       },
-    }));
+    }), true);
   }
 
   private async update(
     robotId: string,
     now: number,
     decide: (state: BucketState | null) => { permit: Permit; next: BucketState },
+    force = false,
   ): Promise<Permit> {
     const key = { pk: robotPartitionKey(robotId), sk: BUCKET_SORT_KEY };
     for (let attempt = 0; attempt < this.maxConflicts; attempt++) {
@@ -113,6 +114,8 @@ export class DynamoDbRateLimiter implements RobotRateLimiter {
         ? { tokens: Number(Item.tokens), refilledAt: Number(Item.refilledAt), pausedUntil: Number(Item.pausedUntil ?? 0) }
         : null;
       const { permit, next } = decide(state);
+      // A refusal changes nothing worth recording; skipping the write keeps waiters cheap.
+      if (!permit.granted && !force) return permit;
       try {
         await this.db.send(
           new PutCommand({

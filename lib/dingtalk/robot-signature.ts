@@ -16,8 +16,10 @@ export function robotSign(secret: string, timestampMs: number): string {
 export function signedWebhookUrl(webhookUrl: string, secret: string | undefined, timestampMs: number): URL {
   const url = new URL(webhookUrl);
   if (secret) {
-    url.searchParams.set('timestamp', String(timestampMs));
-    url.searchParams.set('sign', robotSign(secret, timestampMs));
+    // DingTalk wants whole milliseconds; an injected clock may not deliver them.
+    const timestamp = Math.floor(timestampMs);
+    url.searchParams.set('timestamp', String(timestamp));
+    url.searchParams.set('sign', robotSign(secret, timestamp));
   }
   return url;
 }

@@ -42,11 +42,19 @@ export class FakeDingTalkRobot {
   readonly received: ReceivedRequest[] = [];
   private readonly faults: Fault[] = [];
   private bannedUntil = 0;
+  private secret: string | undefined;
   private constructor(
     private readonly server: Server,
     private readonly options: Required<Omit<FakeRobotOptions, 'secret' | 'keyword'>> &
       Pick<FakeRobotOptions, 'secret' | 'keyword'>,
-  ) {}
+  ) {
+    this.secret = options.secret;
+  }
+
+  /** Someone pressed "reset secret" in the DingTalk group settings. */
+  rotateSecret(secret: string): void {
+    this.secret = secret;
+  }
 
   static async start(options: FakeRobotOptions): Promise<FakeDingTalkRobot> {
     const resolved = {
@@ -146,12 +154,12 @@ export class FakeDingTalkRobot {
       this.bannedUntil = now + this.options.banMs;
       return [410100, 'send too fast, exceed 20 times per minute'];
     }
-    if (this.options.secret !== undefined) {
+    if (this.secret !== undefined) {
       const ts = Number(r.timestamp);
       if (!r.timestamp || !Number.isInteger(ts) || Math.abs(now - ts) > HOUR_MS) {
         return [310000, 'invalid timestamp'];
       }
-      const expected = createHmac('sha256', this.options.secret).update(`${r.timestamp}\n${this.options.secret}`).digest();
+      const expected = createHmac('sha256', this.secret).update(`${r.timestamp}\n${this.secret}`).digest();
       const given = Buffer.from(r.sign ?? '', 'base64');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return [310000, 'sign not match'];
     }

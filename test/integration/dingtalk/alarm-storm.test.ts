@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
+import { dlqAlarmJson, snsEvent } from '../../../lib/dingtalk/sample-alarm-event.ts';
+import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
+import { captureOutput, createStormTable, createWebhookSecret, lambdaContext, notifierContainer } from './notifier-harness.ts';
+import { AcceleratedClock } from './test-clocks.ts';
+
+const endpoint = inject('emulatorEndpoint');
+const db = createDynamoDb(emulatorConfig(endpoint));
+const sm = createSecretsManager(emulatorConfig(endpoint));
+
+describe('alarm storm', () => {
+  // One virtual minute passes in 6 real seconds; robot, DynamoDB writes and the notifier share it.
+  const clock = new AcceleratedClock(10);
+  let robot: FakeDingTalkRobot;
+  let output: ReturnType<typeof captureOutput>;
+
+  beforeAll(async () => {
+    robot = await FakeDingTalkRobot.start({ accessToken: randomUUID().replaceAll('-', ''), secret: 'SECstorm', clock });
+  });
+  afterAll(async () => {
+    output?.restore();
+    await robot.stop();
+  });
+
+  it('delivers 100 alarms raised within one minute without a ban and without losing any', { timeout: 120_000 }, async () => {
+    // Prepare: ten warm containers sharing the robot's secret and the storm table.
+    const tableName = await createStormTable(db);
+    const secretId = await createWebhookSecret(sm, { webhookUrl: robot.webhookUrl, secret: 'SECstorm' });
+    const containers = Array.from({ length: 10 }, () => notifierContainer({ db, sm, tableName, secretId, clock }));
+    const names = Array.from({ length: 100 }, (_, i) => `consumer-group-${String(i).padStart(3, '0')}-dlq-not-empty`);
+    const start = clock.now();
+    output = captureOutput();
+
+    // Act: each alarm is its own SNS delivery, at a random moment of the minute, in any container.
+    const invocations = names.map(async (name, i) => {
+      await clock.sleep(Math.random() * 60_000);
+      const event = snsEvent(dlqAlarmJson({ AlarmName: name }), { timestamp: new Date(clock.now()).toISOString() });
+      await containers[i % containers.length]!.handler(event, lambdaContext(60_000));
+    });
+    const results = await Promise.allSettled(invocations);
+    output.restore();
+    const elapsedMinutes = (clock.now() - start) / 60_000;
+
+    // Assess
+    const failures = results.filter((r) => r.status === 'rejected');
+    expect(failures).toEqual([]);
+    expect(robot.received.filter((r) => r.errcode !== 0)).toEqual([]);
+    expect(robot.maxRequestsInAnyMinute()).toBeLessThanOrEqual(20);
+    const texts = robot.delivered.map((r) => r.body?.markdown?.text ?? '');
+    for (const name of names) {
+      expect(texts.filter((t) => t.includes(name)), name).toHaveLength(1);
+    }
+    expect(robot.delivered.length).toBeLessThan(30);
+    expect(output.metricNames()).toContain('SummariesSent');
+    console.log(
+      `storm: ${robot.delivered.length} messages for 100 alarms, at most ${robot.maxRequestsInAnyMinute()} in any minute, ` +
+        `done after ${elapsedMinutes.toFixed(2)} virtual minutes`,
+    );
+  });
+});
