@@ -115,7 +115,7 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
             // Throttled even after the SDK's own retries: smaller transactions, later. (A
             // timeout is not retried here: the transaction may have committed, and the
             // redelivery settles that from the dedup records, as in per-record mode.)
-            return retryContended(tx.entries, attempt, failure);
+            return retryContended(tx.entries, attempt, failure, true);
           }
           for (const entry of tx.entries) fail(entry, failure);
         }
@@ -124,39 +124,48 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
       /** Reads the cancellation reasons action by action and gives each record its share. */
       const explain = async (tx: PackedTransaction<P>, reasons: CancellationReason[], attempt: number, error: unknown) => {
         const innocent: PackEntry<P>[] = [];
-        const contended: PackEntry<P>[] = [];
+        // Contended records grouped by the first contended item they touch: records that share
+        // a hot item (merged into one increment) are retried together, because two smaller
+        // transactions on that item at once would only conflict with each other.
+        const contended = new Map<number, PackEntry<P>[]>();
         for (const entry of tx.entries) {
-          const own = tx.slots.get(entry.index)!.map((action) => reasons[action] ?? {});
-          const codes = own.map((r) => r.Code ?? 'None');
+          const slots = tx.slots.get(entry.index)!;
+          const codes = slots.map((action) => reasons[action]?.Code ?? 'None');
           if (codes.every((c) => c === 'None')) innocent.push(entry);
-          else if (codes.every((c) => c === 'None' || CONTENTION_CODES.has(c))) contended.push(entry);
-          else {
+          else if (codes.every((c) => c === 'None' || CONTENTION_CODES.has(c))) {
+            const hot = slots[codes.findIndex((c) => c !== 'None')]!;
+            contended.set(hot, [...(contended.get(hot) ?? []), entry]);
+          } else {
             try {
-              settlements[entry.index] = explainCancellation(entry.msg, entry.result, own);
+              settlements[entry.index] = explainCancellation(entry.msg, entry.result, slots.map((action) => reasons[action] ?? {}));
             } catch (explained) {
               fail(entry, classify(explained));
             }
           }
         }
-        const settledAny = innocent.length + contended.length < tx.entries.length;
-        if (!settledAny && contended.length === 0) {
+        if (innocent.length === tx.entries.length) {
           // Cancelled with nothing to blame: retry as contention so the loop spends its budget and ends.
-          return retryContended(innocent, attempt, classify(error));
+          return retryContended(innocent, attempt, classify(error), true);
         }
+        const failure = new TransientFailureError(`transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`, contendedCode(reasons));
         await Promise.all([
           innocent.length > 0 ? run(innocent, attempt) : undefined,
-          contended.length > 0 ? retryContended(contended, attempt, new TransientFailureError(`transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`, contendedCode(reasons))) : undefined,
+          ...[...contended.values()].map((group) => retryContended(group, attempt, failure, false)),
         ]);
       };
 
-      const retryContended = async (batch: PackEntry<P>[], attempt: number, failure: ConsumptionError): Promise<void> => {
+      /**
+       * Retries records that met contention, after an exponential, jittered backoff. A
+       * whole-request throttle (`halve`) is retried in two smaller transactions; records
+       * grouped on one hot item stay together (see above).
+       */
+      const retryContended = async (batch: PackEntry<P>[], attempt: number, failure: ConsumptionError, halve: boolean): Promise<void> => {
         if (attempt >= contentionRetries) {
           for (const entry of batch) fail(entry, failure);
           return;
         }
         await sleep(jitter(backoffMs * 2 ** attempt));
-        // Smaller transactions collide less and a throttled partition gets smaller bites.
-        const parts = batch.length > 1 ? halves(batch) : [batch];
+        const parts = halve && batch.length > 1 ? halves(batch) : [batch];
         await Promise.all(parts.map((part) => run(part, attempt + 1)));
       };
 
