@@ -145,7 +145,8 @@ export class AlarmRouting extends Construct {
     this.webhookSecret.grantRead(notifier.role);
     notifier.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+        // BatchWriteItem: delivered alarms become tombstones and leave the backlog in batches.
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem'],
         resources: [this.stormTable.tableArn],
       }),
     );

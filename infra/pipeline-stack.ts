@@ -34,7 +34,7 @@ export class PipelineStack extends Stack {
         input: pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn }),
         installCommands: [
           // The integration tests run against moto server; the `node` devDependency brings Node 24.
-          'pip3 install --quiet "moto[server]==5.2.1"',
+          'pip3 install --quiet "moto[server]==5.2.1" "cfn-lint==1.*"',
           'npm ci --no-audit --no-fund',
         ],
         commands: ['npm test', 'npm run lint:cfn', 'npm run synth'],

@@ -1,0 +1,168 @@
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import type * as events from 'aws-cdk-lib/aws-events';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
+
+/** One RocketMQ consumer group the bridge forwards, and where to. */
+export interface RocketMqBridgeRoute {
+  readonly group: string;
+  readonly topic: string;
+  /** RocketMQ tag expression (default `*`). */
+  readonly tagExpression?: string;
+  /** The group's source queue (give this or `eventBus`). FIFO routes need a FIFO queue. */
+  readonly queue?: sqs.IQueue;
+  /** Forward with EventBridge `PutEvents` to this bus instead of a queue. */
+  readonly eventBus?: events.IEventBus;
+  /** The group's DLQ: oversized messages land here with their reason. */
+  readonly dlq: sqs.IQueue;
+  /** FIFO topic + FIFO group → SQS FIFO queue with the message group as `MessageGroupId`. */
+  readonly fifo?: boolean;
+}
+
+export interface RocketMqBridgeServiceProps {
+  /** Used when no `cluster` is given (a cluster needs a VPC; without either CDK creates a new VPC). */
+  readonly vpc?: ec2.IVpc;
+  readonly cluster?: ecs.ICluster;
+  /** A prebuilt image; default: built from `directory` with `bridge/Dockerfile`. */
+  readonly image?: ecs.ContainerImage;
+  /** Build context for the image (default: this repository's root). */
+  readonly directory?: string;
+  readonly routes: readonly RocketMqBridgeRoute[];
+  /** RocketMQ 5 proxy gRPC endpoint(s), `host:8081` or `h1:8081;h2:8081`. */
+  readonly proxyEndpoint: string;
+  /** Goes into each envelope's `source` (`rocketmq://<clusterName>`). */
+  readonly clusterName?: string;
+  readonly namespace?: string;
+  readonly sslEnabled?: boolean;
+  /** A secret with JSON keys `accessKey` and `secretKey`, when the cluster enforces ACL. */
+  readonly rocketMqCredentials?: secretsmanager.ISecret;
+  /** How long a received message stays invisible in RocketMQ before it is redelivered (default 60 s). */
+  readonly invisibleDuration?: Duration;
+  /** Largest envelope forwarded (default 256 KiB); bigger ones go to the DLQ. */
+  readonly maxMessageBytes?: number;
+  /** Bridge tasks; all join the same consumer groups and share the messages (default 1). */
+  readonly desiredCount?: number;
+  readonly cpu?: number;
+  readonly memoryLimitMiB?: number;
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  readonly securityGroups?: ec2.ISecurityGroup[];
+  readonly logRetention?: logs.RetentionDays;
+}
+
+const HEALTH_PORT = 8080;
+
+/**
+ * The bridge as an ECS Fargate service: its configuration in `BRIDGE_CONFIG`, a container health
+ * check on the readiness endpoint, logs (and EMF metrics) in CloudWatch, and a task role that may
+ * only send to the routes' queues and DLQs or put events on their buses.
+ */
+export class RocketMqBridgeService extends Construct {
+  readonly service: ecs.FargateService;
+  readonly taskDefinition: ecs.FargateTaskDefinition;
+  readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: RocketMqBridgeServiceProps) {
+    super(scope, id);
+    if (props.routes.length === 0) throw new Error('RocketMqBridgeService needs at least one route');
+    for (const route of props.routes) {
+      if (!route.queue === !route.eventBus) throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
+    }
+    const cluster = props.cluster ?? new ecs.Cluster(this, 'Cluster', { ...(props.vpc ? { vpc: props.vpc } : {}), containerInsightsV2: ecs.ContainerInsights.ENABLED });
+    const invisibleDuration = props.invisibleDuration ?? Duration.seconds(60);
+
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
+      cpu: props.cpu ?? 256,
+      memoryLimitMiB: props.memoryLimitMiB ?? 512,
+      runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+    });
+
+    const config: BridgeConfigInput = {
+      proxyEndpoint: props.proxyEndpoint,
+      clusterName: props.clusterName ?? 'DefaultCluster',
+      namespace: props.namespace ?? '',
+      sslEnabled: props.sslEnabled ?? false,
+      invisibleDurationMs: invisibleDuration.toMilliseconds(),
+      ...(props.maxMessageBytes !== undefined ? { maxMessageBytes: props.maxMessageBytes } : {}),
+      health: { host: '127.0.0.1', port: HEALTH_PORT },
+      routes: props.routes.map((r) => ({
+        group: r.group,
+        topic: r.topic,
+        tagExpression: r.tagExpression ?? '*',
+        fifo: r.fifo ?? false,
+        target: r.queue ? { kind: 'sqs' as const, queueUrl: r.queue.queueUrl } : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },
+        dlqUrl: r.dlq.queueUrl,
+      })),
+    };
+
+    this.taskDefinition.addContainer('Bridge', {
+      image: props.image ?? ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
+        file: 'bridge/Dockerfile',
+        exclude: ['node_modules', 'cdk.out', '.git', 'bridge/.rocketmq', 'coverage', '.scratch', '.cache', '.venv'],
+      }),
+      // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
+      environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },
+      ...(props.rocketMqCredentials ? {
+        secrets: {
+          ROCKETMQ_ACCESS_KEY: ecs.Secret.fromSecretsManager(props.rocketMqCredentials, 'accessKey'),
+          ROCKETMQ_SECRET_KEY: ecs.Secret.fromSecretsManager(props.rocketMqCredentials, 'secretKey'),
+        },
+      } : {}),
+      logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'bridge' }),
+      healthCheck: {
+        command: ['CMD', 'node', '-e', `fetch('http://127.0.0.1:${HEALTH_PORT}/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`],
+        interval: Duration.seconds(15),
+        timeout: Duration.seconds(5),
+        retries: 3,
+        startPeriod: Duration.seconds(30),
+      },
+      // Draining finishes the forward in flight; one forward is bounded by the SDK's retries, far below this.
+      stopTimeout: Duration.seconds(60),
+      readonlyRootFilesystem: true,
+    });
+    this.grantForwarding(props.routes);
+
+    this.service = new ecs.FargateService(this, 'Service', {
+      cluster,
+      taskDefinition: this.taskDefinition,
+      desiredCount: props.desiredCount ?? 1,
+      // Extra tasks during a deploy only share the groups' messages; no message is forwarded by two at once.
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+      circuitBreaker: { rollback: true },
+      assignPublicIp: false,
+      ...(props.vpcSubnets ? { vpcSubnets: props.vpcSubnets } : {}),
+      ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
+    });
+  }
+
+  /** SendMessageBatch is authorised as sqs:SendMessage; nothing else is needed to forward. */
+  private grantForwarding(routes: readonly RocketMqBridgeRoute[]): void {
+    const role = this.taskDefinition.taskRole;
+    const queues = routes.flatMap((r) => (r.queue ? [r.queue, r.dlq] : [r.dlq]));
+    role.addToPrincipalPolicy(new iam.PolicyStatement({
+      actions: ['sqs:SendMessage'],
+      resources: [...new Set(queues.map((q) => q.queueArn))],
+    }));
+    for (const queue of queues) queue.encryptionMasterKey?.grant(role, 'kms:GenerateDataKey', 'kms:Decrypt');
+    const buses = routes.flatMap((r) => (r.eventBus ? [r.eventBus] : []));
+    if (buses.length > 0) {
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [...new Set(buses.map((b) => b.eventBusArn))] }));
+    }
+  }
+}
+
+function repositoryRoot(): string {
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+}
