@@ -2,7 +2,12 @@
  * Hot keys: many concurrent awards to ONE account, per-record vs packed.
  *
  *   npx tsx scripts/hot-key-bench.ts [--messages 400] [--invocations 10] [--batch-size 10]
- *                                    [--accounts 1] [--latency-ms 5] [--transaction-ms 10] [--json]
+ *                                    [--accounts 1] [--spread-by award|batch] [--latency-ms 5] [--transaction-ms 10] [--json]
+ *
+ * `--accounts N` spreads the awards over N balance items: the write path of a balance
+ * sharded into N counters (each award adds to one shard; the balance is their sum on read).
+ * `--spread-by batch` sends a whole batch to one item: a packed batch then merges into one
+ * shard, which is how a sharded counter should pick its shard under packing.
  *
  * `--invocations` Lambda instances run at once, each taking the next batch from a shared
  * backlog; records a batch reports as failed go back to the backlog (a redelivery; the
@@ -39,6 +44,8 @@ interface Scenario {
   invocations: number;
   batchSize: number;
   accounts: number;
+  /** How awards map to the `accounts` items: per award (round robin) or per batch (a whole batch to one item). */
+  spreadBy: 'award' | 'batch';
   latencyMs: number;
   transactionMs: number;
 }
@@ -50,6 +57,7 @@ async function main() {
       invocations: { type: 'string', default: '10' },
       'batch-size': { type: 'string', default: '10' },
       accounts: { type: 'string', default: '1' },
+      'spread-by': { type: 'string', default: 'award' },
       'latency-ms': { type: 'string', default: '5' },
       'transaction-ms': { type: 'string', default: '10' },
       json: { type: 'boolean', default: false },
@@ -60,6 +68,7 @@ async function main() {
     invocations: Number(values.invocations),
     batchSize: Number(values['batch-size']),
     accounts: Number(values.accounts),
+    spreadBy: values['spread-by'] === 'batch' ? 'batch' : 'award',
     latencyMs: Number(values['latency-ms']),
     transactionMs: Number(values['transaction-ms']),
   };
@@ -68,7 +77,7 @@ async function main() {
     const results = [];
     for (const packing of [false, true]) results.push(await run(emulator, scenario, packing));
     console.log(
-      `${scenario.messages} awards to ${scenario.accounts} account(s), ${scenario.invocations} concurrent invocations, batch ${scenario.batchSize}, ` +
+      `${scenario.messages} awards to ${scenario.accounts} item(s) (spread by ${scenario.spreadBy}), ${scenario.invocations} concurrent invocations, batch ${scenario.batchSize}, ` +
         `+${scenario.latencyMs} ms per call; MODELLED: transactions hold items ${scenario.transactionMs} ms, 1,000 WU/s per item`,
     );
     const keys = Object.keys(results[0]!).filter((k) => k !== 'mode') as Array<keyof (typeof results)[number]>;
@@ -111,7 +120,7 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
   const ids = new MsgIdGenerator();
   let expected = 0;
   const backlog: SQSRecord[] = Array.from({ length: s.messages }, (_, i) => {
-    const order = { orderNo: `SO-HOT-${i}`, userId: `hot-${i % s.accounts}`, points: 1 + (i % 7) };
+    const order = { orderNo: `SO-HOT-${i}`, userId: `hot-${(s.spreadBy === 'batch' ? Math.floor(i / s.batchSize) : i) % s.accounts}`, points: 1 + (i % 7) };
     expected += order.points;
     return record(writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order) }), queue.source.arn, `${i}`);
   });
