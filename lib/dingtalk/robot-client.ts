@@ -100,11 +100,20 @@ function parseAnswer(raw: string): RobotAnswer | null {
 }
 
 function describeNetworkError(err: unknown): string {
-  if (err instanceof Error) {
-    if (err.name === 'TimeoutError' || err.name === 'AbortError') return 'request timed out';
-    const cause = (err as { cause?: { code?: unknown } }).cause;
-    const code = cause && typeof cause.code === 'string' ? cause.code : undefined;
-    return code ?? err.name;
-  }
-  return 'unknown error';
+  if (!(err instanceof Error)) return 'unknown error';
+  if (err.name === 'TimeoutError' || err.name === 'AbortError') return 'request timed out';
+  // fetch wraps the socket error (sometimes an AggregateError of several addresses) in `cause`.
+  const codes = new Set<string>();
+  const visit = (e: unknown, depth: number) => {
+    if (!e || typeof e !== 'object' || depth > 4) return;
+    const { code, cause, errors } = e as { code?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof code === 'string') codes.add(code);
+    visit(cause, depth + 1);
+    if (Array.isArray(errors)) for (const inner of errors) visit(inner, depth + 1);
+  };
+  visit(err.cause, 0);
+  if (codes.size > 0) return [...codes].join(', ');
+  const cause = err.cause instanceof Error ? err.cause.message : '';
+  // Socket messages name host and port at most; drop anything that looks like a query string anyway.
+  return cause ? cause.replace(/\?\S*/g, '') : err.name;
 }

@@ -118,3 +118,16 @@ describe('alarm message', () => {
     expect(alarmConsoleUrl({ alarmName: name, alarmArn: null, regionName: null })).toBeNull();
   });
 });
+
+describe('alarm message rendering cost', () => {
+  it('stays linear on long unbroken text (no regex backtracking)', () => {
+    // Prepare
+    const n = notification(dlqAlarmJson({ NewStateReason: 'a'.repeat(200_000), AlarmDescription: 'b'.repeat(1_024) }));
+    // Act
+    const started = performance.now();
+    const message = renderNotification(n, options);
+    // Assess
+    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(bodyBytes(message)).toBeLessThanOrEqual(20_000);
+  });
+});
