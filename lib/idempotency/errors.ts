@@ -117,6 +117,6 @@ export function classify(error: unknown): ConsumptionError {
   if (error instanceof ConsumptionError) return error;
   const name = error instanceof Error ? error.name : 'Error';
   const message = error instanceof Error ? error.message : String(error);
-  const code = TRANSIENT_AWS_ERRORS.has(name) ? name : 'UNEXPECTED_ERROR';
-  return new TransientFailureError(`${name}: ${message}`, code, { cause: error });
+  if (TRANSIENT_AWS_ERRORS.has(name)) return new TransientFailureError(message, name, { cause: error });
+  return new TransientFailureError(`${name}: ${message}`, 'UNEXPECTED_ERROR', { cause: error });
 }

@@ -17,6 +17,9 @@ export const DEAD_LETTER_ATTRIBUTES = {
   deadLetteredAt: 'dead-lettered-at',
 } as const;
 
+/** Set by `ops dlq redrive` on the messages it sends back. */
+export const REDRIVE_COUNT_ATTRIBUTE = 'redrive-count';
+
 /** SQS allows 256 KB per attribute value, but a reason longer than this helps nobody. */
 const MAX_REASON_CHARS = 1000;
 
@@ -94,6 +97,8 @@ export class FailureRouter {
       [DEAD_LETTER_ATTRIBUTES.attempt]: String(context.attempt),
       [DEAD_LETTER_ATTRIBUTES.sourceQueue]: record.eventSourceARN,
       [DEAD_LETTER_ATTRIBUTES.deadLetteredAt]: new Date().toISOString(),
+      // A letter that was redriven and failed again keeps its count (SQS allows 10 attributes: this is the 10th).
+      [REDRIVE_COUNT_ATTRIBUTE]: record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue,
     };
     await this.options.sqs.send(
       new SendMessageCommand({

@@ -1,3 +1,4 @@
+import { REDRIVE_COUNT_ATTRIBUTE } from '../idempotency/failure-router.ts';
 import { ChangeMessageVisibilityBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
@@ -5,7 +6,7 @@ import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../ro
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */
 export const REDRIVE_ATTRIBUTES = {
   from: 'redriven-from-dlq',
-  count: 'redrive-count',
+  count: REDRIVE_COUNT_ATTRIBUTE,
   at: 'redriven-at',
 } as const;
 
