@@ -109,7 +109,8 @@ export class RocketMqBridgeService extends Construct {
     this.taskDefinition.addContainer('Bridge', {
       image: props.image ?? ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
         file: 'bridge/Dockerfile',
-        exclude: ['node_modules', 'cdk.out', '.git', 'bridge/.rocketmq', 'coverage', '.scratch', '.cache', '.venv'],
+        // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild).
+        exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', 'bridge/.rocketmq', 'bridge/rocketmq'],
       }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
       environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },
