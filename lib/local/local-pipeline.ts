@@ -8,7 +8,8 @@ import { ConsumerPool, InvocationReports, SimulatedCrashError, type EventSourceS
 import { DeliveryAccount } from './delivery-account.ts';
 import { startEmulator, type Emulator } from './emulator.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
-import { LOCAL_CONSUMERS, registrationOf } from './local-consumers.ts';
+import { LOCAL_CONSUMERS, registrationOf, type LocalConsumerDeps } from './local-consumers.ts';
+import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
 import { provisionLocal, type LocalResources } from './provision.ts';
 import { seededRandom } from './seeded-random.ts';
@@ -42,6 +43,11 @@ export interface LocalPipelineOptions {
   seed?: number;
   /** Injected crashes after commit, before ack. */
   crashes?: readonly CrashAfterCommit[];
+  /**
+   * Builds a group's handler instead of `registration.create(deps)`: the chaos run uses it
+   * to hand the factory a fault-injected client and to wrap the handler with crash injectors.
+   */
+  buildConsumer?: (group: string, deps: LocalConsumerDeps, create: (deps: LocalConsumerDeps) => ConsumerHandler) => ConsumerHandler;
   /** Use a running emulator instead of starting one. */
   endpoint?: string;
   /** Resource name prefix. Default `local-<random>`. */
@@ -165,14 +171,15 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     let pollErrors = 0;
     const pools = registrations.map((r) => {
       const queues = resources.queues[r.group]!;
-      const handler = r.create({
+      const deps: LocalConsumerDeps = {
         aws,
         tables: resources.tables,
         deadLetterQueueUrl: queues.deadLetter.url,
         schedule,
         onReport: reports.onReport,
         couponServiceUrl: coupons?.url ?? '',
-      });
+      };
+      const handler = options.buildConsumer ? options.buildConsumer(r.group, deps, r.create) : r.create(deps);
       return new ConsumerPool({ ...settings, group: r.group, functionName: r.functionName, handler, sqs, queue: queues.source, reports, account, fault, onPollError: () => pollErrors++ });
     });
     for (const pool of pools) pool.start();

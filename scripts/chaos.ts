@@ -1,0 +1,112 @@
+/**
+ * `npm run chaos`: a seeded workload with a seeded fault plan through the local path,
+ * then the exactly-once invariants checked from the tables and queues. See
+ * docs/reliability.md. Exit codes: 0 every invariant holds, 1 an invariant failed or the
+ * run could not complete, 2 bad arguments.
+ */
+import { parseArgs } from 'node:util';
+import { runChaos, type ChaosResult } from '../lib/chaos/chaos-run.ts';
+import { InvalidWorkloadError } from '../lib/chaos/workload.ts';
+import { LocalRunConfigError } from '../lib/local/local-pipeline.ts';
+import { ProgressDisplay } from '../lib/local/progress-display.ts';
+
+const USAGE = `Usage: npm run chaos -- [options]
+
+  --seed <n>              workload and fault plan seed (default 1)
+  --messages <n>          messages the producers send, all kinds included (default 2000, at least 40)
+  --consumers <n>         concurrent consumers per group (default 2)
+  --time-scale <n>        divide RocketMQ's retry delays by n (default 600)
+  --max-run-seconds <n>   give up if the queues have not drained by then (default 600)
+  --endpoint <url>        use a running emulator instead of starting one
+  --log-level <level>     consumers' log level (default SILENT)
+  --json                  end the output with one JSON line (the summary)
+  -h, --help`;
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+function parse(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      seed: { type: 'string' },
+      messages: { type: 'string' },
+      consumers: { type: 'string' },
+      'time-scale': { type: 'string' },
+      'max-run-seconds': { type: 'string' },
+      endpoint: { type: 'string' },
+      'log-level': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  const integer = (name: string, value: string | undefined, fallback: number, min: number) => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got "${value}"`);
+    return n;
+  };
+  return {
+    help: values.help ?? false,
+    json: values.json ?? false,
+    seed: integer('seed', values.seed, 1, Number.MIN_SAFE_INTEGER),
+    messages: integer('messages', values.messages, 2000, 40),
+    consumers: integer('consumers', values.consumers, 2, 1),
+    timeScale: integer('time-scale', values['time-scale'], 600, 1),
+    maxRunMs: integer('max-run-seconds', values['max-run-seconds'], 600, 1) * 1000,
+    endpoint: values.endpoint,
+    logLevel: values['log-level'] ?? 'SILENT',
+  };
+}
+
+function render(r: ChaosResult): string {
+  const c = r.workload.composition;
+  const o = r.outcomes;
+  const lines = [
+    `Chaos run, seed ${r.summary.seed}: ${r.summary.messages} messages, ${r.run.settings.concurrency} consumer(s) per group, ${(r.wallMs / 1000).toFixed(1)} s`,
+    `Workload: ${c.originals} orders, ${c.redeliveries} redeliveries, ${c.resends} re-sends, ${c.filtered} other tags, ` +
+      `${c.malformedEnvelopes} malformed envelopes, ${c.badBodies} bad bodies, ${c.conflicts} conflicting payloads, ${c.replayed} replayed by a rebalance`,
+    `Faults: crash after commit armed ${r.plan.crashAfterCommit.length}, before commit ${r.plan.crashBeforeCommit.length}, inside a lease ${r.plan.crashInLease.length}; ` +
+      `${r.faults.processCrashes} invocation(s) killed mid-way, ${r.faults.crashedAfterSettling} settled record(s) lost their ack; ` +
+      `SDK: ${r.faults.sdk.throttle} throttles, ${r.faults.sdk.transactionConflict} TransactionConflicts, ${r.faults.sdk.unknownOutcome} unknown outcomes, ${r.faults.sdk.lostRequest} lost requests`,
+    `Deliveries (counted at the pollers): ${r.summary.deliveries} = ${o.processed} processed + ${o.duplicatesSuppressed} duplicates + ${o.filtered} filtered + ${o.deadLettered} dead-lettered + ${o.retried} retried` +
+      (r.summary.unaccounted === 0 ? '' : ` (${r.summary.unaccounted} unaccounted)`),
+    ...Object.entries(r.perGroup).map(([g, p]) => `  ${g}: ${p.countedAtPoller} delivered, ${p.processed} processed, ${p.duplicatesSuppressed} duplicates, ${p.filtered} filtered, ${p.deadLettered} dead-lettered, ${p.retried} retried`),
+    `From the tables and queues: ${r.invariants.doubleAwards} double awards, ${r.invariants.lostAwards} lost awards, ${r.invariants.balanceMismatches} balance mismatches, ` +
+      `${r.invariants.deadLettered}/${r.invariants.expectedDeadLettered} dead letters with a reason (${r.invariants.repeatedDeadLetters} repeated copies), ${r.invariants.leftInSourceQueues} left in source queues`,
+    ...r.invariants.violations.map((v) => `  VIOLATION: ${v}`),
+    r.summary.invariantHolds ? 'Invariant holds.' : 'INVARIANT FAILED.',
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args: ReturnType<typeof parse>;
+  try {
+    args = parse(argv);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (args.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  // One JSON log line per record would drown the report (and the JSON line).
+  process.env.POWERTOOLS_LOG_LEVEL = args.logLevel;
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  const progress = new ProgressDisplay();
+  try {
+    const result = await runChaos({ ...args, onProgress: progress.update }).finally(() => progress.done());
+    process.stdout.write(render(result));
+    if (args.json) process.stdout.write(`${JSON.stringify(result.summary)}\n`);
+    return result.summary.invariantHolds ? 0 : 1;
+  } catch (error) {
+    process.stderr.write(`chaos run failed: ${(error as Error).message}\n`);
+    return error instanceof InvalidWorkloadError || error instanceof LocalRunConfigError ? 2 : 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

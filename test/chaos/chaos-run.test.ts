@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, inject, it } from 'vitest';
+import { runChaos } from '../../lib/chaos/chaos-run.ts';
+import { generateWorkload } from '../../lib/chaos/workload.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
+process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+
+describe('chaos run (seed 20240101, 300 messages, 2 consumers per group)', () => {
+  it('keeps every invariant under the seeded fault plan, checked from the tables and queues', async () => {
+    // Prepare: the seeded workload and fault plan, on fresh resources of the shared emulator.
+    const seed = 20240101;
+
+    // Act
+    const r = await runChaos({ seed, messages: 300, consumers: 2, endpoint: inject('emulatorEndpoint'), prefix: `chaos${randomUUID().slice(0, 8)}` });
+
+    // Assess: the invariants, and that the plan's faults really happened.
+    expect(r.invariants.violations).toEqual([]);
+    expect(r.summary).toMatchObject({ seed, messages: 300, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: true });
+    expect(r.summary.deadLettered).toBe(r.summary.expectedDeadLettered);
+    expect(r.summary.expectedDeadLettered).toBeGreaterThan(0);
+    expect(r.summary.deliveries).toBeGreaterThan(r.summary.messages * 2 - r.workload.composition.replayed);
+    expect(r.faults.processCrashes).toBeGreaterThan(0);
+    expect(r.faults.crashedAfterSettling).toBeGreaterThan(0);
+    expect(r.faults.sdk.throttle + r.faults.sdk.unknownOutcome + r.faults.sdk.lostRequest).toBeGreaterThan(0);
+    expect(r.outcomes.duplicatesSuppressed).toBeGreaterThan(0);
+    expect(r.outcomes.filtered).toBeGreaterThan(0);
+  }, 240_000);
+
+  it('derives the same workload and plan from the same seed', () => {
+    // Prepare / Act
+    const a = generateWorkload({ seed: 5, messages: 200 });
+    const b = generateWorkload({ seed: 5, messages: 200 });
+    const c = generateWorkload({ seed: 6, messages: 200 });
+
+    // Assess
+    expect(a.phases.map((p) => p.messages.map((m) => m.body))).toEqual(b.phases.map((p) => p.messages.map((m) => m.body)));
+    expect(a.phases.flatMap((p) => p.messages).length).toBe(200);
+    expect(c.phases[0]!.messages[0]!.body).not.toBe(a.phases[0]!.messages[0]!.body);
+  });
+});
+
+describe('npm run chaos', () => {
+  it('ends with the JSON summary line and exits 0 when the invariants hold; refuses bad arguments with exit 2', async () => {
+    // Prepare
+    const run = (args: string[]) =>
+      new Promise<{ code: number; stdout: string }>((resolve) =>
+        execFile('npx', ['tsx', 'scripts/chaos.ts', ...args], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }, (error, stdout) =>
+          resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
+        ),
+      );
+
+    // Act
+    const ok = await run(['--seed', '3', '--messages', '60', '--consumers', '1', '--json', '--endpoint', inject('emulatorEndpoint')]);
+    const bad = await run(['--messages', 'lots']);
+
+    // Assess
+    const last = JSON.parse(ok.stdout.trimEnd().split('\n').at(-1)!);
+    expect(Object.keys(last)).toEqual(['seed', 'messages', 'deliveries', 'doubleAwards', 'lostAwards', 'unaccounted', 'deadLettered', 'expectedDeadLettered', 'invariantHolds']);
+    expect(last).toMatchObject({ seed: 3, messages: 60, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: true });
+    expect(ok.code).toBe(0);
+    expect(bad.code).toBe(2);
+  }, 240_000);
+});
