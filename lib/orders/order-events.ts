@@ -1,19 +1,12 @@
 import { z } from 'zod';
+import { identifier, parseJsonPayload, userIdSchema } from '../consumer/json-payload.ts';
 import { InvalidPayloadError } from '../idempotency/errors.ts';
 
 /** Tags of ORDER_TOPIC that move an order's status. */
 export const OrderEventTag = { PAID: 'PAID', FINISHED: 'FINISHED' } as const;
 export type OrderEventTag = (typeof OrderEventTag)[keyof typeof OrderEventTag];
 
-const identifier = (what: string) =>
-  z
-    .string()
-    .trim()
-    .min(1, `${what} is empty`)
-    .max(64, `${what} is longer than 64 characters`)
-    .regex(/^[\x21-\x7E]+$/, `${what} must be printable ASCII without spaces`);
-
-const userId = z.union([z.string(), z.number().int().nonnegative()]).transform(String).pipe(identifier('userId'));
+const userId = userIdSchema;
 
 /**
  * `PAID`: `{"orderNo":"SO…","userId":88372,"points":300,"paidAt":"…"}`. The status and
@@ -43,11 +36,11 @@ export type OrderFinishedEvent = z.infer<typeof orderFinishedSchema> & { kind: '
 export type OrderEvent = OrderPaidEvent | OrderFinishedEvent;
 
 export function parseOrderPaidEvent(body: string): OrderPaidEvent {
-  return { ...parseWith(orderPaidSchema, body), kind: 'PAID' };
+  return { ...parseJsonPayload(orderPaidSchema, body), kind: 'PAID' };
 }
 
 export function parseOrderFinishedEvent(body: string): OrderFinishedEvent {
-  return { ...parseWith(orderFinishedSchema, body), kind: 'FINISHED' };
+  return { ...parseJsonPayload(orderFinishedSchema, body), kind: 'FINISHED' };
 }
 
 /** The message's tag decides what the body is; a tag outside `PAID || FINISHED` never gets here (filtered). */
@@ -60,19 +53,4 @@ export function parseOrderEvent(body: string, tag: string | undefined): OrderEve
     default:
       throw new InvalidPayloadError(`tag ${tag ?? '(none)'} is not an order status event`);
   }
-}
-
-function parseWith<S extends z.ZodType>(schema: S, body: string): z.infer<S> {
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    throw new InvalidPayloadError('body is not JSON');
-  }
-  const result = schema.safeParse(json);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    throw new InvalidPayloadError(`${issue.path.join('.') || 'body'}: ${issue.message}`);
-  }
-  return result.data;
 }

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { InvalidPayloadError } from '../idempotency/errors.ts';
+
+/** A business identifier (order number, user id): printable ASCII, 1–64 characters, so keys stay small and unambiguous. */
+export const identifier = (what: string) =>
+  z
+    .string()
+    .trim()
+    .min(1, `${what} is empty`)
+    .max(64, `${what} is longer than 64 characters`)
+    .regex(/^[\x21-\x7E]+$/, `${what} must be printable ASCII without spaces`);
+
+/** Producers send user ids as numbers or strings; both become the same string key. */
+export const userIdSchema = z.union([z.string(), z.number().int().nonnegative()]).transform(String).pipe(identifier('userId'));
+
+/** Parses a message body as JSON and validates it; any problem is an `InvalidPayloadError` naming the first bad field. */
+export function parseJsonPayload<S extends z.ZodType>(schema: S, body: string): z.infer<S> {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    throw new InvalidPayloadError('body is not JSON');
+  }
+  const result = schema.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new InvalidPayloadError(`${issue.path.join('.') || 'body'}: ${issue.message}`);
+  }
+  return result.data;
+}
