@@ -6,8 +6,6 @@ import { InvalidPayloadError } from '../idempotency/errors.ts';
 export const OrderEventTag = { PAID: 'PAID', FINISHED: 'FINISHED' } as const;
 export type OrderEventTag = (typeof OrderEventTag)[keyof typeof OrderEventTag];
 
-const userId = userIdSchema;
-
 /**
  * `PAID`: `{"orderNo":"SO…","userId":88372,"points":300,"paidAt":"…"}`. The status and
  * coupon consumers need the order and the user; `points` belongs to the points consumer
@@ -16,7 +14,7 @@ const userId = userIdSchema;
  */
 const orderPaidSchema = z.object({
   orderNo: identifier('orderNo'),
-  userId,
+  userId: userIdSchema,
   points: z.number().int().nonnegative().optional(),
   paidAt: z.iso.datetime({ offset: true }).optional(),
 });
@@ -27,7 +25,7 @@ const orderPaidSchema = z.object({
  */
 const orderFinishedSchema = z.object({
   orderNo: identifier('orderNo'),
-  userId: userId.optional(),
+  userId: userIdSchema.optional(),
   finishedAt: z.iso.datetime({ offset: true }).optional(),
 });
 
