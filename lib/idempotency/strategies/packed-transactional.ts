@@ -170,6 +170,8 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
       };
 
       await run(affinityOrder(entries), 0);
+      // Every path above settles each record; this only guards the contract (one settlement per record).
+      for (const entry of entries) settlements[entry.index] ??= { outcome: 'failed', error: new TransientFailureError(`record ${entry.msg.key} was not settled by packing`, 'PACKING_UNSETTLED') };
       return settlements;
     },
   };

@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, inject, it } from 'vitest';
+import { createDynamoDb, emulatorConfig } from '../../../lib/aws/clients.ts';
+import { RoundTripCounter, type RoundTrip } from '../../../lib/aws/round-trip-counter.ts';
+import { fingerprintOf } from '../../../lib/idempotency/record.ts';
+import type { ConsumerMessage } from '../../../lib/idempotency/settlement.ts';
+import { packedTransactionalStrategy } from '../../../lib/idempotency/strategies/packed-transactional.ts';
+import type { TransactionalResult } from '../../../lib/idempotency/strategies/transactional.ts';
+import { provisionLocal } from '../../../lib/local/provision.ts';
+import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
+import { awardWrites } from '../../../lib/points/ledger.ts';
+import { orderEnvelope, sqsRecord } from '../../support/points-fixture.ts';
+
+/** The packed strategy on its own (no middleware), on fresh tables, every request recorded. */
+async function packer(options: { maxBytes?: number } = {}) {
+  const endpoint = inject('emulatorEndpoint');
+  const resources = await provisionLocal(endpoint, `pk${randomUUID().slice(0, 8)}`, { groups: [] });
+  const client = createDynamoDb(emulatorConfig(endpoint));
+  const trips: RoundTrip[] = [];
+  new RoundTripCounter().attach(client).onRoundTrip((t) => trips.push(t));
+  const strategy = packedTransactionalStrategy({
+    client,
+    tableName: resources.tables.idempotency,
+    group: 'point-consumer-group',
+    keyAttributes: { [resources.tables.idempotency]: ['id'], [resources.tables.ledger]: ['userId', 'entryId'], [resources.tables.accounts]: ['userId'] },
+    ...options,
+  });
+  const message = (orderNo: string, userId: string, points: number): ConsumerMessage<{ orderNo: string; userId: string; points: number }> => {
+    const payload = { orderNo, userId, points };
+    return { record: sqsRecord('', 'arn'), message: parseEnvelope(orderEnvelope(payload)), payload, key: orderNo, fingerprint: fingerprintOf(payload), attempt: 1 };
+  };
+  const award = (msg: ReturnType<typeof message>): TransactionalResult => ({ writes: awardWrites(msg.payload, msg.message.msgId, resources.tables, new Date()) });
+  const balance = async (userId: string) => ((await client.send(new GetCommand({ TableName: resources.tables.accounts, Key: { userId } }))).Item?.balance as number | undefined) ?? 0;
+  const sizes = () => trips.filter((t) => t.command === 'TransactWriteItemsCommand').map((t) => (t.input.TransactItems as unknown[]).length);
+  return { strategy, resources, message, award, balance, sizes, trips };
+}
+
+describe('batch packing limits (emulator)', () => {
+  it('splits by size: no transaction carries more item bytes than the limit', async () => {
+    // Prepare: a limit that fits about two awards
+    const p = await packer({ maxBytes: 1_500 });
+    const msgs = Array.from({ length: 6 }, (_, i) => p.message(`SO-SZ-${i}`, `u-${i}`, 1));
+    // Act
+    const settlements = await p.strategy.commitBatch!(msgs, msgs.map(p.award));
+    // Assess
+    expect(settlements.map((s) => s.outcome)).toEqual(Array(6).fill('processed'));
+    expect(p.sizes().length).toBeGreaterThan(1);
+    expect(p.sizes().reduce((a, b) => a + b, 0)).toBe(18);
+  });
+
+  it('puts writes to one item that cannot be merged into separate transactions', async () => {
+    // Prepare: two records update the same account under a condition (not an increment that can be summed)
+    const p = await packer();
+    const msgs = [p.message('SO-C-1', 'u-c', 5), p.message('SO-C-2', 'u-c', 7)];
+    const conditional = (msg: (typeof msgs)[number]): TransactionalResult => ({
+      writes: [
+        {
+          item: {
+            Update: {
+              TableName: p.resources.tables.accounts,
+              Key: { userId: 'u-c' },
+              UpdateExpression: 'ADD balance :p',
+              ConditionExpression: 'attribute_not_exists(frozen)',
+              ExpressionAttributeValues: { ':p': msg.payload.points },
+            },
+          },
+        },
+      ],
+    });
+    // Act
+    const settlements = await p.strategy.commitBatch!(msgs, msgs.map(conditional));
+    // Assess: two transactions of [dedup, update]; both applied
+    expect(settlements.map((s) => s.outcome)).toEqual(['processed', 'processed']);
+    expect(p.sizes()).toEqual([2, 2]);
+    expect(await p.balance('u-c')).toBe(12);
+  });
+
+  it('merges increments of one account into one action whose amount is their sum', async () => {
+    const p = await packer();
+    const msgs = [p.message('SO-S-1', 'u-s', 5), p.message('SO-S-2', 'u-s', 7), p.message('SO-S-3', 'u-s', 11)];
+    const settlements = await p.strategy.commitBatch!(msgs, msgs.map(p.award));
+    expect(settlements.map((s) => s.outcome)).toEqual(['processed', 'processed', 'processed']);
+    const updates = (p.trips[0]!.input.TransactItems as Array<{ Update?: { ExpressionAttributeValues: Record<string, { N?: string }> } }>).filter((a) => a.Update);
+    expect(updates).toHaveLength(1);
+    expect(updates[0]!.Update!.ExpressionAttributeValues[':points']).toEqual({ N: '23' });
+    expect(await p.balance('u-s')).toBe(23);
+  });
+});
