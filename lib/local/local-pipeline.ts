@@ -195,9 +195,13 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       options.onProgress?.({ elapsedMs: Date.now() - started, phase, enqueued: bridge.sent, toEnqueue, inQueues, delivered: total.delivered, processed: total.processed });
       return inQueues;
     };
+    // Quiet must be seen twice in a row: the emulator computes each queue count separately,
+    // so a message whose visibility ends between two of them is briefly counted nowhere.
     const waitForQuiet = async () => {
+      let quietChecks = 0;
       while (Date.now() < deadline) {
-        if ((await refresh()) === 0 && pools.every((p) => p.inFlight === 0)) return true;
+        quietChecks = (await refresh()) === 0 && pools.every((p) => p.inFlight === 0) ? quietChecks + 1 : 0;
+        if (quietChecks >= 2) return true;
         await sleep(100);
       }
       return false;

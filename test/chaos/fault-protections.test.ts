@@ -1,0 +1,336 @@
+/**
+ * One focused test per fault kind of the chaos plan. Each runs a tiny scenario through the
+ * local path (bridge → queue → pollers → handler → emulator) twice: with the real
+ * consumer, where the invariants must hold, and with a consumer that lacks exactly the
+ * protection named in the title, where the invariants must FAIL. The second half is the
+ * proof that the test would notice the protection going away.
+ */
+import { randomUUID } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import { runChaos, type ChaosResult } from '../../lib/chaos/chaos-run.ts';
+import { NO_SDK_FAULTS, type ConsumerFactory, type FaultPlan } from '../../lib/chaos/fault-plan.ts';
+import type { ChaosWorkload, ExpectedDeadLetter, ExpectedOrder } from '../../lib/chaos/workload.ts';
+import { faultsInOrder, injectFaults, type FaultKind } from '../../lib/aws/fault-injection.ts';
+import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
+import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
+import { trafficMessage, type TrafficMessage, type TrafficPhase } from '../../lib/local/traffic.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+import { commitRendezvous, couponConsumer, weakPointsConsumer, type PointsWeakness } from './weakened-consumers.ts';
+
+process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
+process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+
+const POINTS = 'point-consumer-group';
+const COUPONS = 'coupon-consumer-group';
+const ids = new MsgIdGenerator('0A0C0A06', 0x0c4a);
+
+/** A paid order: what it must come to, and its envelope (a new msgId unless given). */
+function paid(orderNo: string, userId = 'u1', points = 100) {
+  const expected: ExpectedOrder = { orderNo, userId, points, msgId: ids.next() };
+  const envelope = (msgId = expected.msgId, body: Record<string, unknown> = { orderNo, userId, points }) =>
+    trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID', keys: [orderNo], body: JSON.stringify(body) }));
+  return { expected, envelope };
+}
+
+interface Scenario {
+  groups: string[];
+  phases: Array<{ messages: TrafficMessage[]; afterQuiet?: boolean }>;
+  orders: ExpectedOrder[];
+  deadLetters?: ExpectedDeadLetter[];
+  plan?: Partial<FaultPlan>;
+  replace?: Partial<Record<string, ConsumerFactory>>;
+  consumers?: number;
+  batchSize?: number;
+  visibilityTimeoutSeconds?: number;
+  maxRunMs?: number;
+}
+
+function run(s: Scenario): Promise<ChaosResult> {
+  const balances: Record<string, number> = {};
+  for (const o of s.orders) balances[o.userId] = (balances[o.userId] ?? 0) + o.points;
+  const phases: TrafficPhase[] = s.phases.map((p, i) => ({ name: `phase ${i + 1}`, ...p }));
+  const workload: ChaosWorkload = {
+    seed: 1,
+    messages: phases.reduce((n, p) => n + p.messages.length, 0),
+    phases,
+    orders: new Map(s.orders.map((o) => [o.orderNo, o])),
+    balances,
+    deadLetters: s.deadLetters ?? [],
+    composition: { originals: s.orders.length, redeliveries: 0, resends: 0, filtered: 0, malformedEnvelopes: 0, badBodies: 0, conflicts: 0, replayed: 0 },
+  };
+  const plan: FaultPlan = { crashAfterCommit: [], crashBeforeCommit: [], crashInLease: [], sdk: NO_SDK_FAULTS, ...s.plan };
+  return runChaos({
+    seed: 1,
+    messages: workload.messages,
+    workload,
+    plan,
+    groups: s.groups,
+    consumers: s.consumers ?? 1,
+    batchSize: s.batchSize,
+    replace: s.replace,
+    endpoint: inject('emulatorEndpoint'),
+    prefix: `cp${randomUUID().slice(0, 8)}`,
+    visibilityTimeoutSeconds: s.visibilityTimeoutSeconds ?? 2,
+    maxRunMs: s.maxRunMs ?? 60_000,
+  });
+}
+
+/** The same scenario with the real consumer and with the weakened one, side by side. */
+async function realAndWeakened(scenario: (weak: boolean) => Scenario) {
+  const [real, weak] = await Promise.all([run(scenario(false)), run(scenario(true))]);
+  return { real, weak };
+}
+
+/** The real points consumer (packed, as deployed) or a weakened one, optionally with SDK faults on its first commits. */
+function points(weakness: PointsWeakness, options: { faults?: FaultKind[]; raceCommits?: number } = {}): ConsumerFactory {
+  return (deps) => {
+    if (options.faults) injectFaults(deps.dynamoDb, faultsInOrder('TransactWriteItemsCommand', options.faults));
+    if (options.raceCommits) commitRendezvous(deps.dynamoDb, options.raceCommits);
+    return weakness === 'none' ? createPointsConsumer(deps) : weakPointsConsumer(weakness)(deps);
+  };
+}
+
+const expectHolds = (r: ChaosResult) => {
+  expect(r.invariants.violations).toEqual([]);
+  expect(r.summary.invariantHolds).toBe(true);
+};
+
+describe('each fault kind of the chaos plan fails the invariants once its protection is removed', () => {
+  it('redelivery of processed messages (lost ack, rebalance replay) — guarded by the dedup record\'s conditional put and the ledger entry\'s own condition', async () => {
+    // Prepare: three orders, then once they are settled the same messages again (same msgIds).
+    const orders = [paid('SORD1'), paid('SORD2', 'u2'), paid('SORD3')];
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: orders.map((o) => o.envelope()) }, { messages: orders.map((o) => o.envelope()), afterQuiet: true }],
+      orders: orders.map((o) => o.expected),
+      replace: { [POINTS]: points(weak ? 'unconditional-writes' : 'none') },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.outcomes.duplicatesSuppressed).toBe(3);
+    expect(weak.summary.invariantHolds).toBe(false);
+    expect(weak.summary.doubleAwards).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('application re-send with a new msgId — guarded by keying the dedup record and the ledger entry by the order number, not the msgId', async () => {
+    // Prepare: an order, then the application sends it again under a new msgId.
+    const order = paid('SORS1');
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: [order.envelope()] }, { messages: [order.envelope(ids.next())], afterQuiet: true }],
+      orders: [order.expected],
+      replace: { [POINTS]: points(weak ? 'keyed-by-msg-id' : 'none') },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(weak.summary.doubleAwards).toBe(1);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('concurrent consumers on one group — guarded by committing the conditional dedup put and the effect in ONE transaction (no check-then-act)', async () => {
+    // Prepare: two copies of one order, one per invocation; each commit waits until the other is ready to commit too.
+    const order = paid('SOCC1');
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: [order.envelope(), order.envelope()] }],
+      orders: [order.expected],
+      consumers: 2,
+      batchSize: 1,
+      replace: { [POINTS]: points(weak ? 'check-then-act' : 'none', { raceCommits: 2 }) },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess: with the rendezvous both copies raced to commit; one transaction won.
+    expectHolds(real);
+    expect(real.outcomes.processed).toBe(1);
+    expect(real.outcomes.duplicatesSuppressed).toBe(1);
+    expect(weak.summary.doubleAwards).toBeGreaterThan(0);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('crash after commit, before the ack — guarded by the dedup record committed with the effect, so the returning batch settles as duplicates', async () => {
+    // Prepare: the invocation that commits SOCA1 dies before Lambda deletes its batch.
+    const orders = [paid('SOCA1'), paid('SOCA2')];
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: orders.map((o) => o.envelope()) }],
+      orders: orders.map((o) => o.expected),
+      plan: { crashAfterCommit: [{ group: POINTS, msgId: orders[0]!.expected.msgId }] },
+      replace: { [POINTS]: points(weak ? 'unconditional-writes' : 'none') },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.faults.crashedAfterSettling).toBeGreaterThan(0);
+    expect(real.outcomes.duplicatesSuppressed).toBeGreaterThan(0);
+    expect(weak.summary.doubleAwards).toBeGreaterThan(0);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('crash before commit — guarded by recording nothing before the effect commits (record and effect in one transaction)', async () => {
+    // Prepare: the process dies right before the transaction that would commit SOCB1.
+    const order = paid('SOCB1');
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: [order.envelope()] }],
+      orders: [order.expected],
+      plan: { crashBeforeCommit: ['SOCB1'] },
+      replace: { [POINTS]: points(weak ? 'record-first' : 'none') },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess: the real consumer awards it on redelivery; the record-first one finds its own record and drops it.
+    expectHolds(real);
+    expect(real.faults.processCrashes).toBe(1);
+    expect(weak.faults.processCrashes).toBe(1);
+    expect(weak.summary.lostAwards).toBe(1);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('crash inside a lease — guarded by the lease\'s expiry and fenced takeover (a lease that never ends strands the order)', async () => {
+    // Prepare: the coupon consumer's holder dies after the coupon call, before completing the record.
+    const order = paid('SOCL1');
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [COUPONS],
+      phases: [{ messages: [order.envelope()] }],
+      orders: [order.expected],
+      plan: { crashInLease: ['SOCL1'] },
+      replace: { [COUPONS]: weak ? couponConsumer({ neverExpires: true }) : (deps) => createCouponConsumer({ ...deps, leaseMarginMs: 500 }) },
+      visibilityTimeoutSeconds: 3,
+      maxRunMs: weak ? 10_000 : 60_000,
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.faults.processCrashes).toBe(1);
+    expect(weak.summary.lostAwards).toBe(1);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('unknown outcome (write applied, answer lost, SDK retries) — guarded by the dedup record\'s conditional put, which tells the retry it was done', async () => {
+    // Prepare: the first commit reaches DynamoDB, then its answer times out; the SDK sends it again.
+    const order = paid('SOUO1');
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: [order.envelope()] }],
+      orders: [order.expected],
+      replace: { [POINTS]: points(weak ? 'unconditional-writes' : 'none', { faults: ['unknownOutcome'] }) },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.outcomes.duplicatesSuppressed + real.outcomes.processed).toBe(1);
+    expect(weak.summary.doubleAwards).toBeGreaterThan(0);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('throttling and lost requests — guarded by the SDK\'s retries and transient classification (the record is retried, never acknowledged)', async () => {
+    // Prepare: the first delivery's commit is throttled on all three SDK attempts, the second loses all three requests.
+    const order = paid('SOTH1');
+    const faults: FaultKind[] = ['throttle', 'throttle', 'throttle', 'lostRequest', 'lostRequest', 'lostRequest'];
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: [order.envelope()] }],
+      orders: [order.expected],
+      replace: { [POINTS]: points(weak ? 'ack-on-error' : 'none', { faults }) },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.outcomes.retried).toBeGreaterThanOrEqual(1);
+    expect(weak.summary.lostAwards).toBe(1);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('TransactionConflict — guarded by reading the cancellation reasons (a conflict is retried, not taken for a duplicate)', async () => {
+    // Prepare: four conflicts in a row: more than the in-invocation retries.
+    const order = paid('SOTC1');
+    const faults: FaultKind[] = ['transactionConflict', 'transactionConflict', 'transactionConflict', 'transactionConflict'];
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: [order.envelope()] }],
+      orders: [order.expected],
+      replace: { [POINTS]: points(weak ? 'cancel-means-done' : 'none', { faults }) },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.outcomes.retried).toBe(1);
+    expect(weak.summary.lostAwards).toBe(1);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('poison: a conflicting payload for one order — guarded by the payload fingerprint (dead-lettered as PAYLOAD_CONFLICT, not swallowed as a duplicate)', async () => {
+    // Prepare: an order, then once settled the same order number for another user and amount.
+    const order = paid('SOPC1');
+    const conflicting = order.envelope(ids.next(), { orderNo: 'SOPC1', userId: 'u9', points: 999 });
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [POINTS],
+      phases: [{ messages: [order.envelope()] }, { messages: [conflicting], afterQuiet: true }],
+      orders: [order.expected],
+      deadLetters: [{ body: conflicting.body, kind: 'conflicting-payload', codes: { [POINTS]: 'PAYLOAD_CONFLICT' } }],
+      replace: { [POINTS]: points(weak ? 'order-only-fingerprint' : 'none') },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.summary.deadLettered).toBe(1);
+    expect(weak.invariants.missingDeadLetters).toBe(1);
+    expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('poison: malformed envelopes and bad bodies — guarded by permanent classification: dead-lettered at once with code and reason (the real consumers, both groups)', async () => {
+    // Prepare: one body that is not an envelope, one envelope whose body breaks the schema, one valid order.
+    const order = paid('SOPB1');
+    const malformed = trafficMessage('{"specversion":"1.0","data":');
+    const badBody = trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify({ orderNo: 'SOPB2', userId: 'u1', points: -1 }) }));
+    const both = (code: string) => ({ [POINTS]: code, [COUPONS]: code });
+
+    // Act
+    const r = await run({
+      groups: [POINTS, COUPONS],
+      phases: [{ messages: [malformed, order.envelope(), badBody] }],
+      orders: [order.expected],
+      deadLetters: [
+        { body: malformed.body, kind: 'malformed-envelope', codes: both('INVALID_ENVELOPE') },
+        { body: badBody.body, kind: 'bad-body', codes: both('INVALID_PAYLOAD') },
+      ],
+      visibilityTimeoutSeconds: 4,
+    });
+
+    // Assess: each poison copy reached its group's DLQ on the first delivery, none was retried.
+    expectHolds(r);
+    expect(r.summary.deadLettered).toBe(4);
+    expect(r.outcomes.retried).toBe(0);
+  }, 120_000);
+});

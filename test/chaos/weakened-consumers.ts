@@ -1,0 +1,187 @@
+/**
+ * Deliberately weakened consumers, for tests only: each removes exactly one protection of
+ * the real consumers, so a fault test can show that it fails without that protection.
+ * Never used outside `test/chaos/`.
+ */
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { createSqs } from '../../lib/aws/clients.ts';
+import type { ConsumerFactory } from '../../lib/chaos/fault-plan.ts';
+import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
+import { recordId } from '../../lib/idempotency/record.ts';
+import type { ConsumerMessage } from '../../lib/idempotency/settlement.ts';
+import type { ConsumptionStrategy } from '../../lib/idempotency/strategy.ts';
+import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
+import { dedupRecordPut, transactionalStrategy, type TransactionalResult } from '../../lib/idempotency/strategies/transactional.ts';
+import { CouponClient } from '../../lib/coupons/coupon-client.ts';
+import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
+import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
+import { parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
+import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+
+const POINTS = 'point-consumer-group';
+const COUPONS = 'coupon-consumer-group';
+type Deps = Parameters<ConsumerFactory>[0];
+type Strategy = ConsumptionStrategy<TransactionalResult>;
+
+/** Retries come back at once: a weakened consumer that can never succeed exhausts them in moments. */
+const IMMEDIATE = new RetrySchedule(Array.from({ length: 16 }, () => 0));
+
+export type PointsWeakness =
+  /** None: the real points consumer (the control). */
+  | 'none'
+  /** The dedup record and the ledger entry are written without their conditions. */
+  | 'unconditional-writes'
+  /** Keyed by msgId (dedup record and ledger entry) instead of the order number. */
+  | 'keyed-by-msg-id'
+  /** Reads the record, then writes effect and record unconditionally (check-then-act). */
+  | 'check-then-act'
+  /** Writes the dedup record when the record starts, the effect at commit (two calls). */
+  | 'record-first'
+  /** Any SDK failure of the commit is taken as "already done" and acknowledged. */
+  | 'ack-on-error'
+  /** Any cancelled transaction is taken as "already done", whatever its reasons. */
+  | 'cancel-means-done'
+  /** The payload fingerprint covers the order number only, so a conflict looks like a duplicate. */
+  | 'order-only-fingerprint';
+
+/**
+ * Holds every `TransactWriteItems` of a client until `parties` of them are waiting (or a
+ * timeout): two concurrent deliveries of one order have then both done whatever they do
+ * before committing (a check, for check-then-act) when their commits race. The
+ * interleaving that breaks check-then-act, forced instead of hoped for.
+ */
+export function commitRendezvous(client: { middlewareStack: { add: (mw: any, options: any) => void } }, parties: number, timeoutMs = 3000): void {
+  let arrived = 0;
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  client.middlewareStack.add(
+    (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+      if (context.commandName === 'TransactWriteItemsCommand') {
+        if (++arrived >= parties) open();
+        await Promise.race([gate, new Promise((r) => setTimeout(r, timeoutMs))]);
+      }
+      return next(args);
+    },
+    { step: 'initialize', priority: 'low', name: 'commitRendezvous', override: true },
+  );
+}
+
+export function weakPointsConsumer(weakness: Exclude<PointsWeakness, 'none'>): ConsumerFactory {
+  return (deps: Deps) => {
+    const tables = { idempotency: deps.tables.idempotency!, ledger: deps.tables.ledger!, accounts: deps.tables.accounts! };
+    const client = deps.dynamoDb;
+    const base = transactionalStrategy({ client, tableName: tables.idempotency, group: POINTS, ttlSeconds: deps.ttlSeconds });
+    const byMsgId = weakness === 'keyed-by-msg-id';
+    const strategy = weakened(weakness, base, client, tables.idempotency);
+    return consumerHandler<OrderPaid & { msgId: string }, TransactionalResult>({
+      group: POINTS,
+      tagExpression: 'PAID',
+      parsePayload: (body, message) => ({ ...parseOrderPaid(body), msgId: message.msgId }),
+      keyOf: (order) => (byMsgId ? order.msgId : order.orderNo),
+      fingerprintFields: (order) => (weakness === 'order-only-fingerprint' ? { orderNo: order.orderNo } : { orderNo: order.orderNo, userId: order.userId, points: order.points }),
+      strategy,
+      failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+      business: (msg) => ({ writes: award(msg.payload, msg.message.msgId, tables, weakness, byMsgId) }),
+      onReport: deps.onReport,
+    });
+  };
+}
+
+function award(order: OrderPaid, msgId: string, tables: PointTables, weakness: PointsWeakness, byMsgId: boolean) {
+  const writes = awardWrites(order, msgId, tables, new Date());
+  const ledger = writes[0]!.item.Put!;
+  if (byMsgId) (ledger.Item as Record<string, unknown>).entryId = `AWARD#${msgId}`;
+  if (weakness === 'unconditional-writes' || weakness === 'check-then-act') delete ledger.ConditionExpression;
+  return writes;
+}
+
+function weakened(weakness: Exclude<PointsWeakness, 'none'>, base: Strategy, client: Deps['dynamoDb'], tableName: string): Strategy {
+  const unconditionalCommit = async <P>(msg: ConsumerMessage<P>, result: TransactionalResult) => {
+    const record = dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now());
+    delete record.Put!.ConditionExpression;
+    delete record.Put!.ExpressionAttributeValues;
+    await client.send(new TransactWriteCommand({ TransactItems: [record, ...result.writes.map((w) => w.item)] }));
+    return { outcome: 'processed' as const };
+  };
+  switch (weakness) {
+    case 'keyed-by-msg-id':
+    case 'order-only-fingerprint':
+      return base;
+    case 'unconditional-writes':
+      return { ...base, commit: unconditionalCommit };
+    case 'check-then-act':
+      return {
+        ...base,
+        async begin(msg) {
+          const { Item } = await client.send(new GetCommand({ TableName: tableName, Key: { id: recordId(POINTS, msg.key) }, ConsistentRead: true }));
+          if (Item) return { proceed: false, settlement: { outcome: 'duplicate', reason: 'dedup-record-exists' } };
+          return { proceed: true };
+        },
+        commit: unconditionalCommit,
+      };
+    case 'record-first':
+      return {
+        ...base,
+        async begin(msg) {
+          try {
+            await client.send(new PutCommand({ ...dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now()).Put! } as never));
+          } catch (error) {
+            if ((error as Error).name === 'ConditionalCheckFailedException') return { proceed: false, settlement: { outcome: 'duplicate', reason: 'dedup-record-exists' } };
+            throw error;
+          }
+          return { proceed: true };
+        },
+        async commit(_msg, result) {
+          await client.send(new TransactWriteCommand({ TransactItems: result.writes.map((w) => w.item) }));
+          return { outcome: 'processed' };
+        },
+      };
+    case 'ack-on-error':
+      return {
+        ...base,
+        async commit(msg, result) {
+          try {
+            return await base.commit(msg, result);
+          } catch {
+            return { outcome: 'duplicate', reason: 'effect-already-present' };
+          }
+        },
+      };
+    case 'cancel-means-done':
+      return {
+        ...base,
+        async commit(msg, result) {
+          try {
+            return await base.commit(msg, result);
+          } catch (error) {
+            if (error instanceof TransactionCanceledException || (error as { code?: string }).code === 'TransactionConflict') return { outcome: 'duplicate', reason: 'dedup-record-exists' };
+            throw error;
+          }
+        },
+      };
+  }
+}
+
+/**
+ * The coupon consumer in lease mode, with the lease's expiry pushed out by an hour (a
+ * "processing" flag that never times out) when `neverExpires`; retries come back at once so
+ * a message stuck behind the flag exhausts them quickly.
+ */
+export function couponConsumer(options: { neverExpires: boolean }): ConsumerFactory {
+  return (deps: Deps) => {
+    const coupons = new CouponClient({ baseUrl: deps.couponServiceUrl });
+    return consumerHandler({
+      group: COUPONS,
+      tagExpression: 'PAID',
+      parsePayload: parseOrderPaidEvent,
+      keyOf: (order) => order.orderNo,
+      fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId }),
+      strategy: leaseStrategy({ client: deps.dynamoDb, tableName: deps.tables.idempotency!, group: COUPONS, ttlSeconds: deps.ttlSeconds, marginMs: options.neverExpires ? 3_600_000 : 500 }),
+      failures: new FailureRouter({ sqs: createSqs(deps.aws), group: COUPONS, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: IMMEDIATE }),
+      business: (msg, context) => coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
+      onReport: deps.onReport,
+    });
+  };
+}
