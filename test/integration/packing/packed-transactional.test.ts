@@ -1,4 +1,4 @@
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { RoundTripCounter, type RoundTrip } from '../../../lib/aws/round-trip-counter.ts';
@@ -134,6 +134,29 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     expect(await f.ledgerMismatches()).toEqual([]);
   });
 
+  it('halves and retries a batch throttled as a whole once the SDK has spent its own retries', async () => {
+    // Prepare: the first 3 attempts (the SDK's whole budget) are throttled
+    const f = await packedConsumer();
+    let throttles = 3;
+    f.dynamoDb.middlewareStack.addRelativeTo(
+      ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
+        if (context.commandName === 'TransactWriteItemsCommand' && throttles-- > 0) {
+          throw new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput (injected)', $metadata: { httpStatusCode: 400 } });
+        }
+        return next(args);
+      }) as never,
+      { relation: 'after', toMiddleware: 'roundTripCounter', name: 'throttleFirst' },
+    );
+    // Act
+    const response = await f.invoke([award('SO-T-1', 'u-1', 1), award('SO-T-2', 'u-2', 2), award('SO-T-3', 'u-3', 3), award('SO-T-4', 'u-4', 4)]);
+    // Assess: 3 throttled attempts of the whole batch, then two halves
+    expect(response.batchItemFailures).toEqual([]);
+    expect(f.transactions().map((t) => t.error ?? 'ok')).toEqual([...Array(3).fill('ProvisionedThroughputExceededException'), 'ok', 'ok']);
+    expect(f.sizes().slice(3)).toEqual([6, 6]);
+    expect(f.outcomes()).toEqual(Array(4).fill('processed'));
+    expect(await f.ledgerMismatches()).toEqual([]);
+  });
+
   it('fails contended records as transient (they come back) once the conflict retries are spent', async () => {
     const f = await packedConsumer();
     f.dynamoDb.middlewareStack.addRelativeTo(conflictOnAccount('u-hot', 1_000) as never, { relation: 'after', toMiddleware: 'roundTripCounter', name: 'conflictOnAccount' });
@@ -154,7 +177,7 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     const response = await f.invoke(batch);
     // Assess: a record never spans transactions, so 33 records (99 actions) then 7 (21)
     expect(response.batchItemFailures).toEqual([]);
-    expect(f.sizes()).toEqual([99, 21]);
+    expect(f.sizes().sort((a, b) => b - a)).toEqual([99, 21]); // sent concurrently: answers come in any order
     expect(f.outcomes()).toEqual(Array(40).fill('processed'));
     expect(await f.ledgerMismatches()).toEqual([]);
   });
