@@ -1,4 +1,4 @@
-import type { MiddlewareObj, Request } from '@middy/core';
+import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
@@ -176,7 +176,7 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
     }
   };
 
-  const finish = async (request: Request<SQSEvent, SQSBatchResponse, Error, Context>, state: BatchState<P>): Promise<SQSBatchResponse> => {
+  const finish = async (state: BatchState<P>): Promise<SQSBatchResponse> => {
     settleFollowers(state);
     const failures: SQSBatchItemFailure[] = [];
     await mapLimit([...state.reports.values()], concurrency, async (report) => {
@@ -227,7 +227,7 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       request.event = state.event;
       if (options.strategy.commitBatch) {
         await commitPacked(state, results);
-        request.response = await finish(request, state);
+        request.response = await finish(state);
         return;
       }
       await mapLimit(state.proceeding, concurrency, async (msg, i) => {
@@ -237,7 +237,7 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
         await options.strategy.abort(msg, failure);
         settle(state, msg, { outcome: 'failed', error: failure });
       });
-      request.response = await finish(request, state);
+      request.response = await finish(state);
     },
     onError: async (request) => {
       const state = states.get(request);
@@ -249,7 +249,7 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
         await options.strategy.abort(msg, failure);
         settle(state, msg, { outcome: 'failed', error: failure });
       }
-      request.response = await finish(request, state);
+      request.response = await finish(state);
       return request.response;
     },
   };
