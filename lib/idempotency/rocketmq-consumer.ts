@@ -60,7 +60,8 @@ interface BatchState<P> {
 export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
   const tags = TagExpression.parse(options.tagExpression);
   const now = options.now ?? Date.now;
-  const concurrency = options.concurrency ?? 8;
+  // 10 = the largest SQS batch without a batching window: one wave of DynamoDB calls per batch.
+  const concurrency = options.concurrency ?? 10;
   const conflictRetries = options.conflictRetries ?? 3;
   const fingerprintFields = options.fingerprintFields ?? ((p: P) => p);
   const states = new WeakMap<object, BatchState<P>>();
