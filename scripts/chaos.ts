@@ -16,6 +16,8 @@ const USAGE = `Usage: npm run chaos -- [options]
   --messages <n>          messages the producers send, all kinds included (default 2000, at least 40)
   --consumers <n>         concurrent consumers per group (default 2)
   --time-scale <n>        divide RocketMQ's retry delays by n (default 600)
+  --visibility-timeout <s> source queues' visibility timeout = function timeout (default 5; use more
+                          for large runs, where the emulator's latency grows with the backlog)
   --max-run-seconds <n>   give up if the queues have not drained by then (default 600)
   --endpoint <url>        use a running emulator instead of starting one
   --log-level <level>     consumers' log level (default SILENT)
@@ -35,6 +37,7 @@ function parse(argv: string[]) {
       consumers: { type: 'string' },
       'time-scale': { type: 'string' },
       'max-run-seconds': { type: 'string' },
+      'visibility-timeout': { type: 'string' },
       endpoint: { type: 'string' },
       'log-level': { type: 'string' },
       json: { type: 'boolean' },
@@ -56,6 +59,7 @@ function parse(argv: string[]) {
     consumers: integer('consumers', values.consumers, 2, 1),
     timeScale: integer('time-scale', values['time-scale'], 600, 1),
     maxRunMs: integer('max-run-seconds', values['max-run-seconds'], 600, 1) * 1000,
+    visibilityTimeoutSeconds: integer('visibility-timeout', values['visibility-timeout'], 5, 1),
     endpoint: values.endpoint,
     logLevel: values['log-level'] ?? 'SILENT',
   };

@@ -206,7 +206,16 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       }
       return false;
     };
-    const ticker = setInterval(() => void refresh().catch(() => {}), 500);
+    // One progress refresh at a time: when the emulator slows down, overlapping refreshes
+    // would pile up requests and slow it down further.
+    let refreshing = false;
+    const ticker = setInterval(() => {
+      if (refreshing) return;
+      refreshing = true;
+      void refresh()
+        .catch(() => {})
+        .finally(() => (refreshing = false));
+    }, 500);
     let completed = true;
     try {
       for (const p of options.phases) {
