@@ -51,8 +51,10 @@ export interface LocalRocketMq {
   readonly namesrvAddr: string;
   readonly clusterName: string;
   readonly brokerName: string;
-  /** Milliseconds from spawning the name server to the proxy reporting it is up. */
+  /** Milliseconds from spawning the name server until clients can resolve every declared topic. */
   readonly startupMs: number;
+  /** Elapsed at each milestone: name server up, proxy (and broker) up, topic routes resolvable. */
+  readonly phasesMs: { readonly namesrv: number; readonly proxy: number; readonly routes: number };
   stop(): Promise<void>;
 }
 
@@ -82,7 +84,8 @@ export async function startLocalRocketMq(options: LocalRocketMqOptions = {}): Pr
   const home = mkdtempSync(join(tmpdir(), 'local-rocketmq-'));
   const children: ChildProcess[] = [];
   const stop = async () => {
-    await Promise.all(children.map(stopChild));
+    // Reverse start order: the broker unregisters from a name server that is still there.
+    for (const child of [...children].reverse()) await stopChild(child);
     // LOCAL_ROCKETMQ_KEEP=1 keeps the store and the logs for a post-mortem.
     if (process.env.LOCAL_ROCKETMQ_KEEP !== '1') rmSync(home, { recursive: true, force: true });
   };
@@ -102,14 +105,17 @@ export async function startLocalRocketMq(options: LocalRocketMqOptions = {}): Pr
     const namesrv = spawnJvm(java, home, '-Xmx64m', 'org.apache.rocketmq.namesrv.NamesrvStartup', ['-c', join(home, 'namesrv.properties')], 'namesrv');
     children.push(namesrv);
     await waitForLine(namesrv, NAMESRV_READY, timeoutMs, join(home, 'namesrv.out'));
+    const namesrvMs = Date.now() - started;
     const proxy = spawnJvm(java, home, '-Xmx256m', 'org.apache.rocketmq.proxy.ProxyStartup',
       ['-pm', 'local', '-pc', join(home, 'proxy.json'), '-bc', join(home, 'broker.conf')], 'proxy');
     children.push(proxy);
     await waitForLine(proxy, PROXY_READY, timeoutMs, join(home, 'proxy.out'));
+    const proxyMs = Date.now() - started;
     const proxyEndpoint = `127.0.0.1:${grpcPort}`;
     await waitForRoutes(proxyEndpoint, (options.topics ?? []).map((t) => t.name), started + timeoutMs);
 
-    return { proxyEndpoint, namesrvAddr, clusterName, brokerName, startupMs: Date.now() - started, stop };
+    const startupMs = Date.now() - started;
+    return { proxyEndpoint, namesrvAddr, clusterName, brokerName, startupMs, phasesMs: { namesrv: namesrvMs, proxy: proxyMs, routes: startupMs }, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -187,6 +193,9 @@ function writeConfig(home: string, p: Ports): void {
     namesrvAddr: p.namesrvAddr,
     grpcServerPort: p.grpcPort,
     remotingListenPort: p.remotingPort,
+    // The proxy caches "no route" answers; short refresh so routes appear as soon as the broker registers.
+    topicRouteServiceCacheRefreshSeconds: 1,
+    topicRouteServiceCacheExpiredSeconds: 5,
   }));
 }
 
@@ -257,7 +266,7 @@ function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     // The broker flushes and unregisters on SIGTERM; a test store is thrown away, so do not wait long.
-    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    const force = setTimeout(() => child.kill('SIGKILL'), 3_000);
     child.once('exit', () => {
       clearTimeout(force);
       resolve();
