@@ -32,7 +32,7 @@ beforeAll(async () => {
     topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }],
     groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }],
   });
-  console.info(`local RocketMQ up in ${rocketMq.startupMs} ms (${Date.now() - started} ms with route readiness)`);
+  console.info(`local RocketMQ up in ${Date.now() - started} ms, phases ${JSON.stringify(rocketMq.phasesMs)}`);
   points = await pointsFixture();
   const name = `bridge-e2e-${randomUUID().slice(0, 8)}`;
   const fifo = { FifoQueue: 'true' };
