@@ -90,7 +90,7 @@ export class Bridge {
   }
 
   #targetFor(route: BridgeRoute, deps: BridgeDependencies): ForwardTarget {
-    if (route.target.kind === 'sqs') return new SqsTarget(deps.sqs, route.target.queueUrl, this.config.maxMessageBytes);
+    if (route.target.kind === 'sqs') return new SqsTarget(deps.sqs, route.target.queueUrl, this.config.maxMessageBytes, route.fifo);
     if (!deps.eventBridge) throw new Error(`route ${route.group} targets EventBridge but no EventBridge client was given`);
     const source = route.target.source ?? `rocketmq.${this.config.clusterName}`;
     return new EventBridgeTarget(deps.eventBridge, route.target.eventBusName, source, this.config.maxMessageBytes);

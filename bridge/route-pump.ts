@@ -30,7 +30,6 @@ const MAX_BACKOFF_MS = 30_000;
  */
 export class RoutePump {
   #state: PumpState = PumpState.Idle;
-  #loop: Promise<void> | undefined;
   #inFlight: Promise<unknown> | undefined;
   #wakeBackoff: (() => void) | undefined;
 
@@ -49,7 +48,8 @@ export class RoutePump {
   async start(): Promise<void> {
     await this.source.start();
     this.#state = PumpState.Running;
-    this.#loop = this.#run();
+    // The loop ends by itself once the state leaves RUNNING; stop() waits for the batch in flight, not for the poll.
+    void this.#run();
   }
 
   async stop(): Promise<void> {

@@ -14,6 +14,8 @@ export class SqsTarget implements ForwardTarget {
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
     private readonly maxBatchBytes: number,
+    /** FIFO queues: batches go one after another, or a later batch of a group could land first. */
+    private readonly fifo = false,
   ) {}
 
   sizeOf(message: OutboundMessage): number {
@@ -22,8 +24,10 @@ export class SqsTarget implements ForwardTarget {
 
   async forward(messages: readonly OutboundMessage[]): Promise<ForwardResult[]> {
     const batches = packBatches(messages, (m) => this.sizeOf(m), this.maxBatchBytes);
-    const results = await Promise.all(batches.map((batch) => this.#sendBatch(batch)));
-    return results.flat();
+    if (!this.fifo) return (await Promise.all(batches.map((batch) => this.#sendBatch(batch)))).flat();
+    const results: ForwardResult[] = [];
+    for (const batch of batches) results.push(...await this.#sendBatch(batch));
+    return results;
   }
 
   async #sendBatch(batch: OutboundMessage[]): Promise<ForwardResult[]> {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
@@ -42,7 +42,7 @@ function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = f
   const forwarder = new RouteForwarder({
     route,
     clusterName: 'test',
-    target: new SqsTarget(sqs, queueUrl, MAX_BYTES),
+    target: new SqsTarget(sqs, queueUrl, MAX_BYTES, fifo),
     deadLetters: new DeadLetterQueue(sqs, dlqUrl),
     maxMessageBytes: MAX_BYTES,
     metrics,
@@ -55,6 +55,7 @@ function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = f
   return { forwarder, acks, metrics };
 }
 
+/** Receives until empty; deletes what it got, since SQS FIFO withholds a group while any of it is in flight. */
 async function drain(sqs: SQSClient, queueUrl: string) {
   const out: { body: string; groupId?: string; attributes: Record<string, string> }[] = [];
   for (;;) {
@@ -62,6 +63,7 @@ async function drain(sqs: SQSClient, queueUrl: string) {
       QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 300, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['MessageGroupId'],
     }));
     if (Messages.length === 0) return out;
+    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
     for (const m of Messages) {
       out.push({
         body: m.Body!,
@@ -193,6 +195,15 @@ describe('route forwarder on the emulator SQS', () => {
     expect(outcome.notAcked.map((n) => n.msgId)).toEqual([a2.msgId, a3.msgId]);
     const landed = await drain(sqs, queueUrl);
     expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).keys[0]]).sort()).toEqual([['user-a', 'A-1'], ['user-a', 'A-3'], ['user-b', 'B-1']]);
+  });
+
+  it('FIFO: keeps a group in order across batches of ten', async () => {
+    const { sqs, queueUrl, dlqUrl } = await queuePair(true);
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, true);
+    const messages = Array.from({ length: 25 }, (_, i) => receivedMessage({ messageGroup: 'user-a', keys: [`A-${i}`] }));
+    await forwarder.forwardBatch(messages);
+    expect(acks).toHaveLength(25);
+    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).keys[0])).toEqual(messages.map((m) => m.keys[0]));
   });
 
   it('counts an ack that fails after a successful forward (a duplicate will follow) without failing the batch', async () => {

@@ -7,9 +7,9 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
  */
 export function failBatchEntries(sqs: SQSClient, shouldFail: (body: string) => boolean, code = 'InternalError'): void {
   sqs.middlewareStack.add(
-    (next) => async (args) => {
+    (next, context) => async (args) => {
       const input = args.input as { Entries?: { Id: string; MessageBody: string }[] };
-      if (!input.Entries) return next(args);
+      if (context.commandName !== 'SendMessageBatchCommand' || !input.Entries) return next(args);
       const failing = input.Entries.filter((e) => shouldFail(e.MessageBody));
       if (failing.length === 0) return next(args);
       const kept = input.Entries.filter((e) => !failing.includes(e));
