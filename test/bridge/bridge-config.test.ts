@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidBridgeConfigError, loadBridgeConfig, parseBridgeConfig } from '../../bridge/bridge-config.ts';
+
+const route = { group: 'G', topic: 'T', target: { kind: 'sqs', queueUrl: 'https://sqs/q' }, dlqUrl: 'https://sqs/q-dlq' };
+
+describe('bridge configuration', () => {
+  it('fills the documented defaults', () => {
+    const config = loadBridgeConfig({ BRIDGE_CONFIG: JSON.stringify({ proxyEndpoint: 'p:8081', routes: [route] }) });
+    expect(config).toMatchObject({
+      clusterName: 'DefaultCluster', receiveBatchSize: 16, invisibleDurationMs: 60_000, awaitDurationMs: 20_000,
+      maxMessageBytes: 262_144, health: { host: '127.0.0.1', port: 8080 }, routes: [{ tagExpression: '*', fifo: false }],
+    });
+  });
+
+  it.each([
+    ['a FIFO route on a standard queue', { ...route, fifo: true, dlqUrl: 'https://sqs/d.fifo' }, /needs an SQS FIFO queue/],
+    ['a FIFO route with a standard DLQ', { ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' } }, /DLQ must be FIFO/],
+    ['an invisible duration under 10 s', { ...route }, /invisibleDurationMs/, { invisibleDurationMs: 5_000 }],
+    ['no routes', undefined, /routes/],
+  ] as [string, object | undefined, RegExp, object?][])('rejects %s', (_what, r, message, extra = {}) => {
+    expect(() => parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: r ? [r] : [], ...extra })).toThrow(message);
+  });
+
+  it('says what is missing when there is no configuration at all', () => {
+    expect(() => loadBridgeConfig({})).toThrow(InvalidBridgeConfigError);
+  });
+});
