@@ -35,6 +35,13 @@ export interface ConsumerTuning {
   readonly idempotencyTtlSeconds?: number;
   /** Alarm when the oldest message has waited this long (default 15 min). */
   readonly oldestMessageAlarmAge?: Duration;
+  /**
+   * Filter on the RocketMQ tag in the event source (default true): unsubscribed messages never
+   * invoke the function, but Lambda also drops bodies it cannot read (not JSON, no tag). `false`
+   * lets every message reach the consumer, which acknowledges other tags as filtered and
+   * dead-letters unreadable bodies with a reason.
+   */
+  readonly filterAtEventSource?: boolean;
 }
 
 export interface RocketMqConsumerGroupProps extends ConsumerTuning {
@@ -124,7 +131,7 @@ export class RocketMqConsumerGroup extends Construct {
         maxConcurrency: props.maxConcurrency ?? 10,
         reportBatchItemFailures: true,
         // Messages whose tag the group does not subscribe to are deleted by Lambda, never invoking the function.
-        filters: tagEventFilters(def.tagExpression),
+        filters: (props.filterAtEventSource ?? true) ? tagEventFilters(def.tagExpression) : undefined,
         // PolledEventCount / FilteredOutEventCount / FailedInvokeEventCount: shows what the filter drops.
         metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
       }),
