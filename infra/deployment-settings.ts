@@ -22,6 +22,8 @@ const stageSchema = z.object({
   maxConcurrency: z.number().int().min(2).max(1000).optional(),
   batchSize: z.number().int().min(1).max(10_000).optional(),
   maxBatchingWindowSeconds: z.number().int().min(0).max(300).optional(),
+  /** false: no tag filter in the event source, so unreadable bodies are dead-lettered by the consumer instead of dropped. */
+  filterAtEventSource: z.boolean().optional(),
 });
 
 const pipelineSchema = z.object({

@@ -68,6 +68,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
       tuning: {
         maxConcurrency: stage.maxConcurrency,
         batchSize: stage.batchSize,
+        filterAtEventSource: stage.filterAtEventSource,
         ...(stage.maxBatchingWindowSeconds !== undefined ? { maxBatchingWindow: Duration.seconds(stage.maxBatchingWindowSeconds) } : {}),
       },
     },
