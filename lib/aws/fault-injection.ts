@@ -18,9 +18,19 @@ export const FaultKind = {
 } as const;
 export type FaultKind = (typeof FaultKind)[keyof typeof FaultKind];
 
-/** Decides per request whether to inject a fault; `command` is e.g. `TransactWriteItemsCommand`. */
-export type FaultDecider = (command: string, input: Record<string, unknown>) => FaultKind | undefined;
+/**
+ * A fault of the caller's own making: `error` is thrown before the request is sent (it never
+ * reaches DynamoDB), or after it was applied (`after-send`: the answer is lost).
+ */
+export interface CustomFault {
+  error: () => Error;
+  when: 'before-send' | 'after-send';
+}
 
+/** Decides per request whether to inject a fault; `command` is e.g. `TransactWriteItemsCommand`. */
+export type FaultDecider = (command: string, input: Record<string, unknown>) => FaultKind | CustomFault | undefined;
+
+/** A named fault that was injected (custom faults are counted by their decider). */
 export interface InjectedFault {
   kind: FaultKind;
   command: string;
@@ -30,12 +40,18 @@ interface ClientWithStack {
   middlewareStack: MiddlewareStack<any, any>;
 }
 
+let injections = 0;
+
 export function injectFaults(client: ClientWithStack, decide: FaultDecider, onFault?: (fault: InjectedFault) => void): void {
   client.middlewareStack.addRelativeTo(
     (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: { input: Record<string, unknown> }) => {
       const command = context.commandName ?? 'unknown';
       const kind = decide(command, args.input);
       if (!kind) return next(args);
+      if (typeof kind === 'object') {
+        if (kind.when === 'after-send') await next(args);
+        throw kind.error();
+      }
       onFault?.({ kind, command });
       switch (kind) {
         case 'throttle':
@@ -54,7 +70,8 @@ export function injectFaults(client: ClientWithStack, decide: FaultDecider, onFa
           throw Object.assign(new Error('read ECONNRESET (injected)'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
       }
     },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'faultInjection', override: true },
+    // Named per call so several injections can stack on one client.
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: `faultInjection-${++injections}` },
   );
 }
 

@@ -1,3 +1,4 @@
+import { injectFaults } from '../../../lib/aws/fault-injection.ts';
 /** Any AWS SDK v3 client (the DynamoDB document client shares its base client's stack). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyClient = { middlewareStack: { add: (middleware: any, options: any) => void } };
@@ -18,26 +19,20 @@ export interface FaultOptions {
 
 /**
  * Injects a fault the emulator cannot produce (throttling, TransactionConflict, a lost
- * answer) as middleware on the client, inside the SDK's retry loop, the way the fault
- * would reach the consumer from AWS. Returns a counter of faults injected.
+ * answer) through `lib/aws/fault-injection.ts`, inside the SDK's retry loop, the way the
+ * fault would reach the consumer from AWS. Returns a counter of faults injected.
  */
 export function injectFault(client: AnyClient, options: FaultOptions): { readonly injected: number; readonly calls: number } {
   const state = { injected: 0, calls: 0 };
   const matches = (name: string, input: Record<string, unknown>) =>
     typeof options.command === 'string' ? name === options.command : options.command(name, input);
-  client.middlewareStack.add(
-    (next: any, context: any) => async (args: any) => {
-      if (!matches(context.commandName, args.input ?? {})) return next(args);
-      state.calls++;
-      const fail = state.injected < (options.times ?? Number.POSITIVE_INFINITY);
-      if (!fail) return next(args);
-      state.injected++;
-      if ((options.when ?? 'before-send') === 'after-send') await next(args);
-      throw options.error();
-    },
-    // After the retry middleware (finalizeRequest, high priority): each SDK attempt passes here.
-    { step: 'finalizeRequest', priority: 'low', name: `fault-${Math.random().toString(36).slice(2)}` },
-  );
+  injectFaults(client as never, (name, input) => {
+    if (!matches(name, input)) return undefined;
+    state.calls++;
+    if (state.injected >= (options.times ?? Number.POSITIVE_INFINITY)) return undefined;
+    state.injected++;
+    return { error: options.error, when: options.when ?? 'before-send' };
+  });
   return state;
 }
 
