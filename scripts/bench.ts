@@ -1,3 +1,4 @@
+import { scanTable } from '../lib/aws/table-scan.ts';
 /**
  * The benchmark: one award workload through three consumers on the same emulator, with
  * the same latency added to every DynamoDB call at the SDK client.
@@ -16,7 +17,7 @@
  */
 import { parseArgs } from 'node:util';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { emulatorConfig } from '../lib/aws/clients.ts';
 import { injectLatency } from '../lib/aws/latency-injection.ts';
@@ -252,16 +253,7 @@ async function calibrateEmulator(emulator: Emulator) {
 
 async function businessState(client: DynamoDBClient, resources: LocalResources) {
   const documents = DynamoDBDocumentClient.from(client);
-  const scanAll = async (table: string) => {
-    const items: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await documents.send(new ScanCommand({ TableName: table, ExclusiveStartKey: start }));
-      items.push(...(page.Items ?? []));
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return items;
-  };
+  const scanAll = (table: string) => scanTable<Record<string, unknown>>(documents, table);
   const ledger = await scanAll(resources.tables.ledger);
   const accounts = await scanAll(resources.tables.accounts);
   return { ledgerEntries: ledger.length, balanceTotal: accounts.reduce((s, a) => s + Number(a.balance ?? 0), 0) };

@@ -1,5 +1,6 @@
+import { scanTable } from '../aws/table-scan.ts';
 import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
 import { RecordStatus, type DedupRecord } from '../idempotency/record.ts';
 import type { LocalResources } from '../local/provision.ts';
@@ -47,7 +48,7 @@ export async function checkInvariants(input: { dynamoDb: DynamoDBDocumentClient;
   let balanceMismatches = 0;
 
   if (groups.includes(CHAOS_POINTS_GROUP)) {
-    const ledger = await scanAll(dynamoDb, resources.tables.ledger!);
+    const ledger = await scanTable<Record<string, unknown>>(dynamoDb, resources.tables.ledger!);
     const awarded = new Map<string, number>();
     const ledgerSum = new Map<string, number>();
     for (const e of ledger) {
@@ -73,7 +74,7 @@ export async function checkInvariants(input: { dynamoDb: DynamoDBDocumentClient;
         violate(`order ${order.orderNo} (${order.points} points to ${order.userId}) was never awarded`);
       }
     }
-    const accounts = new Map((await scanAll(dynamoDb, resources.tables.accounts!)).map((a) => [String(a.userId), Number(a.balance ?? 0)]));
+    const accounts = new Map((await scanTable<Record<string, unknown>>(dynamoDb, resources.tables.accounts!)).map((a) => [String(a.userId), Number(a.balance ?? 0)]));
     for (const userId of new Set([...accounts.keys(), ...ledgerSum.keys(), ...Object.keys(workload.balances)])) {
       const balance = accounts.get(userId) ?? 0;
       const sum = ledgerSum.get(userId) ?? 0;
@@ -93,7 +94,7 @@ export async function checkInvariants(input: { dynamoDb: DynamoDBDocumentClient;
 
   if (groups.includes(CHAOS_COUPON_GROUP)) {
     const records = new Map<string, Partial<DedupRecord>>();
-    for (const r of await scanAll(dynamoDb, resources.tables.idempotency!)) if (r.group === CHAOS_COUPON_GROUP) records.set(String(r.key), r as Partial<DedupRecord>);
+    for (const r of await scanTable<Record<string, unknown>>(dynamoDb, resources.tables.idempotency!)) if (r.group === CHAOS_COUPON_GROUP) records.set(String(r.key), r as Partial<DedupRecord>);
     for (const order of workload.orders.values()) {
       const r = records.get(order.orderNo);
       if (r?.status !== RecordStatus.COMPLETED || r.result === undefined || r.result === null) {
@@ -159,17 +160,6 @@ export async function checkInvariants(input: { dynamoDb: DynamoDBDocumentClient;
 
   const holds = doubleAwards === 0 && lostAwards === 0 && balanceMismatches === 0 && missingDeadLetters === 0 && unexpectedDeadLetters === 0 && leftInSourceQueues === 0;
   return { doubleAwards, lostAwards, balanceMismatches, deadLettered, repeatedDeadLetters, expectedDeadLettered, missingDeadLetters, unexpectedDeadLetters, leftInSourceQueues, violations, holds };
-}
-
-async function scanAll(dynamoDb: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamoDb.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey }));
-    items.push(...(page.Items ?? []));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return items;
 }
 
 /**

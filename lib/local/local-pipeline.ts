@@ -1,6 +1,7 @@
+import { scanTable } from '../aws/table-scan.ts';
 import { randomUUID } from 'node:crypto';
 import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { BatchWriteCommand, ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
 import { CONSUMER_GROUPS } from '../config/resources.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
@@ -409,19 +410,8 @@ async function seedOrders(dynamoDb: DynamoDBDocumentClient, table: string, order
   return orderNos.length;
 }
 
-async function scanAll(dynamoDb: DynamoDBDocumentClient, table: string): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await dynamoDb.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey }));
-    items.push(...(page.Items ?? []));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return items;
-}
-
 async function readPoints(dynamoDb: DynamoDBDocumentClient, resources: LocalResources) {
-  const ledger = (await scanAll(dynamoDb, resources.tables.ledger)).map((e) => ({
+  const ledger = (await scanTable<Record<string, unknown>>(dynamoDb, resources.tables.ledger)).map((e) => ({
     userId: String(e.userId),
     entryId: String(e.entryId),
     points: Number(e.points),
@@ -429,7 +419,7 @@ async function readPoints(dynamoDb: DynamoDBDocumentClient, resources: LocalReso
     orderNo: e.orderNo as string | undefined,
   }));
   const balances: Record<string, number> = {};
-  for (const a of await scanAll(dynamoDb, resources.tables.accounts)) balances[String(a.userId)] = Number(a.balance ?? 0);
+  for (const a of await scanTable<Record<string, unknown>>(dynamoDb, resources.tables.accounts)) balances[String(a.userId)] = Number(a.balance ?? 0);
   return { ledger, balances };
 }
 

@@ -1,7 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LedgerEntryKind, type LedgerEntry, type PointAccount } from '../points/ledger.ts';
 import type { PointTableNames } from './operations-target.ts';
-import { scanTable, type ScanProgress } from './table-scan.ts';
+import { scanTable, type ScanProgress } from '../aws/table-scan.ts';
 
 /** A user whose account balance is not the sum of their ledger (awards plus negative reversals). */
 export interface BalanceMismatch {
