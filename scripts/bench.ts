@@ -1,3 +1,4 @@
+import { sqsRecord } from '../lib/local/sqs-record.ts';
 import { scanTable } from '../lib/aws/table-scan.ts';
 /**
  * The benchmark: one award workload through three consumers on the same emulator, with
@@ -18,7 +19,7 @@ import { scanTable } from '../lib/aws/table-scan.ts';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { emulatorConfig } from '../lib/aws/clients.ts';
 import { injectLatency } from '../lib/aws/latency-injection.ts';
 import { RoundTripCounter, type RoundTrip } from '../lib/aws/round-trip-counter.ts';
@@ -135,7 +136,7 @@ async function rigFor(variant: Variant, emulator: Emulator, workload: ReturnType
         });
   const batches: SQSEvent[] = [];
   for (let i = 0; i < workload.length; i += options.batchSize) {
-    batches.push({ Records: workload.slice(i, i + options.batchSize).map((w, j) => sqsRecord(w.body, queue.source.arn, `${i + j}`)) });
+    batches.push({ Records: workload.slice(i, i + options.batchSize).map((w, j) => sqsRecord(w.body, queue.source.arn, { messageId: `bench-${i + j}` })) });
   }
   return { variant, handler, resources, client, counter, trips, batches };
 }
@@ -292,19 +293,6 @@ function printReport(r: { messages: number; users: number; latencyMs: number; ba
   );
 }
 
-function sqsRecord(body: string, queueArn: string, id: string): SQSRecord {
-  return {
-    messageId: `bench-${id}`,
-    receiptHandle: `rh-${id}`,
-    body,
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'bench', ApproximateFirstReceiveTimestamp: '0' },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queueArn,
-    awsRegion: 'us-east-1',
-  };
-}
 
 const pick = (d: VariantDetail): VariantFigures => ({
   roundTripsPerMessage: d.roundTripsPerMessage,

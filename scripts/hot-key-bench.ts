@@ -1,3 +1,4 @@
+import { sqsRecord } from '../lib/local/sqs-record.ts';
 /**
  * Hot keys: many concurrent awards to ONE account, per-record vs packed.
  *
@@ -122,7 +123,7 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
   const backlog: SQSRecord[] = Array.from({ length: s.messages }, (_, i) => {
     const order = { orderNo: `SO-HOT-${i}`, userId: `hot-${(s.spreadBy === 'batch' ? Math.floor(i / s.batchSize) : i) % s.accounts}`, points: 1 + (i % 7) };
     expected += order.points;
-    return record(writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order) }), queue.source.arn, `${i}`);
+    return sqsRecord(writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order) }), queue.source.arn, { messageId: `hot-${i}` });
   });
   let redeliveries = 0;
   let gaveUp = 0;
@@ -167,18 +168,5 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
   };
 }
 
-function record(body: string, queueArn: string, id: string): SQSRecord {
-  return {
-    messageId: `hot-${id}`,
-    receiptHandle: `rh-${id}`,
-    body,
-    attributes: { ApproximateReceiveCount: '1', SentTimestamp: '0', SenderId: 'bench', ApproximateFirstReceiveTimestamp: '0' },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queueArn,
-    awsRegion: 'us-east-1',
-  };
-}
 
 await main();

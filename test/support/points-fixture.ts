@@ -1,3 +1,4 @@
+import { sqsRecord as localSqsRecord } from '../../lib/local/sqs-record.ts';
 import { randomUUID } from 'node:crypto';
 import { QueryCommand, ScanCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
@@ -38,17 +39,7 @@ let sqsIds = 0;
 /** An SQS record as Lambda would deliver it (for tests that invoke the handler directly). */
 export function sqsRecord(body: string, queueArn: string, receiveCount = 1): SQSRecord {
   sqsIds++;
-  return {
-    messageId: `m-${sqsIds}-${randomUUID().slice(0, 8)}`,
-    receiptHandle: `rh-${sqsIds}`,
-    body,
-    attributes: { ApproximateReceiveCount: String(receiveCount), SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' },
-    messageAttributes: {},
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queueArn,
-    awsRegion: 'us-east-1',
-  };
+  return localSqsRecord(body, queueArn, { messageId: `m-${sqsIds}-${randomUUID().slice(0, 8)}`, receiveCount });
 }
 
 /** Delays of zero: a failed record is visible again at once, so retry paths run in milliseconds. */
