@@ -55,6 +55,12 @@ export interface LocalPipelineOptions {
   prefix?: string;
   /** Give up waiting for the queues to drain after this long. Default 10 min. */
   maxRunMs?: number;
+  /**
+   * Most messages the bridge lets wait in one source queue before it pauses (the rest wait
+   * "in RocketMQ", as a real bridge only receives as fast as it forwards). Default 300: the
+   * emulator's SQS slows down in proportion to a queue's backlog.
+   */
+  maxQueueBacklog?: number;
   onProgress?: (progress: RunProgress) => void;
 }
 
@@ -185,7 +191,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     });
     for (const pool of pools) pool.start();
 
-    const bridge = new Bridge(sqs, resources, groups, settings.redeliverProbability, seededRandom(settings.seed));
+    const bridge = new Bridge(sqs, resources, groups, settings.redeliverProbability, seededRandom(settings.seed), options.maxQueueBacklog ?? 300);
     const toEnqueue = options.phases.reduce((n, p) => n + p.messages.length, 0);
     const deadline = started + (options.maxRunMs ?? 600_000);
     let phase = options.phases[0]?.name ?? '';
@@ -315,6 +321,7 @@ class Bridge {
     private readonly groups: readonly string[],
     private readonly redeliverProbability: number,
     private readonly random: () => number,
+    private readonly maxQueueBacklog: number,
   ) {
     this.account = { enqueued: Object.fromEntries(groups.map((g) => [g, 0])), redelivered: Object.fromEntries(groups.map((g) => [g, 0])), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
     this.topics = new Map();
@@ -373,6 +380,7 @@ class Bridge {
   }
 
   private async enqueue(group: string, messages: TrafficMessage[]) {
+    while ((await messagesInQueues(this.sqs, this.resources, [group])) >= this.maxQueueBacklog) await sleep(50);
     const { Failed = [] } = await this.sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: this.resources.queues[group]!.source.url,
