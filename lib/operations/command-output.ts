@@ -185,11 +185,7 @@ export function renderDeadLetterList(letters: readonly DeadLetter[], queue: stri
     '',
     renderTable<DeadLetter>(
       [
-        { header: 'message id', value: (l) => l.messageId },
-        { header: 'age', value: (l) => ageOf(l.deadLetteredAt, now), align: 'right' },
-        { header: 'reason', value: (l) => clip(l.reasonText, 60) },
-        { header: 'key', value: (l) => l.failure?.key ?? l.envelope?.keys.join(' ') },
-        { header: 'msgId', value: (l) => l.envelope?.msgId ?? l.failure?.msgId ?? '(not an envelope)' },
+        ...deadLetterColumns(now),
         { header: 'topic:tags', value: (l) => (l.envelope ? `${l.envelope.topic}:${l.envelope.tags ?? ''}` : '') },
         { header: 'redrives', value: (l) => l.redriveCount, align: 'right' },
       ],
@@ -251,11 +247,7 @@ export function renderRedrive(report: RedriveReport, from: string, to: string, f
       '',
       renderTable<DeadLetter>(
         [
-          { header: 'message id', value: (l) => l.messageId },
-          { header: 'age', value: (l) => ageOf(l.deadLetteredAt, now), align: 'right' },
-          { header: 'reason', value: (l) => clip(l.reasonText, 60) },
-          { header: 'key', value: (l) => l.failure?.key ?? l.envelope?.keys.join(' ') },
-          { header: 'msgId', value: (l) => l.envelope?.msgId ?? '(not an envelope)' },
+          ...deadLetterColumns(now),
         ],
         report.selected,
       ),
@@ -268,4 +260,15 @@ export function renderRedrive(report: RedriveReport, from: string, to: string, f
     }
   }
   return out.join('\n');
+}
+
+/** The columns every dead-letter table starts with (`dlq list`, `dlq redrive`). */
+function deadLetterColumns(now: Date) {
+  return [
+    { header: 'message id', value: (l: DeadLetter) => l.messageId },
+    { header: 'age', value: (l: DeadLetter) => ageOf(l.deadLetteredAt, now), align: 'right' as const },
+    { header: 'reason', value: (l: DeadLetter) => clip(l.reasonText, 60) },
+    { header: 'key', value: (l: DeadLetter) => l.failure?.key ?? l.envelope?.keys.join(' ') },
+    { header: 'msgId', value: (l: DeadLetter) => l.envelope?.msgId ?? l.failure?.msgId ?? '(not an envelope)' },
+  ];
 }
