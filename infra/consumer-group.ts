@@ -9,8 +9,9 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DLQ_RETENTION_DAYS, TABLE_ENV, deadLetterQueueName, queueName, type ConsumerGroupDefinition } from '../lib/config/resources.ts';
-import { CONSUMER_ENV } from '../lib/consumer/consumer-config.ts';
+import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
+import { TABLE_ENV, deadLetterQueueName, queueName, type ConsumerGroupDefinition } from '../lib/config/resources.ts';
+import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../lib/consumer/consumer-telemetry.ts';
 import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/envelope.ts';
 import { ProjectFunction } from './project-function.ts';
@@ -29,10 +30,6 @@ export interface ConsumerTuning {
   /** Function timeout (default 30 s); the queue's visibility timeout is derived from it. */
   readonly timeout?: Duration;
   readonly memorySize?: number;
-  /** `RETRY_DELAYS_SECONDS`: overrides RocketMQ's schedule (comma-separated seconds). */
-  readonly retryDelaysSeconds?: string;
-  /** `IDEMPOTENCY_TTL_SECONDS`: how long dedup records are kept. */
-  readonly idempotencyTtlSeconds?: number;
   /** Alarm when the oldest message has waited this long (default 15 min). */
   readonly oldestMessageAlarmAge?: Duration;
   /**
@@ -81,10 +78,13 @@ export class RocketMqConsumerGroup extends Construct {
     this.group = def.group;
     const timeout = props.timeout ?? Duration.seconds(30);
     const batchingWindow = props.maxBatchingWindow ?? Duration.seconds(1);
+    // The schedule and the record TTL are stated once in the catalogue; the redrive count and
+    // both retentions derive from them, and an incoherent entry fails the synth here.
+    const { lifetimes, recordTtlSeconds } = lifetimesOf(def);
 
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
       queueName: deadLetterQueueName(props.prefix, def.group),
-      retentionPeriod: Duration.days(DLQ_RETENTION_DAYS),
+      retentionPeriod: Duration.seconds(lifetimes.queues.deadLetterRetentionSeconds),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
     });
@@ -94,10 +94,10 @@ export class RocketMqConsumerGroup extends Construct {
       // Lambda's guidance: at least six times the function timeout, plus the batching window.
       visibilityTimeout: Duration.seconds(6 * timeout.toSeconds() + batchingWindow.toSeconds()),
       // Shorter than the DLQ's: a dead letter keeps its original enqueue time.
-      retentionPeriod: Duration.days(4),
+      retentionPeriod: Duration.seconds(lifetimes.queues.sourceRetentionSeconds),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: def.maxReceiveCount },
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: lifetimes.queues.maxReceiveCount },
     });
 
     const consumer = new ProjectFunction(this, 'Consumer', {
@@ -108,8 +108,8 @@ export class RocketMqConsumerGroup extends Construct {
       environment: {
         ...Object.fromEntries(def.tables.map((key) => [TABLE_ENV[key], props.tables.table(key).tableName])),
         [CONSUMER_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
-        ...(props.retryDelaysSeconds ? { [CONSUMER_ENV.retryDelays]: props.retryDelaysSeconds } : {}),
-        ...(props.idempotencyTtlSeconds ? { [CONSUMER_ENV.ttlSeconds]: String(props.idempotencyTtlSeconds) } : {}),
+        // The function checks these against each other at cold start, so a queue changed by hand is refused too.
+        ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
         POWERTOOLS_SERVICE_NAME: def.group,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...props.extraEnvironment,

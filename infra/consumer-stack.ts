@@ -2,7 +2,7 @@ import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import { Construct } from 'constructs';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../lib/config/resources.ts';
-import { CONSUMER_ENV } from '../lib/consumer/consumer-config.ts';
+import { CONSUMER_ENV } from '../lib/config/consumer-environment.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { RocketMqConsumerGroup, type ConsumerTuning } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';

@@ -43,6 +43,7 @@ export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler 
     fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId }),
     strategy: leaseStrategy({ client: dynamoDb, tableName: deps.tables.idempotency!, group: COUPON_GROUP, ttlSeconds: deps.ttlSeconds, marginMs: deps.leaseMarginMs, now }),
     failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: COUPON_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    queues: deps.queueLifetimes,
     business: (msg, context) =>
       coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
     onReport: deps.onReport,

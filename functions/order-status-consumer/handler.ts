@@ -37,6 +37,7 @@ export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): Consum
     fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
     strategy: stateTransitionStrategy({ client: dynamoDb }),
     failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: ORDER_STATUS_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    queues: deps.queueLifetimes,
     // Batch order is kept: a PAID and a FINISHED of one order in one batch apply in the
     // order they came, not racing (FINISHED first would be an illegal transition).
     concurrency: 1,

@@ -43,6 +43,7 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
       ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) })
       : transactionalStrategy(strategyOptions),
     failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    queues: deps.queueLifetimes,
     business: (msg) => ({ writes: awardWrites(msg.payload, msg.message.msgId, tables, new Date(now())) }),
     onReport: deps.onReport,
     now,

@@ -3,7 +3,7 @@
  * emulator both build tables and queues from these, so names, keys, the TTL attribute
  * and the redrive count can never drift apart.
  */
-import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../rocketmq/retry-schedule.ts';
+import { DEAD_LETTER_RETENTION_SECONDS, type LifetimeSettings } from './delivery-lifetimes.ts';
 
 export interface TableDefinition {
   /** Suffix of the physical name: `<prefix>-<suffix>`. */
@@ -28,7 +28,12 @@ export const TABLES = {
 
 export type TableKey = keyof typeof TABLES;
 
-export interface ConsumerGroupDefinition {
+/**
+ * One consumer group. Its retry schedule and record TTL (`LifetimeSettings`) are stated here
+ * once; the redrive count, the queues' retentions and the cold-start checks derive from them
+ * (`lifetimesOf`).
+ */
+export interface ConsumerGroupDefinition extends LifetimeSettings {
   readonly group: string;
   readonly topic: string;
   /** RocketMQ tag expression, e.g. `PAID || FINISHED`. */
@@ -37,11 +42,7 @@ export interface ConsumerGroupDefinition {
   readonly entry: string;
   /** Tables the group's function may touch (least privilege derives from this). */
   readonly tables: readonly TableKey[];
-  /** Deliveries before SQS moves a message to the DLQ: 1 + RocketMQ's 16 retries. */
-  readonly maxReceiveCount: number;
 }
-
-const ROCKETMQ_MAX_DELIVERIES = ROCKETMQ_RETRY_DELAYS_SECONDS.length + 1;
 
 export const CONSUMER_GROUPS = [
   {
@@ -50,7 +51,6 @@ export const CONSUMER_GROUPS = [
     tagExpression: 'PAID',
     entry: 'functions/points-consumer/handler.ts',
     tables: ['idempotency', 'ledger', 'accounts'],
-    maxReceiveCount: ROCKETMQ_MAX_DELIVERIES,
   },
   {
     group: 'coupon-consumer-group',
@@ -58,7 +58,6 @@ export const CONSUMER_GROUPS = [
     tagExpression: 'PAID',
     entry: 'functions/coupon-consumer/handler.ts',
     tables: ['idempotency'],
-    maxReceiveCount: ROCKETMQ_MAX_DELIVERIES,
   },
   {
     group: 'order-status-consumer-group',
@@ -66,7 +65,6 @@ export const CONSUMER_GROUPS = [
     tagExpression: 'PAID || FINISHED',
     entry: 'functions/order-status-consumer/handler.ts',
     tables: ['orders'],
-    maxReceiveCount: ROCKETMQ_MAX_DELIVERIES,
   },
 ] as const satisfies readonly ConsumerGroupDefinition[];
 
@@ -93,4 +91,4 @@ export const TABLE_ENV: Record<TableKey, string> = {
 };
 
 /** DLQ retention: the SQS maximum, so a long weekend never loses a dead letter. */
-export const DLQ_RETENTION_DAYS = 14;
+export const DLQ_RETENTION_DAYS = DEAD_LETTER_RETENTION_SECONDS / 86_400;

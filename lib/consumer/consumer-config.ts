@@ -1,4 +1,6 @@
 import { configFromEnv, type AwsConfig } from '../aws/clients.ts';
+import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../config/consumer-environment.ts';
+import type { QueueLifetimes } from '../config/delivery-lifetimes.ts';
 import { TABLE_ENV, type TableKey } from '../config/resources.ts';
 import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
@@ -10,14 +12,11 @@ export interface ConsumerRuntimeConfig {
   deadLetterQueueUrl: string;
   schedule: RetrySchedule;
   ttlSeconds?: number;
+  /** The source queue and DLQ as deployed; the middleware refuses a schedule or TTL they cannot carry. */
+  queueLifetimes?: QueueLifetimes;
 }
 
-export const CONSUMER_ENV = {
-  deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
-  retryDelays: 'RETRY_DELAYS_SECONDS',
-  ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
-  couponServiceUrl: 'COUPON_SERVICE_URL',
-} as const;
+export { CONSUMER_ENV };
 
 export function consumerConfigFromEnv(tables: readonly TableKey[], env: NodeJS.ProcessEnv = process.env): ConsumerRuntimeConfig {
   const required = (name: string) => {
@@ -32,6 +31,7 @@ export function consumerConfigFromEnv(tables: readonly TableKey[], env: NodeJS.P
     deadLetterQueueUrl: required(CONSUMER_ENV.deadLetterQueueUrl),
     schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
     ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
+    queueLifetimes: queueLifetimesFromEnvironment(env),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { DeliveryLifetimes, IncoherentLifetimesError, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
 import { InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, classify } from './errors.ts';
@@ -21,6 +22,8 @@ export interface RocketMQConsumerOptions<P, R> {
   fingerprintFields?: (payload: P) => unknown;
   strategy: ConsumptionStrategy<R>;
   failures: FailureRouter;
+  /** The source queue and DLQ as deployed (default: what the schedule derives, as the CDK app creates them). */
+  queues?: QueueLifetimes;
   /** Records of one batch settled concurrently (distinct keys only; one key is always sequential). */
   concurrency?: number;
   /** In-invocation retries of a commit cancelled by `TransactionConflict` before the record is failed. */
@@ -275,15 +278,18 @@ export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context
   };
 }
 
-/** A dedup record that expires before RocketMQ's last retry would let that retry apply the effect again. */
+/**
+ * Refused at start-up: a schedule the queues cannot carry (too few receives, too short a
+ * retention), or dedup records that expire while a copy of a message can still come back.
+ */
 function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R>) {
-  const retryWindow = options.failures.schedule.totalDelaySeconds;
-  // Negated so that a TTL that is not a number (a typo in IDEMPOTENCY_TTL_SECONDS) is refused too.
-  if (!(options.strategy.recordTtlSeconds >= retryWindow * 2)) {
-    throw new InvalidConsumerConfigError(
-      `idempotency records live ${options.strategy.recordTtlSeconds}s but the retry schedule spans ${retryWindow}s; ` +
-        `records must outlive the retry window plus redrive time (at least ${retryWindow * 2}s, default 7 days)`,
-    );
+  const schedule = options.failures.schedule;
+  try {
+    const lifetimes = options.queues ? new DeliveryLifetimes(schedule, options.queues) : DeliveryLifetimes.derive(schedule);
+    lifetimes.assertRecordTtl(options.strategy.recordTtlSeconds);
+  } catch (error) {
+    if (!(error instanceof IncoherentLifetimesError)) throw error;
+    throw new InvalidConsumerConfigError(`consumer group ${options.group}: ${error.message}`, { cause: error });
   }
 }
 

@@ -1,6 +1,7 @@
 import { CreateTableCommand, UpdateTimeToLiveCommand, type AttributeDefinition, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
+import { lifetimesOf } from '../config/delivery-lifetimes.ts';
 import {
   CONSUMER_GROUPS,
   DLQ_RETENTION_DAYS,
@@ -60,14 +61,16 @@ export async function provisionLocal(
   const queues: LocalResources['queues'] = {};
   for (const def of CONSUMER_GROUPS) {
     if (options.groups && !options.groups.includes(def.group)) continue;
+    const { queues: lifetimes } = lifetimesOf(def).lifetimes;
     const deadLetter = await createQueue(sqs, deadLetterQueueName(prefix, def.group), {
-      MessageRetentionPeriod: String(DLQ_RETENTION_DAYS * 86400),
+      MessageRetentionPeriod: String(lifetimes.deadLetterRetentionSeconds),
     });
     const source = await createQueue(sqs, queueName(prefix, def.group), {
       VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS),
-      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetter.arn, maxReceiveCount: def.maxReceiveCount }),
+      MessageRetentionPeriod: String(lifetimes.sourceRetentionSeconds),
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetter.arn, maxReceiveCount: lifetimes.maxReceiveCount }),
     });
-    queues[def.group] = { source, deadLetter, maxReceiveCount: def.maxReceiveCount };
+    queues[def.group] = { source, deadLetter, maxReceiveCount: lifetimes.maxReceiveCount };
   }
   return { prefix, endpoint, tables, queues };
 }

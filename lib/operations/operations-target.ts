@@ -1,3 +1,4 @@
+import { lifetimesOf } from '../config/delivery-lifetimes.ts';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { AwsConfig } from '../aws/clients.ts';
 import { CONSUMER_GROUPS, deadLetterQueueName, queueName, tableName } from '../config/resources.ts';
@@ -49,6 +50,11 @@ export interface GroupQueues {
   sourceUrl: string;
   /** Receives before the source queue's redrive policy moves a message (from the catalogue). */
   maxReceiveCount: number | undefined;
+  /**
+   * How old a letter's first delivery may be for a redrive to be safe (record TTL − retry
+   * window, from the catalogue); `undefined` for a group the catalogue does not know.
+   */
+  redriveHorizonSeconds: number | undefined;
 }
 
 export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Promise<GroupQueues> {
@@ -67,7 +73,14 @@ export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Pro
   };
   const deadLetterUrl = options.dlqUrl ?? (await lookUp(deadLetterQueueName(options.prefix ?? '', group), 'DLQ'));
   const sourceUrl = options.sourceQueueUrl ?? (await lookUp(queueName(options.prefix ?? '', group), 'source queue'));
-  return { group, deadLetterUrl, sourceUrl, maxReceiveCount: (await deployedMaxReceiveCount(sqs, sourceUrl)) ?? known?.maxReceiveCount };
+  const lifetimes = known ? lifetimesOf(known) : undefined;
+  return {
+    group,
+    deadLetterUrl,
+    sourceUrl,
+    maxReceiveCount: (await deployedMaxReceiveCount(sqs, sourceUrl)) ?? lifetimes?.lifetimes.queues.maxReceiveCount,
+    redriveHorizonSeconds: lifetimes?.lifetimes.redriveHorizonSeconds(lifetimes.recordTtlSeconds),
+  };
 }
 
 /** The deployed redrive policy wins over the catalogue: it is what actually moved the message. */

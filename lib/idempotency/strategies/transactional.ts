@@ -1,6 +1,7 @@
 import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { DEFAULT_RECORD_TTL_SECONDS } from '../../config/delivery-lifetimes.ts';
 import { PayloadConflictError, TransientFailureError, WriteRejectedError } from '../errors.ts';
 import { RecordStatus, recordId, type DedupRecord } from '../record.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
@@ -26,12 +27,12 @@ export interface TransactionalOptions {
   client: DynamoDBDocumentClient;
   tableName: string;
   group: string;
-  /** Lifetime of a dedup record; 7 days by default, never shorter than the retry window. */
+  /** Lifetime of a dedup record; 30 days by default, never shorter than any copy of a message can live. */
   ttlSeconds?: number;
   now?: () => number;
 }
 
-export const DEFAULT_RECORD_TTL_SECONDS = 7 * 24 * 3600;
+export { DEFAULT_RECORD_TTL_SECONDS };
 
 /**
  * Transactional mode: ONE `TransactWriteItems` holds the conditional put of the dedup

@@ -19,8 +19,8 @@ const deps = () => ({
 
 const RETRY_WINDOW_SECONDS = 17_140; // 4h45m40s
 
-describe('idempotency records outlive the retry window (checked at start-up)', () => {
-  it('accepts the default: 7-day records against RocketMQ’s 4h45m40s schedule', () => {
+describe('idempotency records outlive every copy of a message (checked at start-up)', () => {
+  it('accepts the default: 30-day records against RocketMQ’s 4h45m40s schedule and a 14-day DLQ', () => {
     expect(new RetrySchedule().totalDelaySeconds).toBe(RETRY_WINDOW_SECONDS);
     expect(() => createCouponConsumer(deps())).not.toThrow();
     expect(() => createPointsConsumer(deps())).not.toThrow();
@@ -29,15 +29,17 @@ describe('idempotency records outlive the retry window (checked at start-up)', (
   it.each([
     ['one hour', 3_600],
     ['exactly the retry window (no redrive time)', RETRY_WINDOW_SECONDS],
+    ['7 days, shorter than the DLQ keeps a letter', 7 * 86_400],
     ['not a number', Number.NaN],
   ])('refuses records that live %s', (_, ttlSeconds) => {
     expect(() => createCouponConsumer({ ...deps(), ttlSeconds })).toThrow(InvalidConsumerConfigError);
-    expect(() => createPointsConsumer({ ...deps(), ttlSeconds })).toThrow(/retry schedule spans 17140s/);
+    expect(() => createPointsConsumer({ ...deps(), ttlSeconds })).toThrow(/a copy of a message can come back for 1589480s/);
   });
 
-  it('refuses a schedule longer than the default 7-day records can cover', () => {
+  it('refuses a schedule longer than the default 30-day records can cover', () => {
     const twelveHours = new RetrySchedule(Array.from({ length: 16 }, () => 12 * 3600)); // 8 days
     expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(InvalidConsumerConfigError);
+    expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(/idempotency records live 2592000s but a copy of a message can come back for 2937600s/);
   });
 
   it('refuses the misconfiguration read from the environment before any message is touched', async () => {
@@ -50,7 +52,7 @@ describe('idempotency records outlive the retry window (checked at start-up)', (
     };
     // Act + Assess
     expect(() => createCouponConsumer({ ...consumerConfigFromEnv(['idempotency'], env), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
-      /records must outlive the retry window/,
+      /idempotency records live 3600s but a copy of a message can come back/,
     );
     expect(() => createCouponConsumer({ ...consumerConfigFromEnv(['idempotency'], { ...env, IDEMPOTENCY_TTL_SECONDS: 'seven days' }), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
       InvalidConsumerConfigError,

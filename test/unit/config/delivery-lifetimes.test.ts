@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
+import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
+import { lifetimeEnvironment } from '../../../lib/config/consumer-environment.ts';
+import { DEFAULT_RECORD_TTL_SECONDS, DeliveryLifetimes, IncoherentLifetimesError, lifetimesOf } from '../../../lib/config/delivery-lifetimes.ts';
+import { TABLE_ENV } from '../../../lib/config/resources.ts';
+import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
+import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+
+/** The environment the CDK app gives a points function, then `overrides` as if edited by hand. */
+function deployedEnvironment(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  const { lifetimes, recordTtlSeconds } = lifetimesOf({});
+  return {
+    [TABLE_ENV.idempotency]: 'idempotency',
+    [TABLE_ENV.ledger]: 'ledger',
+    [TABLE_ENV.accounts]: 'accounts',
+    [TABLE_ENV.orders]: 'orders',
+    DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:1/000000000000/dlq',
+    AWS_REGION: 'us-east-1',
+    ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
+    ...overrides,
+  };
+}
+
+describe('DeliveryLifetimes', () => {
+  it('derives, for RocketMQ\'s schedule, 17 receives, 4 days + 4h45m40s of source retention and an 18.4-day minimum TTL', () => {
+    const { lifetimes, recordTtlSeconds } = lifetimesOf({});
+    expect(lifetimes.queues).toEqual({ maxReceiveCount: 17, sourceRetentionSeconds: 4 * 86_400 + 17_140, deadLetterRetentionSeconds: 14 * 86_400 });
+    expect(lifetimes.minimumRecordTtlSeconds).toBe(4 * 86_400 + 17_140 + 14 * 86_400 + 17_140);
+    expect(recordTtlSeconds).toBe(DEFAULT_RECORD_TTL_SECONDS);
+    expect(lifetimes.redriveHorizonSeconds(recordTtlSeconds)).toBe(30 * 86_400 - 17_140);
+  });
+
+  it('defaults the TTL to the minimum rounded up to days when a long schedule needs more than 30 days', () => {
+    // Nine 12 h retries: 4.5 days of retries → minimum 4 + 4.5 + 14 + 4.5 = 27 days … still under 30
+    expect(lifetimesOf({ retryDelaysSeconds: Array.from({ length: 9 }, () => 43_200) }).recordTtlSeconds).toBe(30 * 86_400);
+    const lifetimes = new DeliveryLifetimes(new RetrySchedule(Array.from({ length: 12 }, () => 43_200)), {
+      maxReceiveCount: 13,
+      sourceRetentionSeconds: 13 * 86_400,
+      deadLetterRetentionSeconds: 14 * 86_400,
+    });
+    expect(lifetimes.minimumRecordTtlSeconds).toBe(33 * 86_400);
+    expect(lifetimes.defaultRecordTtlSeconds).toBe(33 * 86_400);
+  });
+
+  it.each([
+    ['too few receives', { maxReceiveCount: 17 }, 21, /maxReceiveCount is 17 but the retry schedule \(20 retries, 21 deliveries over 24340s\) needs at least 21/],
+    ['too short a source retention', { sourceRetentionSeconds: 86_400 }, 17, /source queue keeps messages 86400s but the retry schedule \(16 retries, 17 deliveries over 17140s\) needs at least 103540s/],
+    ['a DLQ that keeps less than the source', { deadLetterRetentionSeconds: 3 * 86_400 }, 17, /DLQ keeps messages 259200s, not longer than the source queue's 362740s/],
+  ])('refuses %s, naming both numbers', (_, queues, deliveries, message) => {
+    const schedule = new RetrySchedule(deliveries === 21 ? [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200, 1800, 1800, 1800, 1800] : undefined);
+    const base = { maxReceiveCount: deliveries, sourceRetentionSeconds: 4 * 86_400 + schedule.totalDelaySeconds, deadLetterRetentionSeconds: 14 * 86_400 };
+    expect(() => new DeliveryLifetimes(schedule, { ...base, ...queues })).toThrow(IncoherentLifetimesError);
+    expect(() => new DeliveryLifetimes(schedule, { ...base, ...queues })).toThrow(message);
+  });
+
+  it('refuses a TTL that is not a number', () => {
+    expect(() => lifetimesOf({ idempotencyTtlSeconds: Number.NaN })).toThrow(/idempotency records live NaNs/);
+  });
+});
+
+describe('the cold start refuses settings that disagree with each other', () => {
+  it('starts with the environment the CDK app derives', () => {
+    expect(() => createPointsConsumer(consumerConfigFromEnv(['idempotency', 'ledger', 'accounts'], deployedEnvironment({})))).not.toThrow();
+  });
+
+  it('refuses a 20-retry schedule on a queue that redrives after 17 receives', () => {
+    const env = deployedEnvironment({ RETRY_DELAYS_SECONDS: '10,30,60,120,180,240,300,360,420,480,540,600,1200,1800,3600,7200,1800,1800,1800,1800', SOURCE_RETENTION_SECONDS: String(6 * 86_400) });
+    const build = () => createPointsConsumer(consumerConfigFromEnv(['idempotency', 'ledger', 'accounts'], env));
+    expect(build).toThrow(InvalidConsumerConfigError);
+    expect(build).toThrow(
+      "consumer group point-consumer-group: the source queue's maxReceiveCount is 17 but the retry schedule (20 retries, 21 deliveries over 24340s) needs at least 21: " +
+        'SQS would dead-letter messages without a reason before their retries are spent',
+    );
+  });
+
+  it('refuses a schedule longer than the source queue keeps messages', () => {
+    const env = deployedEnvironment({ SOURCE_RETENTION_SECONDS: String(4 * 3600) });
+    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(['orders'], env))).toThrow(/source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/);
+  });
+
+  it('refuses a 7-day record TTL (the old default) against a 14-day DLQ', () => {
+    const env = deployedEnvironment({ IDEMPOTENCY_TTL_SECONDS: String(7 * 86_400) });
+    expect(() => createPointsConsumer(consumerConfigFromEnv(['idempotency', 'ledger', 'accounts'], env))).toThrow(/idempotency records live 604800s but a copy of a message can come back for 1589480s/);
+  });
+});
