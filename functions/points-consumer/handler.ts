@@ -7,7 +7,7 @@ import { packedTransactionalStrategy } from '../../lib/idempotency/strategies/pa
 import { transactionalStrategy } from '../../lib/idempotency/strategies/transactional.ts';
 import { TABLES } from '../../lib/config/resources.ts';
 import { awardWrites } from '../../lib/points/ledger.ts';
-import { parseOrderPaid } from '../../lib/points/order-paid.ts';
+import { orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
 
 export const POINTS_GROUP = 'point-consumer-group';
 export const POINTS_TABLES = ['idempotency', 'ledger', 'accounts'] as const;
@@ -38,13 +38,13 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
     tagExpression: 'PAID',
     parsePayload: parseOrderPaid,
     keyOf: (order) => order.orderNo,
-    fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId, points: order.points }),
+    fingerprintFields: orderPaidFingerprintFields,
     strategy: (deps.packing ?? true)
       ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) })
       : transactionalStrategy(strategyOptions),
     failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     queues: deps.queueLifetimes,
-    business: (msg) => ({ writes: awardWrites(msg.payload, msg.message.msgId, tables, new Date(now())) }),
+    business: (msg) => ({ writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, tables, new Date(now())) }),
     onReport: deps.onReport,
     now,
   });

@@ -10,8 +10,16 @@ export const identifier = (what: string) =>
     .max(64, `${what} is longer than 64 characters`)
     .regex(/^[\x21-\x7E]+$/, `${what} must be printable ASCII without spaces`);
 
-/** Producers send user ids as numbers or strings; both become the same string key. */
-export const userIdSchema = z.union([z.string(), z.number().int().nonnegative()]).transform(String).pipe(identifier('userId'));
+/**
+ * Producers send user ids as numbers or strings; both become the same string key. A number
+ * above 2^53 − 1 has already lost digits in JSON.parse (12345678901234567890 reads as
+ * …567000), so it is refused rather than awarded to a neighbour's id: send such ids as strings.
+ */
+const numericUserId = z
+  .number()
+  .int({ error: (issue) => (issue.code === 'too_big' ? 'userId above 2^53 - 1 loses digits as a JSON number: send it as a string' : 'userId must be a whole number') })
+  .nonnegative('userId must not be negative');
+export const userIdSchema = z.union([z.string(), numericUserId]).transform(String).pipe(identifier('userId'));
 
 /** Parses a message body as JSON and validates it; any problem is an `InvalidPayloadError` naming the first bad field. */
 export function parseJsonPayload<S extends z.ZodType>(schema: S, body: string): z.infer<S> {

@@ -17,6 +17,8 @@ export interface LedgerEntry {
   createdAt: string;
   /** Reversals: the entry they compensate. */
   reverses?: string;
+  /** Awards: the payload fingerprint of the message that awarded it (conflicts are told from duplicates by it after the dedup record expired). */
+  fingerprint?: string;
 }
 
 export interface PointAccount {
@@ -33,26 +35,37 @@ export interface PointTables {
 export const awardEntryId = (orderNo: string) => `AWARD#${orderNo}`;
 export const reversalEntryId = (reversedEntryId: string) => `REVERSAL#${reversedEntryId}`;
 
+/** The ledger entry attribute that holds the awarding message's payload fingerprint. */
+export const AWARD_FINGERPRINT_ATTRIBUTE = 'fingerprint';
+
 /**
  * The writes of one award: the ledger entry and the balance increment. The ledger put
  * is conditional on its own, so the ledger can never hold one order twice for a user
- * even if the dedup record is gone (expired, deleted by hand).
+ * even if the dedup record is gone (expired, deleted by hand); and it carries the
+ * payload fingerprint, so a copy with other points arriving after that is still a
+ * conflict, not a duplicate. An order of 0 points (fully discounted) awards nothing:
+ * no writes, and only its dedup record says it was consumed.
  */
-export function awardWrites(award: OrderPaid, msgId: string, tables: PointTables, now: Date): DeclaredWrite[] {
+export function awardWrites(award: OrderPaid, message: { msgId: string; fingerprint: string }, tables: PointTables, now: Date): DeclaredWrite[] {
+  if (award.points === 0) return [];
   const entry: LedgerEntry = {
     userId: award.userId,
     entryId: awardEntryId(award.orderNo),
     kind: LedgerEntryKind.AWARD,
     orderNo: award.orderNo,
     points: award.points,
-    msgId,
+    msgId: message.msgId,
     paidAt: award.paidAt,
     createdAt: now.toISOString(),
+    fingerprint: message.fingerprint,
   };
   return [
     {
-      item: { Put: { TableName: tables.ledger, Item: entry, ConditionExpression: 'attribute_not_exists(entryId)' } },
+      item: {
+        Put: { TableName: tables.ledger, Item: entry, ConditionExpression: 'attribute_not_exists(entryId)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
+      },
       conditionFailureMeansDone: true,
+      fingerprintAttribute: AWARD_FINGERPRINT_ATTRIBUTE,
     },
     { item: balanceIncrement(tables.accounts, award.userId, award.points, now) },
   ];

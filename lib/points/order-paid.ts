@@ -8,7 +8,7 @@ export const MAX_POINTS_PER_ORDER = 1_000_000;
 const orderPaidSchema = z.object({
   orderNo: identifier('orderNo'),
   userId: userIdSchema,
-  points: z.number().int('points must be a whole number').positive('points must be positive').max(MAX_POINTS_PER_ORDER, `points above ${MAX_POINTS_PER_ORDER}`),
+  points: z.number().int('points must be a whole number').nonnegative('points must not be negative').max(MAX_POINTS_PER_ORDER, `points above ${MAX_POINTS_PER_ORDER}`),
   paidAt: z.iso.datetime({ offset: true }).optional(),
 });
 
@@ -17,3 +17,6 @@ export type OrderPaid = z.infer<typeof orderPaidSchema>;
 export function parseOrderPaid(body: string): OrderPaid {
   return parseJsonPayload(orderPaidSchema, body);
 }
+
+/** What tells a duplicate (same) from a conflict (different) for one order: who gets how many points. */
+export const orderPaidFingerprintFields = (order: OrderPaid) => ({ orderNo: order.orderNo, userId: order.userId, points: order.points });

@@ -12,7 +12,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
-import { parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
+import { orderPaidFingerprintFields, parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
+import { fingerprintOf } from '../../lib/idempotency/record.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 
 export interface PowertoolsPointsConsumerDeps {
@@ -25,7 +26,7 @@ export function createPowertoolsPointsConsumer(deps: PowertoolsPointsConsumerDep
   const config = new IdempotencyConfig({ eventKeyJmesPath: 'order.orderNo', payloadValidationJmesPath: 'order', expiresAfterSeconds: 7 * 24 * 3600 });
   const award = makeIdempotent(
     async (input: { order: OrderPaid; msgId: string }) => {
-      await documents.send(new TransactWriteCommand({ TransactItems: awardWrites(input.order, input.msgId, deps.tables, new Date()).map((w) => w.item) }));
+      await documents.send(new TransactWriteCommand({ TransactItems: awardWrites(input.order, { msgId: input.msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(input.order)) }, deps.tables, new Date()).map((w) => w.item) }));
       return { awarded: input.order.points };
     },
     { persistenceStore: new DynamoDBPersistenceLayer({ tableName: deps.tables.idempotency, awsSdkV3Client: deps.dynamoDb }), config },

@@ -9,7 +9,7 @@ import { createSqs } from '../../lib/aws/clients.ts';
 import type { ConsumerFactory } from '../../lib/chaos/fault-plan.ts';
 import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
-import { recordId } from '../../lib/idempotency/record.ts';
+import { fingerprintOf, recordId } from '../../lib/idempotency/record.ts';
 import type { ConsumerMessage } from '../../lib/idempotency/settlement.ts';
 import type { ConsumptionStrategy } from '../../lib/idempotency/strategy.ts';
 import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
@@ -17,7 +17,7 @@ import { dedupRecordPut, transactionalStrategy, type TransactionalResult } from 
 import { CouponClient } from '../../lib/coupons/coupon-client.ts';
 import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
 import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
-import { parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
+import { orderPaidFingerprintFields, parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
 import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 
 const POINTS = 'point-consumer-group';
@@ -90,7 +90,7 @@ export function weakPointsConsumer(weakness: Exclude<PointsWeakness, 'none'>): C
 }
 
 function award(order: OrderPaid, msgId: string, tables: PointTables, weakness: PointsWeakness, byMsgId: boolean) {
-  const writes = awardWrites(order, msgId, tables, new Date());
+  const writes = awardWrites(order, { msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(order)) }, tables, new Date());
   const ledger = writes[0]!.item.Put!;
   if (byMsgId) (ledger.Item as Record<string, unknown>).entryId = `AWARD#${msgId}`;
   if (weakness === 'unconditional-writes' || weakness === 'check-then-act') delete ledger.ConditionExpression;

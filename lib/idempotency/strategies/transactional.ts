@@ -17,6 +17,14 @@ export interface DeclaredWrite {
    * keyed by the order exists: yes, a duplicate. Anything else: a permanent error.)
    */
   readonly conditionFailureMeansDone?: boolean;
+  /**
+   * With `conditionFailureMeansDone`: the attribute of the existing item that holds the
+   * payload fingerprint of the message that wrote it. A different fingerprint there is a
+   * conflict, not a duplicate (the dedup record may have expired, so this is the last line
+   * that tells "same order again" from "same order, other content"). The item must be
+   * written with that attribute and `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`.
+   */
+  readonly fingerprintAttribute?: string;
 }
 
 export interface TransactionalResult {
@@ -121,7 +129,15 @@ export function explainCancellation<P>(msg: ConsumerMessage<P>, result: Transact
   const failedWrite = reasons.findIndex((r, i) => i > 0 && r.Code === 'ConditionalCheckFailed');
   if (failedWrite > 0) {
     const write = result.writes[failedWrite - 1];
-    if (write?.conditionFailureMeansDone) return { outcome: 'duplicate', reason: 'effect-already-present' };
+    if (write?.conditionFailureMeansDone) {
+      const existing = write.fingerprintAttribute && reasons[failedWrite]?.Item ? unmarshall(reasons[failedWrite]!.Item!) : undefined;
+      const fingerprint = existing?.[write.fingerprintAttribute!];
+      // Entries written before fingerprints were stored carry none: they can only be taken as the same effect.
+      if (typeof fingerprint === 'string' && fingerprint !== msg.fingerprint) {
+        throw new PayloadConflictError(msg.key, fingerprint, msg.fingerprint, typeof existing?.msgId === 'string' ? existing.msgId : undefined);
+      }
+      return { outcome: 'duplicate', reason: 'effect-already-present' };
+    }
     throw new WriteRejectedError(`declared write ${failedWrite - 1} was rejected by its condition`);
   }
   const codes = reasons.map((r) => r.Code ?? 'None');
