@@ -41,6 +41,9 @@ const LIFECYCLE: readonly string[] = [OrderStatus.WAIT_PAY, OrderStatus.PAID, Or
 export type RejectionVerdict =
   | { kind: 'already-advanced'; status: string }
   | { kind: 'absent' }
+  /** The order is at an earlier lifecycle state than the event needs (FINISHED overtook PAID): retry. */
+  | { kind: 'not-yet'; status: string }
+  /** A status outside the lifecycle (or none): no retry can make the event apply. */
   | { kind: 'illegal'; status: string | undefined }
   /** The item was in `from` after all: it changed between the write and its check; try again. */
   | { kind: 'raced'; status: string };
@@ -51,13 +54,16 @@ export function judgeRejection(transition: OrderTransition, current: Partial<Ord
   if (status === transition.from) return { kind: 'raced', status };
   const at = status === undefined ? -1 : LIFECYCLE.indexOf(status);
   if (at >= LIFECYCLE.indexOf(transition.to)) return { kind: 'already-advanced', status: status! };
+  if (at >= 0 && at < LIFECYCLE.indexOf(transition.from)) return { kind: 'not-yet', status: status! };
   return { kind: 'illegal', status };
 }
 
 /**
  * Reads a failed precondition: the order already moved on → a duplicate or late event
- * (success, nothing to do); the order does not exist yet → the event overtook the
- * order's creation, retry; anything else → an illegal transition, dead-letter it.
+ * (success, nothing to do); the order does not exist yet, or is at an earlier state than
+ * the event needs → the event overtook another one (standard queues reorder), retry on
+ * the schedule and dead-letter only when it is spent; a status outside the lifecycle →
+ * an illegal transition, dead-letter it now.
  */
 export function explainRejection(transition: OrderTransition, orderNo: string, current: Partial<Order> | undefined): Settlement {
   const verdict = judgeRejection(transition, current);
@@ -66,6 +72,10 @@ export function explainRejection(transition: OrderTransition, orderNo: string, c
       return { outcome: 'duplicate', reason: 'state-already-advanced', ...(current?.statusMsgId ? { winnerMsgId: current.statusMsgId } : {}) };
     case 'absent':
       throw new NotYetApplicableError(`order ${orderNo} does not exist yet; ${transition.event} will be retried`);
+    case 'not-yet':
+      throw new NotYetApplicableError(
+        `order ${orderNo} is ${verdict.status}: ${transition.event} needs ${transition.from} first and will be retried`,
+      );
     case 'raced':
       throw new TransientFailureError(`order ${orderNo} changed while ${transition.event} was applied`, 'STATUS_RACED');
     case 'illegal':

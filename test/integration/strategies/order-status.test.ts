@@ -76,10 +76,42 @@ describe('state-transition mode: order status by conditional update (emulator)',
     expect((await f.order(ORDER_NO))!.status).toBe('PAID');
   });
 
-  it('dead-letters an illegal transition (FINISHED for a WAIT_PAY order) on its first attempt', async () => {
+  it('retries FINISHED that overtook PAID (same batch) and applies it after PAID: never dead-lettered', async () => {
+    // Prepare: a standard queue delivered FINISHED ahead of PAID
+    const f = await orderStatusFixture();
+    await f.createOrder(ORDER_NO, 'WAIT_PAY');
+    await f.send(finished(), paid());
+    // Act
+    await f.drain();
+    // Assess
+    const finishedFirst = f.reports.find((r) => r.key === `${ORDER_NO}#FINISHED`)!;
+    expect(finishedFirst.settlement).toMatchObject({ outcome: 'failed', error: { code: 'NOT_YET_APPLICABLE', classification: 'transient' } });
+    expect(finishedFirst.disposition).toEqual({ action: 'retry', delaySeconds: 0 });
+    expect(f.reports.filter((r) => r.settlement.outcome === 'processed').map((r) => r.key)).toEqual([`${ORDER_NO}#PAID`, `${ORDER_NO}#FINISHED`]);
+    expect(await f.deadLetters()).toEqual([]);
+    expect((await f.order(ORDER_NO))!.status).toBe('FINISHED');
+  });
+
+  it('dead-letters FINISHED for an order still WAIT_PAY only when the schedule is spent', async () => {
     // Prepare
     const f = await orderStatusFixture();
     await f.createOrder(ORDER_NO, 'WAIT_PAY');
+    const before = await f.order(ORDER_NO);
+    // Act: the 17th delivery (receive count 17) still finds the order unpaid
+    const response = await f.invoke([f.record(finished(), 17)]);
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect(f.reports[0]!.disposition).toEqual({ action: 'dead-letter', code: 'RETRIES_EXHAUSTED' });
+    const [dead] = await f.deadLetters();
+    expect(dead!.attributes).toMatchObject({ 'failure-code': 'RETRIES_EXHAUSTED', 'idempotency-key': `${ORDER_NO}#FINISHED`, attempt: '17' });
+    expect(dead!.attributes['failure-reason']).toMatch(/^NOT_YET_APPLICABLE: order .* is WAIT_PAY: FINISHED needs PAID first/);
+    expect(await f.order(ORDER_NO)).toEqual(before);
+  });
+
+  it('dead-letters an illegal transition (an order in a status outside the lifecycle) on its first attempt', async () => {
+    // Prepare
+    const f = await orderStatusFixture();
+    await f.createOrder(ORDER_NO, 'CANCELLED');
     const before = await f.order(ORDER_NO);
     // Act
     const response = await f.invoke([finished()]);
@@ -89,7 +121,7 @@ describe('state-transition mode: order status by conditional update (emulator)',
     expect(f.reports[0]!.disposition).toEqual({ action: 'dead-letter', code: 'ILLEGAL_TRANSITION' });
     const [dead] = await f.deadLetters();
     expect(dead!.attributes).toMatchObject({ 'failure-code': 'ILLEGAL_TRANSITION', 'idempotency-key': `${ORDER_NO}#FINISHED`, attempt: '1' });
-    expect(dead!.attributes['failure-reason']).toMatch(/WAIT_PAY: FINISHED needs PAID/);
+    expect(dead!.attributes['failure-reason']).toMatch(/CANCELLED: FINISHED needs PAID/);
     expect(await f.order(ORDER_NO)).toEqual(before);
   });
 

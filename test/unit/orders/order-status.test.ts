@@ -9,7 +9,7 @@ describe('order status transitions (pure)', () => {
     ['PAID', 'PAID', 'already-advanced'],
     ['PAID', 'FINISHED', 'already-advanced'],
     ['FINISHED', 'FINISHED', 'already-advanced'],
-    ['FINISHED', 'WAIT_PAY', 'illegal'],
+    ['FINISHED', 'WAIT_PAY', 'not-yet'],
     ['PAID', 'CLOSED', 'illegal'],
     ['FINISHED', 'REFUNDED', 'illegal'],
     ['PAID', 'WAIT_PAY', 'raced'],
@@ -30,7 +30,8 @@ describe('order status transitions (pure)', () => {
       winnerMsgId: 'M1',
     });
     expect(() => explainRejection(ORDER_TRANSITIONS.PAID, 'SO1', undefined)).toThrow(NotYetApplicableError);
-    expect(() => explainRejection(ORDER_TRANSITIONS.FINISHED, 'SO1', { orderNo: 'SO1', status: 'WAIT_PAY' })).toThrow(IllegalTransitionError);
+    expect(() => explainRejection(ORDER_TRANSITIONS.FINISHED, 'SO1', { orderNo: 'SO1', status: 'WAIT_PAY' })).toThrow(NotYetApplicableError);
+    expect(() => explainRejection(ORDER_TRANSITIONS.FINISHED, 'SO1', { orderNo: 'SO1', status: 'REFUNDED' })).toThrow(IllegalTransitionError);
     expect(() => explainRejection(ORDER_TRANSITIONS.PAID, 'SO1', { orderNo: 'SO1', status: 'WAIT_PAY' })).toThrow(TransientFailureError);
   });
 
