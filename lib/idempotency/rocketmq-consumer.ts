@@ -4,7 +4,7 @@ import { DeliveryLifetimes, IncoherentLifetimesError, type QueueLifetimes } from
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
 import { InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, classify } from './errors.ts';
-import type { FailureRouter } from './failure-router.ts';
+import { REDRIVE_COUNT_ATTRIBUTE, type FailureRouter } from './failure-router.ts';
 import { fingerprintOf } from './record.ts';
 import type { ConsumerMessage, Disposition, RecordReport, Settlement } from './settlement.ts';
 import type { ConsumptionStrategy } from './strategy.ts';
@@ -80,7 +80,7 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       state.reports.set(record, base(record, receiveCount, { outcome: 'failed', error: new InvalidMessageError(reason) }));
       return undefined;
     }
-    const attempt = receiveCount + message.reconsumeTimes;
+    const attempt = attemptOf(record, receiveCount, message.reconsumeTimes);
     const ids = { msgId: message.msgId };
     if (!tags.matches(message.tags)) {
       state.reports.set(record, { ...base(record, attempt, { outcome: 'filtered', tag: message.tags }), ...ids });
@@ -276,6 +276,18 @@ export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context
       }),
     );
   };
+}
+
+/**
+ * 1-based delivery attempt on the schedule: the SQS receive count plus the retries RocketMQ
+ * already made before the bridge forwarded the message. A letter sent back by `ops dlq
+ * redrive` starts a fresh schedule (its envelope still says `reconsumeTimes: 16`; counting
+ * that would dead-letter it again on its first transient failure). Its redrive count keeps
+ * the history.
+ */
+function attemptOf(record: SQSRecord, receiveCount: number, reconsumeTimes: number): number {
+  const redriven = Number(record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue ?? 0) > 0;
+  return redriven ? receiveCount : receiveCount + reconsumeTimes;
 }
 
 /**
