@@ -1,3 +1,4 @@
+import { sqsText } from '../lib/aws/sqs-text.ts';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Envelope } from './envelope-writer.ts';
 import { describeError } from './forward-target.ts';
@@ -45,7 +46,7 @@ export class DeadLetterQueue {
         QueueUrl: this.queueUrl,
         MessageBody: JSON.stringify(notice),
         MessageAttributes: {
-          [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: letter.reason },
+          [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: sqsText(letter.reason, 256) },
         },
         ...(letter.messageGroupId !== undefined
           ? { MessageGroupId: letter.messageGroupId, MessageDeduplicationId: `${letter.envelope.id}-${letter.reason}` }

@@ -1,3 +1,4 @@
+import { sqsText } from '../aws/sqs-text.ts';
 import { z } from 'zod';
 import { CouponGrantRejectedError, CouponServiceTimeoutError, CouponServiceUnavailableError } from './coupon-errors.ts';
 
@@ -95,7 +96,8 @@ export class CouponClient {
       if (!parsed.success) throw new CouponServiceUnavailableError(`coupon service answered ${response.status} without a couponId`, response.status);
       return parsed.data.couponId;
     }
-    const detail = `coupon service answered ${response.status} for order ${request.orderNo}: ${text.slice(0, 200)}`;
+    // The service's own words, bounded and cleaned: they end up in logs and in a DLQ attribute.
+    const detail = `coupon service answered ${response.status} for order ${request.orderNo}: ${sqsText(text, 200)}`;
     if (response.status >= 500 || RETRYABLE_CLIENT_STATUSES.has(response.status)) throw new CouponServiceUnavailableError(detail, response.status);
     throw new CouponGrantRejectedError(detail, response.status);
   }

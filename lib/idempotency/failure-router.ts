@@ -1,5 +1,6 @@
 import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
+import { sqsText } from '../aws/sqs-text.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
 import type { ConsumptionError } from './errors.ts';
 import type { Disposition } from './settlement.ts';
@@ -22,6 +23,8 @@ export const REDRIVE_COUNT_ATTRIBUTE = 'redrive-count';
 
 /** SQS allows 256 KB per attribute value, but a reason longer than this helps nobody. */
 const MAX_REASON_CHARS = 1000;
+/** Every other attribute is an id, a code or a timestamp; an attacker-chosen key is cut here. */
+const MAX_ATTRIBUTE_CHARS = 256;
 
 export interface FailureRouterOptions {
   sqs: SQSClient;
@@ -90,7 +93,7 @@ export class FailureRouter {
       [DEAD_LETTER_ATTRIBUTES.code]: code,
       [DEAD_LETTER_ATTRIBUTES.classification]: error.classification,
       // Spent retries are coded RETRIES_EXHAUSTED; the reason keeps the last error's own code.
-      [DEAD_LETTER_ATTRIBUTES.reason]: (code === error.code ? error.message : `${error.code}: ${error.message}`).slice(0, MAX_REASON_CHARS) || error.code,
+      [DEAD_LETTER_ATTRIBUTES.reason]: sqsText(code === error.code ? error.message : `${error.code}: ${error.message}`, MAX_REASON_CHARS) || error.code,
       [DEAD_LETTER_ATTRIBUTES.group]: this.options.group,
       [DEAD_LETTER_ATTRIBUTES.msgId]: context.msgId,
       [DEAD_LETTER_ATTRIBUTES.key]: context.key,
@@ -107,7 +110,7 @@ export class FailureRouter {
         MessageAttributes: Object.fromEntries(
           Object.entries(attributes)
             .filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '')
-            .map(([name, value]) => [name, { DataType: 'String', StringValue: value }]),
+            .map(([name, value]) => [name, { DataType: 'String', StringValue: name === DEAD_LETTER_ATTRIBUTES.reason ? value : sqsText(value, MAX_ATTRIBUTE_CHARS) }]),
         ),
       }),
     );

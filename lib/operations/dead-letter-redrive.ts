@@ -1,4 +1,5 @@
 import { DeleteMessageCommand, SendMessageCommand, type Message, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+import { sqsText } from '../aws/sqs-text.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
 import { messageOf, OperationsError } from './errors.ts';
 import { decodeDeadLetter, receiveDeadLetters, REDRIVE_ATTRIBUTES, releaseDeadLetters, type DeadLetter } from './dead-letter-inspection.ts';
@@ -152,7 +153,7 @@ async function sendBack(options: RedriveOptions, message: Message, letter: DeadL
   const kept = Object.entries(message.MessageAttributes ?? {}).filter(
     ([name]) => !FAILURE_NAMES.has(name) && !Object.values(REDRIVE_ATTRIBUTES).includes(name as never),
   );
-  const attribute = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: value });
+  const attribute = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: sqsText(value, 256) });
   await options.sqs.send(
     new SendMessageCommand({
       QueueUrl: options.sourceQueueUrl,

@@ -6,7 +6,7 @@ import { COUPON_GRANT_PATH } from '../../lib/coupons/coupon-client.ts';
 type Behaviour =
   | { kind: 'grant' }
   /** Answer with this status and grant nothing (a 5xx outage, a 4xx refusal). */
-  | { kind: 'fail'; status: number }
+  | { kind: 'fail'; status: number; text?: string }
   /** Grant, then keep the answer back for `ms`: a call that hangs past the caller's deadline. */
   | { kind: 'delay'; ms: number }
   /** Grant, then keep the answer back until the test releases it: success after the lease expired. */
@@ -59,6 +59,7 @@ export async function startFakeCouponService() {
     if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined) return record(400), answer(res, 400, { message: 'Idempotency-Key, orderNo and userId are required' });
 
     const behaviour = script.shift() ?? { kind: 'grant' };
+    if (behaviour.kind === 'fail' && behaviour.text !== undefined) return record(behaviour.status), res.writeHead(behaviour.status, { 'content-type': 'text/plain; charset=utf-8' }).end(behaviour.text);
     if (behaviour.kind === 'fail') return record(behaviour.status), answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
     let couponId = couponsByKey.get(key);
     if (!couponId) {
@@ -89,9 +90,9 @@ export async function startFakeCouponService() {
     /** Coupons actually granted for this key (0 or 1: the service deduplicates). */
     grants: (key: string) => (couponsByKey.has(key) ? 1 : 0),
     couponFor: (key: string) => couponsByKey.get(key),
-    /** The next `times` requests fail with `status` (default 503) and grant nothing. */
-    failNext(times = 1, status = 503) {
-      for (let i = 0; i < times; i++) script.push({ kind: 'fail', status });
+    /** The next `times` requests fail with `status` (default 503) and grant nothing; `text` replaces the JSON error body. */
+    failNext(times = 1, status = 503, text?: string) {
+      for (let i = 0; i < times; i++) script.push({ kind: 'fail', status, text });
     },
     /** The next request is granted but answered only after `ms`. */
     delayNext(ms: number) {

@@ -176,6 +176,20 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     expect(await f.dedupRecord(KEY)).toMatchObject({ status: 'RETRYABLE' });
   });
 
+  it('dead-letters a refusal whose text SQS would refuse (a cut emoji, control characters) with a cleaned reason, calling the service once', async () => {
+    // Prepare: the 200th character of the service's text is the first half of an emoji
+    const f = await couponFixture();
+    f.service.failNext(1, 422, `${'x'.repeat(150)}\u0001\u0007 ${'y'.repeat(46)}🎉 tail`);
+    // Act
+    const response = await f.invoke([orderEnvelope(ORDER)]);
+    // Assess: the letter was written (not retry-dead-letter), so the service is not called again
+    expect(response.batchItemFailures).toEqual([]);
+    expect(f.reports[0]!.disposition).toEqual({ action: 'dead-letter', code: 'COUPON_GRANT_REJECTED' });
+    const [dead] = await f.deadLetters();
+    expect(dead!.attributes['failure-reason']).toMatch(/x\uFFFD\uFFFD y+…$/);
+    expect(f.service.requests(KEY)).toBe(1);
+  });
+
   it('is not blocked by its own lease when the answer to the acquisition is lost and the SDK retries it', async () => {
     // Prepare: DynamoDB applies the lease update, the answer never arrives, the SDK retries
     const f = await couponFixture();
