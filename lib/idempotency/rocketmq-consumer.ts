@@ -50,6 +50,8 @@ interface BatchState<P> {
   readonly leaders: Map<string, ConsumerMessage<P>>;
   /** Later copies of a key already in this batch; settled after their leader. */
   readonly followers: Map<string, ConsumerMessage<P>[]>;
+  /** Set by the first `finish`: a batch is routed (retried, dead-lettered) once, whatever throws after. */
+  finished?: Promise<{ response: SQSBatchResponse; reports: RecordReport[] }>;
 }
 
 /**
@@ -180,9 +182,23 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
     }
   };
 
+  /**
+   * Routes every record once and answers with the records that must come back. Idempotent:
+   * when something after routing throws (a failing `onReport`), Middy's `onError` calls it
+   * again and gets the same answer: no record is routed, and no letter written, twice.
+   */
   const finish = async (state: BatchState<P>): Promise<SQSBatchResponse> => {
+    const first = state.finished === undefined;
+    state.finished ??= route(state);
+    const { response, reports } = await state.finished;
+    if (first) report(reports);
+    return response;
+  };
+
+  const route = async (state: BatchState<P>) => {
     settleFollowers(state);
     const failures: SQSBatchItemFailure[] = [];
+    const reports: RecordReport[] = [];
     await mapLimit([...state.reports.values()], concurrency, async (report) => {
       const record = state.event.Records.find((r) => r.messageId === report.sqsMessageId)!;
       const disposition: Disposition =
@@ -190,9 +206,22 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
           ? await options.failures.route(record, report.settlement.error, report)
           : { action: 'ack' };
       if (disposition.action === 'retry' || disposition.action === 'retry-dead-letter') failures.push({ itemIdentifier: record.messageId });
-      options.onReport?.({ ...report, disposition });
+      reports.push({ ...report, disposition });
     });
-    return { batchItemFailures: failures };
+    return { response: { batchItemFailures: failures }, reports };
+  };
+
+  /** Every record gets its report even when an observer throws on one; the first error is raised after. */
+  const report = (reports: readonly RecordReport[]) => {
+    let failure: unknown;
+    for (const r of reports) {
+      try {
+        options.onReport?.(r);
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== undefined) throw failure;
   };
 
   return {
@@ -247,6 +276,12 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       const state = states.get(request);
       if (!state) return; // failed before any record was read: let Lambda retry the batch
       request.event = state.event;
+      if (state.finished) {
+        // The batch was routed and only what came after failed: answer as routed, never route again.
+        console.error(JSON.stringify({ message: 'consumer batch settled, then failed after routing', group: options.group, error: String(request.error) }));
+        request.response = (await state.finished).response;
+        return request.response;
+      }
       const failure = new TransientFailureError(`handler failed: ${request.error?.message ?? 'unknown error'}`, 'HANDLER_CRASHED', { cause: request.error });
       for (const msg of state.proceeding) {
         if (state.reports.has(msg.record)) continue;
