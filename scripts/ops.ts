@@ -25,9 +25,13 @@ export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 export const USAGE = `Usage: npm run ops -- <command> [options]
 
 Commands:
-  audit                    Balance vs ledger per user, and orders awarded more than once.
+  audit                    Balance vs ledger per user, orders awarded more than once, and
+                           orders awarded to more than one user.
                            Exit 0 clean, 1 findings, 2 error.
   reverse [--apply]        Reverse every excess award (dry run unless --apply).
+    --rightful <order>=<user>  For an order awarded to several users: the user whose award
+                           stays; the others are reversed. Repeatable. Orders without one
+                           are listed, not reversed (exit 1).
   dlq list --group G       List dead letters with their reasons and RocketMQ envelopes.
   dlq show --group G <id>  One dead letter in full (id: SQS message id, msgId or key).
   dlq redrive --group G    Send dead letters back to the source queue (--all or a filter).
@@ -54,6 +58,10 @@ dlq redrive:
   --all                    Redrive everything (required when no filter is given).
   --rate <n>               Sends per second at most (default 10).
   --dry-run                Show what would be redriven; send and delete nothing.
+  --force                  Also send letters first delivered before the redrive horizon
+                           (record TTL minus a retry window): check them with audit first.
+  PAYLOAD_CONFLICT letters are held back unless --reason PAYLOAD_CONFLICT names them.
+  Held-back letters stay in the DLQ with the reason; exit 1 when any were held back.
 `;
 
 const OPTIONS = {
@@ -72,6 +80,8 @@ const OPTIONS = {
   apply: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
   all: { type: 'boolean' },
+  force: { type: 'boolean' },
+  rightful: { type: 'string', multiple: true },
   reason: { type: 'string', multiple: true },
   key: { type: 'string', multiple: true },
   'older-than': { type: 'string' },
@@ -137,6 +147,19 @@ function formatOf(v: Values): OutputFormat {
   return v.json ? 'json' : v.csv ? 'csv' : 'table';
 }
 
+/** `--rightful SO-1=u7` (repeatable): for an order awarded to several users, the user whose award stays. */
+function rightfulOf(values: string[] | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const value of values ?? []) {
+    const at = value.lastIndexOf('=');
+    if (at <= 0 || at === value.length - 1) throw new UsageError(`--rightful wants <orderNo>=<userId>, got "${value}"`);
+    const orderNo = value.slice(0, at);
+    if (out.has(orderNo)) throw new UsageError(`--rightful names ${orderNo} twice`);
+    out.set(orderNo, value.slice(at + 1));
+  }
+  return out;
+}
+
 function positiveNumber(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
@@ -177,11 +200,19 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
     }
     case 'reverse': {
       const { tables, report: audited } = await audit();
-      const report = await reverseDoubleAwards({ dynamoDb: dynamoDb(), tables, doubleAwards: audited.doubleAwards, apply: v.apply === true, now });
+      const report = await reverseDoubleAwards({
+        dynamoDb: dynamoDb(),
+        tables,
+        doubleAwards: audited.doubleAwards,
+        crossUserAwards: audited.crossUserAwards,
+        rightful: rightfulOf(v.rightful),
+        apply: v.apply === true,
+        now,
+      });
       print(renderReversal(report, tables, format));
       // Dry run: something to reverse is a finding. Apply: only awards left for a person are.
-      const open = report.applied ? report.outcomes.filter((o) => o.status === 'award-changed') : report.outcomes;
-      return open.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
+      const open = report.applied ? report.outcomes.filter((o) => o.status === 'award-changed' || o.status === 'kept-award-changed') : report.outcomes;
+      return open.length > 0 || report.undecided.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
     }
     case 'dlq':
       return dlq(sub, rest, v, { format, target, sqs: sqs(), now, print });
@@ -232,6 +263,7 @@ async function dlq(
           deadLetterQueueUrl: queues.deadLetterUrl,
           sourceQueueUrl: queues.sourceUrl,
           filter,
+          guard: { horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000, force: v.force === true },
           dryRun: v['dry-run'] === true,
           ratePerSecond: positiveNumber(v.rate, 'rate', 10),
           limit,
@@ -240,7 +272,7 @@ async function dlq(
           now: ctx.now,
         });
         ctx.print(renderRedrive(report, dlqName, sourceName, ctx.format, ctx.now()));
-        return report.sentNotDeleted.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
+        return report.sentNotDeleted.length > 0 || report.heldBack.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
       } catch (error) {
         if (error instanceof RedriveInterruptedError) ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
         throw error;

@@ -1,14 +1,14 @@
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import type { RedriveReport } from './dead-letter-redrive.ts';
 import type { ReversalReport } from './double-award-reversal.ts';
-import { isClean, type AuditReport } from './ledger-audit.ts';
+import { isClean, type AuditReport, type CrossUserAward } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';
 import { renderCsv, renderTable, type Column, type OutputFormat } from './report-format.ts';
 
 /** What each command prints, in the three formats. JSON keeps every field; tables keep what a person reads. */
 
 type FindingRow = {
-  finding: 'balance-mismatch' | 'double-award';
+  finding: 'balance-mismatch' | 'double-award' | 'cross-user-award';
   userId: string;
   orderNo?: string;
   balance?: number | null;
@@ -46,6 +46,18 @@ function findingRows(report: AuditReport): FindingRow[] {
         .filter(Boolean)
         .join('; ') || undefined,
     })),
+    ...report.crossUserAwards.flatMap((o) =>
+      o.awards.map((a): FindingRow => ({
+        finding: 'cross-user-award',
+        userId: a.userId,
+        orderNo: o.orderNo,
+        entries: o.awards.length,
+        awardsInForce: o.awards.length,
+        keptEntryId: undefined,
+        excessPoints: a.points,
+        note: `awarded to ${o.users.join(', ')}: name the rightful user (reverse --rightful ${o.orderNo}=<user>)`,
+      })),
+    ),
   ];
 }
 
@@ -92,7 +104,22 @@ export function renderAudit(report: AuditReport, tables: PointTableNames, format
       ),
     );
   }
-  out.push('', isClean(report) ? 'Clean: every balance equals its ledger and no order is awarded twice.' : `Findings: ${report.balanceMismatches.length + report.doubleAwards.length}.`);
+  if (report.crossUserAwards.length > 0) {
+    out.push('', `Orders awarded to more than one user (${report.crossUserAwards.length}): decide which award is right, then reverse --rightful <order>=<user>:`);
+    out.push(
+      renderTable<CrossUserAward>(
+        [
+          { header: 'order', value: (o) => o.orderNo },
+          { header: 'users', value: (o) => o.users.join(' ') },
+          { header: 'awards', value: (o) => o.awards.map((a) => `${a.userId}:${a.points}${a.createdAt ? `@${a.createdAt}` : ''}`).join(' ') },
+          { header: 'points', value: (o) => o.points, align: 'right' },
+        ],
+        report.crossUserAwards,
+      ),
+    );
+  }
+  const findings = report.balanceMismatches.length + report.doubleAwards.length + report.crossUserAwards.length;
+  out.push('', isClean(report) ? 'Clean: every balance equals its ledger and no order is awarded twice.' : `Findings: ${findings}.`);
   return out.join('\n');
 }
 
@@ -102,7 +129,8 @@ const REVERSAL_COLUMNS: Column<ReversalReport['outcomes'][number]>[] = [
   { header: 'reverses', value: (o) => o.reversedEntryId },
   { header: 'reversal entry', value: (o) => o.reversalEntryId },
   { header: 'points', value: (o) => -o.points, align: 'right' },
-  { header: 'kept', value: (o) => o.keptEntryId },
+  { header: 'kept', value: (o) => (o.keptUserId === o.userId ? o.keptEntryId : `${o.keptUserId}/${o.keptEntryId}`) },
+  { header: 'reason', value: (o) => o.reason },
   { header: 'status', value: (o) => o.status },
 ];
 
@@ -116,8 +144,12 @@ export function renderReversal(report: ReversalReport, tables: PointTableNames, 
       ? `Reversal of double awards in ${tables.ledger} (applied).`
       : `Reversal of double awards in ${tables.ledger}: DRY RUN, nothing written (add --apply to write).`,
   ];
+  const undecided = [
+    ...report.undecided.map((o) => `Not reversed, awarded to ${o.users.join(', ')}: ${o.orderNo}. Name the rightful user: --rightful ${o.orderNo}=<user>.`),
+    ...report.rightfulUnused.map((orderNo) => `--rightful ${orderNo}: no award of ${orderNo} to more than one user is in force (already settled?); nothing to do for it.`),
+  ];
   if (report.outcomes.length === 0) {
-    out.push('', 'Nothing to reverse: no order is awarded more than once.');
+    out.push('', undecided.length > 0 ? 'Nothing reversed.' : 'Nothing to reverse: no order is awarded more than once.', ...undecided);
     return out.join('\n');
   }
   out.push('', renderTable(REVERSAL_COLUMNS, report.outcomes));
@@ -135,6 +167,9 @@ export function renderReversal(report: ReversalReport, tables: PointTableNames, 
   if (skipped > 0) out.push(`${skipped} already reversed by an earlier or concurrent run (nothing written).`);
   const changed = report.outcomes.filter((o) => o.status === 'award-changed');
   if (changed.length > 0) out.push(`${changed.length} award(s) changed since the audit and were left alone: check them by hand.`);
+  const keptGone = report.outcomes.filter((o) => o.status === 'kept-award-changed').length;
+  if (keptGone > 0) out.push(`${keptGone} reversal(s) not written: the award meant to stay is gone or reversed (another run chose differently).`);
+  out.push(...undecided);
   for (const d of report.pointsDiffer) out.push(`Note: the awards of ${d.userId}/${d.orderNo} carry different points; the earliest was kept.`);
   return out.join('\n');
 }
@@ -236,7 +271,20 @@ export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date)
 }
 
 export function renderRedrive(report: RedriveReport, from: string, to: string, format: OutputFormat, now: Date): string {
-  if (format === 'json') return JSON.stringify({ from, to, ...report, selected: report.selected.map(letterJson), sentNotDeleted: report.sentNotDeleted.map((l) => l.messageId) }, null, 2);
+  if (format === 'json') {
+    return JSON.stringify(
+      {
+        from,
+        to,
+        ...report,
+        selected: report.selected.map(letterJson),
+        heldBack: report.heldBack.map((h) => ({ ...letterJson(h.letter), why: h.why })),
+        sentNotDeleted: report.sentNotDeleted.map((l) => l.messageId),
+      },
+      null,
+      2,
+    );
+  }
   if (format === 'csv') return renderCsv(letterCsv, report.selected);
   const out = [
     report.dryRun ? `Redrive DRY RUN from ${from} to ${to}: nothing sent or deleted.` : `Redrive from ${from} to ${to}.`,
@@ -252,6 +300,10 @@ export function renderRedrive(report: RedriveReport, from: string, to: string, f
         report.selected,
       ),
     );
+  }
+  if (report.heldBack.length > 0) {
+    out.push('', `Held back ${report.heldBack.length} selected message(s); they stay in the DLQ:`);
+    for (const { letter, why } of report.heldBack) out.push(`- ${letter.messageId} (${letter.failure?.key ?? letter.envelope?.keys.join(' ') ?? 'no key'}): ${why}`);
   }
   if (!report.dryRun) {
     out.push('', `Moved ${report.moved} message(s) back to the source queue.`);

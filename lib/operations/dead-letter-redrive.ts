@@ -36,12 +36,68 @@ export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Da
   return true;
 }
 
+/**
+ * Why a selected letter is not sent back, or `undefined` when it may go. A redriven copy
+ * is judged by the dedup record its first delivery wrote; once that record has expired the
+ * consumer cannot tell it from a new order:
+ * - a letter first delivered longer ago than the record TTL minus a retry window could
+ *   outlive its record while it is retried again (its schedule starts afresh);
+ * - a `PAYLOAD_CONFLICT` letter is the same order with other content (another user, other
+ *   points): redriven after the record expired, it would not conflict again, it would
+ *   award the order a second time. It goes back only when its reason is named.
+ */
+export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Date): string | undefined {
+  if (letter.failure?.code === PAYLOAD_CONFLICT && !guard.namedReasons.some((r) => r.toUpperCase() === PAYLOAD_CONFLICT)) {
+    return (
+      'PAYLOAD_CONFLICT: this order was already consumed with other content; once its dedup record has expired a redrive ' +
+      'would apply it again (a second award, possibly to another user). Decide which content is right first; name ' +
+      '--reason PAYLOAD_CONFLICT to redrive it anyway'
+    );
+  }
+  if (guard.horizonMs === undefined || guard.force) return undefined;
+  const firstSeen = firstSeenAt(letter);
+  if (!firstSeen) return undefined;
+  const age = now.getTime() - firstSeen.getTime();
+  if (age <= guard.horizonMs) return undefined;
+  return (
+    `first delivered ${Math.floor(age / 3_600_000)}h ago, past the redrive horizon of ${Math.floor(guard.horizonMs / 3_600_000)}h ` +
+    '(record TTL minus a retry window): its dedup record may expire before the redriven copy is settled, and the order ' +
+    'could be applied twice. Check it with ops audit, then redrive with --force'
+  );
+}
+
+/** The earliest time the message is known to have existed: RocketMQ's born or store time, else when it was dead-lettered. */
+function firstSeenAt(letter: DeadLetter): Date | undefined {
+  const times = [letter.envelope?.bornTimestamp, letter.envelope?.storeTimestamp, letter.deadLetteredAt?.getTime()].filter(
+    (t): t is number => typeof t === 'number' && t > 0,
+  );
+  return times.length > 0 ? new Date(Math.min(...times)) : undefined;
+}
+
+const PAYLOAD_CONFLICT = 'PAYLOAD_CONFLICT';
+
+export interface RedriveGuard {
+  /** Reasons the operator named (`--reason`): a conflict goes back only when named. */
+  namedReasons: readonly string[];
+  /** The group's redrive horizon (record TTL − retry window); `undefined` for a group the catalogue does not know. */
+  horizonMs: number | undefined;
+  /** Send letters past the horizon too (`--force`). */
+  force: boolean;
+}
+
+export interface HeldBackLetter {
+  letter: DeadLetter;
+  why: string;
+}
+
 export interface RedriveReport {
   dryRun: boolean;
   /** Distinct DLQ messages looked at. */
   examined: number;
   /** The letters the filter selected (moved, or in a dry run, to be moved). */
   selected: DeadLetter[];
+  /** Selected by the filter but kept in the DLQ, each with the reason (see `redriveRefusal`). */
+  heldBack: HeldBackLetter[];
   /** Sent to the source queue and deleted from the DLQ. */
   moved: number;
   /**
@@ -69,6 +125,8 @@ export interface RedriveOptions {
   deadLetterQueueUrl: string;
   sourceQueueUrl: string;
   filter: RedriveFilter;
+  /** What keeps a selected letter in the DLQ; default: conflicts unless named, no age horizon. */
+  guard?: Partial<RedriveGuard>;
   dryRun: boolean;
   /** Sends per second at most, so a redrive of thousands does not flood the consumer. */
   ratePerSecond: number;
@@ -98,7 +156,8 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const interval = 1000 / options.ratePerSecond;
-  const report: RedriveReport = { dryRun: options.dryRun, examined: 0, selected: [], moved: 0, sentNotDeleted: [] };
+  const report: RedriveReport = { dryRun: options.dryRun, examined: 0, selected: [], heldBack: [], moved: 0, sentNotDeleted: [] };
+  const guard: RedriveGuard = { namedReasons: options.filter.reasons ?? [], horizonMs: options.guard?.horizonMs, force: options.guard?.force ?? false };
   const seen = new Set<string>();
   const toRelease: DeadLetter[] = [];
   let lastSend = Number.NEGATIVE_INFINITY;
@@ -119,6 +178,11 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
       report.examined += letters.length;
       for (const { message, letter } of letters) {
         if (report.selected.length >= limit || !matchesFilter(letter, options.filter, now())) continue;
+        const why = redriveRefusal(letter, guard, now());
+        if (why) {
+          report.heldBack.push({ letter, why });
+          continue;
+        }
         report.selected.push(letter);
         if (options.dryRun) continue;
         const wait = lastSend + interval - Date.now();

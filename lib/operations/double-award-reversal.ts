@@ -1,11 +1,17 @@
 import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { balanceIncrement, LedgerEntryKind, reversalEntryId, type LedgerEntry } from '../points/ledger.ts';
 import { messageOf, OperationsError } from './errors.ts';
-import type { DoubleAward } from './ledger-audit.ts';
+import type { CrossUserAward, DoubleAward } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';
 
 /** Why a reversal entry exists, kept on the entry for whoever reads the ledger later. */
-export const DOUBLE_AWARD_REASON = 'DOUBLE_AWARD';
+export const ReversalReason = {
+  /** The same user was awarded the order more than once. */
+  DOUBLE_AWARD: 'DOUBLE_AWARD',
+  /** Another user was awarded the order too; the operator named the rightful one. */
+  CROSS_USER_AWARD: 'CROSS_USER_AWARD',
+} as const;
+export type ReversalReason = (typeof ReversalReason)[keyof typeof ReversalReason];
 
 /** One compensating entry (冲正): minus the points of one excess award. */
 export interface PlannedReversal {
@@ -15,6 +21,9 @@ export interface PlannedReversal {
   reversalEntryId: string;
   /** Points taken back: the reversed award's points (written as a negative entry). */
   points: number;
+  reason: ReversalReason;
+  /** The award that stays in force (it must still be there, unreversed, when the reversal commits). */
+  keptUserId: string;
   keptEntryId: string;
 }
 
@@ -26,6 +35,8 @@ export const ReversalStatus = {
   ALREADY_REVERSED: 'already-reversed',
   /** The award is gone or no longer what the audit read: nothing written, look at it by hand. */
   AWARD_CHANGED: 'award-changed',
+  /** The award meant to stay is gone or reversed (another run chose differently): nothing written. */
+  KEPT_AWARD_CHANGED: 'kept-award-changed',
 } as const;
 export type ReversalStatus = (typeof ReversalStatus)[keyof typeof ReversalStatus];
 
@@ -46,6 +57,15 @@ export interface ReversalReport {
   perUser: UserReversalTotal[];
   /** Double awards whose awards carry different points: reversed as planned, but flagged. */
   pointsDiffer: Array<{ userId: string; orderNo: string }>;
+  /** Orders awarded to several users for which no rightful user was named: nothing reversed, a person decides. */
+  undecided: CrossUserAward[];
+  /** Orders named with `--rightful` that the audit no longer shows as awarded to several users (settled by an earlier run, or a typo). */
+  rightfulUnused: string[];
+}
+
+/** A rightful user named for an order the audit does not show as awarded to several users, or who holds no award of it. */
+export class RightfulAwardError extends OperationsError {
+  override readonly name = 'RightfulAwardError';
 }
 
 /**
@@ -65,24 +85,55 @@ export class ReversalInterruptedError extends OperationsError {
   }
 }
 
-/** Every excess award of every double award, in a stable order. */
-export function planReversals(doubleAwards: readonly DoubleAward[]): PlannedReversal[] {
-  return doubleAwards.flatMap((d) =>
-    d.excess.map((award) => ({
-      userId: d.userId,
-      orderNo: d.orderNo,
-      reversedEntryId: award.entryId,
-      reversalEntryId: reversalEntryId(award.entryId),
-      points: award.points,
-      keptEntryId: d.kept.entryId,
-    })),
-  );
+/**
+ * Every excess award of every double award, then, for each order awarded to several users
+ * whose rightful user was named, every award of the other users; in a stable order, each
+ * award at most once.
+ */
+export function planReversals(
+  doubleAwards: readonly DoubleAward[],
+  crossUserAwards: readonly CrossUserAward[] = [],
+  rightful: ReadonlyMap<string, string> = new Map(),
+): PlannedReversal[] {
+  const planned = new Map<string, PlannedReversal>();
+  const add = (reversal: Omit<PlannedReversal, 'reversalEntryId'>) => {
+    const key = `${reversal.userId}\u0000${reversal.reversedEntryId}`;
+    if (!planned.has(key)) planned.set(key, { ...reversal, reversalEntryId: reversalEntryId(reversal.reversedEntryId) });
+  };
+  for (const d of doubleAwards) {
+    for (const award of d.excess) {
+      add({ userId: d.userId, orderNo: d.orderNo, reversedEntryId: award.entryId, points: award.points, reason: ReversalReason.DOUBLE_AWARD, keptUserId: d.userId, keptEntryId: d.kept.entryId });
+    }
+  }
+  for (const order of crossUserAwards) {
+    const user = rightful.get(order.orderNo);
+    if (user === undefined) continue;
+    const kept = order.awards.find((a) => a.userId === user)!;
+    for (const award of order.awards.filter((a) => a.userId !== user)) {
+      add({ userId: award.userId, orderNo: order.orderNo, reversedEntryId: award.entryId, points: award.points, reason: ReversalReason.CROSS_USER_AWARD, keptUserId: user, keptEntryId: kept.entryId });
+    }
+  }
+  return [...planned.values()];
+}
+
+/** Refuses a choice the audit cannot back: a user who holds none of the order's awards in force. */
+function checkRightful(crossUserAwards: readonly CrossUserAward[], rightful: ReadonlyMap<string, string>): void {
+  for (const [orderNo, user] of rightful) {
+    const order = crossUserAwards.find((o) => o.orderNo === orderNo);
+    if (order && !order.users.includes(user)) {
+      throw new RightfulAwardError(`--rightful ${orderNo}=${user}: ${user} holds no award of ${orderNo} in force (awarded to ${order.users.join(', ')})`);
+    }
+  }
 }
 
 export interface ReversalRunOptions {
   dynamoDb: DynamoDBDocumentClient;
   tables: PointTableNames;
   doubleAwards: readonly DoubleAward[];
+  /** Orders awarded to several users (from the audit); only those named in `rightful` are reversed. */
+  crossUserAwards?: readonly CrossUserAward[];
+  /** Order → the user whose award stays: an explicit choice, never guessed. */
+  rightful?: ReadonlyMap<string, string>;
   apply: boolean;
   now?: () => Date;
   onOutcome?: (outcome: ReversalOutcome) => void;
@@ -100,7 +151,13 @@ export interface ReversalRunOptions {
  * and one failure stops the run with everything before it durable.
  */
 export async function reverseDoubleAwards(options: ReversalRunOptions): Promise<ReversalReport> {
-  const planned = planReversals(options.doubleAwards);
+  const crossUser = options.crossUserAwards ?? [];
+  const rightful = options.rightful ?? new Map<string, string>();
+  checkRightful(crossUser, rightful);
+  const planned = planReversals(options.doubleAwards, crossUser, rightful);
+  const undecided = crossUser.filter((o) => !rightful.has(o.orderNo));
+  const unused = [...rightful.keys()].filter((orderNo) => !crossUser.some((o) => o.orderNo === orderNo));
+  const summarise = (outcomes: ReversalOutcome[]) => ({ ...summariseRun(options.apply, outcomes, options.doubleAwards), undecided, rightfulUnused: unused });
   const outcomes: ReversalOutcome[] = [];
   const record = (outcome: ReversalOutcome) => {
     outcomes.push(outcome);
@@ -114,15 +171,15 @@ export async function reverseDoubleAwards(options: ReversalRunOptions): Promise<
     try {
       record({ ...reversal, status: await writeReversal(options, reversal) });
     } catch (error) {
-      throw new ReversalInterruptedError(summarise(options.apply, outcomes, options.doubleAwards), planned.length - index, error);
+      throw new ReversalInterruptedError(summarise(outcomes), planned.length - index, error);
     }
   }
-  return summarise(options.apply, outcomes, options.doubleAwards);
+  return summarise(outcomes);
 }
 
 async function writeReversal(options: ReversalRunOptions, reversal: PlannedReversal): Promise<ReversalStatus> {
   const now = (options.now ?? (() => new Date()))();
-  const entry: LedgerEntry & { reason: string; keptEntryId: string } = {
+  const entry: LedgerEntry & { reason: string; keptUserId: string; keptEntryId: string } = {
     userId: reversal.userId,
     entryId: reversal.reversalEntryId,
     kind: LedgerEntryKind.REVERSAL,
@@ -130,9 +187,11 @@ async function writeReversal(options: ReversalRunOptions, reversal: PlannedRever
     points: -reversal.points,
     reverses: reversal.reversedEntryId,
     createdAt: now.toISOString(),
-    reason: DOUBLE_AWARD_REASON,
+    reason: reversal.reason,
+    keptUserId: reversal.keptUserId,
     keptEntryId: reversal.keptEntryId,
   };
+  const kept = { userId: reversal.keptUserId, entryId: reversal.keptEntryId };
   try {
     await options.dynamoDb.send(
       new TransactWriteCommand({
@@ -147,6 +206,23 @@ async function writeReversal(options: ReversalRunOptions, reversal: PlannedRever
             },
           },
           balanceIncrement(options.tables.accounts, reversal.userId, -reversal.points, now),
+          // Never below one award: the award that stays must still be there and unreversed,
+          // whatever another run (with another choice of the rightful user) did meanwhile.
+          {
+            ConditionCheck: {
+              TableName: options.tables.ledger,
+              Key: kept,
+              ConditionExpression: 'kind = :award',
+              ExpressionAttributeValues: { ':award': LedgerEntryKind.AWARD },
+            },
+          },
+          {
+            ConditionCheck: {
+              TableName: options.tables.ledger,
+              Key: { userId: kept.userId, entryId: reversalEntryId(kept.entryId) },
+              ConditionExpression: 'attribute_not_exists(entryId)',
+            },
+          },
         ],
       }),
     );
@@ -155,6 +231,7 @@ async function writeReversal(options: ReversalRunOptions, reversal: PlannedRever
     const reasons = cancellationReasons(error);
     if (reasons?.[0] === 'ConditionalCheckFailed') return ReversalStatus.ALREADY_REVERSED;
     if (reasons?.[1] === 'ConditionalCheckFailed') return ReversalStatus.AWARD_CHANGED;
+    if (reasons?.[3] === 'ConditionalCheckFailed' || reasons?.[4] === 'ConditionalCheckFailed') return ReversalStatus.KEPT_AWARD_CHANGED;
     throw error;
   }
 }
@@ -165,7 +242,7 @@ function cancellationReasons(error: unknown): Array<string | undefined> | undefi
   return reasons?.map((r) => r.Code);
 }
 
-function summarise(applied: boolean, outcomes: ReversalOutcome[], doubleAwards: readonly DoubleAward[]): ReversalReport {
+function summariseRun(applied: boolean, outcomes: ReversalOutcome[], doubleAwards: readonly DoubleAward[]): Omit<ReversalReport, 'undecided' | 'rightfulUnused'> {
   const totals = new Map<string, UserReversalTotal>();
   for (const o of outcomes) {
     if (o.status !== ReversalStatus.WRITTEN && o.status !== ReversalStatus.PLANNED) continue;

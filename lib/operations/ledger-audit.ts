@@ -37,15 +37,35 @@ export interface DoubleAward {
   pointsDiffer: boolean;
 }
 
+/** One award of an order, with the user who holds it. */
+export interface UserAward extends AwardOfOrder {
+  userId: string;
+}
+
+/**
+ * An order whose awards in force are held by more than one user: the incident's failure
+ * class (a conflicting copy applied after its dedup record was gone). Which user is right
+ * is a business decision, so the audit only reports it; `ops reverse --rightful` settles it.
+ */
+export interface CrossUserAward {
+  orderNo: string;
+  /** In-force awards, earliest first. */
+  awards: UserAward[];
+  users: string[];
+  points: number;
+}
+
 export interface AuditReport {
   ledgerEntries: number;
   accounts: number;
   users: number;
   balanceMismatches: BalanceMismatch[];
   doubleAwards: DoubleAward[];
+  crossUserAwards: CrossUserAward[];
 }
 
-export const isClean = (report: AuditReport) => report.balanceMismatches.length === 0 && report.doubleAwards.length === 0;
+export const isClean = (report: AuditReport) =>
+  report.balanceMismatches.length === 0 && report.doubleAwards.length === 0 && report.crossUserAwards.length === 0;
 
 type StoredEntry = Partial<LedgerEntry> & { userId: string; entryId: string };
 type StoredAccount = Partial<PointAccount> & { userId: string };
@@ -61,6 +81,7 @@ export function auditLedger(entries: readonly StoredEntry[], accounts: readonly 
     users: new Set([...entries.map((e) => e.userId), ...accounts.map((a) => a.userId)]).size,
     balanceMismatches: balanceMismatches(entries, accounts),
     doubleAwards: doubleAwards(entries),
+    crossUserAwards: crossUserAwards(entries),
   };
 }
 
@@ -108,20 +129,40 @@ function earliestFirst(a: AwardOfOrder, b: AwardOfOrder): number {
   return a.entryId < b.entryId ? -1 : a.entryId > b.entryId ? 1 : 0;
 }
 
-function doubleAwards(entries: readonly StoredEntry[]): DoubleAward[] {
+/** Every award with its order and the reversal that compensates it, if any. */
+function awardsOf(entries: readonly StoredEntry[]): Array<UserAward & { orderNo: string }> {
   // A reversal compensates exactly the entry it names, in the same user's partition.
   const reversalOf = new Map<string, string>();
   for (const e of entries) {
     if (e.kind === LedgerEntryKind.REVERSAL && typeof e.reverses === 'string') reversalOf.set(`${e.userId}\u0000${e.reverses}`, e.entryId);
   }
+  return entries.flatMap((e) => {
+    const orderNo = e.kind === LedgerEntryKind.AWARD ? orderOf(e) : undefined;
+    if (orderNo === undefined) return [];
+    return [{ userId: e.userId, orderNo, entryId: e.entryId, points: pointsOf(e), createdAt: e.createdAt, reversedBy: reversalOf.get(`${e.userId}\u0000${e.entryId}`) }];
+  });
+}
+
+function crossUserAwards(entries: readonly StoredEntry[]): CrossUserAward[] {
+  const byOrder = new Map<string, UserAward[]>();
+  for (const { orderNo, ...award } of awardsOf(entries)) {
+    if (award.reversedBy === undefined) byOrder.set(orderNo, [...(byOrder.get(orderNo) ?? []), award]);
+  }
+  const out: CrossUserAward[] = [];
+  for (const [orderNo, awards] of byOrder) {
+    const users = [...new Set(awards.map((a) => a.userId))].sort();
+    if (users.length < 2) continue;
+    out.push({ orderNo, awards: awards.sort(earliestFirst), users, points: awards.reduce((n, a) => n + a.points, 0) });
+  }
+  return out.sort((a, b) => (a.orderNo < b.orderNo ? -1 : a.orderNo > b.orderNo ? 1 : 0));
+}
+
+function doubleAwards(entries: readonly StoredEntry[]): DoubleAward[] {
   const groups = new Map<string, { userId: string; orderNo: string; awards: AwardOfOrder[] }>();
-  for (const e of entries) {
-    if (e.kind !== LedgerEntryKind.AWARD) continue;
-    const orderNo = orderOf(e);
-    if (orderNo === undefined) continue;
-    const key = `${e.userId}\u0000${orderNo}`;
-    const group = groups.get(key) ?? { userId: e.userId, orderNo, awards: [] };
-    group.awards.push({ entryId: e.entryId, points: pointsOf(e), createdAt: e.createdAt, reversedBy: reversalOf.get(`${e.userId}\u0000${e.entryId}`) });
+  for (const { userId, orderNo, ...award } of awardsOf(entries)) {
+    const key = `${userId}\u0000${orderNo}`;
+    const group = groups.get(key) ?? { userId, orderNo, awards: [] };
+    group.awards.push(award);
     groups.set(key, group);
   }
   const out: DoubleAward[] = [];

@@ -159,7 +159,7 @@ describe('ops dlq (emulator)', () => {
     // Prepare
     const f = await deadLetteredFixture();
     // Act
-    await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-CONFLICT']);
+    await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1']);
     const { Messages = [] } = await f.sqs.send(
       new ReceiveMessageCommand({ QueueUrl: f.resources.queues['point-consumer-group']!.source.url, MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }),
     );
