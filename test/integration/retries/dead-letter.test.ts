@@ -35,9 +35,9 @@ describe('dead-lettering like RocketMQ’s %DLQ% (emulator, zero-delay schedule)
   });
 
   it('sends a permanent error to the DLQ on its first attempt, never retried', async () => {
-    // Prepare: FINISHED for an unpaid order
+    // Prepare: FINISHED for an order in a status outside the lifecycle
     const f = await orderStatusFixture();
-    await f.createOrder(ORDER_NO, 'WAIT_PAY');
+    await f.createOrder(ORDER_NO, 'CANCELLED');
     await f.send(orderEnvelope({ orderNo: ORDER_NO, finishedAt: '2020-07-12T09:00:00Z' }, { tags: 'FINISHED' }));
     // Act
     await f.drain();
@@ -47,7 +47,7 @@ describe('dead-lettering like RocketMQ’s %DLQ% (emulator, zero-delay schedule)
     const dlq = await f.deadLetters();
     expect(dlq.map((d) => [d.attributes['failure-code'], d.attributes['failure-class'], d.attributes.attempt])).toEqual([['ILLEGAL_TRANSITION', 'permanent', '1']]);
     expect(await f.sourceDepth()).toEqual({ visible: 0, inFlight: 0 });
-    expect((await f.order(ORDER_NO))!.status).toBe('WAIT_PAY');
+    expect((await f.order(ORDER_NO))!.status).toBe('CANCELLED');
   });
 
   it('still reaches the DLQ through the queue’s redrive policy when the function crashes on every delivery', async () => {
