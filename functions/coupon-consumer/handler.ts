@@ -2,11 +2,8 @@ import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { CONSUMER_ENV, consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
 import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { CouponClient } from '../../lib/coupons/coupon-client.ts';
-import { InvalidConsumerConfigError } from '../../lib/idempotency/errors.ts';
-import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
 import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
+import { FailureRouter, InvalidConsumerConfigError, leaseStrategy, type RecordReport } from '../../lib/idempotency/index.ts';
 
 export const COUPON_GROUP = 'coupon-consumer-group';
 export const COUPON_TABLES = ['idempotency'] as const;

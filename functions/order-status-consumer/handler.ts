@@ -1,11 +1,9 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
 import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import { stateTransitionStrategy } from '../../lib/idempotency/strategies/state-transition.ts';
 import { parseOrderEvent } from '../../lib/orders/order-events.ts';
 import { transitionRequest } from '../../lib/orders/order-status.ts';
+import { FailureRouter, type RecordReport, stateTransitionStrategy } from '../../lib/idempotency/index.ts';
 
 export const ORDER_STATUS_GROUP = 'order-status-consumer-group';
 export const ORDER_STATUS_TABLES = ['orders'] as const;

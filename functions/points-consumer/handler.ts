@@ -1,13 +1,10 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
 import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import { packedTransactionalStrategy } from '../../lib/idempotency/strategies/packed-transactional.ts';
-import { transactionalStrategy } from '../../lib/idempotency/strategies/transactional.ts';
 import { TABLES } from '../../lib/config/resources.ts';
 import { awardWrites } from '../../lib/points/ledger.ts';
 import { orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
+import { FailureRouter, packedTransactionalStrategy, type RecordReport, transactionalStrategy } from '../../lib/idempotency/index.ts';
 
 export const POINTS_GROUP = 'point-consumer-group';
 export const POINTS_TABLES = ['idempotency', 'ledger', 'accounts'] as const;

@@ -4,7 +4,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { forEachMessage, rocketmqConsumer, type RocketMQConsumerOptions } from '../idempotency/rocketmq-consumer.ts';
+import { forEachMessage, rocketmqConsumer, type ConsumerContext, type RocketMQConsumerOptions } from '../idempotency/rocketmq-consumer.ts';
 import type { ConsumerMessage, RecordReport } from '../idempotency/settlement.ts';
 import { METRICS_NAMESPACE, consumerTelemetry } from './consumer-telemetry.ts';
 
@@ -23,7 +23,7 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
   const logger = options.logger ?? new Logger({ serviceName: options.group });
   const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: options.group, defaultDimensions: { ConsumerGroup: options.group } });
   const telemetry = consumerTelemetry(logger, metrics);
-  const handler = middy<SQSEvent, SQSBatchResponse>()
+  return middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>>()
     .use(injectLambdaContext(logger))
     .use(logMetrics(metrics))
     .use(
@@ -35,6 +35,5 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
         },
       }),
     )
-    .handler(forEachMessage(options.business) as never);
-  return handler as unknown as ConsumerHandler;
+    .handler(forEachMessage(options.business));
 }

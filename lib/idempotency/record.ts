@@ -45,7 +45,8 @@ export function fingerprintOf(fields: unknown): string {
   return createHash('sha256').update(canonicalJson(fields)).digest('hex').slice(0, 32);
 }
 
-function canonicalJson(value: unknown): string {
+/** JSON with object keys sorted (and `undefined` members dropped): one text per value, whatever the key order. */
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)

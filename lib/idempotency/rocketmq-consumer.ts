@@ -8,6 +8,7 @@ import { REDRIVE_COUNT_ATTRIBUTE, type FailureRouter } from './failure-router.ts
 import { fingerprintOf } from './record.ts';
 import type { ConsumerMessage, Disposition, RecordReport, Settlement } from './settlement.ts';
 import type { ConsumptionStrategy } from './strategy.ts';
+import { jitter, mapLimit, sleep } from './concurrency.ts';
 
 export interface RocketMQConsumerOptions<P, R> {
   /** RocketMQ consumer group: names the records, the metrics and the DLQ. */
@@ -33,16 +34,29 @@ export interface RocketMQConsumerOptions<P, R> {
   now?: () => number;
 }
 
-/** What the middleware hands the business handler: the messages it must act on. */
-export interface PreparedBatch<P> {
-  readonly messages: readonly ConsumerMessage<P>[];
-}
-
-/** What the business handler returns, aligned with `PreparedBatch.messages`. */
+/** What the business handler returns per message, aligned with `RocketMQBatch.messages`. */
 export type BusinessResults<R> = ReadonlyArray<{ ok: true; value: R } | { ok: false; error: unknown }>;
 
+/**
+ * What the middleware puts on the Lambda context for the business handler (Middy's way of
+ * handing a handler what a middleware prepared, as `@middy/secrets-manager` does with
+ * `setToContext`): the messages to act on, and the slot for their results.
+ */
+export interface RocketMQBatch<P, R> {
+  readonly messages: readonly ConsumerMessage<P>[];
+  /** Set by the business handler, one result per message; the middleware commits and routes them. */
+  results?: BusinessResults<R>;
+}
+
+/** The context a consumer's business handler sees. Optional so that Lambda's own context fits it. */
+export type ConsumerContext<P, R> = Context & { rocketmq?: RocketMQBatch<P, R> };
+
+/** Per-request state, kept where Middy keeps it (`request.internal`). */
+export interface ConsumerInternal<P> extends Record<string, unknown> {
+  rocketmqBatch?: BatchState<P>;
+}
+
 interface BatchState<P> {
-  /** The SQS event as Lambda sent it; `request.event` holds the prepared batch while the handler runs. */
   readonly event: SQSEvent;
   readonly reports: Map<SQSRecord, Omit<RecordReport, 'disposition'>>;
   readonly proceeding: ConsumerMessage<P>[];
@@ -62,14 +76,15 @@ interface BatchState<P> {
  * classifies failures, applies RocketMQ's retry schedule, dead-letters with a reason, and
  * answers with `batchItemFailures` naming only the records that must come back.
  */
-export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context> {
+export function rocketmqConsumer<P, R>(
+  options: RocketMQConsumerOptions<P, R>,
+): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>, ConsumerInternal<P>> {
   const tags = TagExpression.parse(options.tagExpression);
   const now = options.now ?? Date.now;
   // 10 = the largest SQS batch without a batching window: one wave of DynamoDB calls per batch.
   const concurrency = options.concurrency ?? 10;
   const conflictRetries = options.conflictRetries ?? 3;
   const fingerprintFields = options.fingerprintFields ?? ((p: P) => p);
-  const states = new WeakMap<object, BatchState<P>>();
   assertRecordsOutliveRetries(options);
 
   const prepare = (record: SQSRecord, state: BatchState<P>): ConsumerMessage<P> | undefined => {
@@ -227,7 +242,7 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
   return {
     before: async (request) => {
       const state: BatchState<P> = { event: request.event, reports: new Map(), proceeding: [], leaders: new Map(), followers: new Map() };
-      states.set(request, state);
+      request.internal.rocketmqBatch = state;
       const candidates: ConsumerMessage<P>[] = [];
       for (const record of request.event.Records) {
         const msg = prepare(record, state);
@@ -246,18 +261,19 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
         try {
           const begun = await options.strategy.begin(msg, deadline);
           if (!begun.proceed) return settle(state, msg, begun.settlement);
-          state.proceeding.push({ ...msg, leaseToken: begun.leaseToken, storedResult: begun.storedResult });
+          state.proceeding.push({ ...msg, leaseToken: begun.leaseToken });
         } catch (error) {
           settle(state, msg, { outcome: 'failed', error: classify(error) });
         }
       });
-      // Middy hands `request.event` to the handler: from here on it is the prepared batch.
-      (request as unknown as { event: PreparedBatch<P> }).event = { messages: state.proceeding };
+      request.context.rocketmq = { messages: state.proceeding };
     },
     after: async (request) => {
-      const state = states.get(request)!;
-      const results = request.response as unknown as BusinessResults<R>;
-      request.event = state.event;
+      const state = request.internal.rocketmqBatch!;
+      const results = request.context.rocketmq?.results;
+      if (!results || results.length !== state.proceeding.length) {
+        throw new InvalidConsumerConfigError('the business handler must set one result per message on context.rocketmq.results (use forEachMessage)');
+      }
       if (options.strategy.commitBatch) {
         await commitPacked(state, results);
         request.response = await finish(state);
@@ -273,9 +289,8 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       request.response = await finish(state);
     },
     onError: async (request) => {
-      const state = states.get(request);
+      const state = request.internal.rocketmqBatch;
       if (!state) return; // failed before any record was read: let Lambda retry the batch
-      request.event = state.event;
       if (state.finished) {
         // The batch was routed and only what came after failed: answer as routed, never route again.
         console.error(JSON.stringify({ message: 'consumer batch settled, then failed after routing', group: options.group, error: String(request.error) }));
@@ -296,13 +311,15 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
 
 /**
  * The Middy handler for a consumer: runs the business once per prepared message and
- * reports each result separately, so one failing message never fails its batch-mates.
+ * records each result separately, so one failing message never fails its batch-mates. The
+ * answer it returns stands only until the middleware's `after` replaces it with the routed one.
  */
 export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R) {
-  return async (event: unknown, context: Context): Promise<BusinessResults<R>> => {
-    const { messages } = event as PreparedBatch<P>;
-    return Promise.all(
-      messages.map(async (msg) => {
+  return async (_event: SQSEvent, context: ConsumerContext<P, R>): Promise<SQSBatchResponse> => {
+    const batch = context.rocketmq;
+    if (!batch) throw new InvalidConsumerConfigError('forEachMessage runs behind the rocketmqConsumer middleware');
+    batch.results = await Promise.all(
+      batch.messages.map(async (msg) => {
         try {
           return { ok: true as const, value: await business(msg, context) };
         } catch (error) {
@@ -310,6 +327,7 @@ export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context
         }
       }),
     );
+    return { batchItemFailures: [] };
   };
 }
 
@@ -339,17 +357,3 @@ function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R
     throw new InvalidConsumerConfigError(`consumer group ${options.group}: ${error.message}`, { cause: error });
   }
 }
-
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const jitter = (ms: number) => ms / 2 + Math.random() * ms;

@@ -14,8 +14,6 @@ export interface ConsumerMessage<P> {
   readonly attempt: number;
   /** Lease mode: the fencing token this delivery holds. */
   readonly leaseToken?: number;
-  /** Lease mode: a result stored by an earlier delivery (then the business is not called). */
-  readonly storedResult?: unknown;
 }
 
 /** Why a record needed no effect. */

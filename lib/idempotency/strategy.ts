@@ -10,7 +10,6 @@ import type { ConsumerMessage, Settlement } from './settlement.ts';
  * business is never called for it.
  */
 export interface ConsumptionStrategy<R> {
-  readonly name: 'transactional' | 'lease' | 'state-transition';
   /** Shortest lifetime of any record this strategy keeps, in seconds (0 = keeps none). */
   readonly recordTtlSeconds: number;
   begin<P>(msg: ConsumerMessage<P>, deadline: number): Promise<BeginResult>;
@@ -26,5 +25,5 @@ export interface ConsumptionStrategy<R> {
 }
 
 export type BeginResult =
-  | { proceed: true; leaseToken?: number; storedResult?: unknown }
+  | { proceed: true; leaseToken?: number }
   | { proceed: false; settlement: Settlement };

@@ -210,12 +210,13 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
 }
 
 const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
+const REDRIVE_NAMES = new Set<string>(Object.values(REDRIVE_ATTRIBUTES));
 
 async function sendBack(options: RedriveOptions, message: Message, letter: DeadLetter): Promise<void> {
   // The failure attributes describe the last failure; the consumer must not read them as
   // this delivery's. Producer attributes, if any, go back with the body untouched.
   const kept = Object.entries(message.MessageAttributes ?? {}).filter(
-    ([name]) => !FAILURE_NAMES.has(name) && !Object.values(REDRIVE_ATTRIBUTES).includes(name as never),
+    ([name]) => !FAILURE_NAMES.has(name) && !REDRIVE_NAMES.has(name),
   );
   const attribute = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: sqsText(value, 256) });
   await options.sqs.send(

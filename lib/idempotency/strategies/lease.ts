@@ -48,7 +48,6 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
   const key = (msg: ConsumerMessage<unknown>) => ({ id: recordId(options.group, msg.key) });
 
   return {
-    name: 'lease',
     recordTtlSeconds: ttlSeconds,
 
     async begin<P>(msg: ConsumerMessage<P>, deadline: number): Promise<BeginResult> {

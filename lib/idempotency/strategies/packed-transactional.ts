@@ -1,6 +1,8 @@
 import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { jitter, mapLimit, sleep as wait } from '../concurrency.ts';
 import { classify, TransientFailureError, type ConsumptionError } from '../errors.ts';
+import { canonicalJson } from '../record.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { ConsumptionStrategy } from '../strategy.ts';
 import {
@@ -75,7 +77,7 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
   const contentionRetries = options.contentionRetries ?? 3;
   const backoffMs = options.backoffMs ?? 25;
   const concurrency = options.concurrency ?? 4;
-  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const sleep = options.sleep ?? wait;
   const identify = itemIdentity(options.keyAttributes ?? {});
 
   return {
@@ -303,10 +305,10 @@ function itemIdentity(keyAttributes: Readonly<Record<string, readonly string[]>>
     if (item.Put) {
       const names = keyAttributes[item.Put.TableName!];
       const key = names ? Object.fromEntries(names.map((n) => [n, item.Put!.Item![n]])) : item.Put.Item;
-      return `${item.Put.TableName}|${canonical(key)}`;
+      return `${item.Put.TableName}|${canonicalJson(key)}`;
     }
     const op = item.Update ?? item.Delete ?? item.ConditionCheck;
-    return `${op?.TableName}|${canonical(op?.Key)}`;
+    return `${op?.TableName}|${canonicalJson(op?.Key)}`;
   };
 }
 
@@ -325,7 +327,7 @@ function mergeKeyOf(item: TransactItem): string | undefined {
   if (!parsed) return undefined;
   const values = update.ExpressionAttributeValues ?? {};
   if (!parsed.add.every(([, v]) => typeof values[v] === 'number')) return undefined;
-  return `${update.TableName}|${canonical(update.Key)}|${update.UpdateExpression}|${canonical(update.ExpressionAttributeNames ?? {})}`;
+  return `${update.TableName}|${canonicalJson(update.Key)}|${update.UpdateExpression}|${canonicalJson(update.ExpressionAttributeNames ?? {})}`;
 }
 
 function parseIncrement(expression: string): { add: [string, string][]; set: [string, string][] } | undefined {
@@ -356,13 +358,6 @@ function estimatedBytes(item: TransactItem): number {
   return Buffer.byteLength(JSON.stringify(body)) + 100;
 }
 
-function canonical(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-}
-
 function contendedCode(reasons: CancellationReason[]): string {
   const codes = reasons.map((r) => r.Code ?? 'None');
   return codes.includes('TransactionConflict') ? 'TransactionConflict' : (codes.find((c) => CONTENTION_CODES.has(c)) ?? 'TransactionCanceled');
@@ -375,14 +370,4 @@ function isValidation(error: unknown): boolean {
 function halves<T>(items: readonly T[]): [T[], T[]] {
   const mid = Math.ceil(items.length / 2);
   return [items.slice(0, mid), items.slice(mid)];
-}
-
-const jitter = (ms: number) => ms / 2 + Math.random() * ms;
-
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

@@ -23,7 +23,6 @@ export interface TransitionRequest {
  */
 export function stateTransitionStrategy(options: { client: DynamoDBDocumentClient }): ConsumptionStrategy<TransitionRequest> {
   return {
-    name: 'state-transition',
     recordTtlSeconds: Number.POSITIVE_INFINITY,
     async begin(): Promise<BeginResult> {
       return { proceed: true };

@@ -57,7 +57,6 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
   const now = options.now ?? Date.now;
   const ttlSeconds = options.ttlSeconds ?? DEFAULT_RECORD_TTL_SECONDS;
   return {
-    name: 'transactional',
     recordTtlSeconds: ttlSeconds,
     async begin(): Promise<BeginResult> {
       return { proceed: true };
