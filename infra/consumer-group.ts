@@ -10,7 +10,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
-import { TABLE_ENV, deadLetterQueueName, queueName, type ConsumerGroupDefinition } from '../lib/config/resources.ts';
+import { TABLE_ENV, deadLetterQueueName, queueName, type ConsumerGroupDefinition, type GroupTuning } from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../lib/consumer/consumer-telemetry.ts';
 import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/envelope.ts';
@@ -30,6 +30,8 @@ export interface ConsumerTuning {
   /** Function timeout (default 30 s); the queue's visibility timeout is derived from it. */
   readonly timeout?: Duration;
   readonly memorySize?: number;
+  /** Transactional groups: commit a batch in as few transactions as DynamoDB allows (`CONSUMER_PACKING`). */
+  readonly packing?: boolean;
   /** Alarm when the oldest message has waited this long (default 15 min). */
   readonly oldestMessageAlarmAge?: Duration;
   /**
@@ -54,6 +56,17 @@ export interface RocketMqConsumerGroupProps extends ConsumerTuning {
   readonly eventBus?: events.IEventBus;
   /** Environment only this group needs (the coupon service URL, for example). */
   readonly extraEnvironment?: Record<string, string>;
+}
+
+/** A catalogue entry's tuning (plain numbers) as construct props. */
+export function tuningOf(tuning: GroupTuning | undefined): ConsumerTuning {
+  if (!tuning) return {};
+  const { maxBatchingWindowSeconds, timeoutSeconds, ...rest } = tuning;
+  return {
+    ...rest,
+    ...(maxBatchingWindowSeconds === undefined ? {} : { maxBatchingWindow: Duration.seconds(maxBatchingWindowSeconds) }),
+    ...(timeoutSeconds === undefined ? {} : { timeout: Duration.seconds(timeoutSeconds) }),
+  };
 }
 
 /** Actions a consumer performs on each of its tables; TransactWriteItems is authorised per item action. */
@@ -110,6 +123,8 @@ export class RocketMqConsumerGroup extends Construct {
         [CONSUMER_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
         // The function checks these against each other at cold start, so a queue changed by hand is refused too.
         ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
+        [CONSUMER_ENV.group]: def.group,
+        ...(props.packing === undefined ? {} : { [CONSUMER_ENV.packing]: props.packing ? 'on' : 'off' }),
         POWERTOOLS_SERVICE_NAME: def.group,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...props.extraEnvironment,

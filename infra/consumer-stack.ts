@@ -1,10 +1,9 @@
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import { Construct } from 'constructs';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../lib/config/resources.ts';
-import { CONSUMER_ENV } from '../lib/config/consumer-environment.ts';
+import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
-import { RocketMqConsumerGroup, type ConsumerTuning } from './consumer-group.ts';
+import { RocketMqConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import { ConsumerTables } from './tables.ts';
 
@@ -13,20 +12,24 @@ export interface RocketMqConsumersStackProps extends StackProps, Omit<AlarmRouti
   readonly prefix: string;
   /** Groups to deploy (default: every entry of `CONSUMER_GROUPS`). */
   readonly groups?: readonly ConsumerGroupDefinition[];
-  /** Base URL of the coupon service the coupon consumer calls (`COUPON_SERVICE_URL`). */
-  readonly couponServiceUrl?: string;
-  /** Sizing for every group, then per group by name. */
+  /** Base URLs of the outside services, by catalogue name (`services` in the stage settings). */
+  readonly services?: Partial<Record<OutsideServiceName, string>>;
+  /** Sizing for every group (below each group's catalogue tuning), then per group by name (above it). */
   readonly tuning?: ConsumerTuning;
   readonly groupTuning?: Readonly<Record<string, ConsumerTuning>>;
   /** `docs/runbook.md` as an operator can open it (repository web URL). */
   readonly runbookUrl: string;
 }
 
-/** The environment a group needs beyond its tables and DLQ. */
-function groupEnvironment(group: string, props: RocketMqConsumersStackProps): Record<string, string> {
-  if (group !== 'coupon-consumer-group') return {};
-  if (!props.couponServiceUrl) throw new MissingSettingError('couponServiceUrl', group);
-  return { [CONSUMER_ENV.couponServiceUrl]: props.couponServiceUrl };
+/** The URLs of the services a group's catalogue entry names; a missing one fails the synth naming group and setting. */
+function serviceEnvironment(definition: ConsumerGroupDefinition, props: RocketMqConsumersStackProps): Record<string, string> {
+  return Object.fromEntries(
+    (definition.services ?? []).map((name) => {
+      const url = props.services?.[name];
+      if (!url) throw new MissingSettingError(`services.${name}`, definition.group);
+      return [OUTSIDE_SERVICES[name].env, url];
+    }),
+  );
 }
 
 /** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
@@ -51,9 +54,10 @@ export class RocketMqConsumersStack extends Stack {
       retention: Duration.days(7),
     });
     this.groups = (props.groups ?? CONSUMER_GROUPS).map(
-      (definition) =>
+      (definition: ConsumerGroupDefinition) =>
         new RocketMqConsumerGroup(this, pascal(definition.group), {
           ...props.tuning,
+          ...tuningOf(definition.tuning),
           ...props.groupTuning?.[definition.group],
           definition,
           prefix: props.prefix,
@@ -61,7 +65,7 @@ export class RocketMqConsumersStack extends Stack {
           alarmTopic: this.alarmRouting.topic,
           runbookUrl: props.runbookUrl,
           eventBus: this.eventBus,
-          extraEnvironment: groupEnvironment(definition.group, props),
+          extraEnvironment: serviceEnvironment(definition, props),
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });

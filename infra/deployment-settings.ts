@@ -1,5 +1,6 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
+import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/resources.ts';
 
 /**
  * Everything that differs between deployments, read from CDK context (`cdk.json` or `-c key=value`).
@@ -9,12 +10,26 @@ import { z } from 'zod';
 const account = z.string().regex(/^\d{12}$/, 'an AWS account id is 12 digits');
 const region = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as ap-northeast-1');
 
+const groupTuningSchema = z
+  .object({
+    batchSize: z.number().int().min(1).max(10_000),
+    maxBatchingWindowSeconds: z.number().int().min(0).max(300),
+    maxConcurrency: z.number().int().min(2).max(1000),
+    timeoutSeconds: z.number().int().min(1).max(900),
+    memorySize: z.number().int().min(128).max(10_240),
+    filterAtEventSource: z.boolean(),
+    packing: z.boolean(),
+  })
+  .partial()
+  .strict();
+
 const stageSchema = z.object({
   account,
   region,
   /** Prefix of every physical name of this deployment. */
   prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/),
-  couponServiceUrl: z.url(),
+  /** Base URL of each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`). */
+  services: z.partialRecord(z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]), z.url()).default({}),
   alarmTimeZone: z.string().optional(),
   dingTalkSecretName: z.string().optional(),
   operatorEmail: z.email().optional(),
@@ -24,6 +39,8 @@ const stageSchema = z.object({
   maxBatchingWindowSeconds: z.number().int().min(0).max(300).optional(),
   /** false: no tag filter in the event source, so unreadable bodies are dead-lettered by the consumer instead of dropped. */
   filterAtEventSource: z.boolean().optional(),
+  /** Per consumer group, over its catalogue tuning: `{"point-consumer-group": {"maxConcurrency": 50}}`. */
+  groups: z.record(z.string(), groupTuningSchema).optional(),
 });
 
 const pipelineSchema = z.object({
@@ -52,6 +69,14 @@ export class InvalidDeploymentSettingsError extends Error {
   override readonly name = 'InvalidDeploymentSettingsError';
 }
 
+/** Per-group settings for a group the catalogue does not have would silently apply to nothing. */
+function unknownGroups(settings: DeploymentSettings): string[] {
+  const known = new Set<string>(CONSUMER_GROUPS.map((g) => g.group));
+  return Object.entries(settings.stages).flatMap(([stage, s]) =>
+    Object.keys(s.groups ?? {}).filter((g) => !known.has(g)).map((g) => `${CONTEXT_KEY}.stages.${stage}.groups.${g}: not a consumer group of the catalogue`),
+  );
+}
+
 export function deploymentSettings(node: Node): DeploymentSettings {
   const raw = node.tryGetContext(CONTEXT_KEY);
   const parsed = settingsSchema.safeParse(typeof raw === 'string' ? JSON.parse(raw) : raw);
@@ -59,5 +84,7 @@ export function deploymentSettings(node: Node): DeploymentSettings {
     const problems = parsed.error.issues.map((i) => `${CONTEXT_KEY}.${i.path.join('.')}: ${i.message}`).join('; ');
     throw new InvalidDeploymentSettingsError(`invalid deployment settings in the CDK context: ${problems}`);
   }
+  const unknown = unknownGroups(parsed.data);
+  if (unknown.length > 0) throw new InvalidDeploymentSettingsError(`invalid deployment settings in the CDK context: ${unknown.join('; ')}`);
   return parsed.data;
 }

@@ -3,6 +3,7 @@ import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import { Construct } from 'constructs';
+import { tuningOf } from './consumer-group.ts';
 import { ConsumerStage } from './consumer-stage.ts';
 import { acknowledgePipelineFindings } from './pipeline-acknowledgements.ts';
 import type { DeploymentSettings, StageSettings } from './deployment-settings.ts';
@@ -60,7 +61,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
     consumers: {
       prefix: stage.prefix,
       runbookUrl,
-      couponServiceUrl: stage.couponServiceUrl,
+      services: stage.services,
       alarmTimeZone: stage.alarmTimeZone,
       dingTalkSecretName: stage.dingTalkSecretName,
       operatorEmail: stage.operatorEmail,
@@ -71,6 +72,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
         filterAtEventSource: stage.filterAtEventSource,
         ...(stage.maxBatchingWindowSeconds !== undefined ? { maxBatchingWindow: Duration.seconds(stage.maxBatchingWindowSeconds) } : {}),
       },
+      groupTuning: Object.fromEntries(Object.entries(stage.groups ?? {}).map(([group, tuning]) => [group, tuningOf(tuning)])),
     },
   };
 }

@@ -1,18 +1,18 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
-import { CONSUMER_ENV, consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
+import { consumerGroup, OUTSIDE_SERVICES } from '../../lib/config/resources.ts';
+import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
 import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { defineConsumer, type ConsumerObservers } from '../../lib/consumer/consumer-module.ts';
 import { CouponClient } from '../../lib/coupons/coupon-client.ts';
+import { FailureRouter, InvalidConsumerConfigError, leaseStrategy } from '../../lib/idempotency/index.ts';
 import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
-import { FailureRouter, InvalidConsumerConfigError, leaseStrategy, type RecordReport } from '../../lib/idempotency/index.ts';
 
-export const COUPON_GROUP = 'coupon-consumer-group';
-export const COUPON_TABLES = ['idempotency'] as const;
+export const COUPONS = consumerGroup('coupon-consumer-group');
+export const COUPON_GROUP = COUPONS.group;
 
-export interface CouponConsumerDeps extends ConsumerRuntimeConfig {
-  /** Base URL of the coupon service (`COUPON_SERVICE_URL`). */
-  couponServiceUrl: string;
-  onReport?: (report: RecordReport) => void;
-  now?: () => number;
+export interface CouponConsumerDeps extends ConsumerRuntimeConfig<TablesOf<typeof COUPONS>>, ConsumerObservers {
+  /** Base URL of the coupon service (default: the `coupon-service` of `services`). */
+  couponServiceUrl?: string;
   /** Added to the invocation's deadline to make the lease (default 5 s). */
   leaseMarginMs?: number;
   /** Time the coupon call leaves for completing the record (default 2 s). */
@@ -30,16 +30,15 @@ export interface CouponConsumerDeps extends ConsumerRuntimeConfig {
 export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler {
   const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
   const now = deps.now ?? Date.now;
-  const coupons = new CouponClient({ baseUrl: couponServiceUrl(deps.couponServiceUrl), reserveMs: deps.couponReserveMs });
+  const coupons = new CouponClient({ baseUrl: couponServiceUrl(deps.couponServiceUrl ?? deps.services?.['coupon-service']), reserveMs: deps.couponReserveMs });
   return consumerHandler({
-    group: COUPON_GROUP,
-    tagExpression: 'PAID',
+    definition: COUPONS,
     parsePayload: parseOrderPaidEvent,
     keyOf: (order) => order.orderNo,
     // What the grant depends on: the same order for another user is a conflict, a new paidAt is not.
     fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId }),
-    strategy: leaseStrategy({ client: dynamoDb, tableName: deps.tables.idempotency!, group: COUPON_GROUP, ttlSeconds: deps.ttlSeconds, marginMs: deps.leaseMarginMs, now }),
-    failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: COUPON_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    strategy: leaseStrategy({ client: dynamoDb, tableName: deps.tables.idempotency, group: COUPONS.group, ttlSeconds: deps.ttlSeconds, marginMs: deps.leaseMarginMs, now }),
+    failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: COUPONS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     queues: deps.queueLifetimes,
     business: (msg, context) =>
       coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
@@ -54,10 +53,9 @@ function couponServiceUrl(value: string | undefined): string {
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`unsupported protocol ${url.protocol}`);
     return url.toString();
   } catch (error) {
-    throw new InvalidConsumerConfigError(`${CONSUMER_ENV.couponServiceUrl} must be an http(s) URL (got ${JSON.stringify(value ?? '')}): ${(error as Error).message}`);
+    throw new InvalidConsumerConfigError(`${OUTSIDE_SERVICES['coupon-service'].env} must be an http(s) URL (got ${JSON.stringify(value ?? '')}): ${(error as Error).message}`);
   }
 }
 
-export const handler = lazyHandler(() =>
-  createCouponConsumer({ ...consumerConfigFromEnv(COUPON_TABLES), couponServiceUrl: process.env[CONSUMER_ENV.couponServiceUrl] ?? '' }),
-);
+export const consumer = defineConsumer(COUPONS, createCouponConsumer);
+export const handler = consumer.handler;

@@ -1,16 +1,16 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
-import { consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
+import { consumerGroup } from '../../lib/config/resources.ts';
+import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
 import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { defineConsumer, type ConsumerObservers } from '../../lib/consumer/consumer-module.ts';
+import { FailureRouter, stateTransitionStrategy } from '../../lib/idempotency/index.ts';
 import { parseOrderEvent } from '../../lib/orders/order-events.ts';
 import { transitionRequest } from '../../lib/orders/order-status.ts';
-import { FailureRouter, type RecordReport, stateTransitionStrategy } from '../../lib/idempotency/index.ts';
 
-export const ORDER_STATUS_GROUP = 'order-status-consumer-group';
-export const ORDER_STATUS_TABLES = ['orders'] as const;
+export const ORDER_STATUS = consumerGroup('order-status-consumer-group');
+export const ORDER_STATUS_GROUP = ORDER_STATUS.group;
 
-export interface OrderStatusConsumerDeps extends ConsumerRuntimeConfig {
-  onReport?: (report: RecordReport) => void;
-  now?: () => number;
+export interface OrderStatusConsumerDeps extends ConsumerRuntimeConfig<TablesOf<typeof ORDER_STATUS>>, ConsumerObservers {
   /** Fault injection and command recording between the consumer and AWS. */
   dynamoDb?: ReturnType<typeof createDynamoDb>;
   sqs?: ReturnType<typeof createSqs>;
@@ -24,20 +24,19 @@ export interface OrderStatusConsumerDeps extends ConsumerRuntimeConfig {
 export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): ConsumerHandler {
   const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
   const now = deps.now ?? Date.now;
-  const tableName = deps.tables.orders!;
+  const tableName = deps.tables.orders;
   return consumerHandler({
-    group: ORDER_STATUS_GROUP,
-    tagExpression: 'PAID || FINISHED',
+    definition: ORDER_STATUS,
     parsePayload: (body, message) => parseOrderEvent(body, message.tags),
     // One key per transition: PAID and FINISHED of one order are different events, and
     // two copies of one transition are duplicates whatever their timestamps say.
     keyOf: (event) => `${event.orderNo}#${event.kind}`,
     fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
     strategy: stateTransitionStrategy({ client: dynamoDb }),
-    failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: ORDER_STATUS_GROUP, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: ORDER_STATUS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     queues: deps.queueLifetimes,
     // Batch order is kept: a PAID and a FINISHED of one order in one batch apply in the
-    // order they came, not racing (FINISHED first would be an illegal transition).
+    // order they came, not racing (FINISHED first would only be retried later).
     concurrency: 1,
     business: (msg) =>
       transitionRequest(msg.payload, { tableName, msgId: msg.message.msgId, bornTimestamp: msg.message.bornTimestamp, now: new Date(now()) }),
@@ -46,4 +45,5 @@ export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): Consum
   });
 }
 
-export const handler = lazyHandler(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS_TABLES)));
+export const consumer = defineConsumer(ORDER_STATUS, createOrderStatusConsumer);
+export const handler = consumer.handler;

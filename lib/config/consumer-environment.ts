@@ -5,13 +5,15 @@
 import { DeliveryLifetimes, type QueueLifetimes } from './delivery-lifetimes.ts';
 
 export const CONSUMER_ENV = {
+  /** The catalogue group the function was deployed for; the handler refuses to start as another. */
+  group: 'CONSUMER_GROUP',
+  packing: 'CONSUMER_PACKING',
   deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
   retryDelays: 'RETRY_DELAYS_SECONDS',
   ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
   maxReceiveCount: 'SOURCE_MAX_RECEIVE_COUNT',
   sourceRetention: 'SOURCE_RETENTION_SECONDS',
   deadLetterRetention: 'DEAD_LETTER_RETENTION_SECONDS',
-  couponServiceUrl: 'COUPON_SERVICE_URL',
 } as const;
 
 /** What the function must know to check its schedule, its queues and its record TTL against each other. */

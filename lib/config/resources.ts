@@ -28,39 +28,78 @@ export const TABLES = {
 
 export type TableKey = keyof typeof TABLES;
 
+/** Services outside AWS a group may call; the stage settings give each its URL (`services` in cdk.json). */
+export const OUTSIDE_SERVICES = {
+  'coupon-service': { env: 'COUPON_SERVICE_URL', description: 'grants one coupon per order (Idempotency-Key header)' },
+} as const;
+export type OutsideServiceName = keyof typeof OUTSIDE_SERVICES;
+
 /**
- * One consumer group. Its retry schedule and record TTL (`LifetimeSettings`) are stated here
- * once; the redrive count, the queues' retentions and the cold-start checks derive from them
- * (`lifetimesOf`).
+ * How one group's function and event source are sized. Plain numbers (no CDK types): the
+ * catalogue is read by the functions and the local run too. A stage may override any of them.
+ */
+export interface GroupTuning {
+  /** Records per invocation (default 10). */
+  readonly batchSize?: number;
+  /** Seconds Lambda gathers records before invoking (default 1; required for batches over 10). */
+  readonly maxBatchingWindowSeconds?: number;
+  /** Concurrent invocations the event source may start, 2–1000 (default 10). */
+  readonly maxConcurrency?: number;
+  /** Function timeout in seconds (default 30); the queue's visibility timeout derives from it. */
+  readonly timeoutSeconds?: number;
+  readonly memorySize?: number;
+  /** Filter on the RocketMQ tag in the event source (default true; see infra/consumer-group.ts). */
+  readonly filterAtEventSource?: boolean;
+  /** Transactional groups: commit a batch in as few transactions as DynamoDB allows (default false). */
+  readonly packing?: boolean;
+}
+
+/**
+ * One consumer group, declared once. The CDK app (queue, DLQ, function, filter, IAM, alarms,
+ * dashboard), the function itself (group, tags, tables, services, settings), the local run and
+ * the operations tools all read it. Its retry schedule and record TTL (`LifetimeSettings`) are
+ * stated here once; the redrive count, the queues' retentions and the cold-start checks derive
+ * from them (`lifetimesOf`).
  */
 export interface ConsumerGroupDefinition extends LifetimeSettings {
   readonly group: string;
+  /** The function's name: `<prefix>-<functionName>` when deployed, and in the local run. */
+  readonly functionName: string;
   readonly topic: string;
   /** RocketMQ tag expression, e.g. `PAID || FINISHED`. */
   readonly tagExpression: string;
-  /** Path of the handler module from the repository root. */
+  /** Path of the handler module from the repository root; it exports `consumer` (`defineConsumer`). */
   readonly entry: string;
   /** Tables the group's function may touch (least privilege derives from this). */
   readonly tables: readonly TableKey[];
+  /** Outside services the function calls. */
+  readonly services?: readonly OutsideServiceName[];
+  readonly tuning?: GroupTuning;
 }
 
 export const CONSUMER_GROUPS = [
   {
     group: 'point-consumer-group',
+    functionName: 'points-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID',
     entry: 'functions/points-consumer/handler.ts',
     tables: ['idempotency', 'ledger', 'accounts'],
+    // An award's writes are its own ledger entry and an unconditional balance ADD: safe to pack.
+    tuning: { packing: true },
   },
   {
     group: 'coupon-consumer-group',
+    functionName: 'coupon-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID',
     entry: 'functions/coupon-consumer/handler.ts',
     tables: ['idempotency'],
+    services: ['coupon-service'],
   },
   {
     group: 'order-status-consumer-group',
+    functionName: 'order-status-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID || FINISHED',
     entry: 'functions/order-status-consumer/handler.ts',
@@ -69,6 +108,14 @@ export const CONSUMER_GROUPS = [
 ] as const satisfies readonly ConsumerGroupDefinition[];
 
 export type ConsumerGroupName = (typeof CONSUMER_GROUPS)[number]['group'];
+export type CatalogueEntry<G extends ConsumerGroupName> = Extract<(typeof CONSUMER_GROUPS)[number], { group: G }>;
+
+/** A group's catalogue entry, typed to the letter (its tables, its services). */
+export function consumerGroup<G extends ConsumerGroupName>(group: G): CatalogueEntry<G> {
+  const entry = CONSUMER_GROUPS.find((g) => g.group === group);
+  if (!entry) throw new Error(`consumer group ${group} is not in the catalogue`);
+  return entry as CatalogueEntry<G>;
+}
 
 export function tableName(prefix: string, table: TableKey): string {
   return `${prefix}-${TABLES[table].suffix}`;

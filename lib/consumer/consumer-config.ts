@@ -1,37 +1,61 @@
 import { configFromEnv, type AwsConfig } from '../aws/clients.ts';
 import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../config/consumer-environment.ts';
 import type { QueueLifetimes } from '../config/delivery-lifetimes.ts';
-import { TABLE_ENV, type TableKey } from '../config/resources.ts';
+import { OUTSIDE_SERVICES, TABLE_ENV, type ConsumerGroupDefinition, type OutsideServiceName, type TableKey } from '../config/resources.ts';
 import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
 
+/** The tables a catalogue entry names, as a type: `deps.tables.ledger` exists exactly when the entry lists it. */
+export type TablesOf<D extends ConsumerGroupDefinition> = D['tables'][number];
+
 /** What every consumer function needs from its deployment, read once at start-up. */
-export interface ConsumerRuntimeConfig {
+export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
   aws: AwsConfig;
-  tables: Partial<Record<TableKey, string>>;
+  tables: Record<T, string>;
   deadLetterQueueUrl: string;
   schedule: RetrySchedule;
   ttlSeconds?: number;
   /** The source queue and DLQ as deployed; the middleware refuses a schedule or TTL they cannot carry. */
   queueLifetimes?: QueueLifetimes;
+  /** Base URLs of the outside services the group calls, by name. */
+  services?: Partial<Record<OutsideServiceName, string>>;
+  /** Batch packing (transactional groups), from the catalogue's `tuning.packing`. */
+  packing?: boolean;
 }
 
 export { CONSUMER_ENV };
 
-export function consumerConfigFromEnv(tables: readonly TableKey[], env: NodeJS.ProcessEnv = process.env): ConsumerRuntimeConfig {
+/**
+ * The configuration of `definition`'s function from its environment, as the CDK app wrote it.
+ * A function deployed for another group (its `CONSUMER_GROUP`) is refused: its metrics would
+ * carry a dimension no alarm watches, and its tag filter would belong to another group.
+ */
+export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
+  definition: D,
+  env: NodeJS.ProcessEnv = process.env,
+): ConsumerRuntimeConfig<TablesOf<D>> {
   const required = (name: string) => {
     const value = env[name];
     if (!value) throw new InvalidConsumerConfigError(`environment variable ${name} is not set`);
     return value;
   };
+  const deployedAs = env[CONSUMER_ENV.group];
+  if (deployedAs !== undefined && deployedAs !== definition.group) {
+    throw new InvalidConsumerConfigError(
+      `this function was deployed for consumer group ${deployedAs} (${CONSUMER_ENV.group}) but runs the handler of ${definition.group} (${definition.entry})`,
+    );
+  }
   const ttl = env[CONSUMER_ENV.ttlSeconds];
+  const tables = Object.fromEntries(definition.tables.map((t) => [t, required(TABLE_ENV[t])])) as Record<TablesOf<D>, string>;
   return {
     aws: configFromEnv(env),
-    tables: Object.fromEntries(tables.map((t) => [t, required(TABLE_ENV[t])])),
+    tables,
     deadLetterQueueUrl: required(CONSUMER_ENV.deadLetterQueueUrl),
     schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
     ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
     queueLifetimes: queueLifetimesFromEnvironment(env),
+    services: Object.fromEntries((definition.services ?? []).map((name) => [name, env[OUTSIDE_SERVICES[name].env] ?? ''])),
+    packing: env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on',
   };
 }
 

@@ -5,10 +5,13 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { forEachMessage, rocketmqConsumer, type ConsumerContext, type RocketMQConsumerOptions } from '../idempotency/rocketmq-consumer.ts';
+import type { ConsumerGroupDefinition } from '../config/resources.ts';
 import type { ConsumerMessage, RecordReport } from '../idempotency/settlement.ts';
 import { METRICS_NAMESPACE, consumerTelemetry } from './consumer-telemetry.ts';
 
-export interface ConsumerHandlerOptions<P, R> extends Omit<RocketMQConsumerOptions<P, R>, 'onReport'> {
+export interface ConsumerHandlerOptions<P, R> extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression'> {
+  /** The group's catalogue entry: its name (records, metrics, DLQ) and tag expression come from there, never restated. */
+  definition: ConsumerGroupDefinition;
   business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R;
   logger?: Logger;
   metrics?: Metrics;
@@ -20,8 +23,9 @@ export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQS
 
 /** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, the consumer middleware, the business. */
 export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
-  const logger = options.logger ?? new Logger({ serviceName: options.group });
-  const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: options.group, defaultDimensions: { ConsumerGroup: options.group } });
+  const { group, tagExpression } = options.definition;
+  const logger = options.logger ?? new Logger({ serviceName: group });
+  const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: group, defaultDimensions: { ConsumerGroup: group } });
   const telemetry = consumerTelemetry(logger, metrics);
   return middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>>()
     .use(injectLambdaContext(logger))
@@ -29,6 +33,8 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
     .use(
       rocketmqConsumer({
         ...options,
+        group,
+        tagExpression,
         onReport: (report) => {
           telemetry(report);
           options.onReport?.(report);

@@ -7,6 +7,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { createSqs } from '../../lib/aws/clients.ts';
 import type { ConsumerFactory } from '../../lib/chaos/fault-plan.ts';
+import { consumerGroup } from '../../lib/config/resources.ts';
 import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
 import { fingerprintOf, recordId } from '../../lib/idempotency/record.ts';
@@ -76,8 +77,7 @@ export function weakPointsConsumer(weakness: Exclude<PointsWeakness, 'none'>): C
     const byMsgId = weakness === 'keyed-by-msg-id';
     const strategy = weakened(weakness, base, client, tables.idempotency);
     return consumerHandler<OrderPaid & { msgId: string }, TransactionalResult>({
-      group: POINTS,
-      tagExpression: 'PAID',
+      definition: consumerGroup(POINTS),
       parsePayload: (body, message) => ({ ...parseOrderPaid(body), msgId: message.msgId }),
       keyOf: (order) => (byMsgId ? order.msgId : order.orderNo),
       fingerprintFields: (order) => (weakness === 'order-only-fingerprint' ? { orderNo: order.orderNo } : { orderNo: order.orderNo, userId: order.userId, points: order.points }),
@@ -173,8 +173,7 @@ export function couponConsumer(options: { neverExpires: boolean }): ConsumerFact
   return (deps: Deps) => {
     const coupons = new CouponClient({ baseUrl: deps.couponServiceUrl });
     return consumerHandler({
-      group: COUPONS,
-      tagExpression: 'PAID',
+      definition: consumerGroup(COUPONS),
       parsePayload: parseOrderPaidEvent,
       keyOf: (order) => order.orderNo,
       fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId }),

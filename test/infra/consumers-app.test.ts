@@ -151,6 +151,9 @@ describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
     for (const key of Object.keys(TABLES) as TableKey[]) if (!(def.tables as readonly string[]).includes(key)) expect(env[TABLE_ENV[key]]).toBeUndefined();
     expect(env.DEAD_LETTER_QUEUE_URL).toEqual(ref(queueId(deadLetterQueueName(prefix, def.group))));
     expect('COUPON_SERVICE_URL' in env).toBe(def.group === 'coupon-consumer-group');
+    // The group it was deployed for, checked by the handler at cold start, and the catalogue's packing switch.
+    expect(env.CONSUMER_GROUP).toBe(def.group);
+    expect(env.CONSUMER_PACKING).toBe('tuning' in def && def.tuning.packing ? 'on' : undefined);
   });
 
   it('consumes with partial batch responses and a filter on its RocketMQ tags', () => {

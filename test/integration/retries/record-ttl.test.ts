@@ -4,7 +4,7 @@ import { emulatorConfig } from '../../../lib/aws/clients.ts';
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
-import { createCouponConsumer } from '../../../functions/coupon-consumer/handler.ts';
+import { COUPONS, createCouponConsumer } from '../../../functions/coupon-consumer/handler.ts';
 import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
 import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
 
@@ -51,10 +51,10 @@ describe('idempotency records outlive every copy of a message (checked at start-
       COUPON_SERVICE_URL: 'http://127.0.0.1:9/',
     };
     // Act + Assess
-    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(['idempotency'], env), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
+    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(COUPONS, env), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
       /idempotency records live 3600s but a copy of a message can come back/,
     );
-    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(['idempotency'], { ...env, IDEMPOTENCY_TTL_SECONDS: 'seven days' }), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
+    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(COUPONS, { ...env, IDEMPOTENCY_TTL_SECONDS: 'seven days' }), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
       InvalidConsumerConfigError,
     );
   });

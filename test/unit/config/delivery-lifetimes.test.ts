@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
-import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
+import { createPointsConsumer, POINTS } from '../../../functions/points-consumer/handler.ts';
+import { createOrderStatusConsumer, ORDER_STATUS } from '../../../functions/order-status-consumer/handler.ts';
 import { lifetimeEnvironment } from '../../../lib/config/consumer-environment.ts';
 import { DEFAULT_RECORD_TTL_SECONDS, DeliveryLifetimes, IncoherentLifetimesError, lifetimesOf } from '../../../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../lib/config/resources.ts';
@@ -62,12 +62,12 @@ describe('DeliveryLifetimes', () => {
 
 describe('the cold start refuses settings that disagree with each other', () => {
   it('starts with the environment the CDK app derives', () => {
-    expect(() => createPointsConsumer(consumerConfigFromEnv(['idempotency', 'ledger', 'accounts'], deployedEnvironment({})))).not.toThrow();
+    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, deployedEnvironment({})))).not.toThrow();
   });
 
   it('refuses a 20-retry schedule on a queue that redrives after 17 receives', () => {
     const env = deployedEnvironment({ RETRY_DELAYS_SECONDS: '10,30,60,120,180,240,300,360,420,480,540,600,1200,1800,3600,7200,1800,1800,1800,1800', SOURCE_RETENTION_SECONDS: String(6 * 86_400) });
-    const build = () => createPointsConsumer(consumerConfigFromEnv(['idempotency', 'ledger', 'accounts'], env));
+    const build = () => createPointsConsumer(consumerConfigFromEnv(POINTS, env));
     expect(build).toThrow(InvalidConsumerConfigError);
     expect(build).toThrow(
       "consumer group point-consumer-group: the source queue's maxReceiveCount is 17 but the retry schedule (20 retries, 21 deliveries over 24340s) needs at least 21: " +
@@ -77,11 +77,11 @@ describe('the cold start refuses settings that disagree with each other', () => 
 
   it('refuses a schedule longer than the source queue keeps messages', () => {
     const env = deployedEnvironment({ SOURCE_RETENTION_SECONDS: String(4 * 3600) });
-    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(['orders'], env))).toThrow(/source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/);
+    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).toThrow(/source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/);
   });
 
   it('refuses a 7-day record TTL (the old default) against a 14-day DLQ', () => {
     const env = deployedEnvironment({ IDEMPOTENCY_TTL_SECONDS: String(7 * 86_400) });
-    expect(() => createPointsConsumer(consumerConfigFromEnv(['idempotency', 'ledger', 'accounts'], env))).toThrow(/idempotency records live 604800s but a copy of a message can come back for 1589480s/);
+    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(/idempotency records live 604800s but a copy of a message can come back for 1589480s/);
   });
 });
