@@ -1,14 +1,37 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two layers: `unit` (pure, no emulator, seconds: `npm run test:unit`) and `emulator` (moto
+ * server started once by the global setup; every file creates its own uniquely named
+ * resources). `npm test` runs both with coverage, and the thresholds below fail it.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    exclude: ['test/bridge/**', 'node_modules/**'],
-    globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
-    testTimeout: 30_000,
     // Consumers log one JSON line per record; tests that inspect logs build their own logger.
     env: { POWERTOOLS_LOG_LEVEL: 'CRITICAL', POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'us-east-1' },
-    hookTimeout: 60_000,
+    coverage: {
+      provider: 'v8',
+      include: ['lib/idempotency/**', 'lib/rocketmq/**'],
+      reporter: ['text-summary', 'text'],
+      thresholds: {
+        'lib/idempotency/**': { lines: 95, branches: 95 },
+        'lib/rocketmq/**': { lines: 95, branches: 95 },
+      },
+    },
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'emulator',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/unit/**', 'test/bridge/**', 'node_modules/**'],
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
   },
 });
