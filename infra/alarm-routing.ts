@@ -13,7 +13,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DLQ_RETENTION_DAYS } from '../lib/config/resources.ts';
 import { ALARM_STORM_TABLE } from '../lib/dingtalk/alarm-storm-table.ts';
-import { DEFAULT_METRICS_NAMESPACE } from '../lib/dingtalk/notifier-metrics.ts';
+import { NOTIFIER_METRICS_NAMESPACE } from '../lib/config/telemetry-names.ts';
 import { ProjectFunction } from './project-function.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
 
@@ -133,7 +133,7 @@ export class AlarmRouting extends Construct {
         [ALARM_STORM_TABLE.tableNameEnv]: this.stormTable.tableName,
         ALARM_TIME_ZONE: props.alarmTimeZone ?? 'Asia/Shanghai',
         POWERTOOLS_SERVICE_NAME: NOTIFIER_SERVICE_NAME,
-        POWERTOOLS_METRICS_NAMESPACE: DEFAULT_METRICS_NAMESPACE,
+        POWERTOOLS_METRICS_NAMESPACE: NOTIFIER_METRICS_NAMESPACE,
       },
     });
     this.notifier = notifier.function;

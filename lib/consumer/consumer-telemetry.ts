@@ -1,19 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import { ConsumerMetric, METRICS_NAMESPACE } from '../config/telemetry-names.ts';
 import type { RecordReport } from '../idempotency/settlement.ts';
 
-export const METRICS_NAMESPACE = 'RocketMQConsumers';
-
-/** Metric names the alarms and the dashboard read; one place so infra and code agree. */
-export const ConsumerMetric = {
-  processed: 'Processed',
-  duplicates: 'DuplicatesSuppressed',
-  filtered: 'Filtered',
-  conflicts: 'PayloadConflicts',
-  retried: 'Retried',
-  deadLettered: 'DeadLettered',
-  permanentErrors: 'PermanentErrors',
-} as const;
+export { ConsumerMetric, METRICS_NAMESPACE };
 
 /** Turns each record's report into one structured log line and its metrics. */
 export function consumerTelemetry(logger: Logger, metrics: Metrics) {

@@ -1,3 +1,4 @@
+import { NOTIFIER_METRICS_NAMESPACE } from '../config/telemetry-names.ts';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { DeliveryMetric, DeliveryMetrics } from './alarm-storm.ts';
 
@@ -16,4 +17,4 @@ export function powertoolsDeliveryMetrics(metrics: Metrics): DeliveryMetrics {
 
 export const noDeliveryMetrics: DeliveryMetrics = { count() {} };
 
-export const DEFAULT_METRICS_NAMESPACE = 'DingTalkAlarmNotifier';
+export const DEFAULT_METRICS_NAMESPACE = NOTIFIER_METRICS_NAMESPACE;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ROCKETMQ_EVENT_TYPE } from '../config/telemetry-names.ts';
 
 /**
  * The bridge envelope: one RocketMQ message as a CloudEvents 1.0 object with
@@ -8,7 +9,7 @@ import { z } from 'zod';
  * `data`). `parseEnvelope` accepts all three and returns one normalised message.
  * The JSON Schema of the wire format is `docs/envelope.schema.json`.
  */
-export const ROCKETMQ_EVENT_TYPE = 'mq:Topic:SendMessage';
+export { ROCKETMQ_EVENT_TYPE };
 
 /** A RocketMQ message as every consumer sees it, whatever wrapping it arrived in. */
 export interface RocketMQMessage {

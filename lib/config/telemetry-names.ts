@@ -1,0 +1,25 @@
+/**
+ * Names the code writes and the CDK app reads (metric namespaces and names, the EventBridge
+ * detail type), in one module without runtime dependencies: synth loads neither the SDK nor
+ * Powertools for a string constant.
+ */
+
+/** Namespace of every consumer metric (EMF through Powertools). */
+export const METRICS_NAMESPACE = 'RocketMQConsumers';
+
+/** Metric names the alarms and the dashboard read. */
+export const ConsumerMetric = {
+  processed: 'Processed',
+  duplicates: 'DuplicatesSuppressed',
+  filtered: 'Filtered',
+  conflicts: 'PayloadConflicts',
+  retried: 'Retried',
+  deadLettered: 'DeadLettered',
+  permanentErrors: 'PermanentErrors',
+} as const;
+
+/** Namespace of the DingTalk notifier's metrics. */
+export const NOTIFIER_METRICS_NAMESPACE = 'DingTalkAlarmNotifier';
+
+/** The CloudEvent type of a RocketMQ message (Alibaba Cloud's EventBridge shape, which the bridge keeps). */
+export const ROCKETMQ_EVENT_TYPE = 'mq:Topic:SendMessage';
