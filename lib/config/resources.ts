@@ -63,7 +63,7 @@ export interface GroupTuning {
  */
 export interface ConsumerGroupDefinition extends LifetimeSettings {
   readonly group: string;
-  /** The function's name: `<prefix>-<functionName>` when deployed, and in the local run. */
+  /** The function's short name: used by the local run and its reports (deployed functions keep CDK-generated names). */
   readonly functionName: string;
   readonly topic: string;
   /** RocketMQ tag expression, e.g. `PAID || FINISHED`. */
