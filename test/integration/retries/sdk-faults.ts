@@ -1,4 +1,4 @@
-import { injectFaults } from '../../../lib/aws/fault-injection.ts';
+import { injectFaults, type FaultKind } from '../../../lib/aws/fault-injection.ts';
 /** Any AWS SDK v3 client (the DynamoDB document client shares its base client's stack). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyClient = { middlewareStack: { add: (middleware: any, options: any) => void } };
@@ -8,11 +8,17 @@ export interface FaultOptions {
   command: string | ((name: string, input: Record<string, unknown>) => boolean);
   /** How many matching calls fail (then they pass). Default: every one. */
   times?: number;
-  error: () => Error;
+  /**
+   * The fault: one of the project's named kinds (`lib/aws/fault-injection.ts`, as the chaos
+   * run injects them), or an error of the test's own making.
+   */
+  fault?: FaultKind;
+  error?: () => Error;
   /**
    * `before-send`: the request never reaches the emulator (a throttle, a refused
    * connection). `after-send`: the emulator applied it and the answer is lost (a timeout
    * after commit). Both run inside the SDK's retry loop, so the SDK's own retries see them.
+   * Only for `error`: a named kind decides this itself.
    */
   when?: 'before-send' | 'after-send';
 }
@@ -31,6 +37,8 @@ export function injectFault(client: AnyClient, options: FaultOptions): { readonl
     state.calls++;
     if (state.injected >= (options.times ?? Number.POSITIVE_INFINITY)) return undefined;
     state.injected++;
+    if (options.fault) return options.fault;
+    if (!options.error) throw new Error('injectFault needs a fault kind or an error');
     return { error: options.error, when: options.when ?? 'before-send' };
   });
   return state;
