@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, emulatorConfig } from '../../../lib/aws/clients.ts';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { RoundTripCounter, type RoundTrip } from '../../../lib/aws/round-trip-counter.ts';
+import { itemBytes } from '../../../lib/aws/write-units.ts';
 import { fingerprintOf } from '../../../lib/idempotency/record.ts';
 import type { ConsumerMessage } from '../../../lib/idempotency/settlement.ts';
 import { packedTransactionalStrategy } from '../../../lib/idempotency/strategies/packed-transactional.ts';
@@ -36,17 +38,52 @@ async function packer(options: { maxBytes?: number } = {}) {
   return { strategy, resources, message, award, balance, sizes, trips };
 }
 
+type WireItem = Record<string, AttributeValue>;
+type WireAction = {
+  Put?: { Item: WireItem };
+  Update?: { Key: WireItem; ExpressionAttributeValues?: WireItem };
+  Delete?: { Key: WireItem };
+  ConditionCheck?: { Key: WireItem };
+};
+
+/**
+ * The item bytes one `TransactWriteItems` carries, as DynamoDB sizes items (attribute names
+ * plus values): a put's whole item; an update's key and the values it writes; a delete's or
+ * condition check's key.
+ */
+function transactionItemBytes(actions: readonly WireAction[]): number {
+  return actions.reduce((sum, a) => {
+    if (a.Put) return sum + itemBytes(a.Put.Item);
+    if (a.Update) return sum + itemBytes(a.Update.Key) + itemBytes(a.Update.ExpressionAttributeValues ?? {});
+    return sum + itemBytes((a.Delete ?? a.ConditionCheck)!.Key);
+  }, 0);
+}
+
 describe('batch packing limits (emulator)', () => {
   it('splits by size: no transaction carries more item bytes than the limit', async () => {
-    // Prepare: a limit that fits about two awards
-    const p = await packer({ maxBytes: 1_500 });
-    const msgs = Array.from({ length: 6 }, (_, i) => p.message(`SO-SZ-${i}`, `u-${i}`, 1));
+    // Prepare: awards whose ledger entries carry notes of 200 to 1,100 bytes, against a limit
+    // that holds a few of them: a batch that only fits in several transactions
+    const LIMIT = 4_000;
+    const p = await packer({ maxBytes: LIMIT });
+    const msgs = Array.from({ length: 8 }, (_, i) => p.message(`SO-SZ-${i}`, `u-${i}`, 1));
+    const noteBytes = [1_100, 200, 900, 400, 1_000, 300, 800, 600];
+    const padded = (msg: (typeof msgs)[number], i: number): TransactionalResult => {
+      const [ledger, ...rest] = p.award(msg).writes;
+      return { writes: [{ ...ledger!, item: { Put: { ...ledger!.item.Put!, Item: { ...ledger!.item.Put!.Item, note: 'n'.repeat(noteBytes[i]!) } } } }, ...rest] };
+    };
     // Act
-    const settlements = await p.strategy.commitBatch!(msgs, msgs.map(p.award));
-    // Assess
-    expect(settlements.map((s) => s.outcome)).toEqual(Array(6).fill('processed'));
-    expect(p.sizes().length).toBeGreaterThan(1);
-    expect(p.sizes().reduce((a, b) => a + b, 0)).toBe(18);
+    const settlements = await p.strategy.commitBatch!(msgs, msgs.map(padded));
+    // Assess: the bytes of every transaction as it went to DynamoDB, measured by DynamoDB's item-size rule
+    const sent = p.trips.filter((t) => t.command === 'TransactWriteItemsCommand');
+    const bytes = sent.map((t) => transactionItemBytes(t.input.TransactItems as WireAction[]));
+    expect(sent.every((t) => t.error === undefined)).toBe(true);
+    expect(bytes.length).toBeGreaterThan(1);
+    for (const [i, b] of bytes.entries()) expect(b, `transaction ${i} of ${JSON.stringify(bytes)}`).toBeLessThanOrEqual(LIMIT);
+    // … and it still packs: fewer transactions than records, the whole batch's bytes beyond one transaction
+    expect(bytes.length).toBeLessThan(msgs.length);
+    expect(bytes.reduce((a, b) => a + b, 0)).toBeGreaterThan(LIMIT);
+    expect(p.sizes().reduce((a, b) => a + b, 0)).toBe(3 * msgs.length);
+    expect(settlements.map((s) => s.outcome)).toEqual(Array(msgs.length).fill('processed'));
   });
 
   it('puts writes to one item that cannot be merged into separate transactions', async () => {
