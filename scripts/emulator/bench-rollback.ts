@@ -5,7 +5,8 @@
  *
  *   npx tsx scripts/emulator/bench-rollback.ts [--sizes 0,2000,10000] [--rounds 300]
  *
- * Prints one JSON line per measurement; docs/emulator.md quotes the figures.
+ * Prints one JSON line per measurement, then the launcher's speed-up over stock moto per
+ * table size; docs/emulator.md quotes the figures.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -109,14 +110,30 @@ const emulators: Record<string, Emulator> = {
   stock: await startEmulator({ stockMoto: true }),
   launcher: await startEmulator(),
 };
+const medians: Record<string, Map<number, { committedMs: number; cancelledMs: number }>> = {};
 try {
   for (const [name, emu] of Object.entries(emulators)) {
     const ddb = client(emu.endpoint);
+    medians[name] = new Map();
     for (const size of sizes) {
-      console.log(JSON.stringify({ emulator: name, measure: '3-action TransactWriteItems median', tableItems: size, ...(await latency(name, ddb, size)) }));
+      const figures = await latency(name, ddb, size);
+      medians[name].set(size, figures);
+      console.log(JSON.stringify({ emulator: name, measure: '3-action TransactWriteItems median', tableItems: size, ...figures }));
     }
     if (rounds > 0) console.log(JSON.stringify({ emulator: name, measure: 'concurrent put vs cancelled transaction', ...(await lostWrites(name, ddb)) }));
     ddb.destroy();
+  }
+  // The launcher's claim: how many times faster than stock moto (docs/emulator.md quotes it).
+  const speedUp = (stockMs: number, launcherMs: number) => +(stockMs / Math.max(launcherMs, 0.1)).toFixed(1);
+  for (const size of sizes) {
+    const stock = medians.stock!.get(size)!;
+    const launcher = medians.launcher!.get(size)!;
+    console.log(JSON.stringify({
+      measure: 'launcher speed-up over stock moto (median ratio)',
+      tableItems: size,
+      committed: speedUp(stock.committedMs, launcher.committedMs),
+      cancelled: speedUp(stock.cancelledMs, launcher.cancelledMs),
+    }));
   }
 } finally {
   await Promise.all(Object.values(emulators).map((e) => e.stop()));
