@@ -116,6 +116,8 @@ export interface ContainerOptions {
   clock: Clock;
   policy?: Partial<DispatchPolicy>;
   timeZone?: string;
+  /** The dispatcher's jitter; a seeded generator makes a run repeatable. Default `Math.random`. */
+  random?: () => number;
 }
 
 /**
@@ -135,6 +137,7 @@ export function notifierContainer(options: ContainerOptions) {
     metrics: powertoolsDeliveryMetrics(metrics),
     messageOptions: { timeZone: options.timeZone ?? 'Asia/Shanghai' },
     ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.random ? { random: options.random } : {}),
   });
   const handler = createAlarmNotifierHandler({ logger, metrics, clock: options.clock, notifier });
   return { handler, notifier };
