@@ -40,31 +40,43 @@ describe('retries on RocketMQ’s schedule: the visibility delay per attempt (em
     expect(await f.sourceDepth()).toEqual({ visible: 0, inFlight: 3 });
   });
 
-  it('really holds a failed message back for its delay and then delivers it again (2 s schedule, end to end)', async () => {
-    // Prepare
-    const f = await orderStatusFixture({ schedule: new RetrySchedule(Array.from({ length: 16 }, () => 2)) });
+  it('holds a failed message back for its scheduled delay, then delivers it again as attempt 2 (3 s schedule, end to end)', async () => {
+    // Prepare: a 3 s schedule; the queue's own visibility timeout raised to 60 s, so a message
+    // back within 30 s is back because of the router's visibility change, not the queue's timeout
+    const DELAY_SECONDS = 3;
+    const f = await orderStatusFixture({ schedule: new RetrySchedule(Array.from({ length: 16 }, () => DELAY_SECONDS)) });
+    await f.sqs.send(new SetQueueAttributesCommand({ QueueUrl: f.queue.source.url, Attributes: { VisibilityTimeout: '60' } }));
+    const sent = recordCommands(f.sqs);
     await f.send(overtakingPaid('SO-SHORT-DELAY'));
     const poll = () => pollOnce({ sqs: f.sqs, queueUrl: f.queue.source.url, queueArn: f.queue.source.arn, handler: f.handler, functionName: 'order-status-consumer' });
-    // Act: the first delivery fails; poll until the message comes back
-    await poll();
-    const failedAt = Date.now();
-    const emptyPolls: number[] = [];
-    let back: number | undefined;
-    while (Date.now() - failedAt < 10_000) {
+    // Act: the first delivery fails; poll like Lambda until the message comes back
+    const first = await poll();
+    const emptyPollsAt: number[] = [];
+    let again: Awaited<ReturnType<typeof poll>> | undefined;
+    let backAt = 0;
+    for (const giveUpAt = Date.now() + 30_000; Date.now() < giveUpAt; await sleep(100)) {
       const r = await poll();
       if (r.received > 0) {
-        back = Date.now() - failedAt;
+        again = r;
+        backAt = Date.now();
         break;
       }
-      emptyPolls.push(Date.now() - failedAt);
-      await sleep(100);
+      emptyPollsAt.push(Date.now());
     }
-    // Assess: not receivable before 2 s, receivable soon after (the queue's own timeout is 30 s)
-    expect(f.reports[0]!.disposition).toEqual({ action: 'retry', delaySeconds: 2 });
-    expect(emptyPolls.some((t) => t > 1_000 && t < 1_900)).toBe(true);
-    expect(back).toBeGreaterThanOrEqual(1_900);
-    expect(back).toBeLessThan(5_000);
-    expect(f.reports[1]!.attempt).toBe(2);
+    // Assess: the router changed this delivery's visibility to the scheduled delay, and SQS accepted it …
+    expect(first).toMatchObject({ received: 1, failed: 1, deleted: 0 });
+    expect(f.reports[0]!.disposition).toEqual({ action: 'retry', delaySeconds: DELAY_SECONDS });
+    const change = sent.find((c) => c.name === 'ChangeMessageVisibilityCommand' && c.input.ReceiptHandle === first.records![0]!.receiptHandle);
+    expect(change).toMatchObject({ input: { QueueUrl: f.queue.source.url, VisibilityTimeout: DELAY_SECONDS } });
+    expect(change!.error).toBeUndefined();
+    // … so the message stayed invisible for the delay (polled and not received while it ran; SQS
+    // made it visible no earlier than the delay after the change was asked for) …
+    expect(emptyPollsAt.filter((t) => t < change!.at + DELAY_SECONDS * 1000).length).toBeGreaterThan(0);
+    expect(backAt - change!.at).toBeGreaterThan(DELAY_SECONDS * 1000);
+    // … and then came back, long before the queue's own 60 s timeout, as the second receive and attempt 2
+    expect(again).toBeDefined();
+    expect(again!.records![0]!.attributes.ApproximateReceiveCount).toBe('2');
+    expect(f.reports[1]).toMatchObject({ key: 'SO-SHORT-DELAY#PAID', attempt: 2 });
   });
 
   it('dead-letters attempt 17 (reconsumeTimes 16 from the broker) instead of delaying it', async () => {

@@ -47,15 +47,25 @@ export function injectFault(client: AnyClient, options: FaultOptions): { readonl
 export interface RecordedCommand {
   name: string;
   input: Record<string, any>;
+  /** `Date.now()` when the command was handed to the client, before it was sent. */
+  at: number;
+  /** The error name when the command failed (after the SDK's own retries). */
+  error?: string;
 }
 
-/** Records every command the client sends (after it succeeded or failed), for asserting on what was asked of AWS. */
+/** Records every command the client sends, and whether it failed, for asserting on what was asked of AWS. */
 export function recordCommands(client: AnyClient): RecordedCommand[] {
   const recorded: RecordedCommand[] = [];
   client.middlewareStack.add(
     (next: any, context: any) => async (args: any) => {
-      recorded.push({ name: context.commandName, input: args.input });
-      return next(args);
+      const command: RecordedCommand = { name: context.commandName, input: args.input, at: Date.now() };
+      recorded.push(command);
+      try {
+        return await next(args);
+      } catch (error) {
+        command.error = (error as Error).name;
+        throw error;
+      }
     },
     { step: 'initialize', priority: 'high', name: `record-${Math.random().toString(36).slice(2)}` },
   );
