@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newMsgId, orderEnvelope, pointsFixture as basePointsFixture, sqsRecord } from '../../support/points-fixture.ts';
+import { transactionRendezvous } from '../../support/transaction-rendezvous.ts';
 
 const INCIDENT = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 const INCIDENT_MSG_ID = '0A1B2C3D00002A9F0000000000012E45';
@@ -43,14 +44,20 @@ describe.each(MODES)('points consumer ($mode): exactly-once awards from at-least
   });
 
   it('awards once when 8 invocations process the same message concurrently', async () => {
+    // Prepare: the 8 commits are held until all 8 are waiting, then race into DynamoDB together
     const f = await pointsFixture();
+    const rendezvous = transactionRendezvous(f.dynamoDb, 8);
     const body = orderEnvelope(INCIDENT, { msgId: INCIDENT_MSG_ID });
+    // Act
     const responses = await Promise.all(Array.from({ length: 8 }, () => f.invoke([body])));
+    // Assess: the race happened; one transaction awarded, the other 7 met its dedup record
+    expect(rendezvous).toEqual({ arrived: 8, met: true });
     expect(responses.every((r) => r.batchItemFailures.length === 0)).toBe(true);
+    expect(f.outcomes().filter((o) => o === 'processed')).toHaveLength(1);
+    const duplicates = f.reports.filter((r) => r.settlement.outcome === 'duplicate').map((r) => r.settlement);
+    expect(duplicates).toEqual(Array(7).fill({ outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: INCIDENT_MSG_ID }));
     expect(await f.ledger('88372')).toHaveLength(1);
     expect(await f.balance('88372')).toBe(300);
-    expect(f.outcomes().filter((o) => o === 'processed')).toHaveLength(1);
-    expect(f.outcomes().filter((o) => o === 'duplicate')).toHaveLength(7);
     expect(await f.ledgerMismatches()).toEqual([]);
   });
 
