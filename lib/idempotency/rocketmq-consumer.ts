@@ -295,7 +295,7 @@ export function rocketmqConsumer<P, R>(
         // The batch was routed and only what came after failed: answer as routed, never route again.
         console.error(JSON.stringify({ message: 'consumer batch settled, then failed after routing', group: options.group, error: String(request.error) }));
         request.response = (await state.finished).response;
-        return request.response;
+        return;
       }
       const failure = new TransientFailureError(`handler failed: ${request.error?.message ?? 'unknown error'}`, 'HANDLER_CRASHED', { cause: request.error });
       for (const msg of state.proceeding) {
@@ -303,8 +303,9 @@ export function rocketmqConsumer<P, R>(
         await options.strategy.abort(msg, failure);
         settle(state, msg, { outcome: 'failed', error: failure });
       }
+      // Set, not returned: a returned value would make Middy skip the onError of every
+      // middleware used before this one (Powertools' metric flush, its logger's cleanup).
       request.response = await finish(state);
-      return request.response;
     },
   };
 }

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
+import middy from '@middy/core';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { FailureRouter, rocketmqConsumer, transactionalStrategy, type ConsumerContext, type TransactionalResult } from '../../../lib/idempotency/index.ts';
+import { lambdaContext } from '../../../lib/local/lambda-context.ts';
+import { parseOrderPaid, type OrderPaid } from '../../../lib/points/order-paid.ts';
+import { IMMEDIATE_RETRIES, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 
 describe('a batch is finished once', () => {
   it.each([
@@ -30,5 +36,35 @@ describe('a batch is finished once', () => {
     expect(reportCalls).toBe(2);
     expect(await f.balance('7301')).toBe(40);
     expect(errors).toEqual([expect.stringContaining('consumer batch settled, then failed after routing')]);
+  });
+});
+
+describe('a crashed batch is answered without cutting the other middlewares short', () => {
+  it('lets the onError of middlewares used before it run (metric flush, logger cleanup) and still answers with the routed batch', async () => {
+    // Prepare: an observer in front of the consumer middleware, and a handler that throws
+    const f = await pointsFixture();
+    const queue = f.resources.queues[POINTS_GROUP]!;
+    const ran: string[] = [];
+    const handler = middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<OrderPaid, TransactionalResult>>()
+      .use({ onError: async () => void ran.push('earlier middleware') })
+      .use(
+        rocketmqConsumer<OrderPaid, TransactionalResult>({
+          group: POINTS_GROUP,
+          tagExpression: 'PAID',
+          parsePayload: parseOrderPaid,
+          keyOf: (order) => order.orderNo,
+          strategy: transactionalStrategy({ client: f.dynamoDb, tableName: f.resources.tables.idempotency, group: POINTS_GROUP }),
+          failures: new FailureRouter({ sqs: f.sqs, group: POINTS_GROUP, deadLetterQueueUrl: queue.deadLetter.url, schedule: IMMEDIATE_RETRIES }),
+        }),
+      )
+      .handler(async () => {
+        throw new Error('points rate table unavailable');
+      });
+    const record = sqsRecord(orderEnvelope({ orderNo: 'SO-ONERR', userId: '7401', points: 5 }), queue.source.arn);
+    // Act
+    const response = await handler({ Records: [record] }, lambdaContext('points-consumer', 30_000));
+    // Assess
+    expect(ran).toEqual(['earlier middleware']);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
   });
 });
