@@ -30,16 +30,29 @@ const routeSchema = z.object({
   dlqUrl: z.string().min(1),
 });
 
+/** How the bridge talks to the cluster: RocketMQ 5's gRPC proxy, or RocketMQ 4's remoting protocol through the name servers. */
+export const RocketMqProtocol = {
+  RocketMq5: 'rocketmq5',
+  RocketMq4: 'rocketmq4',
+} as const;
+export type RocketMqProtocol = (typeof RocketMqProtocol)[keyof typeof RocketMqProtocol];
+
 export const bridgeConfigSchema = z.object({
-  /** RocketMQ 5 proxy gRPC endpoint(s): `host:8081` or `h1:8081;h2:8081`. */
-  proxyEndpoint: z.string().min(1),
+  protocol: z.enum([RocketMqProtocol.RocketMq5, RocketMqProtocol.RocketMq4]).default(RocketMqProtocol.RocketMq5),
+  /** `rocketmq5`: proxy gRPC endpoint(s), `host:8081` or `h1:8081;h2:8081`. */
+  proxyEndpoint: z.string().min(1).optional(),
+  /** `rocketmq4`: name server address(es), `host:9876` or `h1:9876;h2:9876`. */
+  nameServer: z.string().min(1).optional(),
   /** Goes into each envelope's `source` as `rocketmq://<clusterName>`. */
   clusterName: z.string().min(1).default('DefaultCluster'),
   namespace: z.string().default(''),
   sslEnabled: z.boolean().default(false),
-  /** Messages per receive; the proxy caps a receive at 32. */
+  /** Messages per receive; the proxy caps a receive at 32, and so does the RocketMQ 4 client's pull. */
   receiveBatchSize: z.number().int().min(1).max(32).default(16),
-  /** How long a received message stays hidden from other receivers; a forward must finish well within it. */
+  /**
+   * How long a received message stays hidden from other receivers; a forward must finish well within it.
+   * On `rocketmq4` it is how soon the bridge hands an un-acked message out again (the broker does not: the offset waits).
+   */
   invisibleDurationMs: z.number().int().min(10_000).default(60_000),
   /** Long-polling wait of one receive. The proxy rejects waits it cannot fit in the request deadline, so keep ≥ 5 s. */
   awaitDurationMs: z.number().int().min(5_000).default(20_000),
@@ -69,7 +82,16 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
   const result = bridgeConfigSchema.safeParse(input);
   if (!result.success) throw new InvalidBridgeConfigError(`invalid bridge configuration: ${z.prettifyError(result.error)}`);
   const config = result.data;
+  if (config.protocol === RocketMqProtocol.RocketMq5 && !config.proxyEndpoint) {
+    throw new InvalidBridgeConfigError('protocol rocketmq5 needs proxyEndpoint (the proxy\'s gRPC address)');
+  }
+  if (config.protocol === RocketMqProtocol.RocketMq4 && !config.nameServer) {
+    throw new InvalidBridgeConfigError('protocol rocketmq4 needs nameServer (the name server addresses)');
+  }
   for (const route of config.routes) {
+    if (route.fifo && config.protocol === RocketMqProtocol.RocketMq4) {
+      throw new InvalidBridgeConfigError(`route ${route.group}: FIFO routes need rocketmq5; the RocketMQ 4 client consumes concurrently only`);
+    }
     if (route.fifo && route.target.kind === 'sqs' && !route.target.queueUrl.endsWith('.fifo')) {
       throw new InvalidBridgeConfigError(`route ${route.group}: a FIFO route needs an SQS FIFO queue (.fifo), got ${route.target.queueUrl}`);
     }

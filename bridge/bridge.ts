@@ -2,13 +2,14 @@ import { format } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { BridgeConfig, BridgeRoute } from './bridge-config.ts';
+import { RocketMqProtocol, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
 import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
 import type { ForwardTarget } from './forward-target.ts';
 import { RouteConsumer } from './route-consumer.ts';
 import { RouteForwarder, type BeforeAckHook } from './route-forwarder.ts';
+import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
 import { PumpState, RoutePump, type MessageSource } from './route-pump.ts';
 import { SqsTarget } from './sqs-target.ts';
 
@@ -97,8 +98,22 @@ export class Bridge {
   }
 
   #rocketMqSource(route: BridgeRoute, credentials: BridgeDependencies['credentials']): MessageSource {
+    const logger = clientLogger(this.#logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }));
+    if (this.config.protocol === RocketMqProtocol.RocketMq4) {
+      return new RemotingRouteConsumer({
+        nameServers: this.config.nameServer!.split(';').map((a) => a.trim()).filter((a) => a.length > 0),
+        consumerGroup: route.group,
+        topic: route.topic,
+        tagExpression: route.tagExpression,
+        batchSize: this.config.receiveBatchSize,
+        awaitDurationMs: this.config.awaitDurationMs,
+        redeliverAfterMs: this.config.invisibleDurationMs,
+        logger,
+        ...(credentials ? { credentials } : {}),
+      });
+    }
     const consumer = new RouteConsumer({
-      endpoints: this.config.proxyEndpoint,
+      endpoints: this.config.proxyEndpoint!,
       namespace: this.config.namespace,
       sslEnabled: this.config.sslEnabled,
       consumerGroup: route.group,
@@ -106,13 +121,13 @@ export class Bridge {
       awaitDuration: this.config.awaitDurationMs,
       invisibleDurationMs: this.config.invisibleDurationMs,
       batchSize: this.config.receiveBatchSize,
-      logger: clientLogger(this.#logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } })),
+      logger,
       ...(credentials ? { sessionCredentials: credentials } : {}),
     });
     return {
       start: () => consumer.startup(),
       receive: () => consumer.receiveMessages(),
-      ack: (message) => consumer.ack(message.handle),
+      ack: (message) => consumer.ackReceived(message),
       stop: () => consumer.shutdown(),
     };
   }

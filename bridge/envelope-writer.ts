@@ -4,14 +4,15 @@ import type { ReceivedMessage } from './route-consumer.ts';
  * Writes the project's envelope: a CloudEvents 1.0 object of type `mq:Topic:SendMessage` whose
  * `data` keeps everything RocketMQ said about the message. The reader is `lib/rocketmq/envelope.ts`.
  *
- * Not available over RocketMQ 5's gRPC protocol, so absent: `offsetMsgId` (the proxy does not
- * send the commit-log offset it is derived from).
+ * `offsetMsgId` comes from RocketMQ 4's remoting protocol only: the RocketMQ 5 proxy does not send
+ * the commit-log offset it is derived from.
  */
 export const ENVELOPE_TYPE = 'mq:Topic:SendMessage';
 
 export interface EnvelopeData {
   topic: string;
   msgId: string;
+  offsetMsgId?: string;
   tags?: string;
   keys: string[];
   queueId: number;
@@ -54,6 +55,7 @@ export function writeEnvelope(message: ReceivedMessage, clusterName: string, now
     data: {
       topic: message.topic,
       msgId: message.msgId,
+      ...optional('offsetMsgId', message.offsetMsgId),
       ...(message.tag !== undefined ? { tags: message.tag } : {}),
       keys: [...message.keys],
       queueId: message.queueId,

@@ -10,11 +10,15 @@ import type { ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/
 
 /**
  * One RocketMQ message as the broker delivered it, with everything the envelope preserves.
- * `handle` is what `ack` needs; nothing else in the bridge touches the client's types.
+ * `handle` is what the source that produced the message needs to ack it (a `MessageView` from
+ * RocketMQ 5, a pending delivery from RocketMQ 4); nothing else in the bridge looks inside it.
  */
 export interface ReceivedMessage {
-  readonly handle: MessageView;
+  readonly handle: unknown;
+  /** `UNIQ_KEY` when the producer set one; otherwise the offset message id. */
   readonly msgId: string;
+  /** RocketMQ 4 only: store host + commit-log offset (the gRPC protocol does not carry it). */
+  readonly offsetMsgId?: string;
   readonly topic: string;
   readonly tag: string | undefined;
   readonly keys: readonly string[];
@@ -50,6 +54,11 @@ export class RouteConsumer extends SimpleConsumer {
     this.#batchSize = options.batchSize;
   }
 
+  async ackReceived(message: ReceivedMessage): Promise<void> {
+    if (!(message.handle instanceof MessageView)) throw new ForeignMessageError('RocketMQ 5 consumer', message.msgId);
+    await this.ack(message.handle);
+  }
+
   /** Long-polls once; an empty array means nothing arrived within the await duration. */
   async receiveMessages(): Promise<ReceivedMessage[]> {
     const views = await this.receive(this.#batchSize, this.#invisibleDurationMs);
@@ -72,6 +81,14 @@ export class RouteConsumer extends SimpleConsumer {
       this.#facts.set(view, factsOf(view, message, mq));
       return view;
     });
+  }
+}
+
+/** A message handed to a source that did not receive it: a wiring mistake, never retried. */
+export class ForeignMessageError extends Error {
+  override readonly name = 'ForeignMessageError';
+  constructor(source: string, msgId: string) {
+    super(`${source} cannot ack message ${msgId}: another source received it`);
   }
 }
 

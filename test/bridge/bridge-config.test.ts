@@ -21,6 +21,23 @@ describe('bridge configuration', () => {
     expect(() => parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: r ? [r] : [], ...extra })).toThrow(message);
   });
 
+  it('chooses the protocol per cluster: the RocketMQ 5 proxy by default, RocketMQ 4 name servers on request', () => {
+    expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [route] }).protocol).toBe('rocketmq5');
+    const v4 = parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns1:9876;ns2:9876', routes: [route] });
+    expect(v4).toMatchObject({ protocol: 'rocketmq4', nameServer: 'ns1:9876;ns2:9876' });
+  });
+
+  it.each([
+    ['rocketmq5 without a proxy endpoint', { routes: [route] }, /rocketmq5 needs proxyEndpoint/],
+    ['rocketmq4 without name servers', { protocol: 'rocketmq4', proxyEndpoint: 'p:8081', routes: [route] }, /rocketmq4 needs nameServer/],
+    ['a FIFO route on rocketmq4', {
+      protocol: 'rocketmq4', nameServer: 'ns:9876',
+      routes: [{ ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' }, dlqUrl: 'https://sqs/d.fifo' }],
+    }, /FIFO routes need rocketmq5/],
+  ] as [string, object, RegExp][])('rejects %s', (_what, config, message) => {
+    expect(() => parseBridgeConfig(config)).toThrow(message);
+  });
+
   it('says what is missing when there is no configuration at all', () => {
     expect(() => loadBridgeConfig({})).toThrow(InvalidBridgeConfigError);
   });

@@ -1,0 +1,235 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { Consumer, Producer, type ClientLogger, type Message, type MessageHandler, type MessageQueue } from 'ali-ons';
+import { TagExpression } from '../lib/rocketmq/tag-expression.ts';
+import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
+import type { MessageSource } from './route-pump.ts';
+
+/**
+ * A route's source on a RocketMQ 4 cluster: the remoting protocol through the name servers, one
+ * clustering-mode consumer group per route, built on `ali-ons`.
+ *
+ * The client pulls a queue, hands up to `batchSize` of its messages to the handler at once and
+ * moves the queue's consume offset past them only when every handler call has resolved. Here a
+ * handler call resolves when the bridge acks the message, i.e. after its forward succeeded, so
+ * the offset can never pass an unforwarded message; a crash before the ack leaves the offset where
+ * it was and the broker hands the messages out again (a duplicate, never a loss).
+ *
+ * A message whose forward failed stays pending in this process and is handed out again after
+ * `redeliverAfterMs`, while the client holds the queue (and, as it consumes one queue at a time
+ * per topic, the topic) behind it: the same back-pressure an orderly consumer applies. The
+ * client's own failure path (send the message back to `%RETRY%<group>`, and drop it locally once
+ * `reconsumeTimes` exceeds `maxReconsumeTimes`) is replaced, because it can drop a message.
+ */
+export interface RemotingRouteConsumerOptions {
+  readonly nameServers: readonly string[];
+  readonly consumerGroup: string;
+  readonly topic: string;
+  readonly tagExpression: string;
+  /** Messages per receive; also how many messages of one queue the client hands over at once (≤ 32, its pull size). */
+  readonly batchSize: number;
+  /** How long one receive waits for the first message. */
+  readonly awaitDurationMs: number;
+  /** How soon a handed-out message that was not acked is handed out again. */
+  readonly redeliverAfterMs: number;
+  readonly credentials?: { accessKey: string; accessSecret: string };
+  readonly logger: ClientLogger;
+  /** How often consume offsets are committed to the broker (they also ride along on every pull). */
+  readonly persistOffsetIntervalMs?: number;
+}
+
+/** The name servers were given; the client's address-server lookup (Alibaba Cloud only) must never run. */
+export class AddressServerNotUsedError extends Error {
+  override readonly name = 'AddressServerNotUsedError';
+  constructor() {
+    super('ali-ons asked for the Alibaba Cloud address server although name server addresses were configured');
+  }
+}
+
+const RETRY_TOPIC_PREFIX = '%RETRY%';
+const PULL_BATCH_SIZE = 32;
+
+/** One message the client is waiting on: its handler call resolves when `settle` runs. */
+class PendingDelivery {
+  state: 'ready' | 'handedOut' | 'acked' = 'ready';
+  timer: NodeJS.Timeout | undefined;
+  message!: ReceivedMessage;
+  constructor(readonly settle: () => void) {}
+}
+
+/** ali-ons' push consumer with its consume step replaced: no send-back, no local drop, every message to the route. */
+class ForwardingPushConsumer extends Consumer {
+  constructor(
+    options: ConstructorParameters<typeof Consumer>[0],
+    private readonly deliver: (msg: Message, mq: MessageQueue) => Promise<void>,
+  ) {
+    super(options);
+  }
+
+  // Called for the route's topic and for `%RETRY%<group>` alike; `mq` is the queue it was pulled from.
+  protected override async consumeSingleMsg(_handler: MessageHandler, msg: Message, mq: MessageQueue): Promise<void> {
+    await this.deliver(msg, mq);
+  }
+}
+
+export class RemotingRouteConsumer implements MessageSource {
+  readonly #options: RemotingRouteConsumerOptions;
+  readonly #tags: TagExpression;
+  readonly #consumer: ForwardingPushConsumer;
+  readonly #ready: PendingDelivery[] = [];
+  readonly #handedOut = new Set<PendingDelivery>();
+  #wakeReceiver: (() => void) | undefined;
+  #stopped = false;
+
+  constructor(options: RemotingRouteConsumerOptions) {
+    this.#options = options;
+    this.#tags = TagExpression.parse(options.tagExpression);
+    const batch = Math.min(options.batchSize, PULL_BATCH_SIZE);
+    this.#consumer = new ForwardingPushConsumer({
+      nameSrv: [...options.nameServers],
+      httpclient: { request: () => Promise.reject(new AddressServerNotUsedError()) },
+      consumerGroup: options.consumerGroup,
+      pullBatchSize: PULL_BATCH_SIZE,
+      parallelConsumeLimit: batch,
+      persistConsumerOffsetInterval: options.persistOffsetIntervalMs ?? 5_000,
+      logger: options.logger,
+      ...(options.credentials ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret } : {}),
+    }, (msg, mq) => this.#deliver(msg, mq));
+    // Pull failures while a broker is away are expected and retried by the client; they are logged, not fatal.
+    this.#consumer.on('error', (err: Error) => options.logger.warn('%s', err.message));
+  }
+
+  async start(): Promise<void> {
+    await this.#consumer.ready();
+    // The client starts a process-wide producer for sending messages back, which this source never
+    // does; without a listener its route-lookup failures (e.g. `%RETRY%<group>` before the first
+    // heartbeat creates it) are printed to stderr with stack traces.
+    const fallback = await Producer.getDefaultProducer();
+    if (fallback.listenerCount('error') < 2) fallback.on('error', (err: Error) => this.#options.logger.debug('%s', err.message));
+    // The client subscribes `%RETRY%<group>` itself; its handler for it is never called (see ForwardingPushConsumer).
+    this.#consumer.subscribe(this.#options.topic, this.#tags.source, async () => undefined);
+  }
+
+  async receive(): Promise<ReceivedMessage[]> {
+    if (this.#ready.length === 0) await this.#arrival(this.#options.awaitDurationMs);
+    // The client hands a pulled batch over in one go; one more turn lets all of it arrive.
+    await nextTurn();
+    const batch = this.#ready.splice(0, this.#options.batchSize).filter((p) => p.state === 'ready');
+    for (const pending of batch) this.#handOut(pending);
+    return batch.map((p) => p.message);
+  }
+
+  async ack(message: ReceivedMessage): Promise<void> {
+    const pending = message.handle;
+    if (!(pending instanceof PendingDelivery)) throw new ForeignMessageError('RocketMQ 4 consumer', message.msgId);
+    if (pending.state === 'acked') return;
+    pending.state = 'acked';
+    clearTimeout(pending.timer);
+    this.#handedOut.delete(pending);
+    pending.settle();
+  }
+
+  /**
+   * Closes the client, which commits the offsets it has (never past an un-acked message) and
+   * stops pulling. Deliveries still pending are abandoned unsettled, so the client can never count
+   * them consumed; the broker hands them to whichever consumer owns their queue next.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const pending of [...this.#ready, ...this.#handedOut]) clearTimeout(pending.timer);
+    this.#ready.length = 0;
+    this.#handedOut.clear();
+    this.#wakeReceiver?.();
+    await this.#consumer.close();
+  }
+
+  #deliver(msg: Message, mq: MessageQueue): Promise<void> {
+    const topic = originalTopic(msg, this.#options.consumerGroup);
+    if (topic !== this.#options.topic) {
+      // A retry of another topic this group once subscribed: not this route's to forward, and
+      // the client would have skipped it too.
+      this.#options.logger.warn('skipping %s from %s: its topic %s is not the route topic %s', msg.msgId, mq.topic, topic, this.#options.topic);
+      return Promise.resolve();
+    }
+    // Filtered on the broker by tag hash; an untagged message passes that filter but matches only `*`.
+    if (!this.#tags.matches(msg.tags || undefined)) return Promise.resolve();
+    if (this.#stopped) return new Promise(() => undefined);
+    return new Promise((resolve) => {
+      const pending = new PendingDelivery(resolve);
+      pending.message = toReceivedMessage(msg, mq, topic, pending);
+      this.#queue(pending);
+    });
+  }
+
+  #queue(pending: PendingDelivery): void {
+    pending.state = 'ready';
+    this.#ready.push(pending);
+    this.#wakeReceiver?.();
+  }
+
+  #handOut(pending: PendingDelivery): void {
+    pending.state = 'handedOut';
+    this.#handedOut.add(pending);
+    pending.timer = setTimeout(() => {
+      if (pending.state !== 'handedOut' || this.#stopped) return;
+      this.#handedOut.delete(pending);
+      this.#queue(pending);
+    }, this.#options.redeliverAfterMs);
+  }
+
+  #arrival(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#wakeReceiver = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.#wakeReceiver = done;
+    });
+  }
+}
+
+/** A message from `%RETRY%<group>` carries its original topic in the RETRY_TOPIC property. */
+function originalTopic(msg: Message, group: string): string {
+  return msg.topic === `${RETRY_TOPIC_PREFIX}${group}` ? msg.retryTopic ?? msg.topic : msg.topic;
+}
+
+/**
+ * RocketMQ 4's system property names (`MessageConst.STRING_HASH_SET`); whatever else a message
+ * carries was set by the application.
+ */
+const SYSTEM_PROPERTIES = new Set([
+  'KEYS', 'TAGS', 'WAIT', 'DELAY', 'RETRY_TOPIC', 'REAL_TOPIC', 'REAL_QID', 'TRAN_MSG', 'PGROUP',
+  'MIN_OFFSET', 'MAX_OFFSET', 'BUYER_ID', 'ORIGIN_MESSAGE_ID', 'TRANSFER_FLAG', 'CORRECTION_FLAG',
+  'MQ2_FLAG', 'RECONSUME_TIME', 'MSG_REGION', 'TRACE_ON', 'UNIQ_KEY', 'MAX_RECONSUME_TIMES',
+  'CONSUME_START_TIME', 'TRAN_PREPARED_QUEUE_OFFSET', 'TRANSACTION_CHECK_TIMES',
+  'CHECK_IMMUNITY_TIME_IN_SECONDS', 'INSTANCE_ID', 'CORRELATION_ID', 'REPLY_TO_CLIENT', 'TTL',
+  'ARRIVE_TIME', 'PUSH_REPLY_TIME', 'CLUSTER', 'MSG_TYPE', '__STARTDELIVERTIME', '__SHARDINGKEY',
+]);
+
+function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle: PendingDelivery): ReceivedMessage {
+  const properties = msg.properties ?? {};
+  const uniqKey = properties.UNIQ_KEY;
+  return {
+    handle,
+    // UNIQ_KEY is the id the producer saw and survives broker retries; the client's msgId is the offset id.
+    msgId: uniqKey || msg.msgId,
+    offsetMsgId: msg.msgId,
+    topic,
+    tag: msg.tags || undefined,
+    keys: (msg.keys ?? '').split(' ').filter((k) => k.length > 0),
+    // This client consumes concurrently only; ordered (sharding-key) consumption is not offered.
+    messageGroup: undefined,
+    body: msg.body ?? Buffer.alloc(0),
+    // The client's property decoder yields an empty name from the wire format's trailing separator.
+    userProperties: Object.fromEntries(Object.entries(properties).filter(([name]) => name !== '' && !SYSTEM_PROPERTIES.has(name))),
+    bornHost: msg.bornHost,
+    bornTimestamp: msg.bornTimestamp,
+    storeHost: msg.storeHost,
+    storeTimestamp: msg.storeTimestamp,
+    queueId: msg.queueId,
+    queueOffset: msg.queueOffset,
+    brokerName: mq.brokerName,
+    deliveryAttempt: (msg.reconsumeTimes ?? 0) + 1,
+  };
+}
