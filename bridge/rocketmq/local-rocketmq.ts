@@ -55,6 +55,10 @@ export interface LocalRocketMq {
   readonly startupMs: number;
   /** Elapsed at each milestone: name server up, proxy (and broker) up, topic routes resolvable. */
   readonly phasesMs: { readonly namesrv: number; readonly proxy: number; readonly routes: number };
+  /** SIGKILL the proxy and its embedded broker: no flush, no unregistering, the store as a crash leaves it. */
+  killBroker(): Promise<void>;
+  /** Starts the proxy (and broker) again on the same store and ports; resolves once topic routes resolve. */
+  restartBroker(): Promise<{ recoveryMs: number }>;
   stop(): Promise<void>;
 }
 
@@ -70,6 +74,18 @@ const NAMESRV_READY = /The Name Server boot success/;
 const PROXY_READY = /rocketmq-proxy startup successfully/;
 // Small heaps: the machine is shared and the broker's store is mmapped outside the heap anyway.
 const JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xss512k', '-XX:MaxDirectMemorySize=128m'];
+/**
+ * Java 17 closes the JDK internals the broker reaches into: direct buffers and their cleaners
+ * (`jdk.internal.ref.Cleaner`, used when a broker recovering from a crash unmaps store files).
+ */
+export const JAVA_17_OPENS = [
+  '--add-opens', 'java.base/java.nio=ALL-UNNAMED',
+  '--add-exports', 'java.base/sun.nio.ch=ALL-UNNAMED',
+  '--add-opens', 'java.base/sun.nio.ch=ALL-UNNAMED',
+  '--add-opens', 'java.base/java.lang=ALL-UNNAMED',
+  '--add-exports', 'java.base/jdk.internal.ref=ALL-UNNAMED',
+  '--add-opens', 'java.base/jdk.internal.ref=ALL-UNNAMED',
+];
 
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
@@ -106,16 +122,40 @@ export async function startLocalRocketMq(options: LocalRocketMqOptions = {}): Pr
     children.push(namesrv);
     await waitForLine(namesrv, NAMESRV_READY, timeoutMs, join(home, 'namesrv.out'));
     const namesrvMs = Date.now() - started;
-    const proxy = spawnJvm(java, home, '-Xmx256m', 'org.apache.rocketmq.proxy.ProxyStartup',
-      ['-pm', 'local', '-pc', join(home, 'proxy.json'), '-bc', join(home, 'broker.conf')], 'proxy');
-    children.push(proxy);
-    await waitForLine(proxy, PROXY_READY, timeoutMs, join(home, 'proxy.out'));
+    let proxyStarts = 0;
+    let proxy: ChildProcess | undefined;
+    const startProxy = async () => {
+      proxyStarts += 1;
+      const name = proxyStarts === 1 ? 'proxy' : `proxy-${proxyStarts}`;
+      proxy = spawnJvm(java, home, '-Xmx256m', 'org.apache.rocketmq.proxy.ProxyStartup',
+        ['-pm', 'local', '-pc', join(home, 'proxy.json'), '-bc', join(home, 'broker.conf')], name, ROCKETMQ_LIB_DIR, JAVA_17_OPENS);
+      children.push(proxy);
+      await waitForLine(proxy, PROXY_READY, timeoutMs, join(home, `${name}.out`));
+    };
+    await startProxy();
     const proxyMs = Date.now() - started;
     const proxyEndpoint = `127.0.0.1:${grpcPort}`;
-    await waitForRoutes(proxyEndpoint, (options.topics ?? []).map((t) => t.name), started + timeoutMs);
+    const topicNames = (options.topics ?? []).map((t) => t.name);
+    await waitForRoutes(proxyEndpoint, topicNames, started + timeoutMs);
 
     const startupMs = Date.now() - started;
-    return { proxyEndpoint, namesrvAddr, clusterName, brokerName, startupMs, phasesMs: { namesrv: namesrvMs, proxy: proxyMs, routes: startupMs }, stop };
+    const killBroker = async () => {
+      const victim = proxy!;
+      if (victim.exitCode !== null || victim.signalCode !== null) return;
+      const exited = new Promise((resolve) => victim.once('exit', resolve));
+      victim.kill('SIGKILL');
+      await exited;
+    };
+    const restartBroker = async () => {
+      const began = Date.now();
+      await startProxy();
+      await waitForRoutes(proxyEndpoint, topicNames, began + timeoutMs);
+      return { recoveryMs: Date.now() - began };
+    };
+    return {
+      proxyEndpoint, namesrvAddr, clusterName, brokerName, startupMs, phasesMs: { namesrv: namesrvMs, proxy: proxyMs, routes: startupMs },
+      killBroker, restartBroker, stop,
+    };
   } catch (err) {
     await stop();
     throw err;
@@ -145,7 +185,7 @@ async function waitForRoutes(endpoints: string, topics: string[], deadline: numb
 
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
-function assertLoopbackOnlyNetwork(): void {
+export function assertLoopbackOnlyNetwork(): void {
   const exposed = Object.entries(networkInterfaces())
     .filter(([, addresses]) => addresses?.some((a) => !a.internal))
     .map(([name]) => name);
@@ -221,8 +261,11 @@ function seedMetadata(store: string, topics: readonly LocalTopic[], groups: read
   writeFileSync(join(store, 'config', 'subscriptionGroup.json'), JSON.stringify({ subscriptionGroupTable }));
 }
 
-function spawnJvm(java: string, home: string, heap: string, mainClass: string, args: string[], name: string): ChildProcess {
-  const child = spawn(java, [...JVM_OPTIONS, heap, `-Duser.home=${home}`, '-cp', `${ROCKETMQ_LIB_DIR}*`, mainClass, ...args], {
+export function spawnJvm(
+  java: string, home: string, heap: string, mainClass: string, args: string[], name: string,
+  libDir = ROCKETMQ_LIB_DIR, jvmOptions: readonly string[] = [],
+): ChildProcess {
+  const child = spawn(java, [...JVM_OPTIONS, ...jvmOptions, heap, `-Duser.home=${home}`, '-cp', `${libDir}*`, mainClass, ...args], {
     cwd: home,
     // ROCKETMQ_HOME and user.home keep every log and default path inside the temporary folder.
     env: { ...process.env, ROCKETMQ_HOME: home, RMQ_PROXY_HOME: home },
@@ -237,7 +280,7 @@ function spawnJvm(java: string, home: string, heap: string, mainClass: string, a
   return child;
 }
 
-function waitForLine(child: ChildProcess, ready: RegExp, timeoutMs: number, logFile: string): Promise<void> {
+export function waitForLine(child: ChildProcess, ready: RegExp, timeoutMs: number, logFile: string): Promise<void> {
   return new Promise((resolve, reject) => {
     let seen = '';
     const tail = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-3000) : '');
@@ -262,7 +305,7 @@ function waitForLine(child: ChildProcess, ready: RegExp, timeoutMs: number, logF
   });
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     // The broker flushes and unregisters on SIGTERM; a test store is thrown away, so do not wait long.
@@ -276,7 +319,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Orphaned JVMs would outlive a crashed test run: kill whatever is still running when Node exits. */
-function installExitHook(): void {
+export function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.once('exit', () => {
@@ -284,7 +327,7 @@ function installExitHook(): void {
   });
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -304,7 +347,7 @@ function portIsFree(port: number): Promise<boolean> {
 }
 
 /** The broker also listens on `port - 2` (fast channel) and `port + 1` (HA), so all three must be free. */
-async function freeBrokerPort(): Promise<number> {
+export async function freeBrokerPort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = 20_000 + Math.floor(Math.random() * 20_000);
     const free = await Promise.all([port - 2, port, port + 1].map(portIsFree));

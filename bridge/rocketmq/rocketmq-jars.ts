@@ -4,28 +4,52 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /**
  * The official Apache RocketMQ server jars (name server, proxy, broker and their dependencies),
- * fetched once from Maven Central by `bridge/rocketmq/pom.xml` into a gitignored folder.
+ * fetched once from Maven Central by a small pom per release into a gitignored folder per release.
  */
 export const ROCKETMQ_LIB_DIR = fileURLToPath(new URL('../.rocketmq/lib/', import.meta.url));
 const POM_DIR = fileURLToPath(new URL('./', import.meta.url));
 
-/** The jars every RocketMQ process here needs; their absence means the fetch has not run. */
-const REQUIRED_JARS = [/^rocketmq-namesrv-5\..*\.jar$/, /^rocketmq-proxy-5\..*\.jar$/, /^rocketmq-broker-5\..*\.jar$/];
+export interface RocketMqRelease {
+  readonly version: string;
+  readonly pom: string;
+  readonly libDir: string;
+  /** The jars every RocketMQ process of the release needs; their absence means the fetch has not run. */
+  readonly requiredJars: readonly RegExp[];
+}
+
+/** Name server + proxy in local mode (embedded broker): `bridge/rocketmq/pom.xml`. */
+export const ROCKETMQ_5: RocketMqRelease = {
+  version: '5.5.0',
+  pom: `${POM_DIR}pom.xml`,
+  libDir: ROCKETMQ_LIB_DIR,
+  requiredJars: [/^rocketmq-namesrv-5\..*\.jar$/, /^rocketmq-proxy-5\..*\.jar$/, /^rocketmq-broker-5\..*\.jar$/],
+};
+
+/** Name server + broker (+ mqadmin), the incident's release line: `bridge/rocketmq/pom-4.7.1.xml`. */
+export const ROCKETMQ_4: RocketMqRelease = {
+  version: '4.7.1',
+  pom: `${POM_DIR}pom-4.7.1.xml`,
+  libDir: fileURLToPath(new URL('../.rocketmq/lib-4.7.1/', import.meta.url)),
+  requiredJars: [/^rocketmq-namesrv-4\.7\.1\.jar$/, /^rocketmq-broker-4\.7\.1\.jar$/, /^rocketmq-tools-4\.7\.1\.jar$/],
+};
+
+const RELEASES = [ROCKETMQ_5, ROCKETMQ_4];
 
 export class RocketMqJarsMissingError extends Error {
   override readonly name = 'RocketMqJarsMissingError';
 }
 
-export function hasRocketMqJars(): boolean {
-  if (!existsSync(ROCKETMQ_LIB_DIR)) return false;
-  const jars = readdirSync(ROCKETMQ_LIB_DIR);
-  return REQUIRED_JARS.every((pattern) => jars.some((jar) => pattern.test(jar)));
+export function hasRocketMqJars(release: RocketMqRelease = ROCKETMQ_5): boolean {
+  if (!existsSync(release.libDir)) return false;
+  const jars = readdirSync(release.libDir);
+  return release.requiredJars.every((pattern) => jars.some((jar) => pattern.test(jar)));
 }
 
 /** Runs `mvn dependency:copy-dependencies` on the small pom; Maven caches in ~/.m2, so reruns are cheap. */
-export async function fetchRocketMqJars(options: { mvn?: string } = {}): Promise<void> {
+export async function fetchRocketMqJars(options: { mvn?: string; release?: RocketMqRelease } = {}): Promise<void> {
+  const release = options.release ?? ROCKETMQ_5;
   const mvn = options.mvn ?? process.env.MVN ?? 'mvn';
-  const args = ['-q', '-B', '-f', `${POM_DIR}pom.xml`, 'dependency:copy-dependencies'];
+  const args = ['-q', '-B', '-f', release.pom, 'dependency:copy-dependencies'];
   let output = '';
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(mvn, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -37,18 +61,20 @@ export async function fetchRocketMqJars(options: { mvn?: string } = {}): Promise
     child.once('error', (err) => reject(new RocketMqJarsMissingError(`cannot run Maven (${mvn}): ${err.message}`)));
     child.once('exit', resolve);
   });
-  if (code !== 0 || !hasRocketMqJars()) {
-    throw new RocketMqJarsMissingError(`fetching the RocketMQ jars failed (mvn exit ${code}): ${output}`);
+  if (code !== 0 || !hasRocketMqJars(release)) {
+    throw new RocketMqJarsMissingError(`fetching the RocketMQ ${release.version} jars failed (mvn exit ${code}): ${output}`);
   }
 }
 
-export async function ensureRocketMqJars(): Promise<void> {
-  if (!hasRocketMqJars()) await fetchRocketMqJars();
+export async function ensureRocketMqJars(release: RocketMqRelease = ROCKETMQ_5): Promise<void> {
+  if (!hasRocketMqJars(release)) await fetchRocketMqJars({ release });
 }
 
 // `npm run rocketmq:fetch` (always fetches) and `... --if-missing` (the test's pre-step).
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const ifMissing = process.argv.includes('--if-missing');
-  await (ifMissing ? ensureRocketMqJars() : fetchRocketMqJars());
-  console.log(`RocketMQ jars ready in ${ROCKETMQ_LIB_DIR}`);
+  for (const release of RELEASES) {
+    await (ifMissing ? ensureRocketMqJars(release) : fetchRocketMqJars({ release }));
+    console.log(`RocketMQ ${release.version} jars ready in ${release.libDir}`);
+  }
 }

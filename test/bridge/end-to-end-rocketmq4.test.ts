@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import { format } from 'node:util';
+import { CreateQueueCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { Consumer, Message, Producer } from 'ali-ons';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Bridge } from '../../bridge/bridge.ts';
+import { parseBridgeConfig, type BridgeConfigInput } from '../../bridge/bridge-config.ts';
+import { startLocalRocketMq4, type LocalRocketMq4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
+import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
+import { MsgIdGenerator } from '../../lib/rocketmq/envelope-writer.ts';
+import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-process.ts';
+import { failBatchEntries } from './support/sqs-entry-faults.ts';
+
+/**
+ * RocketMQ 4.7.1 (name server + broker, real JVMs) → bridge on the remoting protocol → emulator
+ * SQS. Covers what the 4.x source adds: the envelope's broker facts (UNIQ_KEY or offset id,
+ * offsetMsgId), the group's `%RETRY%` backlog forwarded as its original topic, tag filtering, and a
+ * failed forward that is neither acked nor sent back nor dropped.
+ */
+const ORDER_TOPIC = 'ORDER_TOPIC';
+const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
+const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server given')) };
+
+let rocketMq: LocalRocketMq4 | undefined;
+let producer: Producer | undefined;
+let sqs: SQSClient;
+const children: BridgeChildProcess[] = [];
+const ids = new MsgIdGenerator('7F000001', 0x4711);
+
+beforeAll(async () => {
+  rocketMq = await startLocalRocketMq4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
+  producer = new Producer({ nameSrv: rocketMq.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: 'order-service', logger: SILENT });
+  await producer.ready();
+  sqs = createSqs(emulatorConfig(inject('emulatorEndpoint')));
+});
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await Promise.all(children.map((c) => c.exited));
+  await producer?.close();
+  await rocketMq?.stop();
+});
+
+async function send(tag: string, order: Record<string, unknown>, uniqKey = true): Promise<{ msgId: string; offsetMsgId: string }> {
+  const message = new Message(ORDER_TOPIC, tag, JSON.stringify(order));
+  message.keys = [String(order.orderNo)];
+  message.properties.origin = 'e2e';
+  if (uniqKey) message.properties.UNIQ_KEY = ids.next();
+  const result = await producer!.send(message);
+  return { msgId: message.properties.UNIQ_KEY ?? result.msgId, offsetMsgId: result.msgId };
+}
+
+async function queues(prefix: string): Promise<{ queueUrl: string; dlqUrl: string }> {
+  const base = `${prefix}-${randomUUID().slice(0, 8)}`;
+  const create = async (name: string) => (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
+  return { queueUrl: await create(base), dlqUrl: await create(`${base}-dlq`) };
+}
+
+async function receiveAll(queueUrl: string): Promise<RocketMQMessage[]> {
+  const out: RocketMQMessage[] = [];
+  for (;;) {
+    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 600 }));
+    if (Messages.length === 0) return out;
+    out.push(...Messages.map((m) => parseEnvelope(m.Body!)));
+  }
+}
+
+function config(group: string, target: { queueUrl: string; dlqUrl: string }): BridgeConfigInput {
+  return {
+    protocol: 'rocketmq4',
+    nameServer: rocketMq!.namesrvAddr,
+    clusterName: rocketMq!.clusterName,
+    invisibleDurationMs: 10_000,
+    awaitDurationMs: 5_000,
+    health: { host: '127.0.0.1', port: 0 },
+    routes: [{ group, topic: ORDER_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: target.queueUrl }, dlqUrl: target.dlqUrl }],
+  };
+}
+
+describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
+  it('forwards every broker fact, filters by tag, and forwards the group’s %RETRY% backlog as its original topic', async () => {
+    // Prepare: the group's old consumer fails one order, and ali-ons sends it back to %RETRY%<group>.
+    const group = `points-v4-${randomUUID().slice(0, 6)}`;
+    const retried = await send('PAID', { orderNo: 'SO-R', userId: 'u9', points: 9 });
+    const legacy = new Consumer({ nameSrv: rocketMq!.namesrvAddr, httpclient: NO_ADDRESS_SERVER, consumerGroup: group, logger: {
+      ...SILENT,
+      info: (...args: unknown[]) => {
+        if (format(...args).includes('consumerSendMessageBack success')) sentBack.resolve();
+      },
+    } });
+    const sentBack = Promise.withResolvers<void>();
+    legacy.on('error', () => undefined);
+    legacy.subscribe(ORDER_TOPIC, 'PAID', async () => {
+      throw new Error('the old consumer fails this order');
+    });
+    await sentBack.promise;
+    // The client moves its offset past the message only after logging the send-back; closing at
+    // once could commit the older offset and hand the original to the bridge as well.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await legacy.close();
+    // Then new orders: one with UNIQ_KEY, one without (msgId falls back to the offset id), one the route filters out.
+    const so1 = await send('PAID', { orderNo: 'SO-1', userId: 'u1', points: 10 });
+    const so2 = await send('PAID', { orderNo: 'SO-2', userId: 'u2', points: 20 }, false);
+    await send('CANCELLED', { orderNo: 'SO-3', userId: 'u3', points: 30 });
+    const target = await queues('e2e4');
+
+    // Act: the bridge forwards the new orders at once and the retried one when its 10 s delay ends.
+    const bridge = new BridgeChildProcess({
+      BRIDGE_CONFIG: JSON.stringify(config(group, target)),
+      AWS_ENDPOINT_URL: inject('emulatorEndpoint'), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local',
+    });
+    children.push(bridge);
+    await bridge.waitFor('all three forwarded', (lines) => {
+      const seen = new Set(forwardedMsgIds(lines));
+      return [retried.msgId, so1.msgId, so2.msgId].every((id) => seen.has(id)) ? true : undefined;
+    }, 60_000);
+    bridge.kill('SIGTERM');
+    expect((await bridge.exited).code).toBe(0);
+
+    // Assess
+    const copies = await receiveAll(target.queueUrl);
+    const byId = new Map(copies.map((c) => [c.msgId, c]));
+    expect([...byId.keys()].sort()).toEqual([retried.msgId, so1.msgId, so2.msgId].sort());
+    expect(byId.get(so1.msgId)).toMatchObject({
+      topic: ORDER_TOPIC, tags: 'PAID', keys: ['SO-1'], reconsumeTimes: 0, offsetMsgId: so1.offsetMsgId,
+      brokerName: rocketMq!.brokerName, source: `rocketmq://${rocketMq!.clusterName}`, userProperties: { origin: 'e2e' },
+      systemProperties: { UNIQ_KEY: so1.msgId, KEYS: 'SO-1', TAGS: 'PAID' },
+    });
+    const first = byId.get(so1.msgId)!;
+    expect(first.queueId).toBeGreaterThanOrEqual(0);
+    expect(first.queueOffset).toBeGreaterThanOrEqual(0);
+    expect(first.storeTimestamp).toBeGreaterThanOrEqual(first.bornTimestamp!);
+    expect(first.bornHost).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(first.storeHost).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(JSON.parse(first.body)).toEqual({ orderNo: 'SO-1', userId: 'u1', points: 10 });
+    // Without UNIQ_KEY the offset id is the msgId.
+    expect(byId.get(so2.msgId)).toMatchObject({ msgId: so2.offsetMsgId, offsetMsgId: so2.offsetMsgId });
+    // The retried order keeps its msgId, comes as its original topic and says it is the second delivery.
+    expect(byId.get(retried.msgId)).toMatchObject({ topic: ORDER_TOPIC, tags: 'PAID', keys: ['SO-R'], reconsumeTimes: 1 });
+    expect(byId.get(retried.msgId)!.offsetMsgId).not.toBe(retried.offsetMsgId);
+  }, 120_000);
+
+  it('keeps a failed forward in hand (no ack, no send-back, no drop) and forwards it once SQS takes it', async () => {
+    // Prepare: SQS refuses SO-F's entry once.
+    const group = `points-v4-${randomUUID().slice(0, 6)}`;
+    const target = await queues('fail4');
+    const faultySqs = createSqs(emulatorConfig(inject('emulatorEndpoint')));
+    let refusals = 0;
+    failBatchEntries(faultySqs, (body) => body.includes('SO-F') && refusals++ < 1);
+    const logger = new Logger({ serviceName: 'bridge-test', logLevel: 'ERROR' });
+    const bridge = new Bridge(parseBridgeConfig(config(group, target)), { sqs: faultySqs, logger });
+    await bridge.start();
+
+    // Act
+    const failing = await send('PAID', { orderNo: 'SO-F', userId: 'u5', points: 5 });
+    const next = await send('PAID', { orderNo: 'SO-G', userId: 'u6', points: 6 });
+    let copies: RocketMQMessage[] = [];
+    const deadline = Date.now() + 90_000;
+    while (Date.now() < deadline && !copies.some((c) => c.msgId === failing.msgId)) {
+      copies = [...copies, ...await receiveAll(target.queueUrl)];
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await bridge.stop();
+
+    // Assess: SO-F came through after the refusal, still as its first delivery (never sent back
+    // to %RETRY%), once; the forwarder saw the refusals; nothing went to the DLQ.
+    expect(refusals).toBeGreaterThanOrEqual(1);
+    expect(copies.filter((c) => c.msgId === failing.msgId).map((c) => c.reconsumeTimes)).toEqual([0]);
+    expect(copies.some((c) => c.msgId === next.msgId)).toBe(true);
+    expect(bridge.status().routes[group]!.stats.forwardFailed).toBeGreaterThanOrEqual(1);
+    expect(await receiveAll(target.dlqUrl)).toEqual([]);
+  }, 150_000);
+});
