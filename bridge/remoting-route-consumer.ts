@@ -84,6 +84,9 @@ export class RemotingRouteConsumer implements MessageSource {
     this.#options = options;
     this.#tags = TagExpression.parse(options.tagExpression);
     const batch = Math.min(options.batchSize, PULL_BATCH_SIZE);
+    // The client shares one connection set (name servers, credentials) per instance name within a
+    // process, and clustering consumers take the pid as instance name: every route of a bridge
+    // process talks to the same cluster with the same credentials, which the configuration ensures.
     this.#consumer = new ForwardingPushConsumer({
       nameSrv: [...options.nameServers],
       httpclient: { request: () => Promise.reject(new AddressServerNotUsedError()) },

@@ -32,6 +32,8 @@ export interface LocalRocketMq4Options {
   readonly startTimeoutMs?: number;
   /** The broker listens on every interface; unless set, starting refuses to run outside a loopback-only namespace. */
   readonly allowExposedPorts?: boolean;
+  /** Turns ACL on (`aclEnable`, `conf/plain_acl.yml`) with one account that may publish and subscribe everything. */
+  readonly acl?: { readonly accessKey: string; readonly secretKey: string };
 }
 
 export interface LocalRocketMq4 {
@@ -82,7 +84,7 @@ export async function startLocalRocketMq4(options: LocalRocketMq4Options): Promi
     const namesrvPort = await freePort();
     const brokerPort = await freeBrokerPort();
     const namesrvAddr = `127.0.0.1:${namesrvPort}`;
-    writeConfig(home, { clusterName, brokerName, namesrvAddr, namesrvPort, brokerPort });
+    writeConfig(home, { clusterName, brokerName, namesrvAddr, namesrvPort, brokerPort, acl: options.acl });
     seedTopics(join(home, 'store'), options.topics);
 
     const started = Date.now();
@@ -122,6 +124,7 @@ interface Ports {
   namesrvAddr: string;
   namesrvPort: number;
   brokerPort: number;
+  acl: LocalRocketMq4Options['acl'];
 }
 
 function writeConfig(home: string, p: Ports): void {
@@ -146,8 +149,22 @@ function writeConfig(home: string, p: Ports): void {
     'mappedFileSizeCommitLog=67108864',
     'mappedFileSizeConsumeQueue=300000',
     'autoCreateTopicEnable=false',
+    ...(p.acl ? ['aclEnable=true'] : []),
     '',
   ].join('\n'));
+  // The broker reads ROCKETMQ_HOME/conf/plain_acl.yml; every request must carry a valid signature.
+  if (p.acl) {
+    writeFileSync(join(home, 'conf', 'plain_acl.yml'), [
+      'globalWhiteRemoteAddresses: []',
+      'accounts:',
+      `  - accessKey: ${p.acl.accessKey}`,
+      `    secretKey: ${p.acl.secretKey}`,
+      '    admin: false',
+      '    defaultTopicPerm: PUB|SUB',
+      '    defaultGroupPerm: PUB|SUB',
+      '',
+    ].join('\n'));
+  }
 }
 
 function logback(file: string): string {

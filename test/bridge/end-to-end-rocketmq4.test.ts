@@ -175,3 +175,58 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     expect(await receiveAll(target.dlqUrl)).toEqual([]);
   }, 150_000);
 });
+
+describe('RocketMQ 4.7.1 with ACL → bridge', () => {
+  const acl = { accessKey: 'bridge-e2e', secretKey: 'bridge-e2e-secret' };
+  let secured: LocalRocketMq4 | undefined;
+
+  beforeAll(async () => {
+    secured = await startLocalRocketMq4({ topics: [{ name: ORDER_TOPIC, queues: 2 }], acl, brokerName: 'broker-acl' });
+  });
+
+  afterAll(async () => {
+    await secured?.stop();
+  });
+
+  // ali-ons shares one connection set per instance name within a process (whatever the name server
+  // or credentials): clients of this second cluster need names of their own.
+  const producerWith = async (secretKey: string) => {
+    const p = new Producer({
+      instanceName: `acl-${randomUUID().slice(0, 6)}`,
+      nameSrv: secured!.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: `order-service-${randomUUID().slice(0, 6)}`,
+      logger: SILENT, accessKey: acl.accessKey, secretKey, retryTimesWhenSendFailed: 0,
+    });
+    p.on('error', () => undefined);
+    await p.ready();
+    return p;
+  };
+
+  it('signs every request with the credentials from the environment; the broker refuses a wrong secret', async () => {
+    // Prepare: ACL is enforced (a wrong secret cannot send), and the right one can.
+    const intruder = await producerWith('not-the-secret');
+    await expect(intruder.send(new Message(ORDER_TOPIC, 'PAID', '{}'))).rejects.toThrow(/still failed.*broker-acl/);
+    await intruder.close().catch(() => undefined); // unregistering is signed too, and refused
+    const orders = await producerWith(acl.secretKey);
+    const message = new Message(ORDER_TOPIC, 'PAID', JSON.stringify({ orderNo: 'SO-A', userId: 'u1', points: 1 }));
+    message.keys = ['SO-A'];
+    message.properties.UNIQ_KEY = ids.next();
+    await orders.send(message);
+    await orders.close();
+    const target = await queues('acl4');
+
+    // Act: the bridge gets the credentials as ECS passes them from Secrets Manager.
+    const group = `points-acl-${randomUUID().slice(0, 6)}`;
+    const bridge = new BridgeChildProcess({
+      BRIDGE_CONFIG: JSON.stringify({ ...config(group, target), nameServer: secured!.namesrvAddr }),
+      ROCKETMQ_ACCESS_KEY: acl.accessKey, ROCKETMQ_SECRET_KEY: acl.secretKey,
+      AWS_ENDPOINT_URL: inject('emulatorEndpoint'), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local',
+    });
+    children.push(bridge);
+    await bridge.waitFor('the order forwarded', (lines) => (forwardedMsgIds(lines).includes(message.properties.UNIQ_KEY!) ? true : undefined), 60_000);
+    bridge.kill('SIGTERM');
+    expect((await bridge.exited).code).toBe(0);
+
+    // Assess
+    expect((await receiveAll(target.queueUrl)).map((c) => [c.msgId, c.brokerName])).toEqual([[message.properties.UNIQ_KEY, 'broker-acl']]);
+  }, 120_000);
+});

@@ -65,4 +65,18 @@ describe('envelope serialization', () => {
     expect(json).not.toMatch(/[\uFFFE\uFFFF\u0000-\u0008]/);
     expect(parseEnvelope(json).body).toBe(text);
   });
+  it('writes offsetMsgId only when the protocol delivered one (RocketMQ 4), and the parser keeps it', () => {
+    // Prepare
+    const fromV4 = receivedMessage({ msgId: '7F00000120A318B4AAC2000012340001', offsetMsgId: '7F00000100002A9F0000000000001A2B' });
+    const fromV5 = receivedMessage();
+
+    // Act
+    const v4 = writeEnvelope(fromV4, 'prod-4');
+    const v5 = writeEnvelope(fromV5, 'prod-5');
+
+    // Assess
+    expect(v4.data.offsetMsgId).toBe('7F00000100002A9F0000000000001A2B');
+    expect(parseEnvelope(serializeEnvelope(v4)).offsetMsgId).toBe('7F00000100002A9F0000000000001A2B');
+    expect('offsetMsgId' in v5.data).toBe(false);
+  });
 });
