@@ -105,7 +105,8 @@ export class RemotingRouteConsumer implements MessageSource {
     await this.#consumer.ready();
     // The client starts a process-wide producer for sending messages back, which this source never
     // does; without a listener its route-lookup failures (e.g. `%RETRY%<group>` before the first
-    // heartbeat creates it) are printed to stderr with stack traces.
+    // heartbeat creates it) are printed to stderr with stack traces. It is one per process: its
+    // base class listens once itself, and the first route to start adds the second listener.
     const fallback = await Producer.getDefaultProducer();
     if (fallback.listenerCount('error') < 2) fallback.on('error', (err: Error) => this.#options.logger.debug('%s', err.message));
     // The client subscribes `%RETRY%<group>` itself; its handler for it is never called (see ForwardingPushConsumer).
