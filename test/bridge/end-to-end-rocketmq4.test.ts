@@ -217,7 +217,8 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
 
     // Assess: the first bridge drained cleanly; every order reached the queue, some possibly twice.
     expect(firstExit.code).toBe(0);
-    const copies = await receiveAll(target.queueUrl);
+    // A new group starts at the beginning of these young queues: earlier tests' orders come too.
+    const copies = (await receiveAll(target.queueUrl)).filter((c) => c.keys[0]?.startsWith('SO-B'));
     expect(new Set(copies.map((c) => c.msgId))).toEqual(new Set(sent));
     console.log(`rebalance on RocketMQ 4.7.1: ${sent.length} sent, ${copies.length} forwarded, ${copies.length - sent.length} delivered twice`);
   }, 120_000);
