@@ -42,7 +42,7 @@ export interface ConsumerTuning {
   readonly filterAtEventSource?: boolean;
 }
 
-export interface RocketMqConsumerGroupProps extends ConsumerTuning {
+export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   /** The group's catalogue entry (`CONSUMER_GROUPS`): topic, tag expression, handler, tables, redrive count. */
   readonly definition: ConsumerGroupDefinition;
   readonly prefix: string;
@@ -76,7 +76,7 @@ export const CONSUMER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', '
  * the consumer function with a tag-filtered SQS event source, an EventBridge route for bridges
  * that publish there, and the alarms an operator needs, all pointing at the alarm topic.
  */
-export class RocketMqConsumerGroup extends Construct {
+export class RocketMQConsumerGroup extends Construct {
   readonly group: string;
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
@@ -84,7 +84,7 @@ export class RocketMqConsumerGroup extends Construct {
   readonly alarms: cloudwatch.Alarm[] = [];
   readonly rule?: events.Rule;
 
-  constructor(scope: Construct, id: string, props: RocketMqConsumerGroupProps) {
+  constructor(scope: Construct, id: string, props: RocketMQConsumerGroupProps) {
     super(scope, id);
     const def = props.definition;
     this.group = def.group;
@@ -167,7 +167,7 @@ export class RocketMqConsumerGroup extends Construct {
     });
   }
 
-  private grantTables(role: iam.IRole, props: RocketMqConsumerGroupProps): void {
+  private grantTables(role: iam.IRole, props: RocketMQConsumerGroupProps): void {
     const tableArns = props.definition.tables.map((key) => props.tables.table(key).tableArn);
     if (tableArns.length === 0) return;
     role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...CONSUMER_TABLE_ACTIONS], resources: tableArns }));
@@ -186,7 +186,7 @@ export class RocketMqConsumerGroup extends Construct {
     });
   }
 
-  private createAlarms(props: RocketMqConsumerGroupProps): void {
+  private createAlarms(props: RocketMQConsumerGroupProps): void {
     const fiveMinutes = Duration.minutes(5);
     this.alarm('DeadLetters', 'deadLetters', props, {
       metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
@@ -213,7 +213,7 @@ export class RocketMqConsumerGroup extends Construct {
   private alarm(
     id: string,
     runbook: RunbookKey,
-    props: RocketMqConsumerGroupProps,
+    props: RocketMQConsumerGroupProps,
     spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number },
   ): cloudwatch.Alarm {
     const alarm = new cloudwatch.Alarm(this, id, {

@@ -3,11 +3,11 @@ import * as events from 'aws-cdk-lib/aws-events';
 import { Construct } from 'constructs';
 import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
-import { RocketMqConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';
+import { RocketMQConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import { ConsumerTables } from './tables.ts';
 
-export interface RocketMqConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
+export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
   /** Prefix of every physical name (tables, queues, alarms): one per deployment, e.g. `rmq-prod`. */
   readonly prefix: string;
   /** Groups to deploy (default: every entry of `CONSUMER_GROUPS`). */
@@ -22,7 +22,7 @@ export interface RocketMqConsumersStackProps extends StackProps, Omit<AlarmRouti
 }
 
 /** The URLs of the services a group's catalogue entry names; a missing one fails the synth naming group and setting. */
-function serviceEnvironment(definition: ConsumerGroupDefinition, props: RocketMqConsumersStackProps): Record<string, string> {
+function serviceEnvironment(definition: ConsumerGroupDefinition, props: RocketMQConsumersStackProps): Record<string, string> {
   return Object.fromEntries(
     (definition.services ?? []).map((name) => {
       const url = props.services?.[name];
@@ -33,13 +33,13 @@ function serviceEnvironment(definition: ConsumerGroupDefinition, props: RocketMq
 }
 
 /** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
-export class RocketMqConsumersStack extends Stack {
+export class RocketMQConsumersStack extends Stack {
   readonly tables: ConsumerTables;
   readonly alarmRouting: AlarmRouting;
   readonly eventBus: events.EventBus;
-  readonly groups: RocketMqConsumerGroup[];
+  readonly groups: RocketMQConsumerGroup[];
 
-  constructor(scope: Construct, id: string, props: RocketMqConsumersStackProps) {
+  constructor(scope: Construct, id: string, props: RocketMQConsumersStackProps) {
     super(scope, id, props);
     this.tables = new ConsumerTables(this, 'Tables', { prefix: props.prefix });
     this.alarmRouting = new AlarmRouting(this, 'AlarmRouting', { ...props, prefix: props.prefix, runbookUrl: props.runbookUrl });
@@ -55,7 +55,7 @@ export class RocketMqConsumersStack extends Stack {
     });
     this.groups = (props.groups ?? CONSUMER_GROUPS).map(
       (definition: ConsumerGroupDefinition) =>
-        new RocketMqConsumerGroup(this, pascal(definition.group), {
+        new RocketMQConsumerGroup(this, pascal(definition.group), {
           ...props.tuning,
           ...tuningOf(definition.tuning),
           ...props.groupTuning?.[definition.group],

@@ -2,11 +2,11 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
 import { ConsumerMetric } from '../lib/config/telemetry-names.ts';
-import type { RocketMqConsumerGroup } from './consumer-group.ts';
+import type { RocketMQConsumerGroup } from './consumer-group.ts';
 
 export interface ConsumerDashboardProps {
   readonly prefix: string;
-  readonly groups: readonly RocketMqConsumerGroup[];
+  readonly groups: readonly RocketMQConsumerGroup[];
 }
 
 /** One dashboard per deployment: a row per consumer group with outcomes, failures, queue health and the function. */
@@ -23,7 +23,7 @@ export class ConsumerDashboard extends Construct {
   }
 }
 
-function rowFor(group: RocketMqConsumerGroup): cloudwatch.IWidget[] {
+function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
   const minute = Duration.minutes(1);
   const height = 6;
   return [

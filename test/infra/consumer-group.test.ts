@@ -3,7 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
-import { RocketMqConsumerGroup } from '../../infra/consumer-group.ts';
+import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { ConsumerTables } from '../../infra/tables.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
@@ -11,7 +11,7 @@ const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 /** One group in a bare stack: cheaper than the whole app when only the construct's switches are under test. */
 function synthGroup(filterAtEventSource: boolean | undefined): Template {
   const stack = new Stack(new App(), 'GroupOnly');
-  new RocketMqConsumerGroup(stack, 'Points', {
+  new RocketMQConsumerGroup(stack, 'Points', {
     definition: points,
     prefix: 'unit',
     tables: new ConsumerTables(stack, 'Tables', { prefix: 'unit' }),
@@ -22,7 +22,7 @@ function synthGroup(filterAtEventSource: boolean | undefined): Template {
   return Template.fromStack(stack);
 }
 
-describe('RocketMqConsumerGroup: where the tag filter runs', () => {
+describe('RocketMQConsumerGroup: where the tag filter runs', () => {
   let filtered: Template;
   let unfiltered: Template;
   beforeAll(() => {

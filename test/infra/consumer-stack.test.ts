@@ -2,14 +2,14 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { consumerGroup } from '../../lib/config/resources.ts';
-import { RocketMqConsumersStack } from '../../infra/consumer-stack.ts';
+import { RocketMQConsumersStack } from '../../infra/consumer-stack.ts';
 import { tuningOf } from '../../infra/consumer-group.ts';
 
 const COUPONS = consumerGroup('coupon-consumer-group');
 
-function synth(props: Partial<ConstructorParameters<typeof RocketMqConsumersStack>[2]>) {
+function synth(props: Partial<ConstructorParameters<typeof RocketMQConsumersStack>[2]>) {
   const app = new App();
-  return new RocketMqConsumersStack(app, 'Consumers', { prefix: 'unit', runbookUrl: 'https://example.com/runbook.md', groups: [COUPONS], ...props });
+  return new RocketMQConsumersStack(app, 'Consumers', { prefix: 'unit', runbookUrl: 'https://example.com/runbook.md', groups: [COUPONS], ...props });
 }
 
 describe('a group takes its outside services and sizing from the catalogue and the stage, never from special cases', () => {

@@ -5,14 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { CONSUMER_ENV } from '../../lib/config/consumer-environment.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/retry-schedule.ts';
-import { RocketMqConsumerGroup } from '../../infra/consumer-group.ts';
+import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { ConsumerTables } from '../../infra/tables.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 
 function synth(definition: ConsumerGroupDefinition): Template {
   const stack = new Stack(new App(), 'Lifetimes');
-  new RocketMqConsumerGroup(stack, 'Group', {
+  new RocketMQConsumerGroup(stack, 'Group', {
     definition,
     prefix: 'unit',
     tables: new ConsumerTables(stack, 'Tables', { prefix: 'unit' }),
