@@ -1,6 +1,6 @@
 import { sqsText } from '../lib/aws/sqs-text.ts';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Envelope } from './envelope-writer.ts';
+import type { Envelope } from './received-envelope.ts';
 import { describeError } from './forward-target.ts';
 
 /** Why a message went to the group's DLQ instead of its queue. */

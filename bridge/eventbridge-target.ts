@@ -1,5 +1,5 @@
 import { PutEventsCommand, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { ENVELOPE_TYPE } from './envelope-writer.ts';
+import { ENVELOPE_TYPE } from './received-envelope.ts';
 import {
   describeError,
   failAll,

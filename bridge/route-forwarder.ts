@@ -2,7 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { BridgeRoute } from './bridge-config.ts';
 import type { RouteMetrics } from './bridge-metrics.ts';
 import { DeadLetterReason, type DeadLetterQueue } from './dead-letter-queue.ts';
-import { serializeEnvelope, writeEnvelope, type Envelope } from './envelope-writer.ts';
+import { serializeEnvelope, envelopeOf, type Envelope } from './received-envelope.ts';
 import type { ForwardTarget, OutboundMessage } from './forward-target.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 
@@ -83,7 +83,7 @@ export class RouteForwarder {
   }
 
   #prepare(message: ReceivedMessage, index: number): Prepared {
-    const envelope = writeEnvelope(message, this.options.clusterName, this.options.now);
+    const envelope = envelopeOf(message, this.options.clusterName, this.options.now);
     const fifo = this.options.route.fifo;
     return {
       message,

@@ -1,51 +1,111 @@
-import { ROCKETMQ_EVENT_TYPE } from './envelope.ts';
+import { ROCKETMQ_EVENT_TYPE, type Envelope } from './envelope.ts';
 
-/** The fields needed to write an envelope; everything else is optional, as on the wire. */
+export type { Envelope };
+
+/**
+ * What RocketMQ says about one message, as the bridge (either protocol), the local run and the
+ * tests know it. Absent optional fields are left out of the envelope, as on the wire.
+ */
 export interface EnvelopeFields {
   topic: string;
+  /** `UNIQ_KEY` when the producer set one, else the offset id (RocketMQ 4) or the 5.x message id. */
   msgId: string;
-  body: string;
+  /** Text, or bytes: bytes that are not valid UTF-8 travel as base64. */
+  body: string | Uint8Array;
   tags?: string;
-  keys?: string[];
+  keys?: readonly string[];
   reconsumeTimes?: number;
+  /** Default: now (the local run and tests); the bridge always has the broker's value. */
   bornTimestamp?: number;
+  storeTimestamp?: number;
+  /** Names the source: `rocketmq://<cluster>`. */
   cluster?: string;
   queueId?: number;
   queueOffset?: number;
   brokerName?: string;
-  userProperties?: Record<string, string>;
+  /** RocketMQ 4's remoting protocol only: the RocketMQ 5 proxy does not send the commit-log offset it is derived from. */
+  offsetMsgId?: string;
+  bornHost?: string;
+  storeHost?: string;
+  /** RocketMQ 5 FIFO message group (`__SHARDINGKEY` in 4.x terms). */
+  messageGroup?: string;
+  userProperties?: Readonly<Record<string, string>>;
 }
 
-/** Writes the bridge envelope (CloudEvents 1.0, `mq:Topic:SendMessage`) for one RocketMQ message. */
-export function writeEnvelope(fields: EnvelopeFields): string {
-  const born = fields.bornTimestamp ?? Date.now();
-  const systemProperties: Record<string, string> = { UNIQ_KEY: fields.msgId };
-  if (fields.keys?.length) systemProperties.KEYS = fields.keys.join(' ');
-  if (fields.tags) systemProperties.TAGS = fields.tags;
-  return JSON.stringify({
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The envelope of one RocketMQ message: a CloudEvents 1.0 object of type `mq:Topic:SendMessage`
+ * whose `data` keeps everything RocketMQ said about it. The one writer of the project: the
+ * bridge, the local run and the tests all build envelopes here; `parseEnvelope` reads them.
+ */
+export function buildEnvelope(fields: EnvelopeFields, now: () => number = Date.now): Envelope {
+  const born = fields.bornTimestamp ?? now();
+  return {
     specversion: '1.0',
     id: fields.msgId,
     source: `rocketmq://${fields.cluster ?? 'DefaultCluster'}`,
     type: ROCKETMQ_EVENT_TYPE,
     subject: fields.topic,
-    time: new Date(born).toISOString(),
+    time: new Date(fields.storeTimestamp ?? born).toISOString(),
     datacontenttype: 'application/json',
     data: {
       topic: fields.topic,
       msgId: fields.msgId,
-      ...(fields.tags ? { tags: fields.tags } : {}),
-      keys: fields.keys ?? [],
-      ...(fields.queueId !== undefined ? { queueId: fields.queueId } : {}),
-      ...(fields.queueOffset !== undefined ? { queueOffset: fields.queueOffset } : {}),
-      ...(fields.brokerName ? { brokerName: fields.brokerName } : {}),
+      ...optional('offsetMsgId', fields.offsetMsgId),
+      ...optional('tags', fields.tags),
+      keys: [...(fields.keys ?? [])],
+      ...optional('queueId', fields.queueId),
+      ...optional('queueOffset', fields.queueOffset),
+      ...optional('brokerName', fields.brokerName || undefined),
       bornTimestamp: born,
+      ...optional('storeTimestamp', fields.storeTimestamp),
+      ...optional('bornHost', fields.bornHost || undefined),
+      ...optional('storeHost', fields.storeHost || undefined),
       reconsumeTimes: fields.reconsumeTimes ?? 0,
-      systemProperties,
-      userProperties: fields.userProperties ?? {},
-      bodyEncoding: 'utf8',
-      body: fields.body,
+      systemProperties: systemPropertiesOf(fields),
+      userProperties: { ...fields.userProperties },
+      ...encodeBody(fields.body),
     },
-  });
+  };
+}
+
+/**
+ * SQS refuses a body containing characters outside XML's set (#x9 #xA #xD #x20–#xD7FF
+ * #xE000–#xFFFD #x10000–#x10FFFF). JSON.stringify already escapes control characters and lone
+ * surrogates; U+FFFE and U+FFFF are valid UTF-8 a producer may send, so they are escaped too.
+ */
+export function serializeEnvelope(envelope: Envelope): string {
+  return JSON.stringify(envelope).replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
+/** `buildEnvelope` as the SQS body it becomes. */
+export function writeEnvelope(fields: EnvelopeFields): string {
+  return serializeEnvelope(buildEnvelope(fields));
+}
+
+/** The RocketMQ 4 property names consumers written against Alibaba's event shape look for. */
+function systemPropertiesOf(fields: EnvelopeFields): Record<string, string> {
+  return {
+    UNIQ_KEY: fields.msgId,
+    ...(fields.keys?.length ? { KEYS: fields.keys.join(' ') } : {}),
+    ...(fields.tags ? { TAGS: fields.tags } : {}),
+    ...(fields.messageGroup !== undefined ? { __SHARDINGKEY: fields.messageGroup } : {}),
+  };
+}
+
+/** Text stays readable in the queue; bytes that are not valid UTF-8 survive byte for byte as base64. */
+function encodeBody(body: string | Uint8Array): { bodyEncoding: 'utf8' | 'base64'; body: string } {
+  if (typeof body === 'string') return { bodyEncoding: 'utf8', body };
+  try {
+    return { bodyEncoding: 'utf8', body: strictUtf8.decode(body) };
+  } catch {
+    return { bodyEncoding: 'base64', body: Buffer.from(body).toString('base64') };
+  }
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 /**

@@ -82,6 +82,9 @@ const cloudEventSchema = z.object({
 
 type CloudEvent = z.infer<typeof cloudEventSchema>;
 
+/** The envelope as written (the schema's input type): what `buildEnvelope` returns, so writer and parser cannot drift. */
+export type Envelope = z.input<typeof cloudEventSchema>;
+
 /** The envelope's JSON Schema, generated from the parser's own schema so the two cannot drift. */
 export function envelopeJsonSchema(): Record<string, unknown> {
   return {

@@ -4,7 +4,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } 
 import { describe, expect, inject, it } from 'vitest';
 import { createEventBridge, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { serializeEnvelope, writeEnvelope } from '../../bridge/envelope-writer.ts';
+import { serializeEnvelope, envelopeOf } from '../../bridge/received-envelope.ts';
 import { EventBridgeTarget } from '../../bridge/eventbridge-target.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
@@ -28,7 +28,7 @@ describe('EventBridge target on the emulator', () => {
     const messages = Array.from({ length: 12 }, (_, i) => receivedMessage({ keys: [`SO${i}`] }));
 
     // Act
-    const results = await target.forward(messages.map((m, i) => ({ id: `m${i}`, body: serializeEnvelope(writeEnvelope(m, 'test')) })));
+    const results = await target.forward(messages.map((m, i) => ({ id: `m${i}`, body: serializeEnvelope(envelopeOf(m, 'test')) })));
 
     // Assess
     expect(results.every((r) => r.ok)).toBe(true);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { serializeEnvelope, writeEnvelope } from '../../bridge/envelope-writer.ts';
+import { serializeEnvelope, envelopeOf } from '../../bridge/received-envelope.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 describe('envelope writer', () => {
@@ -17,7 +17,7 @@ describe('envelope writer', () => {
     });
 
     // Act
-    const envelope = writeEnvelope(message, 'prod-cluster');
+    const envelope = envelopeOf(message, 'prod-cluster');
     const parsed = parseEnvelope(serializeEnvelope(envelope));
 
     // Assess
@@ -45,13 +45,13 @@ describe('envelope writer', () => {
 
   it('keeps a body that is not UTF-8 byte for byte as base64', () => {
     const body = Buffer.from([0xff, 0x00, 0xc3, 0x28]);
-    const envelope = writeEnvelope(receivedMessage({ body }), 'c');
+    const envelope = envelopeOf(receivedMessage({ body }), 'c');
     expect(envelope.data.bodyEncoding).toBe('base64');
     expect(Buffer.from(envelope.data.body, 'base64')).toEqual(body);
   });
 
   it('records the FIFO message group as the RocketMQ 4 sharding key and omits an absent tag', () => {
-    const envelope = writeEnvelope(receivedMessage({ messageGroup: 'user-7', tag: undefined, keys: [] }), 'c');
+    const envelope = envelopeOf(receivedMessage({ messageGroup: 'user-7', tag: undefined, keys: [] }), 'c');
     expect(envelope.data.systemProperties).toEqual({ UNIQ_KEY: envelope.id, __SHARDINGKEY: 'user-7' });
     expect(envelope.data).not.toHaveProperty('tags');
     expect(parseEnvelope(serializeEnvelope(envelope)).tags).toBeUndefined();
@@ -61,7 +61,7 @@ describe('envelope writer', () => {
 describe('envelope serialization', () => {
   it('escapes the characters SQS refuses in a body, so the text survives unchanged', () => {
     const text = 'a\uFFFFb\uFFFEc\u0001d😀';
-    const json = serializeEnvelope(writeEnvelope(receivedMessage({ body: Buffer.from(text) }), 'c'));
+    const json = serializeEnvelope(envelopeOf(receivedMessage({ body: Buffer.from(text) }), 'c'));
     expect(json).not.toMatch(/[\uFFFE\uFFFF\u0000-\u0008]/);
     expect(parseEnvelope(json).body).toBe(text);
   });
@@ -71,8 +71,8 @@ describe('envelope serialization', () => {
     const fromV5 = receivedMessage();
 
     // Act
-    const v4 = writeEnvelope(fromV4, 'prod-4');
-    const v5 = writeEnvelope(fromV5, 'prod-5');
+    const v4 = envelopeOf(fromV4, 'prod-4');
+    const v5 = envelopeOf(fromV5, 'prod-5');
 
     // Assess
     expect(v4.data.offsetMsgId).toBe('7F00000100002A9F0000000000001A2B');

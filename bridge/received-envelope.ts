@@ -1,0 +1,36 @@
+import { ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
+import { buildEnvelope, type Envelope } from '../lib/rocketmq/envelope-writer.ts';
+import type { ReceivedMessage } from './route-consumer.ts';
+
+export { serializeEnvelope, type Envelope } from '../lib/rocketmq/envelope-writer.ts';
+export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;
+
+/**
+ * The envelope of a message this bridge received, from either protocol: the broker's facts
+ * mapped onto the project's one envelope writer (`lib/rocketmq/envelope-writer.ts`), which the
+ * consumers' parser reads. RocketMQ's `reconsumeTimes` is the delivery attempt minus one.
+ */
+export function envelopeOf(message: ReceivedMessage, clusterName: string, now: () => Date = () => new Date()): Envelope {
+  return buildEnvelope(
+    {
+      topic: message.topic,
+      msgId: message.msgId,
+      offsetMsgId: message.offsetMsgId,
+      tags: message.tag,
+      keys: message.keys,
+      body: message.body,
+      userProperties: message.userProperties,
+      bornHost: message.bornHost,
+      bornTimestamp: message.bornTimestamp,
+      storeHost: message.storeHost,
+      storeTimestamp: message.storeTimestamp,
+      queueId: message.queueId,
+      queueOffset: message.queueOffset,
+      brokerName: message.brokerName,
+      messageGroup: message.messageGroup,
+      reconsumeTimes: Math.max(0, message.deliveryAttempt - 1),
+      cluster: clusterName,
+    },
+    () => now().getTime(),
+  );
+}
