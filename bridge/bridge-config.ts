@@ -31,14 +31,14 @@ const routeSchema = z.object({
 });
 
 /** How the bridge talks to the cluster: RocketMQ 5's gRPC proxy, or RocketMQ 4's remoting protocol through the name servers. */
-export const RocketMqProtocol = {
-  RocketMq5: 'rocketmq5',
-  RocketMq4: 'rocketmq4',
+export const RocketMQProtocol = {
+  RocketMQ5: 'rocketmq5',
+  RocketMQ4: 'rocketmq4',
 } as const;
-export type RocketMqProtocol = (typeof RocketMqProtocol)[keyof typeof RocketMqProtocol];
+export type RocketMQProtocol = (typeof RocketMQProtocol)[keyof typeof RocketMQProtocol];
 
 export const bridgeConfigSchema = z.object({
-  protocol: z.enum([RocketMqProtocol.RocketMq5, RocketMqProtocol.RocketMq4]).default(RocketMqProtocol.RocketMq5),
+  protocol: z.enum([RocketMQProtocol.RocketMQ5, RocketMQProtocol.RocketMQ4]).default(RocketMQProtocol.RocketMQ5),
   /** `rocketmq5`: proxy gRPC endpoint(s), `host:8081` or `h1:8081;h2:8081`. */
   proxyEndpoint: z.string().min(1).optional(),
   /** `rocketmq4`: name server address(es), `host:9876` or `h1:9876;h2:9876`. */
@@ -82,14 +82,14 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
   const result = bridgeConfigSchema.safeParse(input);
   if (!result.success) throw new InvalidBridgeConfigError(`invalid bridge configuration: ${z.prettifyError(result.error)}`);
   const config = result.data;
-  if (config.protocol === RocketMqProtocol.RocketMq5 && !config.proxyEndpoint) {
+  if (config.protocol === RocketMQProtocol.RocketMQ5 && !config.proxyEndpoint) {
     throw new InvalidBridgeConfigError('protocol rocketmq5 needs proxyEndpoint (the proxy\'s gRPC address)');
   }
-  if (config.protocol === RocketMqProtocol.RocketMq4 && !config.nameServer) {
+  if (config.protocol === RocketMQProtocol.RocketMQ4 && !config.nameServer) {
     throw new InvalidBridgeConfigError('protocol rocketmq4 needs nameServer (the name server addresses)');
   }
   for (const route of config.routes) {
-    if (route.fifo && config.protocol === RocketMqProtocol.RocketMq4) {
+    if (route.fifo && config.protocol === RocketMQProtocol.RocketMQ4) {
       throw new InvalidBridgeConfigError(`route ${route.group}: FIFO routes need rocketmq5; the RocketMQ 4 client consumes concurrently only`);
     }
     if (route.fifo && route.target.kind === 'sqs' && !route.target.queueUrl.endsWith('.fifo')) {

@@ -12,7 +12,7 @@ export interface RouteStats {
   lastReceiveAt: string | undefined;
 }
 
-export const BRIDGE_METRICS_NAMESPACE = 'RocketMqBridge';
+export const BRIDGE_METRICS_NAMESPACE = 'RocketMQBridge';
 
 /**
  * Counters per route, flushed as CloudWatch embedded-metric-format lines on stdout (on Fargate the

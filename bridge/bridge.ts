@@ -2,7 +2,7 @@ import { format } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { RocketMqProtocol, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
+import { RocketMQProtocol, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
 import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
@@ -99,7 +99,7 @@ export class Bridge {
 
   #rocketMqSource(route: BridgeRoute, credentials: BridgeDependencies['credentials']): MessageSource {
     const logger = clientLogger(this.#logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }));
-    if (this.config.protocol === RocketMqProtocol.RocketMq4) {
+    if (this.config.protocol === RocketMQProtocol.RocketMQ4) {
       return new RemotingRouteConsumer({
         nameServers: this.config.nameServer!.split(';').map((a) => a.trim()).filter((a) => a.length > 0),
         consumerGroup: route.group,

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROCKETMQ_4, ensureRocketMqJars } from './rocketmq-jars.ts';
+import { ROCKETMQ_4, ensureRocketMQJars } from './rocketmq-jars.ts';
 import {
   JAVA_17_OPENS,
   assertLoopbackOnlyNetwork,
@@ -24,7 +24,7 @@ import {
  * costs a JVM start per topic); consumer groups and their `%RETRY%` topics the broker creates
  * itself when a consumer first heartbeats.
  */
-export interface LocalRocketMq4Options {
+export interface LocalRocketMQ4Options {
   readonly topics: readonly { readonly name: string; readonly queues?: number }[];
   readonly clusterName?: string;
   readonly brokerName?: string;
@@ -36,7 +36,7 @@ export interface LocalRocketMq4Options {
   readonly acl?: { readonly accessKey: string; readonly secretKey: string };
 }
 
-export interface LocalRocketMq4 {
+export interface LocalRocketMQ4 {
   /** `127.0.0.1:<port>`, what RocketMQ 4 clients are given as name server. */
   readonly namesrvAddr: string;
   readonly clusterName: string;
@@ -53,9 +53,9 @@ export interface LocalRocketMq4 {
 const NAMESRV_READY = /The Name Server boot success/;
 const BROKER_READY = /The broker\[.*\] boot success/;
 
-export async function startLocalRocketMq4(options: LocalRocketMq4Options): Promise<LocalRocketMq4> {
+export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promise<LocalRocketMQ4> {
   if (!options.allowExposedPorts) assertLoopbackOnlyNetwork();
-  await ensureRocketMqJars(ROCKETMQ_4);
+  await ensureRocketMQJars(ROCKETMQ_4);
   installExitHook();
 
   const clusterName = options.clusterName ?? 'LocalCluster';
@@ -124,7 +124,7 @@ interface Ports {
   namesrvAddr: string;
   namesrvPort: number;
   brokerPort: number;
-  acl: LocalRocketMq4Options['acl'];
+  acl: LocalRocketMQ4Options['acl'];
 }
 
 function writeConfig(home: string, p: Ports): void {
@@ -178,7 +178,7 @@ function logback(file: string): string {
 `;
 }
 
-function seedTopics(store: string, topics: LocalRocketMq4Options['topics']): void {
+function seedTopics(store: string, topics: LocalRocketMQ4Options['topics']): void {
   const topicConfigTable = Object.fromEntries(topics.map((t) => [t.name, {
     topicName: t.name,
     readQueueNums: t.queues ?? 4,

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Producer } from 'rocketmq-client-nodejs';
-import { ROCKETMQ_LIB_DIR, ensureRocketMqJars } from './rocketmq-jars.ts';
+import { ROCKETMQ_LIB_DIR, ensureRocketMQJars } from './rocketmq-jars.ts';
 
 /**
  * A throw-away RocketMQ 5 on this machine: a name server plus a proxy in local mode (which embeds
@@ -29,7 +29,7 @@ export interface LocalConsumerGroup {
   readonly fifo?: boolean;
 }
 
-export interface LocalRocketMqOptions {
+export interface LocalRocketMQOptions {
   readonly topics?: readonly LocalTopic[];
   readonly groups?: readonly LocalConsumerGroup[];
   readonly clusterName?: string;
@@ -45,7 +45,7 @@ export interface LocalRocketMqOptions {
   readonly allowExposedPorts?: boolean;
 }
 
-export interface LocalRocketMq {
+export interface LocalRocketMQ {
   /** `127.0.0.1:<port>` of the proxy's gRPC endpoint, what the RocketMQ 5 clients dial. */
   readonly proxyEndpoint: string;
   readonly namesrvAddr: string;
@@ -62,8 +62,8 @@ export interface LocalRocketMq {
   stop(): Promise<void>;
 }
 
-export class LocalRocketMqStartError extends Error {
-  override readonly name = 'LocalRocketMqStartError';
+export class LocalRocketMQStartError extends Error {
+  override readonly name = 'LocalRocketMQStartError';
 }
 
 export class ExposedNetworkError extends Error {
@@ -90,9 +90,9 @@ export const JAVA_17_OPENS = [
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
 
-export async function startLocalRocketMq(options: LocalRocketMqOptions = {}): Promise<LocalRocketMq> {
+export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Promise<LocalRocketMQ> {
   if (!options.allowExposedPorts) assertLoopbackOnlyNetwork();
-  await ensureRocketMqJars();
+  await ensureRocketMQJars();
   installExitHook();
 
   const clusterName = options.clusterName ?? 'LocalCluster';
@@ -177,7 +177,7 @@ async function waitForRoutes(endpoints: string, topics: string[], deadline: numb
       return;
     } catch (err) {
       await producer.shutdown().catch(() => undefined);
-      if (Date.now() > deadline) throw new LocalRocketMqStartError(`topic routes never appeared: ${String(err)}`);
+      if (Date.now() > deadline) throw new LocalRocketMQStartError(`topic routes never appeared: ${String(err)}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
@@ -296,9 +296,9 @@ export function waitForLine(child: ChildProcess, ready: RegExp, timeoutMs: numbe
       seen = (seen + chunk.toString()).slice(-1000);
       if (ready.test(seen)) done();
     };
-    const onExit = (code: number | null) => done(new LocalRocketMqStartError(`exited with code ${code} before it was ready:\n${tail()}`));
-    const onError = (err: Error) => done(new LocalRocketMqStartError(`cannot run Java (${err.message}); install a JDK 17`));
-    const timer = setTimeout(() => done(new LocalRocketMqStartError(`not ready within ${timeoutMs} ms:\n${tail()}`)), timeoutMs);
+    const onExit = (code: number | null) => done(new LocalRocketMQStartError(`exited with code ${code} before it was ready:\n${tail()}`));
+    const onError = (err: Error) => done(new LocalRocketMQStartError(`cannot run Java (${err.message}); install a JDK 17`));
+    const timer = setTimeout(() => done(new LocalRocketMQStartError(`not ready within ${timeoutMs} ms:\n${tail()}`)), timeoutMs);
     child.stdout!.on('data', onData);
     child.once('exit', onExit);
     child.once('error', onError);
@@ -353,5 +353,5 @@ export async function freeBrokerPort(): Promise<number> {
     const free = await Promise.all([port - 2, port, port + 1].map(portIsFree));
     if (free.every(Boolean)) return port;
   }
-  throw new LocalRocketMqStartError('no free port triple for the broker');
+  throw new LocalRocketMQStartError('no free port triple for the broker');
 }

@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 export const ROCKETMQ_LIB_DIR = fileURLToPath(new URL('../.rocketmq/lib/', import.meta.url));
 const POM_DIR = fileURLToPath(new URL('./', import.meta.url));
 
-export interface RocketMqRelease {
+export interface RocketMQRelease {
   readonly version: string;
   readonly pom: string;
   readonly libDir: string;
@@ -18,7 +18,7 @@ export interface RocketMqRelease {
 }
 
 /** Name server + proxy in local mode (embedded broker): `bridge/rocketmq/pom.xml`. */
-export const ROCKETMQ_5: RocketMqRelease = {
+export const ROCKETMQ_5: RocketMQRelease = {
   version: '5.5.0',
   pom: `${POM_DIR}pom.xml`,
   libDir: ROCKETMQ_LIB_DIR,
@@ -26,7 +26,7 @@ export const ROCKETMQ_5: RocketMqRelease = {
 };
 
 /** Name server + broker (+ mqadmin), the incident's release line: `bridge/rocketmq/pom-4.7.1.xml`. */
-export const ROCKETMQ_4: RocketMqRelease = {
+export const ROCKETMQ_4: RocketMQRelease = {
   version: '4.7.1',
   pom: `${POM_DIR}pom-4.7.1.xml`,
   libDir: fileURLToPath(new URL('../.rocketmq/lib-4.7.1/', import.meta.url)),
@@ -35,18 +35,18 @@ export const ROCKETMQ_4: RocketMqRelease = {
 
 const RELEASES = [ROCKETMQ_5, ROCKETMQ_4];
 
-export class RocketMqJarsMissingError extends Error {
-  override readonly name = 'RocketMqJarsMissingError';
+export class RocketMQJarsMissingError extends Error {
+  override readonly name = 'RocketMQJarsMissingError';
 }
 
-export function hasRocketMqJars(release: RocketMqRelease = ROCKETMQ_5): boolean {
+export function hasRocketMQJars(release: RocketMQRelease = ROCKETMQ_5): boolean {
   if (!existsSync(release.libDir)) return false;
   const jars = readdirSync(release.libDir);
   return release.requiredJars.every((pattern) => jars.some((jar) => pattern.test(jar)));
 }
 
 /** Runs `mvn dependency:copy-dependencies` on the small pom; Maven caches in ~/.m2, so reruns are cheap. */
-export async function fetchRocketMqJars(options: { mvn?: string; release?: RocketMqRelease } = {}): Promise<void> {
+export async function fetchRocketMQJars(options: { mvn?: string; release?: RocketMQRelease } = {}): Promise<void> {
   const release = options.release ?? ROCKETMQ_5;
   const mvn = options.mvn ?? process.env.MVN ?? 'mvn';
   const args = ['-q', '-B', '-f', release.pom, 'dependency:copy-dependencies'];
@@ -58,23 +58,23 @@ export async function fetchRocketMqJars(options: { mvn?: string; release?: Rocke
     };
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    child.once('error', (err) => reject(new RocketMqJarsMissingError(`cannot run Maven (${mvn}): ${err.message}`)));
+    child.once('error', (err) => reject(new RocketMQJarsMissingError(`cannot run Maven (${mvn}): ${err.message}`)));
     child.once('exit', resolve);
   });
-  if (code !== 0 || !hasRocketMqJars(release)) {
-    throw new RocketMqJarsMissingError(`fetching the RocketMQ ${release.version} jars failed (mvn exit ${code}): ${output}`);
+  if (code !== 0 || !hasRocketMQJars(release)) {
+    throw new RocketMQJarsMissingError(`fetching the RocketMQ ${release.version} jars failed (mvn exit ${code}): ${output}`);
   }
 }
 
-export async function ensureRocketMqJars(release: RocketMqRelease = ROCKETMQ_5): Promise<void> {
-  if (!hasRocketMqJars(release)) await fetchRocketMqJars({ release });
+export async function ensureRocketMQJars(release: RocketMQRelease = ROCKETMQ_5): Promise<void> {
+  if (!hasRocketMQJars(release)) await fetchRocketMQJars({ release });
 }
 
 // `npm run rocketmq:fetch` (always fetches) and `... --if-missing` (the test's pre-step).
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const ifMissing = process.argv.includes('--if-missing');
   for (const release of RELEASES) {
-    await (ifMissing ? ensureRocketMqJars(release) : fetchRocketMqJars({ release }));
+    await (ifMissing ? ensureRocketMQJars(release) : fetchRocketMQJars({ release }));
     console.log(`RocketMQ ${release.version} jars ready in ${release.libDir}`);
   }
 }

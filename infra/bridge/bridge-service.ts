@@ -12,7 +12,7 @@ import { Construct } from 'constructs';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
-export interface RocketMqBridgeRoute {
+export interface RocketMQBridgeRoute {
   readonly group: string;
   readonly topic: string;
   /** RocketMQ tag expression (default `*`). */
@@ -27,7 +27,7 @@ export interface RocketMqBridgeRoute {
   readonly fifo?: boolean;
 }
 
-export interface RocketMqBridgeServiceProps {
+export interface RocketMQBridgeServiceProps {
   /** Used when no `cluster` is given (a cluster needs a VPC; without either CDK creates a new VPC). */
   readonly vpc?: ec2.IVpc;
   readonly cluster?: ecs.ICluster;
@@ -35,7 +35,7 @@ export interface RocketMqBridgeServiceProps {
   readonly image?: ecs.ContainerImage;
   /** Build context for the image (default: this repository's root). */
   readonly directory?: string;
-  readonly routes: readonly RocketMqBridgeRoute[];
+  readonly routes: readonly RocketMQBridgeRoute[];
   /** RocketMQ 5 proxy gRPC endpoint(s), `host:8081` or `h1:8081;h2:8081`. */
   readonly proxyEndpoint: string;
   /** Goes into each envelope's `source` (`rocketmq://<clusterName>`). */
@@ -64,14 +64,14 @@ const HEALTH_PORT = 8080;
  * check on the readiness endpoint, logs (and EMF metrics) in CloudWatch, and a task role that may
  * only send to the routes' queues and DLQs or put events on their buses.
  */
-export class RocketMqBridgeService extends Construct {
+export class RocketMQBridgeService extends Construct {
   readonly service: ecs.FargateService;
   readonly taskDefinition: ecs.FargateTaskDefinition;
   readonly logGroup: logs.LogGroup;
 
-  constructor(scope: Construct, id: string, props: RocketMqBridgeServiceProps) {
+  constructor(scope: Construct, id: string, props: RocketMQBridgeServiceProps) {
     super(scope, id);
-    if (props.routes.length === 0) throw new Error('RocketMqBridgeService needs at least one route');
+    if (props.routes.length === 0) throw new Error('RocketMQBridgeService needs at least one route');
     for (const route of props.routes) {
       if (!route.queue === !route.eventBus) throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
     }
@@ -149,7 +149,7 @@ export class RocketMqBridgeService extends Construct {
   }
 
   /** SendMessageBatch is authorised as sqs:SendMessage; nothing else is needed to forward. */
-  private grantForwarding(routes: readonly RocketMqBridgeRoute[]): void {
+  private grantForwarding(routes: readonly RocketMQBridgeRoute[]): void {
     const role = this.taskDefinition.taskRole;
     const queues = routes.flatMap((r) => (r.queue ? [r.queue, r.dlq] : [r.dlq]));
     role.addToPrincipalPolicy(new iam.PolicyStatement({

@@ -6,7 +6,7 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
-import { RocketMqBridgeService } from '../../infra/bridge/bridge-service.ts';
+import { RocketMQBridgeService } from '../../infra/bridge/bridge-service.ts';
 
 function synth() {
   const stack = new Stack(new App(), 'BridgeTest', { env: { account: '111111111111', region: 'ap-northeast-1' } });
@@ -18,7 +18,7 @@ function synth() {
   const unrelated = new sqs.Queue(stack, 'Unrelated');
   const bus = new events.EventBus(stack, 'Bus');
   const couponsDlq = new sqs.Queue(stack, 'CouponsDlq');
-  new RocketMqBridgeService(stack, 'Bridge', {
+  new RocketMQBridgeService(stack, 'Bridge', {
     vpc,
     image: ecs.ContainerImage.fromRegistry('example/rocketmq-bridge:1'),
     proxyEndpoint: 'rocketmq-proxy.internal:8081',
@@ -32,7 +32,7 @@ function synth() {
   return { template: Template.fromStack(stack), stack, unrelated };
 }
 
-describe('RocketMqBridgeService', () => {
+describe('RocketMQBridgeService', () => {
   const { template } = synth();
 
   it('lets the task send only to its routes’ queues and DLQs and put events only on its bus', () => {
@@ -76,7 +76,7 @@ describe('RocketMqBridgeService', () => {
   it('refuses a route with neither or both of queue and event bus', () => {
     const stack = new Stack();
     const dlq = new sqs.Queue(stack, 'Dlq');
-    expect(() => new RocketMqBridgeService(stack, 'B', {
+    expect(() => new RocketMQBridgeService(stack, 'B', {
       image: ecs.ContainerImage.fromRegistry('x'), proxyEndpoint: 'p:8081', routes: [{ group: 'g', topic: 't', dlq }],
     })).toThrow(/exactly one of queue or eventBus/);
   });

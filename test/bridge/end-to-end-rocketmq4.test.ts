@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Bridge } from '../../bridge/bridge.ts';
 import { parseBridgeConfig, type BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMq4, type LocalRocketMq4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
+import { startLocalRocketMQ4, type LocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/envelope-writer.ts';
@@ -23,14 +23,14 @@ const ORDER_TOPIC = 'ORDER_TOPIC';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server given')) };
 
-let rocketMq: LocalRocketMq4 | undefined;
+let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
 let sqs: SQSClient;
 const children: BridgeChildProcess[] = [];
 const ids = new MsgIdGenerator('7F000001', 0x4711);
 
 beforeAll(async () => {
-  rocketMq = await startLocalRocketMq4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
+  rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
   producer = new Producer({ nameSrv: rocketMq.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: 'order-service', logger: SILENT });
   // Sends fail while the broker is down; the test sees each failure as a rejected send.
   producer.on('error', () => undefined);
@@ -226,10 +226,10 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
 
 describe('RocketMQ 4.7.1 with ACL → bridge', () => {
   const acl = { accessKey: 'bridge-e2e', secretKey: 'bridge-e2e-secret' };
-  let secured: LocalRocketMq4 | undefined;
+  let secured: LocalRocketMQ4 | undefined;
 
   beforeAll(async () => {
-    secured = await startLocalRocketMq4({ topics: [{ name: ORDER_TOPIC, queues: 2 }], acl, brokerName: 'broker-acl' });
+    secured = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 2 }], acl, brokerName: 'broker-acl' });
   });
 
   afterAll(async () => {

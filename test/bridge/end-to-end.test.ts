@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMq, type LocalRocketMq } from '../../bridge/rocketmq/local-rocketmq.ts';
+import { startLocalRocketMQ, type LocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
 import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
 
@@ -21,14 +21,14 @@ const FIFO_TOPIC = 'ORDER_FIFO_TOPIC';
 const FIFO_GROUP = 'order-audit-fifo-group';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
-let rocketMq: LocalRocketMq | undefined;
+let rocketMq: LocalRocketMQ | undefined;
 let points: Awaited<ReturnType<typeof pointsFixture>>;
 let fifoQueueUrl: string;
 const children: BridgeChildProcess[] = [];
 
 beforeAll(async () => {
   const started = Date.now();
-  rocketMq = await startLocalRocketMq({
+  rocketMq = await startLocalRocketMQ({
     topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }],
     groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }],
   });

@@ -1,7 +1,7 @@
 import { Message, Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RocketMqProtocol } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMq4, type LocalRocketMq4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
+import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
+import { startLocalRocketMQ4, type LocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/envelope-writer.ts';
 import { ORDER_TOPIC, replayOrderIncident, type IncidentCluster } from './support/order-incident.ts';
 
@@ -12,11 +12,11 @@ import { ORDER_TOPIC, replayOrderIncident, type IncidentCluster } from './suppor
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server given')) };
 
-let rocketMq: LocalRocketMq4 | undefined;
+let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
 
 beforeAll(async () => {
-  rocketMq = await startLocalRocketMq4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
+  rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
   console.info(`local RocketMQ ${rocketMq.version} up in ${rocketMq.startupMs} ms`);
   producer = new Producer({ nameSrv: rocketMq.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: 'order-service', logger: SILENT, sendMsgTimeout: 2_000 });
   // Sends fail while the broker is down; the test sees each failure as a rejected send.
@@ -37,7 +37,7 @@ function cluster(): IncidentCluster {
   const ids = new MsgIdGenerator('7F000001', process.pid & 0xffff);
   return {
     version: rocketMq!.version,
-    connection: { protocol: RocketMqProtocol.RocketMq4, nameServer: rocketMq!.namesrvAddr, clusterName: rocketMq!.clusterName },
+    connection: { protocol: RocketMQProtocol.RocketMQ4, nameServer: rocketMq!.namesrvAddr, clusterName: rocketMq!.clusterName },
     send: async (order) => {
       const message = new Message(ORDER_TOPIC, 'PAID', JSON.stringify(order));
       message.keys = [order.orderNo];

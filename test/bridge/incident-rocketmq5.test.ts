@@ -1,7 +1,7 @@
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RocketMqProtocol } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMq, type LocalRocketMq } from '../../bridge/rocketmq/local-rocketmq.ts';
+import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
+import { startLocalRocketMQ, type LocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
 import { ORDER_TOPIC, replayOrderIncident, type IncidentCluster } from './support/order-incident.ts';
 
@@ -11,11 +11,11 @@ import { ORDER_TOPIC, replayOrderIncident, type IncidentCluster } from './suppor
  */
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
-let rocketMq: LocalRocketMq | undefined;
+let rocketMq: LocalRocketMQ | undefined;
 let producer: Producer | undefined;
 
 beforeAll(async () => {
-  rocketMq = await startLocalRocketMq({ topics: [{ name: ORDER_TOPIC }], groups: [{ name: POINTS_GROUP }] });
+  rocketMq = await startLocalRocketMQ({ topics: [{ name: ORDER_TOPIC }], groups: [{ name: POINTS_GROUP }] });
   console.info(`local RocketMQ 5.5.0 up in ${rocketMq.startupMs} ms`);
   producer = new Producer({ endpoints: rocketMq.proxyEndpoint, namespace: '', logger: SILENT, requestTimeout: 3_000 });
   await producer.startup();
@@ -29,7 +29,7 @@ afterAll(async () => {
 function cluster(): IncidentCluster {
   return {
     version: '5.5.0',
-    connection: { protocol: RocketMqProtocol.RocketMq5, proxyEndpoint: rocketMq!.proxyEndpoint, clusterName: rocketMq!.clusterName },
+    connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq!.proxyEndpoint, clusterName: rocketMq!.clusterName },
     // The client makes the msgId once per send call and keeps it across its own retries.
     send: async (order) => (await producer!.send({
       topic: ORDER_TOPIC,
