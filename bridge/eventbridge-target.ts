@@ -1,4 +1,4 @@
-import { PutEventsCommand, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { PutEventsCommand, type PutEventsCommandOutput, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { ENVELOPE_TYPE } from './received-envelope.ts';
 import {
   describeError,
@@ -30,7 +30,7 @@ export class EventBridgeTarget implements ForwardTarget {
   }
 
   async #putBatch(batch: OutboundMessage[]): Promise<ForwardResult[]> {
-    let response;
+    let response: PutEventsCommandOutput;
     try {
       response = await this.eventBridge.send(new PutEventsCommand({
         Entries: batch.map((m) => ({

@@ -1,4 +1,4 @@
-import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageBatchCommand, type SendMessageBatchCommandOutput, type SQSClient } from '@aws-sdk/client-sqs';
 import {
   describeError,
   failAll,
@@ -38,7 +38,7 @@ export class SqsTarget implements ForwardTarget {
       ...(m.messageGroupId !== undefined ? { MessageGroupId: m.messageGroupId } : {}),
       ...(m.deduplicationId !== undefined ? { MessageDeduplicationId: m.deduplicationId } : {}),
     }));
-    let response;
+    let response: SendMessageBatchCommandOutput;
     try {
       response = await this.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: entries }));
     } catch (err) {

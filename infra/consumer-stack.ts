@@ -1,6 +1,6 @@
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { RocketMQConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';

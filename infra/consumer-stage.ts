@@ -1,5 +1,5 @@
 import { Stage, type StageProps } from 'aws-cdk-lib';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { RocketMQConsumersStack, type RocketMQConsumersStackProps } from './consumer-stack.ts';
 
 export interface ConsumerStageProps extends StageProps {

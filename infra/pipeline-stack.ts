@@ -2,7 +2,7 @@ import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as pipelines from 'aws-cdk-lib/pipelines';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
 import { tuningOf } from './consumer-group.ts';
 import { ConsumerStage } from './consumer-stage.ts';
 import { acknowledgePipelineFindings } from './pipeline-acknowledgements.ts';

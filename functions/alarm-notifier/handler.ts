@@ -4,7 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { Context, SNSEvent } from 'aws-lambda';
-import { AlarmNotifier, notifierFromSettings, notifierSettingsFromEnv } from '../../lib/dingtalk/alarm-notifier.ts';
+import { type AlarmNotifier, notifierFromSettings, notifierSettingsFromEnv } from '../../lib/dingtalk/alarm-notifier.ts';
 import { systemClock, type Clock } from '../../lib/dingtalk/clock.ts';
 import { DEFAULT_METRICS_NAMESPACE, powertoolsDeliveryMetrics } from '../../lib/dingtalk/notifier-metrics.ts';
 

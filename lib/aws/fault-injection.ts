@@ -1,5 +1,6 @@
 import { ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
+import { interceptCommands } from './command-interceptor.ts';
 
 /**
  * Faults the DynamoDB emulator cannot produce, injected where real AWS would raise them:
@@ -36,43 +37,39 @@ export interface InjectedFault {
   command: string;
 }
 
-interface ClientWithStack {
-  middlewareStack: MiddlewareStack<any, any>;
-}
-
 let injections = 0;
 
-export function injectFaults(client: ClientWithStack, decide: FaultDecider, onFault?: (fault: InjectedFault) => void): void {
-  client.middlewareStack.addRelativeTo(
-    (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: { input: Record<string, unknown> }) => {
-      const command = context.commandName ?? 'unknown';
-      const kind = decide(command, args.input);
-      if (!kind) return next(args);
-      if (typeof kind === 'object') {
-        if (kind.when === 'after-send') await next(args);
-        throw kind.error();
+export function injectFaults<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  decide: FaultDecider,
+  onFault?: (fault: InjectedFault) => void,
+): void {
+  // Named per call so several injections can stack on one client.
+  interceptCommands(client, `faultInjection-${++injections}`, async ({ name: command, input }, send) => {
+    const kind = decide(command, input);
+    if (!kind) return send();
+    if (typeof kind === 'object') {
+      if (kind.when === 'after-send') await send();
+      throw kind.error();
+    }
+    onFault?.({ kind, command });
+    switch (kind) {
+      case 'throttle':
+        throw new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput (injected)', $metadata: { httpStatusCode: 400 } });
+      case 'transactionConflict':
+        throw new TransactionCanceledException({
+          message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (injected)',
+          $metadata: { httpStatusCode: 400 },
+          CancellationReasons: ((input.TransactItems as unknown[]) ?? [{}]).map(() => ({ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' })),
+        });
+      case 'unknownOutcome': {
+        await send();
+        throw Object.assign(new Error('socket timed out after the request was sent (injected)'), { name: 'TimeoutError', $metadata: {} });
       }
-      onFault?.({ kind, command });
-      switch (kind) {
-        case 'throttle':
-          throw new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput (injected)', $metadata: { httpStatusCode: 400 } });
-        case 'transactionConflict':
-          throw new TransactionCanceledException({
-            message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (injected)',
-            $metadata: { httpStatusCode: 400 },
-            CancellationReasons: ((args.input.TransactItems as unknown[]) ?? [{}]).map(() => ({ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' })),
-          });
-        case 'unknownOutcome': {
-          await next(args);
-          throw Object.assign(new Error('socket timed out after the request was sent (injected)'), { name: 'TimeoutError', $metadata: {} });
-        }
-        case 'lostRequest':
-          throw Object.assign(new Error('read ECONNRESET (injected)'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
-      }
-    },
-    // Named per call so several injections can stack on one client.
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: `faultInjection-${++injections}` },
-  );
+      case 'lostRequest':
+        throw Object.assign(new Error('read ECONNRESET (injected)'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+    }
+  });
 }
 
 /** Injects each listed fault once, in order, on the first requests of the given command. */

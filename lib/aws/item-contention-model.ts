@@ -1,9 +1,7 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
-
-interface ClientWithStack {
-  middlewareStack: MiddlewareStack<any, any>;
-}
+import { interceptCommands } from './command-interceptor.ts';
 
 export interface ItemContentionOptions {
   /**
@@ -60,20 +58,17 @@ export class ItemContentionModel {
     this.now = options.now ?? (() => performance.now());
   }
 
-  attach(client: ClientWithStack): this {
-    client.middlewareStack.addRelativeTo(
-      (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: { input: { TransactItems?: Array<Record<string, any>> } }) => {
-        if (context.commandName !== 'TransactWriteItemsCommand' || !args.input.TransactItems) return next(args);
-        this.admit(args.input.TransactItems);
-        return next(args);
-      },
-      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'itemContentionModel', override: true },
-    );
+  attach<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }): this {
+    interceptCommands(client, 'itemContentionModel', async ({ name, input }, send) => {
+      const actions = input.TransactItems as TransactWriteItem[] | undefined;
+      if (name === 'TransactWriteItemsCommand' && actions) this.admit(actions);
+      return send();
+    });
     return this;
   }
 
   /** Decides the transaction's fate on arrival; throws the cancellation DynamoDB would send. */
-  private admit(actions: Array<Record<string, any>>) {
+  private admit(actions: readonly TransactWriteItem[]) {
     this.counts.transactions++;
     const at = this.now();
     const keys = actions.map(itemKey);
@@ -107,9 +102,9 @@ export class ItemContentionModel {
 }
 
 /** Table plus key of an action (wire format). A `Put` is keyed by its whole item: distinct puts never collide in these scenarios. */
-function itemKey(action: Record<string, any>): string {
+function itemKey(action: TransactWriteItem): string {
   const op = action.Put ?? action.Update ?? action.Delete ?? action.ConditionCheck;
-  return `${op.TableName}|${JSON.stringify(op.Key ?? op.Item)}`;
+  return `${op?.TableName}|${JSON.stringify(op && 'Key' in op ? op.Key : op?.Item)}`;
 }
 
 function cancellation(codes: string[], message: string) {

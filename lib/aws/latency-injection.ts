@@ -1,8 +1,5 @@
 import type { MiddlewareStack } from '@smithy/types';
-
-interface ClientWithStack {
-  middlewareStack: MiddlewareStack<any, any>;
-}
+import { interceptCommands } from './command-interceptor.ts';
 
 /**
  * Adds a fixed delay to every request a client sends (every attempt, inside the SDK's
@@ -10,13 +7,10 @@ interface ClientWithStack {
  * a local emulator does not have. Used by the benchmark, so figures from the emulator
  * weigh round trips the way production does.
  */
-export function injectLatency(client: ClientWithStack, latencyMs: number): void {
+export function injectLatency<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, latencyMs: number): void {
   if (latencyMs <= 0) return;
-  client.middlewareStack.addRelativeTo(
-    (next: (args: any) => Promise<any>) => async (args: unknown) => {
-      await new Promise((resolve) => setTimeout(resolve, latencyMs));
-      return next(args);
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'latencyInjection', override: true },
-  );
+  interceptCommands(client, 'latencyInjection', async (_command, send) => {
+    await new Promise((resolve) => setTimeout(resolve, latencyMs));
+    return send();
+  });
 }

@@ -1,8 +1,5 @@
 import type { MiddlewareStack } from '@smithy/types';
-
-interface ClientWithStack {
-  middlewareStack: MiddlewareStack<any, any>;
-}
+import { interceptCommands } from './command-interceptor.ts';
 
 /** One request that went to the service: a retry by the SDK is another round trip. */
 export interface RoundTrip {
@@ -45,25 +42,21 @@ export class RoundTripCounter {
   }
 
   /** Installs the counter on a client (a `DynamoDBDocumentClient` shares its base client's stack). */
-  attach(client: ClientWithStack): this {
-    client.middlewareStack.addRelativeTo(
-      (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: { input: Record<string, unknown> }) => {
-        const command = context.commandName ?? 'unknown';
-        this.trips++;
-        this.perCommand.set(command, (this.perCommand.get(command) ?? 0) + 1);
-        try {
-          const out = await next(args);
-          this.notify({ command, input: args.input });
-          return out;
-        } catch (error) {
-          const e = error as { name?: string; CancellationReasons?: Array<{ Code?: string }> };
-          this.notify({ command, input: args.input, error: e.name ?? 'Error', cancellationCodes: e.CancellationReasons?.map((r) => r.Code ?? 'None') });
-          throw error;
-        }
-      },
-      // Inside the retry loop, outside any fault injection added the same way earlier.
-      { relation: 'after', toMiddleware: 'retryMiddleware', name: 'roundTripCounter', override: true },
-    );
+  attach<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }): this {
+    // Inside the retry loop, outside any fault injection added the same way earlier.
+    interceptCommands(client, 'roundTripCounter', async ({ name: command, input }, send) => {
+      this.trips++;
+      this.perCommand.set(command, (this.perCommand.get(command) ?? 0) + 1);
+      try {
+        const out = await send();
+        this.notify({ command, input });
+        return out;
+      } catch (error) {
+        const e = error as { name?: string; CancellationReasons?: Array<{ Code?: string }> };
+        this.notify({ command, input, error: e.name ?? 'Error', cancellationCodes: e.CancellationReasons?.map((r) => r.Code ?? 'None') });
+        throw error;
+      }
+    });
     return this;
   }
 

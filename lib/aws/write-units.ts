@@ -1,5 +1,12 @@
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { AttributeValue, TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import type { RoundTrip } from './round-trip-counter.ts';
+
+/** The parts of a DynamoDB write request (wire format) the counting reads. */
+interface WireInput {
+  TableName?: string;
+  Item?: Record<string, AttributeValue>;
+  TransactItems?: TransactWriteItem[];
+}
 
 /**
  * Write units a request consumed, from DynamoDB's documented rules (on-demand and
@@ -10,11 +17,11 @@ import type { RoundTrip } from './round-trip-counter.ts';
  * far smaller (the rule uses the larger of the item before and after).
  */
 export function writeUnitsOf(trip: RoundTrip): number {
-  const input = trip.input as Record<string, any>;
+  const input = trip.input as WireInput;
   switch (trip.command) {
     case 'TransactWriteItemsCommand':
       if (trip.error) return 0;
-      return (input.TransactItems as Array<Record<string, any>>).reduce((sum, action) => {
+      return (input.TransactItems ?? []).reduce((sum, action) => {
         if (action.Put) return sum + 2 * kilobytes(action.Put.Item);
         if (action.Update || action.Delete) return sum + 2;
         return sum; // ConditionCheck writes nothing
@@ -32,14 +39,14 @@ export function writeUnitsOf(trip: RoundTrip): number {
 /** Is this request a write that took effect (a business write when it targets a business table)? */
 export function writtenTables(trip: RoundTrip): string[] {
   if (trip.error) return [];
-  const input = trip.input as Record<string, any>;
+  const input = trip.input as WireInput;
   if (trip.command === 'TransactWriteItemsCommand') {
-    return (input.TransactItems as Array<Record<string, any>>).flatMap((a) => {
-      const op = a.Put ?? a.Update ?? a.Delete;
-      return op ? [op.TableName as string] : [];
+    return (input.TransactItems ?? []).flatMap((a) => {
+      const table = (a.Put ?? a.Update ?? a.Delete)?.TableName;
+      return table ? [table] : [];
     });
   }
-  if (['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'].includes(trip.command)) return [input.TableName as string];
+  if (['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'].includes(trip.command) && input.TableName) return [input.TableName];
   return [];
 }
 

@@ -70,12 +70,19 @@ export function sdkFaultDecider(rates: SdkFaultRates, seed: number): (command: s
   const random = seededRandom(seed);
   return (command) => {
     const roll = random();
+    // Each kind owns the next slice of [0, 1), counted only for the commands it applies to.
     let edge = rates.throttle;
     if (roll < edge) return 'throttle';
-    if (command === 'TransactWriteItemsCommand' && roll < (edge += rates.transactionConflict)) return 'transactionConflict';
-    if (WRITE_COMMANDS.has(command) && roll < (edge += rates.unknownOutcome)) return 'unknownOutcome';
-    if (roll < (edge += rates.lostRequest)) return 'lostRequest';
-    return undefined;
+    if (command === 'TransactWriteItemsCommand') {
+      edge += rates.transactionConflict;
+      if (roll < edge) return 'transactionConflict';
+    }
+    if (WRITE_COMMANDS.has(command)) {
+      edge += rates.unknownOutcome;
+      if (roll < edge) return 'unknownOutcome';
+    }
+    edge += rates.lostRequest;
+    return roll < edge ? 'lostRequest' : undefined;
   };
 }
 

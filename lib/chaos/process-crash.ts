@@ -1,12 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MiddlewareStack } from '@smithy/types';
+import { interceptCommands } from '../aws/command-interceptor.ts';
 import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
 import { SimulatedCrashError } from '../local/consumer-pool.ts';
-
-/** Any SDK v3 client (the DynamoDB document client shares its base client's stack). */
-interface ClientWithStack {
-  middlewareStack: MiddlewareStack<any, any>;
-}
 
 /** Decides, per SDK call, whether the process dies right before sending it; returns why, or undefined. */
 export type CrashPoint = (command: string, input: Record<string, unknown>) => string | undefined;
@@ -35,20 +31,22 @@ export class ProcessCrashes {
   readonly crashes: string[] = [];
 
   /** Puts the crash point on a client: add it to every client the consumer uses for DynamoDB. */
-  arm(client: ClientWithStack, crashPoint: CrashPoint): void {
-    client.middlewareStack.add(
-      (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: { input: Record<string, unknown> }) => {
+  arm<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, crashPoint: CrashPoint): void {
+    interceptCommands(
+      client,
+      'chaosProcessCrash',
+      async ({ name, input }, send) => {
         const invocation = this.storage.getStore();
-        if (!invocation) return next(args);
+        if (!invocation) return send();
         if (invocation.crashed) throw new ProcessDeadError(`the process died (${invocation.crashed}); this call never left it`);
-        const why = crashPoint(context.commandName ?? 'unknown', args.input);
-        if (!why) return next(args);
+        const why = crashPoint(name, input);
+        if (!why) return send();
         invocation.crashed = why;
         this.crashes.push(why);
         throw new ProcessDeadError(`the process died (${why})`);
       },
       // Outside the SDK's retry loop: a dead process does not retry.
-      { step: 'initialize', priority: 'high', name: 'chaosProcessCrash', override: true },
+      { per: 'command', priority: 'high' },
     );
   }
 

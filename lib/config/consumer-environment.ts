@@ -2,7 +2,7 @@
  * The environment a consumer function is deployed with: the names the CDK app writes and
  * the function reads, in one place (no SDK imports, so synth loads none).
  */
-import { DeliveryLifetimes, type QueueLifetimes } from './delivery-lifetimes.ts';
+import type { DeliveryLifetimes, QueueLifetimes } from './delivery-lifetimes.ts';
 
 export const CONSUMER_ENV = {
   /** The catalogue group the function was deployed for; the handler refuses to start as another. */

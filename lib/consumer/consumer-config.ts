@@ -67,5 +67,8 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
  */
 export function lazyHandler<H extends (...args: never[]) => unknown>(build: () => H, env: NodeJS.ProcessEnv = process.env): H {
   let built: H | undefined = env.AWS_LAMBDA_FUNCTION_NAME ? build() : undefined;
-  return ((...args: Parameters<H>) => (built ??= build())(...args)) as H;
+  return ((...args: Parameters<H>) => {
+    built ??= build();
+    return built(...args);
+  }) as H;
 }

@@ -30,7 +30,7 @@ const BARE_WWW = /\bwww\./gi;
 // A line that starts with one of these becomes a heading, list, quote or rule.
 const LINE_START_MARKER = /^(#|-|\+|=|\d+[.)])/;
 const LINE_START_REPLACEMENT: Record<string, string> = { '#': '＃', '-': '－', '+': '＋', '=': '＝' };
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: removing control and bidi characters is what this pattern is for
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 function inert(text: string): string {

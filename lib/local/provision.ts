@@ -4,7 +4,6 @@ import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
 import { lifetimesOf } from '../config/delivery-lifetimes.ts';
 import {
   CONSUMER_GROUPS,
-  DLQ_RETENTION_DAYS,
   TABLES,
   deadLetterQueueName,
   queueName,

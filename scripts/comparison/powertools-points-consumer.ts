@@ -50,9 +50,11 @@ export function createPowertoolsPointsConsumer(deps: PowertoolsPointsConsumerDep
 
 export const handler = (() => {
   let built: ReturnType<typeof createPowertoolsPointsConsumer> | undefined;
-  return (event: SQSEvent, context: Context) =>
-    (built ??= createPowertoolsPointsConsumer({
+  return (event: SQSEvent, context: Context) => {
+    built ??= createPowertoolsPointsConsumer({
       dynamoDb: new DynamoDBClient({}),
       tables: { idempotency: process.env.IDEMPOTENCY_TABLE!, ledger: process.env.LEDGER_TABLE!, accounts: process.env.ACCOUNTS_TABLE! },
-    }))(event, context);
+    });
+    return built(event, context);
+  };
 })();

@@ -4,6 +4,8 @@
  * Never used outside `test/chaos/`.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import type { MiddlewareStack } from '@smithy/types';
+import { interceptCommands } from '../../lib/aws/command-interceptor.ts';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { createSqs } from '../../lib/aws/clients.ts';
 import type { ConsumerFactory } from '../../lib/chaos/fault-plan.ts';
@@ -53,19 +55,21 @@ export type PointsWeakness =
  * before committing (a check, for check-then-act) when their commits race. The
  * interleaving that breaks check-then-act, forced instead of hoped for.
  */
-export function commitRendezvous(client: { middlewareStack: { add: (mw: any, options: any) => void } }, parties: number, timeoutMs = 3000): void {
+export function commitRendezvous<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, parties: number, timeoutMs = 3000): void {
   let arrived = 0;
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
-  client.middlewareStack.add(
-    (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
-      if (context.commandName === 'TransactWriteItemsCommand') {
+  interceptCommands(
+    client,
+    'commitRendezvous',
+    async ({ name }, send) => {
+      if (name === 'TransactWriteItemsCommand') {
         if (++arrived >= parties) open();
         await Promise.race([gate, new Promise((r) => setTimeout(r, timeoutMs))]);
       }
-      return next(args);
+      return send();
     },
-    { step: 'initialize', priority: 'low', name: 'commitRendezvous', override: true },
+    { per: 'command' },
   );
 }
 

@@ -55,12 +55,19 @@ export async function startFakeCouponService() {
       body = undefined;
     }
     const record = (status: number) => received.push({ idempotencyKey: key, body, status, at: Date.now() });
-    if (req.method !== 'POST' || req.url !== COUPON_GRANT_PATH) return record(404), answer(res, 404, { message: 'not found' });
-    if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined) return record(400), answer(res, 400, { message: 'Idempotency-Key, orderNo and userId are required' });
+    const reply = (status: number, json: unknown) => {
+      record(status);
+      answer(res, status, json);
+    };
+    if (req.method !== 'POST' || req.url !== COUPON_GRANT_PATH) return reply(404, { message: 'not found' });
+    if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined) return reply(400, { message: 'Idempotency-Key, orderNo and userId are required' });
 
     const behaviour = script.shift() ?? { kind: 'grant' };
-    if (behaviour.kind === 'fail' && behaviour.text !== undefined) return record(behaviour.status), res.writeHead(behaviour.status, { 'content-type': 'text/plain; charset=utf-8' }).end(behaviour.text);
-    if (behaviour.kind === 'fail') return record(behaviour.status), answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
+    if (behaviour.kind === 'fail') {
+      record(behaviour.status);
+      if (behaviour.text === undefined) return answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
+      return res.writeHead(behaviour.status, { 'content-type': 'text/plain; charset=utf-8' }).end(behaviour.text);
+    }
     let couponId = couponsByKey.get(key);
     if (!couponId) {
       couponId = `CP${String(++issued).padStart(6, '0')}`;

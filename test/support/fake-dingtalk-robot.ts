@@ -163,7 +163,7 @@ export class FakeDingTalkRobot {
       const given = Buffer.from(r.sign ?? '', 'base64');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return [310000, 'sign not match'];
     }
-    if (!r.body || r.body.msgtype !== 'markdown' || typeof r.body.markdown?.title !== 'string' || typeof r.body.markdown.text !== 'string') {
+    if (r.body?.msgtype !== 'markdown' || typeof r.body.markdown?.title !== 'string' || typeof r.body.markdown.text !== 'string') {
       return [400105, 'invalid msgtype or message body'];
     }
     if (Buffer.byteLength(text, 'utf8') > 20_000) return [460101, 'message too long, exceed 20000 bytes'];

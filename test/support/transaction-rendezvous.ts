@@ -1,8 +1,5 @@
 import type { MiddlewareStack } from '@smithy/types';
-
-interface ClientWithStack {
-  middlewareStack: MiddlewareStack<any, any>;
-}
+import { interceptCommands } from '../../lib/aws/command-interceptor.ts';
 
 export interface TransactionRendezvous {
   /** Transactions that reached the rendezvous. */
@@ -18,13 +15,15 @@ export interface TransactionRendezvous {
  * requests fail, so a test can never pass on a race that did not happen. Later transactions
  * (after the rendezvous met) pass straight through.
  */
-export function transactionRendezvous(client: ClientWithStack, parties: number, timeoutMs = 5_000): TransactionRendezvous {
+export function transactionRendezvous<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, parties: number, timeoutMs = 5_000): TransactionRendezvous {
   const state = { arrived: 0, met: false };
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
-  client.middlewareStack.add(
-    (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: any) => {
-      if (context.commandName !== 'TransactWriteItemsCommand' || state.met) return next(args);
+  interceptCommands(
+    client,
+    'transactionRendezvous',
+    async ({ name }, send) => {
+      if (name !== 'TransactWriteItemsCommand' || state.met) return send();
       if (++state.arrived === parties) {
         state.met = true;
         open();
@@ -38,10 +37,10 @@ export function transactionRendezvous(client: ClientWithStack, parties: number, 
       } finally {
         clearTimeout(timer);
       }
-      return next(args);
+      return send();
     },
     // Before the SDK's retry loop: one arrival per command, whatever its retries.
-    { step: 'initialize', priority: 'low', name: 'transactionRendezvous', override: true },
+    { per: 'command' },
   );
   return state;
 }

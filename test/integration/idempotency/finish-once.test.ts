@@ -24,7 +24,7 @@ describe('a batch is finished once', () => {
     const original = console.error;
     console.error = (line: string) => errors.push(line);
     // Act
-    let response;
+    let response: SQSBatchResponse;
     try {
       response = await f.invoke([orderEnvelope({ orderNo: 'SO-ONCE-BAD', userId: '7301', points: -1 }), orderEnvelope({ orderNo: 'SO-ONCE-OK', userId: '7301', points: 40 })]);
     } finally {

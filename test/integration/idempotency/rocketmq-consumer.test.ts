@@ -1,7 +1,6 @@
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { TransientFailureError } from '../../../lib/idempotency/errors.ts';
 import { RecordStatus } from '../../../lib/idempotency/record.ts';
 import { forEachMessage } from '../../../lib/idempotency/rocketmq-consumer.ts';

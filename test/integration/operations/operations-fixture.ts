@@ -2,7 +2,7 @@ import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { runOps } from '../../../scripts/ops.ts';
-import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
+import { orderEnvelope, type pointsFixture } from '../../support/points-fixture.ts';
 
 export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
 

@@ -1,3 +1,5 @@
+import type { MiddlewareStack } from '@smithy/types';
+import { interceptCommands } from '../../../lib/aws/command-interceptor.ts';
 import { ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
@@ -18,20 +20,24 @@ async function packedConsumer() {
 const award = (orderNo: string, userId: string, points: number) => orderEnvelope({ orderNo, userId, points });
 const outcomesByKey = (reports: { key?: string; settlement: { outcome: string } }[]) => Object.fromEntries(reports.map((r) => [r.key, r.settlement.outcome]));
 
-/** Throws a cancellation with `TransactionConflict` on every action touching `userId`'s account, for the first `times` transactions that touch it. */
-function conflictOnAccount(userId: string, times: number) {
+/**
+ * Throws a cancellation with `TransactionConflict` on every action touching `userId`'s account,
+ * for the first `times` transactions that touch it. Installed after the round-trip counter,
+ * so each conflicted attempt is counted as the round trip it would be.
+ */
+function conflictOnAccount<I extends object, O extends object>(f: { dynamoDb: { middlewareStack: MiddlewareStack<I, O> } }, userId: string, times: number) {
   let left = times;
-  return (next: (args: any) => Promise<any>, context: { commandName?: string }) => async (args: { input: { TransactItems?: Array<{ Update?: { Key?: { userId?: { S?: string } } } }> } }) => {
-    const items = args.input.TransactItems;
-    if (context.commandName === 'TransactWriteItemsCommand' && items && left > 0) {
+  interceptCommands(f.dynamoDb, 'conflictOnAccount', async ({ name, input }, send) => {
+    const items = input.TransactItems as Array<{ Update?: { Key?: { userId?: { S?: string } } } }> | undefined;
+    if (name === 'TransactWriteItemsCommand' && items && left > 0) {
       const reasons = items.map((i) => (i.Update?.Key?.userId?.S === userId ? { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' } : { Code: 'None' }));
       if (reasons.some((r) => r.Code === 'TransactionConflict')) {
         left--;
         throw new TransactionCanceledException({ message: 'Transaction cancelled [TransactionConflict] (injected)', $metadata: { httpStatusCode: 400 }, CancellationReasons: reasons });
       }
     }
-    return next(args);
-  };
+    return send();
+  });
 }
 
 describe('batch packing: one transaction per batch, per-record outcomes (emulator)', () => {
@@ -119,7 +125,7 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
   it('splits and retries with backoff when a transaction is cancelled by TransactionConflict', async () => {
     // Prepare: the first two transactions that touch u-hot's balance lose a conflict
     const f = await packedConsumer();
-    f.dynamoDb.middlewareStack.addRelativeTo(conflictOnAccount('u-hot', 2) as never, { relation: 'after', toMiddleware: 'roundTripCounter', name: 'conflictOnAccount' });
+    conflictOnAccount(f, 'u-hot', 2);
     const batch = [award('SO-1', 'u-hot', 1), award('SO-2', 'u-a', 2), award('SO-3', 'u-hot', 3), award('SO-4', 'u-b', 4)];
     // Act
     const response = await f.invoke(batch);
@@ -159,7 +165,7 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
 
   it('fails contended records as transient (they come back) once the conflict retries are spent', async () => {
     const f = await packedConsumer();
-    f.dynamoDb.middlewareStack.addRelativeTo(conflictOnAccount('u-hot', 1_000) as never, { relation: 'after', toMiddleware: 'roundTripCounter', name: 'conflictOnAccount' });
+    conflictOnAccount(f, 'u-hot', 1_000);
     const response = await f.invoke([award('SO-1', 'u-hot', 1), award('SO-2', 'u-a', 2)]);
     expect(outcomesByKey(f.reports)).toEqual({ 'SO-1': 'failed', 'SO-2': 'processed' });
     expect(f.reports.find((r) => r.key === 'SO-1')!.settlement).toMatchObject({ error: { code: 'TransactionConflict', classification: 'transient' } });

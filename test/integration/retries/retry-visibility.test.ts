@@ -33,7 +33,7 @@ describe('retries on RocketMQ’s schedule: the visibility delay per attempt (em
       'SO-ATTEMPT-16#PAID': [16, { action: 'retry', delaySeconds: 7200 }],
     });
     const visibilityChanges = sent.filter((c) => c.name === 'ChangeMessageVisibilityCommand');
-    expect(visibilityChanges.map((c) => c.input.VisibilityTimeout).sort((a, b) => a - b)).toEqual([10, 30, 7200]);
+    expect(visibilityChanges.map((c) => Number(c.input.VisibilityTimeout)).sort((a, b) => a - b)).toEqual([10, 30, 7200]);
     expect(new Set(visibilityChanges.map((c) => c.input.QueueUrl))).toEqual(new Set([f.queue.source.url]));
     // … and what the emulator's queue did: all three are still in flight past the queue's 1 s timeout
     expect(Messages).toEqual([]);

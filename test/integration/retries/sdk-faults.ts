@@ -1,7 +1,8 @@
+import type { MiddlewareStack } from '@smithy/types';
+import { interceptCommands } from '../../../lib/aws/command-interceptor.ts';
 import { injectFaults, type FaultKind } from '../../../lib/aws/fault-injection.ts';
 /** Any AWS SDK v3 client (the DynamoDB document client shares its base client's stack). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyClient = { middlewareStack: { add: (middleware: any, options: any) => void } };
+type AnyClient<I extends object = object, O extends object = object> = { middlewareStack: MiddlewareStack<I, O> };
 
 export interface FaultOptions {
   /** Which commands fail, e.g. `UpdateItemCommand`. */
@@ -28,11 +29,11 @@ export interface FaultOptions {
  * answer) through `lib/aws/fault-injection.ts`, inside the SDK's retry loop, the way the
  * fault would reach the consumer from AWS. Returns a counter of faults injected.
  */
-export function injectFault(client: AnyClient, options: FaultOptions): { readonly injected: number; readonly calls: number } {
+export function injectFault<I extends object, O extends object>(client: AnyClient<I, O>, options: FaultOptions): { readonly injected: number; readonly calls: number } {
   const state = { injected: 0, calls: 0 };
   const matches = (name: string, input: Record<string, unknown>) =>
     typeof options.command === 'string' ? name === options.command : options.command(name, input);
-  injectFaults(client as never, (name, input) => {
+  injectFaults(client, (name, input) => {
     if (!matches(name, input)) return undefined;
     state.calls++;
     if (state.injected >= (options.times ?? Number.POSITIVE_INFINITY)) return undefined;
@@ -46,7 +47,7 @@ export function injectFault(client: AnyClient, options: FaultOptions): { readonl
 
 export interface RecordedCommand {
   name: string;
-  input: Record<string, any>;
+  input: Record<string, unknown>;
   /** `Date.now()` when the command was handed to the client, before it was sent. */
   at: number;
   /** The error name when the command failed (after the SDK's own retries). */
@@ -54,20 +55,22 @@ export interface RecordedCommand {
 }
 
 /** Records every command the client sends, and whether it failed, for asserting on what was asked of AWS. */
-export function recordCommands(client: AnyClient): RecordedCommand[] {
+export function recordCommands<I extends object, O extends object>(client: AnyClient<I, O>): RecordedCommand[] {
   const recorded: RecordedCommand[] = [];
-  client.middlewareStack.add(
-    (next: any, context: any) => async (args: any) => {
-      const command: RecordedCommand = { name: context.commandName, input: args.input, at: Date.now() };
+  interceptCommands(
+    client,
+    `record-${Math.random().toString(36).slice(2)}`,
+    async ({ name, input }, send) => {
+      const command: RecordedCommand = { name, input, at: Date.now() };
       recorded.push(command);
       try {
-        return await next(args);
+        return await send();
       } catch (error) {
         command.error = (error as Error).name;
         throw error;
       }
     },
-    { step: 'initialize', priority: 'high', name: `record-${Math.random().toString(36).slice(2)}` },
+    { per: 'command', priority: 'high' },
   );
   return recorded;
 }

@@ -19,7 +19,10 @@ describe('robot token bucket', () => {
     let state: BucketState | null = null;
     const grants: number[] = [];
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     // Act
     for (let t = 0; t < 3_600_000; t += 10 + Math.floor(random() * 490)) {
       const { permit, next } = takeToken(state, t, DEFAULT_BUCKET_POLICY);
