@@ -7,6 +7,8 @@ describe('TagExpression', () => {
     expect(e.matchesAll).toBe(true);
     expect(e.matches('PAID')).toBe(true);
     expect(e.matches(undefined)).toBe(true);
+    expect(e.tagList).toEqual([]);
+    expect(e.source).toBe('*');
   });
 
   it('matches any of the tags joined by || with surrounding whitespace ignored', () => {
@@ -15,6 +17,8 @@ describe('TagExpression', () => {
     expect(e.matches('FINISHED')).toBe(true);
     expect(e.matches('REFUNDED')).toBe(false);
     expect(TagExpression.parse('PAID||FINISHED').tagList).toEqual(['PAID', 'FINISHED']);
+    expect(TagExpression.parse('  PAID||FINISHED || ').source).toBe('PAID || FINISHED');
+    expect(e.matchesAll).toBe(false);
   });
 
   it('is case-sensitive, as on the broker', () => {
