@@ -13,6 +13,8 @@ export default defineConfig({
     coverage: {
       provider: 'v8',
       include: ['lib/idempotency/**', 'lib/rocketmq/**'],
+      // Modules that hold only types or re-exports: v8 finds no code in them and lists them at 0 %.
+      exclude: ['lib/idempotency/settlement.ts', 'lib/idempotency/strategy.ts', 'lib/idempotency/index.ts'],
       reporter: ['text-summary', 'text'],
       thresholds: {
         'lib/idempotency/**': { lines: 95, branches: 95 },
