@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
+import { buildEnvelope, MsgIdGenerator, serializeEnvelope, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 
 const MSG_ID = '0A1B2C3D2A9F18B4AAC2000000010001';
 
@@ -54,6 +54,56 @@ describe('writeEnvelope', () => {
     expect(wire.data).toMatchObject({ keys: [], reconsumeTimes: 0, userProperties: {}, bodyEncoding: 'utf8' });
     expect(wire.data.bornTimestamp).toBeGreaterThanOrEqual(before);
     expect(parseEnvelope(JSON.stringify(wire))).toMatchObject({ tags: undefined, keys: [], reconsumeTimes: 0 });
+  });
+});
+
+describe('writeEnvelope: what the bridge adds', () => {
+  it('keeps the broker’s positions, hosts, store time and FIFO message group', () => {
+    // Act
+    const envelope = buildEnvelope({
+      topic: 'ORDER_TOPIC',
+      msgId: MSG_ID,
+      body: 'x',
+      bornTimestamp: 1_000,
+      storeTimestamp: 2_000,
+      offsetMsgId: '0A1B2C4600002A9F0000000000012E45',
+      bornHost: '10.27.44.61:53211',
+      storeHost: '10.27.44.70:10911',
+      messageGroup: 'user-88372',
+    });
+    // Assess: the event's time is the store time; the group is RocketMQ 4's sharding key
+    expect(envelope.time).toBe(new Date(2_000).toISOString());
+    expect(envelope.data).toMatchObject({ bornTimestamp: 1_000, storeTimestamp: 2_000, bornHost: '10.27.44.61:53211', storeHost: '10.27.44.70:10911' });
+    expect(envelope.data.systemProperties).toEqual({ UNIQ_KEY: MSG_ID, __SHARDINGKEY: 'user-88372' });
+    expect(parseEnvelope(serializeEnvelope(envelope))).toMatchObject({ offsetMsgId: '0A1B2C4600002A9F0000000000012E45', storeTimestamp: 2_000, bornHost: '10.27.44.61:53211' });
+  });
+
+  it('leaves out empty broker and host names, and takes the clock it is given for the birth time', () => {
+    const envelope = buildEnvelope({ topic: 'T', msgId: MSG_ID, body: 'x', brokerName: '', bornHost: '', storeHost: '' }, () => 42_000);
+    for (const absent of ['brokerName', 'bornHost', 'storeHost', 'storeTimestamp', 'offsetMsgId']) expect(envelope.data).not.toHaveProperty(absent);
+    expect(envelope.data.bornTimestamp).toBe(42_000);
+    expect(envelope.time).toBe(new Date(42_000).toISOString());
+  });
+
+  it('carries a byte body that is UTF-8 as text, and any other bytes as base64 that decode to the same bytes', () => {
+    // Prepare
+    const text = new TextEncoder().encode('{"note":"积分 ✓"}');
+    const binary = new Uint8Array([0xff, 0xfe, 0x00, 0x41]);
+    // Act
+    const [asText, asBase64] = [buildEnvelope({ topic: 'T', msgId: MSG_ID, body: text }), buildEnvelope({ topic: 'T', msgId: MSG_ID, body: binary })];
+    // Assess
+    expect(asText.data).toMatchObject({ bodyEncoding: 'utf8', body: '{"note":"积分 ✓"}' });
+    expect(asBase64.data).toMatchObject({ bodyEncoding: 'base64', body: Buffer.from(binary).toString('base64') });
+    expect([...Buffer.from(asBase64.data.body, 'base64')]).toEqual([...binary]);
+  });
+
+  it('escapes U+FFFE and U+FFFF, which SQS refuses in a body, so the parser reads the same text back', () => {
+    // Act
+    const text = writeEnvelope({ topic: 'T', msgId: MSG_ID, body: 'a\uFFFEb\uFFFFc' });
+    // Assess
+    expect(text).not.toMatch(/[\uFFFE\uFFFF]/);
+    expect(text).toContain('a\\ufffeb\\uffffc');
+    expect(parseEnvelope(text).body).toBe('a\uFFFEb\uFFFFc');
   });
 });
 
