@@ -1,5 +1,5 @@
 import type { MiddlewareObj } from '@middy/core';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   forEachMessage,
@@ -9,12 +9,14 @@ import {
   rocketmqConsumer,
   TransientFailureError,
   type ConsumerContext,
+  type ConsumerMessage,
   type RecordReport,
   type Settlement,
 } from '../../../lib/idempotency/index.ts';
 import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../lib/idempotency/failure-router.ts';
 import { fingerprintOf } from '../../../lib/idempotency/record.ts';
 import { lambdaContext } from '../../../lib/local/lambda-context.ts';
+import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { awardRecord, consumerUnderTest, DLQ_URL, GROUP, parseAward, rawRecord, type Award } from './consumer-under-test.ts';
 import { inMemoryStrategy } from './in-memory-strategy.ts';
@@ -146,7 +148,9 @@ describe('rocketmqConsumer: the attempt on RocketMQ’s schedule', () => {
     // Prepare
     const c = consumerUnderTest({ strategy: inMemoryStrategy<Grant>().strategy, business: grant });
     const record = awardRecord({ orderNo: 'SO1', points: 10 }, { envelope: { reconsumeTimes: 2 } });
-    const odd = count === undefined ? { ...record, attributes: undefined as never } : { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: count } };
+    const { attributes: _none, ...withoutAttributes } = record;
+    // A local runner may hand over a record without the attributes Lambda always sets.
+    const odd = count === undefined ? (withoutAttributes as SQSRecord) : { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: count } };
     // Act
     await c.invoke([odd]);
     // Assess
@@ -668,7 +672,12 @@ describe('forEachMessage', () => {
     // Prepare
     const context: ConsumerContext<{ n: number }, number> = {
       ...lambdaContext('bare', 1_000),
-      rocketmq: { messages: [1, 2, 3].map((n) => ({ payload: { n } }) as never) },
+      rocketmq: {
+        messages: [1, 2, 3].map((n): ConsumerMessage<{ n: number }> => {
+          const record = awardRecord({ orderNo: `SO${n}`, points: n });
+          return { record, message: parseEnvelope(record.body), payload: { n }, key: `SO${n}`, fingerprint: `fp-${n}`, attempt: 1 };
+        }),
+      },
     };
     const boom = new Error('two is unlucky');
     // Act
@@ -687,6 +696,7 @@ describe('forEachMessage', () => {
 
 describe('RetrySchedule on the consumer: a short configured schedule', () => {
   it('dead-letters a record on the delivery after its last configured retry', async () => {
+    // Prepare: two retries; deliveries 2 and 3 fail
     const c = consumerUnderTest<Grant>({
       strategy: inMemoryStrategy<Grant>({ recordTtlSeconds: Number.POSITIVE_INFINITY }).strategy,
       business: () => {
@@ -695,7 +705,9 @@ describe('RetrySchedule on the consumer: a short configured schedule', () => {
       schedule: new RetrySchedule([1, 2]),
     });
     const [second, third] = [awardRecord({ orderNo: 'SO1', points: 1 }, { receiveCount: 2 }), awardRecord({ orderNo: 'SO2', points: 1 }, { receiveCount: 3 })];
+    // Act
     await c.invoke([second!, third!]);
+    // Assess
     expect(c.reportOf(second!)?.disposition).toEqual({ action: 'retry', delaySeconds: 2 });
     expect(c.reportOf(third!)?.disposition).toEqual({ action: 'dead-letter', code: 'RETRIES_EXHAUSTED' });
   });
