@@ -30,12 +30,12 @@ function strategyAnswering(answer: DynamoDbAnswer) {
 }
 
 /** The value the strategy sent for one placeholder, as native JavaScript. */
-const valueOf = (input: Record<string, unknown> | undefined, placeholder: string) => (input?.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[placeholder];
+const sentValue = (input: Record<string, unknown> | undefined, placeholder: string) => (input?.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[placeholder];
 
 describe('leaseStrategy.begin: answers the emulator never gives', () => {
   it('proceeds with its own lease when the SDK retried an acquisition whose answer was lost', async () => {
     // Prepare: the retry is refused, and the record it finds is its own acquisition (same holder id)
-    const { strategy } = strategyAnswering(({ input }) => refused({ id: 'g#SO1', status: 'IN_PROGRESS', holder: valueOf(input, ':holder'), token: 4, fingerprint: 'fp-new', leaseUntil: 2_000_000 }));
+    const { strategy } = strategyAnswering(({ input }) => refused({ id: 'g#SO1', status: 'IN_PROGRESS', holder: sentValue(input, ':holder'), token: 4, fingerprint: 'fp-new', leaseUntil: 2_000_000 }));
     // Act / Assess
     expect(await strategy.begin(msg(), 1_500_000)).toEqual({ proceed: true, leaseToken: 4 });
   });
@@ -74,8 +74,8 @@ describe('leaseStrategy.begin: answers the emulator never gives', () => {
     // Assess
     expect(begun).toEqual([{ proceed: true, leaseToken: 1 }, { proceed: true, leaseToken: 1 }]);
     const [first, second] = inputsOf('UpdateItemCommand');
-    expect(valueOf(first, ':leaseUntil')).toBe(1_505_000);
-    expect(valueOf(first, ':holder')).not.toBe(valueOf(second, ':holder'));
+    expect(sentValue(first, ':leaseUntil')).toBe(1_505_000);
+    expect(sentValue(first, ':holder')).not.toBe(sentValue(second, ':holder'));
   });
 });
 
@@ -87,8 +87,8 @@ describe('leaseStrategy.commit and abort', () => {
     const settlement = await strategy.commit(msg(3), undefined);
     // Assess
     expect(settlement).toEqual({ outcome: 'processed', result: undefined });
-    expect(valueOf(inputsOf('UpdateItemCommand')[0], ':result')).toBeNull();
-    expect(valueOf(inputsOf('UpdateItemCommand')[0], ':token')).toBe(3);
+    expect(sentValue(inputsOf('UpdateItemCommand')[0], ':result')).toBeNull();
+    expect(sentValue(inputsOf('UpdateItemCommand')[0], ':token')).toBe(3);
   });
 
   it('fails as LEASE_LOST when its token no longer holds the record, and lets other failures through', async () => {
@@ -108,8 +108,8 @@ describe('leaseStrategy.commit and abort', () => {
     const failedRelease = unreleasable.strategy.abort(msg(5), new Error('coupon service down'));
     // Assess
     expect(released.inputsOf('UpdateItemCommand')).toHaveLength(1);
-    expect(valueOf(released.inputsOf('UpdateItemCommand')[0], ':retryable')).toBe('RETRYABLE');
-    expect(valueOf(released.inputsOf('UpdateItemCommand')[0], ':token')).toBe(5);
+    expect(sentValue(released.inputsOf('UpdateItemCommand')[0], ':retryable')).toBe('RETRYABLE');
+    expect(sentValue(released.inputsOf('UpdateItemCommand')[0], ':token')).toBe(5);
     await expect(failedRelease).resolves.toBeUndefined();
     expect(unreleasable.inputsOf('UpdateItemCommand')).toHaveLength(1);
   });
