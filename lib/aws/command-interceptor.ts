@@ -31,6 +31,12 @@ export interface InterceptOptions {
   readonly per?: 'attempt' | 'command';
   /** With `per: 'command'`: run before (`high`) or after (`low`) other command-level middleware. */
   readonly priority?: 'high' | 'low';
+  /**
+   * With `per: 'attempt'`: install right inside this interceptor, which then sees what this one
+   * throws (a round-trip counter that must count injected faults). Default: right inside the
+   * SDK's retry middleware, so an interceptor installed later wraps those installed earlier.
+   */
+  readonly inside?: string;
 }
 
 /**
@@ -60,6 +66,6 @@ export function interceptCommands<I extends object, O extends object>(
     (next: FinalizeHandler<I, O>, context: HandlerExecutionContext) =>
       async (args: FinalizeHandlerArguments<I>): Promise<FinalizeHandlerOutput<O>> =>
         (await intercept(outgoing(context, args.input), () => next(args))) as FinalizeHandlerOutput<O>,
-    { relation: 'after', toMiddleware: 'retryMiddleware', name, override: true },
+    { relation: 'after', toMiddleware: options.inside ?? 'retryMiddleware', name, override: true },
   );
 }

@@ -37,7 +37,7 @@ function conflictOnAccount<I extends object, O extends object>(f: { dynamoDb: { 
       }
     }
     return send();
-  });
+  }, { inside: 'roundTripCounter' });
 }
 
 describe('batch packing: one transaction per batch, per-record outcomes (emulator)', () => {
