@@ -5,6 +5,12 @@ import { fileURLToPath } from 'node:url';
 /** A running local AWS emulator (moto server behind the project's launcher). */
 export interface Emulator {
   readonly endpoint: string;
+  /**
+   * The launcher's patches that are installed: `mode` "patched" (DynamoDB item-level
+   * rollback + lock), "locked" (lock only) or "stock"; `hotPaths` the SQS counts and
+   * request routing of `scripts/emulator/hot_paths.py`.
+   */
+  readonly patches: { mode: string; hotPaths: boolean };
   /** Wipes every resource of every service. */
   reset(): Promise<void>;
   stop(): Promise<void>;
@@ -55,15 +61,17 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
   child.stdin!.on('error', () => {}); // EPIPE once the child is gone
-  let endpoint: string;
+  let ready: ReadinessLine;
   try {
-    endpoint = await readEndpoint(child, python, options.timeoutMs ?? 20_000, () => stderr);
+    ready = await readEndpoint(child, python, options.timeoutMs ?? 20_000, () => stderr);
   } catch (err) {
     child.kill('SIGKILL');
     throw err;
   }
+  const { endpoint } = ready;
   return {
     endpoint,
+    patches: { mode: String(ready.mode ?? 'unknown'), hotPaths: ready.hotPaths === true },
     async reset() {
       const res = await fetch(`${endpoint}/moto-api/reset`, { method: 'POST' });
       if (!res.ok) throw new Error(`emulator reset failed: HTTP ${res.status}`);
@@ -72,7 +80,13 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
   };
 }
 
-function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, stderr: () => string): Promise<string> {
+interface ReadinessLine {
+  endpoint: string;
+  mode?: unknown;
+  hotPaths?: unknown;
+}
+
+function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, stderr: () => string): Promise<ReadinessLine> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const lines = createInterface({ input: child.stdout! });
@@ -98,15 +112,15 @@ function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, st
         : `emulator exited with ${signal ?? `code ${code}`} before it was ready: ${stderr().trim()}`);
     });
     lines.on('line', (line) => {
-      let ready: { ready?: unknown; endpoint?: unknown } | undefined;
+      let ready: { ready?: unknown; endpoint?: unknown; mode?: unknown; hotPaths?: unknown } | undefined;
       try {
         ready = JSON.parse(line) as typeof ready;
       } catch {
         return; // not the readiness line (a library printing to stdout); keep waiting
       }
       if (ready?.ready === true && typeof ready.endpoint === 'string') {
-        const endpoint = ready.endpoint;
-        settle(() => resolve(endpoint));
+        const line = { endpoint: ready.endpoint, mode: ready.mode, hotPaths: ready.hotPaths };
+        settle(() => resolve(line));
       }
     });
   });

@@ -32,6 +32,14 @@ Why a launcher of our own instead of plain `moto_server` -- two measured gaps:
    replaces it (in this process only; moto on disk is untouched) with an
    item-level undo log: O(actions). See that module and docs/emulator.md.
 
+3. moto's SQS approximate counts walk every message of a queue and read the
+   clock once or twice per message, and ReceiveMessage / SendMessage /
+   GetQueueAttributes evaluate them several times per request (per returned
+   message, even): about half of the emulator's CPU in a chaos run.
+   hot_paths.py counts in one pass with one clock reading and memoises request
+   routing; same answers as stock (sqs-differential.test.ts). The readiness
+   line says whether it is installed ("hotPaths").
+
 --stock serves plain moto (no lock, no patch) with the same readiness protocol;
 the differential/timing tests compare against it.
 """
@@ -50,6 +58,7 @@ from werkzeug.serving import make_server
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hot_paths  # noqa: E402
 import item_rollback  # noqa: E402
 
 _dynamodb_lock = threading.Lock()
@@ -99,8 +108,10 @@ def main(argv: list[str] | None = None) -> None:
 
     app = DomainDispatcherApplication(create_backend_app)
     mode = "stock"
+    hot = False
     if not args.stock:
         mode = "patched" if item_rollback.install() else "locked"
+        hot = hot_paths.install()
         app = serialise_dynamodb(app)
     server = make_server(args.host, args.port, app, threaded=True)
     server.daemon_threads = True  # in-flight requests never keep the process alive
@@ -115,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
 
     port = server.socket.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(json.dumps({"ready": True, "endpoint": f"http://{host}:{port}", "mode": mode}), flush=True)
+    print(json.dumps({"ready": True, "endpoint": f"http://{host}:{port}", "mode": mode, "hotPaths": hot}), flush=True)
     try:
         while not stop.wait(1.0):
             if not serving.is_alive():
