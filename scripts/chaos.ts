@@ -1,8 +1,9 @@
 /**
  * `npm run chaos`: a seeded workload with a seeded fault plan through the local path,
  * then the exactly-once invariants checked from the tables and queues. See
- * docs/reliability.md. Exit codes: 0 every invariant holds, 1 an invariant failed or the
- * run could not complete, 2 bad arguments.
+ * docs/reliability.md. Exit codes: 0 every invariant holds, 1 an invariant failed (or the
+ * run could not start), 2 bad arguments, 3 the run stopped at its time limit before every
+ * message was sent and settled, with no violation among what it could judge.
  */
 import { parseArgs } from 'node:util';
 import { runChaos, type ChaosResult } from '../lib/chaos/chaos-run.ts';
@@ -18,7 +19,8 @@ const USAGE = `Usage: npm run chaos -- [options]
   --time-scale <n>        divide RocketMQ's retry delays by n (default 600)
   --visibility-timeout <s> source queues' visibility timeout = function timeout (default 5; use more
                           for large runs, where the emulator's latency grows with the backlog)
-  --max-run-seconds <n>   give up if the queues have not drained by then (default 600)
+  --max-run-seconds <n>   give up if the queues have not drained by then (default 600 + 0.1 per
+                          message: 10 min plus 50 ms per copy, each message goes to two groups)
   --endpoint <url>        use a running emulator instead of starting one
   --log-level <level>     consumers' log level (default SILENT)
   --json                  end the output with one JSON line (the summary)
@@ -58,7 +60,7 @@ function parse(argv: string[]) {
     messages: integer('messages', values.messages, 2000, 40),
     consumers: integer('consumers', values.consumers, 2, 1),
     timeScale: integer('time-scale', values['time-scale'], 600, 1),
-    maxRunMs: integer('max-run-seconds', values['max-run-seconds'], 600, 1) * 1000,
+    maxRunMs: values['max-run-seconds'] === undefined ? undefined : integer('max-run-seconds', values['max-run-seconds'], 0, 1) * 1000,
     visibilityTimeoutSeconds: integer('visibility-timeout', values['visibility-timeout'], 5, 1),
     endpoint: values.endpoint,
     logLevel: values['log-level'] ?? 'SILENT',
@@ -70,6 +72,12 @@ function render(r: ChaosResult): string {
   const o = r.outcomes;
   const lines = [
     `Chaos run, seed ${r.summary.seed}: ${r.summary.messages} messages, ${r.run.settings.concurrency} consumer(s) per group, ${(r.wallMs / 1000).toFixed(1)} s`,
+    ...(r.summary.completed
+      ? []
+      : [
+          `INCOMPLETE: the run reached its time limit with ${r.summary.neverSent} message(s) never sent and ${r.summary.inFlight} still in the source queues; ` +
+            `${r.invariants.notJudged} order(s) and dead letter(s) depending on them were not judged (neither lost nor delivered).`,
+        ]),
     `Workload: ${c.originals} orders, ${c.redeliveries} redeliveries, ${c.resends} re-sends, ${c.filtered} other tags, ` +
       `${c.malformedEnvelopes} malformed envelopes, ${c.badBodies} bad bodies, ${c.conflicts} conflicting payloads, ${c.replayed} replayed by a rebalance`,
     `Faults: crash after commit armed ${r.plan.crashAfterCommit.length}, before commit ${r.plan.crashBeforeCommit.length}, inside a lease ${r.plan.crashInLease.length}; ` +
@@ -81,9 +89,14 @@ function render(r: ChaosResult): string {
     `From the tables and queues: ${r.invariants.doubleAwards} double awards, ${r.invariants.lostAwards} lost awards, ${r.invariants.balanceMismatches} balance mismatches, ` +
       `${r.invariants.deadLettered}/${r.invariants.expectedDeadLettered} dead letters with a reason (${r.invariants.repeatedDeadLetters} repeated copies), ${r.invariants.leftInSourceQueues} left in source queues`,
     ...r.invariants.violations.map((v) => `  VIOLATION: ${v}`),
-    r.summary.invariantHolds ? 'Invariant holds.' : 'INVARIANT FAILED.',
+    r.summary.invariantHolds ? 'Invariant holds.' : violated(r) ? 'INVARIANT FAILED.' : 'Run incomplete: nothing violated among what was judged; raise --max-run-seconds for a verdict.',
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** A violation among what could be judged (an incomplete run alone is not one). */
+function violated(r: ChaosResult): boolean {
+  return !r.invariants.holds || r.summary.unaccounted !== 0;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -106,7 +119,8 @@ async function main(argv: string[]): Promise<number> {
     const result = await runChaos({ ...args, onProgress: progress.update }).finally(() => progress.done());
     process.stdout.write(render(result));
     if (args.json) process.stdout.write(`${JSON.stringify(result.summary)}\n`);
-    return result.summary.invariantHolds ? 0 : 1;
+    if (result.summary.invariantHolds) return 0;
+    return violated(result) ? 1 : 3;
   } catch (error) {
     process.stderr.write(`chaos run failed: ${(error as Error).message}\n`);
     return error instanceof InvalidWorkloadError || error instanceof LocalRunConfigError ? 2 : 1;

@@ -26,7 +26,8 @@ const USAGE = `Usage: npm start -- [options]
   --batch-size <n>            records per invocation (default 10)
   --batching-window-ms <n>    how long to gather a batch (default 0)
   --visibility-timeout <s>    local source queues' visibility timeout = function timeout (default 5)
-  --max-run-seconds <n>       give up if the queues have not drained by then (default 600)
+  --max-run-seconds <n>       give up if the queues have not drained by then (default 600, plus 0.05
+                              per copy: each message times the groups it goes to)
   --endpoint <url>            use a running emulator (e.g. one left by --keep) instead of starting one
   --prefix <name>             resource name prefix (default local-<random>)
   --log-level <level>         consumer log level (Powertools; default SILENT)

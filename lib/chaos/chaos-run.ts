@@ -18,6 +18,7 @@ export interface ChaosOptions {
   prefix?: string;
   timeScale?: number;
   visibilityTimeoutSeconds?: number;
+  /** Give up after this long. Default: `defaultMaxRunMs` of the workload (10 min + 50 ms per copy). */
   maxRunMs?: number;
   /** Records per invocation (default 10). */
   batchSize?: number;
@@ -34,6 +35,12 @@ export interface ChaosOptions {
 export interface ChaosSummary {
   seed: number;
   messages: number;
+  /** Every message was sent and every source queue drained before the time limit. */
+  completed: boolean;
+  /** Workload messages never sent because the run stopped first (0 when completed). */
+  neverSent: number;
+  /** Messages still in the source queues when the run stopped (0 when completed). */
+  inFlight: number;
   deliveries: number;
   doubleAwards: number;
   lostAwards: number;
@@ -84,7 +91,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     prefix: options.prefix,
     timeScale: options.timeScale ?? 600,
     visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 5,
-    maxRunMs: options.maxRunMs ?? 600_000,
+    maxRunMs: options.maxRunMs,
     crashes: plan.crashAfterCommit.filter((c) => groups.includes(c.group)),
     buildConsumer: chaosConsumers(plan, tally, { seed: options.seed, replace: options.replace }),
     onProgress: options.onProgress,
@@ -94,7 +101,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const aws = emulatorConfig(result.endpoint);
     const dynamoDb = createDynamoDb(aws);
     const sqs = createSqs(aws);
-    const invariants = await checkInvariants({ dynamoDb, sqs, resources: result.resources, workload, groups });
+    const invariants = await checkInvariants({ dynamoDb, sqs, resources: result.resources, workload, groups, unsettled: result.unsettled });
     sqs.destroy();
     dynamoDb.destroy();
 
@@ -105,6 +112,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const summary: ChaosSummary = {
       seed: options.seed,
       messages: workload.messages,
+      completed: result.completed,
+      neverSent: result.neverSent,
+      inFlight: result.leftInQueues,
       deliveries,
       doubleAwards: invariants.doubleAwards,
       lostAwards: invariants.lostAwards,

@@ -5,6 +5,7 @@ import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
 import type { RecordReport } from '../idempotency/settlement.ts';
 import type { DeliveryAccount } from './delivery-account.ts';
 import type { LocalQueue } from './provision.ts';
+import type { QueueOccupancy } from './queue-occupancy.ts';
 import { pollOnce } from './sqs-poller.ts';
 
 /**
@@ -53,6 +54,8 @@ export interface ConsumerPoolOptions extends EventSourceSettings {
   reports: InvocationReports;
   account: DeliveryAccount;
   fault?: InvocationFault;
+  /** Told of every receive and delete, so the run knows what its queues hold without asking SQS. */
+  occupancy?: QueueOccupancy;
   /** A poll that fails (emulator hiccup) is counted and retried after a pause. */
   onPollError?: (group: string, error: unknown) => void;
 }
@@ -103,6 +106,9 @@ export class ConsumerPool {
           handler: (event, context) => o.reports.collect(reports, () => this.invoke(event, context, reports)),
         });
         if (result.received > 0) {
+          const records = result.records ?? [];
+          o.occupancy?.received(o.group, records.map((r) => ({ messageId: r.messageId, receiveCount: Number(r.attributes.ApproximateReceiveCount) || 1 })));
+          o.occupancy?.settled(o.group, [...(result.deletedIds ?? []), ...(result.goneIds ?? [])]);
           o.account.recordInvocation(o.group, result.records ?? [], reports, result.timedOut ? 'timed-out' : result.crashed ? 'crashed' : 'none');
           idle = IDLE_MIN_MS;
           continue;

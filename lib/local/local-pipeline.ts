@@ -13,6 +13,7 @@ import { LOCAL_CONSUMERS, registrationOf, type LocalConsumerDeps } from './local
 import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
 import { provisionLocal, type LocalResources } from './provision.ts';
+import { QueueOccupancy } from './queue-occupancy.ts';
 import { seededRandom } from './seeded-random.ts';
 import { compressedRetrySchedule } from './time-scale.ts';
 import { orderNumbersIn, type TrafficMessage, type TrafficPhase } from './traffic.ts';
@@ -53,12 +54,13 @@ export interface LocalPipelineOptions {
   endpoint?: string;
   /** Resource name prefix. Default `local-<random>`. */
   prefix?: string;
-  /** Give up waiting for the queues to drain after this long. Default 10 min. */
+  /** Give up waiting for the queues to drain after this long. Default: `defaultMaxRunMs` of the traffic. */
   maxRunMs?: number;
   /**
    * Most messages the bridge lets wait in one source queue before it pauses (the rest wait
    * "in RocketMQ", as a real bridge only receives as fast as it forwards). Default 300: the
-   * emulator's SQS slows down in proportion to a queue's backlog.
+   * emulator's ReceiveMessage still walks the queue, so its cost grows with the backlog.
+   * Counted by the run itself (`QueueOccupancy`), not asked of SQS.
    */
   maxQueueBacklog?: number;
   onProgress?: (progress: RunProgress) => void;
@@ -69,7 +71,7 @@ export interface RunProgress {
   readonly phase: string;
   readonly enqueued: number;
   readonly toEnqueue: number;
-  /** Messages in the source queues, visible or not (waiting for a retry, being handled). */
+  /** Messages in the source queues, visible or not (waiting for a retry, being handled), as the run counts them. */
   readonly inQueues: number;
   readonly delivered: number;
   readonly processed: number;
@@ -107,8 +109,16 @@ export interface LocalRunResult {
   readonly deadLetters: readonly DeadLetter[];
   readonly ledger: ReadonlyArray<{ userId: string; entryId: string; points: number; msgId?: string; orderNo?: string }>;
   readonly balances: Readonly<Record<string, number>>;
-  /** Messages still in source queues when the run stopped (non-zero only if it gave up). */
+  /** Messages still in source queues when the run stopped (non-zero only if it gave up): in flight, waiting for a retry, or not yet received. */
   readonly leftInQueues: number;
+  /** Traffic messages the bridge never sent because the run gave up first (a later phase never started). */
+  readonly neverSent: number;
+  /**
+   * Copies whose fate the run could not see because it stopped first: never sent, or still in
+   * a source queue. Empty when the run completed. A checker must not call these lost.
+   */
+  readonly unsettled: ReadonlyArray<{ readonly group: string; readonly body: string }>;
+  /** Every message was sent and every source queue drained before the time limit. */
   readonly completed: boolean;
   readonly wallMs: number;
   readonly pollErrors: number;
@@ -124,6 +134,16 @@ export interface LocalRun {
 }
 
 const SOURCE_COUNTS = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
+
+/**
+ * The default time limit of a run: 10 minutes, plus 50 ms for every copy the bridge will
+ * put on a queue (a message times the groups it goes to). A 3,000-message chaos run drains
+ * in about a minute here; the margin is for slower machines and heavier fault plans, and
+ * a fixed limit would cut large replays short while they are still making progress.
+ */
+export function defaultMaxRunMs(copies: number): number {
+  return 600_000 + 50 * copies;
+}
 
 /**
  * The whole local path: emulator → the CDK app's resources → bridge (each envelope to
@@ -173,6 +193,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     // so its rows are written here, or the status consumer would wait for them forever.
     const seededOrders = registrations.some((r) => r.needsOrders) ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases)) : 0;
     const account = new DeliveryAccount(groups);
+    const occupancy = new QueueOccupancy(Object.fromEntries(groups.map((g) => [g, resources.queues[g]!.maxReceiveCount])));
     const reports = new InvocationReports();
     const fault = crashFault(options.crashes ?? []);
     let pollErrors = 0;
@@ -187,51 +208,51 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         couponServiceUrl: coupons?.url ?? '',
       };
       const handler = options.buildConsumer ? options.buildConsumer(r.group, deps, r.create) : r.create(deps);
-      return new ConsumerPool({ ...settings, group: r.group, functionName: r.functionName, handler, sqs, queue: queues.source, reports, account, fault, onPollError: () => pollErrors++ });
+      return new ConsumerPool({ ...settings, group: r.group, functionName: r.functionName, handler, sqs, queue: queues.source, reports, account, fault, occupancy, onPollError: () => pollErrors++ });
     });
     for (const pool of pools) pool.start();
 
-    const bridge = new Bridge(sqs, resources, groups, settings.redeliverProbability, seededRandom(settings.seed), options.maxQueueBacklog ?? 300);
     const toEnqueue = options.phases.reduce((n, p) => n + p.messages.length, 0);
-    const deadline = started + (options.maxRunMs ?? 600_000);
+    const deadline = started + (options.maxRunMs ?? defaultMaxRunMs(toEnqueue * groups.length));
+    const bridge = new Bridge(sqs, resources, groups, settings.redeliverProbability, seededRandom(settings.seed), options.maxQueueBacklog ?? 300, occupancy, deadline);
     let phase = options.phases[0]?.name ?? '';
-    let inQueues = 0;
-    const refresh = async () => {
-      inQueues = await messagesInQueues(sqs, resources, groups);
+    const progress = () => {
       const total = account.total();
-      options.onProgress?.({ elapsedMs: Date.now() - started, phase, enqueued: bridge.sent, toEnqueue, inQueues, delivered: total.delivered, processed: total.processed });
-      return inQueues;
+      options.onProgress?.({ elapsedMs: Date.now() - started, phase, enqueued: bridge.sent, toEnqueue, inQueues: occupancy.total(), delivered: total.delivered, processed: total.processed });
     };
-    // Quiet must be seen twice in a row: the emulator computes each queue count separately,
+    // Quiet is what the run's own account says (nothing in any queue, no invocation
+    // running), confirmed by the queue attributes twice in a row: a message at the redrive
+    // limit leaves only on a later receive, and stock moto computes each count separately,
     // so a message whose visibility ends between two of them is briefly counted nowhere.
     const waitForQuiet = async () => {
-      let quietChecks = 0;
+      let confirmations = 0;
       while (Date.now() < deadline) {
-        quietChecks = (await refresh()) === 0 && pools.every((p) => p.inFlight === 0) ? quietChecks + 1 : 0;
-        if (quietChecks >= 2) return true;
-        await sleep(100);
+        if (occupancy.total() === 0 && pools.every((p) => p.inFlight === 0)) {
+          confirmations = (await messagesInQueues(sqs, resources, groups)) === 0 ? confirmations + 1 : 0;
+          if (confirmations >= 2) return true;
+          await sleep(confirmations > 0 ? 20 : 200);
+        } else {
+          confirmations = 0;
+          await sleep(20);
+        }
       }
       return false;
     };
-    // One progress refresh at a time: when the emulator slows down, overlapping refreshes
-    // would pile up requests and slow it down further.
-    let refreshing = false;
-    const ticker = setInterval(() => {
-      if (refreshing) return;
-      refreshing = true;
-      void refresh()
-        .catch(() => {})
-        .finally(() => (refreshing = false));
-    }, 500);
+    const ticker = setInterval(progress, 500);
     let completed = true;
     try {
-      for (const p of options.phases) {
+      for (const [i, p] of options.phases.entries()) {
         if (p.afterQuiet && !(await waitForQuiet())) {
           completed = false;
+          bridge.skip(options.phases.slice(i).flatMap((q) => q.messages));
           break;
         }
         phase = p.name;
-        await bridge.send(p.messages);
+        if (!(await bridge.send(p.messages))) {
+          completed = false;
+          bridge.skip(options.phases.slice(i + 1).flatMap((q) => q.messages));
+          break;
+        }
       }
       if (completed) completed = await waitForQuiet();
     } finally {
@@ -254,7 +275,9 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       ledger,
       balances,
       leftInQueues,
-      completed: completed && leftInQueues === 0,
+      neverSent: toEnqueue - bridge.sent,
+      unsettled: [...bridge.unsent, ...groups.flatMap((group) => occupancy.bodiesIn(group).map((body) => ({ group, body })))],
+      completed: completed && leftInQueues === 0 && bridge.sent === toEnqueue,
       wallMs: Date.now() - started,
       pollErrors,
       seededOrders,
@@ -312,6 +335,8 @@ function crashFault(crashes: readonly CrashAfterCommit[]): InvocationFault | und
  */
 class Bridge {
   sent = 0;
+  /** Copies never put on a queue because the run stopped first. */
+  readonly unsent: Array<{ group: string; body: string }> = [];
   readonly account: BridgeAccount;
   private readonly topics: Map<string, string[]>;
 
@@ -322,6 +347,8 @@ class Bridge {
     private readonly redeliverProbability: number,
     private readonly random: () => number,
     private readonly maxQueueBacklog: number,
+    private readonly occupancy: QueueOccupancy,
+    private readonly deadline: number,
   ) {
     this.account = { enqueued: Object.fromEntries(groups.map((g) => [g, 0])), redelivered: Object.fromEntries(groups.map((g) => [g, 0])), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
     this.topics = new Map();
@@ -330,8 +357,11 @@ class Bridge {
     }
   }
 
-  /** Sends the phase's messages in order, each at its `atMs`; redelivered copies follow a few messages later. */
-  async send(messages: readonly TrafficMessage[]): Promise<void> {
+  /**
+   * Sends the phase's messages in order, each at its `atMs`; redelivered copies follow a few
+   * messages later. False if the run's deadline passed while the bridge waited for room.
+   */
+  async send(messages: readonly TrafficMessage[]): Promise<boolean> {
     const phaseStart = Date.now();
     const ordered = [...messages].map((m, i) => ({ m, i })).sort((a, b) => (a.m.atMs ?? 0) - (b.m.atMs ?? 0) || a.i - b.i).map((x) => x.m);
     const later = new Map<number, Array<{ group: string; message: TrafficMessage }>>();
@@ -349,6 +379,12 @@ class Bridge {
       if (buffer.length === 10 || buffer.reduce((n, b) => n + b.body.length, 0) > 200_000) await flush(group);
     };
     for (let i = 0; i < ordered.length; i++) {
+      if (Date.now() >= this.deadline) {
+        await flush();
+        this.skip(ordered.slice(i));
+        for (const copies of later.values()) for (const copy of copies) this.unsent.push({ group: copy.group, body: copy.message.body });
+        return false;
+      }
       const message = ordered[i]!;
       const wait = phaseStart + (message.atMs ?? 0) - Date.now();
       if (wait > 0) {
@@ -372,6 +408,12 @@ class Bridge {
     }
     for (const copies of later.values()) for (const copy of copies) await add(copy.group, copy.message);
     await flush();
+    return true;
+  }
+
+  /** Records messages the run will not send (it gave up before their phase). */
+  skip(messages: readonly TrafficMessage[]): void {
+    for (const message of messages) for (const group of this.targetsOf(message)) this.unsent.push({ group, body: message.body });
   }
 
   private targetsOf(message: TrafficMessage): string[] {
@@ -380,8 +422,9 @@ class Bridge {
   }
 
   private async enqueue(group: string, messages: TrafficMessage[]) {
-    while ((await messagesInQueues(this.sqs, this.resources, [group])) >= this.maxQueueBacklog) await sleep(50);
-    const { Failed = [] } = await this.sqs.send(
+    // Past the deadline the run stops anyway; the copies still go out, so `sent` stays true to what SQS holds.
+    while (this.occupancy.inQueue(group) >= this.maxQueueBacklog && Date.now() < this.deadline) await sleep(5);
+    const { Successful = [], Failed = [] } = await this.sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: this.resources.queues[group]!.source.url,
         Entries: messages.map((m, i) => ({ Id: String(i), MessageBody: m.body })),
@@ -391,6 +434,7 @@ class Bridge {
       const m = messages[Number(f.Id)]!;
       this.account.rejected.push({ group, line: m.line, msgId: m.msgId, reason: `${f.Code ?? 'error'}: ${f.Message ?? 'SQS refused the message'}` });
     }
+    this.occupancy.sent(group, Successful.map((s) => ({ messageId: s.MessageId!, body: messages[Number(s.Id)]!.body })));
     this.account.enqueued[group]! += messages.length - Failed.length;
   }
 }

@@ -25,8 +25,12 @@ export interface RunSummary extends Counts {
   deadLetterQueue: number;
   bridge: { enqueued: number; redelivered: number; unrouted: number; rejected: number };
   input?: { lines: number; envelopes: number; badLines: number; blankLines: number };
-  /** Every queue drained before the run stopped. */
+  /** Every message was sent and every queue drained before the run stopped. */
   completed: boolean;
+  /** Input messages never sent because the run reached its time limit first (0 when completed). */
+  neverSent: number;
+  /** Messages still in the source queues when the run stopped (0 when completed). */
+  inFlight: number;
   wallMs: number;
 }
 
@@ -57,6 +61,8 @@ export function runSummary(result: LocalRunResult, input?: TrafficFileAccount): 
     bridge: { enqueued: sum(b.enqueued), redelivered: sum(b.redelivered), unrouted: b.unrouted, rejected: b.rejected.length },
     ...(input ? { input: { lines: input.lines, envelopes: input.envelopes, badLines: input.badLines.length, blankLines: input.blankLines.length } } : {}),
     completed: result.completed,
+    neverSent: result.neverSent,
+    inFlight: result.leftInQueues,
     wallMs: result.wallMs,
   };
 }
@@ -171,7 +177,12 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
 
   out.push(...ledgerSection(result, summary));
   if (result.couponGrants !== undefined) out.push(`Coupons granted by the local coupon service: ${result.couponGrants}.`, '');
-  if (!result.completed) out.push(`INCOMPLETE: the run stopped with ${result.leftInQueues} message(s) still in the source queues.`);
+  if (!result.completed) {
+    out.push(
+      `INCOMPLETE: the run reached its time limit with ${result.neverSent} message(s) never sent and ${result.leftInQueues} still in the source queues; ` +
+        'the figures above cover only what was delivered (raise --max-run-seconds).',
+    );
+  }
   out.push(`Wall time: ${(result.wallMs / 1000).toFixed(1)} s (emulator start to report; ${(process.uptime()).toFixed(1)} s since the command started).`);
   return out.join('\n');
 }

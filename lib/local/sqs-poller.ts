@@ -31,6 +31,11 @@ export interface PollResult {
   records?: SQSRecord[];
   /** SQS message ids deleted after the invocation. */
   deletedIds?: string[];
+  /**
+   * Ids whose delete SQS refused as `ReceiptHandleIsInvalid`: the message is no longer in the
+   * queue under any receipt handle (SQS redrive moved it to the DLQ while the invocation ran).
+   */
+  goneIds?: string[];
 }
 
 /**
@@ -60,8 +65,8 @@ export async function pollOnce(options: PollerOptions): Promise<PollResult> {
   }
   const failed = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
   const done = messages.filter((m) => !failed.has(m.MessageId!));
-  await deleteAll(options, done);
-  return { received: messages.length, deleted: done.length, failed: failed.size, crashed: false, records, deletedIds: done.map((m) => m.MessageId!) };
+  const { deletedIds, goneIds } = await deleteAll(options, done);
+  return { received: messages.length, deleted: deletedIds.length, failed: failed.size, crashed: false, records, deletedIds, goneIds };
 }
 
 async function receiveBatch(options: PollerOptions, batchSize: number): Promise<Message[]> {
@@ -84,15 +89,24 @@ async function receiveBatch(options: PollerOptions, batchSize: number): Promise<
 }
 
 async function deleteAll(options: PollerOptions, messages: Message[]) {
+  const deletedIds: string[] = [];
+  const goneIds: string[] = [];
   for (let i = 0; i < messages.length; i += 10) {
     const chunk = messages.slice(i, i + 10);
-    await options.sqs.send(
+    const { Failed = [] } = await options.sqs.send(
       new DeleteMessageBatchCommand({
         QueueUrl: options.queueUrl,
         Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
       }),
     );
+    const failed = new Map(Failed.map((f) => [Number(f.Id), f.Code]));
+    chunk.forEach((m, j) => {
+      const code = failed.get(j);
+      if (!failed.has(j)) deletedIds.push(m.MessageId!);
+      else if (code === 'ReceiptHandleIsInvalid') goneIds.push(m.MessageId!);
+    });
   }
+  return { deletedIds, goneIds };
 }
 
 function toRecord(message: Message, queueArn: string): SQSRecord {

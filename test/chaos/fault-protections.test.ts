@@ -221,8 +221,9 @@ describe('each fault kind of the chaos plan fails the invariants once its protec
     // Assess
     expectHolds(real);
     expect(real.faults.processCrashes).toBe(1);
-    expect(weak.summary.lostAwards).toBe(1);
-    expect(weak.summary.invariantHolds).toBe(false);
+    // The stranded order never settles: the run cannot complete, and says so (an order still
+    // in flight is not judged lost; it is the run that failed to finish).
+    expect(weak.summary).toMatchObject({ completed: false, inFlight: 1, neverSent: 0, doubleAwards: 0, invariantHolds: false });
   }, 120_000);
 
   it('unknown outcome (write applied, answer lost, SDK retries) — guarded by the dedup record\'s conditional put, which tells the retry it was done', async () => {

@@ -24,6 +24,8 @@ interface Summary {
   input?: { lines: number; envelopes: number; badLines: number; blankLines: number };
   deadLetterQueue: number;
   completed: boolean;
+  neverSent: number;
+  inFlight: number;
 }
 
 /** Runs the command itself, as a person would: `npx tsx scripts/local-run.ts …`. */
@@ -142,7 +144,20 @@ describe('npm start (the local run), driven as a command', () => {
     // Two extra copies of the incident order, 25 replayed by the rebalance (3 of them filtered), and the crashed batch again.
     expect(points.duplicatesSuppressed).toBeGreaterThanOrEqual(2 + 22 + 1);
     expect(points.processed + points.duplicatesSuppressed + points.filtered + points.deadLettered).toBe(points.delivered - points.retried);
-    expect(s.completed).toBe(true);
+    expect(s).toMatchObject({ completed: true, neverSent: 0, inFlight: 0 });
+  });
+
+  it('says a run cut short by its time limit is incomplete, how much was never sent or still in flight, and exits 3', { timeout: 180_000 }, async () => {
+    // Prepare: the incident's later phases wait for quiet, and its crashed batch is invisible for 5 s.
+    // Act
+    const run = await localRun(['--json', '--max-run-seconds', '3', '--endpoint', inject('emulatorEndpoint')]);
+
+    // Assess
+    expect(run.code, run.stderr).toBe(3);
+    const s = lastJsonLine(run.stdout);
+    expect(s.completed).toBe(false);
+    expect(s.neverSent).toBeGreaterThan(0);
+    expect(s.inFlight).toBeLessThanOrEqual(s.bridge.enqueued);
   });
 
   it('prints a readable report without --json', { timeout: 180_000 }, async () => {
