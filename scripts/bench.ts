@@ -14,6 +14,12 @@ import { scanTable } from '../lib/aws/table-scan.ts';
  * same messages are delivered again (the duplicate pass). Round trips are counted by a
  * middleware on the SDK client; write units come from DynamoDB's documented rules.
  *
+ * Critical path: the longest chain of calls in one batch where each starts only after the
+ * previous one answered. Records of a batch are settled in parallel, so this, not the round
+ * trips per message, is what a batch waits for: the figure that decides throughput once
+ * DynamoDB's latency, not the emulator, dominates. It is measured from each call's start and
+ * end times, not derived from the code.
+ *
  * With --json the last line of standard output is the machine-readable result.
  */
 import { parseArgs } from 'node:util';
@@ -47,6 +53,8 @@ export interface VariantFigures {
   p50BatchMs: number;
   p99BatchMs: number;
   duplicateRoundTripsPerMessage: number;
+  /** Median over the first pass's batches of the longest chain of sequential calls in a batch. */
+  criticalPathRoundTripsPerBatch: number;
 }
 
 interface VariantDetail extends VariantFigures {
@@ -60,6 +68,8 @@ interface VariantDetail extends VariantFigures {
   balanceTotal: number;
   expectedBalanceTotal: number;
   byCommand: Record<string, number>;
+  /** Longest critical path of any batch in the first pass (retries lengthen it). */
+  maxCriticalPathRoundTrips: number;
 }
 
 type Handler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
@@ -113,7 +123,42 @@ interface Rig {
   client: DynamoDBClient;
   counter: RoundTripCounter;
   trips: RoundTrip[];
+  /** Start and end of every call (each SDK attempt) during the batch being delivered. */
+  calls: CallSpan[];
   batches: SQSEvent[];
+}
+
+interface CallSpan {
+  start: number;
+  end: number;
+}
+
+/** Times every attempt the client sends, injected latency included (outermost of the per-attempt middleware). */
+function recordCallSpans(client: DynamoDBClient, calls: CallSpan[]) {
+  client.middlewareStack.addRelativeTo(
+    (next: (args: any) => Promise<any>) => async (args: any) => {
+      const span = { start: performance.now(), end: Number.POSITIVE_INFINITY };
+      calls.push(span);
+      try {
+        return await next(args);
+      } finally {
+        span.end = performance.now();
+      }
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'callSpans', override: true },
+  );
+}
+
+/** Length of the longest chain of calls each starting after the previous one ended. */
+function criticalPath(calls: readonly CallSpan[]): number {
+  const byStart = [...calls].sort((a, b) => a.start - b.start);
+  const chain: number[] = [];
+  for (let i = 0; i < byStart.length; i++) {
+    let longest = 0;
+    for (let j = 0; j < i; j++) if (byStart[j]!.end <= byStart[i]!.start) longest = Math.max(longest, chain[j]!);
+    chain.push(longest + 1);
+  }
+  return Math.max(0, ...chain);
 }
 
 async function rigFor(variant: Variant, emulator: Emulator, workload: ReturnType<typeof awardWorkload>, options: { latencyMs: number; batchSize: number }): Promise<Rig> {
@@ -123,6 +168,8 @@ async function rigFor(variant: Variant, emulator: Emulator, workload: ReturnType
   const trips: RoundTrip[] = [];
   const counter = new RoundTripCounter().attach(client).onRoundTrip((t) => trips.push(t));
   injectLatency(client, options.latencyMs);
+  const calls: CallSpan[] = [];
+  recordCallSpans(client, calls);
   const handler: Handler =
     variant === 'powertools'
       ? createPowertoolsPointsConsumer({ dynamoDb: client, tables: resources.tables })
@@ -138,7 +185,7 @@ async function rigFor(variant: Variant, emulator: Emulator, workload: ReturnType
   for (let i = 0; i < workload.length; i += options.batchSize) {
     batches.push({ Records: workload.slice(i, i + options.batchSize).map((w, j) => sqsRecord(w.body, queue.source.arn, { messageId: `bench-${i + j}` })) });
   }
-  return { variant, handler, resources, client, counter, trips, batches };
+  return { variant, handler, resources, client, counter, trips, calls, batches };
 }
 
 interface PassResult {
@@ -149,6 +196,8 @@ interface PassResult {
   cancelledTransactions: number;
   byCommand: Record<string, number>;
   trips: RoundTrip[];
+  /** Critical path of each batch, in round trips. */
+  criticalPaths: number[];
 }
 
 /**
@@ -159,6 +208,7 @@ interface PassResult {
 async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
   const batchMs = new Map<Variant, number[]>(rigs.map((r) => [r.variant, []]));
   const failed = new Map<Variant, number>(rigs.map((r) => [r.variant, 0]));
+  const paths = new Map<Variant, number[]>(rigs.map((r) => [r.variant, []]));
   for (const rig of rigs) {
     rig.counter.reset();
     rig.trips.length = 0;
@@ -167,9 +217,11 @@ async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
   for (let b = 0; b < batches; b++) {
     for (let k = 0; k < rigs.length; k++) {
       const rig = rigs[(b + k) % rigs.length]!;
+      rig.calls.length = 0;
       const t0 = performance.now();
       const response = await rig.handler(rig.batches[b]!, lambdaContext('points-consumer', 30_000));
       batchMs.get(rig.variant)!.push(performance.now() - t0);
+      paths.get(rig.variant)!.push(criticalPath(rig.calls));
       failed.set(rig.variant, failed.get(rig.variant)! + response.batchItemFailures.length);
     }
   }
@@ -184,6 +236,7 @@ async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
         cancelledTransactions: rig.trips.filter((t) => t.command === 'TransactWriteItemsCommand' && t.error).length,
         byCommand: rig.counter.byCommand(),
         trips: [...rig.trips],
+        criticalPaths: paths.get(rig.variant)!,
       },
     ]),
   );
@@ -209,6 +262,8 @@ async function runVariants(emulator: Emulator, workload: ReturnType<typeof award
       p50BatchMs: round(percentile(f.batchMs, 50), 1),
       p99BatchMs: round(percentile(f.batchMs, 99), 1),
       duplicateRoundTripsPerMessage: round(d.roundTrips / n, 3),
+      criticalPathRoundTripsPerBatch: percentile(f.criticalPaths, 50),
+      maxCriticalPathRoundTrips: Math.max(0, ...f.criticalPaths),
       duplicateWriteUnitsPerMessage: round(d.writeUnits / n, 3),
       duplicateMsgsPerSec: round(n / seconds(d.batchMs), 1),
       duplicateBusinessWrites: d.trips.flatMap(writtenTables).filter((t) => businessTables.has(t)).length,
@@ -266,6 +321,7 @@ function printReport(r: { messages: number; users: number; latencyMs: number; ba
   console.log(`emulator's own cost per call (no added latency): GetItem ${c.getMs} ms, PutItem ${c.putMs} ms, TransactWriteItems ×3 ${c.transaction3Ms} ms, ×30 ${c.transaction30Ms} ms`);
   const rows: Array<[string, (d: VariantDetail) => string | number]> = [
     ['round trips / msg', (d) => d.roundTripsPerMessage],
+    ['critical path / batch', (d) => `${d.criticalPathRoundTripsPerBatch} (max ${d.maxCriticalPathRoundTrips})`],
     ['write units / msg', (d) => d.writeUnitsPerMessage],
     ['msgs / s', (d) => d.msgsPerSec],
     ['p50 batch ms', (d) => d.p50BatchMs],
@@ -301,6 +357,7 @@ const pick = (d: VariantDetail): VariantFigures => ({
   p50BatchMs: d.p50BatchMs,
   p99BatchMs: d.p99BatchMs,
   duplicateRoundTripsPerMessage: d.duplicateRoundTripsPerMessage,
+  criticalPathRoundTripsPerBatch: d.criticalPathRoundTripsPerBatch,
 });
 
 function percentile(values: number[], p: number): number {
