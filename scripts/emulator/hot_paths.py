@@ -1,4 +1,5 @@
-"""Cheap SQS queue counts and request routing for moto 5.2.1 (launcher process only).
+"""Cheap SQS queue counts, request routing and update-expression parses for moto 5.2.1
+(launcher process only).
 
 Why
 ---
@@ -57,6 +58,17 @@ stats each of its ~200 entries, and it runs under the dispatcher's global
 lock. Its answer depends on the host string alone (the directory and the URL
 patterns do not change while the server runs), so it is memoised per host.
 
+DynamoDB update expressions
+---------------------------
+``UpdateExpressionParser.make`` tokenises and parses an update expression into
+an AST, twice per UpdateItem (the response layer checks the placeholders, the
+backend validates and executes) and once per Update action of a transaction.
+The AST depends on the string alone, and every consumer of it only reads it:
+``find_clauses`` walks it, and the validators ``deepcopy`` it before they
+resolve names, values and paths against the item. So parses are memoised per
+expression string (a handful of distinct strings in this project's consumers);
+an expression that fails to parse raises as before and is not cached.
+
 Guard: each replaced function's stock source is hashed; if the installed moto
 is not the 5.2.1 code this mirrors, nothing is patched (stderr says so) and
 SQS keeps stock behaviour, only slower.
@@ -66,6 +78,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import sys
+import functools
 import threading
 from typing import Any, Callable
 
@@ -79,14 +92,17 @@ EXPECTED_SOURCES = {
     "SQSBackend.get_queue_attributes": "58417223da457b5a0aac5ccc31b6646ed9b22c3b276a0f0d9fd5f3f13bd797ec",
     "SQSBackend.is_message_valid_based_on_retention_period": "cca23b94a5f3af9d9c5af1c09ee5e615017bdf6bd032301cb321c06c7e595d4b",
     "DomainDispatcherApplication.get_backend_for_host": "1f41972c1e4e660fbf4e4ddfeeed2fdff56dc105a8f8e1bf015640f710ef511a",
+    "UpdateExpressionParser.make": "2c00ed96d6e191f243b449166e75bfb38f307b2e19405bc0981847061e0dbee3",
 }
 
 
 def _targets() -> dict[str, Callable[..., Any]]:
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
     from moto.sqs.models import Queue, SQSBackend
 
     return {
+        "UpdateExpressionParser.make": UpdateExpressionParser.make.__func__,
         "Queue.attributes": Queue.attributes.fget,
         "Queue.messages": Queue.messages.fget,
         "Queue.approximate_number_of_messages": Queue.approximate_number_of_messages.fget,
@@ -218,8 +234,17 @@ def _memoised_backend_for_host(stock: Callable[[Any, Any], Any]) -> Callable[[An
     return get_backend_for_host
 
 
+def _memoised_update_expression_parse(stock: Callable[[Any, str], Any]) -> classmethod:
+    @functools.lru_cache(maxsize=1024)
+    def parsed(cls: Any, expression_str: str) -> Any:
+        return stock(cls, expression_str)
+
+    return classmethod(lambda cls, expression_str: parsed(cls, expression_str))
+
+
 def install(force: bool = False) -> bool:
     """Replaces the functions above in this process; False (and a note on stderr) if moto is not the 5.2.1 code they mirror."""
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
     from moto.sqs import models
 
@@ -240,4 +265,5 @@ def install(force: bool = False) -> bool:
     models.SQSBackend.get_queue_attributes = _get_queue_attributes
     models.SQSBackend.is_message_valid_based_on_retention_period = _is_message_valid_based_on_retention_period
     DomainDispatcherApplication.get_backend_for_host = _memoised_backend_for_host(DomainDispatcherApplication.get_backend_for_host)
+    UpdateExpressionParser.make = _memoised_update_expression_parse(UpdateExpressionParser.make.__func__)
     return True

@@ -64,17 +64,33 @@ import item_rollback  # noqa: E402
 _dynamodb_lock = threading.Lock()
 
 
-def _needs_lock(environ) -> bool:
-    target = environ.get("HTTP_X_AMZ_TARGET", "")
-    if target.startswith(("DynamoDB_", "DynamoDBStreams_")):
-        return True
+def serialise_dynamodb_actions() -> None:
+    """Every DynamoDB and DynamoDB Streams action runs under the lock.
+
+    The lock covers ``call_action``: authorisation, the backend call and the
+    serialisation of its answer (which reads the stored items), i.e. everything
+    that touches the backend. Flask's dispatch and the parsing of the request
+    body happen before it and touch no backend state, so they run outside: the
+    lock is held only for the work that must be serialised, which is what every
+    queued DynamoDB request waits for.
+    """
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
+
+    for handler in (DynamoHandler, DynamoDBStreamsHandler):
+        stock = handler.call_action
+
+        def call_action(self, _stock=stock):
+            with _dynamodb_lock:
+                return _stock(self)
+
+        handler.call_action = call_action
+
+
+def serialise_reset(app):
     # A reset must not interleave with a transaction half-way through its undo log.
-    return environ.get("PATH_INFO", "").startswith("/moto-api/reset")
-
-
-def serialise_dynamodb(app):
     def wrapped(environ, start_response):
-        if not _needs_lock(environ):
+        if not environ.get("PATH_INFO", "").startswith("/moto-api/reset"):
             return app(environ, start_response)
         with _dynamodb_lock:
             # Materialise the response while holding the lock.
@@ -112,7 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     if not args.stock:
         mode = "patched" if item_rollback.install() else "locked"
         hot = hot_paths.install()
-        app = serialise_dynamodb(app)
+        serialise_dynamodb_actions()
+        app = serialise_reset(app)
     server = make_server(args.host, args.port, app, threaded=True)
     server.daemon_threads = True  # in-flight requests never keep the process alive
 
