@@ -9,7 +9,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
 
-describe('chaos run (seed 20240101, 1,000 messages, 2 consumers per group)', () => {
+// Both suites run concurrently: each run is mostly waiting (retry delays, crashed batches'
+// visibility timeouts, quiet between phases), and the file is on the suite's critical path.
+describe.concurrent('chaos run (seed 20240101, 1,000 messages, 2 consumers per group)', () => {
   it('keeps every invariant under the seeded fault plan, checked from the tables and queues', async () => {
     // Prepare: the seeded workload and fault plan, on fresh resources of the shared emulator.
     const seed = 20240101;
@@ -43,7 +45,7 @@ describe('chaos run (seed 20240101, 1,000 messages, 2 consumers per group)', () 
   });
 });
 
-describe('npm run chaos', () => {
+describe.concurrent('npm run chaos', () => {
   it('ends with the JSON summary line and exits 0 when the invariants hold; refuses bad arguments with exit 2', async () => {
     // Prepare
     const run = (args: string[]) =>

@@ -86,7 +86,9 @@ function trafficFile() {
   };
 }
 
-describe('npm start (the local run), driven as a command', () => {
+// Concurrent: each test is a separate command on its own resources, and mostly waits
+// (the scenario's retry delays and visibility timeouts).
+describe.concurrent('npm start (the local run), driven as a command', () => {
   it('replays a file with duplicates, re-sends, filtered tags and bad lines, and the JSON summary matches the file', { timeout: 180_000 }, async () => {
     // Prepare
     const file = trafficFile();
