@@ -137,9 +137,10 @@ const SOURCE_COUNTS = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessag
 
 /**
  * The default time limit of a run: 10 minutes, plus 50 ms for every copy the bridge will
- * put on a queue (a message times the groups it goes to). A 3,000-message chaos run drains
- * in about a minute here; the margin is for slower machines and heavier fault plans, and
- * a fixed limit would cut large replays short while they are still making progress.
+ * put on a queue (a message times the groups it goes to): 15 min for a 3,000-message chaos
+ * run, which drains in about 3 min on a shared 2-core machine. The margin is for slower
+ * machines and heavier fault plans; a fixed limit cut large runs short while they were still
+ * making progress, and then reported what they had not sent yet.
  */
 export function defaultMaxRunMs(copies: number): number {
   return 600_000 + 50 * copies;
