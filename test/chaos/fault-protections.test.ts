@@ -95,7 +95,9 @@ const expectHolds = (r: ChaosResult) => {
   expect(r.summary.invariantHolds).toBe(true);
 };
 
-describe('each fault kind of the chaos plan fails the invariants once its protection is removed', () => {
+// Concurrent: each scenario runs on its own resources and mostly waits (visibility
+// timeouts, lease expiry, retry delays).
+describe.concurrent('each fault kind of the chaos plan fails the invariants once its protection is removed', () => {
   it('redelivery of processed messages (lost ack, rebalance replay) — guarded by the dedup record\'s conditional put and the ledger entry\'s own condition', async () => {
     // Prepare: three orders, then once they are settled the same messages again (same msgIds).
     const orders = [paid('SORD1'), paid('SORD2', 'u2'), paid('SORD3')];
