@@ -88,6 +88,9 @@ function render(r: ChaosResult): string {
     ...Object.entries(r.perGroup).map(([g, p]) => `  ${g}: ${p.countedAtPoller} delivered, ${p.processed} processed, ${p.duplicatesSuppressed} duplicates, ${p.filtered} filtered, ${p.deadLettered} dead-lettered, ${p.retried} retried`),
     `From the tables and queues: ${r.invariants.doubleAwards} double awards, ${r.invariants.lostAwards} lost awards, ${r.invariants.balanceMismatches} balance mismatches, ` +
       `${r.invariants.deadLettered}/${r.invariants.expectedDeadLettered} dead letters with a reason (${r.invariants.repeatedDeadLetters} repeated copies), ${r.invariants.leftInSourceQueues} left in source queues`,
+    ...(r.run.pollErrors + r.run.untrackedDepartures > 0
+      ? [`Local run: ${r.run.pollErrors} poll(s) failed against the emulator; ${r.run.untrackedDepartures} message(s) left the queues unseen by the run's account (quiet then confirmed from SQS alone)`]
+      : []),
     ...r.invariants.violations.map((v) => `  VIOLATION: ${v}`),
     r.summary.invariantHolds ? 'Invariant holds.' : violated(r) ? 'INVARIANT FAILED.' : 'Run incomplete: nothing violated among what was judged; raise --max-run-seconds for a verdict.',
   ];

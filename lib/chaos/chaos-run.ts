@@ -65,7 +65,7 @@ export interface ChaosResult {
     /** Deliveries settled, then lost with their invocation (crash after commit, before the ack). */
     crashedAfterSettling: number;
   };
-  readonly run: Pick<LocalRunResult, 'completed' | 'wallMs' | 'pollErrors' | 'settings'>;
+  readonly run: Pick<LocalRunResult, 'completed' | 'wallMs' | 'pollErrors' | 'untrackedDepartures' | 'settings'>;
   readonly wallMs: number;
 }
 
@@ -135,7 +135,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         processCrashes: tally.crashes.crashes.length,
         crashedAfterSettling: result.account.deliveries.filter((d) => d.unacknowledged).length,
       },
-      run: { completed: result.completed, wallMs: result.wallMs, pollErrors: result.pollErrors, settings: result.settings },
+      run: { completed: result.completed, wallMs: result.wallMs, pollErrors: result.pollErrors, untrackedDepartures: result.untrackedDepartures, settings: result.settings },
       wallMs: Date.now() - started,
     };
   } finally {

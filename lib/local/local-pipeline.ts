@@ -113,6 +113,8 @@ export interface LocalRunResult {
   readonly leftInQueues: number;
   /** Traffic messages the bridge never sent because the run gave up first (a later phase never started). */
   readonly neverSent: number;
+  /** Messages the run's own account still counted when SQS showed every source queue empty (should be 0; see waitForQuiet). */
+  readonly untrackedDepartures: number;
   /**
    * Copies whose fate the run could not see because it stopped first: never sent, or still in
    * a source queue. Empty when the run completed. A checker must not call these lost.
@@ -225,20 +227,35 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     // running), confirmed by the queue attributes twice in a row: a message at the redrive
     // limit leaves only on a later receive, and stock moto computes each count separately,
     // so a message whose visibility ends between two of them is briefly counted nowhere.
+    // Should the account ever keep counting messages SQS no longer holds, the queues seen
+    // empty three times, a second apart, with no invocation running, are quiet too: the run
+    // must never wait for a message that is gone.
     const waitForQuiet = async () => {
       let confirmations = 0;
+      let emptyWhileCounted = 0;
+      let lastLook = 0;
       while (Date.now() < deadline) {
-        if (occupancy.total() === 0 && pools.every((p) => p.inFlight === 0)) {
+        const idle = pools.every((p) => p.inFlight === 0);
+        if (idle && occupancy.total() === 0) {
           confirmations = (await messagesInQueues(sqs, resources, groups)) === 0 ? confirmations + 1 : 0;
           if (confirmations >= 2) return true;
           await sleep(confirmations > 0 ? 20 : 200);
-        } else {
-          confirmations = 0;
-          await sleep(20);
+          continue;
         }
+        confirmations = 0;
+        if (idle && Date.now() - lastLook >= 1000) {
+          lastLook = Date.now();
+          emptyWhileCounted = (await messagesInQueues(sqs, resources, groups)) === 0 ? emptyWhileCounted + 1 : 0;
+          if (emptyWhileCounted >= 3) {
+            untracked += occupancy.reconcile();
+            return true;
+          }
+        } else if (!idle) emptyWhileCounted = 0;
+        await sleep(20);
       }
       return false;
     };
+    let untracked = 0;
     const ticker = setInterval(progress, 500);
     let completed = true;
     try {
@@ -277,6 +294,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       balances,
       leftInQueues,
       neverSent: toEnqueue - bridge.sent,
+      untrackedDepartures: untracked,
       unsettled: [...bridge.unsent, ...groups.flatMap((group) => occupancy.bodiesIn(group).map((body) => ({ group, body })))],
       completed: completed && leftInQueues === 0 && bridge.sent === toEnqueue,
       wallMs: Date.now() - started,

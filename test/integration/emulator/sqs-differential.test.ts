@@ -138,7 +138,7 @@ class Lockstep {
 
   async step(name: string, act: (side: Side) => Promise<unknown>, { wait = true } = {}) {
     if (wait) {
-      // A step that overran (300 sends to stock moto take seconds) must not shift the grid.
+      // A step that overran (200 sends to stock moto take seconds) must not shift the grid.
       this.tick = Math.max(this.tick + 1, Math.ceil((Date.now() - this.start) / TICK_MS));
       const due = this.start + this.tick * TICK_MS - Date.now();
       if (due > 0) await new Promise((r) => setTimeout(r, due));
