@@ -1,3 +1,4 @@
+import { interceptCommands } from '../lib/aws/command-interceptor.ts';
 import { sqsRecord } from '../lib/local/sqs-record.ts';
 import { scanTable } from '../lib/aws/table-scan.ts';
 /**
@@ -135,18 +136,15 @@ interface CallSpan {
 
 /** Times every attempt the client sends, injected latency included (outermost of the per-attempt middleware). */
 function recordCallSpans(client: DynamoDBClient, calls: CallSpan[]) {
-  client.middlewareStack.addRelativeTo(
-    (next: (args: any) => Promise<any>) => async (args: any) => {
-      const span = { start: performance.now(), end: Number.POSITIVE_INFINITY };
-      calls.push(span);
-      try {
-        return await next(args);
-      } finally {
-        span.end = performance.now();
-      }
-    },
-    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'callSpans', override: true },
-  );
+  interceptCommands(client, 'callSpans', async (_command, send) => {
+    const span = { start: performance.now(), end: Number.POSITIVE_INFINITY };
+    calls.push(span);
+    try {
+      return await send();
+    } finally {
+      span.end = performance.now();
+    }
+  });
 }
 
 /** Length of the longest chain of calls each starting after the previous one ended. */

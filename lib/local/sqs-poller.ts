@@ -2,7 +2,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, type Message, type SQ
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { lambdaContext } from './lambda-context.ts';
 
-export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void>;
+export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | undefined>;
 
 export interface PollerOptions {
   sqs: SQSClient;
@@ -52,7 +52,7 @@ export async function pollOnce(options: PollerOptions): Promise<PollResult> {
   const records = event.Records;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const started = Date.now();
-  let response: SQSBatchResponse | void;
+  let response: SQSBatchResponse | undefined;
   try {
     response = await options.handler(event, lambdaContext(options.functionName, timeoutMs));
   } catch {

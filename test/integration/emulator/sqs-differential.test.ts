@@ -107,7 +107,7 @@ const ops = {
         WaitTimeSeconds: 0,
       }),
     );
-    Messages.forEach((m, i) => side.handles.set(`${label}.${i}`, m.ReceiptHandle!));
+    for (const [i, m] of Messages.entries()) side.handles.set(`${label}.${i}`, m.ReceiptHandle!);
     return Messages.map(observable);
   },
   async delete(side: Side, queue: string, labels: string[]) {
