@@ -1,10 +1,11 @@
 import type { ConsumerRuntimeConfig } from '../consumer/consumer-config.ts';
 import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
 import type { RecordReport } from '../idempotency/settlement.ts';
-import type { ConsumerGroupName } from '../config/resources.ts';
-import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
-import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
+import type { CONSUMER_GROUPS, ConsumerGroupName } from '../config/resources.ts';
+import type { ConsumerModule } from '../consumer/consumer-module.ts';
+import { consumer as coupons } from '../../functions/coupon-consumer/handler.ts';
+import { consumer as orderStatus } from '../../functions/order-status-consumer/handler.ts';
+import { consumer as points } from '../../functions/points-consumer/handler.ts';
 
 /** What the local run hands a consumer factory: the deployed config plus the local observers. */
 export interface LocalConsumerDeps extends ConsumerRuntimeConfig {
@@ -14,8 +15,8 @@ export interface LocalConsumerDeps extends ConsumerRuntimeConfig {
 }
 
 /**
- * One consumer group the local run can drive: its catalogue name, the Lambda function
- * name it would have, and the same factory the deployed handler module uses.
+ * One consumer group the local run can drive: its catalogue name, the function name the
+ * catalogue gives it, and the same factory the deployed handler module uses.
  */
 export interface ConsumerRegistration {
   readonly group: ConsumerGroupName;
@@ -27,16 +28,25 @@ export interface ConsumerRegistration {
   readonly needsOrders?: boolean;
 }
 
+/** What the local run needs to know of a group, all of it read from the module's catalogue entry. */
+function registration(module: ConsumerModule<(typeof CONSUMER_GROUPS)[number]>): ConsumerRegistration {
+  const { definition } = module;
+  const services: readonly string[] = 'services' in definition ? definition.services : [];
+  return {
+    group: definition.group,
+    functionName: definition.functionName,
+    create: (deps) => module.create({ ...deps, services: { 'coupon-service': deps.couponServiceUrl } }),
+    usesCouponService: services.includes('coupon-service'),
+    needsOrders: (definition.tables as readonly string[]).includes('orders'),
+  };
+}
+
 /**
- * The consumers the local run knows, by group. Adding a group is one entry here: its
- * factory from `functions/<name>/handler.ts`. Groups of the catalogue
- * (`CONSUMER_GROUPS`) without an entry are reported as not runnable locally.
+ * The consumers the local run knows: one handler module per catalogue group, everything else
+ * derived from its entry. `test/unit/config/catalogue-wiring.test.ts` fails when a catalogue
+ * group is missing here; groups without one are reported as not runnable locally.
  */
-export const LOCAL_CONSUMERS: readonly ConsumerRegistration[] = [
-  { group: 'point-consumer-group', functionName: 'points-consumer', create: (deps) => createPointsConsumer(deps) },
-  { group: 'coupon-consumer-group', functionName: 'coupon-consumer', create: (deps) => createCouponConsumer(deps), usesCouponService: true },
-  { group: 'order-status-consumer-group', functionName: 'order-status-consumer', create: (deps) => createOrderStatusConsumer(deps), needsOrders: true },
-];
+export const LOCAL_CONSUMERS: readonly ConsumerRegistration[] = [points, coupons, orderStatus].map(registration);
 
 export function registrationOf(group: string): ConsumerRegistration | undefined {
   return LOCAL_CONSUMERS.find((r) => r.group === group);

@@ -7,6 +7,7 @@ import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../lib/conf
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import type { ConsumerModule } from '../../../lib/consumer/consumer-module.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { registrationOf } from '../../../lib/local/local-consumers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
@@ -22,6 +23,13 @@ describe.each(CONSUMER_GROUPS)('catalogue entry $group', (def) => {
     expect(mod.consumer?.definition).toBe(def);
     expect(typeof mod.handler).toBe('function');
     expect(mod.handler).toBe(mod.consumer?.handler);
+  });
+
+  it('is registered with the local run under the names and needs of its entry', () => {
+    const registration = registrationOf(def.group);
+    expect(registration).toBeDefined();
+    expect(registration!.functionName).toBe(def.functionName);
+    expect(registration!.usesCouponService).toBe(('services' in def ? (def.services as readonly string[]) : []).includes('coupon-service'));
   });
 
   it('names a unique function and group', () => {
