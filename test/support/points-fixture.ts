@@ -1,7 +1,8 @@
+import { readAllMessages } from './queue-reading.ts';
 import { sqsRecord as localSqsRecord } from '../../lib/local/sqs-record.ts';
 import { randomUUID } from 'node:crypto';
 import { QueryCommand, ScanCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
@@ -101,16 +102,7 @@ export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {})
       const users = new Set([...sums.keys(), ...balances.keys()]);
       return [...users].filter((u) => (sums.get(u) ?? 0) !== (balances.get(u) ?? 0));
     },
-    deadLetters: async () => {
-      const out: Array<{ body: string; attributes: Record<string, string> }> = [];
-      for (;;) {
-        const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.deadLetter.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
-        if (Messages.length === 0) return out;
-        for (const m of Messages) {
-          out.push({ body: m.Body!, attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
-        }
-      }
-    },
+    deadLetters: () => readAllMessages(sqs, queue.deadLetter.url),
     outcomes: () => reports.map((r) => r.settlement.outcome),
   };
   return fixture;

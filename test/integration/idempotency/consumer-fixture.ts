@@ -1,5 +1,6 @@
+import { queueDepth, readAllMessages } from '../../support/queue-reading.ts';
 import { randomUUID } from 'node:crypto';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -94,20 +95,8 @@ export async function consumerFixture<R>(options: ConsumerUnderTest<R>) {
     dedupRecord: async (key: string) =>
       (await dynamoDb.send(new GetCommand({ TableName: tables.idempotency, Key: { id: recordId(POINTS_GROUP, key) }, ConsistentRead: true }))).Item as DedupRecord | undefined,
     dedupRecords: async () => (await dynamoDb.send(new ScanCommand({ TableName: tables.idempotency, ConsistentRead: true }))).Items ?? [],
-    deadLetters: async () => {
-      const out: Array<{ body: string; attributes: Record<string, string> }> = [];
-      for (;;) {
-        const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.deadLetter.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
-        if (Messages.length === 0) return out;
-        for (const m of Messages) out.push({ body: m.Body!, attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
-      }
-    },
+    deadLetters: () => readAllMessages(sqs, queue.deadLetter.url),
     /** Messages in the source queue: visible, and in flight. */
-    sourceDepth: async () => {
-      const { Attributes = {} } = await sqs.send(
-        new GetQueueAttributesCommand({ QueueUrl: queue.source.url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
-      );
-      return { visible: Number(Attributes.ApproximateNumberOfMessages), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible) };
-    },
+    sourceDepth: () => queueDepth(sqs, queue.source.url),
   };
 }

@@ -1,6 +1,7 @@
+import { queueDepth, readAllMessages } from '../../support/queue-reading.ts';
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
@@ -15,11 +16,6 @@ import { COUPON_GROUP, createCouponConsumer, type CouponConsumerDeps } from '../
 import { createOrderStatusConsumer, ORDER_STATUS_GROUP, type OrderStatusConsumerDeps } from '../../../functions/order-status-consumer/handler.ts';
 import { startFakeCouponService } from '../../support/fake-coupon-service.ts';
 import { IMMEDIATE_RETRIES, sqsRecord } from '../../support/points-fixture.ts';
-
-export interface DeadLetter {
-  body: string;
-  attributes: Record<string, string>;
-}
 
 /** Queue, clients and the Lambda-like ways of feeding one consumer group. */
 async function groupFixture(group: string) {
@@ -42,21 +38,9 @@ async function groupFixture(group: string) {
     send: async (...bodies: string[]) => {
       for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
     },
-    deadLetters: async (): Promise<DeadLetter[]> => {
-      const out: DeadLetter[] = [];
-      for (;;) {
-        const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queue.deadLetter.url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
-        if (Messages.length === 0) return out;
-        for (const m of Messages) out.push({ body: m.Body!, attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
-      }
-    },
-    /** Messages in the source queue: visible, and in flight (received or delayed by a visibility change). */
-    sourceDepth: async () => {
-      const { Attributes = {} } = await sqs.send(
-        new GetQueueAttributesCommand({ QueueUrl: queue.source.url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
-      );
-      return { visible: Number(Attributes.ApproximateNumberOfMessages), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible) };
-    },
+    deadLetters: () => readAllMessages(sqs, queue.deadLetter.url),
+    /** Messages in the source queue: visible, and in flight. */
+    sourceDepth: () => queueDepth(sqs, queue.source.url),
     outcomes: () => reports.map((r) => [r.settlement.outcome, r.disposition.action]),
   };
 }
