@@ -16,7 +16,7 @@ import { noDeliveryMetrics } from '../lib/dingtalk/notifier-metrics.ts';
 import { InMemoryPendingAlarms } from '../lib/dingtalk/pending-alarms.ts';
 import { RobotClient } from '../lib/dingtalk/robot-client.ts';
 import { InMemoryRateLimiter } from '../lib/dingtalk/robot-rate-limit.ts';
-import { dlqAlarmJson, snsEvent } from '../lib/dingtalk/sample-alarm-event.ts';
+import { dlqAlarmJson, snsEvent } from './fixtures/sample-alarm-event.ts';
 import { StaticWebhookSource } from '../lib/dingtalk/webhook-secret.ts';
 
 const USAGE =

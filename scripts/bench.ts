@@ -1,5 +1,5 @@
-import { interceptCommands } from '../lib/aws/command-interceptor.ts';
-import { sqsRecord } from '../lib/local/sqs-record.ts';
+import { interceptCommands } from './instrumentation/command-interceptor.ts';
+import { sqsRecord } from './local/sqs-record.ts';
 import { scanTable } from '../lib/aws/table-scan.ts';
 /**
  * The benchmark: one award workload through three consumers on the same emulator, with
@@ -28,12 +28,12 @@ import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsComma
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { emulatorConfig } from '../lib/aws/clients.ts';
-import { injectLatency } from '../lib/aws/latency-injection.ts';
-import { RoundTripCounter, type RoundTrip } from '../lib/aws/round-trip-counter.ts';
-import { writeUnitsOf, writtenTables } from '../lib/aws/write-units.ts';
-import { startEmulator, type Emulator } from '../lib/local/emulator.ts';
-import { lambdaContext } from '../lib/local/lambda-context.ts';
-import { provisionLocal, type LocalResources } from '../lib/local/provision.ts';
+import { injectLatency } from './instrumentation/latency-injection.ts';
+import { RoundTripCounter, type RoundTrip } from './instrumentation/round-trip-counter.ts';
+import { writeUnitsOf, writtenTables } from './instrumentation/write-units.ts';
+import { startEmulator, type Emulator } from './emulator/emulator.ts';
+import { lambdaContext } from './local/lambda-context.ts';
+import { provisionLocal, type LocalResources } from './local/provision.ts';
 import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
 import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
 import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';

@@ -6,10 +6,10 @@
  * message was sent and settled, with no violation among what it could judge.
  */
 import { parseArgs } from 'node:util';
-import { runChaos, type ChaosResult } from '../lib/chaos/chaos-run.ts';
-import { InvalidWorkloadError } from '../lib/chaos/workload.ts';
-import { LocalRunConfigError } from '../lib/local/local-pipeline.ts';
-import { ProgressDisplay } from '../lib/local/progress-display.ts';
+import { runChaos, type ChaosResult } from './chaos/chaos-run.ts';
+import { InvalidWorkloadError } from './chaos/workload.ts';
+import { LocalRunConfigError } from './local/local-pipeline.ts';
+import { ProgressDisplay } from './local/progress-display.ts';
 
 const USAGE = `Usage: npm run chaos -- [options]
 

@@ -1,4 +1,4 @@
-import { sqsRecord } from '../lib/local/sqs-record.ts';
+import { sqsRecord } from './local/sqs-record.ts';
 /**
  * Hot keys: many concurrent awards to ONE account, per-record vs packed.
  *
@@ -14,7 +14,7 @@ import { sqsRecord } from '../lib/local/sqs-record.ts';
  * backlog; records a batch reports as failed go back to the backlog (a redelivery; the
  * RocketMQ delay before it is left out so the run stays short). The emulator serialises
  * DynamoDB and never raises `TransactionConflict` or per-item throttling, so every client
- * goes through one `ItemContentionModel` (lib/aws/item-contention-model.ts): conflicts and
+ * goes through one `ItemContentionModel` (scripts/instrumentation/item-contention-model.ts): conflicts and
  * throttles here are MODELLED from the documented behaviour, the rest (what the consumer
  * does about them, outcomes, balances) is measured.
  */
@@ -23,12 +23,12 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { emulatorConfig } from '../lib/aws/clients.ts';
-import { ItemContentionModel } from '../lib/aws/item-contention-model.ts';
-import { injectLatency } from '../lib/aws/latency-injection.ts';
-import { RoundTripCounter } from '../lib/aws/round-trip-counter.ts';
-import { startEmulator, type Emulator } from '../lib/local/emulator.ts';
-import { lambdaContext } from '../lib/local/lambda-context.ts';
-import { provisionLocal } from '../lib/local/provision.ts';
+import { ItemContentionModel } from './instrumentation/item-contention-model.ts';
+import { injectLatency } from './instrumentation/latency-injection.ts';
+import { RoundTripCounter } from './instrumentation/round-trip-counter.ts';
+import { startEmulator, type Emulator } from './emulator/emulator.ts';
+import { lambdaContext } from './local/lambda-context.ts';
+import { provisionLocal } from './local/provision.ts';
 import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
 import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
 import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';

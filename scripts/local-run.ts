@@ -5,12 +5,12 @@
  * not run, 2 bad arguments, 3 it gave up before the queues drained.
  */
 import { parseArgs } from 'node:util';
-import { incidentScenario } from '../lib/local/incident-scenario.ts';
-import { LocalRunConfigError, runLocalPipeline } from '../lib/local/local-pipeline.ts';
-import { ProgressDisplay } from '../lib/local/progress-display.ts';
-import { renderReport, runSummary, type ReportContext } from '../lib/local/replay-report.ts';
-import { readTrafficFile, TrafficFileError } from '../lib/local/traffic-file.ts';
-import { InvalidTimeScaleError } from '../lib/local/time-scale.ts';
+import { incidentScenario } from './local/incident-scenario.ts';
+import { LocalRunConfigError, runLocalPipeline } from './local/local-pipeline.ts';
+import { ProgressDisplay } from './local/progress-display.ts';
+import { renderReport, runSummary, type ReportContext } from './local/replay-report.ts';
+import { readTrafficFile, TrafficFileError } from './local/traffic-file.ts';
+import { InvalidTimeScaleError } from './local/time-scale.ts';
 
 const USAGE = `Usage: npm start -- [options]
 

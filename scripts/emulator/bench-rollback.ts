@@ -19,7 +19,7 @@ import {
   type AttributeValue,
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
-import { startEmulator, type Emulator } from '../../lib/local/emulator.ts';
+import { startEmulator, type Emulator } from './emulator.ts';
 
 const { values } = parseArgs({
   options: { sizes: { type: 'string', default: '0,2000,10000' }, rounds: { type: 'string', default: '300' } },

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
-import { runChaos } from '../../lib/chaos/chaos-run.ts';
-import { generateWorkload } from '../../lib/chaos/workload.ts';
+import { runChaos } from '../../scripts/chaos/chaos-run.ts';
+import { generateWorkload } from '../../scripts/chaos/workload.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';

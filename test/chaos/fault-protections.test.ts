@@ -7,13 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { runChaos, type ChaosResult } from '../../lib/chaos/chaos-run.ts';
-import { NO_SDK_FAULTS, type ConsumerFactory, type FaultPlan } from '../../lib/chaos/fault-plan.ts';
-import type { ChaosWorkload, ExpectedDeadLetter, ExpectedOrder } from '../../lib/chaos/workload.ts';
-import { faultsInOrder, injectFaults, type FaultKind } from '../../lib/aws/fault-injection.ts';
+import { runChaos, type ChaosResult } from '../../scripts/chaos/chaos-run.ts';
+import { NO_SDK_FAULTS, type ConsumerFactory, type FaultPlan } from '../../scripts/chaos/fault-plan.ts';
+import type { ChaosWorkload, ExpectedDeadLetter, ExpectedOrder } from '../../scripts/chaos/workload.ts';
+import { faultsInOrder, injectFaults, type FaultKind } from '../../scripts/instrumentation/fault-injection.ts';
 import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
 import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
-import { trafficMessage, type TrafficMessage, type TrafficPhase } from '../../lib/local/traffic.ts';
+import { trafficMessage, type TrafficMessage, type TrafficPhase } from '../../scripts/local/traffic.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { commitRendezvous, couponConsumer, weakPointsConsumer, type PointsWeakness } from './weakened-consumers.ts';
 

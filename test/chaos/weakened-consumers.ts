@@ -5,10 +5,10 @@
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../../lib/aws/command-interceptor.ts';
+import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { createSqs } from '../../lib/aws/clients.ts';
-import type { ConsumerFactory } from '../../lib/chaos/fault-plan.ts';
+import type { ConsumerFactory } from '../../scripts/chaos/fault-plan.ts';
 import { consumerGroup } from '../../lib/config/resources.ts';
 import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { FailureRouter } from '../../lib/idempotency/failure-router.ts';

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startEmulator } from '../../lib/local/emulator.ts';
+import { startEmulator } from '../../scripts/emulator/emulator.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,14 +1,14 @@
 import { readAllMessages } from './queue-reading.ts';
-import { sqsRecord as localSqsRecord } from '../../lib/local/sqs-record.ts';
+import { sqsRecord as localSqsRecord } from '../../scripts/local/sqs-record.ts';
 import { randomUUID } from 'node:crypto';
 import { QueryCommand, ScanCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { provisionLocal, type LocalResources } from '../../lib/local/provision.ts';
-import { lambdaContext } from '../../lib/local/lambda-context.ts';
-import { pollOnce } from '../../lib/local/sqs-poller.ts';
+import { provisionLocal, type LocalResources } from '../../scripts/local/provision.ts';
+import { lambdaContext } from '../../scripts/local/lambda-context.ts';
+import { pollOnce } from '../../scripts/local/sqs-poller.ts';
 import { MsgIdGenerator, writeEnvelope, type EnvelopeFields } from '../../lib/rocketmq/envelope-writer.ts';
 import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';

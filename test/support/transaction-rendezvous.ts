@@ -1,5 +1,5 @@
 import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../../lib/aws/command-interceptor.ts';
+import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 
 export interface TransactionRendezvous {
   /** Transactions that reached the rendezvous. */

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import type { BridgeConfigInput } from '../../../bridge/bridge-config.ts';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { pollOnce } from '../../../lib/local/sqs-poller.ts';
+import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { BridgeChildProcess, forwardedMsgIds } from './bridge-child-process.ts';
 

@@ -3,7 +3,7 @@ import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { DeliveryBudgetExhaustedError, RobotRejectedError } from '../../../lib/dingtalk/errors.ts';
 import { RobotClient } from '../../../lib/dingtalk/robot-client.ts';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../lib/dingtalk/sample-alarm-event.ts';
+import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
 import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
 import {
   captureOutput,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { dlqAlarmJson, snsEvent } from '../../../lib/dingtalk/sample-alarm-event.ts';
-import { seededRandom } from '../../../lib/local/seeded-random.ts';
+import { dlqAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
+import { seededRandom } from '../../../scripts/local/seeded-random.ts';
 import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
 import { captureOutput, createStormTable, createWebhookSecret, lambdaContext, notifierContainer } from './notifier-harness.ts';
 import { AcceleratedClock } from './test-clocks.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricMathAlarmJson, snsEvent } from '../../../lib/dingtalk/sample-alarm-event.ts';
+import { metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
 import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
 
 const run = promisify(execFile);

@@ -17,7 +17,7 @@ import {
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmulatorUnavailableError, startEmulator, type Emulator } from '../../../lib/local/emulator.ts';
+import { EmulatorUnavailableError, startEmulator, type Emulator } from '../../../scripts/emulator/emulator.ts';
 
 type Item = Record<string, AttributeValue>;
 
@@ -441,7 +441,7 @@ describe('startup failures and process hygiene', () => {
   });
 
   it('the server exits when the process that started it is SIGKILLed', async () => {
-    const module = fileURLToPath(new URL('../../../lib/local/emulator.ts', import.meta.url));
+    const module = fileURLToPath(new URL('../../../scripts/emulator/emulator.ts', import.meta.url));
     const script = `const { startEmulator } = await import(${JSON.stringify(module)});
       const e = await startEmulator(); console.log(e.endpoint); setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });

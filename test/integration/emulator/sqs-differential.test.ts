@@ -13,7 +13,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../../lib/local/emulator.ts';
+import { startEmulator, type Emulator } from '../../../scripts/emulator/emulator.ts';
 
 /**
  * The launcher replaces moto's SQS queue counts (scripts/emulator/hot_paths.py). This file

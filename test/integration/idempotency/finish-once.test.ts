@@ -3,7 +3,7 @@ import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
 import { FailureRouter, rocketmqConsumer, transactionalStrategy, type ConsumerContext, type TransactionalResult } from '../../../lib/idempotency/index.ts';
-import { lambdaContext } from '../../../lib/local/lambda-context.ts';
+import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { parseOrderPaid, type OrderPaid } from '../../../lib/points/order-paid.ts';
 import { IMMEDIATE_RETRIES, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 

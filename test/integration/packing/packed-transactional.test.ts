@@ -1,9 +1,9 @@
 import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../../../lib/aws/command-interceptor.ts';
+import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
 import { ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { RoundTripCounter, type RoundTrip } from '../../../lib/aws/round-trip-counter.ts';
+import { RoundTripCounter, type RoundTrip } from '../../../scripts/instrumentation/round-trip-counter.ts';
 import { awardEntryId } from '../../../lib/points/ledger.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 

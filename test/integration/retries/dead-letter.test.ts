@@ -1,6 +1,6 @@
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../lib/local/sqs-poller.ts';
+import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
 import { orderStatusFixture } from '../strategies/consumer-fixtures.ts';
 

@@ -22,7 +22,7 @@ const MODES = [
 
 /**
  * Faults DynamoDB raises and the emulator never does, injected at the SDK client inside its
- * retry loop (`lib/aws/fault-injection.ts`). Every case first proves its fault fired, and
+ * retry loop (`scripts/instrumentation/fault-injection.ts`). Every case first proves its fault fired, and
  * how many requests the client sent, so a case can never pass because nothing was injected.
  */
 describe.each(MODES)('faults the emulator cannot produce, injected at the SDK client (points consumer, $mode)', ({ packing }) => {

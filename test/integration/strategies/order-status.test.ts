@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../lib/local/sqs-poller.ts';
+import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 import { orderStatusFixture } from './consumer-fixtures.ts';

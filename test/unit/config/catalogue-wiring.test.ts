@@ -7,7 +7,7 @@ import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../lib/conf
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import type { ConsumerModule } from '../../../lib/consumer/consumer-module.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
-import { registrationOf } from '../../../lib/local/local-consumers.ts';
+import { registrationOf } from '../../../scripts/local/local-consumers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseSnsEvent, type AlarmNotification } from '../../../lib/dingtalk/alarm-event.ts';
 import { bodyBytes, formatTime, renderNotification, renderSummary } from '../../../lib/dingtalk/alarm-message.ts';
 import { alarmConsoleUrl } from '../../../lib/dingtalk/alarm-console-link.ts';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent, type CloudWatchAlarmJson } from '../../../lib/dingtalk/sample-alarm-event.ts';
+import { dlqAlarmJson, metricMathAlarmJson, snsEvent, type CloudWatchAlarmJson } from '../../../scripts/fixtures/sample-alarm-event.ts';
 
 const options = { timeZone: 'Asia/Shanghai', keyword: '告警', atMobiles: ['13800000000', '13900000000'] };
 

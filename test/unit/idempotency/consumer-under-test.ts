@@ -5,8 +5,8 @@ import { FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../lib/idempotency
 import { forEachMessage, rocketmqConsumer, type ConsumerContext, type RocketMQConsumerOptions } from '../../../lib/idempotency/index.ts';
 import type { ConsumerMessage, RecordReport } from '../../../lib/idempotency/settlement.ts';
 import type { ConsumptionStrategy } from '../../../lib/idempotency/strategy.ts';
-import { lambdaContext } from '../../../lib/local/lambda-context.ts';
-import { sqsRecord } from '../../../lib/local/sqs-record.ts';
+import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { sqsRecord } from '../../../scripts/local/sqs-record.ts';
 import { MsgIdGenerator, writeEnvelope, type EnvelopeFields } from '../../../lib/rocketmq/envelope-writer.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { recordingSqs, type SqsAnswer } from './recording-sqs.ts';

@@ -2,7 +2,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { InvalidPayloadError, LeaseHeldError, TransientFailureError } from '../../../lib/idempotency/errors.ts';
 import { DEAD_LETTER_ATTRIBUTES, FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../lib/idempotency/failure-router.ts';
-import { sqsRecord } from '../../../lib/local/sqs-record.ts';
+import { sqsRecord } from '../../../scripts/local/sqs-record.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { recordingSqs, serviceError, type SqsAnswer } from './recording-sqs.ts';
 

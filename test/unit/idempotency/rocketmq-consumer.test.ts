@@ -15,7 +15,7 @@ import {
 } from '../../../lib/idempotency/index.ts';
 import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../lib/idempotency/failure-router.ts';
 import { fingerprintOf } from '../../../lib/idempotency/record.ts';
-import { lambdaContext } from '../../../lib/local/lambda-context.ts';
+import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { awardRecord, consumerUnderTest, DLQ_URL, GROUP, parseAward, rawRecord, type Award } from './consumer-under-test.ts';

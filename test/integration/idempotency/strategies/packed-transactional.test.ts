@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, emulatorConfig } from '../../../../lib/aws/clients.ts';
-import { RoundTripCounter, type RoundTrip } from '../../../../lib/aws/round-trip-counter.ts';
+import { RoundTripCounter, type RoundTrip } from '../../../../scripts/instrumentation/round-trip-counter.ts';
 import { fingerprintOf } from '../../../../lib/idempotency/record.ts';
 import type { ConsumerMessage } from '../../../../lib/idempotency/settlement.ts';
 import { packedTransactionalStrategy } from '../../../../lib/idempotency/strategies/packed-transactional.ts';
 import type { TransactionalResult } from '../../../../lib/idempotency/strategies/transactional.ts';
-import { provisionLocal } from '../../../../lib/local/provision.ts';
+import { provisionLocal } from '../../../../scripts/local/provision.ts';
 import { parseEnvelope } from '../../../../lib/rocketmq/envelope.ts';
 import { orderEnvelope, sqsRecord } from '../../../support/points-fixture.ts';
 

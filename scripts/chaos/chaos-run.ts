@@ -1,4 +1,4 @@
-import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { runLocalPipeline, type LocalRunResult } from '../local/local-pipeline.ts';
 import { chaosConsumers, FaultTally, planFaults, type ConsumerFactory, type FaultPlan, type SdkFaultRates } from './fault-plan.ts';

@@ -1,4 +1,4 @@
-import { ROCKETMQ_RETRY_DELAYS_SECONDS, RetrySchedule } from '../rocketmq/retry-schedule.ts';
+import { ROCKETMQ_RETRY_DELAYS_SECONDS, RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 
 export class InvalidTimeScaleError extends Error {
   override readonly name = 'InvalidTimeScaleError';

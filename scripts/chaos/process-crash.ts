@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../aws/command-interceptor.ts';
-import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
+import { interceptCommands } from '../instrumentation/command-interceptor.ts';
+import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { SimulatedCrashError } from '../local/consumer-pool.ts';
 
 /** Decides, per SDK call, whether the process dies right before sending it; returns why, or undefined. */

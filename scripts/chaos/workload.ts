@@ -1,6 +1,6 @@
 import { seededRandom } from '../local/seeded-random.ts';
 import { trafficMessage, type TrafficMessage, type TrafficPhase } from '../local/traffic.ts';
-import { MsgIdGenerator, writeEnvelope } from '../rocketmq/envelope-writer.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 
 export const CHAOS_POINTS_GROUP = 'point-consumer-group';
 export const CHAOS_COUPON_GROUP = 'coupon-consumer-group';

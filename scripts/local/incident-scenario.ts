@@ -1,4 +1,4 @@
-import { MsgIdGenerator, writeEnvelope } from '../rocketmq/envelope-writer.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { seededRandom } from './seeded-random.ts';
 import { trafficMessage, type TrafficMessage, type TrafficPhase } from './traffic.ts';
 

@@ -1,7 +1,7 @@
 import { CreateTableCommand, UpdateTimeToLiveCommand, type AttributeDefinition, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
-import { lifetimesOf } from '../config/delivery-lifetimes.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
 import {
   CONSUMER_GROUPS,
   TABLES,
@@ -9,7 +9,7 @@ import {
   queueName,
   tableName,
   type TableKey,
-} from '../config/resources.ts';
+} from '../../lib/config/resources.ts';
 
 export interface LocalQueue {
   url: string;

@@ -1,10 +1,10 @@
-import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
-import { createDynamoDb } from '../aws/clients.ts';
-import { injectFaults, type FaultKind } from '../aws/fault-injection.ts';
+import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { createDynamoDb } from '../../lib/aws/clients.ts';
+import { injectFaults, type FaultKind } from '../instrumentation/fault-injection.ts';
 import type { CrashAfterCommit } from '../local/incident-scenario.ts';
 import type { LocalConsumerDeps } from '../local/local-consumers.ts';
 import { seededRandom } from '../local/seeded-random.ts';
-import { recordId } from '../idempotency/record.ts';
+import { recordId } from '../../lib/idempotency/record.ts';
 import { ProcessCrashes } from './process-crash.ts';
 import { CHAOS_COUPON_GROUP, CHAOS_POINTS_GROUP, type ChaosWorkload } from './workload.ts';
 

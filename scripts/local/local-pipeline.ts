@@ -1,16 +1,16 @@
-import { scanTable } from '../aws/table-scan.ts';
+import { scanTable } from '../../lib/aws/table-scan.ts';
 import { randomUUID } from 'node:crypto';
 import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSqs, emulatorConfig } from '../aws/clients.ts';
-import { CONSUMER_GROUPS } from '../config/resources.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
 import { ConsumerPool, InvocationReports, SimulatedCrashError, type EventSourceSettings, type InvocationFault } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';
-import { startEmulator, type Emulator } from './emulator.ts';
+import { startEmulator, type Emulator } from '../emulator/emulator.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import { LOCAL_CONSUMERS, registrationOf, type LocalConsumerDeps } from './local-consumers.ts';
-import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
+import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
 import { provisionLocal, type LocalResources } from './provision.ts';
 import { QueueOccupancy } from './queue-occupancy.ts';
@@ -315,7 +315,7 @@ function selectGroups(requested: readonly string[] | undefined): string[] {
   if (requested.length === 0) throw new LocalRunConfigError('no consumer group selected');
   for (const g of requested) {
     if (!known.includes(g)) throw new LocalRunConfigError(`unknown consumer group "${g}"; the catalogue has: ${known.join(', ')}`);
-    if (!registrationOf(g)) throw new LocalRunConfigError(`consumer group "${g}" has no local registration yet (its handler factory is not in lib/local/local-consumers.ts)`);
+    if (!registrationOf(g)) throw new LocalRunConfigError(`consumer group "${g}" has no local registration yet (its handler factory is not in scripts/local/local-consumers.ts)`);
   }
   return [...new Set(requested)];
 }

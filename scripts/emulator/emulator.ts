@@ -32,7 +32,7 @@ export interface StartEmulatorOptions {
   stockMoto?: boolean;
 }
 
-const LAUNCHER = fileURLToPath(new URL('../../scripts/emulator/launcher.py', import.meta.url));
+const LAUNCHER = fileURLToPath(new URL('./launcher.py', import.meta.url));
 const INSTALL_HINT = 'pip install "moto[server]==5.2.1"';
 
 /** Every child still running; killed synchronously if this process exits without stop(). */

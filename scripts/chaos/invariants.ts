@@ -1,11 +1,11 @@
-import { scanTable } from '../aws/table-scan.ts';
+import { scanTable } from '../../lib/aws/table-scan.ts';
 import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
-import { RecordStatus, type DedupRecord } from '../idempotency/record.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
+import { RecordStatus, type DedupRecord } from '../../lib/idempotency/record.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { orderNumbersIn, trafficMessage } from '../local/traffic.ts';
-import { LedgerEntryKind } from '../points/ledger.ts';
+import { LedgerEntryKind } from '../../lib/points/ledger.ts';
 import { CHAOS_COUPON_GROUP, CHAOS_POINTS_GROUP, type ChaosWorkload } from './workload.ts';
 
 /** What the database and the queues say about a finished run, against what the workload expects. */

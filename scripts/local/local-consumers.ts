@@ -1,8 +1,8 @@
-import type { ConsumerRuntimeConfig } from '../consumer/consumer-config.ts';
-import type { ConsumerHandler } from '../consumer/consumer-handler.ts';
-import type { RecordReport } from '../idempotency/settlement.ts';
-import type { CONSUMER_GROUPS, ConsumerGroupName } from '../config/resources.ts';
-import type { ConsumerModule } from '../consumer/consumer-module.ts';
+import type { ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
+import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import type { CONSUMER_GROUPS, ConsumerGroupName } from '../../lib/config/resources.ts';
+import type { ConsumerModule } from '../../lib/consumer/consumer-module.ts';
 import { consumer as coupons } from '../../functions/coupon-consumer/handler.ts';
 import { consumer as orderStatus } from '../../functions/order-status-consumer/handler.ts';
 import { consumer as points } from '../../functions/points-consumer/handler.ts';

@@ -1,4 +1,4 @@
-import { InvalidEnvelopeError, parseEnvelope } from '../rocketmq/envelope.ts';
+import { InvalidEnvelopeError, parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 
 /**
  * One message the bridge hands to SQS. `topic` decides which consumer groups get a copy;
