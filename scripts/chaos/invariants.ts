@@ -1,9 +1,10 @@
 import { scanTable } from '../../lib/aws/table-scan.ts';
-import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
 import { RecordStatus, type DedupRecord } from '../../lib/idempotency/record.ts';
 import type { LocalResources } from '../local/provision.ts';
+import { messagesInQueues, peekAllMessages } from '../local/run-readout.ts';
 import { orderNumbersIn, trafficMessage } from '../local/traffic.ts';
 import { LedgerEntryKind } from '../../lib/points/ledger.ts';
 import { CHAOS_COUPON_GROUP, CHAOS_POINTS_GROUP, type ChaosWorkload } from './workload.ts';
@@ -139,7 +140,7 @@ export async function checkInvariants(input: {
   let unexpectedDeadLetters = 0;
   let repeatedDeadLetters = 0;
   for (const group of groups) {
-    for (const letter of await readQueue(sqs, resources.queues[group]!.deadLetter.url)) {
+    for (const letter of await peekAllMessages(sqs, resources.queues[group]!.deadLetter.url)) {
       const code = letter.attributes[DEAD_LETTER_ATTRIBUTES.code];
       const reason = letter.attributes[DEAD_LETTER_ATTRIBUTES.reason];
       if (!code || !reason) {
@@ -177,13 +178,7 @@ export async function checkInvariants(input: {
 
   let leftInSourceQueues = 0;
   for (const group of groups) {
-    const { Attributes = {} } = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: resources.queues[group]!.source.url,
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
-      }),
-    );
-    const left = Object.values(Attributes).reduce((n, v) => n + Number(v ?? 0), 0);
+    const left = await messagesInQueues(sqs, resources, [group]);
     // A run that stopped early leaves messages behind by definition; the summary reports them as in flight.
     if (left > 0 && unsettled.length === 0) violate(`${group}: ${left} message(s) still in the source queue`);
     leftInSourceQueues += left;
@@ -191,25 +186,4 @@ export async function checkInvariants(input: {
 
   const holds = doubleAwards === 0 && lostAwards === 0 && balanceMismatches === 0 && missingDeadLetters === 0 && unexpectedDeadLetters === 0 && (leftInSourceQueues === 0 || unsettled.length > 0);
   return { doubleAwards, lostAwards, balanceMismatches, deadLettered, repeatedDeadLetters, expectedDeadLettered, missingDeadLetters, unexpectedDeadLetters, leftInSourceQueues, notJudged, violations, holds };
-}
-
-/**
- * Every message of a queue, read without deleting: received under a long visibility
- * timeout, then made visible again, so `ops dlq` still finds them afterwards.
- */
-async function readQueue(sqs: SQSClient, url: string): Promise<Array<{ body: string; attributes: Record<string, string> }>> {
-  const out: Array<{ body: string; attributes: Record<string, string> }> = [];
-  const handles: string[] = [];
-  for (;;) {
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 120 }));
-    if (Messages.length === 0) break;
-    for (const m of Messages) {
-      handles.push(m.ReceiptHandle!);
-      out.push({ body: m.Body ?? '', attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
-    }
-  }
-  for (let i = 0; i < handles.length; i += 10) {
-    await sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: handles.slice(i, i + 10).map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 })) }));
-  }
-  return out;
 }

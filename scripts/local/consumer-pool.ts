@@ -3,6 +3,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import type { CrashAfterCommit } from './incident-scenario.ts';
 import type { DeliveryAccount } from './delivery-account.ts';
 import type { LocalQueue } from './provision.ts';
 import type { QueueOccupancy } from './queue-occupancy.ts';
@@ -132,6 +133,20 @@ export class ConsumerPool {
       this.busy--;
     }
   }
+}
+
+/** The crash the scenario injects, once per target: after the real handler committed, before Lambda could delete the batch. */
+export function crashAfterCommitFault(crashes: readonly CrashAfterCommit[]): InvocationFault | undefined {
+  if (crashes.length === 0) return undefined;
+  const pending = new Set(crashes.map((c) => `${c.group}\u0000${c.msgId.toUpperCase()}`));
+  return (group, reports) => {
+    for (const r of reports) {
+      const id = `${group}\u0000${r.msgId ?? ''}`;
+      if (r.settlement.outcome === 'processed' && pending.delete(id)) {
+        throw new SimulatedCrashError(`simulated crash after committing ${r.msgId}, before the batch was acknowledged`);
+      }
+    }
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

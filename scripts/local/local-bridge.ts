@@ -1,0 +1,130 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
+import type { LocalResources } from './provision.ts';
+import type { QueueOccupancy } from './queue-occupancy.ts';
+import type { TrafficMessage } from './traffic.ts';
+
+export interface BridgeAccount {
+  /** Copies put on source queues, per group (redeliveries included). */
+  enqueued: Record<string, number>;
+  /** Extra copies the bridge delivered (`--redeliver`). */
+  redelivered: Record<string, number>;
+  /** Messages whose topic no selected group subscribes to. */
+  unrouted: number;
+  /** msgIds of which the bridge injected an extra copy. */
+  redeliveredMsgIds: Set<string>;
+  /** Copies SQS refused (too large, characters SQS does not allow). */
+  rejected: Array<{ group: string; line?: number; msgId?: string; reason: string }>;
+}
+
+/**
+ * The RocketMQ → SQS bridge of the local run. Clustering model: every consumer group
+ * subscribed to a topic gets its own copy. A body that is not an envelope goes to every
+ * selected group, as a bridge that cannot read the topic would forward it.
+ */
+export class LocalBridge {
+  sent = 0;
+  /** Copies never put on a queue because the run stopped first. */
+  readonly unsent: Array<{ group: string; body: string }> = [];
+  readonly account: BridgeAccount;
+  private readonly topics: Map<string, string[]>;
+
+  constructor(
+    private readonly sqs: SQSClient,
+    private readonly resources: LocalResources,
+    private readonly groups: readonly string[],
+    private readonly redeliverProbability: number,
+    private readonly random: () => number,
+    private readonly maxQueueBacklog: number,
+    private readonly occupancy: QueueOccupancy,
+    private readonly deadline: number,
+  ) {
+    this.account = { enqueued: Object.fromEntries(groups.map((g) => [g, 0])), redelivered: Object.fromEntries(groups.map((g) => [g, 0])), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
+    this.topics = new Map();
+    for (const def of CONSUMER_GROUPS) {
+      if (groups.includes(def.group)) this.topics.set(def.topic, [...(this.topics.get(def.topic) ?? []), def.group]);
+    }
+  }
+
+  /**
+   * Sends the phase's messages in order, each at its `atMs`; redelivered copies follow a few
+   * messages later. False if the run's deadline passed while the bridge waited for room.
+   */
+  async send(messages: readonly TrafficMessage[]): Promise<boolean> {
+    const phaseStart = Date.now();
+    const ordered = [...messages].map((m, i) => ({ m, i })).sort((a, b) => (a.m.atMs ?? 0) - (b.m.atMs ?? 0) || a.i - b.i).map((x) => x.m);
+    const later = new Map<number, Array<{ group: string; message: TrafficMessage }>>();
+    const buffers = new Map<string, TrafficMessage[]>();
+    const flush = async (group?: string) => {
+      for (const [g, buffer] of buffers) {
+        if (group && g !== group) continue;
+        if (buffer.length > 0) await this.enqueue(g, buffer.splice(0));
+      }
+    };
+    const add = async (group: string, message: TrafficMessage) => {
+      const buffer = buffers.get(group) ?? [];
+      buffers.set(group, buffer);
+      buffer.push(message);
+      if (buffer.length === 10 || buffer.reduce((n, b) => n + b.body.length, 0) > 200_000) await flush(group);
+    };
+    for (let i = 0; i < ordered.length; i++) {
+      if (Date.now() >= this.deadline) {
+        await flush();
+        this.skip(ordered.slice(i));
+        for (const copies of later.values()) for (const copy of copies) this.unsent.push({ group: copy.group, body: copy.message.body });
+        return false;
+      }
+      const message = ordered[i]!;
+      const wait = phaseStart + (message.atMs ?? 0) - Date.now();
+      if (wait > 0) {
+        await flush();
+        await sleep(wait);
+      }
+      const targets = this.targetsOf(message);
+      if (targets.length === 0) this.account.unrouted++;
+      for (const group of targets) {
+        await add(group, message);
+        if (this.redeliverProbability > 0 && this.random() < this.redeliverProbability) {
+          const at = i + 1 + Math.floor(this.random() * 20);
+          later.set(at, [...(later.get(at) ?? []), { group, message: { ...message, label: 'bridge redelivery (same msgId)' } }]);
+          this.account.redelivered[group]!++;
+          if (message.msgId) this.account.redeliveredMsgIds.add(message.msgId);
+        }
+      }
+      for (const copy of later.get(i) ?? []) await add(copy.group, copy.message);
+      later.delete(i);
+      this.sent++;
+    }
+    for (const copies of later.values()) for (const copy of copies) await add(copy.group, copy.message);
+    await flush();
+    return true;
+  }
+
+  /** Records messages the run will not send (it gave up before their phase). */
+  skip(messages: readonly TrafficMessage[]): void {
+    for (const message of messages) for (const group of this.targetsOf(message)) this.unsent.push({ group, body: message.body });
+  }
+
+  private targetsOf(message: TrafficMessage): string[] {
+    const subscribed = message.topic === undefined ? [...this.groups] : (this.topics.get(message.topic) ?? []);
+    return message.groups ? subscribed.filter((g) => message.groups!.includes(g)) : subscribed;
+  }
+
+  private async enqueue(group: string, messages: TrafficMessage[]) {
+    // Past the deadline the run stops anyway; the copies still go out, so `sent` stays true to what SQS holds.
+    while (this.occupancy.inQueue(group) >= this.maxQueueBacklog && Date.now() < this.deadline) await sleep(5);
+    const { Successful = [], Failed = [] } = await this.sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: this.resources.queues[group]!.source.url,
+        Entries: messages.map((m, i) => ({ Id: String(i), MessageBody: m.body })),
+      }),
+    );
+    for (const f of Failed) {
+      const m = messages[Number(f.Id)]!;
+      this.account.rejected.push({ group, line: m.line, msgId: m.msgId, reason: `${f.Code ?? 'error'}: ${f.Message ?? 'SQS refused the message'}` });
+    }
+    this.occupancy.sent(group, Successful.map((s) => ({ messageId: s.MessageId!, body: messages[Number(s.Id)]!.body })));
+    this.account.enqueued[group]! += messages.length - Failed.length;
+  }
+}
