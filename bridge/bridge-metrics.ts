@@ -1,4 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../lib/config/telemetry-names.ts';
 
 /** What one route has done since the bridge started; served by the health endpoint. */
 export interface RouteStats {
@@ -11,8 +12,6 @@ export interface RouteStats {
   lagMs: number | undefined;
   lastReceiveAt: string | undefined;
 }
-
-export const BRIDGE_METRICS_NAMESPACE = 'RocketMQBridge';
 
 /**
  * Counters per route, flushed as CloudWatch embedded-metric-format lines on stdout (on Fargate the
@@ -36,36 +35,36 @@ export class RouteMetrics {
 
   received(count: number, now = new Date()): void {
     this.stats.lastReceiveAt = now.toISOString();
-    this.#add('Received', count);
+    this.#add(BridgeMetric.received, count);
   }
 
   forwarded(count: number, lagMs: number | undefined): void {
     this.stats.forwarded += count;
-    this.#add('Forwarded', count);
+    this.#add(BridgeMetric.forwarded, count);
     if (lagMs !== undefined) {
       this.stats.lagMs = lagMs;
-      this.#emf.addMetric('ForwardLag', MetricUnit.Milliseconds, lagMs);
+      this.#emf.addMetric(BridgeMetric.forwardLag, MetricUnit.Milliseconds, lagMs);
     }
   }
 
   forwardFailed(count: number): void {
     this.stats.forwardFailed += count;
-    this.#add('ForwardFailed', count);
+    this.#add(BridgeMetric.forwardFailed, count);
   }
 
   deadLettered(count: number): void {
     this.stats.deadLettered += count;
-    this.#add('DeadLettered', count);
+    this.#add(BridgeMetric.deadLettered, count);
   }
 
   ackFailed(count: number): void {
     this.stats.ackFailed += count;
-    this.#add('AckFailed', count);
+    this.#add(BridgeMetric.ackFailed, count);
   }
 
   receiveFailed(): void {
     this.stats.receiveFailed += 1;
-    this.#add('ReceiveFailed', 1);
+    this.#add(BridgeMetric.receiveFailed, 1);
   }
 
   flush(): void {

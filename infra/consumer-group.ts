@@ -78,6 +78,8 @@ export const CONSUMER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', '
  */
 export class RocketMQConsumerGroup extends Construct {
   readonly group: string;
+  /** The catalogue entry this group was built from (the bridge derives its route from it). */
+  readonly definition: ConsumerGroupDefinition;
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly function: lambda.IFunction;
@@ -87,6 +89,7 @@ export class RocketMQConsumerGroup extends Construct {
   constructor(scope: Construct, id: string, props: RocketMQConsumerGroupProps) {
     super(scope, id);
     const def = props.definition;
+    this.definition = def;
     this.group = def.group;
     const timeout = props.timeout ?? Duration.seconds(30);
     const batchingWindow = props.maxBatchingWindow ?? Duration.seconds(1);

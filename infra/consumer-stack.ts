@@ -6,6 +6,8 @@ import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { RocketMQConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import { ConsumerTables } from './tables.ts';
+import type { BridgeStageSettings } from './deployment-settings.ts';
+import { StageBridge } from './bridge/stage-bridge.ts';
 
 export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
   /** Prefix of every physical name (tables, queues, alarms): one per deployment, e.g. `rmq-prod`. */
@@ -19,6 +21,8 @@ export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRouti
   readonly groupTuning?: Readonly<Record<string, ConsumerTuning>>;
   /** `docs/runbook.md` as an operator can open it (repository web URL). */
   readonly runbookUrl: string;
+  /** The stage's RocketMQ bridge; deployed only when `enabled`. */
+  readonly bridge?: BridgeStageSettings;
 }
 
 /** The URLs of the services a group's catalogue entry names; a missing one fails the synth naming group and setting. */
@@ -38,6 +42,7 @@ export class RocketMQConsumersStack extends Stack {
   readonly alarmRouting: AlarmRouting;
   readonly eventBus: events.EventBus;
   readonly groups: RocketMQConsumerGroup[];
+  readonly bridge?: StageBridge;
 
   constructor(scope: Construct, id: string, props: RocketMQConsumersStackProps) {
     super(scope, id, props);
@@ -69,6 +74,9 @@ export class RocketMQConsumersStack extends Stack {
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
+    if (props.bridge?.enabled) {
+      this.bridge = new StageBridge(this, 'Bridge', { prefix: props.prefix, settings: props.bridge, groups: this.groups, alarmTopic: this.alarmRouting.topic, runbookUrl: props.runbookUrl });
+    }
   }
 }
 

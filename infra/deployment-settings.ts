@@ -23,6 +23,41 @@ const groupTuningSchema = z
   .partial()
   .strict();
 
+/**
+ * The stage's RocketMQ bridge (ECS Fargate; infra/bridge/). Off unless `enabled`, so a synth needs
+ * no cluster. The network is given by id (no look-ups: synth stays offline); routes are not
+ * configured here: they derive from the consumer-group catalogue.
+ */
+const bridgeSchema = z
+  .object({
+    enabled: z.boolean().default(false),
+    /** `rocketmq5`: gRPC proxy endpoints; `rocketmq4`: name server addresses (remoting). */
+    protocol: z.enum(['rocketmq5', 'rocketmq4']).default('rocketmq5'),
+    /** `host:port`, several separated by `;`. */
+    endpoints: z.string().regex(/^[\w.-]+:\d+(;[\w.-]+:\d+)*$/, 'host:port, several separated by ;'),
+    clusterName: z.string().min(1).default('DefaultCluster'),
+    namespace: z.string().default(''),
+    tls: z.boolean().default(false),
+    /** Secrets Manager secret with `{accessKey, secretKey}` when the cluster enforces ACL. */
+    credentialsSecretName: z.string().min(1).optional(),
+    vpcId: z.string().regex(/^vpc-[0-9a-f]+$/),
+    /** Private subnets that reach the cluster and AWS endpoints, with their availability zones. */
+    subnets: z.array(z.object({ id: z.string().regex(/^subnet-[0-9a-f]+$/), availabilityZone: z.string().min(1) })).min(1),
+    /** Extra security groups for the tasks (e.g. one the cluster's security group admits). */
+    securityGroupIds: z.array(z.string().regex(/^sg-[0-9a-f]+$/)).default([]),
+    /** Tasks running when idle; every task joins every route's consumer group and shares its messages. */
+    desiredCount: z.number().int().min(1).max(100).default(2),
+    /** Upper bound of CPU target tracking. */
+    maxCount: z.number().int().min(1).max(100).default(4),
+    cpuTargetPercent: z.number().int().min(10).max(90).default(60),
+    cpu: z.union([z.literal(256), z.literal(512), z.literal(1024), z.literal(2048), z.literal(4096)]).default(512),
+    memoryMiB: z.number().int().min(512).max(30_720).default(1024),
+    /** A route whose newest forwarded message was stored longer ago than this alarms (lag). */
+    lagAlarmSeconds: z.number().int().min(60).default(300),
+  })
+  .strict()
+  .refine((b) => b.maxCount >= b.desiredCount, { message: 'maxCount must be at least desiredCount', path: ['maxCount'] });
+
 const stageSchema = z.object({
   account,
   region,
@@ -41,6 +76,7 @@ const stageSchema = z.object({
   filterAtEventSource: z.boolean().optional(),
   /** Per consumer group, over its catalogue tuning: `{"point-consumer-group": {"maxConcurrency": 50}}`. */
   groups: z.record(z.string(), groupTuningSchema).optional(),
+  bridge: bridgeSchema.optional(),
 });
 
 const pipelineSchema = z.object({
@@ -60,6 +96,7 @@ const settingsSchema = z.object({
 });
 
 export type StageSettings = z.infer<typeof stageSchema>;
+export type BridgeStageSettings = z.infer<typeof bridgeSchema>;
 export type PipelineSettings = z.infer<typeof pipelineSchema>;
 export type DeploymentSettings = z.infer<typeof settingsSchema>;
 

@@ -66,6 +66,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
       dingTalkSecretName: stage.dingTalkSecretName,
       operatorEmail: stage.operatorEmail,
       notifierReservedConcurrency: stage.notifierReservedConcurrency,
+      bridge: stage.bridge,
       tuning: {
         maxConcurrency: stage.maxConcurrency,
         batchSize: stage.batchSize,

@@ -50,6 +50,26 @@ export const RUNBOOK = {
     happened: 'The DingTalk alarm notifier failed invocations: alarm messages are being retried and may be late or lost.',
     action: 'Check the notifier log group and its DingTalkConfigurationError / DingTalkMessageRejected metrics; verify the webhook secret in Secrets Manager.',
   },
+  bridgeForwardFailures: {
+    anchor: 'bridge-forward-failures',
+    happened: 'The bridge could not forward messages of a route to its queue: they stay un-acked in RocketMQ and come back after their invisible duration, so nothing is lost, but the route is not moving.',
+    action: 'Read the bridge log group for "batch failed" and the SQS error (AccessDenied, KMS, throttling, queue deleted); check the task role and the queue; the route resumes by itself once SQS accepts again.',
+  },
+  bridgeReceiveFailures: {
+    anchor: 'bridge-receive-failures',
+    happened: 'The bridge kept failing to receive from RocketMQ for a route: the cluster, its proxy or name servers, the network path or the ACL credentials are failing.',
+    action: 'Check the cluster (proxy/broker health, topic and consumer group exist), the security groups and routes from the bridge subnets, and the credentials secret; the bridge retries with backoff.',
+  },
+  bridgeTasks: {
+    anchor: 'bridge-tasks',
+    happened: 'Fewer bridge tasks are running than the service should keep: tasks fail their health check, crash or cannot start, so the routes are forwarded slowly or not at all.',
+    action: 'Open the ECS service events and the stopped tasks\' reasons (image pull, secret, out of memory, health check); the deployment circuit breaker rolls back a bad deployment by itself.',
+  },
+  bridgeLag: {
+    anchor: 'bridge-lag',
+    happened: 'Messages a route forwards were stored in RocketMQ long before: the bridge runs behind its topic (too few tasks, slow SQS, or a backlog after an outage).',
+    action: 'Compare the route\'s Received and Forwarded rates; raise the stage\'s bridge maxCount or task size, check SQS throttling; for RocketMQ 4 more tasks than queues of the topic do not help.',
+  },
 } as const satisfies Record<string, RunbookEntry>;
 
 export type RunbookKey = keyof typeof RUNBOOK;

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as events from 'aws-cdk-lib/aws-events';
@@ -36,8 +36,10 @@ export interface RocketMQBridgeServiceProps {
   /** Build context for the image (default: this repository's root). */
   readonly directory?: string;
   readonly routes: readonly RocketMQBridgeRoute[];
-  /** RocketMQ 5 proxy gRPC endpoint(s), `host:8081` or `h1:8081;h2:8081`. */
-  readonly proxyEndpoint: string;
+  /** RocketMQ 5: the proxy's gRPC endpoint(s), `host:8081` or `h1:8081;h2:8081`. Give this or `nameServer`. */
+  readonly proxyEndpoint?: string;
+  /** RocketMQ 4.x: the name server address(es), `host:9876` or `h1:9876;h2:9876`. Give this or `proxyEndpoint`. */
+  readonly nameServer?: string;
   /** Goes into each envelope's `source` (`rocketmq://<clusterName>`). */
   readonly clusterName?: string;
   readonly namespace?: string;
@@ -50,6 +52,14 @@ export interface RocketMQBridgeServiceProps {
   readonly maxMessageBytes?: number;
   /** Bridge tasks; all join the same consumer groups and share the messages (default 1). */
   readonly desiredCount?: number;
+  /**
+   * Target tracking on CPU between `desiredCount` and this many tasks (default: no scaling).
+   * More tasks only help up to the topic's parallelism: on RocketMQ 4 one queue is consumed by
+   * one client of a group at a time; on RocketMQ 5 the proxies' capacity bounds it.
+   */
+  readonly maxCount?: number;
+  /** CPU utilisation the scaling keeps (default 60 %). */
+  readonly cpuTargetPercent?: number;
   readonly cpu?: number;
   readonly memoryLimitMiB?: number;
   readonly vpcSubnets?: ec2.SubnetSelection;
@@ -72,6 +82,8 @@ export class RocketMQBridgeService extends Construct {
   constructor(scope: Construct, id: string, props: RocketMQBridgeServiceProps) {
     super(scope, id);
     if (props.routes.length === 0) throw new Error('RocketMQBridgeService needs at least one route');
+    if (!props.proxyEndpoint === !props.nameServer) throw new Error('RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)');
+    if (props.maxCount !== undefined && props.maxCount < (props.desiredCount ?? 1)) throw new Error(`RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`);
     for (const route of props.routes) {
       if (!route.queue === !route.eventBus) throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
     }
@@ -89,7 +101,7 @@ export class RocketMQBridgeService extends Construct {
     });
 
     const config: BridgeConfigInput = {
-      proxyEndpoint: props.proxyEndpoint,
+      ...(props.nameServer ? { protocol: 'rocketmq4' as const, nameServer: props.nameServer } : { protocol: 'rocketmq5' as const, proxyEndpoint: props.proxyEndpoint! }),
       clusterName: props.clusterName ?? 'DefaultCluster',
       namespace: props.namespace ?? '',
       sslEnabled: props.sslEnabled ?? false,
@@ -133,11 +145,24 @@ export class RocketMQBridgeService extends Construct {
       readonlyRootFilesystem: true,
     });
     this.grantForwarding(props.routes);
+    Validations.of(this.taskDefinition).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-ECS2',
+      reason:
+        'BRIDGE_CONFIG holds only routing (topics, tag expressions, queue URLs, endpoints) and is rendered from the catalogue at synth; the RocketMQ ACL keys come from Secrets Manager through `secrets`, never the environment.',
+    });
+    Validations.of(this.taskDefinition.obtainExecutionRole()).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'The execution role pulls the image: ecr:GetAuthorizationToken has no resource-level permissions, so it is granted on *; the pull actions themselves are scoped to the asset repository by CDK.',
+    });
 
+    const scales = props.maxCount !== undefined && props.maxCount > (props.desiredCount ?? 1);
     this.service = new ecs.FargateService(this, 'Service', {
       cluster,
       taskDefinition: this.taskDefinition,
-      desiredCount: props.desiredCount ?? 1,
+      // With scaling, a deployment keeps the running count (the floor is the scaling minimum)
+      // instead of resetting it to desiredCount in the middle of a busy hour.
+      ...(scales ? {} : { desiredCount: props.desiredCount ?? 1 }),
       // Extra tasks during a deploy only share the groups' messages; no message is forwarded by two at once.
       minHealthyPercent: 100,
       maxHealthyPercent: 200,
@@ -146,6 +171,11 @@ export class RocketMQBridgeService extends Construct {
       ...(props.vpcSubnets ? { vpcSubnets: props.vpcSubnets } : {}),
       ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
     });
+    if (scales) {
+      this.service
+        .autoScaleTaskCount({ minCapacity: props.desiredCount ?? 1, maxCapacity: props.maxCount })
+        .scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.cpuTargetPercent ?? 60, scaleOutCooldown: Duration.minutes(1), scaleInCooldown: Duration.minutes(5) });
+    }
   }
 
   /** SendMessageBatch is authorised as sqs:SendMessage; nothing else is needed to forward. */

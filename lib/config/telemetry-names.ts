@@ -23,3 +23,18 @@ export const NOTIFIER_METRICS_NAMESPACE = 'DingTalkAlarmNotifier';
 
 /** The CloudEvent type of a RocketMQ message (Alibaba Cloud's EventBridge shape, which the bridge keeps). */
 export const ROCKETMQ_EVENT_TYPE = 'mq:Topic:SendMessage';
+
+/** Namespace of the bridge's per-route metrics (EMF on stdout, dimensions ConsumerGroup and Topic). */
+export const BRIDGE_METRICS_NAMESPACE = 'RocketMQBridge';
+
+/** Metric names the bridge writes and its alarms read. */
+export const BridgeMetric = {
+  received: 'Received',
+  forwarded: 'Forwarded',
+  /** Store-to-forward delay of a forwarded message, in ms: how far behind the topic the route runs. */
+  forwardLag: 'ForwardLag',
+  forwardFailed: 'ForwardFailed',
+  deadLettered: 'DeadLettered',
+  ackFailed: 'AckFailed',
+  receiveFailed: 'ReceiveFailed',
+} as const;

@@ -1,0 +1,20 @@
+import type { RocketMQConsumerGroup } from '../consumer-group.ts';
+import type { RocketMQBridgeRoute } from './bridge-service.ts';
+
+/**
+ * The bridge's routes, derived from the groups the stage deploys, never restated: each catalogue
+ * group is a RocketMQ consumer group of the same name subscribed to its topic with its tag
+ * expression, forwarded to its own source queue, with its own DLQ for what cannot be forwarded.
+ * One RocketMQ consumer group per catalogue group keeps RocketMQ's clustering semantics: every
+ * group gets every message of its topic once, whatever the number of bridge tasks.
+ */
+export function bridgeRoutes(groups: readonly RocketMQConsumerGroup[]): RocketMQBridgeRoute[] {
+  return groups.map((g) => ({
+    group: g.definition.group,
+    topic: g.definition.topic,
+    tagExpression: g.definition.tagExpression,
+    queue: g.queue,
+    dlq: g.deadLetterQueue,
+    fifo: g.queue.fifo,
+  }));
+}

@@ -1,0 +1,140 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../infra/consumers-app.ts';
+import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
+import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../lib/config/resources.ts';
+import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../lib/config/telemetry-names.ts';
+
+const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
+const base = cdkJson.context.rocketmq;
+
+/** The test stage with a bridge, as a team would write it in cdk.json. */
+const BRIDGE = {
+  enabled: true,
+  protocol: 'rocketmq4',
+  endpoints: 'ns1.mq.internal:9876;ns2.mq.internal:9876',
+  clusterName: 'trade-cluster',
+  credentialsSecretName: 'rmq-test/rocketmq-acl',
+  vpcId: 'vpc-0a1b2c3d4e5f60718',
+  subnets: [
+    { id: 'subnet-0a1b2c3d4e5f60711', availabilityZone: 'ap-northeast-1a' },
+    { id: 'subnet-0a1b2c3d4e5f60712', availabilityZone: 'ap-northeast-1c' },
+  ],
+  securityGroupIds: ['sg-0a1b2c3d4e5f60719'],
+  desiredCount: 2,
+  maxCount: 6,
+};
+
+function synth(bridge: Record<string, unknown> | undefined, outdir?: string) {
+  const context = { rocketmq: { ...base, stages: { ...base.stages, test: { ...base.stages.test, ...(bridge ? { bridge } : {}) } } } };
+  // As the CLI synthesises (version reporting on), so cfn-lint sees the deployed templates.
+  const built = buildApp(new App({ context, analyticsReporting: true, stackTraces: false, ...(outdir ? { outdir } : {}) }));
+  if (outdir) built.app.synth();
+  return { test: Template.fromStack(built.pipeline.test.consumers), prod: Template.fromStack(built.pipeline.prod.consumers) };
+}
+
+let outdir: string;
+let test: Template;
+let prod: Template;
+let config: ReturnType<typeof parseBridgeConfig>;
+
+beforeAll(() => {
+  outdir = mkdtempSync(path.join(tmpdir(), 'cdk-bridge-test-'));
+  ({ test, prod } = synth(BRIDGE, outdir));
+  const container = Object.values(test.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions[0];
+  const value = container.Environment.find((e: { Name: string }) => e.Name === 'BRIDGE_CONFIG').Value;
+  // Queue URLs are tokens: the JSON is an Fn::Join whose parts include {Ref: queue}. Render each
+  // Ref as a URL naming the queue's logical id, so the bridge's own parser reads the result.
+  const parts: unknown[] = value['Fn::Join'][1];
+  config = parseBridgeConfig(JSON.parse(parts.map((p) => (typeof p === 'string' ? p : `https://sqs.test/${(p as { Ref: string }).Ref}`)).join('')));
+});
+
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+describe('a stage with its bridge enabled', () => {
+  it('is off unless a stage enables it: the committed cdk.json deploys no bridge', () => {
+    expect(prod.findResources('AWS::ECS::Service')).toEqual({});
+    expect(Object.keys(test.findResources('AWS::ECS::Service'))).toHaveLength(1);
+  });
+
+  it('derives one route per catalogue group (topic, tag expression, its own queue and DLQ), never restated', () => {
+    expect(config.protocol).toBe('rocketmq4');
+    expect(config.nameServer).toBe(BRIDGE.endpoints);
+    expect(config.clusterName).toBe('trade-cluster');
+    expect(config.routes.map((r) => [r.group, r.topic, r.tagExpression])).toEqual(CONSUMER_GROUPS.map((g) => [g.group, g.topic, g.tagExpression]));
+    const queueIds = Object.fromEntries(Object.entries(test.findResources('AWS::SQS::Queue')).map(([id, q]) => [q.Properties.QueueName, id]));
+    for (const route of config.routes) {
+      expect(route.target).toEqual({ kind: 'sqs', queueUrl: `https://sqs.test/${queueIds[queueName(base.stages.test.prefix, route.group)]}` });
+      expect(route.dlqUrl).toBe(`https://sqs.test/${queueIds[deadLetterQueueName(base.stages.test.prefix, route.group)]}`);
+    }
+  });
+
+  it('runs in the given private subnets with the given security group, no public IP, ACL credentials from the named secret', () => {
+    test.hasResourceProperties('AWS::ECS::Service', {
+      NetworkConfiguration: {
+        AwsvpcConfiguration: {
+          AssignPublicIp: 'DISABLED',
+          Subnets: BRIDGE.subnets.map((s) => s.id),
+          SecurityGroups: Match.arrayWith(['sg-0a1b2c3d4e5f60719']),
+        },
+      },
+    });
+    const container = Object.values(test.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions[0];
+    expect(container.Secrets.map((s: { Name: string }) => s.Name).sort()).toEqual(['ROCKETMQ_ACCESS_KEY', 'ROCKETMQ_SECRET_KEY']);
+    expect(JSON.stringify(container.Secrets)).toContain('rmq-test/rocketmq-acl');
+  });
+
+  it('scales on CPU between desiredCount and maxCount, and deployments keep the running count', () => {
+    test.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', { MinCapacity: 2, MaxCapacity: 6, ScalableDimension: 'ecs:service:DesiredCount' });
+    test.hasResourceProperties('AWS::ApplicationAutoScaling::ScalingPolicy', {
+      PolicyType: 'TargetTrackingScaling',
+      TargetTrackingScalingPolicyConfiguration: Match.objectLike({ TargetValue: 60, PredefinedMetricSpecification: { PredefinedMetricType: 'ECSServiceAverageCPUUtilization' } }),
+    });
+    const service = Object.values(test.findResources('AWS::ECS::Service'))[0]!;
+    expect(service.Properties.DesiredCount).toBeUndefined();
+  });
+
+  it('alarms per route on forward failures, receive failures and lag, and on running tasks, into the stage alarm topic with runbook links', () => {
+    const topic = Object.keys(test.findResources('AWS::SNS::Topic'))[0]!;
+    const alarms = Object.values(test.findResources('AWS::CloudWatch::Alarm')).filter((a) => String(a.Properties.AlarmName).startsWith(`${base.stages.test.prefix}-bridge-`));
+    const names = alarms.map((a) => a.Properties.AlarmName as string).sort();
+    expect(names).toEqual(
+      [`${base.stages.test.prefix}-bridge-running-tasks`, ...CONSUMER_GROUPS.flatMap((g) => ['forward-failures', 'receive-failures', 'lag'].map((w) => `${base.stages.test.prefix}-bridge-${g.group}-${w}`))].sort(),
+    );
+    for (const alarm of alarms) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topic }]);
+      expect(alarm.Properties.AlarmDescription).toMatch(/Runbook: https:\/\/\S+#bridge-/);
+    }
+    const [points] = CONSUMER_GROUPS;
+    const lag = alarms.find((a) => a.Properties.AlarmName === `${base.stages.test.prefix}-bridge-${points.group}-lag`)!.Properties;
+    expect(lag).toMatchObject({ Namespace: BRIDGE_METRICS_NAMESPACE, MetricName: BridgeMetric.forwardLag, Statistic: 'Maximum', Threshold: 300_000 });
+    expect(lag.Dimensions).toEqual(expect.arrayContaining([{ Name: 'ConsumerGroup', Value: points.group }, { Name: 'Topic', Value: points.topic }]));
+    const tasks = alarms.find((a) => a.Properties.AlarmName.endsWith('-running-tasks'))!.Properties;
+    expect(tasks).toMatchObject({ Namespace: 'ECS/ContainerInsights', MetricName: 'RunningTaskCount', Threshold: 2, ComparisonOperator: 'LessThanThreshold', TreatMissingData: 'breaching' });
+  });
+
+  it('passes cdk-nag (synthesis throws on an unacknowledged finding) and cfn-lint', async () => {
+    const report = JSON.parse(readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'));
+    expect(report.pluginReports.find((p: { pluginName: string }) => p.pluginName === 'AwsSolutions').violations).toEqual([]);
+    const templates = readdirSync(outdir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.template.json')).map((f) => path.join(outdir, f));
+    const result = await promisify(execFile)('cfn-lint', ['--non-zero-exit-code', 'error', '--format', 'parseable', ...templates]).then(
+      (r) => ({ out: r.stdout }),
+      (e: { stdout: string }) => ({ out: e.stdout }),
+    );
+    expect(result.out, 'cfn-lint output').not.toMatch(/:E\d{4}:/);
+  });
+
+  it('refuses settings that cannot work, naming them', () => {
+    expect(() => synth({ ...BRIDGE, maxCount: 1 })).toThrow('rocketmq.stages.test.bridge.maxCount: maxCount must be at least desiredCount');
+    expect(() => synth({ ...BRIDGE, endpoints: 'http://ns1:9876' })).toThrow('rocketmq.stages.test.bridge.endpoints');
+    expect(() => synth({ ...BRIDGE, subnets: [] })).toThrow('rocketmq.stages.test.bridge.subnets');
+  });
+});
