@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -16,6 +16,7 @@ import { ALARM_STORM_TABLE } from '../lib/dingtalk/alarm-storm-table.ts';
 import { NOTIFIER_METRICS_NAMESPACE } from '../lib/config/telemetry-names.ts';
 import { ProjectFunction } from './project-function.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
+import { alarmNamePattern } from './routed-alarm.ts';
 
 export const NOTIFIER_ENTRY = 'functions/alarm-notifier/handler.ts';
 export const NOTIFIER_SERVICE_NAME = 'alarm-notifier';
@@ -62,12 +63,19 @@ export class AlarmRouting extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
       pendingWindow: Duration.days(7),
     });
-    // Without this grant CloudWatch's publishes to the encrypted topic are silently dropped.
+    // CloudWatch acts for this deployment's alarms only (confused deputy): the same conditions
+    // on the key and on the topic. Without the key grant its publishes are silently dropped.
+    const stack = Stack.of(this);
+    const fromOwnAlarms = {
+      StringEquals: { 'aws:SourceAccount': account },
+      ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: alarmNamePattern(props.prefix), arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+    };
     this.key.addToResourcePolicy(
       new iam.PolicyStatement({
         principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
         resources: ['*'],
+        conditions: fromOwnAlarms,
       }),
     );
     this.topic = new sns.Topic(this, 'AlarmTopic', {
@@ -81,7 +89,7 @@ export class AlarmRouting extends Construct {
         principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['sns:Publish'],
         resources: [this.topic.topicArn],
-        conditions: { StringEquals: { 'aws:SourceAccount': account } },
+        conditions: fromOwnAlarms,
       }),
     );
 

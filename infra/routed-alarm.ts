@@ -20,6 +20,15 @@ export interface RoutedAlarmProps {
   readonly treatMissingData?: cloudwatch.TreatMissingData;
 }
 
+/**
+ * Every alarm of a deployment is named `<prefix>-…`: the alarm topic and its key admit
+ * CloudWatch only on behalf of alarms matching this pattern (aws:SourceArn), so an alarm named
+ * otherwise would deploy and never notify. `test/infra/consumers-app.test.ts` checks every alarm.
+ */
+export function alarmNamePattern(prefix: string): string {
+  return `${prefix}-*`;
+}
+
 /** An alarm that notifies the alarm topic when it fires and when it clears. */
 export function routedAlarm(scope: Construct, id: string, props: RoutedAlarmProps): cloudwatch.Alarm {
   const alarm = new cloudwatch.Alarm(scope, id, {

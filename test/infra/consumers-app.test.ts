@@ -234,6 +234,24 @@ describe('alarm routing', () => {
     );
   });
 
+  it('lets CloudWatch publish, and use the key, only for this deployment\'s alarms, and every alarm is named so', () => {
+    const ownAlarms = {
+      StringEquals: { 'aws:SourceAccount': settings.stages.test.account },
+      ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:cloudwatch:${settings.stages.test.region}:${settings.stages.test.account}:alarm:${prefix}-*`]] } },
+    };
+    const keyStatements = resources[single('AWS::KMS::Key', () => true)]!.Properties.KeyPolicy.Statement.filter((st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com');
+    const topicStatements = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::SNS::TopicPolicy')
+      .flatMap((r) => r.Properties.PolicyDocument.Statement)
+      .filter((st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com');
+    expect(keyStatements).toHaveLength(1);
+    expect(topicStatements).toHaveLength(1);
+    for (const statement of [...keyStatements, ...topicStatements]) expect(statement.Condition).toEqual(ownAlarms);
+    const names = logicalIds('AWS::CloudWatch::Alarm').map((id) => resources[id]!.Properties.AlarmName as string);
+    expect(names.length).toBeGreaterThan(0);
+    for (const name of names) expect(name.startsWith(`${prefix}-`), name).toBe(true);
+  });
+
   it('subscribes the notifier, with its own DLQ for failed deliveries and failed invocations', () => {
     const notifier = single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier');
     const dlq = queueId(`${prefix}-alarm-notifier-dlq`);
