@@ -1,4 +1,7 @@
-import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { DefaultStackSynthesizer, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as pipelines from 'aws-cdk-lib/pipelines';
@@ -7,6 +10,19 @@ import { tuningOf } from './consumer-group.ts';
 import { ConsumerStage } from './consumer-stage.ts';
 import { acknowledgePipelineFindings } from './pipeline-acknowledgements.ts';
 import type { DeploymentSettings, StageSettings } from './deployment-settings.ts';
+import { REPOSITORY_ROOT } from './project-function.ts';
+
+/**
+ * The version of a tool the pipeline's self-mutation and asset steps install (`aws-cdk`,
+ * `cdk-assets`): the one the lockfile resolved, so the pipeline never runs a CLI the project did
+ * not (CDK Pipelines otherwise installs the latest of each at every run).
+ */
+export function lockedVersion(pkg: 'aws-cdk' | 'cdk-assets', root = REPOSITORY_ROOT): string {
+  const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8'));
+  const version = lock.packages?.[`node_modules/${pkg}`]?.version;
+  if (typeof version !== 'string') throw new Error(`package-lock.json resolves no ${pkg}: run npm install`);
+  return version;
+}
 
 export interface PipelineStackProps extends StackProps {
   readonly settings: DeploymentSettings;
@@ -31,6 +47,8 @@ export class PipelineStack extends Stack {
       // Test and production are separate accounts: artifacts are encrypted with a key both may use.
       crossAccountKeys: true,
       enableKeyRotation: true,
+      cliVersion: lockedVersion('aws-cdk'),
+      cdkAssetsCliVersion: lockedVersion('cdk-assets'),
       synth: new pipelines.ShellStep('Synth', {
         input: pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn }),
         installCommands: [
@@ -45,14 +63,38 @@ export class PipelineStack extends Stack {
       },
     });
     this.test = new ConsumerStage(this, 'Test', stageProps(stages.test, runbookUrl));
-    this.pipeline.addStage(this.test);
+    this.pipeline.addStage(this.test, { post: [protectStacks(this.test, this.partition)] });
     this.prod = new ConsumerStage(this, 'Prod', stageProps(stages.prod, runbookUrl));
     this.pipeline.addStage(this.prod, {
       pre: [new pipelines.ManualApprovalStep('PromoteToProduction', { comment: 'Test stage deployed and watched: promote this commit to production?' })],
+      post: [protectStacks(this.prod, this.partition)],
     });
     this.pipeline.buildPipeline();
     acknowledgePipelineFindings(this.pipeline);
   }
+}
+
+/**
+ * CloudFormation deploy actions ignore a stack's `terminationProtection` (aws/aws-cdk#17871): only
+ * the CLI sets it. After each deployment this step sets it through the stage account's CDK deploy
+ * role (the bootstrap grants it cloudformation:UpdateTerminationProtection) and fails unless the
+ * stack reports it on.
+ */
+function protectStacks(stage: ConsumerStage, partition: string): pipelines.CodeBuildStep {
+  const stack = stage.consumers;
+  const synthesizer = stack.synthesizer as DefaultStackSynthesizer;
+  // The pipeline and its stages share a partition; the token resolves in the pipeline's template.
+  const deployRole = synthesizer.deployRoleArn.replace('${AWS::Partition}', partition);
+  const target = `--profile stage --region ${stack.region}`;
+  return new pipelines.CodeBuildStep('ProtectStacks', {
+    commands: [
+      `aws configure set profile.stage.role_arn ${deployRole}`,
+      'aws configure set profile.stage.credential_source EcsContainer',
+      `aws ${target} cloudformation update-termination-protection --enable-termination-protection --stack-name ${stack.stackName}`,
+      `test "$(aws ${target} cloudformation describe-stacks --stack-name ${stack.stackName} --query 'Stacks[0].EnableTerminationProtection' --output text)" = True`,
+    ],
+    rolePolicyStatements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [deployRole] })],
+  });
 }
 
 function stageProps(stage: StageSettings, runbookUrl: string) {

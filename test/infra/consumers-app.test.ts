@@ -328,6 +328,33 @@ describe('pipeline', () => {
     expect(stages.find((s: any) => s.name === 'Test').actions).not.toContain('Approval');
     expect(codePipeline!.Properties.Stages[0].Actions[0].ActionTypeId.Provider).toBe('CodeStarSourceConnection');
   });
+
+  it('installs the CDK CLI the lockfile resolved, never the latest', () => {
+    const lock = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'package-lock.json'), 'utf8'));
+    const version = (pkg: string) => lock.packages[`node_modules/${pkg}`].version as string;
+    // Build specs are JSON strings, some inside Fn::Join: search the whole template's text.
+    const installs = [...JSON.stringify(pipelineTemplate.toJSON()).matchAll(/npm install -g ([^"\\]+)/g)].map((m) => m[1]!);
+    expect(installs.length).toBeGreaterThan(0);
+    expect(new Set(installs)).toEqual(new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]));
+  });
+
+  it('turns termination protection on for each stage stack after deploying it, and fails unless it is on', () => {
+    const [codePipeline] = Object.values(pipelineTemplate.findResources('AWS::CodePipeline::Pipeline')) as Resource[];
+    for (const stage of ['Test', 'Prod']) {
+      const actions = codePipeline!.Properties.Stages.find((s: any) => s.Name === stage).Actions;
+      expect(actions.at(-1).Name).toBe('ProtectStacks');
+    }
+    const protect = Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project'))
+      .map((p) => JSON.stringify((p as Resource).Properties.Source.BuildSpec))
+      .filter((spec) => spec.includes('update-termination-protection'));
+    expect(protect).toHaveLength(2);
+    for (const [stage, settingsOf] of [['Test', settings.stages.test], ['Prod', settings.stages.prod]] as const) {
+      const spec = protect.find((p) => p.includes(`${stage}-Consumers`))!;
+      expect(spec).toContain(`cdk-hnb659fds-deploy-role-${settingsOf.account}-${settingsOf.region}`);
+      expect(spec).toContain('EnableTerminationProtection');
+    }
+    expect(pipeline.test.consumers.terminationProtection).toBe(true);
+  });
 });
 
 describe('cfn-lint', () => {
