@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DefaultStackSynthesizer, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { type DefaultStackSynthesizer, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
@@ -80,11 +80,15 @@ export class PipelineStack extends Stack {
  * role (the bootstrap grants it cloudformation:UpdateTerminationProtection) and fails unless the
  * stack reports it on.
  */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the synthesizer's CloudFormation placeholder, literally.
+const PARTITION_PLACEHOLDER = '${AWS::Partition}';
+
 function protectStacks(stage: ConsumerStage, partition: string): pipelines.CodeBuildStep {
   const stack = stage.consumers;
   const synthesizer = stack.synthesizer as DefaultStackSynthesizer;
-  // The pipeline and its stages share a partition; the token resolves in the pipeline's template.
-  const deployRole = synthesizer.deployRoleArn.replace('${AWS::Partition}', partition);
+  // The synthesizer writes the partition as a CloudFormation placeholder; the pipeline and its
+  // stages share a partition, so the pipeline's own partition token stands in for it.
+  const deployRole = synthesizer.deployRoleArn.replace(PARTITION_PLACEHOLDER, partition);
   const target = `--profile stage --region ${stack.region}`;
   return new pipelines.CodeBuildStep('ProtectStacks', {
     commands: [
