@@ -10,7 +10,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
-import { TABLE_ENV, deadLetterQueueName, queueName, type ConsumerGroupDefinition, type GroupTuning } from '../lib/config/resources.ts';
+import { TABLE_ENV, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning } from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
 import { ProjectFunction } from './project-function.ts';
@@ -171,9 +171,19 @@ export class RocketMQConsumerGroup extends Construct {
   }
 
   private grantTables(role: iam.IRole, props: RocketMQConsumerGroupProps): void {
-    const tableArns = props.definition.tables.map((key) => props.tables.table(key).tableArn);
-    if (tableArns.length === 0) return;
-    role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...CONSUMER_TABLE_ACTIONS], resources: tableArns }));
+    const { tables, group } = props.definition;
+    const own = tables.filter((key) => key !== 'idempotency').map((key) => props.tables.table(key).tableArn);
+    if (own.length > 0) role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...CONSUMER_TABLE_ACTIONS], resources: own }));
+    // The groups share the idempotency table: each may touch only the records under its own prefix.
+    if (tables.includes('idempotency')) {
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: [...CONSUMER_TABLE_ACTIONS],
+          resources: [props.tables.table('idempotency').tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${recordIdPrefix(group)}*`] } },
+        }),
+      );
+    }
   }
 
   private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition): events.Rule {

@@ -28,6 +28,15 @@ export const TABLES = {
 
 export type TableKey = keyof typeof TABLES;
 
+/**
+ * Where a group's idempotency records start: every record id is `<group>#<key>`. The groups
+ * share the table, and each function's role may touch only the ids under its own prefix
+ * (`dynamodb:LeadingKeys`), so one group can never overwrite another's records.
+ */
+export function recordIdPrefix(group: string): string {
+  return `${group}#`;
+}
+
 /** Services outside AWS a group may call; the stage settings give each its URL (`services` in cdk.json). */
 export const OUTSIDE_SERVICES = {
   'coupon-service': { env: 'COUPON_SERVICE_URL', description: 'grants one coupon per order (Idempotency-Key header)' },

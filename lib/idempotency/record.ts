@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { recordIdPrefix } from '../config/resources.ts';
 
 /** Status of an idempotency record. `as const` object rather than an enum: plain strings on the wire and in DynamoDB. */
 export const RecordStatus = {
@@ -34,7 +35,7 @@ export interface DedupRecord {
 }
 
 export function recordId(group: string, key: string): string {
-  return `${group}#${key}`;
+  return `${recordIdPrefix(group)}${key}`;
 }
 
 /**

@@ -16,6 +16,7 @@ import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-t
 import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 import { writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+import { recordId } from '../../lib/idempotency/record.ts';
 
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
 
@@ -176,6 +177,19 @@ describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
     for (const s of dataStatements) {
       expect(actionsOf(s).every((a) => ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'].includes(a))).toBe(true);
     }
+  });
+
+  it('may touch only its own records of the shared idempotency table (dynamodb:LeadingKeys)', () => {
+    const idempotency = tableId('idempotency');
+    const onTable = statementsOf(functionOf(def.group)).filter((s: any) => resourcesOf(s).some((r: any) => r['Fn::GetAtt']?.[0] === idempotency));
+    if (!(def.tables as readonly string[]).includes('idempotency')) {
+      expect(onTable).toEqual([]);
+      return;
+    }
+    expect(onTable).toHaveLength(1);
+    expect(resourcesOf(onTable[0]!)).toEqual([getAtt(idempotency)]);
+    expect((onTable[0] as any).Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${def.group}#*`] } });
+    expect(recordId(def.group, 'SO1')).toMatch(new RegExp(`^${def.group}#`));
   });
 
   it('sends only to its own DLQ', () => {
