@@ -52,9 +52,12 @@ export class PipelineStack extends Stack {
       synth: new pipelines.ShellStep('Synth', {
         input: pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn }),
         installCommands: [
-          // The integration tests run against moto server; the `node` devDependency brings Node 24.
-          'pip3 install --quiet "moto[server]==5.2.1" "cfn-lint==1.*"',
+          // cfn-lint is for `npm run lint:cfn`; the `node` devDependency brings Node 24. The
+          // integration tests run against moto server from .venv, which emulator:setup provisions
+          // from scripts/emulator/requirements.txt, as on a developer's machine.
+          'pip3 install --quiet "cfn-lint==1.*"',
           'npm ci --no-audit --no-fund',
+          'npm run emulator:setup',
         ],
         commands: ['npm test', 'npm run lint:cfn', 'npm run synth'],
       }),

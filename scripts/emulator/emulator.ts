@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EMULATOR_REQUIREMENTS, ensurePythonEnvironment, PythonEnvironmentError } from './python-environment.ts';
 
 /** A running local AWS emulator (moto server behind the project's launcher). */
 export interface Emulator {
@@ -21,7 +23,10 @@ export class EmulatorUnavailableError extends Error {
 }
 
 export interface StartEmulatorOptions {
-  /** Python interpreter with moto installed. Default: `$EMULATOR_PYTHON`, else `python3`. */
+  /**
+   * Python interpreter with moto installed. Default: `$EMULATOR_PYTHON`, else the project's
+   * `.venv`, provisioned on first use from `scripts/emulator/requirements.txt`.
+   */
   python?: string;
   /** How long to wait for the readiness line. Default 20 s. */
   timeoutMs?: number;
@@ -33,7 +38,9 @@ export interface StartEmulatorOptions {
 }
 
 const LAUNCHER = fileURLToPath(new URL('./launcher.py', import.meta.url));
-const INSTALL_HINT = 'pip install "moto[server]==5.2.1"';
+// Hints for an interpreter given by option or EMULATOR_PYTHON; the default one provisions itself.
+const requirementsShown = () => relative(process.cwd(), EMULATOR_REQUIREMENTS);
+const DEFAULT_HINT = "or leave EMULATOR_PYTHON unset to use the project's .venv";
 
 /** Every child still running; killed synchronously if this process exits without stop(). */
 const running = new Set<ChildProcess>();
@@ -48,7 +55,7 @@ function killAllOnExit() {
 
 /** Starts the emulator on a free loopback port and resolves once it answers. */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
-  const python = options.python ?? process.env.EMULATOR_PYTHON ?? 'python3';
+  const python = options.python ?? process.env.EMULATOR_PYTHON ?? (await defaultPython());
   const args = [LAUNCHER, '--exit-with-stdin', ...(options.stockMoto ? ['--stock'] : [])];
   // stdin stays an open pipe we never write to: if this process dies, even by SIGKILL, the
   // launcher sees EOF and exits, so no emulator outlives its test run.
@@ -80,6 +87,16 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
   };
 }
 
+/** The project's `.venv`; a failure to make it is the emulator's, with the classified error as its cause. */
+async function defaultPython(): Promise<string> {
+  try {
+    return await ensurePythonEnvironment();
+  } catch (err) {
+    if (err instanceof PythonEnvironmentError) throw new EmulatorUnavailableError(err.message, { cause: err });
+    throw err;
+  }
+}
+
 interface ReadinessLine {
   endpoint: string;
   mode?: unknown;
@@ -104,11 +121,11 @@ function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, st
       timeoutMs,
     );
     child.once('error', (err) =>
-      fail(`cannot run Python for the emulator ("${python}": ${err.message}); install Python 3 and ${INSTALL_HINT}`));
+      fail(`cannot run Python for the emulator ("${python}": ${err.message}); use one with ${requirementsShown()} installed, ${DEFAULT_HINT}`));
     child.once('exit', (code, signal) => {
       const missing = /No module named '?(moto|werkzeug|flask)/.exec(stderr());
       fail(missing
-        ? `moto is not installed for "${python}" (${missing[0]}): ${INSTALL_HINT}`
+        ? `moto is not installed for "${python}" (${missing[0]}): ${python} -m pip install -r ${requirementsShown()}, ${DEFAULT_HINT}`
         : `emulator exited with ${signal ?? `code ${code}`} before it was ready: ${stderr().trim()}`);
     });
     lines.on('line', (line) => {

@@ -1,6 +1,6 @@
 """Randomised differential check: item-level rollback vs stock moto, in-process.
 
-    python3 scripts/emulator/fuzz_rollback.py [rounds] [seed]
+    .venv/bin/python scripts/emulator/fuzz_rollback.py [rounds] [seed]
 
 Drives two DynamoDBBackend instances with the same random TransactWriteItems
 (puts/updates/deletes/condition checks, failing conditions at random positions,

@@ -1,6 +1,8 @@
 """Launch moto server (5.2.1) for this project's local runs and tests.
 
-    python3 scripts/emulator/launcher.py [--port 0] [--stock] [--exit-with-stdin]
+    .venv/bin/python scripts/emulator/launcher.py [--port 0] [--stock] [--exit-with-stdin]
+
+(.venv holds requirements.txt; startEmulator() in emulator.ts makes it on first use.)
 
 Prints exactly one JSON readiness line on stdout once the socket is listening:
     {"ready": true, "endpoint": "http://127.0.0.1:PORT", "mode": "patched"}

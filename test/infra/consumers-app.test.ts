@@ -334,7 +334,7 @@ describe('pipeline', () => {
     const [synthProject] = Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project', { Properties: { Description: Match.stringLikeRegexp('Synth') } }));
     const buildSpec = JSON.parse((synthProject as Resource).Properties.Source.BuildSpec);
     const commands = [...buildSpec.phases.install.commands, ...buildSpec.phases.build.commands];
-    expect(commands).toEqual(expect.arrayContaining(['npm ci --no-audit --no-fund', 'npm test', 'npm run lint:cfn']));
+    expect(commands).toEqual(expect.arrayContaining(['npm ci --no-audit --no-fund', 'npm run emulator:setup', 'npm test', 'npm run lint:cfn']));
     const [codePipeline] = Object.values(pipelineTemplate.findResources('AWS::CodePipeline::Pipeline')) as Resource[];
     const stages = codePipeline!.Properties.Stages.map((s: any) => ({ name: s.Name, actions: s.Actions.map((a: any) => a.ActionTypeId.Category) }));
     expect(stages.map((s: any) => s.name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets', 'Test', 'Prod']);

@@ -7,7 +7,10 @@ declare module 'vitest' {
   }
 }
 
-/** One emulator for the whole run; every test file creates its own uniquely named resources. */
+/**
+ * One emulator for the whole run; every test file creates its own uniquely named resources.
+ * Starting it provisions `.venv` on a fresh checkout, before any worker or child command needs it.
+ */
 export default async function setup(project: TestProject) {
   const emulator = await startEmulator();
   project.provide('emulatorEndpoint', emulator.endpoint);

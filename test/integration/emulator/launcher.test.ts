@@ -401,7 +401,7 @@ describe('startup failures and process hygiene', () => {
     const err = await startEmulator({ python: noMotoPython }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EmulatorUnavailableError);
     expect((err as Error).message).toMatch(/moto is not installed/);
-    expect((err as Error).message).toContain('pip install "moto[server]==5.2.1"');
+    expect((err as Error).message).toContain(`${noMotoPython} -m pip install -r scripts/emulator/requirements.txt`);
     expect((err as Error).message.split('\n')).toHaveLength(1);
   });
 
@@ -409,17 +409,17 @@ describe('startup failures and process hygiene', () => {
     const saved = process.env.EMULATOR_PYTHON;
     process.env.EMULATOR_PYTHON = noMotoPython;
     try {
-      await expect(startEmulator()).rejects.toThrow(/pip install "moto\[server\]==5\.2\.1"/);
+      await expect(startEmulator()).rejects.toThrow(`${noMotoPython} -m pip install -r scripts/emulator/requirements.txt`);
     } finally {
       if (saved === undefined) delete process.env.EMULATOR_PYTHON;
       else process.env.EMULATOR_PYTHON = saved;
     }
   });
 
-  it('reports a missing Python interpreter with the install command', async () => {
+  it('reports a missing Python interpreter with what to use instead', async () => {
     const err = await startEmulator({ python: join(dir, 'no-such-python') }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EmulatorUnavailableError);
-    expect((err as Error).message).toContain('pip install "moto[server]==5.2.1"');
+    expect((err as Error).message).toContain('scripts/emulator/requirements.txt installed');
   });
 
   const reachable = (endpoint: string) =>

@@ -1,0 +1,236 @@
+/**
+ * The emulator's Python: a project-local virtual environment (`<repo>/.venv`) holding exactly
+ * `scripts/emulator/requirements.txt`, made on first use so `npm ci && npm start` needs only
+ * Python 3 with its venv module.
+ *
+ * Warm path: read requirements.txt, hash it, compare with the stamp inside the environment, check
+ * that its interpreter is still there; no process is started. Cold path: under a lock, `python3 -m
+ * venv` and `pip install -r`, then the stamp, written last and atomically, so a failed or
+ * interrupted install never looks finished.
+ *
+ * `python3 -m venv`, not `virtualenv`: venv is the standard library's; where it lacks ensurepip
+ * (Debian and Ubuntu ship that as the python3-venv package) bootstrapping virtualenv would need pip
+ * outside an environment, which those same systems refuse (PEP 668, "externally managed"), so the
+ * fix is the apt package either way, and the error says so.
+ *
+ * Run directly (`npm run emulator:setup`) it provisions and prints the interpreter's path: for
+ * steps that run where the package index is unreachable (test:bridge's network namespace).
+ */
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** The pinned requirements: the one place the moto version is written. */
+export const EMULATOR_REQUIREMENTS = fileURLToPath(new URL('./requirements.txt', import.meta.url));
+const DEFAULT_DIRECTORY = fileURLToPath(new URL('../../.venv', import.meta.url));
+/** Inside the environment: the sha256 of the requirements file it was built from. */
+const STAMP = 'requirements.sha256';
+
+export interface PythonEnvironmentOptions {
+  /** The virtual environment's directory. Default `<repo>/.venv`. */
+  directory?: string;
+  /** The pip requirements file it holds. Default `scripts/emulator/requirements.txt`. */
+  requirements?: string;
+  /** The interpreter that creates the environment. Default `python3`. */
+  basePython?: string;
+  /** Receives the one progress line printed when the environment is (re)built. Default: stderr. */
+  onProgress?: (line: string) => void;
+}
+
+/** The environment could not be made; `command` is what to run by hand to see why. */
+export class PythonEnvironmentError extends Error {
+  override readonly name: string = 'PythonEnvironmentError';
+  constructor(
+    message: string,
+    readonly command: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The base interpreter cannot be started at all. */
+export class PythonNotFoundError extends PythonEnvironmentError {
+  override readonly name = 'PythonNotFoundError';
+}
+
+/** `python3 -m venv` failed (typically: no ensurepip, i.e. python3-venv is not installed). */
+export class VirtualEnvironmentCreationError extends PythonEnvironmentError {
+  override readonly name = 'VirtualEnvironmentCreationError';
+}
+
+/** `pip install -r` failed (package index unreachable, no wheel for this Python, a bad pin). */
+export class RequirementsInstallError extends PythonEnvironmentError {
+  override readonly name = 'RequirementsInstallError';
+}
+
+interface Environment {
+  directory: string;
+  requirements: string;
+  basePython: string;
+  python: string;
+  stamp: string;
+  /** Beside the environment, not inside: `venv --clear` empties the directory. */
+  lockFile: string;
+  onProgress: (line: string) => void;
+}
+
+/** Makes sure the environment holds the requirements; resolves to its interpreter. */
+export async function ensurePythonEnvironment(options: PythonEnvironmentOptions = {}): Promise<string> {
+  const env = environmentOf(options);
+  const digest = await digestOf(env.requirements);
+  if (await isCurrent(env, digest)) return env.python;
+  return withInstallLock(env, async () => {
+    // Whoever held the lock before may have just built it.
+    if (!(await isCurrent(env, digest))) await build(env, digest);
+    return env.python;
+  });
+}
+
+function environmentOf(options: PythonEnvironmentOptions): Environment {
+  const directory = options.directory ?? DEFAULT_DIRECTORY;
+  return {
+    directory,
+    requirements: options.requirements ?? EMULATOR_REQUIREMENTS,
+    basePython: options.basePython ?? 'python3',
+    python: join(directory, 'bin', 'python'),
+    stamp: join(directory, STAMP),
+    lockFile: `${directory}.lock`,
+    onProgress: options.onProgress ?? ((line) => process.stderr.write(`${line}\n`)),
+  };
+}
+
+async function digestOf(file: string): Promise<string> {
+  return createHash('sha256').update(await readFile(file)).digest('hex');
+}
+
+const readStamp = (env: Environment) => readFile(env.stamp, 'utf8').then((s) => s.trim(), () => undefined);
+
+/** existsSync follows the interpreter's symlink: a removed base Python counts as not current. */
+async function isCurrent(env: Environment, digest: string): Promise<boolean> {
+  return (await readStamp(env)) === digest && existsSync(env.python);
+}
+
+async function build(env: Environment, digest: string): Promise<void> {
+  const previous = await readStamp(env);
+  const why = previous === undefined ? 'first run only' : previous === digest ? 'its Python is gone' : `${basename(env.requirements)} changed`;
+  env.onProgress(`emulator: ${previous === undefined ? 'installing' : 'reinstalling'} ${await summaryOf(env.requirements)} into ${shown(env.directory)} (${why})…`);
+  await rm(env.stamp, { force: true });
+  // A stamped environment is ours and is rebuilt from empty, so nothing of an old pin survives.
+  // Without a stamp it is a half-made one of ours or someone's own: add to it, never wipe it.
+  const venv = [env.basePython, '-m', 'venv', ...(previous === undefined ? [] : ['--clear']), env.directory];
+  await runStep(venv, (outcome, output) => creationError(env, venv, outcome, output));
+  const pip = [env.python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-input', '-r', env.requirements];
+  await runStep(pip, (outcome) => new RequirementsInstallError(`pip could not install ${shown(env.requirements)} into ${shown(env.directory)} (${outcome}); run by hand: ${commandLine(pip)}`, commandLine(pip)));
+  const partial = `${env.stamp}.${process.pid}.tmp`;
+  await writeFile(partial, `${digest}\n`);
+  await rename(partial, env.stamp);
+}
+
+function creationError(env: Environment, venv: string[], outcome: string, output: string): PythonEnvironmentError {
+  // Debian's venv explains a missing ensurepip on stdout, over several lines.
+  const hint = /ensurepip is not\s+available/.test(output) ? '; ensurepip is not available: on Debian/Ubuntu, sudo apt-get install python3-venv' : '';
+  return new VirtualEnvironmentCreationError(`${env.basePython} could not create ${shown(env.directory)} (${outcome})${hint}; run by hand: ${commandLine(venv)}`, commandLine(venv));
+}
+
+/** "moto 5.2.1" for `moto[server]==5.2.1`: what the progress line says is being installed. */
+async function summaryOf(requirements: string): Promise<string> {
+  const lines = (await readFile(requirements, 'utf8')).split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
+  return lines.map((l) => l.replace(/^([\w.-]+)(\[[^\]]*\])?==(\S+)$/, '$1 $3')).join(', ');
+}
+
+/** A path as the reader typed it: relative to the working directory when inside it. */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
+}
+
+const commandLine = (argv: string[]) => argv.map((a) => (isAbsolute(a) ? shown(a) : a)).map((a) => (/^[\w./=-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+
+/**
+ * Runs one step to completion. A failure becomes the step's error from its outcome (exit status and
+ * the output's last line, which is where pip and venv say what went wrong) and its output's tail.
+ */
+function runStep(argv: string[], failure: (outcome: string, output: string) => PythonEnvironmentError): Promise<void> {
+  const [command, ...args] = argv as [string, ...string[]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const collect = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-8000);
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    child.once('error', (err) => reject(notFound(command, err)));
+    child.once('close', (code, signal) => {
+      if (code === 0) return resolve();
+      const last = output.trim().split('\n').at(-1)?.trim() ?? '';
+      reject(failure(`${signal ?? `exit ${code}`}${last ? `: ${last}` : ''}`, output));
+    });
+  });
+}
+
+function notFound(python: string, err: Error): PythonNotFoundError {
+  const command = `${python} --version`;
+  return new PythonNotFoundError(`cannot run "${python}" to make the emulator's Python environment (${err.message}); install Python 3 with its venv module, so that \`${command}\` works`, command);
+}
+
+/**
+ * Node has no flock, so a small Python process holds one on `<directory>.lock` while this process
+ * installs. The kernel drops the lock when the holder exits, and the holder exits at EOF on its
+ * stdin, i.e. when we release it or when this process dies, even by SIGKILL. So no stale-lock
+ * guessing: a pid check would misjudge holders in another PID namespace (test:bridge runs in one),
+ * a timeout would misjudge a slow install.
+ */
+const HOLD_LOCK = ['import fcntl, sys', 'with open(sys.argv[1], "a") as lock:', '    fcntl.flock(lock, fcntl.LOCK_EX)', '    print("locked", flush=True)', '    sys.stdin.read()'].join('\n');
+
+async function withInstallLock<T>(env: Environment, work: () => Promise<T>): Promise<T> {
+  await mkdir(dirname(env.lockFile), { recursive: true });
+  const holder = spawn(env.basePython, ['-c', HOLD_LOCK, env.lockFile], { stdio: ['pipe', 'pipe', 'pipe'] });
+  holder.stdin.on('error', () => {}); // EPIPE if the holder is already gone
+  const exited = new Promise<void>((resolve) => {
+    holder.once('close', () => resolve());
+    holder.once('error', () => resolve());
+  });
+  try {
+    await lockAcquired(holder, env);
+    return await work();
+  } finally {
+    holder.stdin.end();
+    await exited;
+  }
+}
+
+function lockAcquired(holder: ChildProcessByStdio<Writable, Readable, Readable>, env: Environment): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let stderr = '';
+    holder.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-2000);
+    });
+    const lines = createInterface({ input: holder.stdout });
+    lines.once('line', () => {
+      lines.close();
+      resolve();
+    });
+    holder.once('error', (err) => reject(notFound(env.basePython, err)));
+    holder.once('exit', (code) => {
+      const command = commandLine([env.basePython, '-c', HOLD_LOCK, env.lockFile]);
+      const last = stderr.trim().split('\n').at(-1) ?? '';
+      reject(new PythonEnvironmentError(`${env.basePython} could not lock ${shown(env.lockFile)} (exit ${code}: ${last})`, command));
+    });
+  });
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  ensurePythonEnvironment().then(
+    (python) => console.log(python),
+    (err: unknown) => {
+      console.error(err instanceof Error ? err.message : err);
+      process.exitCode = 1;
+    },
+  );
+}
