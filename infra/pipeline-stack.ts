@@ -52,10 +52,9 @@ export class PipelineStack extends Stack {
       synth: new pipelines.ShellStep('Synth', {
         input: pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn }),
         installCommands: [
-          // cfn-lint is for `npm run lint:cfn`; the `node` devDependency brings Node 24. The
-          // integration tests run against moto server from .venv, which emulator:setup provisions
-          // from scripts/emulator/requirements.txt, as on a developer's machine.
-          'pip3 install --quiet "cfn-lint==1.*"',
+          // The `node` devDependency brings Node 24. moto server and cfn-lint come from .venv,
+          // which emulator:setup provisions from scripts/emulator/requirements.txt (both pinned
+          // there), as on a developer's machine.
           'npm ci --no-audit --no-fund',
           'npm run emulator:setup',
         ],

@@ -1,11 +1,11 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import type { PipelineStack } from '../../infra/pipeline-stack.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
@@ -343,13 +343,18 @@ describe('pipeline', () => {
     expect(codePipeline!.Properties.Stages[0].Actions[0].ActionTypeId.Provider).toBe('CodeStarSourceConnection');
   });
 
-  it('installs the CDK CLI the lockfile resolved, never the latest', () => {
+  it('installs the CDK CLI and cdk-assets the lockfile resolved, and Python tools only as pinned, never the latest', () => {
     const lock = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'package-lock.json'), 'utf8'));
     const version = (pkg: string) => lock.packages[`node_modules/${pkg}`].version as string;
     // Build specs are JSON strings, some inside Fn::Join: search the whole template's text.
     const installs = [...JSON.stringify(pipelineTemplate.toJSON()).matchAll(/npm install -g ([^"\\]+)/g)].map((m) => m[1]!);
     expect(installs.length).toBeGreaterThan(0);
     expect(new Set(installs)).toEqual(new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]));
+    // Python tools come only from the pinned requirements (moto and cfn-lint, each ==).
+    expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
+    const requirements = readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator/requirements.txt'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+    for (const line of requirements) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
+    expect(requirements.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cfn-lint']);
   });
 
   it('turns termination protection on for each stage stack after deploying it, and fails unless it is on', () => {
@@ -373,14 +378,9 @@ describe('pipeline', () => {
 
 describe('cfn-lint', () => {
   it('finds no errors in any synthesized template', async () => {
-    const templates = readdirSync(outdir, { recursive: true, encoding: 'utf8' })
-      .filter((file) => file.endsWith('.template.json'))
-      .map((file) => path.join(outdir, file));
+    const templates = templatesIn(outdir);
     expect(templates).toHaveLength(3);
-    const result = await promisify(execFile)('cfn-lint', ['--non-zero-exit-code', 'error', '--format', 'parseable', ...templates]).then(
-      (r) => ({ code: 0, out: r.stdout }),
-      (e) => ({ code: e.code as number | string, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
-    );
+    const result = await cfnLint(templates);
     expect(result.out, 'cfn-lint output').not.toMatch(/:E\d{4}:/);
     expect(result.code).toBe(0);
   }, 120_000);

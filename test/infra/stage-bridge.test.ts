@@ -1,11 +1,11 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
@@ -124,11 +124,7 @@ describe('a stage with its bridge enabled', () => {
   it('passes cdk-nag (synthesis throws on an unacknowledged finding) and cfn-lint', async () => {
     const report = JSON.parse(readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'));
     expect(report.pluginReports.find((p: { pluginName: string }) => p.pluginName === 'AwsSolutions').violations).toEqual([]);
-    const templates = readdirSync(outdir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.template.json')).map((f) => path.join(outdir, f));
-    const result = await promisify(execFile)('cfn-lint', ['--non-zero-exit-code', 'error', '--format', 'parseable', ...templates]).then(
-      (r) => ({ out: r.stdout }),
-      (e: { stdout: string }) => ({ out: e.stdout }),
-    );
+    const result = await cfnLint(templatesIn(outdir));
     expect(result.out, 'cfn-lint output').not.toMatch(/:E\d{4}:/);
   });
 
