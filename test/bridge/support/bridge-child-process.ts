@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 
@@ -12,9 +12,13 @@ export class BridgeChildProcess {
   #stderr = '';
   #waiters: (() => void)[] = [];
 
-  constructor(env: Record<string, string>) {
-    this.#child = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
-      env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'true', ...env },
+  /**
+   * Runs `bridge-child.ts` under tsx with these variables over this process's environment, or
+   * watches a bridge started some other way (the replayed image's entry command), output piped.
+   */
+  constructor(from: Record<string, string> | ChildProcess) {
+    this.#child = from instanceof ChildProcess ? from : spawn(process.execPath, ['--import', 'tsx', ENTRY], {
+      env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'true', ...from },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     createInterface({ input: this.#child.stdout! }).on('line', (line) => {
