@@ -47,7 +47,7 @@ export function stageBridgeImageContext(outdir: string): BridgeImageContext {
     // Skips the Lambda functions' esbuild bundling only; image assets are staged all the same.
     [cx_api.BUNDLING_STACKS]: [],
   };
-  // As the CLI synthesises (version reporting on), like the stage's synth test.
+  // As the CLI synthesises (version reporting on); stack traces would only slow it down.
   buildApp(new App({ context, outdir, analyticsReporting: true, stackTraces: false })).app.synth();
   const synthMs = Math.round(performance.now() - started);
 

@@ -328,8 +328,7 @@ function stageEnvironment(root: string, env: Readonly<Record<string, string>>, u
 }
 
 /**
- * npm in the image downloads what the lockfile names and checks each tarball against its
- * integrity, so a cache seeded from this machine's yields the same bytes. Content files are
+ * The stage's npm cache, from this machine's (see "The registry" above). Content files are
  * addressed by their hash and never rewritten, so they are hard-linked; index buckets are appended
  * to, so they are copied. `npm cache clean --force` in a RUN line then removes only the links.
  */
