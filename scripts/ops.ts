@@ -18,7 +18,7 @@ import { isClean, runLedgerAudit } from '../lib/operations/ledger-audit.ts';
 import { awsConfigOf, groupQueuesOf, pointTablesOf, type TargetOptions } from '../lib/operations/operations-target.ts';
 import { ProgressBar, type ProgressStream } from '../lib/operations/progress-bar.ts';
 import { renderAudit, renderDeadLetter, renderDeadLetterList, renderRedrive, renderReversal } from '../lib/operations/command-output.ts';
-import type { OutputFormat } from '../lib/operations/report-format.ts';
+import { terminalSafe, type OutputFormat } from '../lib/operations/report-format.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 
@@ -106,8 +106,9 @@ const parse = (argv: string[]) => parseArgs({ args: argv, options: OPTIONS, allo
 
 /** Runs one command and returns its exit code; never throws. */
 export async function runOps(argv: string[], io: OpsIo): Promise<number> {
-  const print = (text: string) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
-  const fail = (text: string) => io.stderr.write(`ops: ${text}\n`);
+  // Reasons, keys and bodies are the senders' text: no escape sequence of theirs reaches a terminal.
+  const print = (text: string) => io.stdout.write(terminalSafe(text.endsWith('\n') ? text : `${text}\n`));
+  const fail = (text: string) => io.stderr.write(terminalSafe(`ops: ${text}\n`));
   let values: Values;
   let positionals: string[];
   try {

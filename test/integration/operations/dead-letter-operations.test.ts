@@ -1,6 +1,7 @@
 import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
+import { writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 import { ops, type PointsFixture } from './operations-fixture.ts';
 
@@ -168,5 +169,31 @@ describe('ops dlq (emulator)', () => {
     expect(Object.keys(Messages[0]!.MessageAttributes ?? {}).sort()).toEqual(['redrive-count', 'redriven-at', 'redriven-from-dlq']);
     expect(Messages[0]!.MessageAttributes!['redrive-count']!.StringValue).toBe('1');
     expect(Messages[0]!.MessageAttributes!['redriven-from-dlq']!.StringValue).toBe(`${f.resources.prefix}-point-consumer-group-dlq`);
+  });
+
+  it('escapes terminal control sequences in list and show, neutralises CSV formulas, and keeps --json exact', async () => {
+    // Prepare: a letter whose tag, key and (non-JSON) body carry escape sequences, a C1 CSI, a
+    // bidi override and a carriage return, and whose key is a spreadsheet formula
+    const f = await pointsFixture();
+    const hostileBody = '\u001b]0;pwned\u0007\u001b[2Jnot json\rOK \u009b31mred gnp\u202eexe';
+    const formulaKey = '=HYPERLINK("http://evil.example","x")';
+    const msgId = newMsgId();
+    await f.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: f.resources.queues['point-consumer-group']!.deadLetter.url,
+        MessageBody: writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID\u001b[8m', keys: [formulaKey], body: hostileBody }),
+      }),
+    );
+    // Act
+    const list = await ops(f, ['dlq', 'list', ...GROUP]);
+    const show = await ops(f, ['dlq', 'show', ...GROUP, msgId]);
+    const csv = await ops(f, ['dlq', 'list', ...GROUP, '--csv']);
+    const json = await ops(f, ['dlq', 'list', ...GROUP, '--json']);
+    // Assess: nothing a terminal acts on, but every sequence visible as text
+    for (const run of [list, show, csv]) expect(run.stdout.replaceAll('\n', '')).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+    expect(list.stdout).toContain('ORDER_TOPIC:PAID\\u001b[8m');
+    expect(show.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2Jnot json\\u000dOK \\u009b31mred gnp\\u202eexe');
+    expect(csv.stdout).toContain(`"'=HYPERLINK(""http://evil.example"",""x"")"`);
+    expect(json.json().messages[0].envelope).toMatchObject({ body: hostileBody, keys: [formulaKey], tags: 'PAID\u001b[8m' });
   });
 });
