@@ -26,6 +26,7 @@ import {
   renderRedrive,
   renderReversal,
   reversalWriteSummary,
+  type SavedPlan,
 } from '../lib/operations/command-output.ts';
 import { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from '../lib/operations/reversal-plan.ts';
 import { confirmWrite, queueLocation, tableLocation, type ConfirmationChannel } from '../lib/operations/write-confirmation.ts';
@@ -272,7 +273,7 @@ async function reverse(
     confirm: (planned) => confirmWrite(reversalWriteSummary(ledger!, tables, planned, reviewed!.digest), ctx.confirmation),
     now: ctx.now,
   });
-  let saved: { file: string; digest: string } | undefined;
+  let saved: SavedPlan | undefined;
   if (!apply && v.plan) {
     const reversals = report.outcomes.map(({ status: _status, ...reversal }) => reversal);
     const plan = reversalPlanOf({ createdAt: ctx.now().toISOString(), ledgerTableArn: ledger!.arn, tables, rightful: Object.fromEntries(rightful), reversals });

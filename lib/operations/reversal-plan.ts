@@ -49,7 +49,7 @@ const planSchema = z.object({
   digest: z.string(),
 });
 
-export function planDigest(reversals: readonly PlannedReversal[]): string {
+function planDigest(reversals: readonly PlannedReversal[]): string {
   const hash = createHash('sha256');
   for (const key of reversals.map(reversalKey).sort()) hash.update(`${key}\n`);
   return hash.digest('hex').slice(0, 16);

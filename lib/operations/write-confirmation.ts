@@ -60,7 +60,7 @@ export async function queueLocation(sqs: SQSClient, queueUrl: string): Promise<R
   }
 }
 
-export function describeWrite(summary: WriteSummary): string {
+function describeWrite(summary: WriteSummary): string {
   const width = Math.max(...summary.resources.map(([role]) => role.length)) + 2;
   return [
     `About to write in AWS account ${summary.location.account}, region ${summary.location.region}:`,

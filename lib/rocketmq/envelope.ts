@@ -75,21 +75,21 @@ const MSG_ID = /^[0-9A-Fa-f]{32,56}$/;
 const TOPIC = /^[%|a-zA-Z0-9_-]+$/;
 const stringMap = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
 const nonNegativeInt = z.number().int().nonnegative();
-const text = z.string().max(ENVELOPE_LIMITS.textChars);
+const boundedText = z.string().max(ENVELOPE_LIMITS.textChars);
 
 const dataSchema = z.object({
   topic: z.string().min(1).max(ENVELOPE_LIMITS.topicChars).regex(TOPIC, 'topic may hold only %|a-zA-Z0-9_- (RocketMQ TopicValidator)'),
   msgId: z.string().regex(MSG_ID, 'msgId must be 32 to 56 hex characters'),
-  offsetMsgId: text.optional(),
+  offsetMsgId: boundedText.optional(),
   tags: z.string().nullish(),
   keys: z.union([z.array(z.string()), z.string()]).nullish(),
   queueId: nonNegativeInt.optional(),
   queueOffset: nonNegativeInt.optional(),
-  brokerName: text.optional(),
+  brokerName: boundedText.optional(),
   bornTimestamp: nonNegativeInt.optional(),
   storeTimestamp: nonNegativeInt.optional(),
-  bornHost: text.optional(),
-  storeHost: text.optional(),
+  bornHost: boundedText.optional(),
+  storeHost: boundedText.optional(),
   reconsumeTimes: nonNegativeInt.optional(),
   systemProperties: stringMap.optional(),
   userProperties: stringMap.optional(),
@@ -99,12 +99,12 @@ const dataSchema = z.object({
 
 const cloudEventSchema = z.object({
   specversion: z.literal('1.0'),
-  id: text.min(1),
+  id: boundedText.min(1),
   type: z.literal(ROCKETMQ_EVENT_TYPE),
-  source: text.optional(),
-  subject: text.optional(),
-  time: text.optional(),
-  datacontenttype: text.optional(),
+  source: boundedText.optional(),
+  subject: boundedText.optional(),
+  time: boundedText.optional(),
+  datacontenttype: boundedText.optional(),
   data: dataSchema,
 });
 
