@@ -5,6 +5,7 @@
  * Exit codes: 0 clean / done, 1 findings (or something left for a person), 2 error.
  */
 import { realpathSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -14,11 +15,22 @@ import { findDeadLetter, readDeadLetters, releaseDeadLetters } from '../lib/oper
 import { redriveDeadLetters, RedriveInterruptedError, type RedriveFilter } from '../lib/operations/dead-letter-redrive.ts';
 import { reverseDoubleAwards, ReversalInterruptedError } from '../lib/operations/double-award-reversal.ts';
 import { messageOf, OperationsError, UsageError } from '../lib/operations/errors.ts';
-import { isClean, runLedgerAudit } from '../lib/operations/ledger-audit.ts';
-import { awsConfigOf, groupQueuesOf, pointTablesOf, type TargetOptions } from '../lib/operations/operations-target.ts';
+import { isClean, runLedgerAudit, type AuditReport } from '../lib/operations/ledger-audit.ts';
+import { awsConfigOf, groupQueuesOf, pointTablesOf, type PointTableNames, type TargetOptions } from '../lib/operations/operations-target.ts';
 import { ProgressBar, type ProgressStream } from '../lib/operations/progress-bar.ts';
-import { renderAudit, renderDeadLetter, renderDeadLetterList, renderRedrive, renderReversal } from '../lib/operations/command-output.ts';
-import type { OutputFormat } from '../lib/operations/report-format.ts';
+import {
+  redriveWriteSummary,
+  renderAudit,
+  renderDeadLetter,
+  renderDeadLetterList,
+  renderRedrive,
+  renderReversal,
+  reversalWriteSummary,
+  type SavedPlan,
+} from '../lib/operations/command-output.ts';
+import { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from '../lib/operations/reversal-plan.ts';
+import { confirmWrite, queueLocation, tableLocation, type ConfirmationChannel } from '../lib/operations/write-confirmation.ts';
+import { terminalSafe, type OutputFormat } from '../lib/operations/report-format.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 
@@ -28,10 +40,13 @@ Commands:
   audit                    Balance vs ledger per user, orders awarded more than once, and
                            orders awarded to more than one user.
                            Exit 0 clean, 1 findings, 2 error.
-  reverse [--apply]        Reverse every excess award (dry run unless --apply).
+  reverse [--plan <file>]  Dry run: what would be reversed; --plan saves it for review.
     --rightful <order>=<user>  For an order awarded to several users: the user whose award
                            stays; the others are reversed. Repeatable. Orders without one
                            are listed, not reversed (exit 1).
+  reverse --apply --plan <file>
+                           Reverse what the reviewed plan holds (its --rightful choices
+                           included); refused if the ledger now calls for anything else.
   dlq list --group G       List dead letters with their reasons and RocketMQ envelopes.
   dlq show --group G <id>  One dead letter in full (id: SQS message id, msgId or key).
   dlq redrive --group G    Send dead letters back to the source queue (--all or a filter).
@@ -41,6 +56,11 @@ Target:
   --region <region>        AWS region (default: AWS_REGION, else us-east-1).
   --prefix <prefix>        Deployment prefix: names tables and queues as the stack does.
   --ledger-table <name>    --accounts-table <name>   --dlq-url <url>   --source-queue-url <url>
+
+Writes (reverse --apply, dlq redrive):
+  The account, region and resources are shown first; on a terminal the command asks
+  Proceed? [y/N]. Without a terminal it refuses unless --yes is given.
+  --yes                    Confirm in advance (scripts).
 
 Output:
   --json | --csv           Machine-readable output (default: a table).
@@ -61,6 +81,7 @@ dlq redrive:
   --force                  Also send letters first delivered before the redrive horizon
                            (record TTL minus a retry window): check them with audit first.
   PAYLOAD_CONFLICT letters are held back unless --reason PAYLOAD_CONFLICT names them.
+  Letters whose recorded source queue is not the target are held back too.
   Held-back letters stay in the DLQ with the reason; exit 1 when any were held back.
 `;
 
@@ -78,6 +99,8 @@ const OPTIONS = {
   quiet: { type: 'boolean' },
   segments: { type: 'string' },
   apply: { type: 'boolean' },
+  plan: { type: 'string' },
+  yes: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
   all: { type: 'boolean' },
   force: { type: 'boolean' },
@@ -95,6 +118,8 @@ const OPTIONS = {
 export interface OpsIo {
   stdout: { write(chunk: string): unknown };
   stderr: ProgressStream;
+  /** Where a write's confirmation is read; without a terminal here, writes need --yes. */
+  stdin?: Readable & { isTTY?: boolean };
   /** Clients to use instead of building them (tests put fault injection on these). */
   dynamoDb?: DynamoDBDocumentClient;
   sqs?: SQSClient;
@@ -106,8 +131,9 @@ const parse = (argv: string[]) => parseArgs({ args: argv, options: OPTIONS, allo
 
 /** Runs one command and returns its exit code; never throws. */
 export async function runOps(argv: string[], io: OpsIo): Promise<number> {
-  const print = (text: string) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
-  const fail = (text: string) => io.stderr.write(`ops: ${text}\n`);
+  // Reasons, keys and bodies are the senders' text: no escape sequence of theirs reaches a terminal.
+  const print = (text: string) => io.stdout.write(terminalSafe(text.endsWith('\n') ? text : `${text}\n`));
+  const fail = (text: string) => io.stderr.write(terminalSafe(`ops: ${text}\n`));
   let values: Values;
   let positionals: string[];
   try {
@@ -198,34 +224,80 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
       print(renderAudit(report, tables, format));
       return isClean(report) ? ExitCode.OK : ExitCode.FINDINGS;
     }
-    case 'reverse': {
-      const { tables, report: audited } = await audit();
-      const report = await reverseDoubleAwards({
-        dynamoDb: dynamoDb(),
-        tables,
-        doubleAwards: audited.doubleAwards,
-        crossUserAwards: audited.crossUserAwards,
-        rightful: rightfulOf(v.rightful),
-        apply: v.apply === true,
-        now,
-      });
-      print(renderReversal(report, tables, format));
-      // Dry run: something to reverse is a finding. Apply: only awards left for a person are.
-      const open = report.applied ? report.outcomes.filter((o) => o.status === 'award-changed' || o.status === 'kept-award-changed') : report.outcomes;
-      return open.length > 0 || report.undecided.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
-    }
+    case 'reverse':
+      return reverse(v, { format, now, dynamoDb: dynamoDb(), audit, print, confirmation: confirmationOf(v, io) });
     case 'dlq':
-      return dlq(sub, rest, v, { format, target, sqs: sqs(), now, print });
+      return dlq(sub, rest, v, { format, target, sqs: sqs(), now, print, confirmation: confirmationOf(v, io) });
     default:
       throw new UsageError(`unknown command "${command}"; see --help`);
   }
+}
+
+function confirmationOf(v: Values, io: OpsIo): ConfirmationChannel {
+  return { yes: v.yes === true, input: io.stdin, output: { write: (text: string) => io.stderr.write(terminalSafe(text)) } };
+}
+
+/**
+ * Dry run by default (`--plan <file>` saves what it found); `--apply --plan <file>` audits again and
+ * writes only reversals the reviewed plan holds, after the operator confirms.
+ */
+async function reverse(
+  v: Values,
+  ctx: {
+    format: OutputFormat;
+    now: () => Date;
+    dynamoDb: DynamoDBDocumentClient;
+    audit: () => Promise<{ tables: PointTableNames; report: AuditReport }>;
+    print: (text: string) => void;
+    confirmation: ConfirmationChannel;
+  },
+): Promise<number> {
+  const apply = v.apply === true;
+  if (apply && !v.plan) {
+    throw new UsageError('reverse --apply writes only a reviewed plan: run reverse --plan <file> (a dry run that saves it), review it, then reverse --apply --plan <file>');
+  }
+  if (apply && v.rightful) throw new UsageError('with --apply the --rightful choices come from the plan; leave them out');
+  const reviewed = apply ? await readReversalPlan(v.plan!) : undefined;
+  const { tables, report: audited } = await ctx.audit();
+  const ledger = v.plan ? await tableLocation(ctx.dynamoDb, tables.ledger) : undefined;
+  if (reviewed) checkPlanTarget(reviewed, ledger!.arn, tables);
+  const rightful = reviewed ? new Map(Object.entries(reviewed.rightful)) : rightfulOf(v.rightful);
+  const report = await reverseDoubleAwards({
+    dynamoDb: ctx.dynamoDb,
+    tables,
+    doubleAwards: audited.doubleAwards,
+    crossUserAwards: audited.crossUserAwards,
+    rightful,
+    apply,
+    reviewed: reviewed?.reversals,
+    confirm: (planned) => confirmWrite(reversalWriteSummary(ledger!, tables, planned, reviewed!.digest), ctx.confirmation),
+    now: ctx.now,
+  });
+  let saved: SavedPlan | undefined;
+  if (!apply && v.plan) {
+    const reversals = report.outcomes.map(({ status: _status, ...reversal }) => reversal);
+    const plan = reversalPlanOf({ createdAt: ctx.now().toISOString(), ledgerTableArn: ledger!.arn, tables, rightful: Object.fromEntries(rightful), reversals });
+    await writeReversalPlan(v.plan, plan);
+    saved = { file: v.plan, digest: plan.digest };
+  }
+  ctx.print(renderReversal(report, tables, ctx.format, saved));
+  // Dry run: something to reverse is a finding. Apply: only awards left for a person are.
+  const open = report.applied ? report.outcomes.filter((o) => o.status === 'award-changed' || o.status === 'kept-award-changed') : report.outcomes;
+  return open.length > 0 || report.undecided.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
 }
 
 async function dlq(
   sub: string | undefined,
   rest: string[],
   v: Values,
-  ctx: { format: OutputFormat; target: TargetOptions; sqs: SQSClient; now: () => Date; print: (text: string) => void },
+  ctx: {
+    format: OutputFormat;
+    target: TargetOptions;
+    sqs: SQSClient;
+    now: () => Date;
+    print: (text: string) => void;
+    confirmation: ConfirmationChannel;
+  },
 ): Promise<number> {
   const queues = await groupQueuesOf(ctx.sqs, ctx.target);
   const limit = v.limit === undefined ? undefined : positiveNumber(v.limit, 'limit', 1);
@@ -257,14 +329,21 @@ async function dlq(
       const filtered = Boolean(filter.reasons?.length || filter.keys?.length || filter.olderThanMs !== undefined || filter.newerThanMs !== undefined);
       if (!filtered && !v.all) throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
       const sourceName = queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1);
+      const source = await queueLocation(ctx.sqs, queues.sourceUrl);
+      const dryRun = v['dry-run'] === true;
+      if (!dryRun) await confirmWrite(redriveWriteSummary(source, sourceName, dlqName, filter, limit), ctx.confirmation);
       try {
         const report = await redriveDeadLetters({
           sqs: ctx.sqs,
           deadLetterQueueUrl: queues.deadLetterUrl,
           sourceQueueUrl: queues.sourceUrl,
           filter,
-          guard: { horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000, force: v.force === true },
-          dryRun: v['dry-run'] === true,
+          guard: {
+            targetQueueArn: source.arn,
+            horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
+            force: v.force === true,
+          },
+          dryRun,
           ratePerSecond: positiveNumber(v.rate, 'rate', 10),
           limit,
           visibilityTimeoutSeconds: positiveNumber(v['visibility-timeout'], 'visibility-timeout', 120),
@@ -294,5 +373,5 @@ function invokedDirectly(): boolean {
 }
 
 if (invokedDirectly()) {
-  process.exitCode = await runOps(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr });
+  process.exitCode = await runOps(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin });
 }

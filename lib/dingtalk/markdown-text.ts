@@ -5,13 +5,17 @@
  * DingTalk does not document backslash escapes for its markdown subset, so a backslash could show up
  * literally or be ignored. Instead, the characters that build links, images, HTML, emphasis and
  * code are replaced by look-alike Unicode characters that no markdown renderer interprets, and URL
- * schemes are broken so clients do not auto-link them. The text stays readable; it can no longer
- * open a link, inject a `<font>`/`<a>` tag or restructure the message. `_` and `-` are kept because
- * alarm and queue names are full of them and they cannot form links.
+ * schemes and host names are broken so clients do not auto-link them. The text stays readable; it can
+ * no longer open a link (`https://…`, `mailto:…`, a bare `evil.example.com`), inject a `<font>`/`<a>`
+ * tag (also not as `&lt;` entities) or restructure the message. `_` is replaced too although queue
+ * names are full of it: DingTalk does not document whether intraword `_` emphasises, and an
+ * underlined look-alike reads the same. `-` is kept: inside a line it forms nothing.
  */
 
 const INLINE_REPLACEMENTS: Record<string, string> = {
   '\\': '＼',
+  '_': 'ˍ',
+  '&': '＆',
   '`': 'ˋ',
   '*': '∗',
   '[': '［',
@@ -22,11 +26,14 @@ const INLINE_REPLACEMENTS: Record<string, string> = {
   '|': '｜',
 };
 
-const INLINE = /[\\`*[\]<>~|]/g;
-// Schemes (`https://`, `dingtalk://`, `javascript:`) and bare `www.` are what clients auto-link.
+const INLINE = /[\\_&`*[\]<>~|]/g;
+// Schemes (`https://`, `dingtalk://`, `javascript:`, `mailto:`) are what clients auto-link.
 // Linear-time on purpose: a scheme pattern like [a-z]+: backtracks quadratically on long words.
-const SCHEME = /:(?=\/\/)|\b(javascript|data|vbscript):/gi;
-const BARE_WWW = /\bwww\./gi;
+const SCHEME = /:(?=\/\/)|\b(javascript|data|vbscript|mailto|tel|sms|file):/gi;
+// A dot between two letters or digits makes a host name (`evil.example.com`, `10.0.0.1`, the domain
+// of `a@evil.example`) that clients link without any scheme; so do the dots IDNA reads as one.
+// One dot leader (U+2024) looks the same and no URL parser accepts it in a host.
+const HOST_DOT = /(?<=[\p{L}\p{N}])[.\u3002\uff0e\uff61](?=[\p{L}\p{N}])/gu;
 // A line that starts with one of these becomes a heading, list, quote or rule.
 const LINE_START_MARKER = /^(#|-|\+|=|\d+[.)])/;
 const LINE_START_REPLACEMENT: Record<string, string> = { '#': '＃', '-': '－', '+': '＋', '=': '＝' };
@@ -38,7 +45,7 @@ function inert(text: string): string {
     .replace(CONTROL, '')
     .replace(INLINE, (c) => INLINE_REPLACEMENTS[c] ?? c)
     .replace(SCHEME, (_m, bare: string | undefined) => `${bare ?? ''}꞉`)
-    .replace(BARE_WWW, (m) => `${m.slice(0, 3)}․`);
+    .replace(HOST_DOT, '․');
 }
 
 function inertLineStart(line: string): string {

@@ -1,7 +1,31 @@
 import { createHash } from 'node:crypto';
+import { BlockList, isIP } from 'node:net';
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { z } from 'zod';
 import { WebhookSecretError } from './errors.ts';
+
+/**
+ * Plain http would carry the access token and the signature across the network in clear. The
+ * local stand-in robots (test/support/fake-dingtalk-robot.ts) listen on 127.0.0.1 without TLS,
+ * and a request to a loopback address never leaves the machine, so "local" is decided by the
+ * host alone: no flag or environment variable can switch a deployed notifier to http.
+ */
+export const WEBHOOK_TRANSPORT_RULE =
+  'webhookUrl must use https; http is accepted only for a loopback host (127.0.0.0/8, [::1], localhost), i.e. a local stand-in';
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** Whether the URL points at this machine (BlockList also matches IPv4-mapped IPv6 such as `[::ffff:127.0.0.1]`). */
+export function isLoopbackUrl(text: string): boolean {
+  const address = URL.parse(text)?.hostname.replace(/^\[|\]$/g, '');
+  if (address === undefined) return false;
+  const family = isIP(address);
+  return address === 'localhost' || (family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6'));
+}
+
+const allowedTransport = (text: string) => URL.parse(text)?.protocol === 'https:' || isLoopbackUrl(text);
 
 /**
  * Where the robot's credentials live: one Secrets Manager secret per robot, as JSON
@@ -11,7 +35,7 @@ import { WebhookSecretError } from './errors.ts';
  * token nor the signing secret ever sits in an environment variable.
  */
 export const webhookSecretSchema = z.object({
-  webhookUrl: z.url({ protocol: /^https?$/ }),
+  webhookUrl: z.url({ protocol: /^https?$/, abort: true }).refine(allowedTransport, WEBHOOK_TRANSPORT_RULE),
   /** The robot's "加签" secret (starts with `SEC`); optional only for robots secured by keyword or IP. */
   secret: z.string().min(1).optional(),
   /** The robot's custom keyword, if that security setting is on. */
@@ -44,12 +68,16 @@ export function parseWebhookSecret(secretString: string | undefined): WebhookCon
     throw new WebhookSecretError('the webhook secret is not JSON');
   }
   const parsed = webhookSecretSchema.safeParse(json);
-  if (!parsed.success) {
-    // Paths and messages only: zod issues can echo the offending value, which may be the token.
-    const where = parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ');
-    throw new WebhookSecretError(`the webhook secret does not have the expected shape (check: ${where})`);
-  }
+  if (!parsed.success) throw new WebhookSecretError(`the webhook secret does not have the expected shape (check: ${describeIssues(parsed.error)})`);
   return parsed.data;
+}
+
+/**
+ * Paths, plus the messages of our own rules: zod's built-in messages can echo the offending
+ * value, which may be the token; ours never do.
+ */
+function describeIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || '(root)'}${i.code === 'custom' ? `: ${i.message}` : ''}`).join(', ');
 }
 
 function fingerprint(text: string): string {
@@ -100,10 +128,7 @@ export class StaticWebhookSource implements WebhookConfigSource {
 
   constructor(config: WebhookConfig) {
     const parsed = webhookSecretSchema.safeParse(config);
-    if (!parsed.success) {
-      const where = parsed.error.issues.map((i) => i.path.join('.')).join(', ');
-      throw new WebhookSecretError(`invalid robot settings (check: ${where})`);
-    }
+    if (!parsed.success) throw new WebhookSecretError(`invalid robot settings (check: ${describeIssues(parsed.error)})`);
     const text = JSON.stringify(parsed.data);
     this.config = { ...parsed.data, version: fingerprint(text) };
     this.robotId = `webhook-${fingerprint(parsed.data.webhookUrl)}`;

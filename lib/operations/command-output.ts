@@ -1,9 +1,10 @@
 import type { DeadLetter } from './dead-letter-inspection.ts';
-import type { RedriveReport } from './dead-letter-redrive.ts';
-import type { ReversalReport } from './double-award-reversal.ts';
+import type { RedriveFilter, RedriveReport } from './dead-letter-redrive.ts';
+import type { PlannedReversal, ReversalReport } from './double-award-reversal.ts';
 import { isClean, type AuditReport, type CrossUserAward } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';
 import { renderCsv, renderTable, type Column, type OutputFormat } from './report-format.ts';
+import type { ResourceLocation, WriteSummary } from './write-confirmation.ts';
 
 /** What each command prints, in the three formats. JSON keeps every field; tables keep what a person reads. */
 
@@ -134,16 +135,23 @@ const REVERSAL_COLUMNS: Column<ReversalReport['outcomes'][number]>[] = [
   { header: 'status', value: (o) => o.status },
 ];
 
-export function renderReversal(report: ReversalReport, tables: PointTableNames, format: OutputFormat): string {
-  if (format === 'json') return JSON.stringify({ tables, ...report }, null, 2);
+/** A dry run's saved plan: where, and the digest the apply run's confirmation shows again. */
+export interface SavedPlan {
+  file: string;
+  digest: string;
+}
+
+export function renderReversal(report: ReversalReport, tables: PointTableNames, format: OutputFormat, plan?: SavedPlan): string {
+  if (format === 'json') return JSON.stringify({ tables, ...(plan ? { plan } : {}), ...report }, null, 2);
   if (format === 'csv') return renderCsv(REVERSAL_COLUMNS, report.outcomes);
   const counted = report.outcomes.filter((o) => o.status === 'written' || o.status === 'planned');
   const points = counted.reduce((n, o) => n + o.points, 0);
   const out = [
     report.applied
       ? `Reversal of double awards in ${tables.ledger} (applied).`
-      : `Reversal of double awards in ${tables.ledger}: DRY RUN, nothing written (add --apply to write).`,
+      : `Reversal of double awards in ${tables.ledger}: DRY RUN, nothing written${plan ? '.' : ' (save the plan with --plan <file>, then --apply --plan <file>).'}`,
   ];
+  if (plan) out.push(`Plan ${plan.digest} saved to ${plan.file}. After review, apply exactly this plan: reverse --apply --plan ${plan.file}`);
   const undecided = [
     ...report.undecided.map((o) => `Not reversed, awarded to ${o.users.join(', ')}: ${o.orderNo}. Name the rightful user: --rightful ${o.orderNo}=<user>.`),
     ...report.rightfulUnused.map((orderNo) => `--rightful ${orderNo}: no award of ${orderNo} to more than one user is in force (already settled?); nothing to do for it.`),
@@ -323,4 +331,44 @@ function deadLetterColumns(now: Date) {
     { header: 'key', value: (l: DeadLetter) => l.failure?.key ?? l.envelope?.keys.join(' ') },
     { header: 'msgId', value: (l: DeadLetter) => l.envelope?.msgId ?? l.failure?.msgId ?? '(not an envelope)' },
   ];
+}
+
+export function reversalWriteSummary(ledger: ResourceLocation, tables: PointTableNames, planned: readonly PlannedReversal[], digest: string): WriteSummary {
+  const points = planned.reduce((n, r) => n + r.points, 0);
+  const users = new Set(planned.map((r) => r.userId)).size;
+  return {
+    location: ledger,
+    resources: [
+      ['ledger table', tables.ledger],
+      ['accounts table', tables.accounts],
+    ],
+    details: [`${planned.length} reversal(s) of the reviewed plan ${digest}: ${points} points taken back from ${users} user(s)`],
+  };
+}
+
+export function redriveWriteSummary(
+  source: ResourceLocation,
+  sourceName: string,
+  deadLetterName: string,
+  filter: RedriveFilter,
+  limit: number | undefined,
+): WriteSummary {
+  const selection = [
+    ...(filter.reasons ?? []).map((r) => `--reason ${r}`),
+    ...(filter.keys ?? []).map((k) => `--key ${k}`),
+    ...(filter.olderThanMs !== undefined ? [`older than ${filter.olderThanMs / 1000}s`] : []),
+    ...(filter.newerThanMs !== undefined ? [`newer than ${filter.newerThanMs / 1000}s`] : []),
+  ];
+  return {
+    location: source,
+    resources: [
+      ['send to', sourceName],
+      ['delete from', deadLetterName],
+    ],
+    details: [
+      // The command refuses a redrive with neither a filter nor --all.
+      `dead letters selected by ${selection.length > 0 ? selection.join(', ') : '--all'}${limit !== undefined ? `, at most ${limit}` : ''}: ` +
+        'each sent to the source queue, then deleted from the DLQ',
+    ],
+  };
 }

@@ -37,7 +37,9 @@ export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Da
 }
 
 /**
- * Why a selected letter is not sent back, or `undefined` when it may go. A redriven copy
+ * Why a selected letter is not sent back, or `undefined` when it may go. The failure router
+ * records the queue a letter was consumed from (`source-queue`): it goes back there only. A
+ * letter SQS's redrive policy moved has no record and goes to the target. A redriven copy
  * is judged by the dedup record its first delivery wrote; once that record has expired the
  * consumer cannot tell it from a new order:
  * - a letter first delivered longer ago than the record TTL minus a retry window could
@@ -47,6 +49,13 @@ export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Da
  *   award the order a second time. It goes back only when its reason is named.
  */
 export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Date): string | undefined {
+  const recorded = letter.failure?.sourceQueue;
+  if (recorded && guard.targetQueueArn && recorded !== guard.targetQueueArn) {
+    return (
+      `its recorded source queue is ${recorded}, not the redrive target ${guard.targetQueueArn}: sent there it would be ` +
+      'consumed by another group. Redrive it to its own source queue (--group, or --source-queue-url)'
+    );
+  }
   if (letter.failure?.code === PAYLOAD_CONFLICT && !guard.namedReasons.some((r) => r.toUpperCase() === PAYLOAD_CONFLICT)) {
     return (
       'PAYLOAD_CONFLICT: this order was already consumed with other content; once its dedup record has expired a redrive ' +
@@ -77,6 +86,8 @@ function firstSeenAt(letter: DeadLetter): Date | undefined {
 const PAYLOAD_CONFLICT = 'PAYLOAD_CONFLICT';
 
 export interface RedriveGuard {
+  /** The ARN of the queue letters are sent to; a letter recorded from another queue is held back. */
+  targetQueueArn: string | undefined;
   /** Reasons the operator named (`--reason`): a conflict goes back only when named. */
   namedReasons: readonly string[];
   /** The group's redrive horizon (record TTL − retry window); `undefined` for a group the catalogue does not know. */
@@ -125,7 +136,7 @@ export interface RedriveOptions {
   deadLetterQueueUrl: string;
   sourceQueueUrl: string;
   filter: RedriveFilter;
-  /** What keeps a selected letter in the DLQ; default: conflicts unless named, no age horizon. */
+  /** What keeps a selected letter in the DLQ; default: conflicts unless named, no age horizon, no source check. */
   guard?: Partial<RedriveGuard>;
   dryRun: boolean;
   /** Sends per second at most, so a redrive of thousands does not flood the consumer. */
@@ -157,7 +168,12 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const interval = 1000 / options.ratePerSecond;
   const report: RedriveReport = { dryRun: options.dryRun, examined: 0, selected: [], heldBack: [], moved: 0, sentNotDeleted: [] };
-  const guard: RedriveGuard = { namedReasons: options.filter.reasons ?? [], horizonMs: options.guard?.horizonMs, force: options.guard?.force ?? false };
+  const guard: RedriveGuard = {
+    targetQueueArn: options.guard?.targetQueueArn,
+    namedReasons: options.filter.reasons ?? [],
+    horizonMs: options.guard?.horizonMs,
+    force: options.guard?.force ?? false,
+  };
   const seen = new Set<string>();
   const toRelease: DeadLetter[] = [];
   let lastSend = Number.NEGATIVE_INFINITY;

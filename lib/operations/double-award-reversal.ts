@@ -68,6 +68,26 @@ export class RightfulAwardError extends OperationsError {
   override readonly name = 'RightfulAwardError';
 }
 
+/** What identifies a planned reversal: two plans hold the same reversal when every field agrees. */
+export function reversalKey(r: PlannedReversal): string {
+  return JSON.stringify([r.userId, r.orderNo, r.reversedEntryId, r.reversalEntryId, r.points, r.reason, r.keptUserId, r.keptEntryId]);
+}
+
+/**
+ * The audit now plans reversals the operator did not review (new double awards, changed points, another
+ * kept award): nothing is written; a new dry run shows the current set for review.
+ */
+export class PlanChangedError extends OperationsError {
+  override readonly name = 'PlanChangedError';
+  constructor(readonly unreviewed: readonly PlannedReversal[]) {
+    const listed = unreviewed.slice(0, 5).map((r) => `${r.userId}/${r.reversedEntryId} (${r.points} points, ${r.reason})`);
+    super(
+      `the ledger changed since the plan was reviewed: ${unreviewed.length} reversal(s) not in it, e.g. ${listed.join(', ')}. ` +
+        'Nothing written; run the dry run again and review the new plan',
+    );
+  }
+}
+
 /**
  * A reversal run stopped on an unexpected failure. Everything in `report` with status
  * `written` is durable; the run is safe to repeat because each reversal is keyed by the
@@ -135,6 +155,13 @@ export interface ReversalRunOptions {
   /** Order → the user whose award stays: an explicit choice, never guessed. */
   rightful?: ReadonlyMap<string, string>;
   apply: boolean;
+  /**
+   * With `apply`: the reversals the operator reviewed (a dry run's plan). The run refuses to write
+   * any other; reviewed reversals no longer planned (written since, award gone) are simply not written.
+   */
+  reviewed?: readonly PlannedReversal[];
+  /** With `apply`: sees the reversals about to be written before the first write; throwing stops the run with nothing written. */
+  confirm?: (planned: readonly PlannedReversal[]) => Promise<void>;
   now?: () => Date;
   onOutcome?: (outcome: ReversalOutcome) => void;
 }
@@ -155,6 +182,12 @@ export async function reverseDoubleAwards(options: ReversalRunOptions): Promise<
   const rightful = options.rightful ?? new Map<string, string>();
   checkRightful(crossUser, rightful);
   const planned = planReversals(options.doubleAwards, crossUser, rightful);
+  if (options.apply && options.reviewed) {
+    const reviewed = new Set(options.reviewed.map(reversalKey));
+    const unreviewed = planned.filter((r) => !reviewed.has(reversalKey(r)));
+    if (unreviewed.length > 0) throw new PlanChangedError(unreviewed);
+  }
+  if (options.apply && planned.length > 0) await options.confirm?.(planned);
   const undecided = crossUser.filter((o) => !rightful.has(o.orderNo));
   const unused = [...rightful.keys()].filter((orderNo) => !crossUser.some((o) => o.orderNo === orderNo));
   const summarise = (outcomes: ReversalOutcome[]) => ({ ...summariseRun(options.apply, outcomes, options.doubleAwards), undecided, rightfulUnused: unused });

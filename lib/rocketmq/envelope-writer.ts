@@ -1,4 +1,4 @@
-import { ROCKETMQ_EVENT_TYPE, type Envelope } from './envelope.ts';
+import { checkEnvelope, ROCKETMQ_EVENT_TYPE, type Envelope } from './envelope.ts';
 
 export type { Envelope };
 
@@ -38,10 +38,12 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
  * The envelope of one RocketMQ message: a CloudEvents 1.0 object of type `mq:Topic:SendMessage`
  * whose `data` keeps everything RocketMQ said about it. The one writer of the project: the
  * bridge, the local run and the tests all build envelopes here; `parseEnvelope` reads them.
+ * Throws the parser's own `InvalidEnvelopeError` rather than build what it would refuse (a topic
+ * or properties over RocketMQ's limits, which a broker never stores anyway).
  */
 export function buildEnvelope(fields: EnvelopeFields, now: () => number = Date.now): Envelope {
   const born = fields.bornTimestamp ?? now();
-  return {
+  const envelope: Envelope = {
     specversion: '1.0',
     id: fields.msgId,
     source: `rocketmq://${fields.cluster ?? 'DefaultCluster'}`,
@@ -68,6 +70,8 @@ export function buildEnvelope(fields: EnvelopeFields, now: () => number = Date.n
       ...encodeBody(fields.body),
     },
   };
+  checkEnvelope(envelope);
+  return envelope;
 }
 
 /**

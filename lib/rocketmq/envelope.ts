@@ -45,23 +45,51 @@ export class InvalidEnvelopeError extends Error {
   }
 }
 
+/**
+ * Bounds on what a producer chooses. Where RocketMQ has a limit the envelope takes it, so whatever a
+ * broker stored fits: the bridge can never be handed a message its envelope writer must refuse.
+ */
+export const ENVELOPE_LIMITS = {
+  /**
+   * RocketMQ's TopicValidator (4.7.1 through 5.x, common/…/topic/TopicValidator.java): the broker
+   * refuses a topic longer than TOPIC_MAX_LENGTH = 127 or with characters outside ^[%|a-zA-Z0-9_-]+$.
+   */
+  topicChars: 127,
+  /**
+   * RocketMQ's commit log stores the length of a message's properties in a short: the broker refuses
+   * properties over Short.MAX_VALUE = 32,767 UTF-8 bytes, encoded `name U+0001 value U+0002` each
+   * (PutMessageStatus.PROPERTIES_SIZE_EXCEEDED in CommitLog / MessageExtEncoder; "msg properties
+   * length limit 32k"). Tags (TAGS) and keys (KEYS, space-separated) are properties, so this one
+   * limit bounds them and every property name and value.
+   */
+  propertiesBytes: 32_767,
+  /**
+   * Ours, for the fields RocketMQ does not bound itself: the id (a msgId is at most 56 hex
+   * characters; CloudEvents sets no limit), source, subject, time, content type, offsetMsgId,
+   * broker name and hosts. The body is bounded by the transport (SQS, EventBridge), not here.
+   */
+  textChars: 256,
+} as const;
+
 const MSG_ID = /^[0-9A-Fa-f]{32,56}$/;
+const TOPIC = /^[%|a-zA-Z0-9_-]+$/;
 const stringMap = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
 const nonNegativeInt = z.number().int().nonnegative();
+const boundedText = z.string().max(ENVELOPE_LIMITS.textChars);
 
 const dataSchema = z.object({
-  topic: z.string().min(1).max(255),
+  topic: z.string().min(1).max(ENVELOPE_LIMITS.topicChars).regex(TOPIC, 'topic may hold only %|a-zA-Z0-9_- (RocketMQ TopicValidator)'),
   msgId: z.string().regex(MSG_ID, 'msgId must be 32 to 56 hex characters'),
-  offsetMsgId: z.string().optional(),
+  offsetMsgId: boundedText.optional(),
   tags: z.string().nullish(),
   keys: z.union([z.array(z.string()), z.string()]).nullish(),
   queueId: nonNegativeInt.optional(),
   queueOffset: nonNegativeInt.optional(),
-  brokerName: z.string().optional(),
+  brokerName: boundedText.optional(),
   bornTimestamp: nonNegativeInt.optional(),
   storeTimestamp: nonNegativeInt.optional(),
-  bornHost: z.string().optional(),
-  storeHost: z.string().optional(),
+  bornHost: boundedText.optional(),
+  storeHost: boundedText.optional(),
   reconsumeTimes: nonNegativeInt.optional(),
   systemProperties: stringMap.optional(),
   userProperties: stringMap.optional(),
@@ -71,12 +99,12 @@ const dataSchema = z.object({
 
 const cloudEventSchema = z.object({
   specversion: z.literal('1.0'),
-  id: z.string().min(1),
+  id: boundedText.min(1),
   type: z.literal(ROCKETMQ_EVENT_TYPE),
-  source: z.string().optional(),
-  subject: z.string().optional(),
-  time: z.string().optional(),
-  datacontenttype: z.string().optional(),
+  source: boundedText.optional(),
+  subject: boundedText.optional(),
+  time: boundedText.optional(),
+  datacontenttype: boundedText.optional(),
   data: dataSchema,
 });
 
@@ -107,6 +135,15 @@ export function parseEnvelope(body: string): RocketMQMessage {
   return normalise(unwrap(json));
 }
 
+/**
+ * Throws the `InvalidEnvelopeError` `parseEnvelope` would throw for this envelope's shape and
+ * limits: the writer's check on what it built. The body is not decoded: bytes that are not UTF-8
+ * travel as base64 on purpose, to be dead-lettered by the consumer with their reason and kept.
+ */
+export function checkEnvelope(envelope: Envelope): void {
+  checkPropertiesSize(unwrap(envelope).data);
+}
+
 /** Accepts the CloudEvent itself, or an EventBridge event whose `detail` is the CloudEvent or its `data`. */
 function unwrap(json: unknown): { event?: CloudEvent; data: EnvelopeData } {
   if (isObject(json) && 'detail-type' in json && 'detail' in json) {
@@ -122,6 +159,7 @@ function unwrap(json: unknown): { event?: CloudEvent; data: EnvelopeData } {
 }
 
 function normalise({ event, data }: { event?: CloudEvent; data: EnvelopeData }): RocketMQMessage {
+  checkPropertiesSize(data);
   const system = data.systemProperties ?? {};
   const tags = data.tags ?? system.TAGS;
   return {
@@ -153,6 +191,33 @@ function keysOf(keys: EnvelopeData['keys'], systemKeys: string | undefined): str
   return [...new Set(list.map((k) => k.trim()).filter((k) => k.length > 0))];
 }
 
+/**
+ * The message's properties as RocketMQ's commit log holds them: every system and user property,
+ * plus `tags` and `keys` when the envelope carries them only as fields (the writer puts them in
+ * `systemProperties` too, where they count once).
+ */
+function checkPropertiesSize(data: EnvelopeData): void {
+  const system = data.systemProperties ?? {};
+  const keys = typeof data.keys === 'string' ? data.keys : data.keys?.join(' ');
+  const entries: Array<[string, string]> = [...Object.entries(system), ...Object.entries(data.userProperties ?? {})];
+  if (data.tags && data.tags !== system.TAGS) entries.push(['TAGS', data.tags]);
+  if (keys && keys !== system.KEYS) entries.push(['KEYS', keys]);
+  let bytes = 0;
+  let largest = { name: '', bytes: 0 };
+  for (const [name, value] of entries) {
+    const size = Buffer.byteLength(name) + Buffer.byteLength(value) + 2;
+    bytes += size;
+    if (size > largest.bytes) largest = { name, bytes: size };
+  }
+  if (bytes > ENVELOPE_LIMITS.propertiesBytes) {
+    throw new InvalidEnvelopeError(
+      `data: properties take ${bytes} bytes as RocketMQ stores them, over the broker's ${ENVELOPE_LIMITS.propertiesBytes} ` +
+        `(largest: ${pathSegment(largest.name)}, ${largest.bytes} bytes)`,
+      data.msgId,
+    );
+  }
+}
+
 function decodeBody(data: EnvelopeData): string {
   if (data.bodyEncoding !== 'base64') return data.body;
   const compact = data.body.replace(/\s+/g, '');
@@ -171,9 +236,29 @@ function validate<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  const path = issue.path.length > 0 ? issue.path.join('.') : '(root)';
-  const msgId = isObject(value) && isObject(value.data) && typeof value.data.msgId === 'string' ? value.data.msgId : undefined;
+  const path = issue.path.length > 0 ? issue.path.map((segment) => pathSegment(String(segment))).join('.') : '(root)';
+  // Only a well-formed msgId travels on (into logs and DLQ attributes); anything else is the sender's choice.
+  const msgId = isObject(value) && isObject(value.data) && typeof value.data.msgId === 'string' && MSG_ID.test(value.data.msgId) ? value.data.msgId : undefined;
   throw new InvalidEnvelopeError(`${path}: ${issue.message}`, msgId);
+}
+
+/** Field names print as they are; property names are the sender's choice and print as an excerpt. */
+function pathSegment(segment: string): string {
+  return /^[A-Za-z0-9_]{1,40}$/.test(segment) ? segment : excerpt(segment);
+}
+
+const EXCERPT_CHARS = 40;
+
+/**
+ * At most 40 characters of sender-chosen text, quoted, with control, format (bidi, zero-width) and
+ * line-separator characters as `\u` escapes, and how long the whole was: what a reason may quote
+ * of it, however long or hostile (reasons go to logs, DLQ attributes, terminals and alarms).
+ */
+export function excerpt(text: string): string {
+  // Twice as many UTF-16 units as characters always holds enough whole code points to cut from.
+  const head = Array.from(text.slice(0, EXCERPT_CHARS * 2)).slice(0, EXCERPT_CHARS).join('');
+  const quoted = JSON.stringify(head).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+  return head.length < text.length ? `${quoted}… (${text.length} characters)` : quoted;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

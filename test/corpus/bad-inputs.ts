@@ -50,6 +50,8 @@ export const CORPUS: CorpusCase[] = [
   { name: 'body is a number', body: withData({ body: 300 }), expected: 'INVALID_ENVELOPE', reason: /body/ },
   { name: 'base64 that is not base64', body: withData({ bodyEncoding: 'base64', body: '%%%not-base64%%%' }), expected: 'INVALID_ENVELOPE', reason: /base64/ },
   { name: 'base64 of bytes that are not UTF-8', body: withData({ bodyEncoding: 'base64', body: Buffer.from([0xc3, 0x28, 0xa0]).toString('base64') }), expected: 'INVALID_ENVELOPE', reason: /UTF-8/ },
+  { name: 'a 300,000-character tag', body: withData({ tags: 'PAID'.repeat(75_000), systemProperties: {} }), expected: 'INVALID_ENVELOPE', reason: /properties take 300006 bytes .*over the broker's 32767 \(largest: TAGS/ },
+  { name: 'a topic RocketMQ cannot name', body: withData({ topic: `ORDER.${'T'.repeat(200)}` }), expected: 'INVALID_ENVELOPE', reason: /topic/ },
   { name: 'negative reconsumeTimes', body: withData({ reconsumeTimes: -1 }), expected: 'INVALID_ENVELOPE', reason: /reconsumeTimes/ },
   { name: 'EventBridge wrapper around garbage', body: JSON.stringify({ version: '0', 'detail-type': 'mq:Topic:SendMessage', detail: 'garbage' }), expected: 'INVALID_ENVELOPE' },
   { name: 'EventBridge wrapper around a valid envelope', body: JSON.stringify({ version: '0', 'detail-type': 'mq:Topic:SendMessage', source: 'rocketmq.bridge', detail: JSON.parse(envelope(order())) }), expected: 'processed' },

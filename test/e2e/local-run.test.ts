@@ -50,7 +50,7 @@ function trafficFile() {
   const ids = new MsgIdGenerator('0A000001', 0x0101);
   const lines: string[] = [];
   const orders: Array<{ orderNo: string; userId: string; points: number; line: string }> = [];
-  const envelope = (body: string, tags: string, topic = 'ORDER_TOPIC', msgId = ids.next()) => writeEnvelope({ topic, msgId, tags, body });
+  const envelope = (body: string, tags: string, topic = 'ORDER_TOPIC') => writeEnvelope({ topic, msgId: ids.next(), tags, body });
   for (let i = 0; i < 40; i++) {
     const order = { orderNo: `SO2024010112000${String(i).padStart(5, '0')}`, userId: `u${(i * 7) % 9}`, points: 5 + ((i * 37) % 200) };
     const line = envelope(JSON.stringify(order), 'PAID');
@@ -65,7 +65,10 @@ function trafficFile() {
   for (const o of orders.slice(0, 5)) lines.push(envelope(JSON.stringify({ orderNo: o.orderNo, status: 'FINISHED' }), 'FINISHED'));
   lines.push(envelope(JSON.stringify({ orderNo: 'SO-X1' }), 'CANCELLED'), envelope(JSON.stringify({ orderNo: 'SO-X2' }), 'CREATED'));
   // Bad lines: not JSON, JSON that is not an envelope, an envelope with an invalid msgId.
-  lines.push('{"specversion":"1.0", truncated', JSON.stringify({ hello: 'world' }), envelope('{}', 'PAID', 'ORDER_TOPIC', 'not-a-msg-id'));
+  // The writer refuses an invalid msgId, so that line is a valid envelope edited the way a broken producer would send it.
+  const badMsgId = JSON.parse(envelope('{}', 'PAID'));
+  badMsgId.data.msgId = 'not-a-msg-id';
+  lines.push('{"specversion":"1.0", truncated', JSON.stringify({ hello: 'world' }), JSON.stringify(badMsgId));
   // A valid envelope whose body breaks the points schema.
   lines.push(envelope(JSON.stringify({ orderNo: 'SO-NEG', userId: 'u1', points: -5 }), 'PAID'));
   // A topic nobody here subscribes to.

@@ -1,8 +1,9 @@
-import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
+import { writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
-import { ops, type PointsFixture } from './operations-fixture.ts';
+import { ops, terminalAnswering, type PointsFixture } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];
 const OUTAGE_ORDERS = [
@@ -40,10 +41,10 @@ async function deadLetteredFixture() {
   return f;
 }
 
-async function queueDepth(f: PointsFixture, which: 'source' | 'deadLetter') {
+async function queueDepth(f: PointsFixture, which: 'source' | 'deadLetter' | { url: string }) {
   const { Attributes } = await f.sqs.send(
     new GetQueueAttributesCommand({
-      QueueUrl: f.resources.queues['point-consumer-group']![which].url,
+      QueueUrl: typeof which === 'string' ? f.resources.queues['point-consumer-group']![which].url : which.url,
       AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
     }),
   );
@@ -102,7 +103,7 @@ describe('ops dlq (emulator)', () => {
     expect(dryRun.json().selected).toHaveLength(2);
     expect(await queueDepth(f, 'source')).toBe(0);
     // Act
-    const redrive = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED', '--rate', '4']);
+    const redrive = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED', '--rate', '4', '--yes']);
     await f.drain();
     // Assess
     expect(redrive.code).toBe(0);
@@ -145,7 +146,7 @@ describe('ops dlq (emulator)', () => {
       { step: 'initialize', name: 'failSendToSource' },
     );
     // Act
-    const run = await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1'], { sqs });
+    const run = await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1', '--yes'], { sqs });
     // Assess
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/to the source queue failed, it stays in the DLQ/);
@@ -159,7 +160,7 @@ describe('ops dlq (emulator)', () => {
     // Prepare
     const f = await deadLetteredFixture();
     // Act
-    await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1']);
+    await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1', '--yes']);
     const { Messages = [] } = await f.sqs.send(
       new ReceiveMessageCommand({ QueueUrl: f.resources.queues['point-consumer-group']!.source.url, MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }),
     );
@@ -168,5 +169,71 @@ describe('ops dlq (emulator)', () => {
     expect(Object.keys(Messages[0]!.MessageAttributes ?? {}).sort()).toEqual(['redrive-count', 'redriven-at', 'redriven-from-dlq']);
     expect(Messages[0]!.MessageAttributes!['redrive-count']!.StringValue).toBe('1');
     expect(Messages[0]!.MessageAttributes!['redriven-from-dlq']!.StringValue).toBe(`${f.resources.prefix}-point-consumer-group-dlq`);
+  });
+
+  it('escapes terminal control sequences in list and show, neutralises CSV formulas, and keeps --json exact', async () => {
+    // Prepare: a letter whose tag, key and (non-JSON) body carry escape sequences, a C1 CSI, a
+    // bidi override and a carriage return, and whose key is a spreadsheet formula
+    const f = await pointsFixture();
+    const hostileBody = '\u001b]0;pwned\u0007\u001b[2Jnot json\rOK \u009b31mred gnp\u202eexe';
+    const formulaKey = '=HYPERLINK("http://evil.example","x")';
+    const msgId = newMsgId();
+    await f.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: f.resources.queues['point-consumer-group']!.deadLetter.url,
+        MessageBody: writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID\u001b[8m', keys: [formulaKey], body: hostileBody }),
+      }),
+    );
+    // Act
+    const list = await ops(f, ['dlq', 'list', ...GROUP]);
+    const show = await ops(f, ['dlq', 'show', ...GROUP, msgId]);
+    const csv = await ops(f, ['dlq', 'list', ...GROUP, '--csv']);
+    const json = await ops(f, ['dlq', 'list', ...GROUP, '--json']);
+    // Assess: nothing a terminal acts on, but every sequence visible as text
+    for (const run of [list, show, csv]) expect(run.stdout.replaceAll('\n', '')).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+    expect(list.stdout).toContain('ORDER_TOPIC:PAID\\u001b[8m');
+    expect(show.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2Jnot json\\u000dOK \\u009b31mred gnp\\u202eexe');
+    expect(csv.stdout).toContain(`"'=HYPERLINK(""http://evil.example"",""x"")"`);
+    expect(json.json().messages[0].envelope).toMatchObject({ body: hostileBody, keys: [formulaKey], tags: 'PAID\u001b[8m' });
+  });
+
+  it('holds back a letter whose recorded source queue is not the redrive target, with the reason', async () => {
+    // Prepare: a second group's queue given as the target by mistake
+    const f = await deadLetteredFixture();
+    const { QueueUrl: otherUrl } = await f.sqs.send(new CreateQueueCommand({ QueueName: `${f.resources.prefix}-coupon-consumer-group` }));
+    const ownArn = f.resources.queues['point-consumer-group']!.source.arn;
+    // Act
+    const run = await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1', '--source-queue-url', otherUrl!, '--yes', '--json']);
+    // Assess
+    expect(run.code).toBe(1);
+    expect(run.json()).toMatchObject({ moved: 0, selected: [] });
+    expect(run.json().heldBack).toEqual([
+      expect.objectContaining({
+        why: `its recorded source queue is ${ownArn}, not the redrive target arn:aws:sqs:us-east-1:123456789012:${f.resources.prefix}-coupon-consumer-group: sent there it would be consumed by another group. Redrive it to its own source queue (--group, or --source-queue-url)`,
+      }),
+    ]);
+    expect(await queueDepth(f, { url: otherUrl! })).toBe(0);
+    expect(await queueDepth(f, 'deadLetter')).toBe(5);
+  });
+
+  it('shows account, region and both queues before a redrive; without a terminal or a yes it moves nothing', async () => {
+    // Prepare
+    const f = await deadLetteredFixture();
+    const prefix = f.resources.prefix;
+    // Act
+    const script = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED']);
+    const declined = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED'], { stdin: terminalAnswering('no') });
+    // Assess
+    for (const run of [script, declined]) {
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('About to write in AWS account 123456789012, region us-east-1:');
+      expect(run.stderr).toMatch(new RegExp(`send to: +${prefix}-point-consumer-group\n`));
+      expect(run.stderr).toMatch(new RegExp(`delete from: +${prefix}-point-consumer-group-dlq\n`));
+      expect(run.stderr).toContain('dead letters selected by --reason RETRIES_EXHAUSTED: each sent to the source queue, then deleted from the DLQ');
+    }
+    expect(script.stderr).toContain('add --yes to confirm in a script');
+    expect(declined.stderr).toContain('Proceed? [y/N] ');
+    expect(await queueDepth(f, 'source')).toBe(0);
+    expect(await queueDepth(f, 'deadLetter')).toBe(5);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { reverseDoubleAwards } from '../../../lib/operations/double-award-reversal.ts';
 import { runLedgerAudit } from '../../../lib/operations/ledger-audit.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
-import { awardThroughConsumer, importLegacyAward, ops } from './operations-fixture.ts';
+import { awardThroughConsumer, importLegacyAward, ops, reviewedPlan } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];
 const DAY_MS = 86_400_000;
@@ -25,7 +25,7 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     clock += 8 * DAY_MS;
 
     // Act 1: the runbook's old advice, move everything back
-    const everything = await opsAt(['dlq', 'redrive', ...GROUP, '--all']);
+    const everything = await opsAt(['dlq', 'redrive', ...GROUP, '--all', '--yes']);
     // Assess 1: the conflict is held back with its reason and stays in the DLQ
     expect(everything.code).toBe(1);
     expect(everything.stdout).toContain('Held back 1 selected message(s); they stay in the DLQ:');
@@ -33,7 +33,7 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     expect(everything.stdout).toContain('Moved 0 message(s) back to the source queue.');
 
     // Act 2: the conflict named explicitly is redriven; the consumer judges it on day 8
-    const named = await opsAt(['dlq', 'redrive', ...GROUP, '--reason', 'PAYLOAD_CONFLICT']);
+    const named = await opsAt(['dlq', 'redrive', ...GROUP, '--reason', 'PAYLOAD_CONFLICT', '--yes']);
     await f.drain();
     // Assess 2: the 30-day record is still there: a conflict again, B gets nothing
     expect(named.code).toBe(0);
@@ -45,7 +45,7 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
 
     // Act 3: day 31, past the record TTL: even named, the letter is past the redrive horizon
     clock += 23 * DAY_MS;
-    const late = await opsAt(['dlq', 'redrive', ...GROUP, '--reason', 'PAYLOAD_CONFLICT', '--json']);
+    const late = await opsAt(['dlq', 'redrive', ...GROUP, '--reason', 'PAYLOAD_CONFLICT', '--json', '--yes']);
     // Assess 3
     expect(late.code).toBe(1);
     expect(late.json().moved).toBe(0);
@@ -67,30 +67,32 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     expect(audit.json().crossUserAwards).toEqual([expect.objectContaining({ orderNo: 'SO-Y', users: ['A', 'B'], points: 600 })]);
     expect((await ops(f, ['audit'])).stdout).toContain('Orders awarded to more than one user (1)');
 
-    // Without a choice nothing is reversed
-    const undecided = await ops(f, ['reverse', '--apply']);
+    // Without a choice nothing is planned, so nothing is reversed
+    const undecided = await ops(f, ['reverse']);
     expect(undecided.code).toBe(1);
     expect(undecided.stdout).toContain('Not reversed, awarded to A, B: SO-Y. Name the rightful user: --rightful SO-Y=<user>.');
+    expect((await ops(f, ['reverse', '--apply', '--plan', await reviewedPlan(f), '--yes'])).code).toBe(1);
     expect(await f.balance('B')).toBe(300);
 
     // A user who holds no award of the order is refused
-    const wrong = await ops(f, ['reverse', '--rightful', 'SO-Y=C', '--apply']);
+    const wrong = await ops(f, ['reverse', '--rightful', 'SO-Y=C']);
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toContain('--rightful SO-Y=C: C holds no award of SO-Y in force (awarded to A, B)');
 
     // Dry run, then apply: B's award is reversed, A's stays
     const dry = await ops(f, ['reverse', '--rightful', 'SO-Y=A', '--json']);
     expect(dry.json().outcomes).toEqual([expect.objectContaining({ userId: 'B', reason: 'CROSS_USER_AWARD', keptUserId: 'A', status: 'planned' })]);
-    expect((await ops(f, ['reverse', '--rightful', 'SO-Y=A', '--apply'])).code).toBe(0);
+    const plan = await reviewedPlan(f, ['--rightful', 'SO-Y=A']);
+    expect((await ops(f, ['reverse', '--apply', '--plan', plan, '--yes'])).code).toBe(0);
     expect(await f.balance('A')).toBe(300);
     expect(await f.balance('B')).toBe(0);
     expect((await ops(f, ['audit'])).code).toBe(0);
 
     // Idempotent, and a second run choosing the other user cannot take the order below one award
-    const again = await ops(f, ['reverse', '--rightful', 'SO-Y=A', '--apply', '--json']);
+    const again = await ops(f, ['reverse', '--apply', '--plan', plan, '--yes', '--json']);
     expect(again.code).toBe(0);
     expect(again.json()).toMatchObject({ outcomes: [], rightfulUnused: ['SO-Y'] });
-    const otherChoice = await ops(f, ['reverse', '--rightful', 'SO-Y=B', '--apply']);
+    const otherChoice = await ops(f, ['reverse', '--rightful', 'SO-Y=B']);
     expect(otherChoice.stdout).toContain('no award of SO-Y to more than one user is in force');
     expect(await f.balance('A')).toBe(300);
   });

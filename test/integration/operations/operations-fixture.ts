@@ -1,19 +1,25 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { SQSClient } from '@aws-sdk/client-sqs';
-import { runOps } from '../../../scripts/ops.ts';
+import { runOps, type OpsIo } from '../../../scripts/ops.ts';
 import { orderEnvelope, type pointsFixture } from '../../support/points-fixture.ts';
 
 export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
 
-/** Runs the real command line in-process against the fixture's deployment, capturing its output. */
-export async function ops(f: PointsFixture, argv: string[], clients: { dynamoDb?: DynamoDBDocumentClient; sqs?: SQSClient } = {}) {
+/**
+ * Runs the real command line in-process against the fixture's deployment, capturing its output.
+ * Standard input is not a terminal unless `io.stdin` says so, as in a script.
+ */
+export async function ops(f: PointsFixture, argv: string[], io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'stdin' | 'now'> = {}) {
   let stdout = '';
   let stderr = '';
   const code = await runOps([...argv, '--endpoint', f.resources.endpoint, '--prefix', f.resources.prefix], {
     stdout: { write: (s: string) => (stdout += s) },
     stderr: { isTTY: false, write: (s: string) => (stderr += s) },
-    ...clients,
+    ...io,
   });
   return { code, stdout, stderr, json: () => JSON.parse(stdout) };
 }
@@ -84,4 +90,19 @@ export async function reverseByHand(f: PointsFixture, entry: { userId: string; o
   await f.dynamoDb.send(
     new UpdateCommand({ TableName: f.resources.tables.accounts, Key: { userId: entry.userId }, UpdateExpression: 'ADD balance :p', ExpressionAttributeValues: { ':p': -entry.points } }),
   );
+}
+
+/** A terminal on which the operator types `answer` at the confirmation prompt. */
+export function terminalAnswering(answer: string): PassThrough & { isTTY: true } {
+  const input = Object.assign(new PassThrough(), { isTTY: true as const });
+  input.end(`${answer}\n`);
+  return input;
+}
+
+/** The review step: a dry run that saves its plan; returns the plan's path. */
+export async function reviewedPlan(f: PointsFixture, argv: string[] = []): Promise<string> {
+  const plan = join(await mkdtemp(join(tmpdir(), 'reversal-plan-')), 'plan.json');
+  const dryRun = await ops(f, ['reverse', ...argv, '--plan', plan]);
+  if (dryRun.code === 2) throw new Error(`the dry run failed: ${dryRun.stderr}`);
+  return plan;
 }

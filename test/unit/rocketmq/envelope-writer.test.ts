@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
+import { ENVELOPE_LIMITS, InvalidEnvelopeError, parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import { buildEnvelope, MsgIdGenerator, serializeEnvelope, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 
 const MSG_ID = '0A1B2C3D2A9F18B4AAC2000000010001';
@@ -104,6 +104,56 @@ describe('writeEnvelope: what the bridge adds', () => {
     expect(text).not.toMatch(/[\uFFFE\uFFFF]/);
     expect(text).toContain('a\\ufffeb\\uffffc');
     expect(parseEnvelope(text).body).toBe('a\uFFFEb\uFFFFc');
+  });
+});
+
+/** What `act` threw, or `undefined` when it returned. */
+function refusal(act: () => unknown): Error | undefined {
+  try {
+    act();
+    return undefined;
+  } catch (error) {
+    return error as Error;
+  }
+}
+
+describe('writeEnvelope at RocketMQ’s limits', () => {
+  /** UNIQ_KEY, KEYS and TAGS as the commit log encodes them, computed here independently of the parser. */
+  const propertyBytes = (tags: string, keys: string) =>
+    Buffer.byteLength(`UNIQ_KEY\u0001${MSG_ID}\u0002KEYS\u0001${keys}\u0002TAGS\u0001${tags}\u0002`);
+  const fullTag = 'P'.repeat(ENVELOPE_LIMITS.propertiesBytes - propertyBytes('', 'SO1'));
+  const atLimit = { topic: 'T'.repeat(127), msgId: MSG_ID, body: '{}', tags: fullTag, keys: ['SO1'] };
+
+  it('writes a 127-character topic and properties of exactly 32,767 bytes, and the parser reads them back', () => {
+    // Prepare
+    expect(propertyBytes(fullTag, 'SO1')).toBe(32_767);
+    // Act
+    const text = writeEnvelope(atLimit);
+    // Assess
+    expect(parseEnvelope(text)).toMatchObject({ topic: atLimit.topic, tags: fullTag, keys: ['SO1'] });
+  });
+
+  const system = (tags: string) => ({ UNIQ_KEY: MSG_ID, KEYS: 'SO1', TAGS: tags });
+  it.each([
+    ['a topic one character too long', { topic: 'T'.repeat(128) }, { topic: 'T'.repeat(128) }],
+    ['a topic RocketMQ would not name', { topic: 'ORDER.TOPIC' }, { topic: 'ORDER.TOPIC' }],
+    ['properties one byte over', { tags: `${fullTag}P` }, { tags: `${fullTag}P`, systemProperties: system(`${fullTag}P`) }],
+    [
+      'user properties over the rest of the budget',
+      { tags: 'PAID', userProperties: { trace: 'x'.repeat(32_767) } },
+      { tags: 'PAID', systemProperties: system('PAID'), userProperties: { trace: 'x'.repeat(32_767) } },
+    ],
+  ])('refuses %s with the reason the parser gives for the same envelope', (_name, fields, sameOnTheWire) => {
+    // Prepare: the envelope the writer would have built, written by hand, and the parser's verdict on it
+    const wire = JSON.parse(writeEnvelope(atLimit));
+    const byHand = JSON.stringify({ ...wire, data: { ...wire.data, ...sameOnTheWire } });
+    const parsed = refusal(() => parseEnvelope(byHand));
+    // Act
+    const written = refusal(() => writeEnvelope({ ...atLimit, ...fields }));
+    // Assess
+    expect(parsed).toBeInstanceOf(InvalidEnvelopeError);
+    expect(written).toBeInstanceOf(InvalidEnvelopeError);
+    expect(written!.message).toBe(parsed!.message);
   });
 });
 

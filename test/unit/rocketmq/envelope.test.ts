@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidEnvelopeError, parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
+import { ENVELOPE_LIMITS, excerpt, InvalidEnvelopeError, parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 
 const data = {
@@ -121,6 +121,81 @@ describe('parseEnvelope', () => {
     expect(a).toMatch(/^0A1B2C3D2A9F18B4AAC2[0-9A-F]{12}$/);
     expect(parseInt(a!.slice(20, 28), 16)).toBe(at - Date.UTC(2020, 6, 1));
     expect(a).not.toBe(b);
+  });
+});
+
+/** The reason `parseEnvelope` gives for an envelope, or `undefined` when it accepts it. */
+function refusal(envelope: unknown): InvalidEnvelopeError | undefined {
+  try {
+    parseEnvelope(JSON.stringify(envelope));
+    return undefined;
+  } catch (error) {
+    if (error instanceof InvalidEnvelopeError) return error;
+    throw error;
+  }
+}
+
+const withData = (fields: Record<string, unknown>) => ({ ...cloudEvent, data: { ...data, ...fields } });
+/** Properties as RocketMQ's commit log encodes them, computed here independently of the parser. */
+const encodedBytes = (properties: Record<string, string>) =>
+  Object.entries(properties).reduce((n, [name, value]) => n + Buffer.byteLength(`${name}\u0001${value}\u0002`), 0);
+
+describe('envelope limits', () => {
+  it.each([
+    ['a topic of 128 characters', withData({ topic: 'T'.repeat(128) }), /^invalid RocketMQ envelope: data\.topic: Too big: expected string to have <=127 characters$/],
+    ['a topic with a dot', withData({ topic: 'ORDER.TOPIC' }), /data\.topic: topic may hold only %\|a-zA-Z0-9_- \(RocketMQ TopicValidator\)/],
+    ['a 300,000-character tag', withData({ tags: 'P'.repeat(300_000), keys: [], systemProperties: {} }), /data: properties take 300006 bytes .*over the broker's 32767 \(largest: TAGS, 300006 bytes\)$/],
+    ['a tag of 11,000 three-byte characters', withData({ tags: '积'.repeat(11_000), keys: [], systemProperties: {} }), /properties take 33006 bytes/],
+    ['keys whose KEYS property is too long', withData({ keys: Array.from({ length: 3_000 }, (_, i) => `SO${String(i).padStart(10, '0')}`), systemProperties: {} }), /properties take \d+ bytes.*\(largest: KEYS/],
+    ['keys given as one string', withData({ keys: 'K'.repeat(40_000), systemProperties: {} }), /\(largest: KEYS, 40006 bytes\)/],
+    ['2,000 small user properties', withData({ userProperties: Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`p${i}`, 'v'.repeat(12)])) }), /properties take \d+ bytes/],
+    ['a 300,000-character property name', withData({ userProperties: { ['n'.repeat(300_000)]: 'v' } }), /\(largest: "n{40}"… \(300000 characters\), 300003 bytes\)$/],
+    ['an id of 257 characters', { ...cloudEvent, id: 'i'.repeat(257) }, /^invalid RocketMQ envelope: id: Too big: expected string to have <=256 characters$/],
+    ['a source of 257 characters', { ...cloudEvent, source: `rocketmq://${'c'.repeat(246)}` }, /^invalid RocketMQ envelope: source: Too big/],
+    ['a broker name of 257 characters', withData({ brokerName: 'b'.repeat(257) }), /data\.brokerName: Too big/],
+  ])('refuses %s', (_name, envelope, reason) => {
+    expect(refusal(envelope)?.message).toMatch(reason);
+  });
+
+  it('accepts RocketMQ’s own maximums: a 127-character topic, properties of exactly 32,767 bytes', () => {
+    // Prepare: UNIQ_KEY plus a tag that fills the rest
+    const unique = { UNIQ_KEY: data.msgId };
+    const tags = 'P'.repeat(ENVELOPE_LIMITS.propertiesBytes - encodedBytes({ ...unique, TAGS: '' }));
+    const envelope = withData({ topic: 'T'.repeat(127), tags, keys: [], systemProperties: { ...unique, TAGS: tags } });
+    expect(encodedBytes({ ...unique, TAGS: tags })).toBe(32_767);
+    // Act + Assess
+    expect(refusal(envelope)).toBeUndefined();
+    expect(refusal(withData({ topic: 'T'.repeat(127), tags: `${tags}P`, keys: [], systemProperties: { ...unique, TAGS: `${tags}P` } }))?.message).toMatch(/properties take 32768 bytes/);
+  });
+
+  it('counts a tag and keys given only as fields, as RocketMQ holds them among the properties', () => {
+    const full = ENVELOPE_LIMITS.propertiesBytes - encodedBytes({ KEYS: 'SO1 SO2' });
+    const fits = withData({ tags: 'P'.repeat(full - encodedBytes({ TAGS: '' })), keys: 'SO1 SO2', systemProperties: {} });
+    expect(refusal(fits)).toBeUndefined();
+    expect(refusal(withData({ tags: 'P'.repeat(full - encodedBytes({ TAGS: '' }) + 1), keys: 'SO1 SO2', systemProperties: {} }))).toBeInstanceOf(InvalidEnvelopeError);
+  });
+
+  it('quotes at most a bounded, escaped excerpt of a hostile property name, and drops a malformed msgId', () => {
+    // Prepare: a name with a terminal escape, a bidi override and a line separator, far too long, on an invalid value
+    const name = `\u001b[2J\u202egnp.exe\u2028${'x'.repeat(10_000)}`;
+    const envelope = withData({ msgId: 'm'.repeat(300_000), userProperties: { [name]: { nested: true } } });
+    // Act
+    const error = refusal(envelope)!;
+    // Assess
+    expect(error.message).toMatch(/^invalid RocketMQ envelope: data\.msgId: /);
+    expect(error.msgId).toBeUndefined();
+    const byName = refusal(withData({ userProperties: { [name]: { nested: true } } }))!;
+    expect(byName.message).toContain('data.userProperties."\\u001b[2J\\u{202e}gnp.exe\\u{2028}xxx');
+    expect(byName.message).toContain('… (10013 characters)');
+    expect(byName.message.length).toBeLessThan(160);
+    expect(byName.message).not.toMatch(/[\p{Cc}\p{Cf}\p{Zl}]/u);
+    expect(byName.msgId).toBe(data.msgId);
+  });
+
+  it('prints short, plain property names as they are and quotes others whole', () => {
+    expect(refusal(withData({ userProperties: { traceId: { nested: true } } }))?.message).toContain('data.userProperties.traceId: ');
+    expect(refusal(withData({ userProperties: { 'trace.id': [] } }))?.message).toContain('data.userProperties."trace.id": ');
+    expect(excerpt('a\u0085b\u{e0001}')).toBe('"a\\u{85}b\\u{e0001}"');
   });
 });
 

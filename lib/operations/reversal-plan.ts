@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { reversalKey, ReversalReason, type PlannedReversal } from './double-award-reversal.ts';
+import { OperationsError } from './errors.ts';
+import type { PointTableNames } from './operations-target.ts';
+
+/**
+ * What an operator reviewed in a dry run (`ops reverse --plan <file>`), and the only set
+ * `ops reverse --apply --plan <file>` may write: the apply run audits again and refuses if the
+ * ledger now calls for a reversal the plan does not hold. The file names the ledger table by ARN,
+ * so a plan reviewed on one account, region or deployment cannot be applied to another.
+ */
+export interface ReversalPlan {
+  version: 1;
+  createdAt: string;
+  ledgerTableArn: string;
+  tables: PointTableNames;
+  /** The `--rightful` choices of the dry run; the apply run takes them from here. */
+  rightful: Record<string, string>;
+  reversals: PlannedReversal[];
+  /** Of the reversals: shown by the dry run and at the confirmation, so both name the same set. */
+  digest: string;
+}
+
+/** The plan file cannot be read, was edited since the dry run, or is for another ledger. */
+export class ReversalPlanError extends OperationsError {
+  override readonly name = 'ReversalPlanError';
+}
+
+const reversalSchema = z.object({
+  userId: z.string(),
+  orderNo: z.string(),
+  reversedEntryId: z.string(),
+  reversalEntryId: z.string(),
+  points: z.number(),
+  reason: z.enum([ReversalReason.DOUBLE_AWARD, ReversalReason.CROSS_USER_AWARD]),
+  keptUserId: z.string(),
+  keptEntryId: z.string(),
+});
+
+const planSchema = z.object({
+  version: z.literal(1),
+  createdAt: z.string(),
+  ledgerTableArn: z.string(),
+  tables: z.object({ ledger: z.string(), accounts: z.string() }),
+  rightful: z.record(z.string(), z.string()),
+  reversals: z.array(reversalSchema),
+  digest: z.string(),
+});
+
+function planDigest(reversals: readonly PlannedReversal[]): string {
+  const hash = createHash('sha256');
+  for (const key of reversals.map(reversalKey).sort()) hash.update(`${key}\n`);
+  return hash.digest('hex').slice(0, 16);
+}
+
+export function reversalPlanOf(fields: Omit<ReversalPlan, 'version' | 'digest'>): ReversalPlan {
+  return { version: 1, ...fields, digest: planDigest(fields.reversals) };
+}
+
+export async function writeReversalPlan(path: string, plan: ReversalPlan): Promise<void> {
+  await writeFile(path, `${JSON.stringify(plan, null, 2)}\n`);
+}
+
+export async function readReversalPlan(path: string): Promise<ReversalPlan> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    throw new ReversalPlanError(`cannot read the plan ${path}: ${(error as Error).message}`);
+  }
+  const parsed = planSchema.safeParse(json);
+  if (!parsed.success) throw new ReversalPlanError(`${path} is not a reversal plan written by ops reverse --plan`);
+  if (planDigest(parsed.data.reversals) !== parsed.data.digest) {
+    throw new ReversalPlanError(`${path} was edited after the dry run wrote it (its reversals no longer match digest ${parsed.data.digest})`);
+  }
+  return parsed.data;
+}
+
+/** Refuses a plan reviewed against another ledger (account, region or deployment) or other tables. */
+export function checkPlanTarget(plan: ReversalPlan, ledgerTableArn: string, tables: PointTableNames): void {
+  if (plan.ledgerTableArn !== ledgerTableArn || plan.tables.accounts !== tables.accounts) {
+    throw new ReversalPlanError(
+      `the plan was made for ${plan.ledgerTableArn} and ${plan.tables.accounts}; this run targets ${ledgerTableArn} and ${tables.accounts}`,
+    );
+  }
+}
