@@ -14,6 +14,8 @@ export const ConsumerMetric = {
   filtered: 'Filtered',
   conflicts: 'PayloadConflicts',
   retried: 'Retried',
+  /** FIFO records returned unprocessed behind a failed message of their group (not attempts). */
+  heldBack: 'HeldBack',
   deadLettered: 'DeadLettered',
   permanentErrors: 'PermanentErrors',
 } as const;

@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../config/telemetry-names.ts';
+import { HeldBackError } from '../idempotency/errors.ts';
 import type { RecordReport } from '../idempotency/settlement.ts';
 
 export { ConsumerMetric, METRICS_NAMESPACE };
@@ -37,6 +38,11 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
         logger.debug('record filtered by tag', fields);
         break;
       case 'failed':
+        if (s.error instanceof HeldBackError) {
+          count(ConsumerMetric.heldBack);
+          logger.info('record held back behind its message group', fields);
+          break;
+        }
         if (s.error.code === 'PAYLOAD_CONFLICT') count(ConsumerMetric.conflicts);
         if (s.error.classification === 'permanent') count(ConsumerMetric.permanentErrors);
         if (report.disposition.action === 'retry') count(ConsumerMetric.retried);
