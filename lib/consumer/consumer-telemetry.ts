@@ -15,6 +15,7 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
       msgId: report.msgId,
       key: report.key,
       sqsMessageId: report.sqsMessageId,
+      ...(report.messageGroupId === undefined ? {} : { messageGroupId: report.messageGroupId }),
       attempt: report.attempt,
       outcome: s.outcome,
       disposition: report.disposition.action,
@@ -24,6 +25,9 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
       ...(report.disposition.action === 'retry' ? { retryInSeconds: report.disposition.delaySeconds } : {}),
     };
     const count = (name: string) => metrics.addMetric(name, MetricUnit.Count, 1);
+    if (report.messageGroupId !== undefined && report.sentAt !== undefined && report.disposition.action === 'retry') {
+      metrics.addMetric(ConsumerMetric.messageGroupWait, MetricUnit.Seconds, Math.max(0, (Date.now() - report.sentAt) / 1000));
+    }
     switch (s.outcome) {
       case 'processed':
         count(ConsumerMetric.processed);

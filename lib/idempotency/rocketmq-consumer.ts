@@ -148,6 +148,8 @@ export function rocketmqConsumer<P, R>(
   const base = (record: SQSRecord, attempt: number, settlement: Settlement) => ({
     group: options.group,
     sqsMessageId: record.messageId,
+    messageGroupId: messageGroupOf(record),
+    sentAt: Number(record.attributes?.SentTimestamp) || undefined,
     attempt,
     settlement,
   });
