@@ -112,7 +112,10 @@ export const CONSUMER_GROUPS = [
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID || FINISHED',
     entry: 'functions/order-status-consumer/handler.ts',
-    tables: ['orders'],
+    // WAIT_PAY → PAID → FINISHED applied out of order corrupts the state: one order's events
+    // are one FIFO message group. The idempotency table holds each message's failure count.
+    ordering: 'orderly',
+    tables: ['orders', 'idempotency'],
   },
 ] as const satisfies readonly ConsumerGroupDefinition[];
 

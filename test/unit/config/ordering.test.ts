@@ -74,8 +74,8 @@ describe('what an orderly group’s event source and function cannot be', () => 
   });
 
   it('names an orderly group’s queues with the .fifo suffix SQS requires', () => {
-    expect(queueName('rmq-prod', 'order-status-consumer-group', 'orderly')).toBe('rmq-prod-order-status-consumer-group.fifo');
-    expect(deadLetterQueueName('rmq-prod', 'order-status-consumer-group', 'orderly')).toBe('rmq-prod-order-status-consumer-group-dlq.fifo');
+    expect(queueName('rmq-prod', 'order-status-consumer-group')).toBe('rmq-prod-order-status-consumer-group.fifo');
+    expect(deadLetterQueueName('rmq-prod', 'order-status-consumer-group')).toBe('rmq-prod-order-status-consumer-group-dlq.fifo');
     expect(queueName('rmq-prod', 'point-consumer-group')).toBe('rmq-prod-point-consumer-group');
     expect(queueName('p', 'not-in-the-catalogue', 'orderly')).toBe('p-not-in-the-catalogue.fifo');
   });
