@@ -3,10 +3,11 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
+import { recordId } from './record.ts';
 
 export interface FailureCounterOptions {
   client: DynamoDBDocumentClient;
-  /** The idempotency table: a counter's id cannot meet a dedup record's `<group>#<key>`. */
+  /** The idempotency table. */
   tableName: string;
   group: string;
   /** How long a count is kept: as long as the source queue can hold its message. */
@@ -72,8 +73,12 @@ export class FailureCounter {
     }
   }
 
+  /**
+   * Under the group's own record prefix, where its role may write (`dynamodb:LeadingKeys`). It
+   * would meet a dedup record only for a business key of `failures#` and an SQS message id.
+   */
   private idOf(record: SQSRecord): string {
-    return `failures#${this.options.group}#${record.messageId}`;
+    return recordId(this.options.group, `failures#${record.messageId}`);
   }
 }
 

@@ -7,6 +7,7 @@ import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients
 import { DeliveryLifetimes } from '../../lib/config/delivery-lifetimes.ts';
 import { FIFO_QUEUE_ATTRIBUTES, deadLetterQueueName, queueName } from '../../lib/config/resources.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { recordId } from '../../lib/idempotency/record.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
 import type { Order } from '../../lib/orders/order-status.ts';
 import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
@@ -65,7 +66,7 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
     /** The failure count the consumer keeps for one SQS message (0 when it never failed). */
     failuresOf: async (sqsMessageId: string) =>
       Number(
-        (await dynamoDb.send(new GetCommand({ TableName: tables.idempotency, Key: { id: `failures#${ORDER_STATUS.group}#${sqsMessageId}` }, ConsistentRead: true }))).Item?.failures ?? 0,
+        (await dynamoDb.send(new GetCommand({ TableName: tables.idempotency, Key: { id: recordId(ORDER_STATUS.group, `failures#${sqsMessageId}`) }, ConsistentRead: true }))).Item?.failures ?? 0,
       ),
     deadLetters: () => readAllMessages(sqs, deadLetter.url),
   };

@@ -27,7 +27,7 @@ const award = (group: string, orderNo: string, options: { points?: number; recei
  */
 function countTable(options: { failures?: Record<string, number>; fail?: 'GetItemCommand' | 'UpdateItemCommand' } = {}) {
   const items = new Map<string, { failures: number; lastDelivery?: string }>(
-    Object.entries(options.failures ?? {}).map(([messageId, failures]) => [`failures#points-consumer-group#${messageId}`, { failures }]),
+    Object.entries(options.failures ?? {}).map(([messageId, failures]) => [`points-consumer-group#failures#${messageId}`, { failures }]),
   );
   const db = recordingDynamoDb((sent) => {
     if (sent.command === options.fail) return serviceError('ThrottlingException');
@@ -42,7 +42,7 @@ function countTable(options: { failures?: Record<string, number>; fail?: 'GetIte
     items.set(id, next);
     return { Attributes: { failures: next.failures } };
   });
-  return { ...db, countOf: (record: SQSRecord) => items.get(`failures#points-consumer-group#${record.messageId}`)?.failures ?? 0 };
+  return { ...db, countOf: (record: SQSRecord) => items.get(`points-consumer-group#failures#${record.messageId}`)?.failures ?? 0 };
 }
 
 /** An orderly consumer on RocketMQ 5 FIFO's policy (3 s, 17 deliveries) over an in-memory strategy and count table. */
@@ -262,7 +262,7 @@ describe('FailureCounter', () => {
     // Assess
     expect([first, resent, next]).toEqual([1, 1, 2]);
     expect(counts.inputsOf('UpdateItemCommand')[0]).toMatchObject({
-      Key: { id: `failures#points-consumer-group#${delivery.messageId}` },
+      Key: { id: `points-consumer-group#failures#${delivery.messageId}` },
       ConditionExpression: 'attribute_not_exists(lastDelivery) OR lastDelivery <> :delivery',
       ExpressionAttributeValues: expect.objectContaining({ ':msgId': 'MSG', ':expiresAt': 1000 + 100 }),
     });
