@@ -1,6 +1,7 @@
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { orderlySchedule } from '../../../lib/config/delivery-lifetimes.ts';
+import { redriveDeadLetters } from '../../../lib/operations/dead-letter-redrive.ts';
 import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
 import { orderlyFixture } from '../../support/orderly-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
@@ -118,6 +119,27 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
       'rocketmq-msg-id': { StringValue: goneMsgId },
     });
     expect((await f.poll()).records).toEqual([]);
+  });
+
+  it('takes a letter redriven by ops back into its message group, where it starts a fresh count and is applied', async () => {
+    // Prepare: SO-LOST is dead-lettered at its maximum, then its order appears
+    const f = await orderlyFixture({ schedule: orderlySchedule({ intervalSeconds: 0, maxAttempts: 2 }) });
+    await f.send('USER-1', paid('SO-LOST'));
+    await f.poll();
+    await f.poll();
+    await f.createOrder('SO-LOST');
+    // Act
+    const redrive = await redriveDeadLetters({ sqs: f.sqs, deadLetterQueueUrl: f.deadLetter.url, sourceQueueUrl: f.source.url, filter: {}, dryRun: false, ratePerSecond: 100, visibilityTimeoutSeconds: 30 });
+    const back = await f.poll();
+    // Assess: sent back with its group; a new SQS message, so its count starts again at attempt 1
+    expect(redrive.moved).toBe(1);
+    expect(back.records.map((r) => r.attributes.MessageGroupId)).toEqual(['USER-1']);
+    expect(f.reports.map((r) => [r.attempt, r.disposition.action])).toEqual([
+      [1, 'retry'],
+      [2, 'dead-letter'],
+      [1, 'ack'],
+    ]);
+    expect(await statusOf(f, 'SO-LOST')).toBe('PAID');
   });
 
   it('never lets FINISHED overtake a PAID that failed: it waits unattempted, then applies after it; nothing is dead-lettered', async () => {
