@@ -1,7 +1,6 @@
 import { configFromEnv, type AwsConfig } from '../aws/clients.ts';
 import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../config/consumer-environment.ts';
-import type { QueueLifetimes } from '../config/delivery-lifetimes.ts';
-import { IncoherentLifetimesError } from '../config/delivery-lifetimes.ts';
+import { IncoherentLifetimesError, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
 import { OUTSIDE_SERVICES, TABLE_ENV, assertOrderingFits, type ConsumerGroupDefinition, type OutsideServiceName, type TableKey } from '../config/resources.ts';
 import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
