@@ -10,7 +10,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
-import { TABLE_ENV, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning } from '../lib/config/resources.ts';
+import { TABLE_ENV, assertOrderingFits, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning } from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
 import { ProjectFunction } from './project-function.ts';
@@ -20,9 +20,9 @@ import type { ConsumerTables } from './tables.ts';
 
 /** How one group's function and event source are sized; every value has a production default. */
 export interface ConsumerTuning {
-  /** Records per invocation (default 10). */
+  /** Records per invocation (default 10; at most 10 on an orderly group's FIFO queue). */
   readonly batchSize?: number;
-  /** How long Lambda gathers records before invoking (default 1 s; required for batches over 10). */
+  /** How long Lambda gathers records before invoking (default 1 s; required for batches over 10; none on an orderly group's FIFO queue). */
   readonly maxBatchingWindow?: Duration;
   /** Concurrent invocations the event source may start, 2–1000 (default 10): the DynamoDB write rate ceiling. */
   readonly maxConcurrency?: number;
@@ -31,7 +31,7 @@ export interface ConsumerTuning {
   readonly memorySize?: number;
   /** Transactional groups: commit a batch in as few transactions as DynamoDB allows (`CONSUMER_PACKING`). */
   readonly packing?: boolean;
-  /** Alarm when the oldest message has waited this long (default 15 min). */
+  /** Concurrent groups: alarm when the oldest message has waited this long (default 15 min). Orderly groups derive theirs from the retry policy. */
   readonly oldestMessageAlarmAge?: Duration;
   /**
    * Filter on the RocketMQ tag in the event source (default true): unsubscribed messages never
@@ -74,7 +74,8 @@ export const CONSUMER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', '
 /**
  * One RocketMQ consumer group on AWS: source queue + DLQ (redrive after the catalogue's count),
  * the consumer function with a tag-filtered SQS event source, an EventBridge route for bridges
- * that publish there, and the alarms an operator needs, all pointing at the alarm topic.
+ * that publish there, and the alarms an operator needs, all pointing at the alarm topic. An
+ * orderly group's queues are FIFO and its alarms include one for a blocked message group.
  */
 export class RocketMQConsumerGroup extends Construct {
   readonly group: string;
@@ -91,23 +92,43 @@ export class RocketMQConsumerGroup extends Construct {
     const def = props.definition;
     this.definition = def;
     this.group = def.group;
+    const ordering = def.ordering ?? 'concurrent';
+    const orderly = ordering === 'orderly';
     const timeout = props.timeout ?? Duration.seconds(30);
-    const batchingWindow = props.maxBatchingWindow ?? Duration.seconds(1);
-    // The schedule and the record TTL are stated once in the catalogue; the redrive count and
-    // both retentions derive from them, and an incoherent entry fails the synth here.
+    // The ordering, the retry policy and the record TTL are stated once in the catalogue; the
+    // queue type, the redrive count and both retentions derive from them, and an incoherent
+    // entry (or stage tuning an orderly group cannot honour) fails the synth here.
     const { lifetimes, recordTtlSeconds } = lifetimesOf(def);
+    assertOrderingFits(def.group, def.ordering, {
+      packing: props.packing,
+      batchSize: props.batchSize,
+      maxBatchingWindowSeconds: props.maxBatchingWindow?.toSeconds(),
+      tables: def.tables,
+    });
+    const batchingWindow = orderly ? undefined : (props.maxBatchingWindow ?? Duration.seconds(1));
+    // lib/config's FIFO_QUEUE_ATTRIBUTES, as CDK props (test/infra compares the two).
+    const fifo: Partial<sqs.QueueProps> = orderly
+      ? {
+          fifo: true,
+          contentBasedDeduplication: false,
+          deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
+          fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+        }
+      : {};
 
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
-      queueName: deadLetterQueueName(props.prefix, def.group),
+      queueName: deadLetterQueueName(props.prefix, def.group, ordering),
       retentionPeriod: Duration.seconds(lifetimes.queues.deadLetterRetentionSeconds),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
+      ...fifo,
     });
     // Dead letters can be moved back to the source queue only by a DLQ redrive naming it.
     this.queue = new sqs.Queue(this, 'Queue', {
-      queueName: queueName(props.prefix, def.group),
+      queueName: queueName(props.prefix, def.group, ordering),
+      ...fifo,
       // Lambda's guidance: at least six times the function timeout, plus the batching window.
-      visibilityTimeout: Duration.seconds(6 * timeout.toSeconds() + batchingWindow.toSeconds()),
+      visibilityTimeout: Duration.seconds(6 * timeout.toSeconds() + (batchingWindow?.toSeconds() ?? 0)),
       // Shorter than the DLQ's: a dead letter keeps its original enqueue time.
       retentionPeriod: Duration.seconds(lifetimes.queues.sourceRetentionSeconds),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -154,8 +175,10 @@ export class RocketMQConsumerGroup extends Construct {
       }),
     );
 
-    if (props.eventBus) this.rule = this.routeTopic(props.eventBus, def);
-    this.createAlarms(props);
+    // EventBridge does not deliver events in order, so no rule may feed an orderly group: its
+    // bridge sends to the FIFO queue itself, with the message group and the msgId as deduplication id.
+    if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def);
+    this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
   }
 
   /** Metric emitted by the consumer (EMF through Powertools), with exactly its dimensions. */
@@ -199,16 +222,37 @@ export class RocketMQConsumerGroup extends Construct {
     });
   }
 
-  private createAlarms(props: RocketMQConsumerGroupProps): void {
+  private createAlarms(props: RocketMQConsumerGroupProps, blockedGroupAgeSeconds: number): void {
     const fiveMinutes = Duration.minutes(5);
     this.alarm('DeadLetters', 'deadLetters', props, {
       metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
       threshold: 1,
     });
-    this.alarm('OldestMessageAge', 'oldestMessage', props, {
-      metric: this.queue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }),
-      threshold: (props.oldestMessageAlarmAge ?? Duration.minutes(15)).toSeconds(),
-    });
+    if (this.definition.ordering === 'orderly') {
+      // The head of a message group either succeeds or is dead-lettered within its retry
+      // policy's time; a message older than that means a group no longer moves. SQS's oldest
+      // message age leaves out a message received three times or more, which is exactly the
+      // failing head of a blocked group and the followers held back behind it, so the alarm
+      // also reads the consumer's own age of the messages it returns (MessageGroupWait).
+      const minute = Duration.minutes(1);
+      this.alarm('BlockedGroup', 'blockedGroup', props, {
+        metric: new cloudwatch.MathExpression({
+          expression: 'MAX([FILL(oldest, 0), FILL(returned, 0)])',
+          usingMetrics: {
+            oldest: this.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: cloudwatch.Stats.MAXIMUM }),
+            returned: this.consumerMetric(ConsumerMetric.messageGroupWait, minute).with({ statistic: cloudwatch.Stats.MAXIMUM }),
+          },
+          label: 'age of the oldest waiting message (s)',
+          period: minute,
+        }),
+        threshold: blockedGroupAgeSeconds,
+      });
+    } else {
+      this.alarm('OldestMessageAge', 'oldestMessage', props, {
+        metric: this.queue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }),
+        threshold: (props.oldestMessageAlarmAge ?? Duration.minutes(15)).toSeconds(),
+      });
+    }
     this.alarm('FunctionErrors', 'functionErrors', props, {
       metric: this.function.metricErrors({ period: fiveMinutes, statistic: cloudwatch.Stats.SUM }),
       threshold: 1,

@@ -47,6 +47,7 @@ function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
         group.consumerMetric(ConsumerMetric.conflicts, minute).with({ label: 'payload conflicts' }),
         group.consumerMetric(ConsumerMetric.permanentErrors, minute).with({ label: 'permanent errors' }),
         group.consumerMetric(ConsumerMetric.deadLettered, minute).with({ label: 'dead-lettered' }),
+        ...(group.definition.ordering === 'orderly' ? [group.consumerMetric(ConsumerMetric.heldBack, minute).with({ label: 'held back behind their message group' })] : []),
       ],
     }),
     new cloudwatch.GraphWidget({

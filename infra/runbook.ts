@@ -20,6 +20,13 @@ export const RUNBOOK = {
     happened: 'The oldest message in the source queue has waited longer than the threshold: the consumer is stalled, throttled or too slow.',
     action: 'Check the function errors, throttles and the event source mapping (enabled? max concurrency?), and the DynamoDB throttling metrics; raise max concurrency or fix the failing dependency.',
   },
+  blockedGroup: {
+    anchor: 'blocked-message-group',
+    happened:
+      'An orderly group has a message older than its whole retry policy (every attempt up to the function timeout, and the fixed interval after each): a message group no longer moves, so every later message of that group (one order) waits.',
+    action:
+      'Find the group in the function logs ("record failed" with the same key, rising attempt; "record held back"). If the function crashes or times out, fix that: crashes are not counted, only the queue redrive ends them. Otherwise wait for the failing message to reach its maximum and the DLQ, or fix its cause so it succeeds.',
+  },
   functionErrors: {
     anchor: 'function-errors',
     happened: 'The consumer function failed whole invocations (crash, timeout or bad configuration), so every message of those batches will be redelivered.',

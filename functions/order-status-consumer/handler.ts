@@ -19,7 +19,9 @@ export interface OrderStatusConsumerDeps extends ConsumerRuntimeConfig<TablesOf<
 /**
  * ORDER_TOPIC `PAID || FINISHED` → the order's status moves WAIT_PAY → PAID → FINISHED
  * by conditional update; the tag decides the target state. No dedup record: the
- * precondition is the idempotency check.
+ * precondition is the idempotency check. An orderly group (catalogue): one order's events are
+ * one FIFO message group, applied one at a time in the order they were sent; each message's
+ * failures are counted in the idempotency table.
  */
 export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): ConsumerHandler {
   const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
@@ -34,10 +36,8 @@ export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): Consum
     fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
     strategy: stateTransitionStrategy({ client: dynamoDb }),
     failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: ORDER_STATUS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    failureCounts: { client: dynamoDb, tableName: deps.tables.idempotency },
     queues: deps.queueLifetimes,
-    // Batch order is kept: a PAID and a FINISHED of one order in one batch apply in the
-    // order they came, not racing (FINISHED first would only be retried later).
-    concurrency: 1,
     business: (msg) =>
       transitionRequest(msg.payload, { tableName, msgId: msg.message.msgId, bornTimestamp: msg.message.bornTimestamp, now: new Date(now()) }),
     onReport: deps.onReport,

@@ -14,6 +14,57 @@
  */
 import { InvalidRetryScheduleError, RetrySchedule } from '../rocketmq/retry-schedule.ts';
 
+/**
+ * How a group consumes: `concurrent` (RocketMQ's MessageListenerConcurrently, a standard
+ * queue, RocketMQ's growing retry delays) or `orderly` (a FIFO message group consumed one
+ * message at a time, a fixed retry interval, dead-letter at the maximum and move on).
+ */
+export type Ordering = 'concurrent' | 'orderly';
+
+/**
+ * RocketMQ 5 FIFO consumer groups retry a failed message at a fixed interval, 3,000 ms by
+ * default, up to the group's maximum retries, 16 by default, then dead-letter it and consume
+ * the next message of its group. Sources: Apache RocketMQ 5.0 documentation, "Parameter
+ * limits" (PushConsumer retry interval, ordered delivery: 3000 ms; consumption retries: 16) and
+ * "Consumption retry" (ordered messages: a fixed interval); the proxy hands clients
+ * `maxAttempts = retryMaxTimes + 1` (GrpcClientSettingsManager), so 17 deliveries.
+ */
+export const ORDERLY_RETRY_INTERVAL_SECONDS = 3;
+export const ORDERLY_MAX_ATTEMPTS = 17;
+
+/** Lambda's largest batch from a FIFO queue, which allows no batching window. */
+export const FIFO_MAX_BATCH_SIZE = 10;
+
+/** An orderly group's retry policy; RocketMQ 5 FIFO's defaults where absent. */
+export interface OrderlyRetryPolicy {
+  /** Seconds a failed message (and so its whole message group) waits before it is delivered again. */
+  readonly intervalSeconds?: number;
+  /** Deliveries before the message is dead-lettered and its group moves on: RocketMQ's maximum retries + 1. */
+  readonly maxAttempts?: number;
+}
+
+/** The fixed-interval schedule of an orderly group. */
+export function orderlySchedule(policy: OrderlyRetryPolicy = {}): RetrySchedule {
+  const maxAttempts = policy.maxAttempts ?? ORDERLY_MAX_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 2) {
+    throw new InvalidRetryScheduleError(`orderlyRetry.maxAttempts is ${maxAttempts} but must be a whole number of at least 2 (the delivery and one retry)`);
+  }
+  return new RetrySchedule(Array.from({ length: maxAttempts - 1 }, () => policy.intervalSeconds ?? ORDERLY_RETRY_INTERVAL_SECONDS));
+}
+
+/**
+ * The fewest receives after which SQS's redrive policy may dead-letter a message without
+ * taking it from the consumer's own count. Concurrent: the schedule's deliveries. Orderly: a
+ * message returned unprocessed behind a failed predecessor is received again without an
+ * attempt of its own. A FIFO receive hands out a group's messages in order, at most 10, so a
+ * message is received with at most 9 predecessors ahead of it; each fails at most
+ * `maxDeliveries` times before it is dead-lettered and acknowledged, and so does the message
+ * itself: at most 10 × maxDeliveries receives without a crash, so one more.
+ */
+export function minimumReceiveCount(schedule: RetrySchedule, ordering: Ordering): number {
+  return ordering === 'orderly' ? FIFO_MAX_BATCH_SIZE * schedule.maxDeliveries + 1 : schedule.maxDeliveries;
+}
+
 const DAY_SECONDS = 86_400;
 
 /** SQS keeps a message at most 14 days. */
@@ -41,24 +92,33 @@ export class IncoherentLifetimesError extends Error {
 /** A retry schedule and the queues it runs on, checked to agree. */
 export class DeliveryLifetimes {
   /** The queue settings the schedule implies: what the CDK app and the local emulator create. */
-  static derive(schedule: RetrySchedule): DeliveryLifetimes {
-    return new DeliveryLifetimes(schedule, {
-      maxReceiveCount: schedule.maxDeliveries,
-      sourceRetentionSeconds: SOURCE_BACKLOG_ALLOWANCE_SECONDS + schedule.totalDelaySeconds,
-      deadLetterRetentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
-    });
+  static derive(schedule: RetrySchedule, ordering: Ordering = 'concurrent'): DeliveryLifetimes {
+    return new DeliveryLifetimes(
+      schedule,
+      {
+        maxReceiveCount: minimumReceiveCount(schedule, ordering),
+        sourceRetentionSeconds: SOURCE_BACKLOG_ALLOWANCE_SECONDS + schedule.totalDelaySeconds,
+        deadLetterRetentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
+      },
+      ordering,
+    );
   }
 
   constructor(
     readonly schedule: RetrySchedule,
     readonly queues: QueueLifetimes,
+    readonly ordering: Ordering = 'concurrent',
   ) {
     const { maxReceiveCount, sourceRetentionSeconds, deadLetterRetentionSeconds } = queues;
     const spans = `the retry schedule (${schedule.retries} retries, ${schedule.maxDeliveries} deliveries over ${schedule.totalDelaySeconds}s)`;
-    if (!(maxReceiveCount >= schedule.maxDeliveries)) {
+    const minimumReceives = minimumReceiveCount(schedule, ordering);
+    if (!(maxReceiveCount >= minimumReceives)) {
       throw new IncoherentLifetimesError(
-        `the source queue's maxReceiveCount is ${maxReceiveCount} but ${spans} needs at least ${schedule.maxDeliveries}: ` +
-          'SQS would dead-letter messages without a reason before their retries are spent',
+        ordering === 'orderly'
+          ? `the source queue's maxReceiveCount is ${maxReceiveCount} but an orderly group under ${spans} needs at least ${minimumReceives} ` +
+              `(${FIFO_MAX_BATCH_SIZE} messages a FIFO batch × ${schedule.maxDeliveries} deliveries + 1): SQS would dead-letter a message held back behind failing predecessors before its own retries are spent`
+          : `the source queue's maxReceiveCount is ${maxReceiveCount} but ${spans} needs at least ${minimumReceives}: ` +
+              'SQS would dead-letter messages without a reason before their retries are spent',
       );
     }
     if (!(sourceRetentionSeconds >= schedule.totalDelaySeconds + DAY_SECONDS)) {
@@ -103,6 +163,23 @@ export class DeliveryLifetimes {
   }
 
   /**
+   * How long an orderly group's failure count of one message is kept: as long as the source
+   * queue can hold that message. A redriven letter is a new SQS message with a count of its own.
+   */
+  get failureCountTtlSeconds(): number {
+    return this.queues.sourceRetentionSeconds;
+  }
+
+  /**
+   * The longest the head of an orderly group takes to succeed or be dead-lettered: every
+   * delivery running up to the function timeout, and the interval after each failed one.
+   * A message older than this is not being retried but stuck (or waits behind such a group).
+   */
+  blockedGroupAgeSeconds(functionTimeoutSeconds: number): number {
+    return this.schedule.maxDeliveries * functionTimeoutSeconds + this.schedule.totalDelaySeconds;
+  }
+
+  /**
    * How old a letter's first delivery may be for a redrive to be safe: its record must
    * still exist when the redriven copy's fresh retry window ends.
    */
@@ -113,17 +190,33 @@ export class DeliveryLifetimes {
 
 /** What a catalogue entry states about its lifetimes; everything else is derived. */
 export interface LifetimeSettings {
-  /** RocketMQ's schedule when absent. */
+  /** `concurrent` when absent. */
+  readonly ordering?: Ordering;
+  /** Concurrent groups: RocketMQ's schedule when absent. */
   readonly retryDelaysSeconds?: readonly number[];
+  /** Orderly groups: RocketMQ 5 FIFO's fixed interval and maximum when absent. */
+  readonly orderlyRetry?: OrderlyRetryPolicy;
   /** `defaultRecordTtlSeconds` when absent. */
   readonly idempotencyTtlSeconds?: number;
+}
+
+function scheduleOf(settings: LifetimeSettings): RetrySchedule {
+  if (settings.ordering === 'orderly') {
+    if (settings.retryDelaysSeconds) {
+      throw new IncoherentLifetimesError(
+        "retryDelaysSeconds is set but ordering is 'orderly': an orderly group retries at one fixed interval (orderlyRetry), as RocketMQ 5 FIFO groups do",
+      );
+    }
+    return orderlySchedule(settings.orderlyRetry);
+  }
+  if (settings.orderlyRetry) throw new IncoherentLifetimesError("orderlyRetry is set but ordering is not 'orderly': a concurrent group retries on retryDelaysSeconds");
+  return settings.retryDelaysSeconds ? new RetrySchedule(settings.retryDelaysSeconds) : new RetrySchedule();
 }
 
 /** A group's schedule, queue lifetimes and record TTL, derived from its catalogue entry and refused if incoherent. */
 export function lifetimesOf(settings: LifetimeSettings & { readonly group?: string }): { lifetimes: DeliveryLifetimes; recordTtlSeconds: number } {
   try {
-    const schedule = settings.retryDelaysSeconds ? new RetrySchedule(settings.retryDelaysSeconds) : new RetrySchedule();
-    const lifetimes = DeliveryLifetimes.derive(schedule);
+    const lifetimes = DeliveryLifetimes.derive(scheduleOf(settings), settings.ordering);
     const recordTtlSeconds = settings.idempotencyTtlSeconds ?? lifetimes.defaultRecordTtlSeconds;
     lifetimes.assertRecordTtl(recordTtlSeconds);
     return { lifetimes, recordTtlSeconds };

@@ -3,7 +3,7 @@
  * emulator both build tables and queues from these, so names, keys, the TTL attribute
  * and the redrive count can never drift apart.
  */
-import { DEAD_LETTER_RETENTION_SECONDS, type LifetimeSettings } from './delivery-lifetimes.ts';
+import { DEAD_LETTER_RETENTION_SECONDS, FIFO_MAX_BATCH_SIZE, IncoherentLifetimesError, type LifetimeSettings, type Ordering } from './delivery-lifetimes.ts';
 
 export interface TableDefinition {
   /** Suffix of the physical name: `<prefix>-<suffix>`. */
@@ -59,16 +59,16 @@ export interface GroupTuning {
   readonly memorySize?: number;
   /** Filter on the RocketMQ tag in the event source (default true; see infra/consumer-group.ts). */
   readonly filterAtEventSource?: boolean;
-  /** Transactional groups: commit a batch in as few transactions as DynamoDB allows (default false). */
+  /** Transactional groups: commit a batch in as few transactions as DynamoDB allows (default false; refused on orderly groups). */
   readonly packing?: boolean;
 }
 
 /**
  * One consumer group, declared once. The CDK app (queue, DLQ, function, filter, IAM, alarms,
  * dashboard), the function itself (group, tags, tables, services, settings), the local run and
- * the operations tools all read it. Its retry schedule and record TTL (`LifetimeSettings`) are
- * stated here once; the redrive count, the queues' retentions and the cold-start checks derive
- * from them (`lifetimesOf`).
+ * the operations tools all read it. Its ordering, retry policy and record TTL (`LifetimeSettings`)
+ * are stated here once; the queue type, the redrive count, the queues' retentions and the
+ * cold-start checks derive from them (`lifetimesOf`, `assertOrderingFits`).
  */
 export interface ConsumerGroupDefinition extends LifetimeSettings {
   readonly group: string;
@@ -112,7 +112,10 @@ export const CONSUMER_GROUPS = [
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID || FINISHED',
     entry: 'functions/order-status-consumer/handler.ts',
-    tables: ['orders'],
+    // WAIT_PAY → PAID → FINISHED applied out of order corrupts the state: one order's events
+    // are one FIFO message group. The idempotency table holds each message's failure count.
+    ordering: 'orderly',
+    tables: ['orders', 'idempotency'],
   },
 ] as const satisfies readonly ConsumerGroupDefinition[];
 
@@ -130,12 +133,59 @@ export function tableName(prefix: string, table: TableKey): string {
   return `${prefix}-${TABLES[table].suffix}`;
 }
 
-export function queueName(prefix: string, group: string): string {
-  return `${prefix}-${group}`;
+/** A catalogue group's ordering (`concurrent` for a group the catalogue does not hold). */
+export function orderingOf(group: string): Ordering {
+  return (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).find((g) => g.group === group)?.ordering ?? 'concurrent';
 }
 
-export function deadLetterQueueName(prefix: string, group: string): string {
-  return `${prefix}-${group}-dlq`;
+/** SQS requires the `.fifo` suffix on a FIFO queue's name, and an orderly group's queues are FIFO. */
+const queueSuffix = (ordering: Ordering) => (ordering === 'orderly' ? '.fifo' : '');
+
+export function queueName(prefix: string, group: string, ordering = orderingOf(group)): string {
+  return `${prefix}-${group}${queueSuffix(ordering)}`;
+}
+
+export function deadLetterQueueName(prefix: string, group: string, ordering = orderingOf(group)): string {
+  return `${prefix}-${group}-dlq${queueSuffix(ordering)}`;
+}
+
+/**
+ * SQS attributes of an orderly group's source queue and DLQ (the CDK app sets the same
+ * through its props; test/infra compares them). No content-based deduplication: the sender
+ * sets `MessageDeduplicationId` to the RocketMQ msgId, so a re-forward of one message within
+ * five minutes is absorbed by SQS while two messages with equal bodies are not. High
+ * throughput: deduplication and the throughput quota are per message group.
+ */
+export const FIFO_QUEUE_ATTRIBUTES = {
+  FifoQueue: 'true',
+  ContentBasedDeduplication: 'false',
+  DeduplicationScope: 'messageGroup',
+  FifoThroughputLimit: 'perMessageGroupId',
+} as const;
+
+/** What the event source and the function are configured with, as far as ordering constrains it. */
+export interface OrderingSensitiveSettings {
+  readonly packing?: boolean;
+  readonly batchSize?: number;
+  readonly maxBatchingWindowSeconds?: number;
+  readonly tables?: readonly TableKey[];
+}
+
+/**
+ * Refuses settings an orderly group cannot honour, naming both: at synth with the merged
+ * tuning, at cold start with the environment (packing), and for every catalogue entry in a test.
+ */
+export function assertOrderingFits(group: string, ordering: Ordering | undefined, settings: OrderingSensitiveSettings): void {
+  if (ordering !== 'orderly') return;
+  const refuse = (setting: string, why: string) => {
+    throw new IncoherentLifetimesError(`consumer group ${group}: ${setting} but ordering is 'orderly': ${why}`);
+  };
+  if (settings.packing) refuse('packing is on (tuning.packing / CONSUMER_PACKING)', "a packed commit writes a batch's records together, so it cannot stop at a message group's first failure");
+  if (settings.batchSize !== undefined && settings.batchSize > FIFO_MAX_BATCH_SIZE) {
+    refuse(`batchSize is ${settings.batchSize}`, `Lambda reads at most ${FIFO_MAX_BATCH_SIZE} records a batch from a FIFO queue`);
+  }
+  if (settings.maxBatchingWindowSeconds) refuse(`maxBatchingWindowSeconds is ${settings.maxBatchingWindowSeconds}`, 'Lambda allows no batching window on a FIFO queue');
+  if (settings.tables && !settings.tables.includes('idempotency')) refuse("tables does not list 'idempotency'", "an orderly group counts each message's failures in the idempotency table");
 }
 
 /** Environment variable through which a function learns a table's physical name. */

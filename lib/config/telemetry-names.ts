@@ -14,6 +14,13 @@ export const ConsumerMetric = {
   filtered: 'Filtered',
   conflicts: 'PayloadConflicts',
   retried: 'Retried',
+  /** FIFO records returned unprocessed behind a failed message of their group (not attempts). */
+  heldBack: 'HeldBack',
+  /**
+   * Seconds a FIFO message returned to its queue (retried, or held back behind its group) has
+   * waited since SQS accepted it: a message group that no longer moves, seen by the consumer.
+   */
+  messageGroupWait: 'MessageGroupWait',
   deadLettered: 'DeadLettered',
   permanentErrors: 'PermanentErrors',
 } as const;

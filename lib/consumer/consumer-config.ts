@@ -1,7 +1,7 @@
 import { configFromEnv, type AwsConfig } from '../aws/clients.ts';
 import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../config/consumer-environment.ts';
-import type { QueueLifetimes } from '../config/delivery-lifetimes.ts';
-import { OUTSIDE_SERVICES, TABLE_ENV, type ConsumerGroupDefinition, type OutsideServiceName, type TableKey } from '../config/resources.ts';
+import { IncoherentLifetimesError, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
+import { OUTSIDE_SERVICES, TABLE_ENV, assertOrderingFits, type ConsumerGroupDefinition, type OutsideServiceName, type TableKey } from '../config/resources.ts';
 import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
 
@@ -45,6 +45,13 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
       `this function was deployed for consumer group ${deployedAs} (${CONSUMER_ENV.group}) but runs the handler of ${definition.group} (${definition.entry})`,
     );
   }
+  const packing = env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on';
+  try {
+    assertOrderingFits(definition.group, definition.ordering, { packing });
+  } catch (error) {
+    if (!(error instanceof IncoherentLifetimesError)) throw error;
+    throw new InvalidConsumerConfigError(error.message, { cause: error });
+  }
   const ttl = env[CONSUMER_ENV.ttlSeconds];
   const tables = Object.fromEntries(definition.tables.map((t) => [t, required(TABLE_ENV[t])])) as Record<TablesOf<D>, string>;
   return {
@@ -55,7 +62,7 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
     ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
     queueLifetimes: queueLifetimesFromEnvironment(env),
     services: Object.fromEntries((definition.services ?? []).map((name) => [name, env[OUTSIDE_SERVICES[name].env] ?? ''])),
-    packing: env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on',
+    packing,
   };
 }
 

@@ -9,8 +9,8 @@ import type { ConsumerGroupDefinition } from '../config/resources.ts';
 import type { ConsumerMessage, RecordReport } from '../idempotency/settlement.ts';
 import { METRICS_NAMESPACE, consumerTelemetry } from './consumer-telemetry.ts';
 
-export interface ConsumerHandlerOptions<P, R> extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression'> {
-  /** The group's catalogue entry: its name (records, metrics, DLQ) and tag expression come from there, never restated. */
+export interface ConsumerHandlerOptions<P, R> extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'ordering'> {
+  /** The group's catalogue entry: its name (records, metrics, DLQ), tag expression and ordering come from there, never restated. */
   definition: ConsumerGroupDefinition;
   business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R;
   logger?: Logger;
@@ -23,7 +23,7 @@ export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQS
 
 /** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, the consumer middleware, the business. */
 export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
-  const { group, tagExpression } = options.definition;
+  const { group, tagExpression, ordering } = options.definition;
   const logger = options.logger ?? new Logger({ serviceName: group });
   const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: group, defaultDimensions: { ConsumerGroup: group } });
   const telemetry = consumerTelemetry(logger, metrics);
@@ -35,6 +35,7 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
         ...options,
         group,
         tagExpression,
+        ordering,
         onReport: (report) => {
           telemetry(report);
           options.onReport?.(report);

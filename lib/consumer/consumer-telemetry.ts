@@ -1,6 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../config/telemetry-names.ts';
+import { HeldBackError } from '../idempotency/errors.ts';
 import type { RecordReport } from '../idempotency/settlement.ts';
 
 export { ConsumerMetric, METRICS_NAMESPACE };
@@ -14,6 +15,7 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
       msgId: report.msgId,
       key: report.key,
       sqsMessageId: report.sqsMessageId,
+      ...(report.messageGroupId === undefined ? {} : { messageGroupId: report.messageGroupId }),
       attempt: report.attempt,
       outcome: s.outcome,
       disposition: report.disposition.action,
@@ -23,6 +25,9 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
       ...(report.disposition.action === 'retry' ? { retryInSeconds: report.disposition.delaySeconds } : {}),
     };
     const count = (name: string) => metrics.addMetric(name, MetricUnit.Count, 1);
+    if (report.messageGroupId !== undefined && report.sentAt !== undefined && report.disposition.action === 'retry') {
+      metrics.addMetric(ConsumerMetric.messageGroupWait, MetricUnit.Seconds, Math.max(0, (Date.now() - report.sentAt) / 1000));
+    }
     switch (s.outcome) {
       case 'processed':
         count(ConsumerMetric.processed);
@@ -37,6 +42,11 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
         logger.debug('record filtered by tag', fields);
         break;
       case 'failed':
+        if (s.error instanceof HeldBackError) {
+          count(ConsumerMetric.heldBack);
+          logger.info('record held back behind its message group', fields);
+          break;
+        }
         if (s.error.code === 'PAYLOAD_CONFLICT') count(ConsumerMetric.conflicts);
         if (s.error.classification === 'permanent') count(ConsumerMetric.permanentErrors);
         if (report.disposition.action === 'retry') count(ConsumerMetric.retried);

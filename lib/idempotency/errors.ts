@@ -84,6 +84,22 @@ export class WriteRejectedError extends ConsumptionError {
   readonly code = 'WRITE_REJECTED';
 }
 
+/**
+ * Not attempted: an earlier message of its FIFO message group failed in this batch and is
+ * retried first. Returned to the queue unprocessed; not a failure of its own, so not counted.
+ */
+export class HeldBackError extends ConsumptionError {
+  override readonly name = 'HeldBackError';
+  readonly classification = 'transient';
+  readonly code = 'HELD_BACK';
+  constructor(
+    readonly messageGroupId: string,
+    readonly blockedBy: string,
+  ) {
+    super(`message group ${messageGroupId} waits for its earlier message ${blockedBy}, which failed and is retried first`);
+  }
+}
+
 /** Anything else: throttling, timeouts, 5xx, transaction conflicts, a failing downstream service. */
 export class TransientFailureError extends ConsumptionError {
   override readonly name = 'TransientFailureError';

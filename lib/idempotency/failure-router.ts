@@ -1,8 +1,9 @@
-import { ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { sqsText } from '../aws/sqs-text.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
 import type { ConsumptionError } from './errors.ts';
+import { messageGroupOf } from './message-groups.ts';
 import type { Disposition } from './settlement.ts';
 
 /** Message attributes a dead letter carries, so a person (and `ops dlq`) can see why it is there. */
@@ -72,6 +73,28 @@ export class FailureRouter {
     }
   }
 
+  /**
+   * Makes records returned unprocessed (held back behind a failed message of their group)
+   * visible again at once. Left alone they would stay in flight for the queue's visibility
+   * timeout, and SQS FIFO delivers nothing of a group while any of its messages is in flight:
+   * the group would wait minutes instead of its failed message's retry interval. Visible, they
+   * still wait behind that message. A record not released comes back later, never out of order.
+   */
+  async release(records: readonly SQSRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    try {
+      const QueueUrl = await this.queueUrl(records[0]!.eventSourceARN);
+      await this.options.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl,
+          Entries: records.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle, VisibilityTimeout: 0 })),
+        }),
+      );
+    } catch {
+      // As above: its group waits for the queue's visibility timeout instead.
+    }
+  }
+
   private stretchToHint(delaySeconds: number, retryNotBefore: number | undefined): number {
     if (retryNotBefore === undefined) return delaySeconds;
     const untilHint = Math.ceil((retryNotBefore - (this.options.now ?? Date.now)()) / 1000);
@@ -103,9 +126,14 @@ export class FailureRouter {
       // A letter that was redriven and failed again keeps its count (SQS allows 10 attributes: this is the 10th).
       [REDRIVE_COUNT_ATTRIBUTE]: record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue,
     };
+    const group = messageGroupOf(record);
     await this.options.sqs.send(
       new SendMessageCommand({
         QueueUrl: this.options.deadLetterQueueUrl,
+        // A FIFO source has a FIFO DLQ: the letter keeps its message group, so a redrive keeps
+        // the group's order, and a second send of one letter (its delivery crashed after the
+        // first) within five minutes is absorbed by SQS.
+        ...(group ? { MessageGroupId: group, MessageDeduplicationId: record.messageId } : {}),
         MessageBody: record.body.length > 0 ? record.body : '(empty body)',
         MessageAttributes: Object.fromEntries(
           Object.entries(attributes)

@@ -17,6 +17,7 @@ export {
 export type { ConsumerMessage, Disposition, DuplicateReason, RecordReport, Settlement } from './settlement.ts';
 export type { BeginResult, ConsumptionStrategy } from './strategy.ts';
 export { FailureRouter, DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE, type FailureRouterOptions } from './failure-router.ts';
+export { FailureCounter, type FailureCounterOptions } from './failure-counter.ts';
 export { transactionalStrategy, type DeclaredWrite, type TransactionalOptions, type TransactionalResult, type TransactItem } from './strategies/transactional.ts';
 export { packedTransactionalStrategy, type PackedTransactionalOptions } from './strategies/packed-transactional.ts';
 export { leaseStrategy, LeaseLostError, type LeaseOptions } from './strategies/lease.ts';
@@ -24,6 +25,7 @@ export { stateTransitionStrategy, type TransitionRequest } from './strategies/st
 export { RecordStatus, fingerprintOf, recordId, type DedupRecord } from './record.ts';
 export {
   ConsumptionError,
+  HeldBackError,
   IllegalTransitionError,
   InvalidConsumerConfigError,
   InvalidMessageError,

@@ -1,10 +1,13 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DeliveryLifetimes, IncoherentLifetimesError, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
+import { DeliveryLifetimes, IncoherentLifetimesError, type Ordering, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
-import { InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, classify } from './errors.ts';
+import { HeldBackError, InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, classify } from './errors.ts';
+import { FailureCounter } from './failure-counter.ts';
 import { REDRIVE_COUNT_ATTRIBUTE, type FailureRouter } from './failure-router.ts';
+import { consumeInOrder, messageGroupOf, messageGroups, type Turn } from './message-groups.ts';
 import { fingerprintOf } from './record.ts';
 import type { ConsumerMessage, Disposition, RecordReport, Settlement } from './settlement.ts';
 import type { ConsumptionStrategy } from './strategy.ts';
@@ -23,9 +26,18 @@ export interface RocketMQConsumerOptions<P, R> {
   fingerprintFields?: (payload: P) => unknown;
   strategy: ConsumptionStrategy<R>;
   failures: FailureRouter;
+  /**
+   * `orderly` (RocketMQ's orderly listener, a FIFO queue): attempts are the message's own
+   * failures, counted in `failureCounts`, not SQS's receive count. Default `concurrent`.
+   * Whatever the ordering, a batch of FIFO records is consumed one record of a message group
+   * at a time.
+   */
+  ordering?: Ordering;
+  /** Orderly groups: the table holding each message's failure count (the idempotency table). */
+  failureCounts?: { client: DynamoDBDocumentClient; tableName: string };
   /** The source queue and DLQ as deployed (default: what the schedule derives, as the CDK app creates them). */
   queues?: QueueLifetimes;
-  /** Records of one batch settled concurrently (distinct keys only; one key is always sequential). */
+  /** Records of one batch settled concurrently (distinct keys only; one key is always sequential); FIFO batches: message groups at once. */
   concurrency?: number;
   /** In-invocation retries of a commit cancelled by `TransactionConflict` before the record is failed. */
   conflictRetries?: number;
@@ -46,6 +58,12 @@ export interface RocketMQBatch<P, R> {
   readonly messages: readonly ConsumerMessage<P>[];
   /** Set by the business handler, one result per message; the middleware commits and routes them. */
   results?: BusinessResults<R>;
+  /**
+   * FIFO batches: `messages` is empty and the business is handed over here instead, because
+   * a message may run only after the one before it in its group has committed (`forEachMessage`
+   * does this).
+   */
+  readonly inOrder?: (business: (msg: ConsumerMessage<P>) => Promise<R> | R) => Promise<void>;
 }
 
 /** The context a consumer's business handler sees. Optional so that Lambda's own context fits it. */
@@ -59,11 +77,20 @@ export interface ConsumerInternal<P> extends Record<string, unknown> {
 interface BatchState<P> {
   readonly event: SQSEvent;
   readonly reports: Map<SQSRecord, Omit<RecordReport, 'disposition'>>;
+  /** Every record that parsed and passed the tag filter. */
+  readonly prepared: ConsumerMessage<P>[];
+  /** Attempts RocketMQ made before the message reached this queue (its `reconsumeTimes`, unless redriven). */
+  readonly attemptOffsets: Map<SQSRecord, number>;
   readonly proceeding: ConsumerMessage<P>[];
   /** The first copy of each key in this batch. */
   readonly leaders: Map<string, ConsumerMessage<P>>;
   /** Later copies of a key already in this batch; settled after their leader. */
   readonly followers: Map<string, ConsumerMessage<P>[]>;
+  /** Each failed record's fate, decided once (FIFO batches decide it in turn, to know whether the group goes on). */
+  readonly dispositions: Map<SQSRecord, Promise<Disposition>>;
+  readonly deadline: number;
+  /** A FIFO batch: consumed by message group through `RocketMQBatch.inOrder`; true once that ran. */
+  inOrder?: { consumed: boolean };
   /** Set by the first `finish`: a batch is routed (retried, dead-lettered) once, whatever throws after. */
   finished?: Promise<{ response: SQSBatchResponse; reports: RecordReport[] }>;
 }
@@ -74,7 +101,8 @@ interface BatchState<P> {
  * payload fingerprint, and let the strategy make the effect exactly-once. The business
  * handler only declares what to do (`forEachMessage`); the middleware commits it,
  * classifies failures, applies RocketMQ's retry schedule, dead-letters with a reason, and
- * answers with `batchItemFailures` naming only the records that must come back.
+ * answers with `batchItemFailures` naming only the records that must come back. A batch from a
+ * FIFO queue is consumed one record of a message group at a time (`consumeInGroups`).
  */
 export function rocketmqConsumer<P, R>(
   options: RocketMQConsumerOptions<P, R>,
@@ -85,10 +113,11 @@ export function rocketmqConsumer<P, R>(
   const concurrency = options.concurrency ?? 10;
   const conflictRetries = options.conflictRetries ?? 3;
   const fingerprintFields = options.fingerprintFields ?? ((p: P) => p);
-  assertRecordsOutliveRetries(options);
+  const lifetimes = assertRecordsOutliveRetries(options);
+  const counter = failureCounterOf(options, lifetimes);
 
   const prepare = (record: SQSRecord, state: BatchState<P>): ConsumerMessage<P> | undefined => {
-    const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1') || 1;
+    const receiveCount = receiveCountOf(record);
     let message: RocketMQMessage;
     try {
       message = parseEnvelope(record.body);
@@ -97,7 +126,10 @@ export function rocketmqConsumer<P, R>(
       state.reports.set(record, base(record, receiveCount, { outcome: 'failed', error: new InvalidMessageError(reason) }));
       return undefined;
     }
-    const attempt = attemptOf(record, receiveCount, message.reconsumeTimes);
+    const offset = attemptOffset(record, message.reconsumeTimes);
+    state.attemptOffsets.set(record, offset);
+    // Orderly: the first delivery until the failure count is read (`readAttempts`).
+    const attempt = offset + (counter ? 1 : receiveCount);
     const ids = { msgId: message.msgId };
     if (!tags.matches(message.tags)) {
       state.reports.set(record, { ...base(record, attempt, { outcome: 'filtered', tag: message.tags }), ...ids });
@@ -116,12 +148,27 @@ export function rocketmqConsumer<P, R>(
   const base = (record: SQSRecord, attempt: number, settlement: Settlement) => ({
     group: options.group,
     sqsMessageId: record.messageId,
+    messageGroupId: messageGroupOf(record),
+    sentAt: Number(record.attributes?.SentTimestamp) || undefined,
     attempt,
     settlement,
   });
 
   const settle = (state: BatchState<P>, msg: ConsumerMessage<P>, settlement: Settlement) => {
     state.reports.set(msg.record, { ...base(msg.record, msg.attempt, settlement), msgId: msg.message.msgId, key: msg.key });
+  };
+
+  /**
+   * Orderly: a redelivered message's attempt is its own failures so far plus one. The read only
+   * names the attempt (a failure's fate comes from the count it writes), so a count that cannot
+   * be read leaves the record running as its first attempt rather than holding its group.
+   */
+  const readAttempts = async (state: BatchState<P>, counted: FailureCounter) => {
+    await mapLimit(state.prepared, concurrency, async (msg, i) => {
+      if (receiveCountOf(msg.record) === 1) return;
+      const failures = await counted.failures(msg.record).catch(() => 0);
+      state.prepared[i] = { ...msg, attempt: msg.attempt + failures };
+    });
   };
 
   const commit = async (msg: ConsumerMessage<P>, value: R): Promise<Settlement> => {
@@ -174,21 +221,24 @@ export function rocketmqConsumer<P, R>(
     }
   };
 
+  /** A later copy of a key whose earlier copy committed (or was already done): same content is a duplicate, different content a conflict. */
+  const judgeCopy = (leader: ConsumerMessage<P>, copy: ConsumerMessage<P>): Settlement =>
+    copy.fingerprint === leader.fingerprint
+      ? { outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId: leader.message.msgId }
+      : { outcome: 'failed', error: new PayloadConflictError(copy.key, leader.fingerprint, copy.fingerprint, leader.message.msgId) };
+
+  const committed = (state: BatchState<P>, msg: ConsumerMessage<P>) => {
+    const outcome = state.reports.get(msg.record)?.settlement.outcome;
+    return outcome === 'processed' || outcome === 'duplicate';
+  };
+
   /** Settles followers after their leader: same content is a duplicate, different content a conflict. */
   const settleFollowers = (state: BatchState<P>) => {
     for (const [key, followers] of state.followers) {
       const leader = state.leaders.get(key)!;
-      const leaderSettlement = state.reports.get(leader.record)?.settlement;
       for (const follower of followers) {
-        if (leaderSettlement && (leaderSettlement.outcome === 'processed' || leaderSettlement.outcome === 'duplicate')) {
-          if (follower.fingerprint === leader.fingerprint) {
-            settle(state, follower, { outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId: leader.message.msgId });
-          } else {
-            settle(state, follower, {
-              outcome: 'failed',
-              error: new PayloadConflictError(key, leader.fingerprint, follower.fingerprint, leader.message.msgId),
-            });
-          }
+        if (committed(state, leader)) {
+          settle(state, follower, judgeCopy(leader, follower));
         } else {
           // The leader did not commit: this copy comes back and is judged on its own then.
           settle(state, follower, { outcome: 'failed', error: new TransientFailureError(`an earlier copy of key ${key} in the same batch did not commit`, 'IN_BATCH_LEADER_FAILED') });
@@ -214,16 +264,95 @@ export function rocketmqConsumer<P, R>(
     settleFollowers(state);
     const failures: SQSBatchItemFailure[] = [];
     const reports: RecordReport[] = [];
-    await mapLimit([...state.reports.values()], concurrency, async (report) => {
-      const record = state.event.Records.find((r) => r.messageId === report.sqsMessageId)!;
-      const disposition: Disposition =
-        report.settlement.outcome === 'failed'
-          ? await options.failures.route(record, report.settlement.error, report)
-          : { action: 'ack' };
+    const heldBack: SQSRecord[] = [];
+    await mapLimit([...state.reports.keys()], concurrency, async (record) => {
+      const disposition: Disposition = state.reports.get(record)!.settlement.outcome === 'failed' ? await dispose(state, record) : { action: 'ack' };
+      const report = state.reports.get(record)!;
       if (disposition.action === 'retry' || disposition.action === 'retry-dead-letter') failures.push({ itemIdentifier: record.messageId });
+      if (report.settlement.outcome === 'failed' && report.settlement.error instanceof HeldBackError) heldBack.push(record);
       reports.push({ ...report, disposition });
     });
+    await options.failures.release(heldBack);
     return { response: { batchItemFailures: failures }, reports };
+  };
+
+  /** A failed record's fate, decided once (a FIFO batch decides it in turn, `route` reuses it). */
+  const dispose = (state: BatchState<P>, record: SQSRecord): Promise<Disposition> => {
+    let disposition = state.dispositions.get(record);
+    if (!disposition) {
+      disposition = routeFailure(state, record);
+      state.dispositions.set(record, disposition);
+    }
+    return disposition;
+  };
+
+  const routeFailure = async (state: BatchState<P>, record: SQSRecord): Promise<Disposition> => {
+    const report = state.reports.get(record)!;
+    const { error } = report.settlement as Extract<Settlement, { outcome: 'failed' }>;
+    // Not attempted, so neither counted nor delayed: `route` makes it visible again at once.
+    if (error instanceof HeldBackError) return { action: 'retry', delaySeconds: 0 };
+    let attempt = report.attempt;
+    if (counter && error.classification === 'transient') {
+      try {
+        attempt = state.attemptOffsets.get(record)! + (await counter.countFailure(record, report.msgId));
+      } catch {
+        // Uncounted, the failure is retried as the attempt it was read as; the queue's redrive
+        // count (derived for orderly groups to come later than any count) remains the bound.
+      }
+      state.reports.set(record, { ...report, attempt });
+    }
+    return options.failures.route(record, error, { ...report, attempt });
+  };
+
+  /**
+   * A FIFO batch: each message group in arrival order, one record at a time (begin, business,
+   * commit), the groups concurrently. A record that fails and will be retried stops its group:
+   * the group's later records are returned unprocessed, never run, never counted. A record
+   * that is dead-lettered (permanent, or at its maximum) does not stop it: RocketMQ too
+   * dead-letters an orderly message at its maximum and consumes the next one.
+   */
+  const consumeInGroups = async (state: BatchState<P>, business: (msg: ConsumerMessage<P>) => Promise<R> | R) => {
+    state.inOrder!.consumed = true;
+    const prepared = new Map(state.prepared.map((m) => [m.record, m]));
+    // An earlier copy of a key in the same group has settled when a later one's turn comes.
+    const firstCopies = new Map<string, ConsumerMessage<P>>();
+    const take = async (msg: ConsumerMessage<P>): Promise<Settlement> => {
+      const copyOf = `${messageGroupOf(msg.record)}\u0000${msg.key}`;
+      const first = firstCopies.get(copyOf);
+      if (first && committed(state, first)) return judgeCopy(first, msg);
+      if (!first) firstCopies.set(copyOf, msg);
+      try {
+        const begun = await options.strategy.begin(msg, state.deadline);
+        if (!begun.proceed) return begun.settlement;
+        const held = { ...msg, leaseToken: begun.leaseToken };
+        state.proceeding.push(held);
+        let value: R;
+        try {
+          value = await business(held);
+        } catch (error) {
+          const failure = classify(error);
+          await options.strategy.abort(held, failure);
+          return { outcome: 'failed', error: failure };
+        }
+        return await commit(held, value);
+      } catch (error) {
+        return { outcome: 'failed', error: classify(error) };
+      }
+    };
+    const turn = async (record: SQSRecord): Promise<Turn> => {
+      const msg = prepared.get(record);
+      if (msg) settle(state, msg, await take(msg));
+      if (state.reports.get(record)!.settlement.outcome !== 'failed') return 'continue';
+      return (await dispose(state, record)).action === 'dead-letter' ? 'continue' : 'block';
+    };
+    const holdBack = (record: SQSRecord, blockedBy: SQSRecord) => {
+      const msg = prepared.get(record);
+      const blocker = state.reports.get(blockedBy)!;
+      const settlement: Settlement = { outcome: 'failed', error: new HeldBackError(messageGroupOf(record)!, blocker.msgId ?? blocker.sqsMessageId) };
+      if (msg) settle(state, msg, settlement);
+      else state.reports.set(record, { ...state.reports.get(record)!, settlement });
+    };
+    await consumeInOrder(messageGroups(state.event.Records, messageGroupOf), concurrency, turn, holdBack);
   };
 
   /** Every record gets its report even when an observer throws on one; the first error is raised after. */
@@ -241,12 +370,30 @@ export function rocketmqConsumer<P, R>(
 
   return {
     before: async (request) => {
-      const state: BatchState<P> = { event: request.event, reports: new Map(), proceeding: [], leaders: new Map(), followers: new Map() };
+      const state: BatchState<P> = {
+        event: request.event,
+        reports: new Map(),
+        prepared: [],
+        attemptOffsets: new Map(),
+        proceeding: [],
+        leaders: new Map(),
+        followers: new Map(),
+        dispositions: new Map(),
+        deadline: now() + (request.context.getRemainingTimeInMillis?.() ?? 60_000),
+      };
       request.internal.rocketmqBatch = state;
-      const candidates: ConsumerMessage<P>[] = [];
       for (const record of request.event.Records) {
         const msg = prepare(record, state);
-        if (!msg) continue;
+        if (msg) state.prepared.push(msg);
+      }
+      if (counter) await readAttempts(state, counter);
+      if (request.event.Records.some((r) => messageGroupOf(r) !== undefined)) {
+        state.inOrder = { consumed: false };
+        request.context.rocketmq = { messages: [], inOrder: (business) => consumeInGroups(state, business) };
+        return;
+      }
+      const candidates: ConsumerMessage<P>[] = [];
+      for (const msg of state.prepared) {
         if (state.leaders.has(msg.key)) {
           // Two writes to one item in a transaction are rejected, and two leases on one
           // key would block each other: later copies wait for the first copy's result.
@@ -256,10 +403,9 @@ export function rocketmqConsumer<P, R>(
         state.leaders.set(msg.key, msg);
         candidates.push(msg);
       }
-      const deadline = now() + (request.context.getRemainingTimeInMillis?.() ?? 60_000);
       await mapLimit(candidates, concurrency, async (msg) => {
         try {
-          const begun = await options.strategy.begin(msg, deadline);
+          const begun = await options.strategy.begin(msg, state.deadline);
           if (!begun.proceed) return settle(state, msg, begun.settlement);
           state.proceeding.push({ ...msg, leaseToken: begun.leaseToken });
         } catch (error) {
@@ -270,6 +416,13 @@ export function rocketmqConsumer<P, R>(
     },
     after: async (request) => {
       const state = request.internal.rocketmqBatch!;
+      if (state.inOrder) {
+        if (!state.inOrder.consumed) {
+          throw new InvalidConsumerConfigError('a FIFO batch is consumed in order by the middleware: the business handler must hand it the business (use forEachMessage)');
+        }
+        request.response = await finish(state);
+        return;
+      }
       const results = request.context.rocketmq?.results;
       if (!results || results.length !== state.proceeding.length) {
         throw new InvalidConsumerConfigError('the business handler must set one result per message on context.rocketmq.results (use forEachMessage)');
@@ -298,7 +451,7 @@ export function rocketmqConsumer<P, R>(
         return;
       }
       const failure = new TransientFailureError(`handler failed: ${request.error?.message ?? 'unknown error'}`, 'HANDLER_CRASHED', { cause: request.error });
-      for (const msg of state.proceeding) {
+      for (const msg of state.inOrder ? state.prepared : state.proceeding) {
         if (state.reports.has(msg.record)) continue;
         await options.strategy.abort(msg, failure);
         settle(state, msg, { outcome: 'failed', error: failure });
@@ -319,6 +472,10 @@ export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context
   return async (_event: SQSEvent, context: ConsumerContext<P, R>): Promise<SQSBatchResponse> => {
     const batch = context.rocketmq;
     if (!batch) throw new InvalidConsumerConfigError('forEachMessage runs behind the rocketmqConsumer middleware');
+    if (batch.inOrder) {
+      await batch.inOrder((msg) => business(msg, context));
+      return { batchItemFailures: [] };
+    }
     batch.results = await Promise.all(
       batch.messages.map(async (msg) => {
         try {
@@ -332,29 +489,44 @@ export function forEachMessage<P, R>(business: (msg: ConsumerMessage<P>, context
   };
 }
 
+const receiveCountOf = (record: SQSRecord): number => Number(record.attributes?.ApproximateReceiveCount ?? '1') || 1;
+
 /**
- * 1-based delivery attempt on the schedule: the SQS receive count plus the retries RocketMQ
- * already made before the bridge forwarded the message. A letter sent back by `ops dlq
- * redrive` starts a fresh schedule (its envelope still says `reconsumeTimes: 16`; counting
- * that would dead-letter it again on its first transient failure). Its redrive count keeps
- * the history.
+ * Attempts made before this queue: the retries RocketMQ made before the bridge forwarded the
+ * message. The 1-based attempt on the schedule is this plus the SQS receive count (concurrent)
+ * or plus the message's own failures and one (orderly). A letter sent back by `ops dlq
+ * redrive` starts a fresh schedule (its envelope still says `reconsumeTimes: 16`; counting that
+ * would dead-letter it again on its first transient failure). Its redrive count keeps the history.
  */
-function attemptOf(record: SQSRecord, receiveCount: number, reconsumeTimes: number): number {
+function attemptOffset(record: SQSRecord, reconsumeTimes: number): number {
   const redriven = Number(record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue ?? 0) > 0;
-  return redriven ? receiveCount : receiveCount + reconsumeTimes;
+  return redriven ? 0 : reconsumeTimes;
 }
 
 /**
  * Refused at start-up: a schedule the queues cannot carry (too few receives, too short a
  * retention), or dedup records that expire while a copy of a message can still come back.
  */
-function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R>) {
+function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R>): DeliveryLifetimes {
   const schedule = options.failures.schedule;
   try {
-    const lifetimes = options.queues ? new DeliveryLifetimes(schedule, options.queues) : DeliveryLifetimes.derive(schedule);
+    const ordering = options.ordering ?? 'concurrent';
+    const lifetimes = options.queues ? new DeliveryLifetimes(schedule, options.queues, ordering) : DeliveryLifetimes.derive(schedule, ordering);
     lifetimes.assertRecordTtl(options.strategy.recordTtlSeconds);
+    return lifetimes;
   } catch (error) {
     if (!(error instanceof IncoherentLifetimesError)) throw error;
     throw new InvalidConsumerConfigError(`consumer group ${options.group}: ${error.message}`, { cause: error });
   }
+}
+
+/** Orderly groups count each message's failures; refused without a table to count in, or with packing. */
+function failureCounterOf<P, R>(options: RocketMQConsumerOptions<P, R>, lifetimes: DeliveryLifetimes): FailureCounter | undefined {
+  if (options.ordering !== 'orderly') return undefined;
+  const refuse = (why: string) => new InvalidConsumerConfigError(`consumer group ${options.group}: ordering is 'orderly' but ${why}`);
+  if (!options.failureCounts) throw refuse("no failureCounts table is given: an orderly group's attempt is its message's own failure count");
+  if (options.strategy.commitBatch) {
+    throw refuse("the strategy packs (tuning.packing / CONSUMER_PACKING): a packed commit writes a batch's records together, so it cannot stop at a message group's first failure");
+  }
+  return new FailureCounter({ ...options.failureCounts, group: options.group, ttlSeconds: lifetimes.failureCountTtlSeconds, now: options.now });
 }

@@ -44,6 +44,10 @@ export type Disposition =
 export interface RecordReport {
   readonly group: string;
   readonly sqsMessageId: string;
+  /** SQS FIFO: the message group the record belongs to. */
+  readonly messageGroupId?: string;
+  /** When SQS accepted the message (its SentTimestamp, epoch ms): how long it has waited. */
+  readonly sentAt?: number;
   readonly msgId?: string;
   readonly key?: string;
   readonly attempt: number;

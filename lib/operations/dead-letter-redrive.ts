@@ -235,10 +235,14 @@ async function sendBack(options: RedriveOptions, message: Message, letter: DeadL
     ([name]) => !FAILURE_NAMES.has(name) && !REDRIVE_NAMES.has(name),
   );
   const attribute = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: sqsText(value, 256) });
+  const group = message.Attributes?.MessageGroupId;
   await options.sqs.send(
     new SendMessageCommand({
       QueueUrl: options.sourceQueueUrl,
       MessageBody: letter.body,
+      // An orderly group's letter goes back into its message group, behind what was sent since
+      // (as RocketMQ's resend from %DLQ% does); a send repeated after a crash is absorbed.
+      ...(group ? { MessageGroupId: group, MessageDeduplicationId: `${letter.messageId}-${letter.redriveCount + 1}` } : {}),
       MessageAttributes: {
         ...Object.fromEntries(kept),
         [REDRIVE_ATTRIBUTES.from]: attribute(queueNameOf(options.deadLetterQueueUrl)),

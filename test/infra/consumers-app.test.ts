@@ -11,7 +11,7 @@ import type { PipelineStack } from '../../infra/pipeline-stack.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { EVENT_FILTER_QUOTA, tagFilterPatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
-import { CONSUMER_GROUPS, DLQ_RETENTION_DAYS, TABLES, TABLE_ENV, deadLetterQueueName, queueName, tableName, type TableKey } from '../../lib/config/resources.ts';
+import { CONSUMER_GROUPS, DLQ_RETENTION_DAYS, TABLES, TABLE_ENV, deadLetterQueueName, queueName, tableName, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/resources.ts';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-telemetry.ts';
 import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
@@ -117,14 +117,19 @@ describe('tables', () => {
   });
 });
 
-describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
+describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer group $group', (def) => {
+  const orderly = def.ordering === 'orderly';
+
   it('redrives its source queue to its own DLQ after the catalogue count, with TLS and encryption', () => {
     const dlq = queueId(deadLetterQueueName(prefix, def.group));
     const source = resources[queueId(queueName(prefix, def.group))]!;
-    expect(source.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: getAtt(dlq), maxReceiveCount: 17 });
+    // Concurrent: RocketMQ's 17 deliveries. Orderly: 10 × 17 + 1, after every count of its own.
+    expect(source.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: getAtt(dlq), maxReceiveCount: orderly ? 171 : 17 });
     expect(resources[dlq]!.Properties.MessageRetentionPeriod).toBe(DLQ_RETENTION_DAYS * 86_400);
-    // Four days of backlog plus RocketMQ's 4h45m40s schedule.
-    expect(source.Properties.MessageRetentionPeriod).toBe(4 * 86_400 + 17_140);
+    // Four days of backlog plus the retry window: RocketMQ's 4h45m40s, or 16 intervals of 3 s.
+    expect(source.Properties.MessageRetentionPeriod).toBe(4 * 86_400 + (orderly ? 48 : 17_140));
+    expect(source.Properties.FifoQueue).toBe(orderly ? true : undefined);
+    expect(resources[dlq]!.Properties.FifoQueue).toBe(orderly ? true : undefined);
     for (const queue of [source, resources[dlq]!]) expect(queue.Properties.SqsManagedSseEnabled).toBe(true);
     for (const id of [dlq, queueId(queueName(prefix, def.group))]) {
       consumers.hasResourceProperties('AWS::SQS::QueuePolicy', {
@@ -154,7 +159,7 @@ describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
     expect('COUPON_SERVICE_URL' in env).toBe(def.group === 'coupon-consumer-group');
     // The group it was deployed for, checked by the handler at cold start, and the catalogue's packing switch.
     expect(env.CONSUMER_GROUP).toBe(def.group);
-    expect(env.CONSUMER_PACKING).toBe('tuning' in def && def.tuning.packing ? 'on' : undefined);
+    expect(env.CONSUMER_PACKING).toBe(def.tuning?.packing ? 'on' : undefined);
   });
 
   it('consumes with partial batch responses and a filter on its RocketMQ tags', () => {
@@ -163,7 +168,8 @@ describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
       EventSourceArn: getAtt(queueId(queueName(prefix, def.group))),
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BatchSize: 10,
-      MaximumBatchingWindowInSeconds: 1,
+      // A FIFO queue allows no batching window.
+      MaximumBatchingWindowInSeconds: orderly ? Match.absent() : 1,
       ScalingConfig: { MaximumConcurrency: settings.stages.test.maxConcurrency },
       FilterCriteria: { Filters: tagFilterPatterns(def.tagExpression).map((p) => ({ Pattern: JSON.stringify(p) })) },
     });
@@ -200,7 +206,7 @@ describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
   it('raises every alarm to the alarm topic, for ALARM and OK, with missing data not breaching and a runbook link', () => {
     const alarms = logicalIds('AWS::CloudWatch::Alarm', (p) => p.AlarmName.startsWith(`${prefix}-${def.group}-`)).map((id) => resources[id]!.Properties);
     expect(alarms.map((a) => a.AlarmName.slice(`${prefix}-${def.group}-`.length)).sort()).toEqual(
-      ['dead-letters', 'function-errors', 'function-throttles', 'oldest-message-age', 'payload-conflicts', 'permanent-errors'],
+      ['dead-letters', 'function-errors', 'function-throttles', orderly ? 'blocked-group' : 'oldest-message-age', 'payload-conflicts', 'permanent-errors'].sort(),
     );
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([ref(alarmTopicId())]);
@@ -229,11 +235,15 @@ describe.each(CONSUMER_GROUPS)('consumer group $group', (def) => {
     }
   });
 
-  it('routes its topic from the EventBridge bus to its source queue', () => {
+  it('routes its topic from the EventBridge bus to its source queue, unless it is orderly (EventBridge does not keep order)', () => {
+    const target = getAtt(queueId(queueName(prefix, def.group)));
+    const routes = logicalIds('AWS::Events::Rule', (p) => p.Targets?.some((t: any) => JSON.stringify(t.Arn) === JSON.stringify(target)));
+    expect(routes).toHaveLength(orderly ? 0 : 1);
+    if (orderly) return;
     consumers.hasResourceProperties('AWS::Events::Rule', {
       EventBusName: ref(single('AWS::Events::EventBus', () => true)),
       EventPattern: { 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: [{ data: { topic: [def.topic] } }, { topic: [def.topic] }] } },
-      Targets: [Match.objectLike({ Arn: getAtt(queueId(queueName(prefix, def.group))) })],
+      Targets: [Match.objectLike({ Arn: target })],
     });
   });
 });
@@ -319,7 +329,7 @@ describe('the deployment as a whole', () => {
   it('has one dashboard with every group on it', () => {
     const body = JSON.stringify(resources[single('AWS::CloudWatch::Dashboard', () => true)]!.Properties.DashboardBody);
     for (const def of CONSUMER_GROUPS) expect(body).toContain(def.group);
-    for (const name of [ConsumerMetric.processed, ConsumerMetric.duplicates, ConsumerMetric.conflicts, ConsumerMetric.retried]) expect(body).toContain(name);
+    for (const name of [ConsumerMetric.processed, ConsumerMetric.duplicates, ConsumerMetric.conflicts, ConsumerMetric.retried, ConsumerMetric.heldBack]) expect(body).toContain(name);
   });
 
   it('links every alarm to a section that exists in docs/runbook.md', () => {

@@ -9,7 +9,7 @@ import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../lib/config/resources.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, orderingOf, queueName } from '../../lib/config/resources.ts';
 import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../lib/config/telemetry-names.ts';
 
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
@@ -18,8 +18,8 @@ const base = cdkJson.context.rocketmq;
 /** The test stage with a bridge, as a team would write it in cdk.json. */
 const BRIDGE = {
   enabled: true,
-  protocol: 'rocketmq4',
-  endpoints: 'ns1.mq.internal:9876;ns2.mq.internal:9876',
+  protocol: 'rocketmq5',
+  endpoints: 'proxy1.mq.internal:8081;proxy2.mq.internal:8081',
   clusterName: 'trade-cluster',
   credentialsSecretName: 'rmq-test/rocketmq-acl',
   vpcId: 'vpc-0a1b2c3d4e5f60718',
@@ -51,9 +51,10 @@ beforeAll(() => {
   const container = Object.values(test.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions[0];
   const value = container.Environment.find((e: { Name: string }) => e.Name === 'BRIDGE_CONFIG').Value;
   // Queue URLs are tokens: the JSON is an Fn::Join whose parts include {Ref: queue}. Render each
-  // Ref as a URL naming the queue's logical id, so the bridge's own parser reads the result.
+  // Ref as a URL ending in the queue's name (a FIFO route's must end in .fifo), so the bridge's own parser reads the result.
+  const names = Object.fromEntries(Object.entries(test.findResources('AWS::SQS::Queue')).map(([id, q]) => [id, q.Properties.QueueName as string]));
   const parts: unknown[] = value['Fn::Join'][1];
-  config = parseBridgeConfig(JSON.parse(parts.map((p) => (typeof p === 'string' ? p : `https://sqs.test/${(p as { Ref: string }).Ref}`)).join('')));
+  config = parseBridgeConfig(JSON.parse(parts.map((p) => (typeof p === 'string' ? p : `https://sqs.test/${names[(p as { Ref: string }).Ref]}`)).join('')));
 });
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
@@ -65,14 +66,15 @@ describe('a stage with its bridge enabled', () => {
   });
 
   it('derives one route per catalogue group (topic, tag expression, its own queue and DLQ), never restated', () => {
-    expect(config.protocol).toBe('rocketmq4');
-    expect(config.nameServer).toBe(BRIDGE.endpoints);
+    expect(config.protocol).toBe('rocketmq5');
+    expect(config.proxyEndpoint).toBe(BRIDGE.endpoints);
     expect(config.clusterName).toBe('trade-cluster');
     expect(config.routes.map((r) => [r.group, r.topic, r.tagExpression])).toEqual(CONSUMER_GROUPS.map((g) => [g.group, g.topic, g.tagExpression]));
-    const queueIds = Object.fromEntries(Object.entries(test.findResources('AWS::SQS::Queue')).map(([id, q]) => [q.Properties.QueueName, id]));
     for (const route of config.routes) {
-      expect(route.target).toEqual({ kind: 'sqs', queueUrl: `https://sqs.test/${queueIds[queueName(base.stages.test.prefix, route.group)]}` });
-      expect(route.dlqUrl).toBe(`https://sqs.test/${queueIds[deadLetterQueueName(base.stages.test.prefix, route.group)]}`);
+      expect(route.target).toEqual({ kind: 'sqs', queueUrl: `https://sqs.test/${queueName(base.stages.test.prefix, route.group)}` });
+      expect(route.dlqUrl).toBe(`https://sqs.test/${deadLetterQueueName(base.stages.test.prefix, route.group)}`);
+      // An orderly group's route is FIFO: message group and msgId travel with each message.
+      expect(route.fifo).toBe(orderingOf(route.group) === 'orderly');
     }
   });
 
@@ -132,5 +134,8 @@ describe('a stage with its bridge enabled', () => {
     expect(() => synth({ ...BRIDGE, maxCount: 1 })).toThrow('rocketmq.stages.test.bridge.maxCount: maxCount must be at least desiredCount');
     expect(() => synth({ ...BRIDGE, endpoints: 'http://ns1:9876' })).toThrow('rocketmq.stages.test.bridge.endpoints');
     expect(() => synth({ ...BRIDGE, subnets: [] })).toThrow('rocketmq.stages.test.bridge.subnets');
+    expect(() => synth({ ...BRIDGE, protocol: 'rocketmq4', endpoints: 'ns1.mq.internal:9876' })).toThrow(
+      "bridge.protocol is rocketmq4 but order-status-consumer-group is an orderly group: the bridge's RocketMQ 4 client consumes concurrently only",
+    );
   });
 });

@@ -43,6 +43,11 @@ export function sqsRecord(body: string, queueArn: string, receiveCount = 1): SQS
   return localSqsRecord(body, queueArn, { messageId: `m-${sqsIds}-${randomUUID().slice(0, 8)}`, receiveCount });
 }
 
+/** The record as Lambda delivers it from a FIFO queue: its message group in the attributes. */
+export function inMessageGroup(record: SQSRecord, messageGroupId: string): SQSRecord {
+  return { ...record, attributes: { ...record.attributes, MessageGroupId: messageGroupId } };
+}
+
 /** Delays of zero: a failed record is visible again at once, so retry paths run in milliseconds. */
 export const IMMEDIATE_RETRIES = new RetrySchedule(Array.from({ length: 16 }, () => 0));
 

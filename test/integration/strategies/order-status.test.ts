@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
-import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
+import { inMessageGroup, newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 import { orderStatusFixture } from './consumer-fixtures.ts';
 
@@ -10,7 +10,7 @@ const paid = (fields: Record<string, unknown> = {}, msgId = newMsgId()) =>
 const finished = (fields: Record<string, unknown> = {}, msgId = newMsgId()) =>
   orderEnvelope({ orderNo: ORDER_NO, finishedAt: '2020-07-12T09:00:00Z', ...fields }, { msgId, tags: 'FINISHED' });
 
-describe('state-transition mode: order status by conditional update (emulator)', () => {
+describe('state-transition mode: order status by conditional update, an orderly group (emulator)', () => {
   it('moves WAIT_PAY → PAID → FINISHED, stamping each transition', async () => {
     // Prepare
     const f = await orderStatusFixture();
@@ -92,16 +92,18 @@ describe('state-transition mode: order status by conditional update (emulator)',
     expect((await f.order(ORDER_NO))!.status).toBe('FINISHED');
   });
 
-  it('dead-letters FINISHED for an order still WAIT_PAY only when the schedule is spent', async () => {
-    // Prepare
+  it('retries FINISHED for an order still WAIT_PAY and dead-letters it only at its maximum, never as an illegal transition', async () => {
+    // Prepare: its PAID never comes; every retry interval is 0 s
     const f = await orderStatusFixture();
     await f.createOrder(ORDER_NO, 'WAIT_PAY');
     const before = await f.order(ORDER_NO);
-    // Act: the 17th delivery (receive count 17) still finds the order unpaid
-    const response = await f.invoke([f.record(finished(), 17)]);
-    // Assess
-    expect(response.batchItemFailures).toEqual([]);
-    expect(f.reports[0]!.disposition).toEqual({ action: 'dead-letter', code: 'RETRIES_EXHAUSTED' });
+    await f.send(finished());
+    // Act
+    await f.drain();
+    // Assess: 17 attempts, each one counted failure, the last dead-lettered as RETRIES_EXHAUSTED
+    expect(f.reports.map((r) => r.attempt)).toEqual(Array.from({ length: 17 }, (_, i) => i + 1));
+    expect(f.reports.every((r) => r.settlement.outcome === 'failed' && r.settlement.error.code === 'NOT_YET_APPLICABLE')).toBe(true);
+    expect(f.reports[16]!.disposition).toEqual({ action: 'dead-letter', code: 'RETRIES_EXHAUSTED' });
     const [dead] = await f.deadLetters();
     expect(dead!.attributes).toMatchObject({ 'failure-code': 'RETRIES_EXHAUSTED', 'idempotency-key': `${ORDER_NO}#FINISHED`, attempt: '17' });
     expect(dead!.attributes['failure-reason']).toMatch(/^NOT_YET_APPLICABLE: order .* is WAIT_PAY: FINISHED needs PAID first/);
@@ -126,11 +128,11 @@ describe('state-transition mode: order status by conditional update (emulator)',
   });
 
   it('applies PAID then FINISHED of one order from one batch in order, and a repeated PAID in the batch once', async () => {
-    // Prepare
+    // Prepare: one order is one message group
     const f = await orderStatusFixture();
     await f.createOrder(ORDER_NO, 'WAIT_PAY');
     // Act
-    const response = await f.invoke([paid(), paid(), finished()]);
+    const response = await f.invoke([paid(), paid(), finished()].map((body) => inMessageGroup(f.record(body), ORDER_NO)));
     // Assess
     expect(response.batchItemFailures).toEqual([]);
     expect(f.reports.map((r) => r.settlement.outcome).sort()).toEqual(['duplicate', 'processed', 'processed']);
@@ -173,7 +175,10 @@ describe('state-transition mode: order status by conditional update (emulator)',
     // Prepare
     const f = await orderStatusFixture();
     await f.createOrder(ORDER_NO, 'WAIT_PAY');
-    const fault = injectFault(f.dynamoDb, { command: 'UpdateItemCommand', error: () => awsError('ThrottlingException', 'Throughput exceeds the current capacity.') });
+    const fault = injectFault(f.dynamoDb, {
+      command: (name, input) => name === 'UpdateItemCommand' && input.TableName === f.resources.tables.orders,
+      error: () => awsError('ThrottlingException', 'Throughput exceeds the current capacity.'),
+    });
     // Act
     const response = await f.invoke([paid()]);
     // Assess: three SDK attempts, then one scheduled retry; nothing dead-lettered, nothing applied

@@ -2,15 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { createPointsConsumer, POINTS } from '../../../functions/points-consumer/handler.ts';
 import { createOrderStatusConsumer, ORDER_STATUS } from '../../../functions/order-status-consumer/handler.ts';
 import { lifetimeEnvironment } from '../../../lib/config/consumer-environment.ts';
-import { DEFAULT_RECORD_TTL_SECONDS, DeliveryLifetimes, IncoherentLifetimesError, lifetimesOf } from '../../../lib/config/delivery-lifetimes.ts';
+import { DEFAULT_RECORD_TTL_SECONDS, DeliveryLifetimes, IncoherentLifetimesError, lifetimesOf, type LifetimeSettings } from '../../../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../lib/config/resources.ts';
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 
-/** The environment the CDK app gives a points function, then `overrides` as if edited by hand. */
-function deployedEnvironment(overrides: Record<string, string>): NodeJS.ProcessEnv {
-  const { lifetimes, recordTtlSeconds } = lifetimesOf({});
+/** The environment the CDK app gives a function of `settings` (a points function by default), then `overrides` as if edited by hand. */
+function deployedEnvironment(overrides: Record<string, string>, settings: LifetimeSettings = {}): NodeJS.ProcessEnv {
+  const { lifetimes, recordTtlSeconds } = lifetimesOf(settings);
   return {
     [TABLE_ENV.idempotency]: 'idempotency',
     [TABLE_ENV.ledger]: 'ledger',
@@ -77,7 +77,27 @@ describe('the cold start refuses settings that disagree with each other', () => 
 
   it('refuses a schedule longer than the source queue keeps messages', () => {
     const env = deployedEnvironment({ SOURCE_RETENTION_SECONDS: String(4 * 3600) });
-    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).toThrow(/source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/);
+    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(/source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/);
+  });
+
+  it('starts the orderly order-status group with the environment the CDK app derives for it', () => {
+    const env = deployedEnvironment({}, ORDER_STATUS);
+    expect(env).toMatchObject({ RETRY_DELAYS_SECONDS: Array.from({ length: 16 }, () => '3').join(','), SOURCE_MAX_RECEIVE_COUNT: '171' });
+    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).not.toThrow();
+  });
+
+  it('refuses an orderly group on a queue that redrives after its schedule\'s deliveries, before a held-back message\'s own retries are spent', () => {
+    const env = deployedEnvironment({ SOURCE_MAX_RECEIVE_COUNT: '17' }, ORDER_STATUS);
+    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).toThrow(
+      "consumer group order-status-consumer-group: the source queue's maxReceiveCount is 17 but an orderly group under the retry schedule " +
+        '(16 retries, 17 deliveries over 48s) needs at least 171 (10 messages a FIFO batch × 17 deliveries + 1)',
+    );
+  });
+
+  it('refuses packing switched on by hand for an orderly group, naming both settings', () => {
+    const env = deployedEnvironment({ CONSUMER_PACKING: 'on' }, ORDER_STATUS);
+    expect(() => consumerConfigFromEnv(ORDER_STATUS, env)).toThrow(InvalidConsumerConfigError);
+    expect(() => consumerConfigFromEnv(ORDER_STATUS, env)).toThrow(/order-status-consumer-group: packing is on \(tuning.packing \/ CONSUMER_PACKING\) but ordering is 'orderly'/);
   });
 
   it('refuses a 7-day record TTL (the old default) against a 14-day DLQ', () => {
