@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { incidentScenario } from './local/incident-scenario.ts';
+import { HandlerModuleError } from './local/local-consumers.ts';
 import { LocalRunConfigError, runLocalPipeline } from './local/local-pipeline.ts';
 import { ProgressDisplay } from './local/progress-display.ts';
 import { renderReport, runSummary, type ReportContext } from './local/replay-report.ts';
@@ -18,7 +19,7 @@ const USAGE = `Usage: npm start -- [options]
   --events <file.jsonl>       replay a file of bridge envelopes, one per line
   --redeliver <probability>   deliver each message a second time with this probability (0..1)
   --consumers <n>             concurrent consumers per group, like Lambda's maximum concurrency (default 2)
-  --groups <g1,g2>            consumer groups to run (default: all that run locally)
+  --groups <g1,g2>            consumer groups to run (default: every group of the catalogue)
   --seed <n>                  seed for redeliveries (default 1)
   --json                      last line of stdout: the JSON summary
   --keep                      leave the emulator running with its data; print its endpoint
@@ -157,8 +158,9 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    const known = error instanceof LocalRunConfigError || error instanceof InvalidTimeScaleError || error instanceof TrafficFileError;
+    const badArgument = error instanceof LocalRunConfigError || error instanceof InvalidTimeScaleError;
+    const known = badArgument || error instanceof TrafficFileError || error instanceof HandlerModuleError;
     process.stderr.write(`local run failed: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
-    process.exitCode = known && !(error instanceof TrafficFileError) ? 2 : 1;
+    process.exitCode = badArgument ? 2 : 1;
   },
 );

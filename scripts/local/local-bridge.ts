@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
+import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { LocalResources } from './provision.ts';
 import type { QueueOccupancy } from './queue-occupancy.ts';
+import { TopicRoutes } from './topic-routes.ts';
 import type { TrafficMessage } from './traffic.ts';
 
 export interface BridgeAccount {
@@ -18,33 +19,27 @@ export interface BridgeAccount {
   rejected: Array<{ group: string; line?: number; msgId?: string; reason: string }>;
 }
 
-/**
- * The RocketMQ → SQS bridge of the local run. Clustering model: every consumer group
- * subscribed to a topic gets its own copy. A body that is not an envelope goes to every
- * selected group, as a bridge that cannot read the topic would forward it.
- */
+/** The RocketMQ → SQS bridge of the local run: each message to the source queue of every group its `TopicRoutes` name. */
 export class LocalBridge {
   sent = 0;
   /** Copies never put on a queue because the run stopped first. */
   readonly unsent: Array<{ group: string; body: string }> = [];
   readonly account: BridgeAccount;
-  private readonly topics: Map<string, string[]>;
+  private readonly routes: TopicRoutes;
 
   constructor(
     private readonly sqs: SQSClient,
     private readonly resources: LocalResources,
-    private readonly groups: readonly string[],
+    groups: readonly ConsumerGroupDefinition[],
     private readonly redeliverProbability: number,
     private readonly random: () => number,
     private readonly maxQueueBacklog: number,
     private readonly occupancy: QueueOccupancy,
     private readonly deadline: number,
   ) {
-    this.account = { enqueued: Object.fromEntries(groups.map((g) => [g, 0])), redelivered: Object.fromEntries(groups.map((g) => [g, 0])), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
-    this.topics = new Map();
-    for (const def of CONSUMER_GROUPS) {
-      if (groups.includes(def.group)) this.topics.set(def.topic, [...(this.topics.get(def.topic) ?? []), def.group]);
-    }
+    const zeroes = () => Object.fromEntries(groups.map((g) => [g.group, 0]));
+    this.account = { enqueued: zeroes(), redelivered: zeroes(), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
+    this.routes = new TopicRoutes(groups);
   }
 
   /**
@@ -81,7 +76,7 @@ export class LocalBridge {
         await flush();
         await sleep(wait);
       }
-      const targets = this.targetsOf(message);
+      const targets = this.routes.targetsOf(message);
       if (targets.length === 0) this.account.unrouted++;
       for (const group of targets) {
         await add(group, message);
@@ -103,12 +98,7 @@ export class LocalBridge {
 
   /** Records messages the run will not send (it gave up before their phase). */
   skip(messages: readonly TrafficMessage[]): void {
-    for (const message of messages) for (const group of this.targetsOf(message)) this.unsent.push({ group, body: message.body });
-  }
-
-  private targetsOf(message: TrafficMessage): string[] {
-    const subscribed = message.topic === undefined ? [...this.groups] : (this.topics.get(message.topic) ?? []);
-    return message.groups ? subscribed.filter((g) => message.groups!.includes(g)) : subscribed;
+    for (const message of messages) for (const group of this.routes.targetsOf(message)) this.unsent.push({ group, body: message.body });
   }
 
   private async enqueue(group: string, messages: TrafficMessage[]) {

@@ -1,11 +1,13 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import type { CONSUMER_GROUPS, ConsumerGroupName } from '../../lib/config/resources.ts';
 import type { ConsumerModule } from '../../lib/consumer/consumer-module.ts';
-import { consumer as coupons } from '../../functions/coupon-consumer/handler.ts';
-import { consumer as orderStatus } from '../../functions/order-status-consumer/handler.ts';
-import { consumer as points } from '../../functions/points-consumer/handler.ts';
+import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
+
+const REPOSITORY_ROOT = resolve(import.meta.dirname, '../..');
 
 /** What the local run hands a consumer factory: the deployed config plus the local observers. */
 export interface LocalConsumerDeps extends ConsumerRuntimeConfig {
@@ -15,39 +17,55 @@ export interface LocalConsumerDeps extends ConsumerRuntimeConfig {
 }
 
 /**
- * One consumer group the local run can drive: its catalogue name, the function name the
- * catalogue gives it, and the same factory the deployed handler module uses.
+ * One consumer group the local run can drive: its catalogue entry, and the same factory the
+ * deployed handler module uses. Everything else is read from the entry.
  */
 export interface ConsumerRegistration {
-  readonly group: ConsumerGroupName;
-  readonly functionName: string;
+  readonly definition: ConsumerGroupDefinition;
   readonly create: (deps: LocalConsumerDeps) => ConsumerHandler;
   /** Needs the coupon service stand-in running. */
-  readonly usesCouponService?: boolean;
+  readonly usesCouponService: boolean;
   /** Acts on existing orders: the run seeds them as the order service would have created them. */
-  readonly needsOrders?: boolean;
-}
-
-/** What the local run needs to know of a group, all of it read from the module's catalogue entry. */
-function registration(module: ConsumerModule<(typeof CONSUMER_GROUPS)[number]>): ConsumerRegistration {
-  const { definition } = module;
-  const services: readonly string[] = 'services' in definition ? definition.services : [];
-  return {
-    group: definition.group,
-    functionName: definition.functionName,
-    create: (deps) => module.create({ ...deps, services: { 'coupon-service': deps.couponServiceUrl } }),
-    usesCouponService: services.includes('coupon-service'),
-    needsOrders: (definition.tables as readonly string[]).includes('orders'),
-  };
+  readonly needsOrders: boolean;
 }
 
 /**
- * The consumers the local run knows: one handler module per catalogue group, everything else
- * derived from its entry. `test/unit/config/catalogue-wiring.test.ts` fails when a catalogue
- * group is missing here; groups without one are reported as not runnable locally.
+ * A catalogue entry's handler module cannot drive its group: the file is missing, it exports
+ * no `consumer`, or its `consumer` was defined for another entry (its metrics, tag filter
+ * and DLQ would then belong to another group).
  */
-export const LOCAL_CONSUMERS: readonly ConsumerRegistration[] = [points, coupons, orderStatus].map(registration);
+export class HandlerModuleError extends Error {
+  override readonly name = 'HandlerModuleError';
+}
 
-export function registrationOf(group: string): ConsumerRegistration | undefined {
-  return LOCAL_CONSUMERS.find((r) => r.group === group);
+/**
+ * The registration of one catalogue entry, found through the entry alone: its `entry` module
+ * is loaded the way esbuild bundles it, and must export the `consumer` that `defineConsumer`
+ * built from this very entry.
+ */
+export async function loadRegistration(definition: ConsumerGroupDefinition): Promise<ConsumerRegistration> {
+  const path = resolve(REPOSITORY_ROOT, definition.entry);
+  if (!existsSync(path)) throw new HandlerModuleError(`consumer group ${definition.group}: its handler module ${definition.entry} does not exist`);
+  const { consumer } = (await import(pathToFileURL(path).href)) as { consumer?: ConsumerModule };
+  if (!consumer?.definition || typeof consumer.create !== 'function') {
+    throw new HandlerModuleError(`consumer group ${definition.group}: ${definition.entry} exports no \`consumer\` (export const consumer = defineConsumer(entry, create))`);
+  }
+  if (consumer.definition !== definition) {
+    throw new HandlerModuleError(
+      `consumer group ${definition.group}: ${definition.entry} exports a consumer defined for ${consumer.definition.group === definition.group ? 'a copy of its catalogue entry' : `consumer group ${consumer.definition.group}`}; ` +
+        'defineConsumer must be given the catalogue entry itself',
+    );
+  }
+  const services: readonly string[] = definition.services ?? [];
+  return {
+    definition,
+    create: (deps) => consumer.create({ ...deps, services: { 'coupon-service': deps.couponServiceUrl } }),
+    usesCouponService: services.includes('coupon-service'),
+    needsOrders: definition.tables.includes('orders'),
+  };
+}
+
+/** The registrations of the given catalogue entries, in their order; the first entry that cannot be driven refuses the run. */
+export function loadRegistrations(definitions: readonly ConsumerGroupDefinition[]): Promise<ConsumerRegistration[]> {
+  return Promise.all(definitions.map(loadRegistration));
 }

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { startEmulator, type Emulator } from '../emulator/emulator.ts';
 import { ConsumerPool, crashAfterCommitFault, InvocationReports, type EventSourceSettings } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import { LocalBridge, type BridgeAccount } from './local-bridge.ts';
-import { registrationOf, type LocalConsumerDeps } from './local-consumers.ts';
+import { loadRegistrations, type LocalConsumerDeps } from './local-consumers.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
 import { seedOrders } from './order-seeding.ts';
 import { provisionLocal, type LocalResources } from './provision.ts';
@@ -25,7 +25,13 @@ export { LocalRunConfigError } from './run-settings.ts';
 
 export interface LocalPipelineOptions {
   phases: readonly TrafficPhase[];
-  /** Consumer groups to run. Default: every group with a local registration. */
+  /**
+   * The consumer groups that exist (default `CONSUMER_GROUPS`): provisioning, the bridge's
+   * routes and the registrations all read it, so a test can add a group without editing
+   * the product, as it does for the CDK app.
+   */
+  catalogue?: readonly ConsumerGroupDefinition[];
+  /** Consumer groups to run. Default: every group of the catalogue. */
   groups?: readonly string[];
   /** Concurrent pollers per group, like the event source's maximum concurrency. Default 2. */
   consumers?: number;
@@ -82,8 +88,6 @@ export interface LocalRunResult {
   readonly endpoint: string;
   readonly resources: LocalResources;
   readonly groups: readonly string[];
-  /** Catalogue groups that have no local registration yet. */
-  readonly unavailableGroups: readonly string[];
   readonly settings: EventSourceSettings & { timeScale: number; visibilityTimeoutSeconds: number; redeliverProbability: number; seed: number };
   readonly account: DeliveryAccount;
   readonly bridge: BridgeAccount;
@@ -124,7 +128,10 @@ export interface LocalRun {
  */
 export async function runLocalPipeline(options: LocalPipelineOptions): Promise<LocalRun> {
   const started = Date.now();
-  const groups = selectGroups(options.groups);
+  const catalogue = options.catalogue ?? CONSUMER_GROUPS;
+  const definitions = selectGroups(catalogue, options.groups);
+  const groups = definitions.map((d) => d.group);
+  const registrations = await loadRegistrations(definitions);
   const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 5;
   const settings = {
     concurrency: options.consumers ?? 2,
@@ -151,8 +158,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     }
     const endpoint = options.endpoint ?? emulator!.endpoint;
     const aws = emulatorConfig(endpoint);
-    const resources = await provisionLocal(endpoint, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, { groups, visibilityTimeoutSeconds });
-    const registrations = groups.map((g) => registrationOf(g)!);
+    const resources = await provisionLocal(endpoint, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, { catalogue, groups, visibilityTimeoutSeconds });
     let coupons: LocalCouponService | undefined;
     if (registrations.some((r) => r.usesCouponService)) {
       coupons = await LocalCouponService.start();
@@ -168,7 +174,8 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     const fault = crashAfterCommitFault(options.crashes ?? []);
     let pollErrors = 0;
     const pools = registrations.map((r) => {
-      const queues = resources.queues[r.group]!;
+      const { group, functionName } = r.definition;
+      const queues = resources.queues[group]!;
       const deps: LocalConsumerDeps = {
         aws,
         tables: resources.tables,
@@ -177,14 +184,14 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         onReport: reports.onReport,
         couponServiceUrl: coupons?.url ?? '',
       };
-      const handler = options.buildConsumer ? options.buildConsumer(r.group, deps, r.create) : r.create(deps);
-      return new ConsumerPool({ ...settings, group: r.group, functionName: r.functionName, handler, sqs, queue: queues.source, reports, account, fault, occupancy, onPollError: () => pollErrors++ });
+      const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
+      return new ConsumerPool({ ...settings, group, functionName, handler, sqs, queue: queues.source, reports, account, fault, occupancy, onPollError: () => pollErrors++ });
     });
     for (const pool of pools) pool.start();
 
     const toEnqueue = options.phases.reduce((n, p) => n + p.messages.length, 0);
     const deadline = started + (options.maxRunMs ?? defaultMaxRunMs(toEnqueue * groups.length));
-    const bridge = new LocalBridge(sqs, resources, groups, settings.redeliverProbability, seededRandom(settings.seed), options.maxQueueBacklog ?? 300, occupancy, deadline);
+    const bridge = new LocalBridge(sqs, resources, definitions, settings.redeliverProbability, seededRandom(settings.seed), options.maxQueueBacklog ?? 300, occupancy, deadline);
     let phase = options.phases[0]?.name ?? '';
     const progress = () => {
       const total = account.total();
@@ -220,7 +227,6 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       endpoint,
       resources,
       groups,
-      unavailableGroups: CONSUMER_GROUPS.map((g) => g.group).filter((g) => !registrationOf(g)),
       settings,
       account,
       bridge: bridge.account,

@@ -8,6 +8,7 @@ import {
   deadLetterQueueName,
   queueName,
   tableName,
+  type ConsumerGroupDefinition,
   type TableKey,
 } from '../../lib/config/resources.ts';
 
@@ -34,6 +35,9 @@ export async function provisionLocal(
   endpoint: string,
   prefix: string,
   options: {
+    /** The groups that exist (default `CONSUMER_GROUPS`); a test adds one here as it does for the CDK app. */
+    catalogue?: readonly ConsumerGroupDefinition[];
+    /** Of those, the groups to create queues for (default: all). */
     groups?: readonly string[];
     /** The local run shortens it so a crashed batch comes back in seconds, not half a minute. */
     visibilityTimeoutSeconds?: number;
@@ -58,7 +62,7 @@ export async function provisionLocal(
     tables[key] = name;
   }
   const queues: LocalResources['queues'] = {};
-  for (const def of CONSUMER_GROUPS) {
+  for (const def of options.catalogue ?? CONSUMER_GROUPS) {
     if (options.groups && !options.groups.includes(def.group)) continue;
     const { queues: lifetimes } = lifetimesOf(def).lifetimes;
     const deadLetter = await createQueue(sqs, deadLetterQueueName(prefix, def.group), {

@@ -107,7 +107,6 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   out.push(`Consumer groups: ${result.groups.join(', ')}; ${s.concurrency} concurrent consumer(s) each, batch size ${s.batchSize}, batching window ${s.batchingWindowMs} ms.`);
   out.push(`Queues: visibility timeout ${s.visibilityTimeoutSeconds} s (function timeout the same); RocketMQ retry delays divided by ${s.timeScale}${s.redeliverProbability > 0 ? `; bridge redelivers each copy with probability ${s.redeliverProbability} (seed ${s.seed})` : ''}.`);
   if (result.seededOrders > 0) out.push(`Seeded ${result.seededOrders} orders as WAIT_PAY first, standing in for the order service that creates them.`);
-  if (result.unavailableGroups.length > 0) out.push(`Not run (no local registration yet): ${result.unavailableGroups.join(', ')}.`);
   out.push(`Emulator: ${result.endpoint}, resources prefixed "${result.resources.prefix}".`, '');
 
   if (context.input) {

@@ -1,5 +1,4 @@
-import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
-import { LOCAL_CONSUMERS, registrationOf } from './local-consumers.ts';
+import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 
 /** A local or chaos run asked for something it cannot do; the message says what. */
 export class LocalRunConfigError extends Error {
@@ -29,16 +28,15 @@ export function defaultMaxRunMs(copies: number): number {
   return 600_000 + 50 * copies;
 }
 
-/** The groups a run drives: the ones asked for, checked against the catalogue, or every runnable one. */
-export function selectGroups(requested: readonly string[] | undefined): string[] {
-  const known = CONSUMER_GROUPS.map((g) => g.group as string);
-  if (!requested) return LOCAL_CONSUMERS.map((r) => r.group);
+/** The catalogue entries a run drives: the ones asked for, checked against the catalogue, or all of them. */
+export function selectGroups(catalogue: readonly ConsumerGroupDefinition[], requested: readonly string[] | undefined): ConsumerGroupDefinition[] {
+  if (!requested) return [...catalogue];
   if (requested.length === 0) throw new LocalRunConfigError('no consumer group selected');
-  for (const g of requested) {
-    if (!known.includes(g)) throw new LocalRunConfigError(`unknown consumer group "${g}"; the catalogue has: ${known.join(', ')}`);
-    if (!registrationOf(g)) throw new LocalRunConfigError(`consumer group "${g}" has no local registration yet (its handler factory is not in scripts/local/local-consumers.ts)`);
-  }
-  return [...new Set(requested)];
+  return [...new Set(requested)].map((g) => {
+    const definition = catalogue.find((d) => d.group === g);
+    if (!definition) throw new LocalRunConfigError(`unknown consumer group "${g}"; the catalogue has: ${catalogue.map((d) => d.group).join(', ')}`);
+    return definition;
+  });
 }
 
 /** Refuses settings Lambda would refuse, or that make no sense, before anything starts. */

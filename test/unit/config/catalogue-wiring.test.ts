@@ -7,7 +7,7 @@ import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../lib/conf
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import type { ConsumerModule } from '../../../lib/consumer/consumer-module.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
-import { registrationOf } from '../../../scripts/local/local-consumers.ts';
+import { HandlerModuleError, loadRegistration } from '../../../scripts/local/local-consumers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
@@ -25,16 +25,30 @@ describe.each(CONSUMER_GROUPS)('catalogue entry $group', (def) => {
     expect(mod.handler).toBe(mod.consumer?.handler);
   });
 
-  it('is registered with the local run under the names and needs of its entry', () => {
-    const registration = registrationOf(def.group);
-    expect(registration).toBeDefined();
-    expect(registration!.functionName).toBe(def.functionName);
-    expect(registration!.usesCouponService).toBe(('services' in def ? (def.services as readonly string[]) : []).includes('coupon-service'));
+  it('is registered with the local run, found through its entry alone, with the needs of its entry', async () => {
+    const registration = await loadRegistration(def);
+    expect(registration.definition).toBe(def);
+    expect(registration.usesCouponService).toBe(('services' in def ? (def.services as readonly string[]) : []).includes('coupon-service'));
+    expect(registration.needsOrders).toBe((def.tables as readonly string[]).includes('orders'));
   });
 
   it('names a unique function and group', () => {
     expect(CONSUMER_GROUPS.filter((g) => g.group === def.group)).toHaveLength(1);
     expect(CONSUMER_GROUPS.filter((g) => g.functionName === def.functionName)).toHaveLength(1);
+  });
+});
+
+describe('the local run refuses a catalogue entry its handler module does not declare', () => {
+  const [points, coupons] = CONSUMER_GROUPS;
+
+  it.each([
+    ['a module that does not exist', { ...points, entry: 'functions/nowhere/handler.ts' }, 'its handler module functions/nowhere/handler.ts does not exist'],
+    ['a module without a consumer export', { ...points, entry: 'lib/config/resources.ts' }, 'lib/config/resources.ts exports no `consumer`'],
+    ['a module defined for another group', { ...coupons, entry: points.entry }, 'exports a consumer defined for consumer group point-consumer-group'],
+    ['a module defined for a copy of the entry', { ...points }, 'exports a consumer defined for a copy of its catalogue entry'],
+  ])('%s', async (_, definition, message) => {
+    await expect(loadRegistration(definition)).rejects.toThrow(HandlerModuleError);
+    await expect(loadRegistration(definition)).rejects.toThrow(message);
   });
 });
 
