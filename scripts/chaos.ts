@@ -14,13 +14,14 @@ import { ProgressDisplay } from './local/progress-display.ts';
 const USAGE = `Usage: npm run chaos -- [options]
 
   --seed <n>              workload and fault plan seed (default 1)
-  --messages <n>          messages the producers send, all kinds included (default 2000, at least 40)
+  --messages <n>          messages the producers send, all kinds included, split evenly between the
+                          groups' plug-ins (default 2000, at least 40)
   --consumers <n>         concurrent consumers per group (default 2)
   --time-scale <n>        divide RocketMQ's retry delays by n (default 600)
   --visibility-timeout <s> source queues' visibility timeout = function timeout (default 5; use more
                           for large runs, where the emulator's latency grows with the backlog)
-  --max-run-seconds <n>   give up if the queues have not drained by then (default 600 + 0.1 per
-                          message: 10 min plus 50 ms per copy, each message goes to two groups)
+  --max-run-seconds <n>   give up if the queues have not drained by then (default 10 min plus 50 ms
+                          per copy: a message goes to every group of its topic)
   --endpoint <url>        use a running emulator instead of starting one
   --log-level <level>     consumers' log level (default SILENT)
   --json                  end the output with one JSON line (the summary)
@@ -68,26 +69,29 @@ function parse(argv: string[]) {
 }
 
 function render(r: ChaosResult): string {
-  const c = r.workload.composition;
   const o = r.outcomes;
+  const crashPoints = Object.entries(r.plan.crashes).map(([g, c]) => `${g} ${c.atCrashPoint.length} ${r.crashPointNames[g]}`);
   const lines = [
     `Chaos run, seed ${r.summary.seed}: ${r.summary.messages} messages, ${r.run.settings.concurrency} consumer(s) per group, ${(r.wallMs / 1000).toFixed(1)} s`,
     ...(r.summary.completed
       ? []
       : [
           `INCOMPLETE: the run reached its time limit with ${r.summary.neverSent} message(s) never sent and ${r.summary.inFlight} still in the source queues; ` +
-            `${r.invariants.notJudged} order(s) and dead letter(s) depending on them were not judged (neither lost nor delivered).`,
+            `${r.invariants.notJudged} key(s) and dead letter(s) depending on them were not judged (neither lost nor delivered).`,
         ]),
-    `Workload: ${c.originals} orders, ${c.redeliveries} redeliveries, ${c.resends} re-sends, ${c.filtered} other tags, ` +
-      `${c.malformedEnvelopes} malformed envelopes, ${c.badBodies} bad bodies, ${c.conflicts} conflicting payloads, ${c.replayed} replayed by a rebalance`,
-    `Faults: crash after commit armed ${r.plan.crashAfterCommit.length}, before commit ${r.plan.crashBeforeCommit.length}, inside a lease ${r.plan.crashInLease.length}; ` +
+    'Workload:',
+    ...Object.entries(r.workload.compositions).map(([g, c]) => `  ${g}: ${figures(c)}`),
+    `Faults: crash after commit armed ${Object.values(r.plan.crashes).reduce((n, c) => n + c.afterCommit.length, 0)}; crash points armed: ${crashPoints.join(', ')}; ` +
       `${r.faults.processCrashes} invocation(s) killed mid-way, ${r.faults.crashedAfterSettling} settled record(s) lost their ack; ` +
       `SDK: ${r.faults.sdk.throttle} throttles, ${r.faults.sdk.transactionConflict} TransactionConflicts, ${r.faults.sdk.unknownOutcome} unknown outcomes, ${r.faults.sdk.lostRequest} lost requests`,
     `Deliveries (counted at the pollers): ${r.summary.deliveries} = ${o.processed} processed + ${o.duplicatesSuppressed} duplicates + ${o.filtered} filtered + ${o.deadLettered} dead-lettered + ${o.retried} retried` +
       (r.summary.unaccounted === 0 ? '' : ` (${r.summary.unaccounted} unaccounted)`),
     ...Object.entries(r.perGroup).map(([g, p]) => `  ${g}: ${p.countedAtPoller} delivered, ${p.processed} processed, ${p.duplicatesSuppressed} duplicates, ${p.filtered} filtered, ${p.deadLettered} dead-lettered, ${p.retried} retried`),
-    `From the tables and queues: ${r.invariants.doubleAwards} double awards, ${r.invariants.lostAwards} lost awards, ${r.invariants.balanceMismatches} balance mismatches, ` +
+    `From the tables and queues: ${r.invariants.doubleAwards} effects applied twice, ${r.invariants.lostAwards} lost, ` +
       `${r.invariants.deadLettered}/${r.invariants.expectedDeadLettered} dead letters with a reason (${r.invariants.repeatedDeadLetters} repeated copies), ${r.invariants.leftInSourceQueues} left in source queues`,
+    ...Object.entries(r.invariants.groups).map(
+      ([g, v]) => `  ${g}: ${v.holds ? 'holds' : 'FAILS'}; ${figures(v.detail)}; ${v.deadLettered}/${v.expectedDeadLettered} dead letters`,
+    ),
     ...(r.run.pollErrors + r.run.untrackedDepartures > 0
       ? [`Local run: ${r.run.pollErrors} poll(s) failed against the emulator; ${r.run.untrackedDepartures} message(s) left the queues unseen by the run's account (quiet then confirmed from SQS alone)`]
       : []),
@@ -95,6 +99,13 @@ function render(r: ChaosResult): string {
     r.summary.invariantHolds ? 'Invariant holds.' : violated(r) ? 'INVARIANT FAILED.' : 'Run incomplete: nothing violated among what was judged; raise --max-run-seconds for a verdict.',
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** `{ balanceMismatches: 0, orders: 12 }` → `0 balance mismatches, 12 orders`. */
+function figures(counts: Readonly<Record<string, number>>): string {
+  return Object.entries(counts)
+    .map(([name, n]) => `${n} ${name.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`)}`)
+    .join(', ');
 }
 
 /** A violation among what could be judged (an incomplete run alone is not one). */

@@ -1,9 +1,15 @@
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { runLocalPipeline, type LocalRunResult } from '../local/local-pipeline.ts';
-import { chaosConsumers, FaultTally, planFaults, type ConsumerFactory, type FaultPlan, type SdkFaultRates } from './fault-plan.ts';
+import { selectGroups } from '../local/run-settings.ts';
+import { compressedRetrySchedule } from '../local/time-scale.ts';
+import type { ChaosPlugin } from './chaos-plugin.ts';
+import { chaosConsumers, crashesAfterCommit, FaultTally, planFaults, type ConsumerFactory, type FaultPlan, type SdkFaultRates } from './fault-plan.ts';
+import { groupsUnderTest } from './groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from './invariants.ts';
-import { CHAOS_GROUPS, generateWorkload, type ChaosWorkload } from './workload.ts';
+import { loadChaosPlugins } from './plugin-discovery.ts';
+import { composeWorkload, type ChaosWorkload } from './workload.ts';
 
 export interface ChaosOptions {
   seed: number;
@@ -11,7 +17,11 @@ export interface ChaosOptions {
   /** Concurrent pollers per group. */
   consumers: number;
   sdk?: SdkFaultRates;
-  /** Groups to run; default points and coupons. */
+  /** The consumer groups that exist (default `CONSUMER_GROUPS`); a test adds one here as it does for the CDK app. */
+  catalogue?: readonly ConsumerGroupDefinition[];
+  /** Plug-ins for groups whose plug-in is not in `scripts/chaos/groups/` (a test's fixture group). */
+  plugins?: readonly ChaosPlugin[];
+  /** Groups to run; default every group of the catalogue. */
   groups?: readonly string[];
   /** Use a running emulator (tests share one) instead of starting one. */
   endpoint?: string;
@@ -22,7 +32,7 @@ export interface ChaosOptions {
   maxRunMs?: number;
   /** Records per invocation (default 10). */
   batchSize?: number;
-  /** A hand-made workload instead of the seeded one (focused fault tests). */
+  /** A hand-made workload instead of the plug-ins' seeded one (focused fault tests). */
   workload?: ChaosWorkload;
   /** A hand-made fault plan instead of the seeded one. */
   plan?: FaultPlan;
@@ -48,12 +58,27 @@ export interface ChaosSummary {
   deadLettered: number;
   expectedDeadLettered: number;
   invariantHolds: boolean;
+  /** Each group: its deliveries and its plug-in's verdict, with the plug-in's own figures. */
+  groups: Record<string, GroupSummary>;
+}
+
+export interface GroupSummary {
+  deliveries: number;
+  doubleEffects: number;
+  lostEffects: number;
+  deadLettered: number;
+  expectedDeadLettered: number;
+  notJudged: number;
+  invariantHolds: boolean;
+  detail: Readonly<Record<string, number>>;
 }
 
 export interface ChaosResult {
   readonly summary: ChaosSummary;
   readonly workload: ChaosWorkload;
   readonly plan: FaultPlan;
+  /** group → where its plug-in's crash point kills the process ("before commit"). */
+  readonly crashPointNames: Readonly<Record<string, string>>;
   readonly invariants: InvariantReport;
   /** The delivery outcomes the consumers reported, summed over the groups. */
   readonly outcomes: DeliveryCounts;
@@ -70,30 +95,43 @@ export interface ChaosResult {
 }
 
 /**
- * One chaos run: the seeded workload through the local path (bridge → queues → pollers →
- * the real handlers, each with its own fault-injected client → emulator), then the
- * invariants from the tables and queues. Deliveries are counted where the poller hands
- * records to a handler; the consumers' per-record reports only account for them.
+ * One chaos run: each selected group's plug-in (`scripts/chaos/groups/<group>.ts`) generates
+ * its share of the workload, names its crash points and judges its group; the workload goes
+ * through the local path (bridge → queues → pollers → the real handlers, each with its own
+ * fault-injected client → emulator), then the invariants are read from the tables and
+ * queues. Deliveries are counted where the poller hands records to a handler; the
+ * consumers' per-record reports only account for them.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
-  const workload = options.workload ?? generateWorkload({ seed: options.seed, messages: options.messages });
-  const plan = options.plan ?? planFaults(workload, { sdk: options.sdk });
-  const groups = options.groups ?? CHAOS_GROUPS;
+  const catalogue = options.catalogue ?? CONSUMER_GROUPS;
+  const definitions = selectGroups(catalogue, options.groups);
+  const groups = definitions.map((d) => d.group);
+  const plugins = await loadChaosPlugins(definitions, options.plugins);
+  const workload = options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages });
+  const underTest = groupsUnderTest(workload, definitions, plugins);
+  const plan = options.plan ?? planFaults(underTest, { seed: options.seed, sdk: options.sdk });
+  const timeScale = options.timeScale ?? 600;
   const tally = new FaultTally();
   const run = await runLocalPipeline({
     phases: workload.phases,
+    catalogue,
     groups,
     consumers: options.consumers,
     batchSize: options.batchSize,
     seed: options.seed,
     endpoint: options.endpoint,
     prefix: options.prefix,
-    timeScale: options.timeScale ?? 600,
+    timeScale,
     visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 5,
     maxRunMs: options.maxRunMs,
-    crashes: plan.crashAfterCommit.filter((c) => groups.includes(c.group)),
-    buildConsumer: chaosConsumers(plan, tally, { seed: options.seed, replace: options.replace }),
+    crashes: crashesAfterCommit(plan),
+    seedTables: async (dynamoDb, tables) => {
+      let seeded = 0;
+      for (const g of underTest) seeded += (await g.expectations.seedTables?.(dynamoDb, tables)) ?? 0;
+      return seeded;
+    },
+    buildConsumer: chaosConsumers(plan, plugins, tally, { seed: options.seed, replace: options.replace }),
     onProgress: options.onProgress,
   });
   try {
@@ -101,7 +139,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const aws = emulatorConfig(result.endpoint);
     const dynamoDb = createDynamoDb(aws);
     const sqs = createSqs(aws);
-    const invariants = await checkInvariants({ dynamoDb, sqs, resources: result.resources, workload, groups, unsettled: result.unsettled });
+    const invariants = await checkInvariants({ dynamoDb, sqs, resources: result.resources, groups: underTest, unsettled: result.unsettled, schedule: compressedRetrySchedule(timeScale) });
     sqs.destroy();
     dynamoDb.destroy();
 
@@ -122,11 +160,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       deadLettered: invariants.deadLettered,
       expectedDeadLettered: invariants.expectedDeadLettered,
       invariantHolds: invariants.holds && unaccounted === 0 && result.completed,
+      groups: Object.fromEntries(
+        groups.map((g) => {
+          const r = invariants.groups[g]!;
+          const summary: GroupSummary = {
+            deliveries: tally.deliveries[g] ?? 0,
+            doubleEffects: r.doubleEffects,
+            lostEffects: r.lostEffects,
+            deadLettered: r.deadLettered,
+            expectedDeadLettered: r.expectedDeadLettered,
+            notJudged: r.notJudged,
+            invariantHolds: r.holds,
+            detail: r.detail,
+          };
+          return [g, summary];
+        }),
+      ),
     };
     return {
       summary,
       workload,
       plan,
+      crashPointNames: Object.fromEntries([...plugins.values()].map((p) => [p.group, p.crashPointName])),
       invariants,
       outcomes,
       perGroup,

@@ -4,9 +4,9 @@ import { injectFaults, type FaultKind } from '../instrumentation/fault-injection
 import type { CrashAfterCommit } from '../local/incident-scenario.ts';
 import type { LocalConsumerDeps } from '../local/local-consumers.ts';
 import { seededRandom } from '../local/seeded-random.ts';
-import { recordId } from '../../lib/idempotency/record.ts';
+import type { ChaosPlugin } from './chaos-plugin.ts';
+import type { GroupUnderTest } from './groups-under-test.ts';
 import { ProcessCrashes } from './process-crash.ts';
-import { CHAOS_COUPON_GROUP, CHAOS_POINTS_GROUP, type ChaosWorkload } from './workload.ts';
 
 /** Probability per SDK attempt of each injected fault (inside the SDK's retry loop). */
 export interface SdkFaultRates {
@@ -18,49 +18,48 @@ export interface SdkFaultRates {
   lostRequest: number;
 }
 
+/** One group's crash targets. */
+export interface GroupCrashPlan {
+  /** msgIds whose invocation dies after committing them, before the batch is deleted. */
+  readonly afterCommit: readonly string[];
+  /** Keys at which the group's plug-in's crash point kills the process (before commit, inside a lease …). */
+  readonly atCrashPoint: readonly string[];
+}
+
 /**
  * Which faults a run injects, chosen from the seed. The seed fixes the workload and the
  * targets; the exact SDK calls that get a fault depend on how the concurrent consumers
  * interleave, which no seed controls.
  */
 export interface FaultPlan {
-  /** The process dies after committing this msgId, before the batch is deleted. */
-  readonly crashAfterCommit: readonly CrashAfterCommit[];
-  /** Points orders whose commit transaction is never sent: the process dies just before it. */
-  readonly crashBeforeCommit: readonly string[];
-  /** Coupon orders whose lease holder dies after the coupon call, before completing the record. */
-  readonly crashInLease: readonly string[];
+  /** group → its crash targets (a group without an entry crashes nowhere). */
+  readonly crashes: Readonly<Record<string, GroupCrashPlan>>;
   readonly sdk: SdkFaultRates;
 }
 
 export const DEFAULT_SDK_FAULT_RATES: SdkFaultRates = { throttle: 0.03, transactionConflict: 0.03, unknownOutcome: 0.03, lostRequest: 0.02 };
 export const NO_SDK_FAULTS: SdkFaultRates = { throttle: 0, transactionConflict: 0, unknownOutcome: 0, lostRequest: 0 };
 
-/** Crash targets: about 1 in 200 orders for each crash kind, at least one, at most 40. */
-export function planFaults(workload: ChaosWorkload, options: { sdk?: SdkFaultRates; crashShare?: number } = {}): FaultPlan {
-  const random = seededRandom(workload.seed ^ 0x5eed);
-  const orders = [...workload.orders.values()];
-  const count = Math.min(40, Math.max(1, Math.round(orders.length * (options.crashShare ?? 0.005))));
-  const chosen = new Set<number>();
-  const take = () => {
-    for (;;) {
-      const i = Math.floor(random() * orders.length);
-      if (chosen.size >= orders.length || !chosen.has(i)) {
-        chosen.add(i);
-        return orders[i]!;
-      }
-    }
-  };
-  const targets = (n: number) => Array.from({ length: Math.min(n, Math.floor(orders.length / 5)) || 1 }, take);
-  return {
-    crashAfterCommit: [
-      ...targets(count).map((o) => ({ group: CHAOS_POINTS_GROUP, msgId: o.msgId })),
-      ...targets(count).map((o) => ({ group: CHAOS_COUPON_GROUP, msgId: o.msgId })),
-    ],
-    crashBeforeCommit: targets(count).map((o) => o.orderNo),
-    crashInLease: targets(count).map((o) => o.orderNo),
-    sdk: options.sdk ?? DEFAULT_SDK_FAULT_RATES,
-  };
+/** Crash targets per group, from its plug-in's candidates: about 1 in 200 for each crash kind, at least one, at most 40. */
+export function planFaults(groups: readonly GroupUnderTest[], options: { seed: number; sdk?: SdkFaultRates; crashShare?: number }): FaultPlan {
+  const crashes = Object.fromEntries(
+    groups.map(({ group, expectations }) => {
+      const random = seededRandom(options.seed ^ 0x5eed ^ hash(group));
+      const { msgIds, keys } = expectations.crashTargets;
+      const count = Math.min(40, Math.max(1, Math.round(keys.length * (options.crashShare ?? 0.005))));
+      const take = (candidates: readonly string[]) => {
+        const pool = [...candidates];
+        return Array.from({ length: Math.min(pool.length, count, Math.floor(pool.length / 5) || 1) }, () => pool.splice(Math.floor(random() * pool.length), 1)[0]!);
+      };
+      return [group, { afterCommit: take(msgIds), atCrashPoint: take(keys) }];
+    }),
+  );
+  return { crashes, sdk: options.sdk ?? DEFAULT_SDK_FAULT_RATES };
+}
+
+/** Every group's crash-after-commit targets, as the local pipeline injects them. */
+export function crashesAfterCommit(plan: FaultPlan): CrashAfterCommit[] {
+  return Object.entries(plan.crashes).flatMap(([group, c]) => c.afterCommit.map((msgId) => ({ group, msgId })));
 }
 
 const WRITE_COMMANDS = new Set(['TransactWriteItemsCommand', 'UpdateItemCommand', 'PutItemCommand', 'DeleteItemCommand']);
@@ -99,14 +98,14 @@ export type ConsumerFactory = (deps: LocalConsumerDeps & { dynamoDb: ReturnType<
 
 /**
  * The local pipeline's `buildConsumer` hook for a chaos run: each group's real factory gets
- * its own DynamoDB client with the plan's SDK faults and crash points, and the handler is
- * wrapped so an invocation can die and so its deliveries are counted.
+ * its own DynamoDB client with the plan's SDK faults and its plug-in's crash point, and the
+ * handler is wrapped so an invocation can die and so its deliveries are counted.
  */
-export function chaosConsumers(plan: FaultPlan, tally: FaultTally, options: { seed: number; replace?: Partial<Record<string, ConsumerFactory>>; leaseMarginMs?: number }) {
+export function chaosConsumers(plan: FaultPlan, plugins: ReadonlyMap<string, ChaosPlugin>, tally: FaultTally, options: { seed: number; replace?: Partial<Record<string, ConsumerFactory>>; leaseMarginMs?: number }) {
   return (group: string, deps: LocalConsumerDeps, create: (deps: LocalConsumerDeps) => ConsumerHandler): ConsumerHandler => {
     const dynamoDb = createDynamoDb(deps.aws);
     injectFaults(dynamoDb, sdkFaultDecider(plan.sdk, options.seed ^ hash(group)), (fault) => tally.sdk[fault.kind]++);
-    tally.crashes.arm(dynamoDb, crashPointOf(group, plan));
+    tally.crashes.arm(dynamoDb, plugins.get(group)!.crashPoint(plan.crashes[group]?.atCrashPoint ?? []));
     const factory = options.replace?.[group] ?? (create as ConsumerFactory);
     // Lease mode: a crashed holder's lease ends `margin` after its deadline; keep that short so the run does not idle.
     const handler = factory({ ...deps, dynamoDb, leaseMarginMs: options.leaseMarginMs ?? 1000 } as LocalConsumerDeps & { dynamoDb: typeof dynamoDb });
@@ -117,41 +116,6 @@ export function chaosConsumers(plan: FaultPlan, tally: FaultTally, options: { se
       return crashable(event, context);
     };
   };
-}
-
-function crashPointOf(group: string, plan: FaultPlan) {
-  if (group === CHAOS_POINTS_GROUP) {
-    const pending = new Set(plan.crashBeforeCommit);
-    return (command: string, input: Record<string, unknown>) => {
-      if (command !== 'TransactWriteItemsCommand' || pending.size === 0) return undefined;
-      // The transaction that would commit the order: its dedup record (`key`) or its ledger entry (`orderNo`).
-      for (const action of (input.TransactItems as Array<{ Put?: { Item?: Record<string, unknown> } }>) ?? []) {
-        for (const key of [plain(action.Put?.Item?.key), plain(action.Put?.Item?.orderNo)]) {
-          if (typeof key === 'string' && pending.delete(key)) return `crash before commit of ${key}`;
-        }
-      }
-      return undefined;
-    };
-  }
-  if (group === CHAOS_COUPON_GROUP) {
-    const pending = new Map(plan.crashInLease.map((k) => [recordId(CHAOS_COUPON_GROUP, k), k]));
-    return (command: string, input: Record<string, unknown>) => {
-      if (command !== 'UpdateItemCommand' || pending.size === 0) return undefined;
-      const id = plain((input.Key as Record<string, unknown> | undefined)?.id);
-      const completing = String(input.UpdateExpression ?? '').includes(':completed');
-      if (!completing || typeof id !== 'string' || !pending.has(id)) return undefined;
-      const key = pending.get(id)!;
-      pending.delete(id);
-      return `crash inside the lease on ${key}, after the coupon call`;
-    };
-  }
-  return () => undefined;
-}
-
-/** An attribute as the document client has it, or as the base client marshalled it (`{S: …}`). */
-function plain(value: unknown): unknown {
-  if (value && typeof value === 'object' && 'S' in (value as object)) return (value as { S: unknown }).S;
-  return value;
 }
 
 function hash(text: string): number {

@@ -4,8 +4,18 @@ import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { SimulatedCrashError } from '../local/consumer-pool.ts';
 
-/** Decides, per SDK call, whether the process dies right before sending it; returns why, or undefined. */
-export type CrashPoint = (command: string, input: Record<string, unknown>) => string | undefined;
+/** Where an invocation dies, and why. */
+export interface Crash {
+  readonly why: string;
+  /**
+   * The call reaches AWS and is applied, and the process dies before the answer comes back
+   * (inside a conditional update). Default: it dies right before sending it.
+   */
+  readonly afterSending?: boolean;
+}
+
+/** Decides, per SDK call, whether the process dies at it; undefined: not here. */
+export type CrashPoint = (command: string, input: Record<string, unknown>) => Crash | undefined;
 
 /** What a call made by an already dead invocation gets: nothing reaches AWS any more. */
 export class ProcessDeadError extends Error {
@@ -39,11 +49,13 @@ export class ProcessCrashes {
         const invocation = this.storage.getStore();
         if (!invocation) return send();
         if (invocation.crashed) throw new ProcessDeadError(`the process died (${invocation.crashed}); this call never left it`);
-        const why = crashPoint(name, input);
-        if (!why) return send();
-        invocation.crashed = why;
-        this.crashes.push(why);
-        throw new ProcessDeadError(`the process died (${why})`);
+        const crash = crashPoint(name, input);
+        if (!crash) return send();
+        // Whatever the call's answer, the process is gone before it could read it.
+        if (crash.afterSending) await send().catch(() => {});
+        invocation.crashed = crash.why;
+        this.crashes.push(crash.why);
+        throw new ProcessDeadError(`the process died (${crash.why})`);
       },
       // Outside the SDK's retry loop: a dead process does not retry.
       { per: 'command', priority: 'high' },

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { startEmulator, type Emulator } from '../emulator/emulator.ts';
@@ -57,6 +58,12 @@ export interface LocalPipelineOptions {
    * to hand the factory a fault-injected client and to wrap the handler with crash injectors.
    */
   buildConsumer?: (group: string, deps: LocalConsumerDeps, create: (deps: LocalConsumerDeps) => ConsumerHandler) => ConsumerHandler;
+  /**
+   * Writes what the groups act on before any traffic, instead of the default (every order
+   * of the traffic as WAIT_PAY when a group uses the orders table): the chaos run's plug-ins
+   * seed their own. Returns how many items it wrote.
+   */
+  seedTables?: (dynamoDb: DynamoDBDocumentClient, tables: LocalResources['tables']) => Promise<number>;
   /** Use a running emulator instead of starting one. */
   endpoint?: string;
   /** Resource name prefix. Default `local-<random>`. */
@@ -111,7 +118,7 @@ export interface LocalRunResult {
   readonly wallMs: number;
   readonly pollErrors: number;
   readonly couponGrants?: number;
-  /** Orders created as WAIT_PAY before the traffic, standing in for the order service. */
+  /** Items written before the traffic (by default orders as WAIT_PAY, standing in for the order service). */
   readonly seededOrders: number;
 }
 
@@ -167,7 +174,11 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
 
     const sqs = createSqs(aws);
     const dynamoDb = createDynamoDb(aws);
-    const seededOrders = registrations.some((r) => r.needsOrders) ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases)) : 0;
+    const seededOrders = options.seedTables
+      ? await options.seedTables(dynamoDb, resources.tables)
+      : registrations.some((r) => r.needsOrders)
+        ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases))
+        : 0;
     const account = new DeliveryAccount(groups);
     const occupancy = new QueueOccupancy(Object.fromEntries(groups.map((g) => [g, resources.queues[g]!.maxReceiveCount])));
     const reports = new InvocationReports();

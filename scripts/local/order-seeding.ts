@@ -3,13 +3,14 @@ import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dyn
 /**
  * The order service's part: it creates each order (WAIT_PAY) before it is paid. It is not
  * part of the local run, so its rows are written here, or the status consumer would wait
- * for them forever.
+ * for them forever. A group acting on orders further on (a refund needs a FINISHED one)
+ * seeds them in that status.
  */
-export async function seedOrders(dynamoDb: DynamoDBDocumentClient, table: string, orderNos: readonly string[]): Promise<number> {
+export async function seedOrders(dynamoDb: DynamoDBDocumentClient, table: string, orderNos: readonly string[], status = 'WAIT_PAY'): Promise<number> {
   const createdAt = new Date().toISOString();
   for (let i = 0; i < orderNos.length; i += 25) {
     let items: Record<string, unknown[]> | undefined = {
-      [table]: orderNos.slice(i, i + 25).map((orderNo) => ({ PutRequest: { Item: { orderNo, status: 'WAIT_PAY', createdAt } } })),
+      [table]: orderNos.slice(i, i + 25).map((orderNo) => ({ PutRequest: { Item: { orderNo, status, createdAt } } })),
     };
     while (items && Object.keys(items).length > 0) {
       const { UnprocessedItems } = await dynamoDb.send(new BatchWriteCommand({ RequestItems: items as never }));

@@ -3,7 +3,9 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
 import { runChaos } from '../../scripts/chaos/chaos-run.ts';
-import { generateWorkload } from '../../scripts/chaos/workload.ts';
+import { loadChaosPlugins } from '../../scripts/chaos/plugin-discovery.ts';
+import { composeWorkload } from '../../scripts/chaos/workload.ts';
+import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
@@ -24,7 +26,15 @@ describe.concurrent('chaos run (seed 20240101, 1,000 messages, 2 consumers per g
     expect(r.summary).toMatchObject({ seed, messages: 1000, completed: true, neverSent: 0, inFlight: 0, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: true });
     expect(r.summary.deadLettered).toBe(r.summary.expectedDeadLettered);
     expect(r.summary.expectedDeadLettered).toBeGreaterThan(0);
-    expect(r.summary.deliveries).toBeGreaterThan(r.summary.messages * 2 - r.workload.composition.replayed);
+    // Every message goes to the three groups of ORDER_TOPIC but the rebalance replay (points only); some come back again.
+    const replayed = r.workload.compositions['point-consumer-group']!.replayed!;
+    expect(r.summary.deliveries).toBeGreaterThan((r.summary.messages - replayed) * 3 + replayed);
+    expect(Object.keys(r.summary.groups)).toEqual(CONSUMER_GROUPS.map((g) => g.group));
+    expect(Object.values(r.summary.groups).every((g) => g.invariantHolds && g.deliveries > 0)).toBe(true);
+    // The order-status group: orders finished, some FINISHED sent ahead of their PAID, and its crash point fired.
+    expect(r.summary.groups['order-status-consumer-group']!.detail.finished).toBeGreaterThan(0);
+    expect(r.workload.compositions['order-status-consumer-group']!.overtaken).toBeGreaterThan(0);
+    expect(r.plan.crashes['order-status-consumer-group']!.atCrashPoint.length).toBeGreaterThan(0);
     expect(r.faults.processCrashes).toBeGreaterThan(0);
     expect(r.faults.crashedAfterSettling).toBeGreaterThan(0);
     expect(r.faults.sdk.throttle + r.faults.sdk.unknownOutcome + r.faults.sdk.lostRequest).toBeGreaterThan(0);
@@ -32,11 +42,14 @@ describe.concurrent('chaos run (seed 20240101, 1,000 messages, 2 consumers per g
     expect(r.outcomes.filtered).toBeGreaterThan(0);
   }, 400_000);
 
-  it('derives the same workload and plan from the same seed', () => {
-    // Prepare / Act
-    const a = generateWorkload({ seed: 5, messages: 200 });
-    const b = generateWorkload({ seed: 5, messages: 200 });
-    const c = generateWorkload({ seed: 6, messages: 200 });
+  it('derives the same workload from the same seed', async () => {
+    // Prepare
+    const plugins = [...(await loadChaosPlugins(CONSUMER_GROUPS)).values()];
+
+    // Act
+    const a = composeWorkload(plugins, { seed: 5, messages: 200 });
+    const b = composeWorkload(plugins, { seed: 5, messages: 200 });
+    const c = composeWorkload(plugins, { seed: 6, messages: 200 });
 
     // Assess
     expect(a.phases.map((p) => p.messages.map((m) => m.body))).toEqual(b.phases.map((p) => p.messages.map((m) => m.body)));
@@ -61,7 +74,8 @@ describe.concurrent('npm run chaos', () => {
 
     // Assess
     const last = JSON.parse(ok.stdout.trimEnd().split('\n').at(-1)!);
-    expect(Object.keys(last)).toEqual(['seed', 'messages', 'completed', 'neverSent', 'inFlight', 'deliveries', 'doubleAwards', 'lostAwards', 'unaccounted', 'deadLettered', 'expectedDeadLettered', 'invariantHolds']);
+    expect(Object.keys(last)).toEqual(['seed', 'messages', 'completed', 'neverSent', 'inFlight', 'deliveries', 'doubleAwards', 'lostAwards', 'unaccounted', 'deadLettered', 'expectedDeadLettered', 'invariantHolds', 'groups']);
+    expect(Object.keys(last.groups)).toEqual(CONSUMER_GROUPS.map((g) => g.group));
     expect(last).toMatchObject({ seed: 3, messages: 60, completed: true, neverSent: 0, inFlight: 0, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: true });
     expect(ok.code).toBe(0);
     expect(bad.code).toBe(2);

@@ -7,13 +7,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
+import { MALFORMED_ENVELOPE, type ChaosMessage } from '../../scripts/chaos/chaos-plugin.ts';
 import { runChaos, type ChaosResult } from '../../scripts/chaos/chaos-run.ts';
-import { NO_SDK_FAULTS, type ConsumerFactory, type FaultPlan } from '../../scripts/chaos/fault-plan.ts';
-import type { ChaosWorkload, ExpectedDeadLetter, ExpectedOrder } from '../../scripts/chaos/workload.ts';
+import { NO_SDK_FAULTS, type ConsumerFactory, type GroupCrashPlan } from '../../scripts/chaos/fault-plan.ts';
+import type { ConflictingPayment, InvalidBody, OrderPaid } from '../../scripts/chaos/order-topic.ts';
+import type { ChaosWorkload } from '../../scripts/chaos/workload.ts';
 import { faultsInOrder, injectFaults, type FaultKind } from '../../scripts/instrumentation/fault-injection.ts';
 import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
 import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
-import { trafficMessage, type TrafficMessage, type TrafficPhase } from '../../scripts/local/traffic.ts';
+import { trafficMessage } from '../../scripts/local/traffic.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { commitRendezvous, couponConsumer, weakPointsConsumer, type PointsWeakness } from './weakened-consumers.ts';
 
@@ -22,22 +24,28 @@ process.env.POWERTOOLS_METRICS_DISABLED = 'true';
 
 const POINTS = 'point-consumer-group';
 const COUPONS = 'coupon-consumer-group';
+const STATUS = 'order-status-consumer-group';
 const ids = new MsgIdGenerator('0A0C0A06', 0x0c4a);
 
-/** A paid order: what it must come to, and its envelope (a new msgId unless given). */
-function paid(orderNo: string, userId = 'u1', points = 100) {
-  const expected: ExpectedOrder = { orderNo, userId, points, msgId: ids.next() };
-  const envelope = (msgId = expected.msgId, body: Record<string, unknown> = { orderNo, userId, points }) =>
-    trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID', keys: [orderNo], body: JSON.stringify(body) }));
-  return { expected, envelope };
+/** An ORDER_TOPIC envelope standing for `fact`. */
+function orderTopic<F extends ChaosMessage['fact']>(tags: string, body: Record<string, unknown>, fact: F, msgId = ids.next()): ChaosMessage<F> {
+  return { ...trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags, body: JSON.stringify(body) })), fact };
+}
+
+/** An order: its PAID (the first copy's msgId unless another is given), a conflicting PAID. */
+function newOrder(orderNo: string, userId = 'u1', points = 100) {
+  const paidMsgId = ids.next();
+  return {
+    paid: (msgId = paidMsgId) => orderTopic<OrderPaid>('PAID', { orderNo, userId, points }, { kind: 'order-paid', orderNo, userId, points }, msgId),
+    conflicting: () => orderTopic<ConflictingPayment>('PAID', { orderNo, userId: 'u9', points: 999 }, { kind: 'conflicting-payment', orderNo }),
+    paidMsgId,
+  };
 }
 
 interface Scenario {
   groups: string[];
-  phases: Array<{ messages: TrafficMessage[]; afterQuiet?: boolean }>;
-  orders: ExpectedOrder[];
-  deadLetters?: ExpectedDeadLetter[];
-  plan?: Partial<FaultPlan>;
+  phases: Array<{ messages: ChaosMessage[]; afterQuiet?: boolean }>;
+  crashes?: Record<string, Partial<GroupCrashPlan>>;
   replace?: Partial<Record<string, ConsumerFactory>>;
   consumers?: number;
   batchSize?: number;
@@ -45,25 +53,16 @@ interface Scenario {
   maxRunMs?: number;
 }
 
+/** The scenario through the chaos run; what each copy must come to is its group's plug-in's to say, from the copies' facts. */
 function run(s: Scenario): Promise<ChaosResult> {
-  const balances: Record<string, number> = {};
-  for (const o of s.orders) balances[o.userId] = (balances[o.userId] ?? 0) + o.points;
-  const phases: TrafficPhase[] = s.phases.map((p, i) => ({ name: `phase ${i + 1}`, ...p }));
-  const workload: ChaosWorkload = {
-    seed: 1,
-    messages: phases.reduce((n, p) => n + p.messages.length, 0),
-    phases,
-    orders: new Map(s.orders.map((o) => [o.orderNo, o])),
-    balances,
-    deadLetters: s.deadLetters ?? [],
-    composition: { originals: s.orders.length, redeliveries: 0, resends: 0, filtered: 0, malformedEnvelopes: 0, badBodies: 0, conflicts: 0, replayed: 0 },
-  };
-  const plan: FaultPlan = { crashAfterCommit: [], crashBeforeCommit: [], crashInLease: [], sdk: NO_SDK_FAULTS, ...s.plan };
+  const phases = s.phases.map((p, i) => ({ name: `phase ${i + 1}`, ...p }));
+  const workload: ChaosWorkload = { seed: 1, messages: phases.reduce((n, p) => n + p.messages.length, 0), phases, compositions: {} };
+  const crashes = Object.fromEntries(Object.entries(s.crashes ?? {}).map(([g, c]) => [g, { afterCommit: [], atCrashPoint: [], ...c }]));
   return runChaos({
     seed: 1,
     messages: workload.messages,
     workload,
-    plan,
+    plan: { crashes, sdk: NO_SDK_FAULTS },
     groups: s.groups,
     consumers: s.consumers ?? 1,
     batchSize: s.batchSize,
@@ -100,11 +99,10 @@ const expectHolds = (r: ChaosResult) => {
 describe.concurrent('each fault kind of the chaos plan fails the invariants once its protection is removed', () => {
   it('redelivery of processed messages (lost ack, rebalance replay) — guarded by the dedup record\'s conditional put and the ledger entry\'s own condition', async () => {
     // Prepare: three orders, then once they are settled the same messages again (same msgIds).
-    const orders = [paid('SORD1'), paid('SORD2', 'u2'), paid('SORD3')];
+    const orders = [newOrder('SORD1'), newOrder('SORD2', 'u2'), newOrder('SORD3')];
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: orders.map((o) => o.envelope()) }, { messages: orders.map((o) => o.envelope()), afterQuiet: true }],
-      orders: orders.map((o) => o.expected),
+      phases: [{ messages: orders.map((o) => o.paid()) }, { messages: orders.map((o) => o.paid()), afterQuiet: true }],
       replace: { [POINTS]: points(weak ? 'unconditional-writes' : 'none') },
     });
 
@@ -120,11 +118,10 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('application re-send with a new msgId — guarded by keying the dedup record and the ledger entry by the order number, not the msgId', async () => {
     // Prepare: an order, then the application sends it again under a new msgId.
-    const order = paid('SORS1');
+    const order = newOrder('SORS1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: [order.envelope()] }, { messages: [order.envelope(ids.next())], afterQuiet: true }],
-      orders: [order.expected],
+      phases: [{ messages: [order.paid()] }, { messages: [order.paid(ids.next())], afterQuiet: true }],
       replace: { [POINTS]: points(weak ? 'keyed-by-msg-id' : 'none') },
     });
 
@@ -139,11 +136,10 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('concurrent consumers on one group — guarded by committing the conditional dedup put and the effect in ONE transaction (no check-then-act)', async () => {
     // Prepare: two copies of one order, one per invocation; each commit waits until the other is ready to commit too.
-    const order = paid('SOCC1');
+    const order = newOrder('SOCC1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: [order.envelope(), order.envelope()] }],
-      orders: [order.expected],
+      phases: [{ messages: [order.paid(), order.paid()] }],
       consumers: 2,
       batchSize: 1,
       replace: { [POINTS]: points(weak ? 'check-then-act' : 'none', { raceCommits: 2 }) },
@@ -162,12 +158,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('crash after commit, before the ack — guarded by the dedup record committed with the effect, so the returning batch settles as duplicates', async () => {
     // Prepare: the invocation that commits SOCA1 dies before Lambda deletes its batch.
-    const orders = [paid('SOCA1'), paid('SOCA2')];
+    const orders = [newOrder('SOCA1'), newOrder('SOCA2')];
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: orders.map((o) => o.envelope()) }],
-      orders: orders.map((o) => o.expected),
-      plan: { crashAfterCommit: [{ group: POINTS, msgId: orders[0]!.expected.msgId }] },
+      phases: [{ messages: orders.map((o) => o.paid()) }],
+      crashes: { [POINTS]: { afterCommit: [orders[0]!.paidMsgId] } },
       replace: { [POINTS]: points(weak ? 'unconditional-writes' : 'none') },
     });
 
@@ -184,12 +179,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('crash before commit — guarded by recording nothing before the effect commits (record and effect in one transaction)', async () => {
     // Prepare: the process dies right before the transaction that would commit SOCB1.
-    const order = paid('SOCB1');
+    const order = newOrder('SOCB1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: [order.envelope()] }],
-      orders: [order.expected],
-      plan: { crashBeforeCommit: ['SOCB1'] },
+      phases: [{ messages: [order.paid()] }],
+      crashes: { [POINTS]: { atCrashPoint: ['SOCB1'] } },
       replace: { [POINTS]: points(weak ? 'record-first' : 'none') },
     });
 
@@ -206,12 +200,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('crash inside a lease — guarded by the lease\'s expiry and fenced takeover (a lease that never ends strands the order)', async () => {
     // Prepare: the coupon consumer's holder dies after the coupon call, before completing the record.
-    const order = paid('SOCL1');
+    const order = newOrder('SOCL1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [COUPONS],
-      phases: [{ messages: [order.envelope()] }],
-      orders: [order.expected],
-      plan: { crashInLease: ['SOCL1'] },
+      phases: [{ messages: [order.paid()] }],
+      crashes: { [COUPONS]: { atCrashPoint: ['SOCL1'] } },
       replace: { [COUPONS]: weak ? couponConsumer({ neverExpires: true }) : (deps) => createCouponConsumer({ ...deps, leaseMarginMs: 500 }) },
       visibilityTimeoutSeconds: 3,
       maxRunMs: weak ? 10_000 : 60_000,
@@ -230,11 +223,10 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('unknown outcome (write applied, answer lost, SDK retries) — guarded by the dedup record\'s conditional put, which tells the retry it was done', async () => {
     // Prepare: the first commit reaches DynamoDB, then its answer times out; the SDK sends it again.
-    const order = paid('SOUO1');
+    const order = newOrder('SOUO1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: [order.envelope()] }],
-      orders: [order.expected],
+      phases: [{ messages: [order.paid()] }],
       replace: { [POINTS]: points(weak ? 'unconditional-writes' : 'none', { faults: ['unknownOutcome'] }) },
     });
 
@@ -250,12 +242,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('throttling and lost requests — guarded by the SDK\'s retries and transient classification (the record is retried, never acknowledged)', async () => {
     // Prepare: the first delivery's commit is throttled on all three SDK attempts, the second loses all three requests.
-    const order = paid('SOTH1');
+    const order = newOrder('SOTH1');
     const faults: FaultKind[] = ['throttle', 'throttle', 'throttle', 'lostRequest', 'lostRequest', 'lostRequest'];
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: [order.envelope()] }],
-      orders: [order.expected],
+      phases: [{ messages: [order.paid()] }],
       replace: { [POINTS]: points(weak ? 'ack-on-error' : 'none', { faults }) },
     });
 
@@ -271,12 +262,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('TransactionConflict — guarded by reading the cancellation reasons (a conflict is retried, not taken for a duplicate)', async () => {
     // Prepare: four conflicts in a row: more than the in-invocation retries.
-    const order = paid('SOTC1');
+    const order = newOrder('SOTC1');
     const faults: FaultKind[] = ['transactionConflict', 'transactionConflict', 'transactionConflict', 'transactionConflict'];
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: [order.envelope()] }],
-      orders: [order.expected],
+      phases: [{ messages: [order.paid()] }],
       replace: { [POINTS]: points(weak ? 'cancel-means-done' : 'none', { faults }) },
     });
 
@@ -292,13 +282,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
   it('poison: a conflicting payload for one order — guarded by the payload fingerprint (dead-lettered as PAYLOAD_CONFLICT, not swallowed as a duplicate)', async () => {
     // Prepare: an order, then once settled the same order number for another user and amount.
-    const order = paid('SOPC1');
-    const conflicting = order.envelope(ids.next(), { orderNo: 'SOPC1', userId: 'u9', points: 999 });
+    const order = newOrder('SOPC1');
+    const conflicting = order.conflicting();
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
-      phases: [{ messages: [order.envelope()] }, { messages: [conflicting], afterQuiet: true }],
-      orders: [order.expected],
-      deadLetters: [{ body: conflicting.body, kind: 'conflicting-payload', codes: { [POINTS]: 'PAYLOAD_CONFLICT' } }],
+      phases: [{ messages: [order.paid()] }, { messages: [conflicting], afterQuiet: true }],
       replace: { [POINTS]: points(weak ? 'order-only-fingerprint' : 'none') },
     });
 
@@ -312,28 +300,22 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(weak.summary.invariantHolds).toBe(false);
   }, 120_000);
 
-  it('poison: malformed envelopes and bad bodies — guarded by permanent classification: dead-lettered at once with code and reason (the real consumers, both groups)', async () => {
-    // Prepare: one body that is not an envelope, one envelope whose body breaks the schema, one valid order.
-    const order = paid('SOPB1');
-    const malformed = trafficMessage('{"specversion":"1.0","data":');
-    const badBody = trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify({ orderNo: 'SOPB2', userId: 'u1', points: -1 }) }));
-    const both = (code: string) => ({ [POINTS]: code, [COUPONS]: code });
+  it('poison: malformed envelopes and bad bodies — guarded by permanent classification: dead-lettered at once with code and reason (the real consumers, all three groups)', async () => {
+    // Prepare: one body that is not an envelope, one envelope whose body breaks every schema, one valid order.
+    const order = newOrder('SOPB1');
+    const malformed: ChaosMessage = { ...trafficMessage('{"specversion":"1.0","data":'), fact: { kind: MALFORMED_ENVELOPE } };
+    const badBody = orderTopic<InvalidBody>('PAID', { orderNo: 'SOPB2', userId: 'u1', points: -1 }, { kind: 'invalid-body' });
 
     // Act
     const r = await run({
-      groups: [POINTS, COUPONS],
-      phases: [{ messages: [malformed, order.envelope(), badBody] }],
-      orders: [order.expected],
-      deadLetters: [
-        { body: malformed.body, kind: 'malformed-envelope', codes: both('INVALID_ENVELOPE') },
-        { body: badBody.body, kind: 'bad-body', codes: both('INVALID_PAYLOAD') },
-      ],
+      groups: [POINTS, COUPONS, STATUS],
+      phases: [{ messages: [malformed, order.paid(), badBody] }],
       visibilityTimeoutSeconds: 4,
     });
 
-    // Assess: each poison copy reached its group's DLQ on the first delivery, none was retried.
+    // Assess: each poison copy reached each group's DLQ on the first delivery, none was retried.
     expectHolds(r);
-    expect(r.summary.deadLettered).toBe(4);
+    expect(r.summary.deadLettered).toBe(6);
     expect(r.outcomes.retried).toBe(0);
   }, 120_000);
 });
