@@ -10,14 +10,15 @@ import { describe, expect, inject, it } from 'vitest';
 import { MALFORMED_ENVELOPE, type ChaosMessage } from '../../scripts/chaos/chaos-plugin.ts';
 import { runChaos, type ChaosResult } from '../../scripts/chaos/chaos-run.ts';
 import { NO_SDK_FAULTS, type ConsumerFactory, type GroupCrashPlan } from '../../scripts/chaos/fault-plan.ts';
-import type { ConflictingPayment, InvalidBody, OrderPaid } from '../../scripts/chaos/order-topic.ts';
+import type { ConflictingPayment, InvalidBody, OrderFinished, OrderPaid } from '../../scripts/chaos/order-topic.ts';
 import type { ChaosWorkload } from '../../scripts/chaos/workload.ts';
 import { faultsInOrder, injectFaults, type FaultKind } from '../../scripts/instrumentation/fault-injection.ts';
 import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
+import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
 import { trafficMessage } from '../../scripts/local/traffic.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
-import { commitRendezvous, couponConsumer, weakPointsConsumer, type PointsWeakness } from './weakened-consumers.ts';
+import { commitRendezvous, couponConsumer, weakPointsConsumer, weakStatusConsumer, type PointsWeakness, type StatusWeakness } from './weakened-consumers.ts';
 
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
@@ -32,11 +33,13 @@ function orderTopic<F extends ChaosMessage['fact']>(tags: string, body: Record<s
   return { ...trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags, body: JSON.stringify(body) })), fact };
 }
 
-/** An order: its PAID (the first copy's msgId unless another is given), a conflicting PAID. */
+/** An order: its PAID (the first copy's msgId unless another is given), its FINISHED, a conflicting PAID. */
 function newOrder(orderNo: string, userId = 'u1', points = 100) {
   const paidMsgId = ids.next();
+  const finishedMsgId = ids.next();
   return {
     paid: (msgId = paidMsgId) => orderTopic<OrderPaid>('PAID', { orderNo, userId, points }, { kind: 'order-paid', orderNo, userId, points }, msgId),
+    finished: () => orderTopic<OrderFinished>('FINISHED', { orderNo }, { kind: 'order-finished', orderNo }, finishedMsgId),
     conflicting: () => orderTopic<ConflictingPayment>('PAID', { orderNo, userId: 'u9', points: 999 }, { kind: 'conflicting-payment', orderNo }),
     paidMsgId,
   };
@@ -50,6 +53,7 @@ interface Scenario {
   consumers?: number;
   batchSize?: number;
   visibilityTimeoutSeconds?: number;
+  timeScale?: number;
   maxRunMs?: number;
 }
 
@@ -70,6 +74,7 @@ function run(s: Scenario): Promise<ChaosResult> {
     endpoint: inject('emulatorEndpoint'),
     prefix: `cp${randomUUID().slice(0, 8)}`,
     visibilityTimeoutSeconds: s.visibilityTimeoutSeconds ?? 2,
+    timeScale: s.timeScale,
     maxRunMs: s.maxRunMs ?? 60_000,
   });
 }
@@ -87,6 +92,11 @@ function points(weakness: PointsWeakness, options: { faults?: FaultKind[]; raceC
     if (options.raceCommits) commitRendezvous(deps.dynamoDb, options.raceCommits);
     return weakness === 'none' ? createPointsConsumer(deps) : weakPointsConsumer(weakness)(deps);
   };
+}
+
+/** The real order-status consumer or a weakened one. */
+function status(weakness: StatusWeakness | 'none'): ConsumerFactory {
+  return weakness === 'none' ? (deps) => createOrderStatusConsumer(deps) : weakStatusConsumer(weakness);
 }
 
 const expectHolds = (r: ChaosResult) => {
@@ -317,5 +327,76 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expectHolds(r);
     expect(r.summary.deadLettered).toBe(6);
     expect(r.outcomes.retried).toBe(0);
+  }, 120_000);
+
+  it('a late PAID after its order finished (redelivery, rebalance replay) — guarded by the transition\'s precondition (status = from): the order never moves back', async () => {
+    // Prepare: an order paid and finished, then its PAID once more.
+    const order = newOrder('SOLP1');
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [STATUS],
+      phases: [{ messages: [order.paid()] }, { messages: [order.finished()], afterQuiet: true }, { messages: [order.paid()], afterQuiet: true }],
+      replace: { [STATUS]: status(weak ? 'unconditional-transition' : 'none') },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1 });
+    expect(real.outcomes.duplicatesSuppressed).toBe(1);
+    expect(weak.summary.doubleAwards).toBe(1);
+    expect(weak.invariants.violations).toEqual([`${STATUS}: order SOLP1: moved back from FINISHED to PAID`]);
+  }, 120_000);
+
+  it('a FINISHED ahead of its PAID (standard queues reorder) — guarded by classifying it as not yet applicable: retried until its PAID is applied, neither dead-lettered as illegal nor dropped', async () => {
+    // Prepare: the FINISHED is sent, and received, before its PAID.
+    const order = newOrder('SOOT1');
+    const scenario = (weakness: StatusWeakness | 'none'): Scenario => ({
+      groups: [STATUS],
+      phases: [{ messages: [order.finished(), order.paid()] }],
+      batchSize: 1,
+      replace: { [STATUS]: status(weakness) },
+    });
+
+    // Act
+    const [real, illegal, dropped] = await Promise.all([run(scenario('none')), run(scenario('not-yet-is-illegal')), run(scenario('not-yet-is-done'))]);
+
+    // Assess: the real consumer retried the FINISHED once its PAID was in; the weakened ones dead-letter or lose it.
+    expectHolds(real);
+    expect(real.outcomes.retried).toBeGreaterThanOrEqual(1);
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1, finishedDeadLettered: 0 });
+    expect(illegal.invariants.unexpectedDeadLetters).toBe(1);
+    expect(illegal.invariants.violations.join('\n')).toContain('FINISHED dead-lettered as ILLEGAL_TRANSITION on attempt 1 of 17');
+    expect(illegal.summary.invariantHolds).toBe(false);
+    expect(dropped.summary.lostAwards).toBe(1);
+    expect(dropped.invariants.violations).toEqual([`${STATUS}: order SOOT1: is PAID, yet 1 of 1 FINISHED copy neither applied nor dead-lettered`]);
+  }, 120_000);
+
+  it('crash inside the conditional update (applied, answer lost, process dead) — guarded by the precondition: the returning PAID finds the order moved on and settles as a duplicate', async () => {
+    // Prepare: the invocation applying SOCU1's PAID dies once its update reached DynamoDB. Its
+    // FINISHED follows 1 s later and is applied; the PAID comes back only after its first retry
+    // delay (10 s / time scale 2 = 5 s), so it returns to a FINISHED order.
+    const order = newOrder('SOCU1');
+    const scenario = (weak: boolean): Scenario => ({
+      groups: [STATUS],
+      phases: [{ messages: [order.paid(), { ...order.finished(), atMs: 1000 }] }],
+      crashes: { [STATUS]: { atCrashPoint: ['SOCU1#PAID'] } },
+      timeScale: 2,
+      consumers: 2,
+      batchSize: 1,
+      replace: { [STATUS]: status(weak ? 'unconditional-transition' : 'none') },
+    });
+
+    // Act
+    const { real, weak } = await realAndWeakened(scenario);
+
+    // Assess
+    expectHolds(real);
+    expect(real.faults.processCrashes).toBe(1);
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1 });
+    expect(weak.faults.processCrashes).toBe(1);
+    expect(weak.summary.doubleAwards).toBe(1);
+    expect(weak.summary.invariantHolds).toBe(false);
   }, 120_000);
 });

@@ -11,20 +11,24 @@ import { createSqs } from '../../lib/aws/clients.ts';
 import type { ConsumerFactory } from '../../scripts/chaos/fault-plan.ts';
 import { consumerGroup } from '../../lib/config/resources.ts';
 import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { IllegalTransitionError, NotYetApplicableError } from '../../lib/idempotency/errors.ts';
 import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
 import { fingerprintOf, recordId } from '../../lib/idempotency/record.ts';
 import type { ConsumerMessage } from '../../lib/idempotency/settlement.ts';
 import type { ConsumptionStrategy } from '../../lib/idempotency/strategy.ts';
 import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
+import { stateTransitionStrategy, type TransitionRequest } from '../../lib/idempotency/strategies/state-transition.ts';
 import { dedupRecordPut, transactionalStrategy, type TransactionalResult } from '../../lib/idempotency/strategies/transactional.ts';
 import { CouponClient } from '../../lib/coupons/coupon-client.ts';
-import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
+import { parseOrderEvent, parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
+import { transitionRequest } from '../../lib/orders/order-status.ts';
 import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
 import { orderPaidFingerprintFields, parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
 import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 
 const POINTS = 'point-consumer-group';
 const COUPONS = 'coupon-consumer-group';
+const STATUS = 'order-status-consumer-group';
 type Deps = Parameters<ConsumerFactory>[0];
 type Strategy = ConsumptionStrategy<TransactionalResult>;
 
@@ -186,5 +190,48 @@ export function couponConsumer(options: { neverExpires: boolean }): ConsumerFact
       business: (msg, context) => coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
       onReport: deps.onReport,
     });
+  };
+}
+
+export type StatusWeakness =
+  /** The update's precondition is only that the order exists: any event sets its state. */
+  | 'unconditional-transition'
+  /** An event ahead of the order's state (FINISHED before its PAID) is dead-lettered at once as illegal. */
+  | 'not-yet-is-illegal'
+  /** An event ahead of the order's state is acknowledged as if the order had moved on already. */
+  | 'not-yet-is-done';
+
+/** The order-status consumer (as `createOrderStatusConsumer` wires it) with one protection removed. */
+export function weakStatusConsumer(weakness: StatusWeakness): ConsumerFactory {
+  return (deps: Deps) =>
+    consumerHandler({
+      definition: consumerGroup(STATUS),
+      parsePayload: (body, message) => parseOrderEvent(body, message.tags),
+      keyOf: (event) => `${event.orderNo}#${event.kind}`,
+      fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
+      strategy: stateTransitionStrategy({ client: deps.dynamoDb }),
+      failures: new FailureRouter({ sqs: createSqs(deps.aws), group: STATUS, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+      failureCounts: { client: deps.dynamoDb, tableName: deps.tables.idempotency! },
+      business: (msg) => weakenedTransition(weakness, transitionRequest(msg.payload, { tableName: deps.tables.orders!, msgId: msg.message.msgId, now: new Date() })),
+      onReport: deps.onReport,
+    });
+}
+
+function weakenedTransition(weakness: StatusWeakness, request: TransitionRequest): TransitionRequest {
+  if (weakness === 'unconditional-transition') {
+    const { ':from': _from, ...values } = request.update.ExpressionAttributeValues!;
+    return { ...request, update: { ...request.update, ConditionExpression: 'attribute_exists(orderNo)', ExpressionAttributeValues: values } };
+  }
+  return {
+    ...request,
+    explainRejection: (current) => {
+      try {
+        return request.explainRejection(current);
+      } catch (error) {
+        if (!(error instanceof NotYetApplicableError)) throw error;
+        if (weakness === 'not-yet-is-illegal') throw new IllegalTransitionError(error.message);
+        return { outcome: 'duplicate', reason: 'state-already-advanced' };
+      }
+    },
   };
 }
