@@ -7,6 +7,7 @@ import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../lib/conf
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import type { ConsumerModule } from '../../../lib/consumer/consumer-module.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { chaosPluginPath, loadChaosPlugins, MissingChaosPluginError } from '../../../scripts/chaos/plugin-discovery.ts';
 import { HandlerModuleError, loadRegistration } from '../../../scripts/local/local-consumers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
@@ -32,6 +33,12 @@ describe.each(CONSUMER_GROUPS)('catalogue entry $group', (def) => {
     expect(registration.needsOrders).toBe((def.tables as readonly string[]).includes('orders'));
   });
 
+  it('has a chaos plug-in, found by convention, for this very group', async () => {
+    expect(existsSync(resolve(ROOT, chaosPluginPath(def.group)))).toBe(true);
+    const plugins = await loadChaosPlugins([def]);
+    expect(plugins.get(def.group)?.group).toBe(def.group);
+  });
+
   it('names a unique function and group', () => {
     expect(CONSUMER_GROUPS.filter((g) => g.group === def.group)).toHaveLength(1);
     expect(CONSUMER_GROUPS.filter((g) => g.functionName === def.functionName)).toHaveLength(1);
@@ -49,6 +56,14 @@ describe('the local run refuses a catalogue entry its handler module does not de
   ])('%s', async (_, definition, message) => {
     await expect(loadRegistration(definition)).rejects.toThrow(HandlerModuleError);
     await expect(loadRegistration(definition)).rejects.toThrow(message);
+  });
+});
+
+describe('the chaos run refuses a group without a plug-in', () => {
+  it('names the file it expected', async () => {
+    const unplugged = { ...CONSUMER_GROUPS[0], group: 'unplugged-consumer-group' };
+    await expect(loadChaosPlugins([unplugged])).rejects.toThrow(MissingChaosPluginError);
+    await expect(loadChaosPlugins([unplugged])).rejects.toThrow('consumer group unplugged-consumer-group has no chaos plug-in: expected scripts/chaos/groups/unplugged-consumer-group.ts');
   });
 });
 
