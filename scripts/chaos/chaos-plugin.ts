@@ -15,6 +15,11 @@ export interface ChaosFact {
   readonly kind: string;
 }
 
+/** The order a fact is about, if it names one (`orderNo`): a plug-in leaves it unjudged when one of its copies is unsettled. */
+export function orderNoOf(fact: ChaosFact): string | undefined {
+  return 'orderNo' in fact && typeof fact.orderNo === 'string' ? fact.orderNo : undefined;
+}
+
 /** Every group gets it, since no bridge can read its topic, and every consumer dead-letters it as INVALID_ENVELOPE. */
 export const MALFORMED_ENVELOPE = 'malformed-envelope';
 

@@ -1,6 +1,6 @@
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { trafficMessage } from '../local/traffic.ts';
 import { MALFORMED_ENVELOPE, UnexpectedFactError, type ChaosFact, type ChaosMessage } from './chaos-plugin.ts';
+import { ChaosProducer } from './chaos-producer.ts';
 
 /**
  * ORDER_TOPIC as the chaos run produces it: the kinds of message its three groups (points,
@@ -44,11 +44,6 @@ export function orderTopicFact(group: string, message: ChaosMessage): OrderTopic
   return message.fact as OrderTopicFact;
 }
 
-/** The order a copy is about, if it names one: what an incomplete run leaves unjudged. */
-export function orderNoOf(fact: ChaosFact): string | undefined {
-  return 'orderNo' in fact && typeof fact.orderNo === 'string' ? fact.orderNo : undefined;
-}
-
 /** An order as a plug-in generates it, with the `paidAt` its PAID carries. */
 export interface GeneratedOrder {
   readonly orderNo: string;
@@ -57,21 +52,10 @@ export interface GeneratedOrder {
   readonly paidAt: string;
 }
 
-/**
- * One plug-in's ORDER_TOPIC producer: msgIds in a range of its own (its `msgIdPrefix`), born
- * timestamps from the seed rather than the clock, so one seed gives the same bytes.
- */
-export class OrderTopicProducer {
-  readonly bornBase: number;
-  private readonly ids: MsgIdGenerator;
-  private clock = 0;
-
-  constructor(
-    private readonly seed: number,
-    msgIdPrefix: string,
-  ) {
-    this.bornBase = Date.UTC(2024, 0, 1) + (Math.abs(seed) % 1_000_000) * 1000;
-    this.ids = new MsgIdGenerator(msgIdPrefix, seed & 0xffff);
+/** One plug-in's producer of ORDER_TOPIC messages. */
+export class OrderTopicProducer extends ChaosProducer {
+  constructor(seed: number, msgIdPrefix: string) {
+    super(ORDER_TOPIC, seed, msgIdPrefix);
   }
 
   /**
@@ -88,10 +72,6 @@ export class OrderTopicProducer {
       paidAt: new Date(this.bornBase + i).toISOString(),
     }));
     return { orders, users };
-  }
-
-  send<F extends ChaosFact>(tags: string, body: string, fact: F, label: string, keys: readonly string[] = []): ChaosMessage<F> {
-    return { ...trafficMessage(this.envelope(tags, body, keys), { label }), fact };
   }
 
   paid(order: GeneratedOrder, label = 'order paid'): ChaosMessage<OrderPaid> {
@@ -144,11 +124,6 @@ export class OrderTopicProducer {
       default:
         return JSON.stringify([i, 'an array']);
     }
-  }
-
-  private envelope(tags: string, body: string, keys: readonly string[] = []): string {
-    const born = this.bornBase + this.clock++;
-    return writeEnvelope({ topic: ORDER_TOPIC, msgId: this.ids.next(born), tags, keys, body, bornTimestamp: born });
   }
 }
 

@@ -13,9 +13,9 @@
 import { scanTable } from '../../../lib/aws/table-scan.ts';
 import { RecordStatus, recordId, type DedupRecord } from '../../../lib/idempotency/record.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
-import type { ChaosMessage, ChaosPlugin, ExpectedDeadLetter, GroupVerdict } from '../chaos-plugin.ts';
+import { orderNoOf, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupVerdict } from '../chaos-plugin.ts';
 import { plainAttribute } from '../crash-points.ts';
-import { orderNoOf, orderTopicFact, OrderTopicProducer } from '../order-topic.ts';
+import { orderTopicFact, OrderTopicProducer } from '../order-topic.ts';
 import { redeliverLater } from '../workload.ts';
 
 const GROUP = 'coupon-consumer-group';

@@ -36,9 +36,9 @@ import type { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { seedOrders } from '../../local/order-seeding.ts';
 import type { PeekedMessage } from '../../local/run-readout.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
-import type { ChaosMessage, ChaosPlugin, ExpectedDeadLetter, GroupVerdict } from '../chaos-plugin.ts';
+import { orderNoOf, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupVerdict } from '../chaos-plugin.ts';
 import { crashInsideConditionalUpdate, updateAttribute } from '../crash-points.ts';
-import { orderNoOf, orderTopicFact, OrderTopicProducer } from '../order-topic.ts';
+import { orderTopicFact, OrderTopicProducer } from '../order-topic.ts';
 import { redeliverLater } from '../workload.ts';
 
 const GROUP = 'order-status-consumer-group';

@@ -13,9 +13,9 @@
 import { scanTable } from '../../../lib/aws/table-scan.ts';
 import { LedgerEntryKind } from '../../../lib/points/ledger.ts';
 import { seededRandom, shuffle } from '../../local/seeded-random.ts';
-import type { ChaosMessage, ChaosPlugin, ExpectedDeadLetter, GroupVerdict } from '../chaos-plugin.ts';
+import { orderNoOf, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupVerdict } from '../chaos-plugin.ts';
 import { plainAttribute } from '../crash-points.ts';
-import { orderNoOf, orderTopicFact, OrderTopicProducer, type OrderPaid } from '../order-topic.ts';
+import { orderTopicFact, OrderTopicProducer, type OrderPaid } from '../order-topic.ts';
 
 const GROUP = 'point-consumer-group';
 
