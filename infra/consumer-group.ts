@@ -10,9 +10,19 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
-import { TABLE_ENV, assertOrderingFits, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning } from '../lib/config/resources.ts';
+import {
+  TABLE_ENV,
+  assertOrderingFits,
+  deadLetterQueueName,
+  queueName,
+  recordIdPrefix,
+  type ConsumerGroupDefinition,
+  type GroupTuning,
+  type OutsideServiceName,
+} from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
+import { serviceAccess, type ServiceSetting } from './outside-service.ts';
 import { ProjectFunction } from './project-function.ts';
 import { tagEventFilters } from './rocketmq-tag-filter.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
@@ -53,8 +63,8 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   readonly runbookUrl: string;
   /** When given, a rule on this bus routes the group's topic to its source queue. */
   readonly eventBus?: events.IEventBus;
-  /** Environment only this group needs (the coupon service URL, for example). */
-  readonly extraEnvironment?: Record<string, string>;
+  /** The stage's outside services; the group's function gets those its catalogue entry names, and may call only those. */
+  readonly services?: Partial<Record<OutsideServiceName, ServiceSetting>>;
 }
 
 /** A catalogue entry's tuning (plain numbers) as construct props. */
@@ -136,6 +146,7 @@ export class RocketMQConsumerGroup extends Construct {
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: lifetimes.queues.maxReceiveCount },
     });
 
+    const services = (def.services ?? []).map((name) => serviceAccess(this, name, def.group, props.services?.[name]));
     const consumer = new ProjectFunction(this, 'Consumer', {
       entry: def.entry,
       description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
@@ -150,11 +161,12 @@ export class RocketMQConsumerGroup extends Construct {
         ...(props.packing === undefined ? {} : { [CONSUMER_ENV.packing]: props.packing ? 'on' : 'off' }),
         POWERTOOLS_SERVICE_NAME: def.group,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        ...props.extraEnvironment,
+        ...Object.fromEntries(services.flatMap((s) => Object.entries(s.environment))),
       },
     });
     this.function = consumer.function;
     this.grantTables(consumer.role, props);
+    for (const service of services) service.grant(consumer.role);
     // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
     // also resolves the source queue's URL and moves failures to the DLQ itself.
     consumer.role.addToPrincipalPolicy(

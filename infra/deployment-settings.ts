@@ -1,6 +1,7 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
 import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/resources.ts';
+import { serviceSettingSchema } from './outside-service.ts';
 
 /**
  * Everything that differs between deployments, read from CDK context (`cdk.json` or `-c key=value`).
@@ -63,8 +64,8 @@ const stageSchema = z.object({
   region,
   /** Prefix of every physical name of this deployment. */
   prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/),
-  /** Base URL of each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`). */
-  services: z.partialRecord(z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]), z.url()).default({}),
+  /** Each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`): URL and authentication. */
+  services: z.partialRecord(z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]), serviceSettingSchema).default({}),
   alarmTimeZone: z.string().optional(),
   dingTalkSecretName: z.string().optional(),
   operatorEmail: z.email().optional(),

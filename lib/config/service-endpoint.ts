@@ -33,7 +33,7 @@ export interface ServiceEndpoint {
  * grants coupons to whoever reaches it; both are accepted only on a loopback host, where the
  * local stand-ins listen. Decided by the URL alone, so no setting can relax it in a deployed stage.
  */
-export function endpointRefusal(endpoint: ServiceEndpoint): string | undefined {
+export function endpointRefusal(endpoint: { readonly url: string; readonly auth: Pick<ServiceAuth, 'kind'> }): string | undefined {
   const url = URL.parse(endpoint.url);
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) return 'must be an http(s) URL';
   // fetch refuses such a URL anyway; refusing it here keeps a password out of settings and environment.

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ServiceCredentialsError, type ServiceCredentials } from '../aws/service-credentials.ts';
+import { OUTSIDE_SERVICES } from '../config/resources.ts';
 import { ConsumptionError } from '../idempotency/errors.ts';
 import { excerpt } from '../rocketmq/envelope.ts';
 import {
@@ -41,7 +42,8 @@ export interface CouponClientOptions {
 }
 
 /** Path of the grant endpoint under the base URL. */
-export const COUPON_GRANT_PATH = '/v1/coupon-grants';
+export const COUPON_GRANT_PATH = OUTSIDE_SERVICES['coupon-service'].call.path;
+const GRANT_METHOD = OUTSIDE_SERVICES['coupon-service'].call.method;
 
 /** How much of an answer is read: a grant is `{"couponId": …}`; the rest of a longer answer is not even received. */
 export const MAX_ANSWER_BYTES = 16 * 1024;
@@ -119,9 +121,9 @@ export class CouponClient {
     let response: Response;
     try {
       // Reading a token (a cache miss) counts against the same deadline as the call it is for.
-      const authorization = await untilAborted(this.authorize({ method: 'POST', url: this.grantUrl, headers, body }), signal);
+      const authorization = await untilAborted(this.authorize({ method: GRANT_METHOD, url: this.grantUrl, headers, body }), signal);
       // A redirect is answered to us, not followed: see CouponServiceRedirectError.
-      response = await this.fetch(this.grantUrl, { method: 'POST', headers: { ...headers, ...authorization }, body, redirect: 'manual', signal });
+      response = await this.fetch(this.grantUrl, { method: GRANT_METHOD, headers: { ...headers, ...authorization }, body, redirect: 'manual', signal });
     } catch (error) {
       if (error instanceof ConsumptionError) throw error;
       if (isTimeout(error)) throw new CouponServiceTimeoutError(`coupon service did not answer within ${timeoutMs} ms (order ${request.orderNo})`, { cause: error });

@@ -157,6 +157,7 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
     for (const key of Object.keys(TABLES) as TableKey[]) if (!(def.tables as readonly string[]).includes(key)) expect(env[TABLE_ENV[key]]).toBeUndefined();
     expect(env.DEAD_LETTER_QUEUE_URL).toEqual(ref(queueId(deadLetterQueueName(prefix, def.group))));
     expect('COUPON_SERVICE_URL' in env).toBe(def.group === 'coupon-consumer-group');
+    expect('COUPON_SERVICE_AUTH' in env).toBe(def.group === 'coupon-consumer-group');
     // The group it was deployed for, checked by the handler at cold start, and the catalogue's packing switch.
     expect(env.CONSUMER_GROUP).toBe(def.group);
     expect(env.CONSUMER_PACKING).toBe(def.tuning?.packing ? 'on' : undefined);

@@ -18,7 +18,7 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
       prefix,
       runbookUrl: 'https://example.com/runbook.md',
       groups: [...CONSUMER_GROUPS, REFUNDS],
-      services: { 'coupon-service': 'https://coupons.example.com' },
+      services: { 'coupon-service': { url: 'https://coupons.example.com', auth: { kind: 'bearer', secretName: 'unit/coupon-service-token' } } },
     });
     template = Template.fromStack(stack);
   });
