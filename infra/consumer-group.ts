@@ -1,6 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -23,7 +24,8 @@ import {
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
 import { serviceAccess, type ServiceSetting } from './outside-service.ts';
-import { ProjectFunction } from './project-function.ts';
+import type { VpcPlacement } from './deployment-settings.ts';
+import { ProjectFunction, type FunctionNetwork } from './project-function.ts';
 import { tagEventFilters } from './rocketmq-tag-filter.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
 import type { ConsumerTables } from './tables.ts';
@@ -65,6 +67,8 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   readonly eventBus?: events.IEventBus;
   /** The stage's outside services; the group's function gets those its catalogue entry names, and may call only those. */
   readonly services?: Partial<Record<OutsideServiceName, ServiceSetting>>;
+  /** Run the function in this VPC (default: outside any VPC). */
+  readonly vpc?: VpcPlacement;
 }
 
 /** A catalogue entry's tuning (plain numbers) as construct props. */
@@ -152,6 +156,7 @@ export class RocketMQConsumerGroup extends Construct {
       description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
       timeout,
       memorySize: props.memorySize,
+      ...(props.vpc ? { network: this.network(props.vpc, services.map((s) => s.port)) } : {}),
       environment: {
         ...Object.fromEntries(def.tables.map((key) => [TABLE_ENV[key], props.tables.table(key).tableName])),
         [CONSUMER_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
@@ -203,6 +208,25 @@ export class RocketMQConsumerGroup extends Construct {
       statistic: cloudwatch.Stats.SUM,
       period,
     });
+  }
+
+  /**
+   * The VPC by id (no look-ups) and a security group of the group's own that lets the function
+   * out only to HTTPS (the AWS APIs, through NAT or VPC endpoints) and its outside services' ports.
+   */
+  private network(placement: VpcPlacement, servicePorts: readonly number[]): FunctionNetwork {
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', { vpcId: placement.vpcId, availabilityZones: [...new Set(placement.subnets.map((n) => n.availabilityZone))] });
+    const outbound = new ec2.SecurityGroup(this, 'Outbound', {
+      vpc,
+      description: `${this.group} consumer: outbound to AWS APIs and its outside services only`,
+      allowAllOutbound: false,
+    });
+    for (const port of new Set([443, ...servicePorts])) outbound.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(port), `tcp ${port} out`);
+    return {
+      vpc,
+      subnets: placement.subnets.map((n) => ec2.Subnet.fromSubnetAttributes(this, n.id, { subnetId: n.id, availabilityZone: n.availabilityZone })),
+      securityGroups: [outbound, ...placement.securityGroupIds.map((id) => ec2.SecurityGroup.fromSecurityGroupId(this, id, id))],
+    };
   }
 
   private grantTables(role: iam.IRole, props: RocketMQConsumerGroupProps): void {

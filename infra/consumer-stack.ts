@@ -6,7 +6,7 @@ import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { RocketMQConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import { ConsumerTables } from './tables.ts';
-import type { BridgeStageSettings } from './deployment-settings.ts';
+import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import type { ServiceSetting } from './outside-service.ts';
 
@@ -20,6 +20,8 @@ export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRouti
   /** Sizing for every group (below each group's catalogue tuning), then per group by name (above it). */
   readonly tuning?: ConsumerTuning;
   readonly groupTuning?: Readonly<Record<string, ConsumerTuning>>;
+  /** Groups whose function runs in a VPC, by name (`groups.<group>.vpc` in the stage settings). */
+  readonly groupVpcs?: Readonly<Record<string, VpcPlacement>>;
   /** `docs/runbook.md` as an operator can open it (repository web URL). */
   readonly runbookUrl: string;
   /** The stage's RocketMQ bridge; deployed only when `enabled`. */
@@ -61,6 +63,7 @@ export class RocketMQConsumersStack extends Stack {
           runbookUrl: props.runbookUrl,
           eventBus: this.eventBus,
           services: props.services,
+          vpc: props.groupVpcs?.[definition.group],
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });

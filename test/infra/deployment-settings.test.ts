@@ -32,6 +32,11 @@ describe('deployment settings', () => {
     ['a service the catalogue does not name', { services: { 'coupon-servce': 'https://x.example.com' } }, 'rocketmq.stages.test.services'],
     ['an authentication kind there is none of', { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'basic' } } } }, 'rocketmq.stages.test.services.coupon-service.auth.kind'],
     ['a bearer token without its secret', { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'bearer' } } } }, 'rocketmq.stages.test.services.coupon-service.auth.secretName'],
+    [
+      'a VPC placement whose subnet is not a subnet id',
+      { groups: { 'coupon-consumer-group': { vpc: { vpcId: 'vpc-0a1b2c3d', subnets: [{ id: 'sn-1', availabilityZone: 'ap-northeast-1a' }] } } } },
+      'rocketmq.stages.test.groups.coupon-consumer-group.vpc.subnets.0.id',
+    ],
     ['a SigV4 service that signs for nothing here', { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'sigv4', service: 's3' } } } }, 'rocketmq.stages.test.services.coupon-service.auth.service'],
   ])('refuses %s, naming it', (_, stage, message) => {
     expect(() => settingsWith(stage)).toThrow(InvalidDeploymentSettingsError);
