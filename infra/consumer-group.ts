@@ -1,6 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -26,8 +25,9 @@ import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/c
 import { serviceAccess, type ServiceSetting } from './outside-service.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
 import { ProjectFunction, type FunctionNetwork } from './project-function.ts';
-import { tagEventFilters } from './rocketmq-tag-filter.ts';
-import { alarmDescription, type RunbookKey } from './runbook.ts';
+import { tagEventFilters, tagFilterPatterns, tagRoutePatterns } from './rocketmq-tag-filter.ts';
+import { routedAlarm } from './routed-alarm.ts';
+import type { RunbookKey } from './runbook.ts';
 import type { ConsumerTables } from './tables.ts';
 
 /** How one group's function and event source are sized; every value has a production default. */
@@ -100,6 +100,9 @@ export class RocketMQConsumerGroup extends Construct {
   readonly function: lambda.IFunction;
   readonly alarms: cloudwatch.Alarm[] = [];
   readonly rule?: events.Rule;
+  readonly eventSourceMappingId: string;
+  /** Lambda filters the group's tags in the event source (and deletes what does not match). */
+  readonly filtersAtEventSource: boolean;
 
   constructor(scope: Construct, id: string, props: RocketMQConsumerGroupProps) {
     super(scope, id);
@@ -179,23 +182,37 @@ export class RocketMQConsumerGroup extends Construct {
     );
     consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }));
 
-    consumer.function.addEventSource(
-      new SqsEventSource(this.queue, {
-        batchSize: props.batchSize ?? 10,
-        maxBatchingWindow: batchingWindow,
-        maxConcurrency: props.maxConcurrency ?? 10,
-        reportBatchItemFailures: true,
-        // Messages whose tag the group does not subscribe to are deleted by Lambda, never invoking the function.
-        filters: (props.filterAtEventSource ?? true) ? tagEventFilters(def.tagExpression) : undefined,
-        // PolledEventCount / FilteredOutEventCount / FailedInvokeEventCount: shows what the filter drops.
-        metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
-      }),
-    );
+    const filterOn = props.filterAtEventSource ?? true;
+    // A `*` group must see every message, tagged or not: it has no filter to put there.
+    this.filtersAtEventSource = filterOn && tagFilterPatterns(def.tagExpression).length > 0;
+    const eventSource = new SqsEventSource(this.queue, {
+      batchSize: props.batchSize ?? 10,
+      maxBatchingWindow: batchingWindow,
+      maxConcurrency: props.maxConcurrency ?? 10,
+      reportBatchItemFailures: true,
+      // Messages whose tag the group does not subscribe to are deleted by Lambda, never invoking the function.
+      filters: this.filtersAtEventSource ? tagEventFilters(def.tagExpression) : undefined,
+      // PolledEventCount / FilteredOutEventCount / FailedInvokeEventCount: shows what the filter drops.
+      metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
+    });
+    consumer.function.addEventSource(eventSource);
+    this.eventSourceMappingId = eventSource.eventSourceMappingId;
 
     // EventBridge does not deliver events in order, so no rule may feed an orderly group: its
     // bridge sends to the FIFO queue itself, with the message group and the msgId as deduplication id.
-    if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def);
+    if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def, filterOn);
     this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
+  }
+
+  /** Lambda's count of this group's event source (`metricsConfig` EventCount), summed per period. */
+  eventSourceMetric(name: 'PolledEventCount' | 'FilteredOutEventCount', period = Duration.minutes(5)): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: 'AWS/Lambda',
+      metricName: name,
+      dimensionsMap: { EventSourceMappingUUID: this.eventSourceMappingId },
+      statistic: cloudwatch.Stats.SUM,
+      period,
+    });
   }
 
   /** Metric emitted by the consumer (EMF through Powertools), with exactly its dimensions. */
@@ -245,14 +262,18 @@ export class RocketMQConsumerGroup extends Construct {
     }
   }
 
-  private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition): events.Rule {
+  /**
+   * The bus routes the group's topic to its queue, only the subscribed tags while the event
+   * source filters on them (as the bridge's own routes subscribe with the tag expression); with
+   * the filter off, every message of the topic, for the consumer to count or dead-letter.
+   */
+  private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition, byTag: boolean): events.Rule {
     return new events.Rule(this, 'TopicRoute', {
       eventBus: bus,
-      description: `RocketMQ topic ${def.topic} to the ${def.group} source queue`,
+      description: `RocketMQ topic ${def.topic} (tags ${byTag ? def.tagExpression : '*'}) to the ${def.group} source queue`,
       eventPattern: {
         detailType: [ROCKETMQ_EVENT_TYPE],
-        // `detail` is either the bridge's CloudEvent or its `data`; the topic sits in either.
-        detail: { $or: [{ data: { topic: [def.topic] } }, { topic: [def.topic] }] },
+        detail: { $or: tagRoutePatterns(def.topic, byTag ? def.tagExpression : '*') },
       },
       targets: [new targets.SqsQueue(this.queue)],
     });
@@ -301,27 +322,23 @@ export class RocketMQConsumerGroup extends Construct {
     });
     this.alarm('PayloadConflicts', 'payloadConflicts', props, { metric: this.consumerMetric(ConsumerMetric.conflicts), threshold: 1 });
     this.alarm('PermanentErrors', 'permanentErrors', props, { metric: this.consumerMetric(ConsumerMetric.permanentErrors), threshold: 1 });
+    // Every route into the queue carries only the subscribed tags (routeTopic, the bridge's
+    // subscription), so the filter drops nothing in normal traffic: one dropped message is an
+    // unreadable or untagged body, or a sender that went around the routes, and it is gone.
+    if (this.filtersAtEventSource) this.alarm('FilteredOut', 'filteredOut', props, { metric: this.eventSourceMetric('FilteredOutEventCount'), threshold: 1 });
   }
 
-  private alarm(
-    id: string,
-    runbook: RunbookKey,
-    props: RocketMQConsumerGroupProps,
-    spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number },
-  ): cloudwatch.Alarm {
-    const alarm = new cloudwatch.Alarm(this, id, {
-      alarmName: `${props.prefix}-${this.group}-${kebab(id)}`,
-      alarmDescription: alarmDescription(runbook, this.group, props.runbookUrl),
-      metric: spec.metric,
-      threshold: spec.threshold,
-      evaluationPeriods: spec.evaluationPeriods ?? 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-    alarm.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
-    alarm.addOkAction(new cwActions.SnsAction(props.alarmTopic));
-    this.alarms.push(alarm);
-    return alarm;
+  private alarm(id: string, runbook: RunbookKey, props: RocketMQConsumerGroupProps, spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number }): void {
+    this.alarms.push(
+      routedAlarm(this, id, {
+        alarmName: `${props.prefix}-${this.group}-${kebab(id)}`,
+        runbook,
+        subject: this.group,
+        runbookUrl: props.runbookUrl,
+        topic: props.alarmTopic,
+        ...spec,
+      }),
+    );
   }
 }
 
