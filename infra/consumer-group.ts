@@ -182,9 +182,8 @@ export class RocketMQConsumerGroup extends Construct {
     );
     consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }));
 
-    const filterOn = props.filterAtEventSource ?? true;
     // A `*` group must see every message, tagged or not: it has no filter to put there.
-    this.filtersAtEventSource = filterOn && tagFilterPatterns(def.tagExpression).length > 0;
+    this.filtersAtEventSource = (props.filterAtEventSource ?? true) && tagFilterPatterns(def.tagExpression).length > 0;
     const eventSource = new SqsEventSource(this.queue, {
       batchSize: props.batchSize ?? 10,
       maxBatchingWindow: batchingWindow,
@@ -200,15 +199,15 @@ export class RocketMQConsumerGroup extends Construct {
 
     // EventBridge does not deliver events in order, so no rule may feed an orderly group: its
     // bridge sends to the FIFO queue itself, with the message group and the msgId as deduplication id.
-    if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def, filterOn);
+    if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def);
     this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
   }
 
-  /** Lambda's count of this group's event source (`metricsConfig` EventCount), summed per period. */
-  eventSourceMetric(name: 'PolledEventCount' | 'FilteredOutEventCount', period = Duration.minutes(5)): cloudwatch.Metric {
+  /** Messages Lambda's event source filter deleted unread (`metricsConfig` EventCount), summed per period. */
+  filteredOutMetric(period = Duration.minutes(5)): cloudwatch.Metric {
     return new cloudwatch.Metric({
       namespace: 'AWS/Lambda',
-      metricName: name,
+      metricName: 'FilteredOutEventCount',
       dimensionsMap: { EventSourceMappingUUID: this.eventSourceMappingId },
       statistic: cloudwatch.Stats.SUM,
       period,
@@ -267,14 +266,12 @@ export class RocketMQConsumerGroup extends Construct {
    * source filters on them (as the bridge's own routes subscribe with the tag expression); with
    * the filter off, every message of the topic, for the consumer to count or dead-letter.
    */
-  private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition, byTag: boolean): events.Rule {
+  private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition): events.Rule {
+    const tags = this.filtersAtEventSource ? def.tagExpression : '*';
     return new events.Rule(this, 'TopicRoute', {
       eventBus: bus,
-      description: `RocketMQ topic ${def.topic} (tags ${byTag ? def.tagExpression : '*'}) to the ${def.group} source queue`,
-      eventPattern: {
-        detailType: [ROCKETMQ_EVENT_TYPE],
-        detail: { $or: tagRoutePatterns(def.topic, byTag ? def.tagExpression : '*') },
-      },
+      description: `RocketMQ topic ${def.topic} (tags ${tags}) to the ${def.group} source queue`,
+      eventPattern: { detailType: [ROCKETMQ_EVENT_TYPE], detail: { $or: tagRoutePatterns(def.topic, tags) } },
       targets: [new targets.SqsQueue(this.queue)],
     });
   }
@@ -325,7 +322,7 @@ export class RocketMQConsumerGroup extends Construct {
     // Every route into the queue carries only the subscribed tags (routeTopic, the bridge's
     // subscription), so the filter drops nothing in normal traffic: one dropped message is an
     // unreadable or untagged body, or a sender that went around the routes, and it is gone.
-    if (this.filtersAtEventSource) this.alarm('FilteredOut', 'filteredOut', props, { metric: this.eventSourceMetric('FilteredOutEventCount'), threshold: 1 });
+    if (this.filtersAtEventSource) this.alarm('FilteredOut', 'filteredOut', props, { metric: this.filteredOutMetric(), threshold: 1 });
   }
 
   private alarm(id: string, runbook: RunbookKey, props: RocketMQConsumerGroupProps, spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number }): void {

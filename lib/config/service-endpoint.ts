@@ -30,8 +30,8 @@ export interface ServiceEndpoint {
 /**
  * Why calls to this endpoint are refused, or undefined. A token or a signature sent over plain
  * http can be read and replayed on the way, and a service that takes calls without credentials
- * grants coupons to whoever reaches it; both are accepted only on a loopback host, where the
- * local stand-ins listen. Decided by the URL alone, so no setting can relax it in a deployed stage.
+ * serves whoever reaches it; both are accepted only on a loopback host, where the local
+ * stand-ins listen. Decided by the URL alone, so no setting can relax it in a deployed stage.
  */
 export function endpointRefusal(endpoint: { readonly url: string; readonly auth: Pick<ServiceAuth, 'kind'> }): string | undefined {
   const url = URL.parse(endpoint.url);
