@@ -1,6 +1,6 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -10,12 +10,24 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
-import { TABLE_ENV, assertOrderingFits, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning } from '../lib/config/resources.ts';
+import {
+  TABLE_ENV,
+  assertOrderingFits,
+  deadLetterQueueName,
+  queueName,
+  recordIdPrefix,
+  type ConsumerGroupDefinition,
+  type GroupTuning,
+  type OutsideServiceName,
+} from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
-import { ProjectFunction } from './project-function.ts';
-import { tagEventFilters } from './rocketmq-tag-filter.ts';
-import { alarmDescription, type RunbookKey } from './runbook.ts';
+import { serviceAccess, type ServiceSetting } from './outside-service.ts';
+import type { VpcPlacement } from './deployment-settings.ts';
+import { ProjectFunction, type FunctionNetwork } from './project-function.ts';
+import { tagEventFilters, tagFilterPatterns, tagRoutePatterns } from './rocketmq-tag-filter.ts';
+import { routedAlarm } from './routed-alarm.ts';
+import type { RunbookKey } from './runbook.ts';
 import type { ConsumerTables } from './tables.ts';
 
 /** How one group's function and event source are sized; every value has a production default. */
@@ -53,8 +65,10 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   readonly runbookUrl: string;
   /** When given, a rule on this bus routes the group's topic to its source queue. */
   readonly eventBus?: events.IEventBus;
-  /** Environment only this group needs (the coupon service URL, for example). */
-  readonly extraEnvironment?: Record<string, string>;
+  /** The stage's outside services; the group's function gets those its catalogue entry names, and may call only those. */
+  readonly services?: Partial<Record<OutsideServiceName, ServiceSetting>>;
+  /** Run the function in this VPC (default: outside any VPC). */
+  readonly vpc?: VpcPlacement;
 }
 
 /** A catalogue entry's tuning (plain numbers) as construct props. */
@@ -86,6 +100,9 @@ export class RocketMQConsumerGroup extends Construct {
   readonly function: lambda.IFunction;
   readonly alarms: cloudwatch.Alarm[] = [];
   readonly rule?: events.Rule;
+  readonly eventSourceMappingId: string;
+  /** Lambda filters the group's tags in the event source (and deletes what does not match). */
+  readonly filtersAtEventSource: boolean;
 
   constructor(scope: Construct, id: string, props: RocketMQConsumerGroupProps) {
     super(scope, id);
@@ -136,11 +153,13 @@ export class RocketMQConsumerGroup extends Construct {
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: lifetimes.queues.maxReceiveCount },
     });
 
+    const services = (def.services ?? []).map((name) => serviceAccess(this, name, def.group, props.services?.[name]));
     const consumer = new ProjectFunction(this, 'Consumer', {
       entry: def.entry,
       description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
       timeout,
       memorySize: props.memorySize,
+      ...(props.vpc ? { network: this.network(props.vpc, services.map((s) => s.port)) } : {}),
       environment: {
         ...Object.fromEntries(def.tables.map((key) => [TABLE_ENV[key], props.tables.table(key).tableName])),
         [CONSUMER_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
@@ -150,11 +169,12 @@ export class RocketMQConsumerGroup extends Construct {
         ...(props.packing === undefined ? {} : { [CONSUMER_ENV.packing]: props.packing ? 'on' : 'off' }),
         POWERTOOLS_SERVICE_NAME: def.group,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        ...props.extraEnvironment,
+        ...Object.fromEntries(services.flatMap((s) => Object.entries(s.environment))),
       },
     });
     this.function = consumer.function;
     this.grantTables(consumer.role, props);
+    for (const service of services) service.grant(consumer.role);
     // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
     // also resolves the source queue's URL and moves failures to the DLQ itself.
     consumer.role.addToPrincipalPolicy(
@@ -162,23 +182,36 @@ export class RocketMQConsumerGroup extends Construct {
     );
     consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }));
 
-    consumer.function.addEventSource(
-      new SqsEventSource(this.queue, {
-        batchSize: props.batchSize ?? 10,
-        maxBatchingWindow: batchingWindow,
-        maxConcurrency: props.maxConcurrency ?? 10,
-        reportBatchItemFailures: true,
-        // Messages whose tag the group does not subscribe to are deleted by Lambda, never invoking the function.
-        filters: (props.filterAtEventSource ?? true) ? tagEventFilters(def.tagExpression) : undefined,
-        // PolledEventCount / FilteredOutEventCount / FailedInvokeEventCount: shows what the filter drops.
-        metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
-      }),
-    );
+    // A `*` group must see every message, tagged or not: it has no filter to put there.
+    this.filtersAtEventSource = (props.filterAtEventSource ?? true) && tagFilterPatterns(def.tagExpression).length > 0;
+    const eventSource = new SqsEventSource(this.queue, {
+      batchSize: props.batchSize ?? 10,
+      maxBatchingWindow: batchingWindow,
+      maxConcurrency: props.maxConcurrency ?? 10,
+      reportBatchItemFailures: true,
+      // Messages whose tag the group does not subscribe to are deleted by Lambda, never invoking the function.
+      filters: this.filtersAtEventSource ? tagEventFilters(def.tagExpression) : undefined,
+      // PolledEventCount / FilteredOutEventCount / FailedInvokeEventCount: shows what the filter drops.
+      metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
+    });
+    consumer.function.addEventSource(eventSource);
+    this.eventSourceMappingId = eventSource.eventSourceMappingId;
 
     // EventBridge does not deliver events in order, so no rule may feed an orderly group: its
     // bridge sends to the FIFO queue itself, with the message group and the msgId as deduplication id.
     if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def);
     this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
+  }
+
+  /** Messages Lambda's event source filter deleted unread (`metricsConfig` EventCount), summed per period. */
+  filteredOutMetric(period = Duration.minutes(5)): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: 'AWS/Lambda',
+      metricName: 'FilteredOutEventCount',
+      dimensionsMap: { EventSourceMappingUUID: this.eventSourceMappingId },
+      statistic: cloudwatch.Stats.SUM,
+      period,
+    });
   }
 
   /** Metric emitted by the consumer (EMF through Powertools), with exactly its dimensions. */
@@ -191,6 +224,25 @@ export class RocketMQConsumerGroup extends Construct {
       statistic: cloudwatch.Stats.SUM,
       period,
     });
+  }
+
+  /**
+   * The VPC by id (no look-ups) and a security group of the group's own that lets the function
+   * out only to HTTPS (the AWS APIs, through NAT or VPC endpoints) and its outside services' ports.
+   */
+  private network(placement: VpcPlacement, servicePorts: readonly number[]): FunctionNetwork {
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', { vpcId: placement.vpcId, availabilityZones: [...new Set(placement.subnets.map((n) => n.availabilityZone))] });
+    const outbound = new ec2.SecurityGroup(this, 'Outbound', {
+      vpc,
+      description: `${this.group} consumer: outbound to AWS APIs and its outside services only`,
+      allowAllOutbound: false,
+    });
+    for (const port of new Set([443, ...servicePorts])) outbound.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(port), `tcp ${port} out`);
+    return {
+      vpc,
+      subnets: placement.subnets.map((n) => ec2.Subnet.fromSubnetAttributes(this, n.id, { subnetId: n.id, availabilityZone: n.availabilityZone })),
+      securityGroups: [outbound, ...placement.securityGroupIds.map((id) => ec2.SecurityGroup.fromSecurityGroupId(this, id, id))],
+    };
   }
 
   private grantTables(role: iam.IRole, props: RocketMQConsumerGroupProps): void {
@@ -209,15 +261,17 @@ export class RocketMQConsumerGroup extends Construct {
     }
   }
 
+  /**
+   * The bus routes the group's topic to its queue, only the subscribed tags while the event
+   * source filters on them (as the bridge's own routes subscribe with the tag expression); with
+   * the filter off, every message of the topic, for the consumer to count or dead-letter.
+   */
   private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition): events.Rule {
+    const tags = this.filtersAtEventSource ? def.tagExpression : '*';
     return new events.Rule(this, 'TopicRoute', {
       eventBus: bus,
-      description: `RocketMQ topic ${def.topic} to the ${def.group} source queue`,
-      eventPattern: {
-        detailType: [ROCKETMQ_EVENT_TYPE],
-        // `detail` is either the bridge's CloudEvent or its `data`; the topic sits in either.
-        detail: { $or: [{ data: { topic: [def.topic] } }, { topic: [def.topic] }] },
-      },
+      description: `RocketMQ topic ${def.topic} (tags ${tags}) to the ${def.group} source queue`,
+      eventPattern: { detailType: [ROCKETMQ_EVENT_TYPE], detail: { $or: tagRoutePatterns(def.topic, tags) } },
       targets: [new targets.SqsQueue(this.queue)],
     });
   }
@@ -265,27 +319,23 @@ export class RocketMQConsumerGroup extends Construct {
     });
     this.alarm('PayloadConflicts', 'payloadConflicts', props, { metric: this.consumerMetric(ConsumerMetric.conflicts), threshold: 1 });
     this.alarm('PermanentErrors', 'permanentErrors', props, { metric: this.consumerMetric(ConsumerMetric.permanentErrors), threshold: 1 });
+    // Every route into the queue carries only the subscribed tags (routeTopic, the bridge's
+    // subscription), so the filter drops nothing in normal traffic: one dropped message is an
+    // unreadable or untagged body, or a sender that went around the routes, and it is gone.
+    if (this.filtersAtEventSource) this.alarm('FilteredOut', 'filteredOut', props, { metric: this.filteredOutMetric(), threshold: 1 });
   }
 
-  private alarm(
-    id: string,
-    runbook: RunbookKey,
-    props: RocketMQConsumerGroupProps,
-    spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number },
-  ): cloudwatch.Alarm {
-    const alarm = new cloudwatch.Alarm(this, id, {
-      alarmName: `${props.prefix}-${this.group}-${kebab(id)}`,
-      alarmDescription: alarmDescription(runbook, this.group, props.runbookUrl),
-      metric: spec.metric,
-      threshold: spec.threshold,
-      evaluationPeriods: spec.evaluationPeriods ?? 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-    alarm.addAlarmAction(new cwActions.SnsAction(props.alarmTopic));
-    alarm.addOkAction(new cwActions.SnsAction(props.alarmTopic));
-    this.alarms.push(alarm);
-    return alarm;
+  private alarm(id: string, runbook: RunbookKey, props: RocketMQConsumerGroupProps, spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number }): void {
+    this.alarms.push(
+      routedAlarm(this, id, {
+        alarmName: `${props.prefix}-${this.group}-${kebab(id)}`,
+        runbook,
+        subject: this.group,
+        runbookUrl: props.runbookUrl,
+        topic: props.alarmTopic,
+        ...spec,
+      }),
+    );
   }
 }
 

@@ -1,39 +1,31 @@
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import type { Construct } from 'constructs';
-import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { RocketMQConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import { ConsumerTables } from './tables.ts';
-import type { BridgeStageSettings } from './deployment-settings.ts';
+import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
+import type { ServiceSetting } from './outside-service.ts';
 
 export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
   /** Prefix of every physical name (tables, queues, alarms): one per deployment, e.g. `rmq-prod`. */
   readonly prefix: string;
   /** Groups to deploy (default: every entry of `CONSUMER_GROUPS`). */
   readonly groups?: readonly ConsumerGroupDefinition[];
-  /** Base URLs of the outside services, by catalogue name (`services` in the stage settings). */
-  readonly services?: Partial<Record<OutsideServiceName, string>>;
+  /** The outside services, by catalogue name: URL and authentication (`services` in the stage settings). */
+  readonly services?: Partial<Record<OutsideServiceName, ServiceSetting>>;
   /** Sizing for every group (below each group's catalogue tuning), then per group by name (above it). */
   readonly tuning?: ConsumerTuning;
   readonly groupTuning?: Readonly<Record<string, ConsumerTuning>>;
+  /** Groups whose function runs in a VPC, by name (`groups.<group>.vpc` in the stage settings). */
+  readonly groupVpcs?: Readonly<Record<string, VpcPlacement>>;
   /** `docs/runbook.md` as an operator can open it (repository web URL). */
   readonly runbookUrl: string;
   /** The stage's RocketMQ bridge; deployed only when `enabled`. */
   readonly bridge?: BridgeStageSettings;
-}
-
-/** The URLs of the services a group's catalogue entry names; a missing one fails the synth naming group and setting. */
-function serviceEnvironment(definition: ConsumerGroupDefinition, props: RocketMQConsumersStackProps): Record<string, string> {
-  return Object.fromEntries(
-    (definition.services ?? []).map((name) => {
-      const url = props.services?.[name];
-      if (!url) throw new MissingSettingError(`services.${name}`, definition.group);
-      return [OUTSIDE_SERVICES[name].env, url];
-    }),
-  );
 }
 
 /** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
@@ -70,23 +62,14 @@ export class RocketMQConsumersStack extends Stack {
           alarmTopic: this.alarmRouting.topic,
           runbookUrl: props.runbookUrl,
           eventBus: this.eventBus,
-          extraEnvironment: serviceEnvironment(definition, props),
+          services: props.services,
+          vpc: props.groupVpcs?.[definition.group],
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
     if (props.bridge?.enabled) {
       this.bridge = new StageBridge(this, 'Bridge', { prefix: props.prefix, settings: props.bridge, groups: this.groups, alarmTopic: this.alarmRouting.topic, runbookUrl: props.runbookUrl });
     }
-  }
-}
-
-export class MissingSettingError extends Error {
-  override readonly name = 'MissingSettingError';
-  constructor(
-    readonly setting: string,
-    readonly group: string,
-  ) {
-    super(`${group} needs the ${setting} setting`);
   }
 }
 

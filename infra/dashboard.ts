@@ -36,6 +36,8 @@ function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
         group.consumerMetric(ConsumerMetric.processed, minute).with({ label: 'processed' }),
         group.consumerMetric(ConsumerMetric.duplicates, minute).with({ label: 'duplicates suppressed' }),
         group.consumerMetric(ConsumerMetric.filtered, minute).with({ label: 'filtered in the function' }),
+        // Deleted by Lambda unread: anomalies while the routes carry only the group's tags.
+        ...(group.filtersAtEventSource ? [group.filteredOutMetric(minute).with({ label: 'filtered out by the event source' })] : []),
       ],
     }),
     new cloudwatch.GraphWidget({

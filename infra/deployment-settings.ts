@@ -1,6 +1,7 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
 import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/resources.ts';
+import { serviceSettingSchema } from './outside-service.ts';
 
 /**
  * Everything that differs between deployments, read from CDK context (`cdk.json` or `-c key=value`).
@@ -9,6 +10,18 @@ import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../l
  */
 const account = z.string().regex(/^\d{12}$/, 'an AWS account id is 12 digits');
 const region = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such as ap-northeast-1');
+
+/** A network given by id (no look-ups, so synth stays offline): the bridge's tasks and VPC-placed groups. */
+const vpcId = z.string().regex(/^vpc-[0-9a-f]+$/);
+const subnets = z.array(z.object({ id: z.string().regex(/^subnet-[0-9a-f]+$/), availabilityZone: z.string().min(1) })).min(1);
+const securityGroupIds = z.array(z.string().regex(/^sg-[0-9a-f]+$/)).default([]);
+
+/**
+ * Where a group's function runs inside a VPC: private subnets with a route to the AWS APIs it calls
+ * (NAT or VPC endpoints for SQS, DynamoDB, Secrets Manager) and to its outside services, and
+ * security groups added to the one the group gets (outbound to port 443 and its services' ports).
+ */
+const vpcPlacementSchema = z.strictObject({ vpcId, subnets, securityGroupIds });
 
 const groupTuningSchema = z
   .object({
@@ -19,6 +32,8 @@ const groupTuningSchema = z
     memorySize: z.number().int().min(128).max(10_240),
     filterAtEventSource: z.boolean(),
     packing: z.boolean(),
+    /** Run the group's function in a VPC (default: outside any VPC). */
+    vpc: vpcPlacementSchema,
   })
   .partial()
   .strict();
@@ -40,11 +55,11 @@ const bridgeSchema = z
     tls: z.boolean().default(false),
     /** Secrets Manager secret with `{accessKey, secretKey}` when the cluster enforces ACL. */
     credentialsSecretName: z.string().min(1).optional(),
-    vpcId: z.string().regex(/^vpc-[0-9a-f]+$/),
+    vpcId,
     /** Private subnets that reach the cluster and AWS endpoints, with their availability zones. */
-    subnets: z.array(z.object({ id: z.string().regex(/^subnet-[0-9a-f]+$/), availabilityZone: z.string().min(1) })).min(1),
+    subnets,
     /** Extra security groups for the tasks (e.g. one the cluster's security group admits). */
-    securityGroupIds: z.array(z.string().regex(/^sg-[0-9a-f]+$/)).default([]),
+    securityGroupIds,
     /** Tasks running when idle; every task joins every route's consumer group and shares its messages. */
     desiredCount: z.number().int().min(1).max(100).default(2),
     /** Upper bound of CPU target tracking. */
@@ -63,8 +78,8 @@ const stageSchema = z.object({
   region,
   /** Prefix of every physical name of this deployment. */
   prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/),
-  /** Base URL of each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`). */
-  services: z.partialRecord(z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]), z.url()).default({}),
+  /** Each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`): URL and authentication. */
+  services: z.partialRecord(z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]), serviceSettingSchema).default({}),
   alarmTimeZone: z.string().optional(),
   dingTalkSecretName: z.string().optional(),
   operatorEmail: z.email().optional(),
@@ -97,6 +112,7 @@ const settingsSchema = z.object({
 
 export type StageSettings = z.infer<typeof stageSchema>;
 export type BridgeStageSettings = z.infer<typeof bridgeSchema>;
+export type VpcPlacement = z.infer<typeof vpcPlacementSchema>;
 export type PipelineSettings = z.infer<typeof pipelineSchema>;
 export type DeploymentSettings = z.infer<typeof settingsSchema>;
 

@@ -121,7 +121,8 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
         filterAtEventSource: stage.filterAtEventSource,
         ...(stage.maxBatchingWindowSeconds !== undefined ? { maxBatchingWindow: Duration.seconds(stage.maxBatchingWindowSeconds) } : {}),
       },
-      groupTuning: Object.fromEntries(Object.entries(stage.groups ?? {}).map(([group, tuning]) => [group, tuningOf(tuning)])),
+      groupTuning: Object.fromEntries(Object.entries(stage.groups ?? {}).map(([group, { vpc: _, ...tuning }]) => [group, tuningOf(tuning)])),
+      groupVpcs: Object.fromEntries(Object.entries(stage.groups ?? {}).flatMap(([group, { vpc }]) => (vpc ? [[group, vpc]] : []))),
     },
   };
 }

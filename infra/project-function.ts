@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -20,6 +21,14 @@ export interface ProjectFunctionProps {
   readonly memorySize?: number;
   readonly reservedConcurrentExecutions?: number;
   readonly logRetention?: logs.RetentionDays;
+  /** Run in a VPC (default: outside any). */
+  readonly network?: FunctionNetwork;
+}
+
+export interface FunctionNetwork {
+  readonly vpc: ec2.IVpc;
+  readonly subnets: readonly ec2.ISubnet[];
+  readonly securityGroups: readonly ec2.ISecurityGroup[];
 }
 
 /**
@@ -47,6 +56,7 @@ export class ProjectFunction extends Construct {
       description: props.description,
     });
     this.logGroup.grantWrite(this.role);
+    if (props.network) allowNetworkInterfaces(this, this.role, props.network);
     this.function = new NodejsFunction(this, 'Function', {
       entry,
       handler: 'handler',
@@ -62,6 +72,9 @@ export class ProjectFunction extends Construct {
       systemLogLevelV2: lambda.SystemLogLevel.WARN,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      ...(props.network
+        ? { vpc: props.network.vpc, vpcSubnets: { subnets: [...props.network.subnets] }, securityGroups: [...props.network.securityGroups] }
+        : {}),
       projectRoot: REPOSITORY_ROOT,
       depsLockFilePath: path.join(REPOSITORY_ROOT, 'package-lock.json'),
       bundling: {
@@ -78,6 +91,41 @@ export class ProjectFunction extends Construct {
         banner: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);",
       },
     });
+  }
+}
+
+/**
+ * What Lambda needs to attach a function to its subnets, as inline statements instead of the
+ * AWSLambdaVPCAccessExecutionRole managed policy (which grants them, and log writes, on *):
+ * network interfaces are created only in the given subnets with the given security groups. The
+ * interfaces' own ids are Lambda's to choose, and the Describe actions have no resource-level
+ * permissions, so those two stay wildcards, acknowledged for cdk-nag with this reason.
+ */
+function allowNetworkInterfaces(scope: Construct, role: iam.Role, network: FunctionNetwork): void {
+  const stack = Stack.of(scope);
+  const ec2Arn = (resource: string, resourceName: string) => stack.formatArn({ service: 'ec2', resource, resourceName });
+  const interfaces = ec2Arn('network-interface', '*');
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['ec2:CreateNetworkInterface'],
+      resources: [
+        interfaces,
+        ...network.subnets.map((s) => ec2Arn('subnet', s.subnetId)),
+        ...network.securityGroups.map((g) => ec2Arn('security-group', g.securityGroupId)),
+      ],
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ actions: ['ec2:DeleteNetworkInterface', 'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses'], resources: [interfaces] }),
+  );
+  role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'], resources: ['*'] }));
+  const reason =
+    "Lambda's VPC attachment: it names the function's network interfaces itself (created only in the group's subnets with its security groups), and ec2:DescribeNetworkInterfaces/DescribeSubnets have no resource-level permissions.";
+  // The interfaces' ARN as cdk-nag prints it: pseudo parameters as `<AWS::…>`.
+  const pseudo = (value: string, name: string) => (Token.isUnresolved(value) ? `<AWS::${name}>` : value);
+  const renderedInterfaces = `arn:<AWS::Partition>:ec2:${pseudo(stack.region, 'Region')}:${pseudo(stack.account, 'AccountId')}:network-interface/*`;
+  for (const finding of ['Resource::*', `Resource::${renderedInterfaces}`]) {
+    Validations.of(role).acknowledge({ id: `AwsSolutions::AwsSolutions-IAM5[${finding}]`, reason });
   }
 }
 

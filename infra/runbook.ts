@@ -47,6 +47,13 @@ export const RUNBOOK = {
     happened: 'The consumer classified a message as permanently failing (invalid envelope or payload, business rejection) and dead-lettered it without retries.',
     action: 'Read failure-code and failure-reason on the dead letter; fix the producer or the data, then redrive or discard the dead letter.',
   },
+  filteredOut: {
+    anchor: 'event-source-filter-drops',
+    happened:
+      "Lambda's event source filter deleted messages from the group's source queue without invoking the consumer. Every route into the queue carries only the group's tags, so these were unreadable (not JSON), untagged, or of another tag and sent around the bridge and the bus: they are gone, with no dead letter.",
+    action:
+      "Find the sender: compare the queue's NumberOfMessagesSent with the bridge's Forwarded count and the bus rule's matched events, and check that every bridge route to this queue subscribes with the group's tag expression. To keep such messages for a look, set the group's filterAtEventSource to false: the consumer then dead-letters them with a reason.",
+  },
   notifierDeadLetters: {
     anchor: 'notifier-dead-letters',
     happened: 'Alarm notifications could not be delivered to DingTalk after Lambda retries; they are parked in the notifier DLQ, so alarms may have gone unseen.',

@@ -24,7 +24,8 @@ import { InMemoryPendingAlarms } from '../lib/dingtalk/pending-alarms.ts';
 import { RobotClient } from '../lib/dingtalk/robot-client.ts';
 import { InMemoryRateLimiter } from '../lib/dingtalk/robot-rate-limit.ts';
 import { dlqAlarmJson, snsEvent } from './fixtures/sample-alarm-event.ts';
-import { isLoopbackUrl, parseWebhookSecret, StaticWebhookSource, type WebhookConfig } from '../lib/dingtalk/webhook-secret.ts';
+import { isLoopbackUrl } from '../lib/config/loopback-url.ts';
+import { parseWebhookSecret, StaticWebhookSource, type WebhookConfig } from '../lib/dingtalk/webhook-secret.ts';
 
 const USAGE =
   'usage: DINGTALK_WEBHOOK_URL=<url> DINGTALK_SECRET=<SEC…> npm run alarm:test -- [--event <sns-event.json>] ' +

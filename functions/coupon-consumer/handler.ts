@@ -1,5 +1,8 @@
+import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
+import { serviceCredentials } from '../../lib/aws/service-credentials.ts';
 import { consumerGroup, OUTSIDE_SERVICES } from '../../lib/config/resources.ts';
+import { endpointRefusal, type ServiceEndpoint } from '../../lib/config/service-endpoint.ts';
 import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
 import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { defineConsumer, type ConsumerObservers } from '../../lib/consumer/consumer-module.ts';
@@ -11,8 +14,10 @@ export const COUPONS = consumerGroup('coupon-consumer-group');
 export const COUPON_GROUP = COUPONS.group;
 
 export interface CouponConsumerDeps extends ConsumerRuntimeConfig<TablesOf<typeof COUPONS>>, ConsumerObservers {
-  /** Base URL of the coupon service (default: the `coupon-service` of `services`). */
+  /** Base URL of a coupon service called without credentials (default: the `coupon-service` of `services`). */
   couponServiceUrl?: string;
+  /** Credentials that sign calls to a SigV4 coupon service (default: the SDK's default provider chain). */
+  awsCredentials?: AwsCredentialIdentityProvider;
   /** Added to the invocation's deadline to make the lease (default 5 s). */
   leaseMarginMs?: number;
   /** Time the coupon call leaves for completing the record (default 2 s). */
@@ -30,7 +35,8 @@ export interface CouponConsumerDeps extends ConsumerRuntimeConfig<TablesOf<typeo
 export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler {
   const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
   const now = deps.now ?? Date.now;
-  const coupons = new CouponClient({ baseUrl: couponServiceUrl(deps.couponServiceUrl ?? deps.services?.['coupon-service']), reserveMs: deps.couponReserveMs });
+  const endpoint = couponServiceEndpoint(deps.couponServiceUrl ?? deps.services?.['coupon-service']);
+  const coupons = new CouponClient({ baseUrl: endpoint.url, credentials: serviceCredentials(endpoint.auth, deps), reserveMs: deps.couponReserveMs });
   return consumerHandler({
     definition: COUPONS,
     parsePayload: parseOrderPaidEvent,
@@ -47,14 +53,12 @@ export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler 
   });
 }
 
-function couponServiceUrl(value: string | undefined): string {
-  try {
-    const url = new URL(value ?? '');
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError(`unsupported protocol ${url.protocol}`);
-    return url.toString();
-  } catch (error) {
-    throw new InvalidConsumerConfigError(`${OUTSIDE_SERVICES['coupon-service'].env} must be an http(s) URL (got ${JSON.stringify(value ?? '')}): ${(error as Error).message}`);
-  }
+/** The coupon service as configured, refused at cold start where the synth refuses it too (plain http, no credentials off loopback). */
+function couponServiceEndpoint(value: string | ServiceEndpoint | undefined): ServiceEndpoint {
+  const endpoint: ServiceEndpoint = typeof value === 'object' ? value : { url: value ?? '', auth: { kind: 'none' } };
+  const refusal = endpointRefusal(endpoint);
+  if (refusal) throw new InvalidConsumerConfigError(`${OUTSIDE_SERVICES['coupon-service'].env} ${refusal}`);
+  return endpoint;
 }
 
 export const consumer = defineConsumer(COUPONS, createCouponConsumer);

@@ -37,9 +37,18 @@ export function recordIdPrefix(group: string): string {
   return `${group}#`;
 }
 
-/** Services outside AWS a group may call; the stage settings give each its URL (`services` in cdk.json). */
+/**
+ * Services outside the stack a group may call; the stage settings give each its URL and how calls
+ * are authenticated (`services` in cdk.json), which the function reads from `env` and `authEnv`.
+ * `call` is the one request the function makes under the URL: a SigV4 grant allows that alone.
+ */
 export const OUTSIDE_SERVICES = {
-  'coupon-service': { env: 'COUPON_SERVICE_URL', description: 'grants one coupon per order (Idempotency-Key header)' },
+  'coupon-service': {
+    env: 'COUPON_SERVICE_URL',
+    authEnv: 'COUPON_SERVICE_AUTH',
+    call: { method: 'POST', path: '/v1/coupon-grants' },
+    description: 'grants one coupon per order (Idempotency-Key header)',
+  },
 } as const;
 export type OutsideServiceName = keyof typeof OUTSIDE_SERVICES;
 

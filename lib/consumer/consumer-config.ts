@@ -2,6 +2,7 @@ import { configFromEnv, type AwsConfig } from '../aws/clients.ts';
 import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../config/consumer-environment.ts';
 import { IncoherentLifetimesError, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
 import { OUTSIDE_SERVICES, TABLE_ENV, assertOrderingFits, type ConsumerGroupDefinition, type OutsideServiceName, type TableKey } from '../config/resources.ts';
+import { serviceAuthSchema, type ServiceAuth, type ServiceEndpoint } from '../config/service-endpoint.ts';
 import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
 
@@ -17,8 +18,8 @@ export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
   ttlSeconds?: number;
   /** The source queue and DLQ as deployed; the middleware refuses a schedule or TTL they cannot carry. */
   queueLifetimes?: QueueLifetimes;
-  /** Base URLs of the outside services the group calls, by name. */
-  services?: Partial<Record<OutsideServiceName, string>>;
+  /** The outside services the group calls, by name; a bare URL is one called without credentials (a local stand-in). */
+  services?: Partial<Record<OutsideServiceName, string | ServiceEndpoint>>;
   /** Batch packing (transactional groups), from the catalogue's `tuning.packing`. */
   packing?: boolean;
 }
@@ -61,9 +62,25 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
     schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
     ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
     queueLifetimes: queueLifetimesFromEnvironment(env),
-    services: Object.fromEntries((definition.services ?? []).map((name) => [name, env[OUTSIDE_SERVICES[name].env] ?? ''])),
+    services: Object.fromEntries((definition.services ?? []).map((name) => [name, { url: env[OUTSIDE_SERVICES[name].env] ?? '', auth: serviceAuth(name, env) }])),
     packing,
   };
+}
+
+/** How the function authenticates to an outside service, as the CDK app wrote it (absent: no credentials). */
+function serviceAuth(name: OutsideServiceName, env: NodeJS.ProcessEnv): ServiceAuth {
+  const variable = OUTSIDE_SERVICES[name].authEnv;
+  const text = env[variable];
+  if (text === undefined || text === '') return { kind: 'none' };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new InvalidConsumerConfigError(`environment variable ${variable} is not JSON`);
+  }
+  const parsed = serviceAuthSchema.safeParse(json);
+  if (!parsed.success) throw new InvalidConsumerConfigError(`environment variable ${variable} is not a service authentication (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`);
+  return parsed.data;
 }
 
 /**

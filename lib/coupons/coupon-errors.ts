@@ -1,10 +1,7 @@
 import { ConsumptionError } from '../idempotency/errors.ts';
 
-/** The coupon service could not answer now (5xx, 408/409/425/429, refused connection, malformed success): retry later with the same Idempotency-Key. */
-export class CouponServiceUnavailableError extends ConsumptionError {
-  override readonly name = 'CouponServiceUnavailableError';
-  readonly classification = 'transient';
-  readonly code = 'COUPON_SERVICE_UNAVAILABLE';
+/** A failed coupon call, with the HTTP status when the service answered at all. */
+abstract class CouponCallError extends ConsumptionError {
   constructor(
     message: string,
     readonly status?: number,
@@ -12,6 +9,13 @@ export class CouponServiceUnavailableError extends ConsumptionError {
   ) {
     super(message, options);
   }
+}
+
+/** The coupon service could not answer now (5xx, 408/409/425/429, refused connection, malformed success): retry later with the same Idempotency-Key. */
+export class CouponServiceUnavailableError extends CouponCallError {
+  override readonly name = 'CouponServiceUnavailableError';
+  readonly classification = 'transient';
+  readonly code = 'COUPON_SERVICE_UNAVAILABLE';
 }
 
 /**
@@ -25,14 +29,31 @@ export class CouponServiceTimeoutError extends ConsumptionError {
 }
 
 /** The service refused the grant (4xx): the same request will be refused again. */
-export class CouponGrantRejectedError extends ConsumptionError {
+export class CouponGrantRejectedError extends CouponCallError {
   override readonly name = 'CouponGrantRejectedError';
   readonly classification = 'permanent';
   readonly code = 'COUPON_GRANT_REJECTED';
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
+}
+
+/**
+ * The service answered with a redirect, which is not followed: the credentials would travel to
+ * wherever it points, and a grant must reach the configured service or none. Transient, as a
+ * maintenance page behind a load balancer redirects for a while and the message itself is sound;
+ * a misconfigured URL shows in the oldest-message alarm long before the 17th delivery.
+ */
+export class CouponServiceRedirectError extends CouponCallError {
+  override readonly name = 'CouponServiceRedirectError';
+  readonly classification = 'transient';
+  readonly code = 'COUPON_SERVICE_REDIRECT';
+}
+
+/**
+ * The call's credentials could not be had or were refused (401 after one renewal, 403). Transient:
+ * the message is sound and a fixed secret or policy lets it through, where a permanent class would
+ * dead-letter every order until then.
+ */
+export class CouponServiceCredentialsError extends CouponCallError {
+  override readonly name = 'CouponServiceCredentialsError';
+  readonly classification = 'transient';
+  readonly code = 'COUPON_SERVICE_CREDENTIALS';
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { BlockList, isIP } from 'node:net';
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { z } from 'zod';
+import { isLoopbackUrl } from '../config/loopback-url.ts';
 import { WebhookSecretError } from './errors.ts';
 
 /**
@@ -12,18 +12,6 @@ import { WebhookSecretError } from './errors.ts';
  */
 export const WEBHOOK_TRANSPORT_RULE =
   'webhookUrl must use https; http is accepted only for a loopback host (127.0.0.0/8, [::1], localhost), i.e. a local stand-in';
-
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
-/** Whether the URL points at this machine (BlockList also matches IPv4-mapped IPv6 such as `[::ffff:127.0.0.1]`). */
-export function isLoopbackUrl(text: string): boolean {
-  const address = URL.parse(text)?.hostname.replace(/^\[|\]$/g, '');
-  if (address === undefined) return false;
-  const family = isIP(address);
-  return address === 'localhost' || (family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6'));
-}
 
 const allowedTransport = (text: string) => URL.parse(text)?.protocol === 'https:' || isLoopbackUrl(text);
 

@@ -250,13 +250,14 @@ function pathSegment(segment: string): string {
 const EXCERPT_CHARS = 40;
 
 /**
- * At most 40 characters of sender-chosen text, quoted, with control, format (bidi, zero-width) and
- * line-separator characters as `\u` escapes, and how long the whole was: what a reason may quote
- * of it, however long or hostile (reasons go to logs, DLQ attributes, terminals and alarms).
+ * At most `maxChars` (by default 40) characters of untrusted text, quoted, with control, format
+ * (bidi, zero-width) and line-separator characters as `\u` escapes, and how long the whole was:
+ * what a reason may quote of it, however long or hostile (reasons go to logs, DLQ attributes,
+ * terminals and alarms).
  */
-export function excerpt(text: string): string {
+export function excerpt(text: string, maxChars = EXCERPT_CHARS): string {
   // Twice as many UTF-16 units as characters always holds enough whole code points to cut from.
-  const head = Array.from(text.slice(0, EXCERPT_CHARS * 2)).slice(0, EXCERPT_CHARS).join('');
+  const head = Array.from(text.slice(0, maxChars * 2)).slice(0, maxChars).join('');
   const quoted = JSON.stringify(head).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
   return head.length < text.length ? `${quoted}… (${text.length} characters)` : quoted;
 }

@@ -9,13 +9,11 @@ import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import type { PipelineStack } from '../../infra/pipeline-stack.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
-import { EVENT_FILTER_QUOTA, tagFilterPatterns } from '../../infra/rocketmq-tag-filter.ts';
+import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
 import { CONSUMER_GROUPS, DLQ_RETENTION_DAYS, TABLES, TABLE_ENV, deadLetterQueueName, queueName, tableName, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/resources.ts';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-telemetry.ts';
 import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { recordId } from '../../lib/idempotency/record.ts';
 
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
@@ -157,6 +155,7 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
     for (const key of Object.keys(TABLES) as TableKey[]) if (!(def.tables as readonly string[]).includes(key)) expect(env[TABLE_ENV[key]]).toBeUndefined();
     expect(env.DEAD_LETTER_QUEUE_URL).toEqual(ref(queueId(deadLetterQueueName(prefix, def.group))));
     expect('COUPON_SERVICE_URL' in env).toBe(def.group === 'coupon-consumer-group');
+    expect('COUPON_SERVICE_AUTH' in env).toBe(def.group === 'coupon-consumer-group');
     // The group it was deployed for, checked by the handler at cold start, and the catalogue's packing switch.
     expect(env.CONSUMER_GROUP).toBe(def.group);
     expect(env.CONSUMER_PACKING).toBe(def.tuning?.packing ? 'on' : undefined);
@@ -206,7 +205,7 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
   it('raises every alarm to the alarm topic, for ALARM and OK, with missing data not breaching and a runbook link', () => {
     const alarms = logicalIds('AWS::CloudWatch::Alarm', (p) => p.AlarmName.startsWith(`${prefix}-${def.group}-`)).map((id) => resources[id]!.Properties);
     expect(alarms.map((a) => a.AlarmName.slice(`${prefix}-${def.group}-`.length)).sort()).toEqual(
-      ['dead-letters', 'function-errors', 'function-throttles', orderly ? 'blocked-group' : 'oldest-message-age', 'payload-conflicts', 'permanent-errors'].sort(),
+      ['dead-letters', 'filtered-out', 'function-errors', 'function-throttles', orderly ? 'blocked-group' : 'oldest-message-age', 'payload-conflicts', 'permanent-errors'].sort(),
     );
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([ref(alarmTopicId())]);
@@ -235,14 +234,27 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
     }
   });
 
-  it('routes its topic from the EventBridge bus to its source queue, unless it is orderly (EventBridge does not keep order)', () => {
+  it('alarms on every message its event source filter drops, by the mapping’s own metric', () => {
+    const mapping = single('AWS::Lambda::EventSourceMapping', (p) => JSON.stringify(p.FunctionName) === JSON.stringify(ref(functionOf(def.group))));
+    expect(resources[mapping]!.Properties.MetricsConfig).toEqual({ Metrics: ['EventCount'] });
+    consumers.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: `${prefix}-${def.group}-filtered-out`,
+      Namespace: 'AWS/Lambda',
+      MetricName: 'FilteredOutEventCount',
+      Dimensions: [{ Name: 'EventSourceMappingUUID', Value: ref(mapping) }],
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
+  });
+
+  it('routes its topic, with only its tags, from the EventBridge bus to its source queue, unless it is orderly (EventBridge does not keep order)', () => {
     const target = getAtt(queueId(queueName(prefix, def.group)));
     const routes = logicalIds('AWS::Events::Rule', (p) => p.Targets?.some((t: any) => JSON.stringify(t.Arn) === JSON.stringify(target)));
     expect(routes).toHaveLength(orderly ? 0 : 1);
     if (orderly) return;
     consumers.hasResourceProperties('AWS::Events::Rule', {
       EventBusName: ref(single('AWS::Events::EventBus', () => true)),
-      EventPattern: { 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: [{ data: { topic: [def.topic] } }, { topic: [def.topic] }] } },
+      EventPattern: { 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: tagRoutePatterns(def.topic, def.tagExpression) } },
       Targets: [Match.objectLike({ Arn: target })],
     });
   });
@@ -394,41 +406,4 @@ describe('cfn-lint', () => {
     expect(result.out, 'cfn-lint output').not.toMatch(/:E\d{4}:/);
     expect(result.code).toBe(0);
   }, 120_000);
-});
-
-describe('RocketMQ tag filter', () => {
-  const envelope = (tags?: string) => writeEnvelope({ topic: 'ORDER_TOPIC', msgId: '0A1B2C3D2A9F18B4AAC24517FD7B0005', body: '{}', tags });
-  const eventBridge = (detail: unknown) => JSON.stringify({ version: '0', 'detail-type': 'mq:Topic:SendMessage', source: 'bridge', detail });
-  /** Lambda's matching for the shapes used here: nested objects, and arrays of allowed strings. */
-  const matches = (pattern: any, value: any): boolean =>
-    Array.isArray(pattern) ? pattern.includes(value) : typeof value === 'object' && value !== null && Object.entries(pattern).every(([k, p]) => matches(p, value[k]));
-  const admitted = (tagExpression: string, body: string) => {
-    const patterns = tagFilterPatterns(tagExpression);
-    return patterns.length === 0 || patterns.some((p) => matches(p, { body: JSON.parse(body) }));
-  };
-
-  it('passes every wrapping the parser accepts when the tag is subscribed, and nothing else', () => {
-    const paid = JSON.parse(envelope('PAID'));
-    const bodies = [envelope('PAID'), eventBridge(paid), eventBridge(paid.data)];
-    for (const body of bodies) {
-      expect(parseEnvelope(body).tags).toBe('PAID');
-      expect(admitted('PAID', body)).toBe(true);
-      expect(admitted('PAID || FINISHED', body)).toBe(true);
-      expect(admitted('FINISHED', body)).toBe(false);
-    }
-    expect(admitted('PAID', envelope())).toBe(false);
-    expect(admitted('*', envelope())).toBe(true);
-  });
-
-  it('admits Alibaba-style events that carry the tag only in systemProperties.TAGS', () => {
-    const cloudEvent = JSON.parse(envelope('PAID'));
-    delete cloudEvent.data.tags;
-    expect(admitted('PAID', JSON.stringify(cloudEvent))).toBe(true);
-    expect(admitted('PAID', eventBridge(cloudEvent))).toBe(true);
-  });
-
-  it('stays within Lambda\'s default quota of filters per event source', () => {
-    expect(tagFilterPatterns('PAID || FINISHED').length).toBeLessThanOrEqual(EVENT_FILTER_QUOTA);
-    expect(tagFilterPatterns('*')).toEqual([]);
-  });
 });

@@ -18,7 +18,7 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
       prefix,
       runbookUrl: 'https://example.com/runbook.md',
       groups: [...CONSUMER_GROUPS, REFUNDS],
-      services: { 'coupon-service': 'https://coupons.example.com' },
+      services: { 'coupon-service': { url: 'https://coupons.example.com', auth: { kind: 'bearer', secretName: 'unit/coupon-service-token' } } },
     });
     template = Template.fromStack(stack);
   });
@@ -53,10 +53,10 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
     expect(tables).not.toMatch(/Idempotency|PointLedger|PointAccounts/);
   });
 
-  it('gets its six alarms and a dashboard row', () => {
+  it('gets its seven alarms and a dashboard row', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
     expect(alarms.filter((n) => n.startsWith(`${prefix}-${REFUNDS.group}-`)).sort()).toEqual(
-      ['dead-letters', 'function-errors', 'function-throttles', 'oldest-message-age', 'payload-conflicts', 'permanent-errors'].map((a) => `${prefix}-${REFUNDS.group}-${a}`),
+      ['dead-letters', 'filtered-out', 'function-errors', 'function-throttles', 'oldest-message-age', 'payload-conflicts', 'permanent-errors'].map((a) => `${prefix}-${REFUNDS.group}-${a}`),
     );
     const dashboard = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]!.Properties.DashboardBody);
     expect(dashboard).toContain(`### ${REFUNDS.group}`);

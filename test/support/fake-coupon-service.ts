@@ -1,5 +1,8 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Sha256 } from '@smithy/core/checksum';
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { AwsCredentialIdentity } from '@smithy/types';
 import { COUPON_GRANT_PATH } from '../../lib/coupons/coupon-client.ts';
 
 /** What the service does with one request; requests take the scripted behaviours in order, then `grant`. */
@@ -10,7 +13,19 @@ type Behaviour =
   /** Grant, then keep the answer back for `ms`: a call that hangs past the caller's deadline. */
   | { kind: 'delay'; ms: number }
   /** Grant, then keep the answer back until the test releases it: success after the lease expired. */
-  | { kind: 'hold'; hold: HeldAnswer };
+  | { kind: 'hold'; hold: HeldAnswer }
+  /** Grant nothing and answer `status` with this Location. */
+  | { kind: 'redirect'; status: number; location: string };
+
+/**
+ * Who the service lets in: anyone (a local stand-in), a bearer token (the current value of
+ * `token()`), or a SigV4 signature that verifies with these credentials, checked by signing the
+ * request again with the same library. A refusal is 401 (bearer) or 403 (SigV4, as API Gateway).
+ */
+export type ServiceAccess =
+  | { kind: 'none' }
+  | { kind: 'bearer'; token: () => string }
+  | { kind: 'sigv4'; service: string; region: string; credentials: AwsCredentialIdentity };
 
 export interface HeldAnswer {
   /** Resolves when the held request has arrived (and its coupon was granted). */
@@ -21,6 +36,9 @@ export interface HeldAnswer {
 
 export interface ReceivedRequest {
   idempotencyKey: string | undefined;
+  /** The Authorization header as it arrived. */
+  authorization: string | undefined;
+  path: string | undefined;
   body: unknown;
   status: number;
   at: number;
@@ -32,7 +50,7 @@ export interface ReceivedRequest {
  * coupon, later ones get the same coupon back. It counts both, so a test can tell
  * "called once" (requests) from "granted once" (grants).
  */
-export async function startFakeCouponService() {
+export async function startFakeCouponService(access: ServiceAccess = { kind: 'none' }) {
   const script: Behaviour[] = [];
   const couponsByKey = new Map<string, string>();
   const received: ReceivedRequest[] = [];
@@ -48,21 +66,28 @@ export async function startFakeCouponService() {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const key = req.headers['idempotency-key'] as string | undefined;
+    const text = Buffer.concat(chunks).toString('utf8');
     let body: { orderNo?: unknown; userId?: unknown } | undefined;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      body = JSON.parse(text);
     } catch {
       body = undefined;
     }
-    const record = (status: number) => received.push({ idempotencyKey: key, body, status, at: Date.now() });
+    const record = (status: number) => received.push({ idempotencyKey: key, authorization: req.headers.authorization, path: req.url, body, status, at: Date.now() });
     const reply = (status: number, json: unknown) => {
       record(status);
       answer(res, status, json);
     };
+    const refusal = await refusalOf(access, req, text);
+    if (refusal) return reply(refusal, { message: 'credentials refused' });
     if (req.method !== 'POST' || req.url !== COUPON_GRANT_PATH) return reply(404, { message: 'not found' });
     if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined) return reply(400, { message: 'Idempotency-Key, orderNo and userId are required' });
 
     const behaviour = script.shift() ?? { kind: 'grant' };
+    if (behaviour.kind === 'redirect') {
+      record(behaviour.status);
+      return res.writeHead(behaviour.status, { location: behaviour.location }).end();
+    }
     if (behaviour.kind === 'fail') {
       record(behaviour.status);
       if (behaviour.text === undefined) return answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
@@ -101,6 +126,10 @@ export async function startFakeCouponService() {
     failNext(times = 1, status = 503, text?: string) {
       for (let i = 0; i < times; i++) script.push({ kind: 'fail', status, text });
     },
+    /** The next request grants nothing and is answered `status` (default 307, "repeat the POST there") with this Location. */
+    redirectNext(location: string, status = 307) {
+      script.push({ kind: 'redirect', status, location });
+    },
     /** The next request is granted but answered only after `ms`. */
     delayNext(ms: number) {
       script.push({ kind: 'delay', ms });
@@ -121,6 +150,43 @@ export async function startFakeCouponService() {
 }
 
 export type FakeCouponService = Awaited<ReturnType<typeof startFakeCouponService>>;
+
+/** The status that refuses the request's credentials, or undefined when they are accepted. */
+async function refusalOf(access: ServiceAccess, req: IncomingMessage, body: string): Promise<number | undefined> {
+  if (access.kind === 'none') return undefined;
+  if (access.kind === 'bearer') return req.headers.authorization === `Bearer ${access.token()}` ? undefined : 401;
+  return (await sigV4Verifies(access, req, body)) ? undefined : 403;
+}
+
+/** Signs the request again, as received, with the expected credentials and the request's own time: the signatures must be equal. */
+async function sigV4Verifies(access: Extract<ServiceAccess, { kind: 'sigv4' }>, req: IncomingMessage, body: string): Promise<boolean> {
+  const authorization = req.headers.authorization ?? '';
+  const signedHeaders = /SignedHeaders=([^,]+)/.exec(authorization)?.[1]?.split(';');
+  const amzDate = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(header(req.headers, 'x-amz-date'));
+  if (!signedHeaders?.includes('host') || !amzDate) return false;
+  const [, y, mo, d, h, mi, sec] = amzDate;
+  const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
+  const signer = new SignatureV4({ service: access.service, region: access.region, credentials: access.credentials, sha256: Sha256 });
+  const again = await signer.sign(
+    {
+      method: req.method ?? 'GET',
+      protocol: 'http:',
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: Object.fromEntries(signedHeaders.map((name) => [name, header(req.headers, name)])),
+      body,
+    },
+    { signingDate: new Date(`${y}-${mo}-${d}T${h}:${mi}:${sec}Z`) },
+  );
+  return again.headers.authorization === authorization;
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string {
+  const value = headers[name];
+  return Array.isArray(value) ? value.join(',') : (value ?? '');
+}
 
 class HeldAnswerImpl implements HeldAnswer {
   arrive!: () => void;

@@ -14,7 +14,8 @@ import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
 import type { Order } from '../../../lib/orders/order-status.ts';
 import { COUPON_GROUP, createCouponConsumer, type CouponConsumerDeps } from '../../../functions/coupon-consumer/handler.ts';
 import { createOrderStatusConsumer, ORDER_STATUS_GROUP, type OrderStatusConsumerDeps } from '../../../functions/order-status-consumer/handler.ts';
-import { startFakeCouponService } from '../../support/fake-coupon-service.ts';
+import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
+import { startFakeCouponService, type ServiceAccess } from '../../support/fake-coupon-service.ts';
 import { IMMEDIATE_RETRIES, sqsRecord } from '../../support/points-fixture.ts';
 
 /** Queue, clients and the Lambda-like ways of feeding one consumer group. */
@@ -64,12 +65,17 @@ function drainer(g: Awaited<ReturnType<typeof groupFixture>>, handler: () => Con
   };
 }
 
-/** A coupon consumer on fresh resources, talking to its own fake coupon service. */
-export async function couponFixture(overrides: Partial<CouponConsumerDeps> = {}) {
+/**
+ * A coupon consumer on fresh resources, talking to its own fake coupon service: one that lets
+ * anyone in and is called without credentials, unless `calls` says who it admits and how the
+ * consumer authenticates.
+ */
+export async function couponFixture(overrides: Partial<CouponConsumerDeps> = {}, calls: { access?: ServiceAccess; auth?: ServiceAuth } = {}) {
   const g = await groupFixture(COUPON_GROUP);
-  const service = await startFakeCouponService();
+  const service = await startFakeCouponService(calls.access);
   onTestFinished(() => service.close());
-  const deps: CouponConsumerDeps = { ...g.base, couponServiceUrl: service.url, couponReserveMs: 500, ...overrides };
+  const endpoint = calls.auth ? { services: { 'coupon-service': { url: service.url, auth: calls.auth } } } : { couponServiceUrl: service.url };
+  const deps: CouponConsumerDeps = { ...g.base, ...endpoint, couponReserveMs: 500, ...overrides };
   /** Another instance of the function (another execution environment), e.g. with its own clock. */
   const instance = (more: Partial<CouponConsumerDeps> = {}) => createCouponConsumer({ ...deps, ...more });
   const handler = instance();

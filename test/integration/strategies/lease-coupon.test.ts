@@ -176,8 +176,8 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     expect(await f.dedupRecord(KEY)).toMatchObject({ status: 'RETRYABLE' });
   });
 
-  it('dead-letters a refusal whose text SQS would refuse (a cut emoji, control characters) with a cleaned reason, calling the service once', async () => {
-    // Prepare: the 200th character of the service's text is the first half of an emoji
+  it('dead-letters a refusal whose text SQS would refuse (control characters, an emoji at the cut) with an escaped reason, calling the service once', async () => {
+    // Prepare: the 200th character of the service's text is an emoji (two UTF-16 units)
     const f = await couponFixture();
     f.service.failNext(1, 422, `${'x'.repeat(150)}\u0001\u0007 ${'y'.repeat(46)}🎉 tail`);
     // Act
@@ -186,7 +186,7 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     expect(response.batchItemFailures).toEqual([]);
     expect(f.reports[0]!.disposition).toEqual({ action: 'dead-letter', code: 'COUPON_GRANT_REJECTED' });
     const [dead] = await f.deadLetters();
-    expect(dead!.attributes['failure-reason']).toMatch(/x\uFFFD\uFFFD y+…$/);
+    expect(dead!.attributes['failure-reason']).toMatch(/x\\u0001\\u0007 y{46}🎉"… \(206 characters\)$/);
     expect(f.service.requests(KEY)).toBe(1);
   });
 
