@@ -3,7 +3,7 @@ import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { runLocalPipeline, type LocalRunResult } from '../local/local-pipeline.ts';
 import { selectGroups } from '../local/run-settings.ts';
-import { compressedRetrySchedule } from '../local/time-scale.ts';
+import { compressedScheduleOf } from '../local/time-scale.ts';
 import type { ChaosPlugin } from './chaos-plugin.ts';
 import { chaosConsumers, crashesAfterCommit, FaultTally, planFaults, type ConsumerFactory, type FaultPlan, type SdkFaultRates } from './fault-plan.ts';
 import { groupsUnderTest } from './groups-under-test.ts';
@@ -139,7 +139,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const aws = emulatorConfig(result.endpoint);
     const dynamoDb = createDynamoDb(aws);
     const sqs = createSqs(aws);
-    const invariants = await checkInvariants({ dynamoDb, sqs, resources: result.resources, groups: underTest, unsettled: result.unsettled, schedule: compressedRetrySchedule(timeScale) });
+    const invariants = await checkInvariants({
+      dynamoDb,
+      sqs,
+      resources: result.resources,
+      groups: underTest,
+      unsettled: result.unsettled,
+      schedules: Object.fromEntries(definitions.map((d) => [d.group, compressedScheduleOf(d, timeScale)])),
+    });
     sqs.destroy();
     dynamoDb.destroy();
 

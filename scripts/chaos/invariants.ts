@@ -69,9 +69,10 @@ export async function checkInvariants(input: {
   groups: readonly GroupUnderTest[];
   /** Copies the run never sent or left in a queue when it stopped early (`LocalRunResult.unsettled`). */
   unsettled: ReadonlyArray<{ readonly group: string; readonly body: string }>;
-  schedule: RetrySchedule;
+  /** The retry schedule each group's handler ran with. */
+  schedules: Readonly<Record<string, RetrySchedule>>;
 }): Promise<InvariantReport> {
-  const { dynamoDb, sqs, resources, schedule } = input;
+  const { dynamoDb, sqs, resources } = input;
   const groups: Record<string, GroupInvariantReport> = {};
   const violations: string[] = [];
   for (const g of input.groups) {
@@ -82,7 +83,7 @@ export async function checkInvariants(input: {
       tables: resources.tables,
       deadLetters,
       unsettled: g.received.filter((m) => unsettledBodies.has(m.body)),
-      schedule,
+      schedule: input.schedules[g.group]!,
     });
     const queues = await checkQueues(g, deadLetters, unsettledBodies, await messagesInQueues(sqs, resources, [g.group]), input.unsettled.length > 0);
     const report = { ...verdict, ...queues.findings, notJudged: verdict.notJudged + queues.notJudged, violations: [...verdict.violations, ...queues.violations] };
