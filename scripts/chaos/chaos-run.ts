@@ -89,6 +89,8 @@ export interface ChaosResult {
     processCrashes: number;
     /** Deliveries settled, then lost with their invocation (crash after commit, before the ack). */
     crashedAfterSettling: number;
+    /** First attempts failed on purpose (a failure in the middle of a message group). */
+    injectedFailures: number;
   };
   readonly run: Pick<LocalRunResult, 'completed' | 'wallMs' | 'pollErrors' | 'untrackedDepartures' | 'settings'>;
   readonly wallMs: number;
@@ -146,6 +148,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       groups: underTest,
       unsettled: result.unsettled,
       schedules: Object.fromEntries(definitions.map((d) => [d.group, compressedScheduleOf(d, timeScale)])),
+      deliveries: result.account.deliveries,
     });
     sqs.destroy();
     dynamoDb.destroy();
@@ -195,6 +198,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       faults: {
         sdk: { ...tally.sdk },
         processCrashes: tally.crashes.crashes.length,
+        injectedFailures: tally.injectedFailures,
         crashedAfterSettling: result.account.deliveries.filter((d) => d.unacknowledged).length,
       },
       run: { completed: result.completed, wallMs: result.wallMs, pollErrors: result.pollErrors, untrackedDepartures: result.untrackedDepartures, settings: result.settings },
