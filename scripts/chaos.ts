@@ -82,7 +82,7 @@ function render(r: ChaosResult): string {
     'Workload:',
     ...Object.entries(r.workload.compositions).map(([g, c]) => `  ${g}: ${figures(c)}`),
     `Faults: crash after commit armed ${Object.values(r.plan.crashes).reduce((n, c) => n + c.afterCommit.length, 0)}; crash points armed: ${crashPoints.join(', ')}; ` +
-      `${r.faults.processCrashes} invocation(s) killed mid-way, ${r.faults.crashedAfterSettling} settled record(s) lost their ack; ` +
+      `${r.faults.processCrashes} invocation(s) killed mid-way, ${r.faults.crashedAfterSettling} settled record(s) lost their ack, ${r.faults.injectedFailures} first attempt(s) failed on purpose; ` +
       `SDK: ${r.faults.sdk.throttle} throttles, ${r.faults.sdk.transactionConflict} TransactionConflicts, ${r.faults.sdk.unknownOutcome} unknown outcomes, ${r.faults.sdk.lostRequest} lost requests`,
     `Deliveries (counted at the pollers): ${r.summary.deliveries} = ${o.processed} processed + ${o.duplicatesSuppressed} duplicates + ${o.filtered} filtered + ${o.deadLettered} dead-lettered + ${o.retried} retried` +
       (r.summary.unaccounted === 0 ? '' : ` (${r.summary.unaccounted} unaccounted)`),

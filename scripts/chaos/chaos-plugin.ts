@@ -1,5 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import type { Delivery } from '../local/delivery-account.ts';
 import type { LocalResources } from '../local/provision.ts';
 import type { PeekedMessage } from '../local/run-readout.ts';
 import type { TrafficMessage } from '../local/traffic.ts';
@@ -61,6 +62,12 @@ export interface GroupReadout {
   readonly unsettled: readonly ChaosMessage[];
   /** The retry schedule the group's handler ran with. */
   readonly schedule: RetrySchedule;
+  /**
+   * The group's deliveries in the order their invocations ended, with what each came to (the
+   * consumer's reports). The tables keep only the last transition of an order; an orderly
+   * group's plug-in reads from these the order its events were attempted and applied in.
+   */
+  readonly deliveries: readonly Delivery[];
 }
 
 /** A plug-in's verdict on its group. Every double or lost effect also has a line in `violations`. */
@@ -80,8 +87,12 @@ export interface GroupVerdict {
 export interface GroupExpectations {
   /** The poison copies among them, each with its code (malformed envelopes are added by the run). */
   readonly deadLetters: readonly ExpectedDeadLetter[];
-  /** What the crash plan may pick: msgIds that commit (crash after commit), keys the plug-in's crash point fires on. */
-  readonly crashTargets: { readonly msgIds: readonly string[]; readonly keys: readonly string[] };
+  /**
+   * What the crash plan may pick: msgIds that commit (crash after commit), keys the plug-in's
+   * crash point fires on, and keys whose first attempt may fail with a transient error before
+   * it reaches DynamoDB (`failures`: on an orderly group, a failure in the middle of a message group).
+   */
+  readonly crashTargets: { readonly msgIds: readonly string[]; readonly keys: readonly string[]; readonly failures?: readonly string[] };
   /** Writes, before the traffic, what another service would have created for the group to act on; returns how many items. */
   seedTables?(dynamoDb: DynamoDBDocumentClient, tables: LocalResources['tables']): Promise<number>;
   judge(readout: GroupReadout): Promise<GroupVerdict>;
@@ -104,7 +115,7 @@ export interface ChaosPlugin {
    * Throws `UnexpectedFactError` for a kind it has no expectation for, before anything runs.
    */
   expect(received: readonly ChaosMessage[]): GroupExpectations;
-  /** The SDK interceptor predicate of `ProcessCrashes`: dies once at each of `keys`. */
+  /** The SDK interceptor predicate of `ProcessCrashes`: dies once at each of `keys` (the plan's transient failures use it too, to find their call). */
   crashPoint(keys: readonly string[]): CrashPoint;
 }
 

@@ -3,7 +3,7 @@ import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { runLocalPipeline, type LocalRunResult } from '../local/local-pipeline.ts';
 import { selectGroups } from '../local/run-settings.ts';
-import { compressedRetrySchedule } from '../local/time-scale.ts';
+import { compressedScheduleOf } from '../local/time-scale.ts';
 import type { ChaosPlugin } from './chaos-plugin.ts';
 import { chaosConsumers, crashesAfterCommit, FaultTally, planFaults, type ConsumerFactory, type FaultPlan, type SdkFaultRates } from './fault-plan.ts';
 import { groupsUnderTest } from './groups-under-test.ts';
@@ -89,6 +89,8 @@ export interface ChaosResult {
     processCrashes: number;
     /** Deliveries settled, then lost with their invocation (crash after commit, before the ack). */
     crashedAfterSettling: number;
+    /** First attempts failed on purpose (a failure in the middle of a message group). */
+    injectedFailures: number;
   };
   readonly run: Pick<LocalRunResult, 'completed' | 'wallMs' | 'pollErrors' | 'untrackedDepartures' | 'settings'>;
   readonly wallMs: number;
@@ -139,7 +141,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     const aws = emulatorConfig(result.endpoint);
     const dynamoDb = createDynamoDb(aws);
     const sqs = createSqs(aws);
-    const invariants = await checkInvariants({ dynamoDb, sqs, resources: result.resources, groups: underTest, unsettled: result.unsettled, schedule: compressedRetrySchedule(timeScale) });
+    const invariants = await checkInvariants({
+      dynamoDb,
+      sqs,
+      resources: result.resources,
+      groups: underTest,
+      unsettled: result.unsettled,
+      schedules: Object.fromEntries(definitions.map((d) => [d.group, compressedScheduleOf(d, timeScale)])),
+      deliveries: result.account.deliveries,
+    });
     sqs.destroy();
     dynamoDb.destroy();
 
@@ -188,6 +198,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       faults: {
         sdk: { ...tally.sdk },
         processCrashes: tally.crashes.crashes.length,
+        injectedFailures: tally.injectedFailures,
         crashedAfterSettling: result.account.deliveries.filter((d) => d.unacknowledged).length,
       },
       run: { completed: result.completed, wallMs: result.wallMs, pollErrors: result.pollErrors, untrackedDepartures: result.untrackedDepartures, settings: result.settings },

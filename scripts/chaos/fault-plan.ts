@@ -1,5 +1,7 @@
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { createDynamoDb } from '../../lib/aws/clients.ts';
+import { TransientFailureError } from '../../lib/idempotency/errors.ts';
+import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { injectFaults, type FaultKind } from '../instrumentation/fault-injection.ts';
 import type { CrashAfterCommit } from '../local/incident-scenario.ts';
 import type { LocalConsumerDeps } from '../local/local-consumers.ts';
@@ -24,6 +26,8 @@ export interface GroupCrashPlan {
   readonly afterCommit: readonly string[];
   /** Keys at which the group's plug-in's crash point kills the process (before commit, inside a lease …). */
   readonly atCrashPoint: readonly string[];
+  /** Keys whose first attempt fails with a transient error before it reaches DynamoDB (absent: none). */
+  readonly failFirstAttempt?: readonly string[];
 }
 
 /**
@@ -40,18 +44,23 @@ export interface FaultPlan {
 export const DEFAULT_SDK_FAULT_RATES: SdkFaultRates = { throttle: 0.03, transactionConflict: 0.03, unknownOutcome: 0.03, lostRequest: 0.02 };
 export const NO_SDK_FAULTS: SdkFaultRates = { throttle: 0, transactionConflict: 0, unknownOutcome: 0, lostRequest: 0 };
 
-/** Crash targets per group, from its plug-in's candidates: about 1 in 200 for each crash kind, at least one, at most 40. */
+/**
+ * Crash targets per group, from its plug-in's candidates: about 1 in 200 for each crash kind,
+ * at least one, at most 40; transient failures about 1 in 50 of their candidates (each holds
+ * back the rest of its message group for one retry interval only).
+ */
 export function planFaults(groups: readonly GroupUnderTest[], options: { seed: number; sdk?: SdkFaultRates; crashShare?: number }): FaultPlan {
   const crashes = Object.fromEntries(
     groups.map(({ group, expectations }) => {
       const random = seededRandom(options.seed ^ 0x5eed ^ hash(group));
-      const { msgIds, keys } = expectations.crashTargets;
-      const count = Math.min(40, Math.max(1, Math.round(keys.length * (options.crashShare ?? 0.005))));
-      const take = (candidates: readonly string[]) => {
+      const { msgIds, keys, failures = [] } = expectations.crashTargets;
+      const share = (of: number, fraction: number) => Math.min(40, Math.max(1, Math.round(of * fraction)));
+      const count = share(keys.length, options.crashShare ?? 0.005);
+      const take = (candidates: readonly string[], n = count) => {
         const pool = [...candidates];
-        return Array.from({ length: Math.min(pool.length, count, Math.floor(pool.length / 5) || 1) }, () => pool.splice(Math.floor(random() * pool.length), 1)[0]!);
+        return Array.from({ length: Math.min(pool.length, n, Math.floor(pool.length / 5) || 1) }, () => pool.splice(Math.floor(random() * pool.length), 1)[0]!);
       };
-      return [group, { afterCommit: take(msgIds), atCrashPoint: take(keys) }];
+      return [group, { afterCommit: take(msgIds), atCrashPoint: take(keys), failFirstAttempt: take(failures, share(failures.length, 0.02)) }];
     }),
   );
   return { crashes, sdk: options.sdk ?? DEFAULT_SDK_FAULT_RATES };
@@ -89,6 +98,8 @@ export function sdkFaultDecider(rates: SdkFaultRates, seed: number): (command: s
 export class FaultTally {
   readonly sdk: Record<FaultKind, number> = { throttle: 0, transactionConflict: 0, unknownOutcome: 0, lostRequest: 0 };
   readonly crashes = new ProcessCrashes();
+  /** Transient failures injected on first attempts (`failFirstAttempt`). */
+  injectedFailures = 0;
   /** SQS records handed to each group's handler: the poller's count of deliveries. */
   readonly deliveries: Record<string, number> = {};
 }
@@ -106,6 +117,7 @@ export function chaosConsumers(plan: FaultPlan, plugins: ReadonlyMap<string, Cha
     const dynamoDb = createDynamoDb(deps.aws);
     injectFaults(dynamoDb, sdkFaultDecider(plan.sdk, options.seed ^ hash(group)), (fault) => tally.sdk[fault.kind]++);
     tally.crashes.arm(dynamoDb, plugins.get(group)!.crashPoint(plan.crashes[group]?.atCrashPoint ?? []));
+    failFirstAttempts(dynamoDb, plugins.get(group)!, plan.crashes[group]?.failFirstAttempt ?? [], () => tally.injectedFailures++);
     const factory = options.replace?.[group] ?? (create as ConsumerFactory);
     // Lease mode: a crashed holder's lease ends `margin` after its deadline; keep that short so the run does not idle.
     const handler = factory({ ...deps, dynamoDb, leaseMarginMs: options.leaseMarginMs ?? 1000 } as LocalConsumerDeps & { dynamoDb: typeof dynamoDb });
@@ -116,6 +128,28 @@ export function chaosConsumers(plan: FaultPlan, plugins: ReadonlyMap<string, Cha
       return crashable(event, context);
     };
   };
+}
+
+/**
+ * Fails the first call at each of `keys` (found by the plug-in's crash point predicate) with a
+ * transient error, before it is sent: the record fails with no effect and is retried, and on an
+ * orderly group the rest of its message group must wait for it.
+ */
+function failFirstAttempts(dynamoDb: ReturnType<typeof createDynamoDb>, plugin: ChaosPlugin, keys: readonly string[], onFailure: () => void): void {
+  if (keys.length === 0) return;
+  const failsHere = plugin.crashPoint(keys);
+  interceptCommands(
+    dynamoDb,
+    'chaosTransientFailure',
+    async ({ name, input }, send) => {
+      const at = failsHere(name, input);
+      if (!at) return send();
+      onFailure();
+      throw new TransientFailureError(`injected transient failure (${at.why.replace(/^crash /, '')})`, 'INJECTED_FAILURE');
+    },
+    // Outside the SDK's retry loop, so the SDK does not absorb it.
+    { per: 'command', priority: 'high' },
+  );
 }
 
 function hash(text: string): number {

@@ -2,6 +2,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
 import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import type { Delivery } from '../local/delivery-account.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { messagesInQueues, peekAllMessages, type PeekedMessage } from '../local/run-readout.ts';
 import type { GroupVerdict } from './chaos-plugin.ts';
@@ -69,9 +70,12 @@ export async function checkInvariants(input: {
   groups: readonly GroupUnderTest[];
   /** Copies the run never sent or left in a queue when it stopped early (`LocalRunResult.unsettled`). */
   unsettled: ReadonlyArray<{ readonly group: string; readonly body: string }>;
-  schedule: RetrySchedule;
+  /** The retry schedule each group's handler ran with. */
+  schedules: Readonly<Record<string, RetrySchedule>>;
+  /** Every delivery of the run, in the order their invocations ended (`DeliveryAccount`). */
+  deliveries: readonly Delivery[];
 }): Promise<InvariantReport> {
-  const { dynamoDb, sqs, resources, schedule } = input;
+  const { dynamoDb, sqs, resources } = input;
   const groups: Record<string, GroupInvariantReport> = {};
   const violations: string[] = [];
   for (const g of input.groups) {
@@ -82,7 +86,8 @@ export async function checkInvariants(input: {
       tables: resources.tables,
       deadLetters,
       unsettled: g.received.filter((m) => unsettledBodies.has(m.body)),
-      schedule,
+      schedule: input.schedules[g.group]!,
+      deliveries: input.deliveries.filter((d) => d.group === g.group),
     });
     const queues = await checkQueues(g, deadLetters, unsettledBodies, await messagesInQueues(sqs, resources, [g.group]), input.unsettled.length > 0);
     const report = { ...verdict, ...queues.findings, notJudged: verdict.notJudged + queues.notJudged, violations: [...verdict.violations, ...queues.violations] };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
@@ -11,6 +12,11 @@ export interface BridgeAccount {
   enqueued: Record<string, number>;
   /** Extra copies the bridge delivered (`--redeliver`). */
   redelivered: Record<string, number>;
+  /**
+   * Copies for a FIFO queue that SQS deduplicates (same msgId within five minutes): they never
+   * reached the queue, so they are neither enqueued nor lost.
+   */
+  deduplicated: Record<string, number>;
   /** Messages whose topic no selected group subscribes to. */
   unrouted: number;
   /** msgIds of which the bridge injected an extra copy. */
@@ -26,6 +32,8 @@ export class LocalBridge {
   readonly unsent: Array<{ group: string; body: string }> = [];
   readonly account: BridgeAccount;
   private readonly routes: TopicRoutes;
+  /** group → deduplication id → when a copy with it was last put on the group's FIFO queue. */
+  private readonly fifoSends = new Map<string, Map<string, number>>();
 
   constructor(
     private readonly sqs: SQSClient,
@@ -38,7 +46,7 @@ export class LocalBridge {
     private readonly deadline: number,
   ) {
     const zeroes = () => Object.fromEntries(groups.map((g) => [g.group, 0]));
-    this.account = { enqueued: zeroes(), redelivered: zeroes(), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
+    this.account = { enqueued: zeroes(), redelivered: zeroes(), deduplicated: zeroes(), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
     this.routes = new TopicRoutes(groups);
   }
 
@@ -101,13 +109,21 @@ export class LocalBridge {
     for (const message of messages) for (const group of this.routes.targetsOf(message)) this.unsent.push({ group, body: message.body });
   }
 
-  private async enqueue(group: string, messages: TrafficMessage[]) {
+  private async enqueue(group: string, batch: TrafficMessage[]) {
+    const fifo = this.resources.queues[group]!.fifo;
+    const messages = fifo ? this.withoutDeduplicated(group, batch) : batch;
+    if (messages.length === 0) return;
     // Past the deadline the run stops anyway; the copies still go out, so `sent` stays true to what SQS holds.
     while (this.occupancy.inQueue(group) >= this.maxQueueBacklog && Date.now() < this.deadline) await sleep(5);
     const { Successful = [], Failed = [] } = await this.sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: this.resources.queues[group]!.source.url,
-        Entries: messages.map((m, i) => ({ Id: String(i), MessageBody: m.body })),
+        Entries: messages.map((m, i) => ({
+          Id: String(i),
+          MessageBody: m.body,
+          // No DelaySeconds: SQS allows none per message on a FIFO queue, and the bridge sets none anyway.
+          ...(fifo ? { MessageGroupId: m.orderingKey ?? UNREADABLE_GROUP, MessageDeduplicationId: deduplicationIdOf(m) } : {}),
+        })),
       }),
     );
     for (const f of Failed) {
@@ -117,4 +133,37 @@ export class LocalBridge {
     this.occupancy.sent(group, Successful.map((s) => ({ messageId: s.MessageId!, body: messages[Number(s.Id)]!.body })));
     this.account.enqueued[group]! += messages.length - Failed.length;
   }
+
+  /**
+   * Drops the copies SQS FIFO would deduplicate: a deduplication id sent to the group within
+   * five minutes. The bridge decides this itself rather than reading SQS's answer: the emulator
+   * answers a deduplicated send with a fresh MessageId that no receive will ever return (the
+   * run would wait for it forever), and it forgets a deduplication id once its message is
+   * deleted, where SQS keeps it the full five minutes (docs/local-run.md).
+   */
+  private withoutDeduplicated(group: string, batch: readonly TrafficMessage[]): TrafficMessage[] {
+    const sends = this.fifoSends.get(group) ?? this.fifoSends.set(group, new Map()).get(group)!;
+    const now = Date.now();
+    return batch.filter((m) => {
+      const id = deduplicationIdOf(m);
+      const last = sends.get(id);
+      if (last !== undefined && now - last < FIFO_DEDUPLICATION_WINDOW_MS) {
+        this.account.deduplicated[group]!++;
+        return false;
+      }
+      sends.set(id, now);
+      return true;
+    });
+  }
+}
+
+/** SQS FIFO drops a message whose deduplication id it accepted in the last five minutes. */
+const FIFO_DEDUPLICATION_WINDOW_MS = 5 * 60_000;
+
+/** A body that is not an envelope has no key to order by: its own message group, so it holds back no real one. */
+const UNREADABLE_GROUP = 'unreadable';
+
+/** The RocketMQ msgId, as the real bridge sets it; a body that is not an envelope has none, so its content stands in. */
+function deduplicationIdOf(message: TrafficMessage): string {
+  return message.msgId ?? createHash('sha256').update(message.body).digest('hex');
 }

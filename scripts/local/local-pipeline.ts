@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { FIFO_MAX_BATCH_SIZE } from '../../lib/config/delivery-lifetimes.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { startEmulator, type Emulator } from '../emulator/emulator.ts';
@@ -17,7 +18,7 @@ import { QuietDetector } from './quiet-detection.ts';
 import { messagesInQueues, readDeadLetters, readPoints, type DeadLetter } from './run-readout.ts';
 import { defaultMaxRunMs, selectGroups, validateSettings } from './run-settings.ts';
 import { seededRandom } from './seeded-random.ts';
-import { compressedRetrySchedule } from './time-scale.ts';
+import { compressedScheduleOf } from './time-scale.ts';
 import { orderNumbersIn, type TrafficPhase } from './traffic.ts';
 
 export type { BridgeAccount, DeadLetter };
@@ -151,7 +152,6 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     seed: options.seed ?? 1,
   };
   validateSettings(settings);
-  const schedule = compressedRetrySchedule(settings.timeScale);
 
   const cleanups: Array<() => Promise<void>> = [];
   const close = async () => {
@@ -191,12 +191,14 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         aws,
         tables: resources.tables,
         deadLetterQueueUrl: queues.deadLetter.url,
-        schedule,
+        schedule: compressedScheduleOf(r.definition, settings.timeScale),
         onReport: reports.onReport,
         couponServiceUrl: coupons?.url ?? '',
       };
       const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
-      return new ConsumerPool({ ...settings, group, functionName, handler, sqs, queue: queues.source, reports, account, fault, occupancy, onPollError: () => pollErrors++ });
+      // Lambda reads at most 10 records a batch from a FIFO queue and allows no batching window there.
+      const eventSource = queues.fifo ? { batchSize: Math.min(settings.batchSize, FIFO_MAX_BATCH_SIZE), batchingWindowMs: 0 } : {};
+      return new ConsumerPool({ ...settings, ...eventSource, group, functionName, handler, sqs, queue: queues.source, reports, account, fault, occupancy, onPollError: () => pollErrors++ });
     });
     for (const pool of pools) pool.start();
 

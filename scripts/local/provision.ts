@@ -4,6 +4,7 @@ import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
 import {
   CONSUMER_GROUPS,
+  FIFO_QUEUE_ATTRIBUTES,
   TABLES,
   deadLetterQueueName,
   queueName,
@@ -21,7 +22,7 @@ export interface LocalResources {
   prefix: string;
   endpoint: string;
   tables: Record<TableKey, string>;
-  queues: Record<string, { source: LocalQueue; deadLetter: LocalQueue; maxReceiveCount: number }>;
+  queues: Record<string, { source: LocalQueue; deadLetter: LocalQueue; maxReceiveCount: number; fifo: boolean }>;
 }
 
 /** Visibility timeout of the local source queues; the CDK app derives its own from the function timeout. */
@@ -29,7 +30,8 @@ export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 30;
 
 /**
  * Creates on the emulator the tables and queues the CDK app defines, from the same
- * definitions (`lib/config/resources.ts`): names, keys, TTL attribute, redrive count.
+ * definitions (`lib/config/resources.ts`): names, keys, TTL attribute, redrive count, and for
+ * an orderly group FIFO queues with the catalogue's FIFO attributes.
  */
 export async function provisionLocal(
   endpoint: string,
@@ -64,16 +66,20 @@ export async function provisionLocal(
   const queues: LocalResources['queues'] = {};
   for (const def of options.catalogue ?? CONSUMER_GROUPS) {
     if (options.groups && !options.groups.includes(def.group)) continue;
-    const { queues: lifetimes } = lifetimesOf(def).lifetimes;
-    const deadLetter = await createQueue(sqs, deadLetterQueueName(prefix, def.group), {
+    const { queues: lifetimes, ordering } = lifetimesOf(def).lifetimes;
+    const fifo = ordering === 'orderly';
+    const queueType = fifo ? FIFO_QUEUE_ATTRIBUTES : {};
+    const deadLetter = await createQueue(sqs, deadLetterQueueName(prefix, def.group, ordering), {
+      ...queueType,
       MessageRetentionPeriod: String(lifetimes.deadLetterRetentionSeconds),
     });
-    const source = await createQueue(sqs, queueName(prefix, def.group), {
+    const source = await createQueue(sqs, queueName(prefix, def.group, ordering), {
+      ...queueType,
       VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS),
       MessageRetentionPeriod: String(lifetimes.sourceRetentionSeconds),
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetter.arn, maxReceiveCount: lifetimes.maxReceiveCount }),
     });
-    queues[def.group] = { source, deadLetter, maxReceiveCount: lifetimes.maxReceiveCount };
+    queues[def.group] = { source, deadLetter, maxReceiveCount: lifetimes.maxReceiveCount, fifo };
   }
   return { prefix, endpoint, tables, queues };
 }

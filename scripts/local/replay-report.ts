@@ -23,7 +23,8 @@ export interface RunSummary extends Counts {
   unacknowledged: number;
   /** Messages in the groups' DLQs at the end (dead-lettered by a consumer or by SQS redrive). */
   deadLetterQueue: number;
-  bridge: { enqueued: number; redelivered: number; unrouted: number; rejected: number };
+  /** `deduplicated`: copies for FIFO queues that SQS absorbed (same msgId within five minutes), never enqueued. */
+  bridge: { enqueued: number; redelivered: number; deduplicated: number; unrouted: number; rejected: number };
   input?: { lines: number; envelopes: number; badLines: number; blankLines: number };
   /** Every message was sent and every queue drained before the run stopped. */
   completed: boolean;
@@ -58,7 +59,7 @@ export function runSummary(result: LocalRunResult, input?: TrafficFileAccount): 
     invariantHolds,
     unacknowledged: result.account.deliveries.filter((d) => d.unacknowledged).length,
     deadLetterQueue: result.deadLetters.length,
-    bridge: { enqueued: sum(b.enqueued), redelivered: sum(b.redelivered), unrouted: b.unrouted, rejected: b.rejected.length },
+    bridge: { enqueued: sum(b.enqueued), redelivered: sum(b.redelivered), deduplicated: sum(b.deduplicated), unrouted: b.unrouted, rejected: b.rejected.length },
     ...(input ? { input: { lines: input.lines, envelopes: input.envelopes, badLines: input.badLines.length, blankLines: input.blankLines.length } } : {}),
     completed: result.completed,
     neverSent: result.neverSent,
@@ -119,7 +120,7 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
 
   const invocations = [...result.account.invocations.values()].reduce((a, v) => ({ count: a.count + v.count, failed: a.failed + v.failed, timedOut: a.timedOut + v.timedOut }), { count: 0, failed: 0, timedOut: 0 });
   out.push('Delivered');
-  out.push(`  The bridge enqueued ${summary.bridge.enqueued} copies (${summary.bridge.redelivered} of them injected redeliveries${summary.bridge.unrouted ? `, ${summary.bridge.unrouted} messages of topics no selected group subscribes to` : ''}).`);
+  out.push(`  The bridge enqueued ${summary.bridge.enqueued} copies (${summary.bridge.redelivered} of them injected redeliveries${summary.bridge.deduplicated ? `; ${summary.bridge.deduplicated} more copies were absorbed by FIFO deduplication and never enqueued` : ''}${summary.bridge.unrouted ? `, ${summary.bridge.unrouted} messages of topics no selected group subscribes to` : ''}).`);
   out.push(`  Pollers handed ${summary.delivered} deliveries to the handlers in ${invocations.count} invocations; ${invocations.failed} invocation(s) failed${invocations.timedOut ? ` (${invocations.timedOut} by timeout)` : ''}, leaving ${summary.unacknowledged} settled record(s) unacknowledged, so SQS delivered them again.`);
   for (const r of result.bridge.rejected.slice(0, MAX_LISTED)) out.push(`  SQS refused a copy for ${r.group}${r.line ? ` (line ${r.line})` : ''}: ${r.reason}`);
   out.push('');

@@ -1,4 +1,12 @@
-import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanTable } from '../../lib/aws/table-scan.ts';
 import type { LocalResources } from './provision.ts';
@@ -26,25 +34,67 @@ export async function messagesInQueues(sqs: SQSClient, resources: LocalResources
 }
 
 /**
- * Every message of a queue, read without deleting: received under a long visibility
- * timeout, then made visible again at once, so a kept emulator still shows them to
- * `ops dlq` and the AWS CLI.
+ * Every message of a queue, left in place: received under a long visibility timeout, then
+ * made visible again at once (a FIFO queue's are put back instead), so a kept emulator still
+ * shows them to `ops dlq` and the AWS CLI.
  */
 export async function peekAllMessages(sqs: SQSClient, url: string): Promise<PeekedMessage[]> {
-  const out: PeekedMessage[] = [];
-  const handles: string[] = [];
+  if (url.endsWith('.fifo')) return peekFifoMessages(sqs, url);
+  const received = await receiveAll(sqs, url);
+  for (let i = 0; i < received.length; i += 10) {
+    await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: received.slice(i, i + 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })) }),
+    );
+  }
+  return received.map(peeked);
+}
+
+/**
+ * A FIFO queue hands out none of a message group while one of its messages is in flight, so
+ * a group with more messages than one receive returns cannot be read by hiding them: each
+ * round's messages are deleted, then all are put back in their order, in their groups, with
+ * their attributes (a fresh deduplication id, or SQS would drop them as copies of themselves).
+ */
+async function peekFifoMessages(sqs: SQSClient, url: string): Promise<PeekedMessage[]> {
+  const received: Message[] = [];
   for (;;) {
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 120 }));
-    if (Messages.length === 0) break;
-    for (const m of Messages) {
-      handles.push(m.ReceiptHandle!);
-      out.push({ body: m.Body ?? '', attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
+    const round = await receiveAll(sqs, url);
+    if (round.length === 0) break;
+    received.push(...round);
+    for (let i = 0; i < round.length; i += 10) {
+      await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: round.slice(i, i + 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })) }));
     }
   }
-  for (let i = 0; i < handles.length; i += 10) {
-    await sqs.send(new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: handles.slice(i, i + 10).map((h, j) => ({ Id: String(j), ReceiptHandle: h, VisibilityTimeout: 0 })) }));
+  for (let i = 0; i < received.length; i += 10) {
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: url,
+        Entries: received.slice(i, i + 10).map((m, j) => ({
+          Id: String(j),
+          MessageBody: m.Body ?? '',
+          MessageAttributes: m.MessageAttributes,
+          MessageGroupId: m.Attributes?.MessageGroupId,
+          MessageDeduplicationId: m.MessageId,
+        })),
+      }),
+    );
   }
-  return out;
+  return received.map(peeked);
+}
+
+async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]> {
+  const out: Message[] = [];
+  for (;;) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['MessageGroupId'], VisibilityTimeout: 120 }),
+    );
+    if (Messages.length === 0) return out;
+    out.push(...Messages);
+  }
+}
+
+function peeked(m: Message): PeekedMessage {
+  return { body: m.Body ?? '', attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) };
 }
 
 /** Every dead letter of the groups' DLQs, left in place. */

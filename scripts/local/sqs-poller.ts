@@ -10,7 +10,7 @@ export interface PollerOptions {
   queueArn: string;
   handler: SqsHandler;
   functionName: string;
-  /** Records per invocation (Lambda: 1–10, or up to 10,000 with a batching window). */
+  /** Records per invocation (Lambda: 1–10, or up to 10,000 with a batching window; at most 10 and no window on a FIFO queue). */
   batchSize?: number;
   /** How long to gather a batch, like `MaximumBatchingWindowInSeconds`. */
   batchingWindowMs?: number;
@@ -120,6 +120,10 @@ function toRecord(message: Message, queueArn: string): SQSRecord {
       SentTimestamp: attributes.SentTimestamp ?? String(Date.now()),
       SenderId: attributes.SenderId ?? 'local',
       ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+      // Lambda's records from a FIFO queue carry the group, the deduplication id and the sequence number.
+      ...(attributes.MessageGroupId !== undefined
+        ? { MessageGroupId: attributes.MessageGroupId, MessageDeduplicationId: attributes.MessageDeduplicationId, SequenceNumber: attributes.SequenceNumber }
+        : {}),
     },
     messageAttributes: Object.fromEntries(
       Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [

@@ -1,3 +1,5 @@
+import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
+import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import { ROCKETMQ_RETRY_DELAYS_SECONDS, RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 
 export class InvalidTimeScaleError extends Error {
@@ -19,4 +21,14 @@ export class InvalidTimeScaleError extends Error {
 export function compressedRetrySchedule(scale: number, delaysSeconds: readonly number[] = ROCKETMQ_RETRY_DELAYS_SECONDS): RetrySchedule {
   if (!Number.isFinite(scale) || scale < 1) throw new InvalidTimeScaleError(`time scale must be a number >= 1, got ${scale}`);
   return new RetrySchedule(delaysSeconds.map((d) => (d === 0 ? 0 : Math.max(1, Math.round(d / scale)))));
+}
+
+/**
+ * The schedule a group's handler runs with locally: its own schedule from the catalogue
+ * (RocketMQ's growing delays for a concurrent group, the fixed `orderlySchedule` interval for
+ * an orderly one), compressed. The number of deliveries stays the catalogue's, so the redrive
+ * count the provisioning derives still fits.
+ */
+export function compressedScheduleOf(definition: ConsumerGroupDefinition, scale: number): RetrySchedule {
+  return compressedRetrySchedule(scale, lifetimesOf(definition).lifetimes.schedule.delaysSeconds);
 }

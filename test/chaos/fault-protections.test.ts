@@ -18,7 +18,7 @@ import { createOrderStatusConsumer } from '../../functions/order-status-consumer
 import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
 import { trafficMessage } from '../../scripts/local/traffic.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
-import { commitRendezvous, couponConsumer, weakPointsConsumer, weakStatusConsumer, type PointsWeakness, type StatusWeakness } from './weakened-consumers.ts';
+import { commitRendezvous, couponConsumer, statusWithoutHoldBack, weakPointsConsumer, weakStatusConsumer, type PointsWeakness, type StatusWeakness } from './weakened-consumers.ts';
 
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
@@ -28,9 +28,10 @@ const COUPONS = 'coupon-consumer-group';
 const STATUS = 'order-status-consumer-group';
 const ids = new MsgIdGenerator('0A0C0A06', 0x0c4a);
 
-/** An ORDER_TOPIC envelope standing for `fact`. */
+/** An ORDER_TOPIC envelope standing for `fact`, keyed by its order number as the chaos producers key theirs (one order, one message group). */
 function orderTopic<F extends ChaosMessage['fact']>(tags: string, body: Record<string, unknown>, fact: F, msgId = ids.next()): ChaosMessage<F> {
-  return { ...trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags, body: JSON.stringify(body) })), fact };
+  const keys = typeof body.orderNo === 'string' ? [body.orderNo] : [];
+  return { ...trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags, keys, body: JSON.stringify(body) })), fact };
 }
 
 /** An order: its PAID (the first copy's msgId unless another is given), its FINISHED, a conflicting PAID. */
@@ -329,12 +330,13 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(r.outcomes.retried).toBe(0);
   }, 120_000);
 
-  it('a late PAID after its order finished (redelivery, rebalance replay) — guarded by the transition\'s precondition (status = from): the order never moves back', async () => {
-    // Prepare: an order paid and finished, then its PAID once more.
+  it('a PAID re-sent after its order finished (new msgId, or a replay past FIFO deduplication\'s five minutes) — guarded by the transition\'s precondition (status = from): the order never moves back', async () => {
+    // Prepare: an order paid and finished, then its PAID once more under a new msgId (a copy
+    // with the same msgId within five minutes would be absorbed by FIFO deduplication).
     const order = newOrder('SOLP1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [STATUS],
-      phases: [{ messages: [order.paid()] }, { messages: [order.finished()], afterQuiet: true }, { messages: [order.paid()], afterQuiet: true }],
+      phases: [{ messages: [order.paid()] }, { messages: [order.finished()], afterQuiet: true }, { messages: [order.paid(ids.next())], afterQuiet: true }],
       replace: { [STATUS]: status(weak ? 'unconditional-transition' : 'none') },
     });
 
@@ -349,43 +351,38 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(weak.invariants.violations).toEqual([`${STATUS}: order SOLP1: moved back from FINISHED to PAID`]);
   }, 120_000);
 
-  it('a FINISHED ahead of its PAID (standard queues reorder) — guarded by classifying it as not yet applicable: retried until its PAID is applied, neither dead-lettered as illegal nor dropped', async () => {
-    // Prepare: the FINISHED is sent, and received, before its PAID.
+  it('a producer that sends FINISHED before its PAID — guarded by classifying it as not yet applicable: retried at the fixed interval, its PAID held back, then dead-lettered RETRIES_EXHAUSTED with a reason, neither dead-lettered as illegal at once nor dropped', async () => {
+    // Prepare: in producer order the FINISHED comes first, so on the orderly group it can never apply.
     const order = newOrder('SOOT1');
     const scenario = (weakness: StatusWeakness | 'none'): Scenario => ({
       groups: [STATUS],
       phases: [{ messages: [order.finished(), order.paid()] }],
-      batchSize: 1,
       replace: { [STATUS]: status(weakness) },
     });
 
     // Act
     const [real, illegal, dropped] = await Promise.all([run(scenario('none')), run(scenario('not-yet-is-illegal')), run(scenario('not-yet-is-done'))]);
 
-    // Assess: the real consumer retried the FINISHED once its PAID was in; the weakened ones dead-letter or lose it.
+    // Assess: the real consumer spent the FINISHED's attempts while its PAID waited, then applied the PAID; the weakened ones dead-letter or lose it.
     expectHolds(real);
-    expect(real.outcomes.retried).toBeGreaterThanOrEqual(1);
-    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1, finishedDeadLettered: 0 });
-    expect(illegal.invariants.unexpectedDeadLetters).toBe(1);
-    expect(illegal.invariants.violations.join('\n')).toContain('FINISHED dead-lettered as ILLEGAL_TRANSITION on attempt 1 of 17');
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ paid: 1, overtaken: 0, illegalTransitionDeadLetters: 0 });
+    expect(real.summary.groups[STATUS]!.detail.heldBack).toBeGreaterThanOrEqual(1);
+    expect(real.summary.deadLettered).toBe(1);
+    expect(illegal.summary.groups[STATUS]!.detail.illegalTransitionDeadLetters).toBe(1);
+    expect(illegal.invariants.violations.join('\n')).toContain('DLQ: unexpected ILLEGAL_TRANSITION');
     expect(illegal.summary.invariantHolds).toBe(false);
-    expect(dropped.summary.lostAwards).toBe(1);
-    expect(dropped.invariants.violations).toEqual([`${STATUS}: order SOOT1: is PAID, yet 1 of 1 FINISHED copy neither applied nor dead-lettered`]);
+    expect(dropped.invariants.violations.join('\n')).toContain('DLQ: missing RETRIES_EXHAUSTED');
+    expect(dropped.summary.invariantHolds).toBe(false);
   }, 120_000);
 
-  it('crash inside the conditional update (applied, answer lost, process dead) — guarded by the precondition: the returning PAID finds the order moved on and settles as a duplicate', async () => {
-    // Prepare: the invocation applying SOCU1's PAID dies once its update reached DynamoDB. Its
-    // FINISHED follows 1 s later and is applied; the PAID comes back only after its first retry
-    // delay (10 s / time scale 2 = 5 s), so it returns to a FINISHED order.
-    const order = newOrder('SOCU1');
+  it('a failure in the middle of a message group — guarded by holding back the rest of the group (the FINISHED waits until its failed PAID is applied)', async () => {
+    // Prepare: the PAID's first attempt fails before it reaches DynamoDB; its FINISHED is in the same batch.
+    const order = newOrder('SOHB1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [STATUS],
-      phases: [{ messages: [order.paid(), { ...order.finished(), atMs: 1000 }] }],
-      crashes: { [STATUS]: { atCrashPoint: ['SOCU1#PAID'] } },
-      timeScale: 2,
-      consumers: 2,
-      batchSize: 1,
-      replace: { [STATUS]: status(weak ? 'unconditional-transition' : 'none') },
+      phases: [{ messages: [order.paid(), order.finished()] }],
+      crashes: { [STATUS]: { failFirstAttempt: ['SOHB1#PAID'] } },
+      replace: { [STATUS]: weak ? statusWithoutHoldBack() : status('none') },
     });
 
     // Act
@@ -393,10 +390,34 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
 
     // Assess
     expectHolds(real);
-    expect(real.faults.processCrashes).toBe(1);
-    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1 });
-    expect(weak.faults.processCrashes).toBe(1);
-    expect(weak.summary.doubleAwards).toBe(1);
+    expect(real.faults.injectedFailures).toBe(1);
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1, heldBack: 1, overtaken: 0, appliedOutOfOrder: 0 });
+    expect(weak.faults.injectedFailures).toBe(1);
+    expect(weak.summary.groups[STATUS]!.detail.overtaken).toBeGreaterThanOrEqual(1);
+    expect(weak.invariants.violations).toContainEqual(expect.stringMatching(/order SOHB1: event 2 \(\w+\) was attempted on attempt 1 before an earlier event was applied/));
     expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it('crash inside the conditional update (applied, answer lost, process dead) — guarded by the precondition: the returning PAID finds the order moved on and settles as a duplicate, ahead of its FINISHED, which the FIFO queue holds back meanwhile', async () => {
+    // Prepare: the invocation applying SOCU1's PAID dies once its update reached DynamoDB. Its
+    // FINISHED follows 1 s later but waits: the queue holds the group back while the PAID is in flight.
+    const order = newOrder('SOCU1');
+    const scenario: Scenario = {
+      groups: [STATUS],
+      phases: [{ messages: [order.paid(), { ...order.finished(), atMs: 1000 }] }],
+      crashes: { [STATUS]: { atCrashPoint: ['SOCU1#PAID'] } },
+      consumers: 2,
+      batchSize: 1,
+    };
+
+    // Act
+    const real = await run(scenario);
+
+    // Assess: without the precondition the returning PAID would still find a PAID order (the
+    // FIFO queue brings it back before its FINISHED), so the weakened consumer is the late-PAID test's.
+    expectHolds(real);
+    expect(real.faults.processCrashes).toBe(1);
+    expect(real.outcomes.duplicatesSuppressed).toBe(1);
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1, appliedOutOfOrder: 0, overtaken: 0 });
   }, 120_000);
 });

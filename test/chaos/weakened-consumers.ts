@@ -20,6 +20,7 @@ import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
 import { stateTransitionStrategy, type TransitionRequest } from '../../lib/idempotency/strategies/state-transition.ts';
 import { dedupRecordPut, transactionalStrategy, type TransactionalResult } from '../../lib/idempotency/strategies/transactional.ts';
 import { CouponClient } from '../../lib/coupons/coupon-client.ts';
+import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { parseOrderEvent, parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
 import { transitionRequest } from '../../lib/orders/order-status.ts';
 import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
@@ -233,5 +234,17 @@ function weakenedTransition(weakness: StatusWeakness, request: TransitionRequest
         return { outcome: 'duplicate', reason: 'state-already-advanced' };
       }
     },
+  };
+}
+
+/**
+ * The real order-status consumer, handed each FIFO record as a message group of its own: a
+ * failure no longer holds back the rest of its group (the middleware's `skipGroupOnError`
+ * removed; records without a group at all it refuses on an orderly group).
+ */
+export function statusWithoutHoldBack(): ConsumerFactory {
+  return (deps) => {
+    const handler = createOrderStatusConsumer(deps);
+    return (event, context) => handler({ Records: event.Records.map((r) => ({ ...r, attributes: { ...r.attributes, MessageGroupId: r.messageId } })) }, context);
   };
 }

@@ -1,47 +1,42 @@
 import { randomUUID } from 'node:crypto';
-import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { DeliveryLifetimes } from '../../lib/config/delivery-lifetimes.ts';
-import { FIFO_QUEUE_ATTRIBUTES, deadLetterQueueName, queueName } from '../../lib/config/resources.ts';
+import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { recordId } from '../../lib/idempotency/record.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
 import type { Order } from '../../lib/orders/order-status.ts';
 import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 import { createOrderStatusConsumer, ORDER_STATUS } from '../../functions/order-status-consumer/handler.ts';
-import { lambdaContext } from '../../scripts/local/lambda-context.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
+import { pollOnce } from '../../scripts/local/sqs-poller.ts';
 import { readAllMessages } from './queue-reading.ts';
 
 /**
- * The order-status group on FIFO queues of the emulator, created from the catalogue's
- * attributes and the lifetimes the given schedule derives (the local provisioning still makes
- * every queue standard), and a Lambda-like poller that keeps what FIFO records carry.
+ * The order-status group as the local run provisions it (FIFO source queue and DLQ, the
+ * catalogue's redrive count), its consumer on the given schedule, and the local run's poller,
+ * which hands the handler FIFO records as Lambda does.
  */
 export async function orderlyFixture(options: { schedule: RetrySchedule; visibilityTimeoutSeconds?: number }) {
   const endpoint = inject('emulatorEndpoint');
   const aws = emulatorConfig(endpoint);
-  const prefix = `t${randomUUID().slice(0, 8)}`;
-  const { tables } = await provisionLocal(endpoint, prefix, { groups: [] });
+  const { tables, queues } = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, {
+    groups: [ORDER_STATUS.group],
+    visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 30,
+  });
+  const { source, deadLetter } = queues[ORDER_STATUS.group]!;
   const sqs = createSqs(aws);
   const dynamoDb = createDynamoDb(aws);
-  const { queues } = DeliveryLifetimes.derive(options.schedule, 'orderly');
-  const deadLetter = await createFifoQueue(sqs, deadLetterQueueName(prefix, ORDER_STATUS.group), { MessageRetentionPeriod: String(queues.deadLetterRetentionSeconds) });
-  const source = await createFifoQueue(sqs, queueName(prefix, ORDER_STATUS.group), {
-    VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? 30),
-    MessageRetentionPeriod: String(queues.sourceRetentionSeconds),
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetter.arn, maxReceiveCount: queues.maxReceiveCount }),
-  });
   const reports: RecordReport[] = [];
   const handler: ConsumerHandler = createOrderStatusConsumer({
     aws,
     tables,
     deadLetterQueueUrl: deadLetter.url,
     schedule: options.schedule,
-    queueLifetimes: queues,
+    queueLifetimes: lifetimesOf(ORDER_STATUS).lifetimes.queues,
     dynamoDb,
     sqs,
     onReport: (r) => reports.push(r),
@@ -72,12 +67,6 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
   };
 }
 
-async function createFifoQueue(sqs: SQSClient, name: string, attributes: Record<string, string>) {
-  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { ...FIFO_QUEUE_ATTRIBUTES, ...attributes } }));
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-  return { url: QueueUrl!, arn: Attributes!.QueueArn! };
-}
-
 /** What one poll received (the records as the handler saw them) and answered. */
 export interface FifoPoll {
   records: SQSRecord[];
@@ -85,35 +74,16 @@ export interface FifoPoll {
 }
 
 async function pollFifo(sqs: SQSClient, queue: { url: string; arn: string }, handler: ConsumerHandler): Promise<FifoPoll> {
-  const { Messages = [] } = await sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: queue.url, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'], WaitTimeSeconds: 0 }),
-  );
-  if (Messages.length === 0) return { records: [] };
-  const records: SQSRecord[] = Messages.map((m) => ({
-    messageId: m.MessageId!,
-    receiptHandle: m.ReceiptHandle!,
-    body: m.Body ?? '',
-    // Lambda's FIFO records carry the group, the deduplication id and the sequence number.
-    attributes: {
-      ApproximateReceiveCount: m.Attributes?.ApproximateReceiveCount ?? '1',
-      SentTimestamp: m.Attributes?.SentTimestamp ?? String(Date.now()),
-      SenderId: 'local',
-      ApproximateFirstReceiveTimestamp: m.Attributes?.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
-      MessageGroupId: m.Attributes?.MessageGroupId,
-      MessageDeduplicationId: m.Attributes?.MessageDeduplicationId,
-      SequenceNumber: m.Attributes?.SequenceNumber,
+  let response: SQSBatchResponse | undefined;
+  const { records = [] } = await pollOnce({
+    sqs,
+    queueUrl: queue.url,
+    queueArn: queue.arn,
+    functionName: ORDER_STATUS.functionName,
+    handler: async (event, context) => {
+      response = await handler(event, context);
+      return response;
     },
-    messageAttributes: {},
-    md5OfBody: m.MD5OfBody ?? '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: queue.arn,
-    awsRegion: 'us-east-1',
-  }));
-  const response = await handler({ Records: records }, lambdaContext('order-status-consumer', 30_000));
-  const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-  const done = Messages.filter((m) => !failed.has(m.MessageId!));
-  if (done.length > 0) {
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queue.url, Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })) }));
-  }
-  return { records, response };
+  });
+  return { records, ...(response ? { response } : {}) };
 }

@@ -1,40 +1,36 @@
 /**
  * The order-status group's part in the chaos run: state transition (one conditional update
- * per event, WAIT_PAY → PAID → FINISHED, no dedup record). The group is orderly, but the
- * local run creates standard queues (docs/ordered-consumption.md, "Limits") and its bridge
- * sets no message group, so here events of one order may arrive out of order, as on a
- * concurrent group. A FINISHED that overtook its PAID finds the order WAIT_PAY: it is not
- * illegal, only not yet applicable, so it is retried and dead-lettered (RETRIES_EXHAUSTED)
- * only if its PAID has still not been applied when its attempts are spent.
+ * per event, WAIT_PAY → PAID → FINISHED, no dedup record), an orderly group: the local run
+ * gives it FIFO queues and sends each order's events as one message group (the order number),
+ * so the events of one order reach the consumer in producer order, one at a time.
  *
- * Invariants, per order, from the orders table and the group's DLQ, against every copy the
- * bridge sent to the group (the points and coupon plug-ins' PAIDs too: the group subscribes
- * to `PAID || FINISHED` on ORDER_TOPIC):
- * 1. Forward only: the status is WAIT_PAY, PAID or FINISHED and never moved back: an order
- *    stamped `finishedAt` is FINISHED (no late or duplicate PAID overwrote it), one stamped
- *    `paidAt` is PAID or FINISHED.
- * 2. The final status is the furthest state whose event was applied: every order that
- *    received a PAID is at least PAID (a PAID of an existing order is never dead-lettered);
- *    every order that received a FINISHED is FINISHED unless every copy of that FINISHED is in
- *    the DLQ; no order is past a state whose event it never received.
- * 3. A FINISHED is dead-lettered only for overtaking its PAID for all its attempts: its dead
- *    letter carries RETRIES_EXHAUSTED, was sent on its last attempt (the schedule's maximum),
- *    and its reason is NOT_YET_APPLICABLE (that attempt found the order not yet PAID). No
- *    ILLEGAL_TRANSITION: every status of this run is in the lifecycle.
- * 4. Nothing lost silently: invalid bodies are dead-lettered as INVALID_PAYLOAD (malformed
- *    envelopes as INVALID_ENVELOPE), nothing else is in the DLQ, nothing is left in the
- *    source queue (the run checks both for every group).
+ * The ordering invariant, per order, against every distinct event (msgId) the bridge sent the
+ * group, in producer order (the points and coupon plug-ins' PAIDs too: the group subscribes to
+ * `PAID || FINISHED` on ORDER_TOPIC):
+ * 1. The final status equals the last event in producer order, as the lifecycle applies them:
+ *    each event moves the order one step (WAIT_PAY → PAID → FINISHED), an event at or behind
+ *    the status is a duplicate, an event ahead of it can never apply (only a producer that
+ *    sends FINISHED before PAID makes one) and is dead-lettered RETRIES_EXHAUSTED. From the
+ *    orders table: the status, and `statusMsgId`, the message that made the last transition,
+ *    which must be that event's and not a later duplicate's.
+ * 2. No event was applied after a later one, and none was attempted before an earlier one was
+ *    applied: from the consumer's reports in the order their invocations ended (the table
+ *    keeps only the last transition), the applied events of an order follow producer order,
+ *    and no event that has a predecessor in producer order ever found its order not yet at its
+ *    predecessor's state (NOT_YET_APPLICABLE): the group let it overtake.
+ * 3. No ILLEGAL_TRANSITION dead letter, no FINISHED dead-lettered but those rule 1 predicts;
+ *    invalid bodies dead-lettered as INVALID_PAYLOAD (malformed envelopes as
+ *    INVALID_ENVELOPE); nothing else in the DLQ and nothing left in the source queue (the run
+ *    checks both for every group).
  *
- * Once the local run feeds the group FIFO queues with one message group per order,
- * `standardQueueFindings` gives way to the ordering invariant: the final status equals the
- * last event in producer order, and no event is applied after a later one.
+ * The fault plan's transient failures fail the first attempt of some PAIDs whose FINISHED
+ * follows: the middleware must hold the FINISHED back (HELD_BACK) until its PAID is applied.
  */
 import { scanTable } from '../../../lib/aws/table-scan.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../../../lib/idempotency/failure-router.ts';
-import { OrderStatus, type Order } from '../../../lib/orders/order-status.ts';
-import type { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { ORDER_TRANSITIONS, OrderStatus, type Order } from '../../../lib/orders/order-status.ts';
+import type { Delivery } from '../../local/delivery-account.ts';
 import { seedOrders } from '../../local/order-seeding.ts';
-import type { PeekedMessage } from '../../local/run-readout.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
 import { orderNoOf, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupVerdict } from '../chaos-plugin.ts';
 import { crashInsideConditionalUpdate, updateAttribute } from '../crash-points.ts';
@@ -42,15 +38,22 @@ import { orderTopicFact, OrderTopicProducer } from '../order-topic.ts';
 import { redeliverLater } from '../workload.ts';
 
 const GROUP = 'order-status-consumer-group';
-/** Of the group's own orders, this share has its FINISHED sent a few messages before its PAID. */
-const OVERTAKEN_SHARE = 0.1;
+const LIFECYCLE: readonly string[] = [OrderStatus.WAIT_PAY, OrderStatus.PAID, OrderStatus.FINISHED];
 
-/** Every event one order received, as the bridge sent them to the group. */
-interface OrderHistory {
-  /** Copies of a PAID for the order (conflicting payments included: for this group they are PAIDs). */
-  paid: number;
-  /** Each FINISHED body of the order, and how many copies of it were sent. */
-  readonly finished: Map<string, number>;
+/** One distinct event of an order (its first copy), in producer order. */
+interface OrderEvent {
+  readonly msgId: string;
+  readonly body: string;
+  readonly to: typeof OrderStatus.PAID | typeof OrderStatus.FINISHED;
+}
+
+/** What the lifecycle makes of an order's events applied one at a time in producer order. */
+interface ExpectedOrder {
+  readonly status: string;
+  /** The event that made the last transition (`statusMsgId`); none when the order stays WAIT_PAY. */
+  readonly lastTransition?: string;
+  /** Events ahead of the status when their turn came: they can never apply, so they are dead-lettered. */
+  readonly neverApplicable: readonly OrderEvent[];
 }
 
 export const chaosPlugin: ChaosPlugin = {
@@ -58,29 +61,26 @@ export const chaosPlugin: ChaosPlugin = {
   crashPointName: 'inside its conditional update',
 
   /**
-   * Phase 1: a PAID and a FINISHED per order in producer order, the FINISHED one to four
-   * orders after its PAID, or, for one order in ten, one to three orders before it (a
-   * standard queue's reorder); redeliveries (same msgId) a few messages later; invalid
-   * FINISHED bodies. Phase 2, once quiet: PAIDs delivered again after their order finished.
+   * Phase 1: a PAID and a FINISHED per order in producer order, the FINISHED one to four orders
+   * after its PAID, so one message group's events are spread over batches and interleaved with
+   * other groups'; redeliveries (same msgId) a few messages later, which FIFO deduplication
+   * absorbs; invalid FINISHED bodies. Phase 2, once quiet: PAIDs delivered again after their
+   * order finished (absorbed too while within the five minutes, a duplicate after).
    */
   workload({ seed, messages }) {
     const random = seededRandom(seed ^ 0x57a7);
     const share = (fraction: number) => Math.max(1, Math.round(messages * fraction));
-    const composition = { orders: 0, overtaken: 0, redeliveries: share(0.06), invalidBodies: share(0.015), latePaid: share(0.03) };
+    const composition = { orders: 0, redeliveries: share(0.06), invalidBodies: share(0.015), latePaid: share(0.03) };
     const lifecycles = messages - composition.redeliveries - composition.invalidBodies - composition.latePaid;
     composition.orders = Math.floor(lifecycles / 2);
     composition.redeliveries += lifecycles % 2;
     const producer = new OrderTopicProducer(seed, '0A0C0A08');
     const { orders } = producer.orders(composition.orders, 'S', random);
-    const slotted: Array<{ slot: number; message: ChaosMessage }> = [];
-    for (const [i, order] of orders.entries()) {
-      const overtaken = random() < OVERTAKEN_SHARE;
-      if (overtaken) composition.overtaken++;
-      const finishedSlot = overtaken ? 3 * i - 3 * (1 + Math.floor(random() * 3)) - 1 : 3 * i + 3 * (1 + Math.floor(random() * 4)) + 1;
-      slotted.push({ slot: 3 * i, message: producer.paid(order) });
-      slotted.push({ slot: finishedSlot, message: producer.finished(order.orderNo, new Date(producer.bornBase + 20_000_000 + i).toISOString(), overtaken ? 'order finished, sent before its PAID' : 'order finished') });
-    }
-    const stream = slotted.sort((a, b) => a.slot - b.slot).map((s) => s.message);
+    const slotted = orders.flatMap((order, i) => [
+      { slot: 3 * i, message: producer.paid(order) },
+      { slot: 3 * i + 3 * (1 + Math.floor(random() * 4)) + 1, message: producer.finished(order.orderNo, new Date(producer.bornBase + 20_000_000 + i).toISOString()) },
+    ]);
+    const stream: ChaosMessage[] = slotted.sort((a, b) => a.slot - b.slot).map((s) => s.message);
     redeliverLater(stream, composition.redeliveries, random);
     for (let i = 0; i < composition.invalidBodies; i++) stream.splice(Math.floor(random() * (stream.length + 1)), 0, producer.invalidFinished(i));
     const paidOf = new Map(stream.filter((m) => m.fact.kind === 'order-paid').map((m) => [orderNoOf(m.fact), m]));
@@ -90,7 +90,7 @@ export const chaosPlugin: ChaosPlugin = {
     }));
     return {
       phases: [
-        { name: 'order lifecycles, some FINISHED ahead of their PAID', messages: stream },
+        { name: 'order lifecycles in producer order', messages: stream },
         { name: 'late PAIDs of finished orders', messages: late },
       ],
       composition,
@@ -98,10 +98,9 @@ export const chaosPlugin: ChaosPlugin = {
   },
 
   expect(received) {
-    const history = new Map<string, OrderHistory>();
-    const of = (orderNo: string) => history.get(orderNo) ?? history.set(orderNo, { paid: 0, finished: new Map() }).get(orderNo)!;
-    const msgIds = new Set<string>();
-    const keys = new Set<string>();
+    const events = new Map<string, OrderEvent[]>();
+    const seen = new Set<string>();
+    const committing: string[] = [];
     const deadLetters: ExpectedDeadLetter[] = [];
     for (const message of received) {
       const fact = orderTopicFact(GROUP, message);
@@ -109,29 +108,41 @@ export const chaosPlugin: ChaosPlugin = {
         deadLetters.push({ body: message.body, code: 'INVALID_PAYLOAD' });
         continue;
       }
-      const order = of(fact.orderNo);
-      if (fact.kind === 'order-finished') {
-        order.finished.set(message.body, (order.finished.get(message.body) ?? 0) + 1);
-        deadLetters.push({ body: message.body, code: 'RETRIES_EXHAUSTED', optional: true });
-      } else order.paid++;
-      if (fact.kind !== 'conflicting-payment') {
-        msgIds.add(message.msgId!);
-        keys.add(transitionKey(fact.orderNo, fact.kind === 'order-paid' ? OrderStatus.PAID : OrderStatus.FINISHED));
-      }
+      if (events.get(fact.orderNo) === undefined) events.set(fact.orderNo, []);
+      // A copy with a msgId already seen is the same event again, not a new one.
+      if (seen.has(message.msgId!)) continue;
+      seen.add(message.msgId!);
+      if (fact.kind !== 'conflicting-payment') committing.push(message.msgId!);
+      events.get(fact.orderNo)!.push({ msgId: message.msgId!, body: message.body, to: fact.kind === 'order-finished' ? OrderStatus.FINISHED : OrderStatus.PAID });
     }
+    const expected = new Map([...events].map(([orderNo, list]) => [orderNo, applyInOrder(list)]));
+    for (const order of expected.values()) for (const e of order.neverApplicable) deadLetters.push({ body: e.body, code: 'RETRIES_EXHAUSTED' });
+    const keys = [...events].flatMap(([orderNo, list]) => [...new Set(list.map((e) => transitionKey(orderNo, e.to)))]);
     return {
       deadLetters,
-      crashTargets: { msgIds: [...msgIds], keys: [...keys] },
+      crashTargets: {
+        msgIds: committing,
+        keys,
+        // A PAID followed by its FINISHED: failing it must hold the FINISHED back.
+        failures: [...events].filter(([, list]) => list[0]?.to === OrderStatus.PAID && list.some((e) => e.to === OrderStatus.FINISHED)).map(([orderNo]) => transitionKey(orderNo, OrderStatus.PAID)),
+      },
       // The order service created every order before it was paid or finished.
-      seedTables: (dynamoDb, tables) => seedOrders(dynamoDb, tables.orders, [...history.keys()]),
-      judge: async ({ dynamoDb, tables, deadLetters: letters, unsettled, schedule }): Promise<GroupVerdict> => {
+      seedTables: (dynamoDb, tables) => seedOrders(dynamoDb, tables.orders, [...events.keys()]),
+      judge: async ({ dynamoDb, tables, deadLetters: letters, unsettled, deliveries }): Promise<GroupVerdict> => {
         const rows = new Map((await scanTable<Partial<Order>>(dynamoDb, tables.orders)).map((r) => [String(r.orderNo), r]));
-        const lettersOf = new Map<string, PeekedMessage[]>();
-        for (const letter of letters) lettersOf.set(letter.body, [...(lettersOf.get(letter.body) ?? []), letter]);
         const pending = new Set(unsettled.map((m) => orderNoOf(m.fact)));
+        const attempts = attemptsByOrder(deliveries, events);
         const verdict = { doubleEffects: 0, lostEffects: 0, violations: [] as string[], notJudged: 0 };
-        const detail = { orders: 0, paid: 0, finished: 0, finishedDeadLettered: 0 };
-        for (const [orderNo, order] of history) {
+        const detail = {
+          orders: 0,
+          paid: 0,
+          finished: 0,
+          appliedOutOfOrder: 0,
+          overtaken: 0,
+          heldBack: deliveries.filter((d) => d.outcome.kind === 'retried' && d.outcome.code === 'HELD_BACK').length,
+          illegalTransitionDeadLetters: letters.filter((l) => l.attributes[DEAD_LETTER_ATTRIBUTES.code] === 'ILLEGAL_TRANSITION').length,
+        };
+        for (const [orderNo, list] of events) {
           if (pending.has(orderNo)) {
             verdict.notJudged++;
             continue;
@@ -140,9 +151,9 @@ export const chaosPlugin: ChaosPlugin = {
           detail.orders++;
           if (row?.status === OrderStatus.PAID) detail.paid++;
           if (row?.status === OrderStatus.FINISHED) detail.finished++;
-          const deadLettered = [...order.finished.keys()].filter((body) => lettersOf.has(body));
-          detail.finishedDeadLettered += deadLettered.length;
-          const findings = standardQueueFindings(orderNo, order, row, lettersOf, schedule);
+          const findings = orderingFindings(orderNo, expected.get(orderNo)!, row, attempts.get(orderNo) ?? []);
+          detail.appliedOutOfOrder += findings.outOfOrder;
+          detail.overtaken += findings.overtaken;
           verdict.doubleEffects += findings.double.length;
           verdict.lostEffects += findings.lost.length;
           verdict.violations.push(...findings.double, ...findings.lost, ...findings.other);
@@ -166,42 +177,78 @@ function transitionKey(orderNo: string, to: string): string {
   return `${orderNo}#${to}`;
 }
 
-/** One order judged by the rules of a standard queue (invariants 1–3 above); each finding is a violation. */
-function standardQueueFindings(orderNo: string, order: OrderHistory, row: Partial<Order> | undefined, lettersOf: ReadonlyMap<string, readonly PeekedMessage[]>, schedule: RetrySchedule) {
+/** The lifecycle applied to an order's events one at a time, in producer order (rule 1). */
+function applyInOrder(events: readonly OrderEvent[]): ExpectedOrder {
+  let at = 0;
+  let lastTransition: string | undefined;
+  const neverApplicable: OrderEvent[] = [];
+  for (const event of events) {
+    const target = LIFECYCLE.indexOf(event.to);
+    if (LIFECYCLE.indexOf(ORDER_TRANSITIONS[event.to].from) === at) {
+      at = target;
+      lastTransition = event.msgId;
+    } else if (target > at) neverApplicable.push(event);
+  }
+  return { status: LIFECYCLE[at]!, ...(lastTransition ? { lastTransition } : {}), neverApplicable };
+}
+
+/** An attempt of one of an order's events, as the consumer reported it: its place in producer order and what it came to. */
+interface Attempt {
+  readonly index: number;
+  readonly delivery: Delivery;
+}
+
+/** Each order's attempts in the order their invocations ended. */
+function attemptsByOrder(deliveries: readonly Delivery[], events: ReadonlyMap<string, readonly OrderEvent[]>): Map<string, Attempt[]> {
+  const where = new Map<string, { orderNo: string; index: number }>();
+  for (const [orderNo, list] of events) for (const [index, e] of list.entries()) where.set(e.msgId, { orderNo, index });
+  const out = new Map<string, Attempt[]>();
+  for (const delivery of deliveries) {
+    const at = delivery.msgId ? where.get(delivery.msgId) : undefined;
+    if (!at) continue;
+    out.set(at.orderNo, [...(out.get(at.orderNo) ?? []), { index: at.index, delivery }]);
+  }
+  return out;
+}
+
+/** One order judged by the ordering invariant (rules 1 and 2 above); each finding is a violation. */
+function orderingFindings(orderNo: string, expected: ExpectedOrder, row: Partial<Order> | undefined, attempts: readonly Attempt[]) {
   const double: string[] = [];
   const lost: string[] = [];
   const other: string[] = [];
   const status = row?.status;
-  const receivedFinished = order.finished.size > 0;
+  // 1. The final status is the last event's in producer order, made by that very event.
   if (!row) lost.push(`order ${orderNo}: its row is gone`);
-  else if (status !== OrderStatus.WAIT_PAY && status !== OrderStatus.PAID && status !== OrderStatus.FINISHED) other.push(`order ${orderNo}: status ${status} is not in the lifecycle`);
-  // 1. Forward only.
-  if (row?.finishedAt !== undefined && status !== OrderStatus.FINISHED) double.push(`order ${orderNo}: moved back from FINISHED to ${status}`);
-  else if (row?.paidAt !== undefined && status === OrderStatus.WAIT_PAY) double.push(`order ${orderNo}: moved back from PAID to WAIT_PAY`);
-  // 2. The furthest state whose event was applied, and no further.
-  if (status === OrderStatus.FINISHED && (!receivedFinished || order.paid === 0)) double.push(`order ${orderNo}: FINISHED without ${order.paid === 0 ? 'a PAID' : 'a FINISHED'}`);
-  if (status === OrderStatus.PAID && order.paid === 0) double.push(`order ${orderNo}: PAID without a PAID`);
-  // An event whose stamp is on the row was applied: if the status says otherwise, rule 1 has found it moved back.
-  if (order.paid > 0 && status === OrderStatus.WAIT_PAY && row?.paidAt === undefined) lost.push(`order ${orderNo}: ${order.paid} PAID cop${order.paid === 1 ? 'y' : 'ies'} received, still WAIT_PAY`);
-  if (receivedFinished && status !== OrderStatus.FINISHED && row?.finishedAt === undefined) {
-    for (const [body, copies] of order.finished) {
-      const letters = lettersOf.get(body)?.length ?? 0;
-      // Each copy not applied must be in the DLQ; more letters than copies are repeats of a dead-lettered copy whose invocation died.
-      if (letters < copies) lost.push(`order ${orderNo}: is ${status}, yet ${copies - letters} of ${copies} FINISHED cop${copies === 1 ? 'y' : 'ies'} neither applied nor dead-lettered`);
-    }
+  else if (!LIFECYCLE.includes(String(status))) other.push(`order ${orderNo}: status ${status} is not in the lifecycle`);
+  else if (status !== expected.status) {
+    const behind = LIFECYCLE.indexOf(String(status)) < LIFECYCLE.indexOf(expected.status);
+    // Behind, yet stamped with the expected state's time: it got there and was moved back.
+    const movedBack = behind && row[ORDER_TRANSITIONS[expected.status as keyof typeof ORDER_TRANSITIONS].stampedAt] !== undefined;
+    (behind && !movedBack ? lost : double).push(
+      movedBack
+        ? `order ${orderNo}: moved back from ${expected.status} to ${status}`
+        : `order ${orderNo}: is ${status}, but its events in producer order end at ${expected.status}`,
+    );
+  } else if (expected.lastTransition && row.statusMsgId !== expected.lastTransition) {
+    other.push(`order ${orderNo}: ${status} was set by ${row.statusMsgId}, not by ${expected.lastTransition}, the first event in producer order to move it there`);
   }
-  // 3. A FINISHED dead-lettered only once its schedule was spent waiting for its PAID.
-  for (const body of order.finished.keys()) {
-    for (const letter of lettersOf.get(body) ?? []) {
-      const code = letter.attributes[DEAD_LETTER_ATTRIBUTES.code];
-      // A copy SQS's redrive policy moved (no code) repeats one the consumer dead-lettered; the run counts those.
-      if (code === undefined) continue;
-      const attempt = Number(letter.attributes[DEAD_LETTER_ATTRIBUTES.attempt]);
-      const reason = letter.attributes[DEAD_LETTER_ATTRIBUTES.reason] ?? '';
-      if (attempt < schedule.maxDeliveries || !reason.startsWith('NOT_YET_APPLICABLE')) {
-        other.push(`order ${orderNo}: FINISHED dead-lettered as ${code} on attempt ${attempt} of ${schedule.maxDeliveries} (${reason.slice(0, 100)}), not for overtaking its PAID for all its attempts`);
+  // 2. Applied in producer order, never attempted ahead of a predecessor.
+  let outOfOrder = 0;
+  let overtaken = 0;
+  let latest = -1;
+  for (const { index, delivery } of attempts) {
+    const { outcome } = delivery;
+    if (outcome.kind === 'processed') {
+      if (index < latest) {
+        outOfOrder++;
+        other.push(`order ${orderNo}: event ${index + 1} (${delivery.msgId}) was applied after event ${latest + 1}, a later one in producer order`);
       }
+      latest = Math.max(latest, index);
+    }
+    if (index > 0 && outcome.kind === 'retried' && outcome.code === 'NOT_YET_APPLICABLE') {
+      overtaken++;
+      other.push(`order ${orderNo}: event ${index + 1} (${delivery.msgId}) was attempted on attempt ${delivery.attempt} before an earlier event was applied`);
     }
   }
-  return { double, lost, other };
+  return { double, lost, other, outOfOrder, overtaken };
 }
