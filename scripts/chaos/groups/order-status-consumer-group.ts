@@ -142,7 +142,7 @@ export const chaosPlugin: ChaosPlugin = {
           heldBack: deliveries.filter((d) => d.outcome.kind === 'retried' && d.outcome.code === 'HELD_BACK').length,
           illegalTransitionDeadLetters: letters.filter((l) => l.attributes[DEAD_LETTER_ATTRIBUTES.code] === 'ILLEGAL_TRANSITION').length,
         };
-        for (const [orderNo, list] of events) {
+        for (const orderNo of events.keys()) {
           if (pending.has(orderNo)) {
             verdict.notJudged++;
             continue;
