@@ -61,10 +61,12 @@ export const bridgeConfigSchema = z.object({
    * message for years; SQS now takes up to 1 MiB, so raise it when every target queue allows it.
    */
   maxMessageBytes: z.number().int().min(1_024).default(262_144),
-  health: z.object({
-    host: z.string().default('127.0.0.1'),
-    port: z.number().int().min(0).max(65_535).default(8080),
-  }).default({ host: '127.0.0.1', port: 8080 }),
+  health: z
+    .object({
+      host: z.string().default('127.0.0.1'),
+      port: z.number().int().min(0).max(65_535).default(8080),
+    })
+    .default({ host: '127.0.0.1', port: 8080 }),
   /** How often the metrics buffer is flushed as CloudWatch EMF lines. */
   metricsIntervalMs: z.number().int().min(1_000).default(60_000),
   routes: z.array(routeSchema).min(1),
@@ -83,7 +85,7 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
   if (!result.success) throw new InvalidBridgeConfigError(`invalid bridge configuration: ${z.prettifyError(result.error)}`);
   const config = result.data;
   if (config.protocol === RocketMQProtocol.RocketMQ5 && !config.proxyEndpoint) {
-    throw new InvalidBridgeConfigError('protocol rocketmq5 needs proxyEndpoint (the proxy\'s gRPC address)');
+    throw new InvalidBridgeConfigError("protocol rocketmq5 needs proxyEndpoint (the proxy's gRPC address)");
   }
   if (config.protocol === RocketMQProtocol.RocketMQ4 && !config.nameServer) {
     throw new InvalidBridgeConfigError('protocol rocketmq4 needs nameServer (the name server addresses)');

@@ -20,7 +20,13 @@ export interface RouteStats {
  */
 export class RouteMetrics {
   readonly stats: RouteStats = {
-    forwarded: 0, forwardFailed: 0, deadLettered: 0, ackFailed: 0, receiveFailed: 0, lagMs: undefined, lastReceiveAt: undefined,
+    forwarded: 0,
+    forwardFailed: 0,
+    deadLettered: 0,
+    ackFailed: 0,
+    receiveFailed: 0,
+    lagMs: undefined,
+    lastReceiveAt: undefined,
   };
   readonly #emf: Metrics;
   #dirty = false;

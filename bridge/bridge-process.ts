@@ -37,10 +37,13 @@ export async function runBridgeProcess(options: { env?: NodeJS.ProcessEnv; befor
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
-      shutdown(signal).then(() => process.exit(0), (err: unknown) => {
-        logger.error('shutdown failed', { error: String(err) });
-        process.exit(1);
-      });
+      shutdown(signal).then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error('shutdown failed', { error: String(err) });
+          process.exit(1);
+        },
+      );
     });
   }
 

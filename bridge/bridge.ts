@@ -80,9 +80,7 @@ export class Bridge {
   }
 
   status(): BridgeStatus {
-    const routes = Object.fromEntries(this.#pumps.map(({ route, pump, metrics }) => [
-      route.group, { state: pump.state, topic: route.topic, stats: { ...metrics.stats } },
-    ]));
+    const routes = Object.fromEntries(this.#pumps.map(({ route, pump, metrics }) => [route.group, { state: pump.state, topic: route.topic, stats: { ...metrics.stats } }]));
     return { ready: this.#pumps.every(({ pump }) => pump.state === PumpState.Running), routes };
   }
 
@@ -101,7 +99,10 @@ export class Bridge {
     const logger = clientLogger(this.#logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }));
     if (this.config.protocol === RocketMQProtocol.RocketMQ4) {
       return new RemotingRouteConsumer({
-        nameServers: this.config.nameServer!.split(';').map((a) => a.trim()).filter((a) => a.length > 0),
+        nameServers: this.config
+          .nameServer!.split(';')
+          .map((a) => a.trim())
+          .filter((a) => a.length > 0),
         consumerGroup: route.group,
         topic: route.topic,
         tagExpression: route.tagExpression,

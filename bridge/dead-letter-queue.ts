@@ -42,16 +42,16 @@ export class DeadLetterQueue {
       data: { ...letter.envelope.data, body: '', bodyEncoding: 'utf8' as const, bodyOmitted: true },
     };
     try {
-      await this.sqs.send(new SendMessageCommand({
-        QueueUrl: this.queueUrl,
-        MessageBody: JSON.stringify(notice),
-        MessageAttributes: {
-          [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: sqsText(letter.reason, 256) },
-        },
-        ...(letter.messageGroupId !== undefined
-          ? { MessageGroupId: letter.messageGroupId, MessageDeduplicationId: `${letter.envelope.id}-${letter.reason}` }
-          : {}),
-      }));
+      await this.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: this.queueUrl,
+          MessageBody: JSON.stringify(notice),
+          MessageAttributes: {
+            [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: sqsText(letter.reason, 256) },
+          },
+          ...(letter.messageGroupId !== undefined ? { MessageGroupId: letter.messageGroupId, MessageDeduplicationId: `${letter.envelope.id}-${letter.reason}` } : {}),
+        }),
+      );
       return { ok: true };
     } catch (err) {
       return { ok: false, reason: describeError(err) };

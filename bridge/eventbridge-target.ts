@@ -1,13 +1,6 @@
 import { PutEventsCommand, type PutEventsCommandOutput, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { ENVELOPE_TYPE } from './received-envelope.ts';
-import {
-  describeError,
-  failAll,
-  packBatches,
-  type ForwardResult,
-  type ForwardTarget,
-  type OutboundMessage,
-} from './forward-target.ts';
+import { describeError, failAll, packBatches, type ForwardResult, type ForwardTarget, type OutboundMessage } from './forward-target.ts';
 
 /** Forwards envelopes as EventBridge events (`detail` = the CloudEvent) with `PutEvents`. */
 export class EventBridgeTarget implements ForwardTarget {
@@ -32,15 +25,17 @@ export class EventBridgeTarget implements ForwardTarget {
   async #putBatch(batch: OutboundMessage[]): Promise<ForwardResult[]> {
     let response: PutEventsCommandOutput;
     try {
-      response = await this.eventBridge.send(new PutEventsCommand({
-        Entries: batch.map((m) => ({
-          EventBusName: this.eventBusName,
-          Source: this.source,
-          DetailType: ENVELOPE_TYPE,
-          Detail: m.body,
-          ...(m.time ? { Time: m.time } : {}),
-        })),
-      }));
+      response = await this.eventBridge.send(
+        new PutEventsCommand({
+          Entries: batch.map((m) => ({
+            EventBusName: this.eventBusName,
+            Source: this.source,
+            DetailType: ENVELOPE_TYPE,
+            Detail: m.body,
+            ...(m.time ? { Time: m.time } : {}),
+          })),
+        }),
+      );
     } catch (err) {
       return failAll(batch, describeError(err));
     }

@@ -87,16 +87,19 @@ export class RemotingRouteConsumer implements MessageSource {
     // The client shares one connection set (name servers, credentials) per instance name within a
     // process, and clustering consumers take the pid as instance name: every route of a bridge
     // process talks to the same cluster with the same credentials, which the configuration ensures.
-    this.#consumer = new ForwardingPushConsumer({
-      nameSrv: [...options.nameServers],
-      httpclient: { request: () => Promise.reject(new AddressServerNotUsedError()) },
-      consumerGroup: options.consumerGroup,
-      pullBatchSize: PULL_BATCH_SIZE,
-      parallelConsumeLimit: batch,
-      persistConsumerOffsetInterval: options.persistOffsetIntervalMs ?? 5_000,
-      logger: options.logger,
-      ...(options.credentials ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret } : {}),
-    }, (msg, mq) => this.#deliver(msg, mq));
+    this.#consumer = new ForwardingPushConsumer(
+      {
+        nameSrv: [...options.nameServers],
+        httpclient: { request: () => Promise.reject(new AddressServerNotUsedError()) },
+        consumerGroup: options.consumerGroup,
+        pullBatchSize: PULL_BATCH_SIZE,
+        parallelConsumeLimit: batch,
+        persistConsumerOffsetInterval: options.persistOffsetIntervalMs ?? 5_000,
+        logger: options.logger,
+        ...(options.credentials ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret } : {}),
+      },
+      (msg, mq) => this.#deliver(msg, mq),
+    );
     // Pull failures while a broker is away are expected and retried by the client; they are logged, not fatal.
     this.#consumer.on('error', (err: Error) => options.logger.warn('%s', err.message));
   }
@@ -195,7 +198,7 @@ export class RemotingRouteConsumer implements MessageSource {
 
 /** A message from `%RETRY%<group>` carries its original topic in the RETRY_TOPIC property. */
 function originalTopic(msg: Message, group: string): string {
-  return msg.topic === `${RETRY_TOPIC_PREFIX}${group}` ? msg.retryTopic ?? msg.topic : msg.topic;
+  return msg.topic === `${RETRY_TOPIC_PREFIX}${group}` ? (msg.retryTopic ?? msg.topic) : msg.topic;
 }
 
 /**
@@ -203,12 +206,41 @@ function originalTopic(msg: Message, group: string): string {
  * carries was set by the application.
  */
 const SYSTEM_PROPERTIES = new Set([
-  'KEYS', 'TAGS', 'WAIT', 'DELAY', 'RETRY_TOPIC', 'REAL_TOPIC', 'REAL_QID', 'TRAN_MSG', 'PGROUP',
-  'MIN_OFFSET', 'MAX_OFFSET', 'BUYER_ID', 'ORIGIN_MESSAGE_ID', 'TRANSFER_FLAG', 'CORRECTION_FLAG',
-  'MQ2_FLAG', 'RECONSUME_TIME', 'MSG_REGION', 'TRACE_ON', 'UNIQ_KEY', 'MAX_RECONSUME_TIMES',
-  'CONSUME_START_TIME', 'TRAN_PREPARED_QUEUE_OFFSET', 'TRANSACTION_CHECK_TIMES',
-  'CHECK_IMMUNITY_TIME_IN_SECONDS', 'INSTANCE_ID', 'CORRELATION_ID', 'REPLY_TO_CLIENT', 'TTL',
-  'ARRIVE_TIME', 'PUSH_REPLY_TIME', 'CLUSTER', 'MSG_TYPE', '__STARTDELIVERTIME', '__SHARDINGKEY',
+  'KEYS',
+  'TAGS',
+  'WAIT',
+  'DELAY',
+  'RETRY_TOPIC',
+  'REAL_TOPIC',
+  'REAL_QID',
+  'TRAN_MSG',
+  'PGROUP',
+  'MIN_OFFSET',
+  'MAX_OFFSET',
+  'BUYER_ID',
+  'ORIGIN_MESSAGE_ID',
+  'TRANSFER_FLAG',
+  'CORRECTION_FLAG',
+  'MQ2_FLAG',
+  'RECONSUME_TIME',
+  'MSG_REGION',
+  'TRACE_ON',
+  'UNIQ_KEY',
+  'MAX_RECONSUME_TIMES',
+  'CONSUME_START_TIME',
+  'TRAN_PREPARED_QUEUE_OFFSET',
+  'TRANSACTION_CHECK_TIMES',
+  'CHECK_IMMUNITY_TIME_IN_SECONDS',
+  'INSTANCE_ID',
+  'CORRELATION_ID',
+  'REPLY_TO_CLIENT',
+  'TTL',
+  'ARRIVE_TIME',
+  'PUSH_REPLY_TIME',
+  'CLUSTER',
+  'MSG_TYPE',
+  '__STARTDELIVERTIME',
+  '__SHARDINGKEY',
 ]);
 
 function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle: PendingDelivery): ReceivedMessage {

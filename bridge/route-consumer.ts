@@ -1,10 +1,4 @@
-import {
-  MessageView,
-  SimpleConsumer,
-  StatusChecker,
-  type MessageQueue,
-  type SimpleConsumerOptions,
-} from 'rocketmq-client-nodejs';
+import { MessageView, SimpleConsumer, StatusChecker, type MessageQueue, type SimpleConsumerOptions } from 'rocketmq-client-nodejs';
 import type { Message as MessagePB, Status } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js';
 import type { ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js';
 

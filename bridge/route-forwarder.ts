@@ -101,7 +101,11 @@ export class RouteForwarder {
     const size = this.options.target.sizeOf(p.outbound);
     const detail = `envelope is ${size} bytes; the target accepts at most ${this.options.maxMessageBytes}`;
     this.options.logger.error('message too large to forward, sending it to the DLQ', {
-      msgId: p.message.msgId, topic: p.message.topic, group: this.options.route.group, reason: DeadLetterReason.BodyTooLarge, detail,
+      msgId: p.message.msgId,
+      topic: p.message.topic,
+      group: this.options.route.group,
+      reason: DeadLetterReason.BodyTooLarge,
+      detail,
     });
     return this.options.deadLetters.send({
       envelope: p.envelope,
@@ -139,7 +143,9 @@ export class RouteForwarder {
       // forward a duplicate, which the consumers' idempotency absorbs.
       this.options.metrics.ackFailed(1);
       this.options.logger.warn('ack failed after a successful forward; expect a duplicate', {
-        group: this.options.route.group, msgId, error: String(result.reason),
+        group: this.options.route.group,
+        msgId,
+        error: String(result.reason),
       });
     });
     return acked;

@@ -1,12 +1,5 @@
 import { SendMessageBatchCommand, type SendMessageBatchCommandOutput, type SQSClient } from '@aws-sdk/client-sqs';
-import {
-  describeError,
-  failAll,
-  packBatches,
-  type ForwardResult,
-  type ForwardTarget,
-  type OutboundMessage,
-} from './forward-target.ts';
+import { describeError, failAll, packBatches, type ForwardResult, type ForwardTarget, type OutboundMessage } from './forward-target.ts';
 
 /** Forwards envelopes as SQS message bodies with `SendMessageBatch`. */
 export class SqsTarget implements ForwardTarget {
@@ -26,7 +19,7 @@ export class SqsTarget implements ForwardTarget {
     const batches = packBatches(messages, (m) => this.sizeOf(m), this.maxBatchBytes);
     if (!this.fifo) return (await Promise.all(batches.map((batch) => this.#sendBatch(batch)))).flat();
     const results: ForwardResult[] = [];
-    for (const batch of batches) results.push(...await this.#sendBatch(batch));
+    for (const batch of batches) results.push(...(await this.#sendBatch(batch)));
     return results;
   }
 

@@ -10,16 +10,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
-import {
-  TABLE_ENV,
-  assertOrderingFits,
-  deadLetterQueueName,
-  queueName,
-  recordIdPrefix,
-  type ConsumerGroupDefinition,
-  type GroupTuning,
-  type OutsideServiceName,
-} from '../lib/config/resources.ts';
+import { TABLE_ENV, assertOrderingFits, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning, type OutsideServiceName } from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
 import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
 import { serviceAccess, type ServiceSetting } from './outside-service.ts';
@@ -159,7 +150,14 @@ export class RocketMQConsumerGroup extends Construct {
       description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
       timeout,
       memorySize: props.memorySize,
-      ...(props.vpc ? { network: this.network(props.vpc, services.map((s) => s.port)) } : {}),
+      ...(props.vpc
+        ? {
+            network: this.network(
+              props.vpc,
+              services.map((s) => s.port),
+            ),
+          }
+        : {}),
       environment: {
         ...Object.fromEntries(def.tables.map((key) => [TABLE_ENV[key], props.tables.table(key).tableName])),
         [CONSUMER_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
@@ -177,9 +175,7 @@ export class RocketMQConsumerGroup extends Construct {
     for (const service of services) service.grant(consumer.role);
     // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
     // also resolves the source queue's URL and moves failures to the DLQ itself.
-    consumer.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'], resources: [this.queue.queueArn] }),
-    );
+    consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'], resources: [this.queue.queueArn] }));
     consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }));
 
     // A `*` group must see every message, tagged or not: it has no filter to put there.

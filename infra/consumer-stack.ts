@@ -74,5 +74,8 @@ export class RocketMQConsumersStack extends Stack {
 }
 
 function pascal(name: string): string {
-  return name.split('-').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('');
+  return name
+    .split('-')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
 }

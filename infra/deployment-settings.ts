@@ -126,7 +126,9 @@ export class InvalidDeploymentSettingsError extends Error {
 function unknownGroups(settings: DeploymentSettings): string[] {
   const known = new Set<string>(CONSUMER_GROUPS.map((g) => g.group));
   return Object.entries(settings.stages).flatMap(([stage, s]) =>
-    Object.keys(s.groups ?? {}).filter((g) => !known.has(g)).map((g) => `${CONTEXT_KEY}.stages.${stage}.groups.${g}: not a consumer group of the catalogue`),
+    Object.keys(s.groups ?? {})
+      .filter((g) => !known.has(g))
+      .map((g) => `${CONTEXT_KEY}.stages.${stage}.groups.${g}: not a consumer group of the catalogue`),
   );
 }
 

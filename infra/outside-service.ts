@@ -75,13 +75,7 @@ export function serviceAccess(scope: Construct, name: OutsideServiceName, group:
   };
 }
 
-function authorisation(
-  scope: Construct,
-  name: OutsideServiceName,
-  group: string,
-  url: URL,
-  setting: ServiceSetting['auth'],
-): { auth: ServiceAuth; grant: (role: iam.IRole) => void } {
+function authorisation(scope: Construct, name: OutsideServiceName, group: string, url: URL, setting: ServiceSetting['auth']): { auth: ServiceAuth; grant: (role: iam.IRole) => void } {
   const refuse = (field: string, problem: string) => new ServiceSettingError(`services.${name}.${field}`, group, problem);
   switch (setting.kind) {
     case 'none':

@@ -13,7 +13,8 @@ export const RUNBOOK = {
   deadLetters: {
     anchor: 'dead-letters',
     happened: 'Messages reached the dead-letter queue: a permanent error, or 17 deliveries (about 4h46m of RocketMQ-style retries) did not succeed.',
-    action: 'Read the failure-code/failure-reason attributes of a dead letter, fix the cause, then redrive the DLQ to the source queue (console "Start DLQ redrive" or aws sqs start-message-move-task); duplicates are suppressed.',
+    action:
+      'Read the failure-code/failure-reason attributes of a dead letter, fix the cause, then redrive the DLQ to the source queue (console "Start DLQ redrive" or aws sqs start-message-move-task); duplicates are suppressed.',
   },
   oldestMessage: {
     anchor: 'oldest-message-age',
@@ -66,23 +67,26 @@ export const RUNBOOK = {
   },
   bridgeForwardFailures: {
     anchor: 'bridge-forward-failures',
-    happened: 'The bridge could not forward messages of a route to its queue: they stay un-acked in RocketMQ and come back after their invisible duration, so nothing is lost, but the route is not moving.',
-    action: 'Read the bridge log group for "batch failed" and the SQS error (AccessDenied, KMS, throttling, queue deleted); check the task role and the queue; the route resumes by itself once SQS accepts again.',
+    happened:
+      'The bridge could not forward messages of a route to its queue: they stay un-acked in RocketMQ and come back after their invisible duration, so nothing is lost, but the route is not moving.',
+    action:
+      'Read the bridge log group for "batch failed" and the SQS error (AccessDenied, KMS, throttling, queue deleted); check the task role and the queue; the route resumes by itself once SQS accepts again.',
   },
   bridgeReceiveFailures: {
     anchor: 'bridge-receive-failures',
     happened: 'The bridge kept failing to receive from RocketMQ for a route: the cluster, its proxy or name servers, the network path or the ACL credentials are failing.',
-    action: 'Check the cluster (proxy/broker health, topic and consumer group exist), the security groups and routes from the bridge subnets, and the credentials secret; the bridge retries with backoff.',
+    action:
+      'Check the cluster (proxy/broker health, topic and consumer group exist), the security groups and routes from the bridge subnets, and the credentials secret; the bridge retries with backoff.',
   },
   bridgeTasks: {
     anchor: 'bridge-tasks',
     happened: 'Fewer bridge tasks are running than the service should keep: tasks fail their health check, crash or cannot start, so the routes are forwarded slowly or not at all.',
-    action: 'Open the ECS service events and the stopped tasks\' reasons (image pull, secret, out of memory, health check); the deployment circuit breaker rolls back a bad deployment by itself.',
+    action: "Open the ECS service events and the stopped tasks' reasons (image pull, secret, out of memory, health check); the deployment circuit breaker rolls back a bad deployment by itself.",
   },
   bridgeLag: {
     anchor: 'bridge-lag',
     happened: 'Messages a route forwards were stored in RocketMQ long before: the bridge runs behind its topic (too few tasks, slow SQS, or a backlog after an outage).',
-    action: 'Compare the route\'s Received and Forwarded rates; raise the stage\'s bridge maxCount or task size, check SQS throttling; for RocketMQ 4 more tasks than queues of the topic do not help.',
+    action: "Compare the route's Received and Forwarded rates; raise the stage's bridge maxCount or task size, check SQS throttling; for RocketMQ 4 more tasks than queues of the topic do not help.",
   },
 } as const satisfies Record<string, RunbookEntry>;
 

@@ -33,9 +33,7 @@ const USAGE =
   '   or: npm run alarm:test -- --stdin [options] < robot.json   (the robot secret\'s JSON: {"webhookUrl", "secret", "keyword"?, "atMobiles"?})\n' +
   '   local stand-ins only (a loopback webhook): --webhook <url> [--secret <SEC…>]';
 
-const HOW_TO_PASS =
-  'pass the robot as DINGTALK_WEBHOOK_URL and DINGTALK_SECRET in the environment, ' +
-  'or its secret JSON on standard input with --stdin';
+const HOW_TO_PASS = 'pass the robot as DINGTALK_WEBHOOK_URL and DINGTALK_SECRET in the environment, ' + 'or its secret JSON on standard input with --stdin';
 
 /** The command line cannot be run as given; nothing was sent. */
 class AlarmTestUsageError extends DingTalkError {
@@ -71,16 +69,21 @@ async function robotOf(values: Values, env: NodeJS.ProcessEnv): Promise<WebhookC
     ? parseWebhookSecret(await text(process.stdin))
     : { webhookUrl: values.webhook ?? env.DINGTALK_WEBHOOK_URL, secret: values.secret ?? (env.DINGTALK_SECRET || undefined) };
   if ((values.webhook !== undefined || values.secret !== undefined) && !(robot.webhookUrl && isLoopbackUrl(robot.webhookUrl))) {
-    throw new AlarmTestUsageError(
-      `--webhook and --secret are accepted only for a local stand-in (a loopback webhook): arguments show in the process list and the shell history; ${HOW_TO_PASS}`,
-    );
+    throw new AlarmTestUsageError(`--webhook and --secret are accepted only for a local stand-in (a loopback webhook): arguments show in the process list and the shell history; ${HOW_TO_PASS}`);
   }
   if (!robot.webhookUrl) throw new AlarmTestUsageError(`no robot given: ${HOW_TO_PASS}`);
   return {
     ...robot,
     webhookUrl: robot.webhookUrl,
     ...(values.keyword ? { keyword: values.keyword } : {}),
-    ...(values.at ? { atMobiles: values.at.split(',').map((m) => m.trim()).filter(Boolean) } : {}),
+    ...(values.at
+      ? {
+          atMobiles: values.at
+            .split(',')
+            .map((m) => m.trim())
+            .filter(Boolean),
+        }
+      : {}),
   };
 }
 

@@ -296,7 +296,14 @@ async function calibrateEmulator(emulator: Emulator) {
         new TransactWriteItemsCommand({
           TransactItems: Array.from({ length: actions }, (_, a) =>
             a % 3 === 2
-              ? { Update: { TableName: table, Key: { userId: { S: `t${actions}-${i}-${a}` } }, UpdateExpression: 'ADD balance :p SET updatedAt = :n', ExpressionAttributeValues: { ':p': { N: '5' }, ':n': { S: '2020-07-05T14:22:31Z' } } } }
+              ? {
+                  Update: {
+                    TableName: table,
+                    Key: { userId: { S: `t${actions}-${i}-${a}` } },
+                    UpdateExpression: 'ADD balance :p SET updatedAt = :n',
+                    ExpressionAttributeValues: { ':p': { N: '5' }, ':n': { S: '2020-07-05T14:22:31Z' } },
+                  },
+                }
               : { Put: { TableName: table, Item: { userId: { S: `t${actions}-${i}-${a}` }, balance: { N: '1' } }, ConditionExpression: 'attribute_not_exists(userId)' } },
           ),
         }),
@@ -339,14 +346,15 @@ function printReport(r: { messages: number; users: number; latencyMs: number; ba
     console.log(label.padEnd(width) + VARIANTS.map((v) => String(value(r.details[v])).padStart(16)).join(''));
   }
   for (const v of VARIANTS) {
-    console.log(`calls, first pass, ${v}: ${Object.entries(r.details[v].byCommand).map(([k, n]) => `${k.replace('Command', '')} ${n}`).join(', ')}`);
+    console.log(
+      `calls, first pass, ${v}: ${Object.entries(r.details[v].byCommand)
+        .map(([k, n]) => `${k.replace('Command', '')} ${n}`)
+        .join(', ')}`,
+    );
   }
   const pt = r.details.powertools;
-  console.log(
-    `speed-up over powertools: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`,
-  );
+  console.log(`speed-up over powertools: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`);
 }
-
 
 const pick = (d: VariantDetail): VariantFigures => ({
   roundTripsPerMessage: d.roundTripsPerMessage,

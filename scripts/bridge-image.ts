@@ -66,9 +66,7 @@ async function main(argv: string[]): Promise<number> {
   }
   try {
     const context = stageBridgeImageContext(path.join(out, 'cdk.out'));
-    process.stdout.write(
-      `synth ${seconds(context.synthMs)}; build context ${(context.bytes / 1024).toFixed(0)} KiB in ${context.files} files: ${context.directory}\n`,
-    );
+    process.stdout.write(`synth ${seconds(context.synthMs)}; build context ${(context.bytes / 1024).toFixed(0)} KiB in ${context.files} files: ${context.directory}\n`);
     const image = await replayDockerfile({
       context: context.directory,
       dockerfile: context.dockerFile,

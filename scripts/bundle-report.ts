@@ -38,7 +38,9 @@ async function main() {
   try {
     const figures: BundleFigures[] = [];
     for (const fn of [...functions, COMPARISON]) figures.push(await measure(fn, out, runs));
-    console.log(`bundles as deployed (esbuild ${(await import('esbuild')).version}, minified ESM, node24, SDK bundled); init = median of ${runs} fresh \`node\` processes importing the bundle (Node ${process.version})`);
+    console.log(
+      `bundles as deployed (esbuild ${(await import('esbuild')).version}, minified ESM, node24, SDK bundled); init = median of ${runs} fresh \`node\` processes importing the bundle (Node ${process.version})`,
+    );
     console.log(`${'function'.padEnd(40)}${'bytes'.padStart(12)}${'gzip'.padStart(10)}${'init ms'.padStart(10)}`);
     for (const f of figures) console.log(`${f.name.padEnd(40)}${String(f.bytes).padStart(12)}${String(f.gzipBytes).padStart(10)}${f.initMs.toFixed(1).padStart(10)}`);
     if (values.json) console.log(JSON.stringify({ node: process.version, runs, bundles: figures }));

@@ -86,14 +86,17 @@ function render(r: ChaosResult): string {
       `SDK: ${r.faults.sdk.throttle} throttles, ${r.faults.sdk.transactionConflict} TransactionConflicts, ${r.faults.sdk.unknownOutcome} unknown outcomes, ${r.faults.sdk.lostRequest} lost requests`,
     `Deliveries (counted at the pollers): ${r.summary.deliveries} = ${o.processed} processed + ${o.duplicatesSuppressed} duplicates + ${o.filtered} filtered + ${o.deadLettered} dead-lettered + ${o.retried} retried` +
       (r.summary.unaccounted === 0 ? '' : ` (${r.summary.unaccounted} unaccounted)`),
-    ...Object.entries(r.perGroup).map(([g, p]) => `  ${g}: ${p.countedAtPoller} delivered, ${p.processed} processed, ${p.duplicatesSuppressed} duplicates, ${p.filtered} filtered, ${p.deadLettered} dead-lettered, ${p.retried} retried`),
+    ...Object.entries(r.perGroup).map(
+      ([g, p]) =>
+        `  ${g}: ${p.countedAtPoller} delivered, ${p.processed} processed, ${p.duplicatesSuppressed} duplicates, ${p.filtered} filtered, ${p.deadLettered} dead-lettered, ${p.retried} retried`,
+    ),
     `From the tables and queues: ${r.invariants.doubleAwards} effects applied twice, ${r.invariants.lostAwards} lost, ` +
       `${r.invariants.deadLettered}/${r.invariants.expectedDeadLettered} dead letters with a reason (${r.invariants.repeatedDeadLetters} repeated copies), ${r.invariants.leftInSourceQueues} left in source queues`,
-    ...Object.entries(r.invariants.groups).map(
-      ([g, v]) => `  ${g}: ${v.holds ? 'holds' : 'FAILS'}; ${figures(v.detail)}; ${v.deadLettered}/${v.expectedDeadLettered} dead letters`,
-    ),
+    ...Object.entries(r.invariants.groups).map(([g, v]) => `  ${g}: ${v.holds ? 'holds' : 'FAILS'}; ${figures(v.detail)}; ${v.deadLettered}/${v.expectedDeadLettered} dead letters`),
     ...(r.run.pollErrors + r.run.untrackedDepartures > 0
-      ? [`Local run: ${r.run.pollErrors} poll(s) failed against the emulator; ${r.run.untrackedDepartures} message(s) left the queues unseen by the run's account (quiet then confirmed from SQS alone)`]
+      ? [
+          `Local run: ${r.run.pollErrors} poll(s) failed against the emulator; ${r.run.untrackedDepartures} message(s) left the queues unseen by the run's account (quiet then confirmed from SQS alone)`,
+        ]
       : []),
     ...r.invariants.violations.map((v) => `  VIOLATION: ${v}`),
     r.summary.invariantHolds ? 'Invariant holds.' : violated(r) ? 'INVARIANT FAILED.' : 'Run incomplete: nothing violated among what was judged; raise --max-run-seconds for a verdict.',

@@ -107,7 +107,10 @@ async function main(): Promise<number> {
     console.log(`chaos ${chaosArgs.join(' ')}: base ${base.slice(0, 10)} vs this ${head.slice(0, 10)}${dirty ? ' (with uncommitted changes)' : ''}, ${rounds} round(s), alternating`);
     const runs: ChaosRun[] = [];
     for (let r = 0; r < rounds; r++) {
-      for (const [tree, cwd] of [['base', baseTree], ['this', ROOT]] as const) {
+      for (const [tree, cwd] of [
+        ['base', baseTree],
+        ['this', ROOT],
+      ] as const) {
         const run = await runChaos(tree, cwd, chaosArgs);
         runs.push(run);
         console.log(describe(run));
@@ -116,9 +119,23 @@ async function main(): Promise<number> {
     const wall = (tree: ChaosRun['tree']) => median(runs.filter((r) => r.tree === tree).map((r) => r.wallSeconds));
     const [baseWall, thisWall] = [wall('base'), wall('this')];
     const allHold = runs.every(invariantsHold);
-    console.log(`median wall: base ${baseWall.toFixed(1)} s, this ${thisWall.toFixed(1)} s; ratio ${(baseWall / thisWall).toFixed(2)}x; invariants ${allHold ? 'hold in every run' : 'FAILED in a run'}`);
+    console.log(
+      `median wall: base ${baseWall.toFixed(1)} s, this ${thisWall.toFixed(1)} s; ratio ${(baseWall / thisWall).toFixed(2)}x; invariants ${allHold ? 'hold in every run' : 'FAILED in a run'}`,
+    );
     if (values.json) {
-      console.log(JSON.stringify({ chaosArgs, base, head, rounds, baseWallSeconds: round1(baseWall), thisWallSeconds: round1(thisWall), ratio: Math.round((baseWall / thisWall) * 100) / 100, invariantsHold: allHold, runs }));
+      console.log(
+        JSON.stringify({
+          chaosArgs,
+          base,
+          head,
+          rounds,
+          baseWallSeconds: round1(baseWall),
+          thisWallSeconds: round1(thisWall),
+          ratio: Math.round((baseWall / thisWall) * 100) / 100,
+          invariantsHold: allHold,
+          runs,
+        }),
+      );
     }
     return allHold ? 0 : 1;
   } finally {

@@ -34,7 +34,11 @@ export class DockerfileReplayError extends Error {
 /** An instruction, flag or form the replay does not model; `line` is 1-based. */
 export class UnsupportedDockerfileInstructionError extends DockerfileReplayError {
   override readonly name = 'UnsupportedDockerfileInstructionError';
-  constructor(readonly line: number, readonly instruction: string, reason: string) {
+  constructor(
+    readonly line: number,
+    readonly instruction: string,
+    reason: string,
+  ) {
     super(`Dockerfile line ${line} \`${instruction}\`: ${reason}`);
   }
 }
@@ -42,7 +46,12 @@ export class UnsupportedDockerfileInstructionError extends DockerfileReplayError
 /** A step that was understood and failed: a RUN exiting non-zero, a COPY source missing from the context. */
 export class DockerfileStepFailedError extends DockerfileReplayError {
   override readonly name = 'DockerfileStepFailedError';
-  constructor(readonly line: number, readonly instruction: string, reason: string, options?: ErrorOptions) {
+  constructor(
+    readonly line: number,
+    readonly instruction: string,
+    reason: string,
+    options?: ErrorOptions,
+  ) {
     super(`Dockerfile line ${line} \`${instruction}\` failed: ${reason}`, options);
   }
 }

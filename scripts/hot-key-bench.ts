@@ -168,5 +168,4 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
   };
 }
 
-
 await main();

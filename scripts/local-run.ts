@@ -75,7 +75,10 @@ function parse() {
     endpoint: values.endpoint,
     prefix: values.prefix,
     logLevel: values['log-level'] ?? 'SILENT',
-    groups: values.groups?.split(',').map((g) => g.trim()).filter((g) => g !== ''),
+    groups: values.groups
+      ?.split(',')
+      .map((g) => g.trim())
+      .filter((g) => g !== ''),
     redeliverProbability: num('redeliver', values.redeliver),
     consumers: num('consumers', values.consumers),
     seed: num('seed', values.seed),
@@ -160,7 +163,7 @@ main().then(
   (error: unknown) => {
     const badArgument = error instanceof LocalRunConfigError || error instanceof InvalidTimeScaleError;
     const known = badArgument || error instanceof TrafficFileError || error instanceof HandlerModuleError;
-    process.stderr.write(`local run failed: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
+    process.stderr.write(`local run failed: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
     process.exitCode = badArgument ? 2 : 1;
   },
 );

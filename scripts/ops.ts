@@ -18,16 +18,7 @@ import { messageOf, OperationsError, UsageError } from '../lib/operations/errors
 import { isClean, runLedgerAudit, type AuditReport } from '../lib/operations/ledger-audit.ts';
 import { awsConfigOf, groupQueuesOf, pointTablesOf, type PointTableNames, type TargetOptions } from '../lib/operations/operations-target.ts';
 import { ProgressBar, type ProgressStream } from '../lib/operations/progress-bar.ts';
-import {
-  redriveWriteSummary,
-  renderAudit,
-  renderDeadLetter,
-  renderDeadLetterList,
-  renderRedrive,
-  renderReversal,
-  reversalWriteSummary,
-  type SavedPlan,
-} from '../lib/operations/command-output.ts';
+import { redriveWriteSummary, renderAudit, renderDeadLetter, renderDeadLetterList, renderRedrive, renderReversal, reversalWriteSummary, type SavedPlan } from '../lib/operations/command-output.ts';
 import { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from '../lib/operations/reversal-plan.ts';
 import { confirmWrite, queueLocation, tableLocation, type ConfirmationChannel } from '../lib/operations/write-confirmation.ts';
 import { terminalSafe, type OutputFormat } from '../lib/operations/report-format.ts';

@@ -3,16 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROCKETMQ_4, ensureRocketMQJars } from './rocketmq-jars.ts';
-import {
-  JAVA_17_OPENS,
-  assertLoopbackOnlyNetwork,
-  freeBrokerPort,
-  freePort,
-  installExitHook,
-  spawnJvm,
-  stopChild,
-  waitForLine,
-} from './local-rocketmq.ts';
+import { JAVA_17_OPENS, assertLoopbackOnlyNetwork, freeBrokerPort, freePort, installExitHook, spawnJvm, stopChild, waitForLine } from './local-rocketmq.ts';
 
 /**
  * A throw-away Apache RocketMQ 4.7.1 on this machine: a name server and one broker (master) from
@@ -71,8 +62,7 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
     if (namesrv) await stopChild(namesrv);
     if (process.env.LOCAL_ROCKETMQ_KEEP !== '1') rmSync(home, { recursive: true, force: true });
   };
-  const spawn = (heap: string, mainClass: string, args: string[], name: string) =>
-    spawnJvm(java, home, heap, mainClass, args, name, ROCKETMQ_4.libDir, JAVA_17_OPENS);
+  const spawn = (heap: string, mainClass: string, args: string[], name: string) => spawnJvm(java, home, heap, mainClass, args, name, ROCKETMQ_4.libDir, JAVA_17_OPENS);
   const startBroker = async () => {
     brokerStarts += 1;
     const name = `broker-${brokerStarts}`;
@@ -134,36 +124,42 @@ function writeConfig(home: string, p: Ports): void {
   // Both start scripts configure logback from ROCKETMQ_HOME/conf and exit when the file is missing.
   for (const name of ['namesrv', 'broker', 'tools']) writeFileSync(join(home, 'conf', `logback_${name}.xml`), logback(join(home, `${name}.log`)));
   writeFileSync(join(home, 'namesrv.properties'), `listenPort=${p.namesrvPort}\n`);
-  writeFileSync(join(home, 'broker.conf'), [
-    `brokerClusterName=${p.clusterName}`,
-    `brokerName=${p.brokerName}`,
-    'brokerId=0',
-    'brokerRole=ASYNC_MASTER',
-    'flushDiskType=ASYNC_FLUSH',
-    `listenPort=${p.brokerPort}`,
-    'brokerIP1=127.0.0.1',
-    `namesrvAddr=${p.namesrvAddr}`,
-    `storePathRootDir=${store}`,
-    `storePathCommitLog=${join(store, 'commitlog')}`,
-    // 64 MB commit-log files instead of 1 GB, and a small consume-queue file: enough for tests.
-    'mappedFileSizeCommitLog=67108864',
-    'mappedFileSizeConsumeQueue=300000',
-    'autoCreateTopicEnable=false',
-    ...(p.acl ? ['aclEnable=true'] : []),
-    '',
-  ].join('\n'));
+  writeFileSync(
+    join(home, 'broker.conf'),
+    [
+      `brokerClusterName=${p.clusterName}`,
+      `brokerName=${p.brokerName}`,
+      'brokerId=0',
+      'brokerRole=ASYNC_MASTER',
+      'flushDiskType=ASYNC_FLUSH',
+      `listenPort=${p.brokerPort}`,
+      'brokerIP1=127.0.0.1',
+      `namesrvAddr=${p.namesrvAddr}`,
+      `storePathRootDir=${store}`,
+      `storePathCommitLog=${join(store, 'commitlog')}`,
+      // 64 MB commit-log files instead of 1 GB, and a small consume-queue file: enough for tests.
+      'mappedFileSizeCommitLog=67108864',
+      'mappedFileSizeConsumeQueue=300000',
+      'autoCreateTopicEnable=false',
+      ...(p.acl ? ['aclEnable=true'] : []),
+      '',
+    ].join('\n'),
+  );
   // The broker reads ROCKETMQ_HOME/conf/plain_acl.yml; every request must carry a valid signature.
   if (p.acl) {
-    writeFileSync(join(home, 'conf', 'plain_acl.yml'), [
-      'globalWhiteRemoteAddresses: []',
-      'accounts:',
-      `  - accessKey: ${p.acl.accessKey}`,
-      `    secretKey: ${p.acl.secretKey}`,
-      '    admin: false',
-      '    defaultTopicPerm: PUB|SUB',
-      '    defaultGroupPerm: PUB|SUB',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      join(home, 'conf', 'plain_acl.yml'),
+      [
+        'globalWhiteRemoteAddresses: []',
+        'accounts:',
+        `  - accessKey: ${p.acl.accessKey}`,
+        `    secretKey: ${p.acl.secretKey}`,
+        '    admin: false',
+        '    defaultTopicPerm: PUB|SUB',
+        '    defaultGroupPerm: PUB|SUB',
+        '',
+      ].join('\n'),
+    );
   }
 }
 
@@ -179,14 +175,19 @@ function logback(file: string): string {
 }
 
 function seedTopics(store: string, topics: LocalRocketMQ4Options['topics']): void {
-  const topicConfigTable = Object.fromEntries(topics.map((t) => [t.name, {
-    topicName: t.name,
-    readQueueNums: t.queues ?? 4,
-    writeQueueNums: t.queues ?? 4,
-    perm: 6,
-    topicFilterType: 'SINGLE_TAG',
-    topicSysFlag: 0,
-    order: false,
-  }]));
+  const topicConfigTable = Object.fromEntries(
+    topics.map((t) => [
+      t.name,
+      {
+        topicName: t.name,
+        readQueueNums: t.queues ?? 4,
+        writeQueueNums: t.queues ?? 4,
+        perm: 6,
+        topicFilterType: 'SINGLE_TAG',
+        topicSysFlag: 0,
+        order: false,
+      },
+    ]),
+  );
   writeFileSync(join(store, 'config', 'topics.json'), JSON.stringify({ topicConfigTable }));
 }

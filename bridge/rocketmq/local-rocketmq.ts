@@ -79,12 +79,18 @@ const JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xss512k', 
  * (`jdk.internal.ref.Cleaner`, used when a broker recovering from a crash unmaps store files).
  */
 export const JAVA_17_OPENS = [
-  '--add-opens', 'java.base/java.nio=ALL-UNNAMED',
-  '--add-exports', 'java.base/sun.nio.ch=ALL-UNNAMED',
-  '--add-opens', 'java.base/sun.nio.ch=ALL-UNNAMED',
-  '--add-opens', 'java.base/java.lang=ALL-UNNAMED',
-  '--add-exports', 'java.base/jdk.internal.ref=ALL-UNNAMED',
-  '--add-opens', 'java.base/jdk.internal.ref=ALL-UNNAMED',
+  '--add-opens',
+  'java.base/java.nio=ALL-UNNAMED',
+  '--add-exports',
+  'java.base/sun.nio.ch=ALL-UNNAMED',
+  '--add-opens',
+  'java.base/sun.nio.ch=ALL-UNNAMED',
+  '--add-opens',
+  'java.base/java.lang=ALL-UNNAMED',
+  '--add-exports',
+  'java.base/jdk.internal.ref=ALL-UNNAMED',
+  '--add-opens',
+  'java.base/jdk.internal.ref=ALL-UNNAMED',
 ];
 
 const live = new Set<ChildProcess>();
@@ -127,8 +133,16 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
     const startProxy = async () => {
       proxyStarts += 1;
       const name = proxyStarts === 1 ? 'proxy' : `proxy-${proxyStarts}`;
-      proxy = spawnJvm(java, home, '-Xmx256m', 'org.apache.rocketmq.proxy.ProxyStartup',
-        ['-pm', 'local', '-pc', join(home, 'proxy.json'), '-bc', join(home, 'broker.conf')], name, ROCKETMQ_LIB_DIR, JAVA_17_OPENS);
+      proxy = spawnJvm(
+        java,
+        home,
+        '-Xmx256m',
+        'org.apache.rocketmq.proxy.ProxyStartup',
+        ['-pm', 'local', '-pc', join(home, 'proxy.json'), '-bc', join(home, 'broker.conf')],
+        name,
+        ROCKETMQ_LIB_DIR,
+        JAVA_17_OPENS,
+      );
       children.push(proxy);
       await waitForLine(proxy, PROXY_READY, timeoutMs, join(home, `${name}.out`));
     };
@@ -153,8 +167,15 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
       return { recoveryMs: Date.now() - began };
     };
     return {
-      proxyEndpoint, namesrvAddr, clusterName, brokerName, startupMs, phasesMs: { namesrv: namesrvMs, proxy: proxyMs, routes: startupMs },
-      killBroker, restartBroker, stop,
+      proxyEndpoint,
+      namesrvAddr,
+      clusterName,
+      brokerName,
+      startupMs,
+      phasesMs: { namesrv: namesrvMs, proxy: proxyMs, routes: startupMs },
+      killBroker,
+      restartBroker,
+      stop,
     };
   } catch (err) {
     await stop();
@@ -192,8 +213,8 @@ export function assertLoopbackOnlyNetwork(): void {
   if (exposed.length > 0) {
     throw new ExposedNetworkError(
       `the RocketMQ proxy binds all interfaces and this process can reach ${exposed.join(', ')}; ` +
-      'run inside a loopback-only network namespace (npm run test:bridge does: unshare --net) ' +
-      'or pass allowExposedPorts: true on a machine where that is acceptable',
+        'run inside a loopback-only network namespace (npm run test:bridge does: unshare --net) ' +
+        'or pass allowExposedPorts: true on a machine where that is acceptable',
     );
   }
 }
@@ -212,59 +233,72 @@ function writeConfig(home: string, p: Ports): void {
   const store = join(home, 'store');
   mkdirSync(join(store, 'config'), { recursive: true });
   writeFileSync(join(home, 'namesrv.properties'), `listenPort=${p.namesrvPort}\nbindAddress=127.0.0.1\n`);
-  writeFileSync(join(home, 'broker.conf'), [
-    `brokerClusterName=${p.clusterName}`,
-    `brokerName=${p.brokerName}`,
-    'brokerId=0',
-    `listenPort=${p.brokerPort}`,
-    'bindAddress=127.0.0.1',
-    'brokerIP1=127.0.0.1',
-    `namesrvAddr=${p.namesrvAddr}`,
-    `storePathRootDir=${store}`,
-    `storePathCommitLog=${join(store, 'commitlog')}`,
-    // 64 MB commit-log files instead of 1 GB: enough for tests, kinder to a shared disk.
-    'mappedFileSizeCommitLog=67108864',
-    'autoCreateTopicEnable=false',
-    'autoCreateSubscriptionGroup=false',
-    '',
-  ].join('\n'));
-  writeFileSync(join(home, 'proxy.json'), JSON.stringify({
-    rocketMQClusterName: p.clusterName,
-    namesrvAddr: p.namesrvAddr,
-    grpcServerPort: p.grpcPort,
-    remotingListenPort: p.remotingPort,
-    // The proxy caches "no route" answers; short refresh so routes appear as soon as the broker registers.
-    topicRouteServiceCacheRefreshSeconds: 1,
-    topicRouteServiceCacheExpiredSeconds: 5,
-  }));
+  writeFileSync(
+    join(home, 'broker.conf'),
+    [
+      `brokerClusterName=${p.clusterName}`,
+      `brokerName=${p.brokerName}`,
+      'brokerId=0',
+      `listenPort=${p.brokerPort}`,
+      'bindAddress=127.0.0.1',
+      'brokerIP1=127.0.0.1',
+      `namesrvAddr=${p.namesrvAddr}`,
+      `storePathRootDir=${store}`,
+      `storePathCommitLog=${join(store, 'commitlog')}`,
+      // 64 MB commit-log files instead of 1 GB: enough for tests, kinder to a shared disk.
+      'mappedFileSizeCommitLog=67108864',
+      'autoCreateTopicEnable=false',
+      'autoCreateSubscriptionGroup=false',
+      '',
+    ].join('\n'),
+  );
+  writeFileSync(
+    join(home, 'proxy.json'),
+    JSON.stringify({
+      rocketMQClusterName: p.clusterName,
+      namesrvAddr: p.namesrvAddr,
+      grpcServerPort: p.grpcPort,
+      remotingListenPort: p.remotingPort,
+      // The proxy caches "no route" answers; short refresh so routes appear as soon as the broker registers.
+      topicRouteServiceCacheRefreshSeconds: 1,
+      topicRouteServiceCacheExpiredSeconds: 5,
+    }),
+  );
 }
 
 function seedMetadata(store: string, topics: readonly LocalTopic[], groups: readonly LocalConsumerGroup[]): void {
-  const topicConfigTable = Object.fromEntries(topics.map((t) => {
-    const queues = t.queues ?? 4;
-    const type = t.type ?? 'NORMAL';
-    return [t.name, {
-      topicName: t.name,
-      readQueueNums: queues,
-      writeQueueNums: queues,
-      perm: 6,
-      order: type === 'FIFO',
-      // Stored without the `+` that mqadmin's update command uses as its "add attribute" operator.
-      attributes: { 'message.type': type },
-    }];
-  }));
-  const subscriptionGroupTable = Object.fromEntries(groups.map((g) => [g.name, {
-    groupName: g.name,
-    consumeMessageOrderly: g.fifo === true,
-  }]));
+  const topicConfigTable = Object.fromEntries(
+    topics.map((t) => {
+      const queues = t.queues ?? 4;
+      const type = t.type ?? 'NORMAL';
+      return [
+        t.name,
+        {
+          topicName: t.name,
+          readQueueNums: queues,
+          writeQueueNums: queues,
+          perm: 6,
+          order: type === 'FIFO',
+          // Stored without the `+` that mqadmin's update command uses as its "add attribute" operator.
+          attributes: { 'message.type': type },
+        },
+      ];
+    }),
+  );
+  const subscriptionGroupTable = Object.fromEntries(
+    groups.map((g) => [
+      g.name,
+      {
+        groupName: g.name,
+        consumeMessageOrderly: g.fifo === true,
+      },
+    ]),
+  );
   writeFileSync(join(store, 'config', 'topics.json'), JSON.stringify({ topicConfigTable }));
   writeFileSync(join(store, 'config', 'subscriptionGroup.json'), JSON.stringify({ subscriptionGroupTable }));
 }
 
-export function spawnJvm(
-  java: string, home: string, heap: string, mainClass: string, args: string[], name: string,
-  libDir = ROCKETMQ_LIB_DIR, jvmOptions: readonly string[] = [],
-): ChildProcess {
+export function spawnJvm(java: string, home: string, heap: string, mainClass: string, args: string[], name: string, libDir = ROCKETMQ_LIB_DIR, jvmOptions: readonly string[] = []): ChildProcess {
   const child = spawn(java, [...JVM_OPTIONS, ...jvmOptions, heap, `-Duser.home=${home}`, '-cp', `${libDir}*`, mainClass, ...args], {
     cwd: home,
     // ROCKETMQ_HOME and user.home keep every log and default path inside the temporary folder.

@@ -32,9 +32,7 @@ export function createAlarmNotifierHandler(deps: AlarmNotifierHandlerDeps) {
     });
     await notifier.notify(event, clock.now() + context.getRemainingTimeInMillis() - SAFETY_MARGIN_MS);
   };
-  return middy(base)
-    .use(injectLambdaContext(deps.logger))
-    .use(logMetrics(deps.metrics));
+  return middy(base).use(injectLambdaContext(deps.logger)).use(logMetrics(deps.metrics));
 }
 
 const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'alarm-notifier' });

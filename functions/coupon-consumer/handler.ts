@@ -46,8 +46,7 @@ export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler 
     strategy: leaseStrategy({ client: dynamoDb, tableName: deps.tables.idempotency, group: COUPONS.group, ttlSeconds: deps.ttlSeconds, marginMs: deps.leaseMarginMs, now }),
     failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: COUPONS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     queues: deps.queueLifetimes,
-    business: (msg, context) =>
-      coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
+    business: (msg, context) => coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
     onReport: deps.onReport,
     now,
   });

@@ -35,9 +35,7 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
     parsePayload: parseOrderPaid,
     keyOf: (order) => order.orderNo,
     fingerprintFields: orderPaidFingerprintFields,
-    strategy: (deps.packing ?? POINTS.tuning.packing)
-      ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) })
-      : transactionalStrategy(strategyOptions),
+    strategy: (deps.packing ?? POINTS.tuning.packing) ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) }) : transactionalStrategy(strategyOptions),
     failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     queues: deps.queueLifetimes,
     business: (msg) => ({ writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, tables, new Date(now())) }),

@@ -39,10 +39,33 @@ export class RocketMQBridgeAlarms extends Construct {
       const subject = `bridge route ${route.group}`;
       const name = (what: string) => `${props.prefix}-bridge-${route.group}-${what}`;
       this.alarms.push(
-        routedAlarm(this, `${route.group}-ForwardFailures`, { ...common, alarmName: name('forward-failures'), runbook: 'bridgeForwardFailures', subject, metric: routeMetric(BridgeMetric.forwardFailed, cloudwatch.Stats.SUM), threshold: 1 }),
+        routedAlarm(this, `${route.group}-ForwardFailures`, {
+          ...common,
+          alarmName: name('forward-failures'),
+          runbook: 'bridgeForwardFailures',
+          subject,
+          metric: routeMetric(BridgeMetric.forwardFailed, cloudwatch.Stats.SUM),
+          threshold: 1,
+        }),
         // One failed long poll is a blip (the pump backs off and retries); ten minutes of them is an outage.
-        routedAlarm(this, `${route.group}-ReceiveFailures`, { ...common, alarmName: name('receive-failures'), runbook: 'bridgeReceiveFailures', subject, metric: routeMetric(BridgeMetric.receiveFailed, cloudwatch.Stats.SUM), threshold: 3, evaluationPeriods: 2 }),
-        routedAlarm(this, `${route.group}-Lag`, { ...common, alarmName: name('lag'), runbook: 'bridgeLag', subject, metric: routeMetric(BridgeMetric.forwardLag, cloudwatch.Stats.MAXIMUM), threshold: props.lagThreshold.toMilliseconds(), evaluationPeriods: 2 }),
+        routedAlarm(this, `${route.group}-ReceiveFailures`, {
+          ...common,
+          alarmName: name('receive-failures'),
+          runbook: 'bridgeReceiveFailures',
+          subject,
+          metric: routeMetric(BridgeMetric.receiveFailed, cloudwatch.Stats.SUM),
+          threshold: 3,
+          evaluationPeriods: 2,
+        }),
+        routedAlarm(this, `${route.group}-Lag`, {
+          ...common,
+          alarmName: name('lag'),
+          runbook: 'bridgeLag',
+          subject,
+          metric: routeMetric(BridgeMetric.forwardLag, cloudwatch.Stats.MAXIMUM),
+          threshold: props.lagThreshold.toMilliseconds(),
+          evaluationPeriods: 2,
+        }),
       );
     }
     const service = props.service;

@@ -83,7 +83,8 @@ export class RocketMQBridgeService extends Construct {
     super(scope, id);
     if (props.routes.length === 0) throw new Error('RocketMQBridgeService needs at least one route');
     if (!props.proxyEndpoint === !props.nameServer) throw new Error('RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)');
-    if (props.maxCount !== undefined && props.maxCount < (props.desiredCount ?? 1)) throw new Error(`RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`);
+    if (props.maxCount !== undefined && props.maxCount < (props.desiredCount ?? 1))
+      throw new Error(`RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`);
     for (const route of props.routes) {
       if (!route.queue === !route.eventBus) throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
     }
@@ -119,19 +120,23 @@ export class RocketMQBridgeService extends Construct {
     };
 
     this.taskDefinition.addContainer('Bridge', {
-      image: props.image ?? ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
-        file: 'bridge/Dockerfile',
-        // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild).
-        exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', 'bridge/.rocketmq', 'bridge/rocketmq'],
-      }),
+      image:
+        props.image ??
+        ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
+          file: 'bridge/Dockerfile',
+          // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild).
+          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', 'bridge/.rocketmq', 'bridge/rocketmq'],
+        }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
       environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },
-      ...(props.rocketMqCredentials ? {
-        secrets: {
-          ROCKETMQ_ACCESS_KEY: ecs.Secret.fromSecretsManager(props.rocketMqCredentials, 'accessKey'),
-          ROCKETMQ_SECRET_KEY: ecs.Secret.fromSecretsManager(props.rocketMqCredentials, 'secretKey'),
-        },
-      } : {}),
+      ...(props.rocketMqCredentials
+        ? {
+            secrets: {
+              ROCKETMQ_ACCESS_KEY: ecs.Secret.fromSecretsManager(props.rocketMqCredentials, 'accessKey'),
+              ROCKETMQ_SECRET_KEY: ecs.Secret.fromSecretsManager(props.rocketMqCredentials, 'secretKey'),
+            },
+          }
+        : {}),
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'bridge' }),
       healthCheck: {
         command: ['CMD', 'node', '-e', `fetch('http://127.0.0.1:${HEALTH_PORT}/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`],
@@ -182,10 +187,12 @@ export class RocketMQBridgeService extends Construct {
   private grantForwarding(routes: readonly RocketMQBridgeRoute[]): void {
     const role = this.taskDefinition.taskRole;
     const queues = routes.flatMap((r) => (r.queue ? [r.queue, r.dlq] : [r.dlq]));
-    role.addToPrincipalPolicy(new iam.PolicyStatement({
-      actions: ['sqs:SendMessage'],
-      resources: [...new Set(queues.map((q) => q.queueArn))],
-    }));
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:SendMessage'],
+        resources: [...new Set(queues.map((q) => q.queueArn))],
+      }),
+    );
     for (const queue of queues) queue.encryptionMasterKey?.grant(role, 'kms:GenerateDataKey', 'kms:Decrypt');
     const buses = routes.flatMap((r) => (r.eventBus ? [r.eventBus] : []));
     if (buses.length > 0) {

@@ -23,9 +23,7 @@ function baseConfig(config: AwsConfig) {
   return {
     region: config.region ?? process.env.AWS_REGION ?? 'us-east-1',
     maxAttempts: config.maxAttempts ?? 3,
-    ...(config.endpoint
-      ? { endpoint: config.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-      : {}),
+    ...(config.endpoint ? { endpoint: config.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
   };
 }
 

@@ -130,10 +130,7 @@ export class SigV4Signer implements ServiceCredentials {
 }
 
 /** The credentials an endpoint's `auth` calls for; none for `none`. */
-export function serviceCredentials(
-  auth: ServiceAuth,
-  deps: { aws: AwsConfig; awsCredentials?: AwsCredentialIdentityProvider },
-): ServiceCredentials | undefined {
+export function serviceCredentials(auth: ServiceAuth, deps: { aws: AwsConfig; awsCredentials?: AwsCredentialIdentityProvider }): ServiceCredentials | undefined {
   switch (auth.kind) {
     case 'none':
       return undefined;

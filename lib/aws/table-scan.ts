@@ -30,9 +30,7 @@ export async function scanTable<T>(client: DynamoDBDocumentClient, table: string
   const scanSegment = async (segment: number) => {
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
-      const page = await client.send(
-        new ScanCommand({ TableName: table, Segment: segment, TotalSegments: segments, ExclusiveStartKey, ConsistentRead: true }),
-      );
+      const page = await client.send(new ScanCommand({ TableName: table, Segment: segment, TotalSegments: segments, ExclusiveStartKey, ConsistentRead: true }));
       items.push(...((page.Items ?? []) as T[]));
       ExclusiveStartKey = page.LastEvaluatedKey;
       report();

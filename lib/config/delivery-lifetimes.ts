@@ -203,9 +203,7 @@ export interface LifetimeSettings {
 function scheduleOf(settings: LifetimeSettings): RetrySchedule {
   if (settings.ordering === 'orderly') {
     if (settings.retryDelaysSeconds) {
-      throw new IncoherentLifetimesError(
-        "retryDelaysSeconds is set but ordering is 'orderly': an orderly group retries at one fixed interval (orderlyRetry), as RocketMQ 5 FIFO groups do",
-      );
+      throw new IncoherentLifetimesError("retryDelaysSeconds is set but ordering is 'orderly': an orderly group retries at one fixed interval (orderlyRetry), as RocketMQ 5 FIFO groups do");
     }
     return orderlySchedule(settings.orderlyRetry);
   }

@@ -31,10 +31,7 @@ export { CONSUMER_ENV };
  * A function deployed for another group (its `CONSUMER_GROUP`) is refused: its metrics would
  * carry a dimension no alarm watches, and its tag filter would belong to another group.
  */
-export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
-  definition: D,
-  env: NodeJS.ProcessEnv = process.env,
-): ConsumerRuntimeConfig<TablesOf<D>> {
+export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(definition: D, env: NodeJS.ProcessEnv = process.env): ConsumerRuntimeConfig<TablesOf<D>> {
   const required = (name: string) => {
     const value = env[name];
     if (!value) throw new InvalidConsumerConfigError(`environment variable ${name} is not set`);
@@ -42,9 +39,7 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
   };
   const deployedAs = env[CONSUMER_ENV.group];
   if (deployedAs !== undefined && deployedAs !== definition.group) {
-    throw new InvalidConsumerConfigError(
-      `this function was deployed for consumer group ${deployedAs} (${CONSUMER_ENV.group}) but runs the handler of ${definition.group} (${definition.entry})`,
-    );
+    throw new InvalidConsumerConfigError(`this function was deployed for consumer group ${deployedAs} (${CONSUMER_ENV.group}) but runs the handler of ${definition.group} (${definition.entry})`);
   }
   const packing = env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on';
   try {
@@ -79,7 +74,8 @@ function serviceAuth(name: OutsideServiceName, env: NodeJS.ProcessEnv): ServiceA
     throw new InvalidConsumerConfigError(`environment variable ${variable} is not JSON`);
   }
   const parsed = serviceAuthSchema.safeParse(json);
-  if (!parsed.success) throw new InvalidConsumerConfigError(`environment variable ${variable} is not a service authentication (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`);
+  if (!parsed.success)
+    throw new InvalidConsumerConfigError(`environment variable ${variable} is not a service authentication (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`);
   return parsed.data;
 }
 

@@ -22,9 +22,6 @@ export interface ConsumerObservers {
   now?: () => number;
 }
 
-export function defineConsumer<D extends ConsumerGroupDefinition>(
-  definition: D,
-  create: (config: ConsumerRuntimeConfig<TablesOf<D>> & ConsumerObservers) => ConsumerHandler,
-): ConsumerModule<D> {
+export function defineConsumer<D extends ConsumerGroupDefinition>(definition: D, create: (config: ConsumerRuntimeConfig<TablesOf<D>> & ConsumerObservers) => ConsumerHandler): ConsumerModule<D> {
   return { definition, create, handler: lazyHandler(() => create(consumerConfigFromEnv(definition))) };
 }

@@ -3,13 +3,7 @@ import { ServiceCredentialsError, type ServiceCredentials } from '../aws/service
 import { OUTSIDE_SERVICES } from '../config/resources.ts';
 import { ConsumptionError } from '../idempotency/errors.ts';
 import { excerpt } from '../rocketmq/envelope.ts';
-import {
-  CouponGrantRejectedError,
-  CouponServiceCredentialsError,
-  CouponServiceRedirectError,
-  CouponServiceTimeoutError,
-  CouponServiceUnavailableError,
-} from './coupon-errors.ts';
+import { CouponGrantRejectedError, CouponServiceCredentialsError, CouponServiceRedirectError, CouponServiceTimeoutError, CouponServiceUnavailableError } from './coupon-errors.ts';
 
 export interface CouponGrantRequest {
   orderNo: string;

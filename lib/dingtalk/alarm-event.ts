@@ -99,9 +99,7 @@ const looseNumber = z
   .union([z.number(), z.string()])
   .nullish()
   .transform((v) => (v === null || v === undefined || v === '' || Number.isNaN(Number(v)) ? null : Number(v)));
-const looseString = z
-  .unknown()
-  .transform((v) => (v === null || v === undefined ? null : String(v)));
+const looseString = z.unknown().transform((v) => (v === null || v === undefined ? null : String(v)));
 
 const singleMetricSchema = z.object({
   MetricName: z.string(),
@@ -270,14 +268,7 @@ export function toIsoInstant(value: string | null | undefined): string | null {
   return Number.isNaN(ms) ? null : new Date(ms).toISOString();
 }
 
-function unrecognized(
-  body: string,
-  problem: string,
-  subject: string | null,
-  topicArn: string | null,
-  id: string | null,
-  now: Date,
-): UnrecognizedMessage {
+function unrecognized(body: string, problem: string, subject: string | null, topicArn: string | null, id: string | null, now: Date): UnrecognizedMessage {
   return { kind: 'unrecognized', id: id ?? contentId(body), receivedAt: now.toISOString(), topicArn, subject, body, problem };
 }
 

@@ -120,7 +120,12 @@ function renderWithLimits(n: AlarmNotification, options: MessageOptions, limits:
     `**State:** ${STATE_MARK[a.state]}${a.previousState ? ` (was ${STATE_MARK[a.previousState]})` : ''}`,
     `**Time:** ${formatTime(a.stateChangeTime, options.timeZone)}`,
     ...(a.accountId || a.regionName
-      ? [`**Where:** ${[a.accountId, a.regionName].filter(Boolean).map((v) => inlineText(v!)).join(' · ')}`]
+      ? [
+          `**Where:** ${[a.accountId, a.regionName]
+            .filter(Boolean)
+            .map((v) => inlineText(v!))
+            .join(' · ')}`,
+        ]
       : []),
     '',
     a.state === 'OK' ? '**What it was about**' : '**What it means / what to do**',
@@ -144,17 +149,12 @@ function metricLines(a: CloudWatchAlarm, dimensionLimit: number): string[] {
   const condition = conditionText(t.comparisonOperator, t.threshold, t.evaluationPeriods);
   if (t.kind === 'metric') {
     const period = t.period ? `${t.statistic ?? 'value'} over ${t.period} s` : (t.statistic ?? '');
-    return [
-      `**Metric:** ${inlineText(`${t.namespace} / ${t.metricName}`)}${period ? ` (${inlineText(period)})` : ''}${condition}`,
-      ...dimensionLines(t.dimensions, dimensionLimit),
-    ];
+    return [`**Metric:** ${inlineText(`${t.namespace} / ${t.metricName}`)}${period ? ` (${inlineText(period)})` : ''}${condition}`, ...dimensionLines(t.dimensions, dimensionLimit)];
   }
   const lines = [`**Metric math:**${condition}`];
   let budget = dimensionLimit;
   for (const m of t.metrics) {
-    const what = m.expression
-      ? `${m.id} = ${m.expression}`
-      : `${m.id} = ${m.namespace ?? '?'} / ${m.metricName ?? '?'}${m.stat ? ` (${m.stat}${m.period ? ` over ${m.period} s` : ''})` : ''}`;
+    const what = m.expression ? `${m.id} = ${m.expression}` : `${m.id} = ${m.namespace ?? '?'} / ${m.metricName ?? '?'}${m.stat ? ` (${m.stat}${m.period ? ` over ${m.period} s` : ''})` : ''}`;
     const dims = m.dimensions.map((d) => `${d.name}=${d.value}`).join(', ');
     const line = truncateText(`${what}${dims ? ` [${dims}]` : ''}${m.label ? ` “${m.label}”` : ''}`, Math.max(40, budget));
     budget = Math.max(0, budget - codePointLength(line));
@@ -207,7 +207,9 @@ function dimensionChars(a: CloudWatchAlarm): number {
 function hardFit(message: RobotMessage, max: number): RobotMessage {
   let text = message.markdown.text;
   while (bodyBytes({ ...message, markdown: { ...message.markdown, text } }) > max && text.length > 0) {
-    text = Array.from(text).slice(0, Math.floor(codePointLength(text) * 0.8)).join('');
+    text = Array.from(text)
+      .slice(0, Math.floor(codePointLength(text) * 0.8))
+      .join('');
   }
   return { ...message, markdown: { ...message.markdown, text: `${text}\n\n… [truncated]` } };
 }
@@ -274,11 +276,7 @@ function summaryMessage(notifications: AlarmNotification[], entries: string[][],
   }
   const tally = [...counts].map(([state, count]) => `${count} ${state}`).join(', ');
   const heading = `🚨 ${notifications.length} alarm notifications (${tally})`;
-  const lines = [
-    `### ${heading}`,
-    'Grouped into one message because alarms are arriving faster than the robot may post (20 a minute).',
-    '',
-  ];
+  const lines = [`### ${heading}`, 'Grouped into one message because alarms are arriving faster than the robot may post (20 a minute).', ''];
   for (const entry of entries) lines.push(...entry);
   const anyAlarm = notifications.some((n) => n.kind === 'alarm' && n.alarm.state === 'ALARM');
   return assemble(heading, lines, options, anyAlarm);
@@ -286,19 +284,11 @@ function summaryMessage(notifications: AlarmNotification[], entries: string[][],
 
 function summaryEntry(n: AlarmNotification, index: number, options: MessageOptions): string[] {
   if (n.kind === 'unrecognized') {
-    return [
-      `**${index}.** ❓ **Unrecognized message** · ${formatTime(n.receivedAt, options.timeZone)}`,
-      '',
-      quotedBlock(truncateText(n.subject ? `${n.subject}: ${n.body}` : n.body, 200)),
-      '',
-    ];
+    return [`**${index}.** ❓ **Unrecognized message** · ${formatTime(n.receivedAt, options.timeZone)}`, '', quotedBlock(truncateText(n.subject ? `${n.subject}: ${n.body}` : n.body, 200)), ''];
   }
   const a = n.alarm;
   const url = alarmConsoleUrl(a, options.fallbackRegion);
-  const dims =
-    a.trigger?.kind === 'metric' && a.trigger.dimensions.length > 0
-      ? ` · ${inlineText(truncateText(a.trigger.dimensions.map((d) => `${d.name}=${d.value}`).join(', '), 150))}`
-      : '';
+  const dims = a.trigger?.kind === 'metric' && a.trigger.dimensions.length > 0 ? ` · ${inlineText(truncateText(a.trigger.dimensions.map((d) => `${d.name}=${d.value}`).join(', '), 150))}` : '';
   return [
     `**${index}.** **${STATE_MARK[a.state]}** ${inlineText(truncateText(a.alarmName, 255))}${dims} · ${formatTime(a.stateChangeTime, options.timeZone)}${url ? ` · [console](${url})` : ''}`,
     '',

@@ -2,13 +2,7 @@ import { createDynamoDb, createSecretsManager, configFromEnv } from '../aws/clie
 import { parseSnsEvent, type AlarmNotification } from './alarm-event.ts';
 import { assertTimeZone } from './alarm-message.ts';
 import { ALARM_STORM_TABLE } from './alarm-storm-table.ts';
-import {
-  AlarmDispatcher,
-  type AlarmDispatcherDeps,
-  type DeliveryLogger,
-  type DeliveryMetrics,
-  type DispatchResult,
-} from './alarm-storm.ts';
+import { AlarmDispatcher, type AlarmDispatcherDeps, type DeliveryLogger, type DeliveryMetrics, type DispatchResult } from './alarm-storm.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { NotifierConfigurationError } from './errors.ts';
 import { DynamoDbPendingAlarms } from './pending-alarms.ts';
@@ -73,7 +67,10 @@ export class AlarmNotifier {
     const failed = outcomes.filter((o) => o.error !== undefined);
     if (failed.length === 1) throw failed[0]!.error;
     if (failed.length > 1) {
-      throw new AggregateError(failed.map((o) => o.error), `${failed.length} notifications not delivered`);
+      throw new AggregateError(
+        failed.map((o) => o.error),
+        `${failed.length} notifications not delivered`,
+      );
     }
     return outcomes;
   }
@@ -81,9 +78,7 @@ export class AlarmNotifier {
 
 /** Only what identifies the alarm; never the message body of a foreign publish. */
 function describe(n: AlarmNotification): Record<string, unknown> {
-  return n.kind === 'alarm'
-    ? { id: n.id, kind: n.kind, alarmName: n.alarm.alarmName, state: n.alarm.state, previousState: n.alarm.previousState }
-    : { id: n.id, kind: n.kind, problem: n.problem };
+  return n.kind === 'alarm' ? { id: n.id, kind: n.kind, alarmName: n.alarm.alarmName, state: n.alarm.state, previousState: n.alarm.previousState } : { id: n.id, kind: n.kind, problem: n.problem };
 }
 
 export interface NotifierRuntime {

@@ -14,7 +14,7 @@
 
 const INLINE_REPLACEMENTS: Record<string, string> = {
   '\\': '＼',
-  '_': 'ˍ',
+  _: 'ˍ',
   '&': '＆',
   '`': 'ˋ',
   '*': '∗',
@@ -49,10 +49,7 @@ function inert(text: string): string {
 }
 
 function inertLineStart(line: string): string {
-  return line.replace(
-    LINE_START_MARKER,
-    (marker: string) => LINE_START_REPLACEMENT[marker] ?? marker.replace(/[.)]$/, (p) => (p === '.' ? '．' : '）')),
-  );
+  return line.replace(LINE_START_MARKER, (marker: string) => LINE_START_REPLACEMENT[marker] ?? marker.replace(/[.)]$/, (p) => (p === '.' ? '．' : '）')));
 }
 
 /** For values shown inside a line (names, dimension values): one line, no markup. */

@@ -1,12 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import {
-  BatchWriteCommand,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { AlarmNotification } from './alarm-event.ts';
 import { DELIVERED_PREFIX, PENDING_PREFIX, robotPartitionKey } from './alarm-storm-table.ts';
 import { truncateText } from './markdown-text.ts';
@@ -74,9 +67,7 @@ export class DynamoDbPendingAlarms implements PendingAlarmStore {
   }
 
   async add(robotId: string, key: string, notification: AlarmNotification, now: number): Promise<void> {
-    const tombstone = await this.db.send(
-      new GetCommand({ TableName: this.tableName, Key: this.deliveredItemKey(robotId, key), ConsistentRead: true }),
-    );
+    const tombstone = await this.db.send(new GetCommand({ TableName: this.tableName, Key: this.deliveredItemKey(robotId, key), ConsistentRead: true }));
     if (tombstone.Item) return;
     try {
       await this.db.send(
@@ -134,8 +125,7 @@ export class DynamoDbPendingAlarms implements PendingAlarmStore {
           TableName: this.tableName,
           Key: this.pendingItemKey(robotId, key),
           UpdateExpression: 'SET claimedBy = :c, leaseUntil = :l',
-          ConditionExpression:
-            'attribute_exists(pk) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now OR claimedBy = :c)',
+          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now OR claimedBy = :c)',
           ExpressionAttributeValues: { ':c': claimant, ':l': leaseUntil, ':now': now },
           ReturnValues: 'ALL_NEW',
         }),
@@ -150,9 +140,7 @@ export class DynamoDbPendingAlarms implements PendingAlarmStore {
   /** Tombstones first, then the deletes: a crash in between can cause a repeat, never a loss. */
   async markDelivered(robotId: string, keys: string[], now: number): Promise<void> {
     const expiresAt = Math.floor(now / 1000) + TOMBSTONE_SECONDS;
-    await this.batchWrite(
-      keys.map((key) => ({ PutRequest: { Item: { ...this.deliveredItemKey(robotId, key), deliveredAt: now, expiresAt } } })),
-    );
+    await this.batchWrite(keys.map((key) => ({ PutRequest: { Item: { ...this.deliveredItemKey(robotId, key), deliveredAt: now, expiresAt } } })));
     await this.batchWrite(keys.map((key) => ({ DeleteRequest: { Key: this.pendingItemKey(robotId, key) } })));
   }
 

@@ -30,11 +30,7 @@ export interface BucketState {
 export type Permit = { granted: true } | { granted: false; retryAt: number };
 
 /** Pure bucket arithmetic, shared by both stores. */
-export function takeToken(
-  state: BucketState | null,
-  now: number,
-  policy: BucketPolicy,
-): { permit: Permit; next: BucketState } {
+export function takeToken(state: BucketState | null, now: number, policy: BucketPolicy): { permit: Permit; next: BucketState } {
   const current = state ?? { tokens: policy.capacity, refilledAt: now, pausedUntil: 0 };
   if (now < current.pausedUntil) return { permit: { granted: false, retryAt: current.pausedUntil }, next: current };
   // Clocks of different containers can disagree slightly; time never runs backwards for the bucket.
@@ -90,29 +86,27 @@ export class DynamoDbRateLimiter implements RobotRateLimiter {
   }
 
   async pauseUntil(robotId: string, until: number, now: number): Promise<void> {
-    await this.update(robotId, now, (state) => ({
-      permit: { granted: false, retryAt: until },
-      next: {
-        tokens: 0,
-        refilledAt: Math.max(now, state?.refilledAt ?? now),
-        pausedUntil: Math.max(until, state?.pausedUntil ?? 0),
-      },
-    }), true);
+    await this.update(
+      robotId,
+      now,
+      (state) => ({
+        permit: { granted: false, retryAt: until },
+        next: {
+          tokens: 0,
+          refilledAt: Math.max(now, state?.refilledAt ?? now),
+          pausedUntil: Math.max(until, state?.pausedUntil ?? 0),
+        },
+      }),
+      true,
+    );
   }
 
-  private async update(
-    robotId: string,
-    now: number,
-    decide: (state: BucketState | null) => { permit: Permit; next: BucketState },
-    force = false,
-  ): Promise<Permit> {
+  private async update(robotId: string, now: number, decide: (state: BucketState | null) => { permit: Permit; next: BucketState }, force = false): Promise<Permit> {
     const key = { pk: robotPartitionKey(robotId), sk: BUCKET_SORT_KEY };
     for (let attempt = 0; attempt < this.maxConflicts; attempt++) {
       const { Item } = await this.db.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
       const version = typeof Item?.version === 'number' ? Item.version : 0;
-      const state: BucketState | null = Item
-        ? { tokens: Number(Item.tokens), refilledAt: Number(Item.refilledAt), pausedUntil: Number(Item.pausedUntil ?? 0) }
-        : null;
+      const state: BucketState | null = Item ? { tokens: Number(Item.tokens), refilledAt: Number(Item.refilledAt), pausedUntil: Number(Item.pausedUntil ?? 0) } : null;
       const { permit, next } = decide(state);
       // A refusal changes nothing worth recording; skipping the write keeps waiters cheap.
       if (!permit.granted && !force) return permit;

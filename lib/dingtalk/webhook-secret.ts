@@ -10,8 +10,7 @@ import { WebhookSecretError } from './errors.ts';
  * and a request to a loopback address never leaves the machine, so "local" is decided by the
  * host alone: no flag or environment variable can switch a deployed notifier to http.
  */
-export const WEBHOOK_TRANSPORT_RULE =
-  'webhookUrl must use https; http is accepted only for a loopback host (127.0.0.0/8, [::1], localhost), i.e. a local stand-in';
+export const WEBHOOK_TRANSPORT_RULE = 'webhookUrl must use https; http is accepted only for a loopback host (127.0.0.0/8, [::1], localhost), i.e. a local stand-in';
 
 const allowedTransport = (text: string) => URL.parse(text)?.protocol === 'https:' || isLoopbackUrl(text);
 

@@ -149,9 +149,7 @@ export class FailureRouter {
     let url = this.queueUrls.get(arn);
     if (!url) {
       const [, , , , account, name] = arn.split(':');
-      url = this.options.sqs
-        .send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }))
-        .then((r) => r.QueueUrl!);
+      url = this.options.sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account })).then((r) => r.QueueUrl!);
       url.catch(() => this.queueUrls.delete(arn));
       this.queueUrls.set(arn, url);
     }

@@ -104,9 +104,7 @@ interface BatchState<P> {
  * answers with `batchItemFailures` naming only the records that must come back. A batch from a
  * FIFO queue is consumed one record of a message group at a time (`consumeInGroups`).
  */
-export function rocketmqConsumer<P, R>(
-  options: RocketMQConsumerOptions<P, R>,
-): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>, ConsumerInternal<P>> {
+export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>, ConsumerInternal<P>> {
   const tags = TagExpression.parse(options.tagExpression);
   const now = options.now ?? Date.now;
   // 10 = the largest SQS batch without a batching window: one wave of DynamoDB calls per batch.

@@ -24,6 +24,4 @@ export interface ConsumptionStrategy<R> {
   commitBatch?<P>(msgs: readonly ConsumerMessage<P>[], results: readonly R[]): Promise<Settlement[]>;
 }
 
-export type BeginResult =
-  | { proceed: true; leaseToken?: number }
-  | { proceed: false; settlement: Settlement };
+export type BeginResult = { proceed: true; leaseToken?: number } | { proceed: false; settlement: Settlement };

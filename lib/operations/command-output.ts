@@ -25,39 +25,43 @@ type FindingRow = {
 
 function findingRows(report: AuditReport): FindingRow[] {
   return [
-    ...report.balanceMismatches.map((m): FindingRow => ({
-      finding: 'balance-mismatch',
-      userId: m.userId,
-      balance: m.balance,
-      ledgerSum: m.ledgerSum,
-      difference: m.difference,
-      entries: m.ledgerEntries,
-      note: m.balance === null ? 'no account item' : undefined,
-    })),
-    ...report.doubleAwards.map((d): FindingRow => ({
-      finding: 'double-award',
-      userId: d.userId,
-      orderNo: d.orderNo,
-      entries: d.awards.length,
-      awardsInForce: d.excess.length + 1,
-      keptEntryId: d.kept.entryId,
-      excessEntryIds: d.excess.map((a) => a.entryId).join(' '),
-      excessPoints: d.excessPoints,
-      note: [d.pointsDiffer ? 'awards carry different points' : undefined, d.awards.some((a) => a.reversedBy) ? 'partly reversed already' : undefined]
-        .filter(Boolean)
-        .join('; ') || undefined,
-    })),
+    ...report.balanceMismatches.map(
+      (m): FindingRow => ({
+        finding: 'balance-mismatch',
+        userId: m.userId,
+        balance: m.balance,
+        ledgerSum: m.ledgerSum,
+        difference: m.difference,
+        entries: m.ledgerEntries,
+        note: m.balance === null ? 'no account item' : undefined,
+      }),
+    ),
+    ...report.doubleAwards.map(
+      (d): FindingRow => ({
+        finding: 'double-award',
+        userId: d.userId,
+        orderNo: d.orderNo,
+        entries: d.awards.length,
+        awardsInForce: d.excess.length + 1,
+        keptEntryId: d.kept.entryId,
+        excessEntryIds: d.excess.map((a) => a.entryId).join(' '),
+        excessPoints: d.excessPoints,
+        note: [d.pointsDiffer ? 'awards carry different points' : undefined, d.awards.some((a) => a.reversedBy) ? 'partly reversed already' : undefined].filter(Boolean).join('; ') || undefined,
+      }),
+    ),
     ...report.crossUserAwards.flatMap((o) =>
-      o.awards.map((a): FindingRow => ({
-        finding: 'cross-user-award',
-        userId: a.userId,
-        orderNo: o.orderNo,
-        entries: o.awards.length,
-        awardsInForce: o.awards.length,
-        keptEntryId: undefined,
-        excessPoints: a.points,
-        note: `awarded to ${o.users.join(', ')}: name the rightful user (reverse --rightful ${o.orderNo}=<user>)`,
-      })),
+      o.awards.map(
+        (a): FindingRow => ({
+          finding: 'cross-user-award',
+          userId: a.userId,
+          orderNo: o.orderNo,
+          entries: o.awards.length,
+          awardsInForce: o.awards.length,
+          keptEntryId: undefined,
+          excessPoints: a.points,
+          note: `awarded to ${o.users.join(', ')}: name the rightful user (reverse --rightful ${o.orderNo}=<user>)`,
+        }),
+      ),
     ),
   ];
 }
@@ -69,10 +73,7 @@ const FINDING_CSV: Column<FindingRow>[] = (
 export function renderAudit(report: AuditReport, tables: PointTableNames, format: OutputFormat): string {
   if (format === 'json') return JSON.stringify({ tables, clean: isClean(report), ...report }, null, 2);
   if (format === 'csv') return renderCsv(FINDING_CSV, findingRows(report));
-  const out = [
-    `Ledger audit: ${tables.ledger} against ${tables.accounts}`,
-    `Scanned ${report.ledgerEntries} ledger entries and ${report.accounts} accounts (${report.users} users).`,
-  ];
+  const out = [`Ledger audit: ${tables.ledger} against ${tables.accounts}`, `Scanned ${report.ledgerEntries} ledger entries and ${report.accounts} accounts (${report.users} users).`];
   if (report.balanceMismatches.length > 0) {
     out.push('', `Balance differs from the ledger sum (${report.balanceMismatches.length} users):`);
     out.push(
@@ -161,14 +162,18 @@ export function renderReversal(report: ReversalReport, tables: PointTableNames, 
     return out.join('\n');
   }
   out.push('', renderTable(REVERSAL_COLUMNS, report.outcomes));
-  out.push('', 'Per user:', renderTable<ReversalReport['perUser'][number]>(
-    [
-      { header: 'user', value: (t) => t.userId },
-      { header: 'reversals', value: (t) => t.reversals, align: 'right' },
-      { header: 'points', value: (t) => -t.points, align: 'right' },
-    ],
-    report.perUser,
-  ));
+  out.push(
+    '',
+    'Per user:',
+    renderTable<ReversalReport['perUser'][number]>(
+      [
+        { header: 'user', value: (t) => t.userId },
+        { header: 'reversals', value: (t) => t.reversals, align: 'right' },
+        { header: 'points', value: (t) => -t.points, align: 'right' },
+      ],
+      report.perUser,
+    ),
+  );
   const verb = report.applied ? 'reversed' : 'would be reversed';
   out.push('', `${counted.length} award(s) ${verb}: ${points} points across ${report.perUser.length} user(s).`);
   const skipped = report.outcomes.filter((o) => o.status === 'already-reversed').length;
@@ -219,10 +224,7 @@ function letterJson(l: DeadLetter) {
 export function renderDeadLetterList(letters: readonly DeadLetter[], queue: string, visibilityTimeoutSeconds: number, format: OutputFormat, now: Date): string {
   if (format === 'json') return JSON.stringify({ queue, count: letters.length, messages: letters.map(letterJson) }, null, 2);
   if (format === 'csv') return renderCsv(letterCsv, letters);
-  const out = [
-    `Dead letters in ${queue}: ${letters.length}`,
-    `(read by receiving them with a ${visibilityTimeoutSeconds}s visibility timeout, then made visible again; nothing was deleted)`,
-  ];
+  const out = [`Dead letters in ${queue}: ${letters.length}`, `(read by receiving them with a ${visibilityTimeoutSeconds}s visibility timeout, then made visible again; nothing was deleted)`];
   if (letters.length === 0) return out.join('\n');
   out.push(
     '',
@@ -268,8 +270,15 @@ export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date)
   const out = lines.filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => `${`${k}:`.padEnd(20)}${v}`);
   if (l.envelope) {
     const e = l.envelope;
-    out.push('', 'RocketMQ message:', `  ${'msgId:'.padEnd(18)}${e.msgId}`, `  ${'topic:'.padEnd(18)}${e.topic}`, `  ${'tags:'.padEnd(18)}${e.tags ?? '(none)'}`,
-      `  ${'keys:'.padEnd(18)}${e.keys.join(' ') || '(none)'}`, `  ${'reconsumeTimes:'.padEnd(18)}${e.reconsumeTimes}`);
+    out.push(
+      '',
+      'RocketMQ message:',
+      `  ${'msgId:'.padEnd(18)}${e.msgId}`,
+      `  ${'topic:'.padEnd(18)}${e.topic}`,
+      `  ${'tags:'.padEnd(18)}${e.tags ?? '(none)'}`,
+      `  ${'keys:'.padEnd(18)}${e.keys.join(' ') || '(none)'}`,
+      `  ${'reconsumeTimes:'.padEnd(18)}${e.reconsumeTimes}`,
+    );
     if (e.bornTimestamp) out.push(`  ${'born:'.padEnd(18)}${new Date(e.bornTimestamp).toISOString()}`);
     out.push('', 'Body:', prettyBody(e.body));
   } else {
@@ -299,15 +308,7 @@ export function renderRedrive(report: RedriveReport, from: string, to: string, f
     `Examined ${report.examined} message(s); ${report.selected.length} selected by the filter.`,
   ];
   if (report.selected.length > 0) {
-    out.push(
-      '',
-      renderTable<DeadLetter>(
-        [
-          ...deadLetterColumns(now),
-        ],
-        report.selected,
-      ),
-    );
+    out.push('', renderTable<DeadLetter>([...deadLetterColumns(now)], report.selected));
   }
   if (report.heldBack.length > 0) {
     out.push('', `Held back ${report.heldBack.length} selected message(s); they stay in the DLQ:`);
@@ -316,7 +317,9 @@ export function renderRedrive(report: RedriveReport, from: string, to: string, f
   if (!report.dryRun) {
     out.push('', `Moved ${report.moved} message(s) back to the source queue.`);
     if (report.sentNotDeleted.length > 0) {
-      out.push(`${report.sentNotDeleted.length} sent but not deleted from the DLQ (in both queues; a re-run sends them again, the consumer dedups): ${report.sentNotDeleted.map((l) => l.messageId).join(' ')}`);
+      out.push(
+        `${report.sentNotDeleted.length} sent but not deleted from the DLQ (in both queues; a re-run sends them again, the consumer dedups): ${report.sentNotDeleted.map((l) => l.messageId).join(' ')}`,
+      );
     }
   }
   return out.join('\n');
@@ -346,13 +349,7 @@ export function reversalWriteSummary(ledger: ResourceLocation, tables: PointTabl
   };
 }
 
-export function redriveWriteSummary(
-  source: ResourceLocation,
-  sourceName: string,
-  deadLetterName: string,
-  filter: RedriveFilter,
-  limit: number | undefined,
-): WriteSummary {
+export function redriveWriteSummary(source: ResourceLocation, sourceName: string, deadLetterName: string, filter: RedriveFilter, limit: number | undefined): WriteSummary {
   const selection = [
     ...(filter.reasons ?? []).map((r) => `--reason ${r}`),
     ...(filter.keys ?? []).map((k) => `--key ${k}`),

@@ -50,9 +50,7 @@ const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
 
 /** Decodes one received SQS message. `maxReceiveCount` words the reason of redrive-policy moves. */
 export function decodeDeadLetter(message: Message, maxReceiveCount?: number): DeadLetter {
-  const attributes = Object.fromEntries(
-    Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue ?? '']),
-  );
+  const attributes = Object.fromEntries(Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue ?? '']));
   const failure = failureOf(attributes);
   const body = message.Body ?? '';
   let envelope: RocketMQMessage | undefined;
@@ -145,11 +143,7 @@ export async function readDeadLetters(options: DeadLetterReadOptions): Promise<D
   return [...seen.values()];
 }
 
-export async function receiveDeadLetters(
-  sqs: SQSClient,
-  queueUrl: string,
-  options: { max: number; visibilityTimeoutSeconds: number; waitTimeSeconds?: number },
-): Promise<Message[]> {
+export async function receiveDeadLetters(sqs: SQSClient, queueUrl: string, options: { max: number; visibilityTimeoutSeconds: number; waitTimeSeconds?: number }): Promise<Message[]> {
   const { Messages = [] } = await sqs.send(
     new ReceiveMessageCommand({
       QueueUrl: queueUrl,
@@ -186,9 +180,5 @@ export async function releaseDeadLetters(sqs: SQSClient, queueUrl: string, lette
 /** Finds a letter by SQS message id, RocketMQ msgId (either spelling) or idempotency key. */
 export function findDeadLetter(letters: readonly DeadLetter[], id: string): DeadLetter | undefined {
   const upper = id.toUpperCase();
-  return (
-    letters.find((l) => l.messageId === id) ??
-    letters.find((l) => l.envelope?.msgId === upper || l.failure?.msgId?.toUpperCase() === upper) ??
-    letters.find((l) => l.failure?.key === id)
-  );
+  return letters.find((l) => l.messageId === id) ?? letters.find((l) => l.envelope?.msgId === upper || l.failure?.msgId?.toUpperCase() === upper) ?? letters.find((l) => l.failure?.key === id);
 }

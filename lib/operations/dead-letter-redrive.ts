@@ -77,9 +77,7 @@ export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Dat
 
 /** The earliest time the message is known to have existed: RocketMQ's born or store time, else when it was dead-lettered. */
 function firstSeenAt(letter: DeadLetter): Date | undefined {
-  const times = [letter.envelope?.bornTimestamp, letter.envelope?.storeTimestamp, letter.deadLetteredAt?.getTime()].filter(
-    (t): t is number => typeof t === 'number' && t > 0,
-  );
+  const times = [letter.envelope?.bornTimestamp, letter.envelope?.storeTimestamp, letter.deadLetteredAt?.getTime()].filter((t): t is number => typeof t === 'number' && t > 0);
   return times.length > 0 ? new Date(Math.min(...times)) : undefined;
 }
 
@@ -231,9 +229,7 @@ const REDRIVE_NAMES = new Set<string>(Object.values(REDRIVE_ATTRIBUTES));
 async function sendBack(options: RedriveOptions, message: Message, letter: DeadLetter): Promise<void> {
   // The failure attributes describe the last failure; the consumer must not read them as
   // this delivery's. Producer attributes, if any, go back with the body untouched.
-  const kept = Object.entries(message.MessageAttributes ?? {}).filter(
-    ([name]) => !FAILURE_NAMES.has(name) && !REDRIVE_NAMES.has(name),
-  );
+  const kept = Object.entries(message.MessageAttributes ?? {}).filter(([name]) => !FAILURE_NAMES.has(name) && !REDRIVE_NAMES.has(name));
   const attribute = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: sqsText(value, 256) });
   const group = message.Attributes?.MessageGroupId;
   await options.sqs.send(

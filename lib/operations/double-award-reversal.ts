@@ -81,10 +81,7 @@ export class PlanChangedError extends OperationsError {
   override readonly name = 'PlanChangedError';
   constructor(readonly unreviewed: readonly PlannedReversal[]) {
     const listed = unreviewed.slice(0, 5).map((r) => `${r.userId}/${r.reversedEntryId} (${r.points} points, ${r.reason})`);
-    super(
-      `the ledger changed since the plan was reviewed: ${unreviewed.length} reversal(s) not in it, e.g. ${listed.join(', ')}. ` +
-        'Nothing written; run the dry run again and review the new plan',
-    );
+    super(`the ledger changed since the plan was reviewed: ${unreviewed.length} reversal(s) not in it, e.g. ${listed.join(', ')}. Nothing written; run the dry run again and review the new plan`);
   }
 }
 
@@ -110,11 +107,7 @@ export class ReversalInterruptedError extends OperationsError {
  * whose rightful user was named, every award of the other users; in a stable order, each
  * award at most once.
  */
-export function planReversals(
-  doubleAwards: readonly DoubleAward[],
-  crossUserAwards: readonly CrossUserAward[] = [],
-  rightful: ReadonlyMap<string, string> = new Map(),
-): PlannedReversal[] {
+export function planReversals(doubleAwards: readonly DoubleAward[], crossUserAwards: readonly CrossUserAward[] = [], rightful: ReadonlyMap<string, string> = new Map()): PlannedReversal[] {
   const planned = new Map<string, PlannedReversal>();
   const add = (reversal: Omit<PlannedReversal, 'reversalEntryId'>) => {
     const key = `${reversal.userId}\u0000${reversal.reversedEntryId}`;

@@ -64,8 +64,7 @@ export interface AuditReport {
   crossUserAwards: CrossUserAward[];
 }
 
-export const isClean = (report: AuditReport) =>
-  report.balanceMismatches.length === 0 && report.doubleAwards.length === 0 && report.crossUserAwards.length === 0;
+export const isClean = (report: AuditReport) => report.balanceMismatches.length === 0 && report.doubleAwards.length === 0 && report.crossUserAwards.length === 0;
 
 type StoredEntry = Partial<LedgerEntry> & { userId: string; entryId: string };
 type StoredAccount = Partial<PointAccount> & { userId: string };

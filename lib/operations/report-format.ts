@@ -58,7 +58,5 @@ export function renderCsv<Row>(columns: readonly Column<Row>[], rows: readonly R
  * same value, in a table or CSV it is visible text.
  */
 export function terminalSafe(output: string): string {
-  return output.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) =>
-    c === '\n' ? c : Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
-  );
+  return output.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => (c === '\n' ? c : Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')));
 }

@@ -81,8 +81,6 @@ export async function readReversalPlan(path: string): Promise<ReversalPlan> {
 /** Refuses a plan reviewed against another ledger (account, region or deployment) or other tables. */
 export function checkPlanTarget(plan: ReversalPlan, ledgerTableArn: string, tables: PointTableNames): void {
   if (plan.ledgerTableArn !== ledgerTableArn || plan.tables.accounts !== tables.accounts) {
-    throw new ReversalPlanError(
-      `the plan was made for ${plan.ledgerTableArn} and ${plan.tables.accounts}; this run targets ${ledgerTableArn} and ${tables.accounts}`,
-    );
+    throw new ReversalPlanError(`the plan was made for ${plan.ledgerTableArn} and ${plan.tables.accounts}; this run targets ${ledgerTableArn} and ${tables.accounts}`);
   }
 }

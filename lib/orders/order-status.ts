@@ -73,15 +73,11 @@ export function explainRejection(transition: OrderTransition, orderNo: string, c
     case 'absent':
       throw new NotYetApplicableError(`order ${orderNo} does not exist yet; ${transition.event} will be retried`);
     case 'not-yet':
-      throw new NotYetApplicableError(
-        `order ${orderNo} is ${verdict.status}: ${transition.event} needs ${transition.from} first and will be retried`,
-      );
+      throw new NotYetApplicableError(`order ${orderNo} is ${verdict.status}: ${transition.event} needs ${transition.from} first and will be retried`);
     case 'raced':
       throw new TransientFailureError(`order ${orderNo} changed while ${transition.event} was applied`, 'STATUS_RACED');
     case 'illegal':
-      throw new IllegalTransitionError(
-        `order ${orderNo} is ${verdict.status ?? 'without status'}: ${transition.event} needs ${transition.from} (${transition.from} → ${transition.to})`,
-      );
+      throw new IllegalTransitionError(`order ${orderNo} is ${verdict.status ?? 'without status'}: ${transition.event} needs ${transition.from} (${transition.from} → ${transition.to})`);
   }
 }
 

@@ -127,7 +127,12 @@ export class MsgIdGenerator {
   next(at = Date.now()): string {
     const date = new Date(at);
     const monthStart = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
-    const hex = (n: number, bytes: number) => (n >>> 0).toString(16).toUpperCase().padStart(bytes * 2, '0').slice(-bytes * 2);
+    const hex = (n: number, bytes: number) =>
+      (n >>> 0)
+        .toString(16)
+        .toUpperCase()
+        .padStart(bytes * 2, '0')
+        .slice(-bytes * 2);
     this.counter = (this.counter + 1) & 0xffff;
     return `${this.ip + hex(this.pid, 2)}18B4AAC2${hex(at - monthStart, 4)}${hex(this.counter, 2)}`;
   }

@@ -211,8 +211,7 @@ function checkPropertiesSize(data: EnvelopeData): void {
   }
   if (bytes > ENVELOPE_LIMITS.propertiesBytes) {
     throw new InvalidEnvelopeError(
-      `data: properties take ${bytes} bytes as RocketMQ stores them, over the broker's ${ENVELOPE_LIMITS.propertiesBytes} ` +
-        `(largest: ${pathSegment(largest.name)}, ${largest.bytes} bytes)`,
+      `data: properties take ${bytes} bytes as RocketMQ stores them, over the broker's ${ENVELOPE_LIMITS.propertiesBytes} ` + `(largest: ${pathSegment(largest.name)}, ${largest.bytes} bytes)`,
       data.msgId,
     );
   }
@@ -257,7 +256,9 @@ const EXCERPT_CHARS = 40;
  */
 export function excerpt(text: string, maxChars = EXCERPT_CHARS): string {
   // Twice as many UTF-16 units as characters always holds enough whole code points to cut from.
-  const head = Array.from(text.slice(0, maxChars * 2)).slice(0, maxChars).join('');
+  const head = Array.from(text.slice(0, maxChars * 2))
+    .slice(0, maxChars)
+    .join('');
   const quoted = JSON.stringify(head).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
   return head.length < text.length ? `${quoted}… (${text.length} characters)` : quoted;
 }

@@ -12,7 +12,10 @@ export class TagExpression {
   static parse(expression: string | null | undefined): TagExpression {
     const trimmed = (expression ?? '').trim();
     if (trimmed === '' || trimmed === '*') return new TagExpression('*', 'ALL');
-    const tags = trimmed.split('||').map((t) => t.trim()).filter((t) => t.length > 0);
+    const tags = trimmed
+      .split('||')
+      .map((t) => t.trim())
+      .filter((t) => t.length > 0);
     if (tags.length === 0) throw new InvalidTagExpressionError(expression ?? '');
     return new TagExpression(tags.join(' || '), new Set(tags));
   }

@@ -112,7 +112,12 @@ export type ConsumerFactory = (deps: LocalConsumerDeps & { dynamoDb: ReturnType<
  * its own DynamoDB client with the plan's SDK faults and its plug-in's crash point, and the
  * handler is wrapped so an invocation can die and so its deliveries are counted.
  */
-export function chaosConsumers(plan: FaultPlan, plugins: ReadonlyMap<string, ChaosPlugin>, tally: FaultTally, options: { seed: number; replace?: Partial<Record<string, ConsumerFactory>>; leaseMarginMs?: number }) {
+export function chaosConsumers(
+  plan: FaultPlan,
+  plugins: ReadonlyMap<string, ChaosPlugin>,
+  tally: FaultTally,
+  options: { seed: number; replace?: Partial<Record<string, ConsumerFactory>>; leaseMarginMs?: number },
+) {
   return (group: string, deps: LocalConsumerDeps, create: (deps: LocalConsumerDeps) => ConsumerHandler): ConsumerHandler => {
     const dynamoDb = createDynamoDb(deps.aws);
     injectFaults(dynamoDb, sdkFaultDecider(plan.sdk, options.seed ^ hash(group)), (fault) => tally.sdk[fault.kind]++);

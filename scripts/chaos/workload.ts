@@ -47,7 +47,14 @@ export function composeWorkload(plugins: readonly ChaosPlugin[], options: { seed
   const phaseCount = Math.max(...shares.map((s) => s.phases.length));
   const phases = Array.from({ length: phaseCount }, (_, k): ChaosPhase => {
     const parts = shares.flatMap((s) => s.phases[k] ?? []);
-    return { name: parts.map((p) => p.name).join(' + '), messages: interleave(parts.map((p) => p.messages), random), ...(k > 0 ? { afterQuiet: true } : {}) };
+    return {
+      name: parts.map((p) => p.name).join(' + '),
+      messages: interleave(
+        parts.map((p) => p.messages),
+        random,
+      ),
+      ...(k > 0 ? { afterQuiet: true } : {}),
+    };
   });
   return { seed, messages, phases, compositions: Object.fromEntries(plugins.map((p, i) => [p.group, shares[i]!.composition])) };
 }

@@ -26,7 +26,11 @@ export function createPowertoolsPointsConsumer(deps: PowertoolsPointsConsumerDep
   const config = new IdempotencyConfig({ eventKeyJmesPath: 'order.orderNo', payloadValidationJmesPath: 'order', expiresAfterSeconds: 7 * 24 * 3600 });
   const award = makeIdempotent(
     async (input: { order: OrderPaid; msgId: string }) => {
-      await documents.send(new TransactWriteCommand({ TransactItems: awardWrites(input.order, { msgId: input.msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(input.order)) }, deps.tables, new Date()).map((w) => w.item) }));
+      await documents.send(
+        new TransactWriteCommand({
+          TransactItems: awardWrites(input.order, { msgId: input.msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(input.order)) }, deps.tables, new Date()).map((w) => w.item),
+        }),
+      );
       return { awarded: input.order.points };
     },
     { persistenceStore: new DynamoDBPersistenceLayer({ tableName: deps.tables.idempotency, awsSdkV3Client: deps.dynamoDb }), config },

@@ -32,11 +32,14 @@ function client(endpoint: string) {
 }
 
 async function createTable(ddb: DynamoDBClient, TableName: string) {
-  await ddb.send(new CreateTableCommand({
-    TableName, BillingMode: 'PAY_PER_REQUEST',
-    KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-    AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-  }));
+  await ddb.send(
+    new CreateTableCommand({
+      TableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+    }),
+  );
 }
 
 async function fill(ddb: DynamoDBClient, TableName: string, n: number) {
@@ -64,16 +67,20 @@ async function latency(name: string, ddb: DynamoDBClient, size: number) {
   const cancelled: number[] = [];
   const reps = size >= 10_000 ? 5 : 9;
   for (let i = 0; i < reps; i++) {
-    committed.push(await timeTx(ddb, [
-      { Put: { TableName: T, Item: { pk: { S: `t-${i}` } } } },
-      { Update: { TableName: T, Key: { pk: { S: `u-${i}` } }, UpdateExpression: 'SET v = :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
-      { ConditionCheck: { TableName: T, Key: { pk: { S: `t-${i}-x` } }, ConditionExpression: 'attribute_not_exists(pk)' } },
-    ]));
-    cancelled.push(await timeTx(ddb, [
-      { Put: { TableName: T, Item: { pk: { S: `c-${i}` } } } },
-      { Update: { TableName: T, Key: { pk: { S: `cu-${i}` } }, UpdateExpression: 'SET v = :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
-      { ConditionCheck: { TableName: T, Key: { pk: { S: `absent-${i}` } }, ConditionExpression: 'attribute_exists(pk)' } },
-    ]));
+    committed.push(
+      await timeTx(ddb, [
+        { Put: { TableName: T, Item: { pk: { S: `t-${i}` } } } },
+        { Update: { TableName: T, Key: { pk: { S: `u-${i}` } }, UpdateExpression: 'SET v = :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
+        { ConditionCheck: { TableName: T, Key: { pk: { S: `t-${i}-x` } }, ConditionExpression: 'attribute_not_exists(pk)' } },
+      ]),
+    );
+    cancelled.push(
+      await timeTx(ddb, [
+        { Put: { TableName: T, Item: { pk: { S: `c-${i}` } } } },
+        { Update: { TableName: T, Key: { pk: { S: `cu-${i}` } }, UpdateExpression: 'SET v = :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
+        { ConditionCheck: { TableName: T, Key: { pk: { S: `absent-${i}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+      ]),
+    );
   }
   return { committedMs: +median(committed).toFixed(1), cancelledMs: +median(cancelled).toFixed(1) };
 }
@@ -87,12 +94,28 @@ async function lostWrites(name: string, ddb: DynamoDBClient) {
   let errors = 0;
   for (let r = 0; r < rounds; r++) {
     await Promise.all([
-      ddb.send(new TransactWriteItemsCommand({ TransactItems: [
-        { Put: { TableName: T, Item: { pk: { S: `tx-${r}` } } } },
-        { ConditionCheck: { TableName: T, Key: { pk: { S: `absent-${r}` } }, ConditionExpression: 'attribute_exists(pk)' } },
-      ] })).catch((e: Error) => { if (e.name !== 'TransactionCanceledException') errors++; }),
-      ...[0, 1].map((k) => ddb.send(new PutItemCommand({ TableName: T, Item: { pk: { S: `put-${r}-${k}` } } }))
-        .then(() => { acknowledged.push(`put-${r}-${k}`); }, () => { errors++; })),
+      ddb
+        .send(
+          new TransactWriteItemsCommand({
+            TransactItems: [
+              { Put: { TableName: T, Item: { pk: { S: `tx-${r}` } } } },
+              { ConditionCheck: { TableName: T, Key: { pk: { S: `absent-${r}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+            ],
+          }),
+        )
+        .catch((e: Error) => {
+          if (e.name !== 'TransactionCanceledException') errors++;
+        }),
+      ...[0, 1].map((k) =>
+        ddb.send(new PutItemCommand({ TableName: T, Item: { pk: { S: `put-${r}-${k}` } } })).then(
+          () => {
+            acknowledged.push(`put-${r}-${k}`);
+          },
+          () => {
+            errors++;
+          },
+        ),
+      ),
     ]);
   }
   const stored = new Set<string>();
@@ -128,12 +151,14 @@ try {
   for (const size of sizes) {
     const stock = medians.stock!.get(size)!;
     const launcher = medians.launcher!.get(size)!;
-    console.log(JSON.stringify({
-      measure: 'launcher speed-up over stock moto (median ratio)',
-      tableItems: size,
-      committed: speedUp(stock.committedMs, launcher.committedMs),
-      cancelled: speedUp(stock.cancelledMs, launcher.cancelledMs),
-    }));
+    console.log(
+      JSON.stringify({
+        measure: 'launcher speed-up over stock moto (median ratio)',
+        tableItems: size,
+        committed: speedUp(stock.committedMs, launcher.committedMs),
+        cancelled: speedUp(stock.cancelledMs, launcher.cancelledMs),
+      }),
+    );
   }
 } finally {
   await Promise.all(Object.values(emulators).map((e) => e.stop()));

@@ -116,17 +116,15 @@ function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, st
       fn();
     };
     const fail = (why: string) => settle(() => reject(new EmulatorUnavailableError(why)));
-    const timer = setTimeout(
-      () => fail(`emulator did not start within ${timeoutMs} ms: ${stderr().trim()}`),
-      timeoutMs,
-    );
-    child.once('error', (err) =>
-      fail(`cannot run Python for the emulator ("${python}": ${err.message}); use one with ${requirementsShown()} installed, ${DEFAULT_HINT}`));
+    const timer = setTimeout(() => fail(`emulator did not start within ${timeoutMs} ms: ${stderr().trim()}`), timeoutMs);
+    child.once('error', (err) => fail(`cannot run Python for the emulator ("${python}": ${err.message}); use one with ${requirementsShown()} installed, ${DEFAULT_HINT}`));
     child.once('exit', (code, signal) => {
       const missing = /No module named '?(moto|werkzeug|flask)/.exec(stderr());
-      fail(missing
-        ? `moto is not installed for "${python}" (${missing[0]}): ${python} -m pip install -r ${requirementsShown()}, ${DEFAULT_HINT}`
-        : `emulator exited with ${signal ?? `code ${code}`} before it was ready: ${stderr().trim()}`);
+      fail(
+        missing
+          ? `moto is not installed for "${python}" (${missing[0]}): ${python} -m pip install -r ${requirementsShown()}, ${DEFAULT_HINT}`
+          : `emulator exited with ${signal ?? `code ${code}`} before it was ready: ${stderr().trim()}`,
+      );
     });
     lines.on('line', (line) => {
       let ready: { ready?: unknown; endpoint?: unknown; mode?: unknown; hotPaths?: unknown } | undefined;

@@ -105,10 +105,16 @@ function environmentOf(options: PythonEnvironmentOptions): Environment {
 }
 
 async function digestOf(file: string): Promise<string> {
-  return createHash('sha256').update(await readFile(file)).digest('hex');
+  return createHash('sha256')
+    .update(await readFile(file))
+    .digest('hex');
 }
 
-const readStamp = (env: Environment) => readFile(env.stamp, 'utf8').then((s) => s.trim(), () => undefined);
+const readStamp = (env: Environment) =>
+  readFile(env.stamp, 'utf8').then(
+    (s) => s.trim(),
+    () => undefined,
+  );
 
 /** existsSync follows the interpreter's symlink: a removed base Python counts as not current. */
 async function isCurrent(env: Environment, digest: string): Promise<boolean> {
@@ -125,7 +131,10 @@ async function build(env: Environment, digest: string): Promise<void> {
   const venv = [env.basePython, '-m', 'venv', ...(previous === undefined ? [] : ['--clear']), env.directory];
   await runStep(venv, (outcome, output) => creationError(env, venv, outcome, output));
   const pip = [env.python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-input', '-r', env.requirements];
-  await runStep(pip, (outcome) => new RequirementsInstallError(`pip could not install ${shown(env.requirements)} into ${shown(env.directory)} (${outcome}); run by hand: ${commandLine(pip)}`, commandLine(pip)));
+  await runStep(
+    pip,
+    (outcome) => new RequirementsInstallError(`pip could not install ${shown(env.requirements)} into ${shown(env.directory)} (${outcome}); run by hand: ${commandLine(pip)}`, commandLine(pip)),
+  );
   const partial = `${env.stamp}.${process.pid}.tmp`;
   await writeFile(partial, `${digest}\n`);
   await rename(partial, env.stamp);
@@ -139,7 +148,10 @@ function creationError(env: Environment, venv: string[], outcome: string, output
 
 /** "moto 5.2.1" for `moto[server]==5.2.1`: what the progress line says is being installed. */
 async function summaryOf(requirements: string): Promise<string> {
-  const lines = (await readFile(requirements, 'utf8')).split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
+  const lines = (await readFile(requirements, 'utf8'))
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim())
+    .filter(Boolean);
   return lines.map((l) => l.replace(/^([\w.-]+)(\[[^\]]*\])?==(\S+)$/, '$1 $3')).join(', ');
 }
 
@@ -149,7 +161,11 @@ function shown(path: string): string {
   return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
 }
 
-const commandLine = (argv: string[]) => argv.map((a) => (isAbsolute(a) ? shown(a) : a)).map((a) => (/^[\w./=-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+const commandLine = (argv: string[]) =>
+  argv
+    .map((a) => (isAbsolute(a) ? shown(a) : a))
+    .map((a) => (/^[\w./=-]+$/.test(a) ? a : JSON.stringify(a)))
+    .join(' ');
 
 /**
  * Runs one step to completion. A failure becomes the step's error from its outcome (exit status and

@@ -39,11 +39,7 @@ export interface InjectedFault {
 
 let injections = 0;
 
-export function injectFaults<I extends object, O extends object>(
-  client: { middlewareStack: MiddlewareStack<I, O> },
-  decide: FaultDecider,
-  onFault?: (fault: InjectedFault) => void,
-): void {
+export function injectFaults<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, decide: FaultDecider, onFault?: (fault: InjectedFault) => void): void {
   // Named per call so several injections can stack on one client.
   interceptCommands(client, `faultInjection-${++injections}`, async ({ name: command, input }, send) => {
     const kind = decide(command, input);

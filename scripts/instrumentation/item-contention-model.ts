@@ -76,12 +76,18 @@ export class ItemContentionModel {
     const conflicts = states.map((s) => s.busyUntil > at);
     if (conflicts.some(Boolean)) {
       this.counts.conflicts++;
-      throw cancellation(conflicts.map((c) => (c ? 'TransactionConflict' : 'None')), 'Transaction is ongoing for the item');
+      throw cancellation(
+        conflicts.map((c) => (c ? 'TransactionConflict' : 'None')),
+        'Transaction is ongoing for the item',
+      );
     }
     const throttled = states.map((s) => s.tokens < 2);
     if (throttled.some(Boolean)) {
       this.counts.throttles++;
-      throw cancellation(throttled.map((t) => (t ? 'ThrottlingError' : 'None')), 'Throughput exceeds the current capacity for one or more items');
+      throw cancellation(
+        throttled.map((t) => (t ? 'ThrottlingError' : 'None')),
+        'Throughput exceeds the current capacity for one or more items',
+      );
     }
     for (const s of states) {
       s.tokens -= 2;

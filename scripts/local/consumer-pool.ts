@@ -108,7 +108,10 @@ export class ConsumerPool {
         });
         if (result.received > 0) {
           const records = result.records ?? [];
-          o.occupancy?.received(o.group, records.map((r) => ({ messageId: r.messageId, receiveCount: Number(r.attributes.ApproximateReceiveCount) || 1 })));
+          o.occupancy?.received(
+            o.group,
+            records.map((r) => ({ messageId: r.messageId, receiveCount: Number(r.attributes.ApproximateReceiveCount) || 1 })),
+          );
           o.occupancy?.settled(o.group, [...(result.deletedIds ?? []), ...(result.goneIds ?? [])]);
           o.account.recordInvocation(o.group, result.records ?? [], reports, result.timedOut ? 'timed-out' : result.crashed ? 'crashed' : 'none');
           idle = IDLE_MIN_MS;

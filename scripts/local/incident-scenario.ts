@@ -57,7 +57,10 @@ export function incidentScenario(options: { seed?: number; burst?: number } = {}
     .filter((_, i) => (i + 1) % 8 === 0)
     .map((m, i) => {
       const orderNo = (JSON.parse(JSON.parse(m.body).data.body) as { orderNo: string }).orderNo;
-      return trafficMessage(envelope({ orderNo, finishedAt: new Date(finishedAt + i).toISOString() }, ids.next(finishedAt + i), finishedAt + i, 'FINISHED', orderNo), { label: 'order finished', atMs: i * 5 });
+      return trafficMessage(envelope({ orderNo, finishedAt: new Date(finishedAt + i).toISOString() }, ids.next(finishedAt + i), finishedAt + i, 'FINISHED', orderNo), {
+        label: 'order finished',
+        atMs: i * 5,
+      });
     });
   const crashed = burst[9]!;
   const malformedAt = incidentAt + 1500;

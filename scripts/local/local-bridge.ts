@@ -56,7 +56,10 @@ export class LocalBridge {
    */
   async send(messages: readonly TrafficMessage[]): Promise<boolean> {
     const phaseStart = Date.now();
-    const ordered = [...messages].map((m, i) => ({ m, i })).sort((a, b) => (a.m.atMs ?? 0) - (b.m.atMs ?? 0) || a.i - b.i).map((x) => x.m);
+    const ordered = [...messages]
+      .map((m, i) => ({ m, i }))
+      .sort((a, b) => (a.m.atMs ?? 0) - (b.m.atMs ?? 0) || a.i - b.i)
+      .map((x) => x.m);
     const later = new Map<number, Array<{ group: string; message: TrafficMessage }>>();
     const buffers = new Map<string, TrafficMessage[]>();
     const flush = async (group?: string) => {
@@ -130,7 +133,10 @@ export class LocalBridge {
       const m = messages[Number(f.Id)]!;
       this.account.rejected.push({ group, line: m.line, msgId: m.msgId, reason: `${f.Code ?? 'error'}: ${f.Message ?? 'SQS refused the message'}` });
     }
-    this.occupancy.sent(group, Successful.map((s) => ({ messageId: s.MessageId!, body: messages[Number(s.Id)]!.body })));
+    this.occupancy.sent(
+      group,
+      Successful.map((s) => ({ messageId: s.MessageId!, body: messages[Number(s.Id)]!.body })),
+    );
     this.account.enqueued[group]! += messages.length - Failed.length;
   }
 

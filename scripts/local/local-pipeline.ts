@@ -24,7 +24,6 @@ import { orderNumbersIn, type TrafficPhase } from './traffic.ts';
 export type { BridgeAccount, DeadLetter };
 export { LocalRunConfigError } from './run-settings.ts';
 
-
 export interface LocalPipelineOptions {
   phases: readonly TrafficPhase[];
   /**
@@ -210,7 +209,12 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       const total = account.total();
       options.onProgress?.({ elapsedMs: Date.now() - started, phase, enqueued: bridge.sent, toEnqueue, inQueues: occupancy.total(), delivered: total.delivered, processed: total.processed });
     };
-    const quiet = new QuietDetector(() => pools.every((p) => p.inFlight === 0), occupancy, () => messagesInQueues(sqs, resources, groups), deadline);
+    const quiet = new QuietDetector(
+      () => pools.every((p) => p.inFlight === 0),
+      occupancy,
+      () => messagesInQueues(sqs, resources, groups),
+      deadline,
+    );
     const ticker = setInterval(progress, 500);
     let completed = true;
     try {

@@ -2,16 +2,7 @@ import { CreateTableCommand, UpdateTimeToLiveCommand, type AttributeDefinition, 
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
-import {
-  CONSUMER_GROUPS,
-  FIFO_QUEUE_ATTRIBUTES,
-  TABLES,
-  deadLetterQueueName,
-  queueName,
-  tableName,
-  type ConsumerGroupDefinition,
-  type TableKey,
-} from '../../lib/config/resources.ts';
+import { CONSUMER_GROUPS, FIFO_QUEUE_ATTRIBUTES, TABLES, deadLetterQueueName, queueName, tableName, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/resources.ts';
 
 export interface LocalQueue {
   url: string;

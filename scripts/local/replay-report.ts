@@ -106,22 +106,35 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   const s = result.settings;
   out.push(context.title, '='.repeat(Math.min(100, context.title.length)), '');
   out.push(`Consumer groups: ${result.groups.join(', ')}; ${s.concurrency} concurrent consumer(s) each, batch size ${s.batchSize}, batching window ${s.batchingWindowMs} ms.`);
-  out.push(`Queues: visibility timeout ${s.visibilityTimeoutSeconds} s (function timeout the same); RocketMQ retry delays divided by ${s.timeScale}${s.redeliverProbability > 0 ? `; bridge redelivers each copy with probability ${s.redeliverProbability} (seed ${s.seed})` : ''}.`);
+  out.push(
+    `Queues: visibility timeout ${s.visibilityTimeoutSeconds} s (function timeout the same); RocketMQ retry delays divided by ${s.timeScale}${s.redeliverProbability > 0 ? `; bridge redelivers each copy with probability ${s.redeliverProbability} (seed ${s.seed})` : ''}.`,
+  );
   if (result.seededOrders > 0) out.push(`Seeded ${result.seededOrders} orders as WAIT_PAY first, standing in for the order service that creates them.`);
   out.push(`Emulator: ${result.endpoint}, resources prefixed "${result.resources.prefix}".`, '');
 
   if (context.input) {
     const i = context.input;
-    out.push('Input', `  ${i.path}: ${i.lines} lines, ${i.envelopes} envelopes, ${i.badLines.length} not envelopes (sent anyway; the consumers dead-letter them), ${i.blankLines.length} blank (no message).`);
+    out.push(
+      'Input',
+      `  ${i.path}: ${i.lines} lines, ${i.envelopes} envelopes, ${i.badLines.length} not envelopes (sent anyway; the consumers dead-letter them), ${i.blankLines.length} blank (no message).`,
+    );
     for (const bad of i.badLines.slice(0, MAX_LISTED)) out.push(`  line ${bad.line}: ${bad.reason}`);
     if (i.badLines.length > MAX_LISTED) out.push(`  … ${i.badLines.length - MAX_LISTED} more bad lines`);
     out.push('');
   }
 
-  const invocations = [...result.account.invocations.values()].reduce((a, v) => ({ count: a.count + v.count, failed: a.failed + v.failed, timedOut: a.timedOut + v.timedOut }), { count: 0, failed: 0, timedOut: 0 });
+  const invocations = [...result.account.invocations.values()].reduce((a, v) => ({ count: a.count + v.count, failed: a.failed + v.failed, timedOut: a.timedOut + v.timedOut }), {
+    count: 0,
+    failed: 0,
+    timedOut: 0,
+  });
   out.push('Delivered');
-  out.push(`  The bridge enqueued ${summary.bridge.enqueued} copies (${summary.bridge.redelivered} of them injected redeliveries${summary.bridge.deduplicated ? `; ${summary.bridge.deduplicated} more copies were absorbed by FIFO deduplication and never enqueued` : ''}${summary.bridge.unrouted ? `, ${summary.bridge.unrouted} messages of topics no selected group subscribes to` : ''}).`);
-  out.push(`  Pollers handed ${summary.delivered} deliveries to the handlers in ${invocations.count} invocations; ${invocations.failed} invocation(s) failed${invocations.timedOut ? ` (${invocations.timedOut} by timeout)` : ''}, leaving ${summary.unacknowledged} settled record(s) unacknowledged, so SQS delivered them again.`);
+  out.push(
+    `  The bridge enqueued ${summary.bridge.enqueued} copies (${summary.bridge.redelivered} of them injected redeliveries${summary.bridge.deduplicated ? `; ${summary.bridge.deduplicated} more copies were absorbed by FIFO deduplication and never enqueued` : ''}${summary.bridge.unrouted ? `, ${summary.bridge.unrouted} messages of topics no selected group subscribes to` : ''}).`,
+  );
+  out.push(
+    `  Pollers handed ${summary.delivered} deliveries to the handlers in ${invocations.count} invocations; ${invocations.failed} invocation(s) failed${invocations.timedOut ? ` (${invocations.timedOut} by timeout)` : ''}, leaving ${summary.unacknowledged} settled record(s) unacknowledged, so SQS delivered them again.`,
+  );
   for (const r of result.bridge.rejected.slice(0, MAX_LISTED)) out.push(`  SQS refused a copy for ${r.group}${r.line ? ` (line ${r.line})` : ''}: ${r.reason}`);
   out.push('');
 
@@ -141,7 +154,10 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   const rows = [...result.groups.map((g) => [g, ...countsRow(summary.groups[g]!)]), ['total', ...countsRow(summary)]];
   out.push(...table(header, rows).map((l) => `  ${l}`));
   const settled = summary.processed + summary.duplicatesSuppressed + summary.filtered + summary.deadLettered;
-  out.push(`  processed + duplicates + filtered + dead-lettered = ${settled} = delivered ${summary.delivered} − retried ${summary.retried} ${settled === summary.delivered - summary.retried ? '✓' : '✗'}`, '');
+  out.push(
+    `  processed + duplicates + filtered + dead-lettered = ${settled} = delivered ${summary.delivered} − retried ${summary.retried} ${settled === summary.delivered - summary.retried ? '✓' : '✗'}`,
+    '',
+  );
 
   out.push('Duplicates suppressed, and why');
   const dupes = result.account.deliveries.filter((d) => d.outcome.kind === 'duplicate');
@@ -195,7 +211,13 @@ function ledgerSection(result: LocalRunResult, summary: RunSummary): string[] {
   for (const e of result.ledger) entries.set(e.userId, (entries.get(e.userId) ?? 0) + 1);
   const mismatched = users.filter((u) => (summary.awarded[u] ?? 0) !== (summary.balances[u] ?? 0));
   const listed = users.length <= MAX_LISTED ? users : [...new Set([...mismatched, ...users])].slice(0, MAX_LISTED);
-  const rows = listed.map((u) => [u, String(entries.get(u) ?? 0), String(summary.awarded[u] ?? 0), String(summary.balances[u] ?? 0), (summary.awarded[u] ?? 0) === (summary.balances[u] ?? 0) ? '✓' : '✗ MISMATCH']);
+  const rows = listed.map((u) => [
+    u,
+    String(entries.get(u) ?? 0),
+    String(summary.awarded[u] ?? 0),
+    String(summary.balances[u] ?? 0),
+    (summary.awarded[u] ?? 0) === (summary.balances[u] ?? 0) ? '✓' : '✗ MISMATCH',
+  ]);
   out.push(...table(['user', 'entries', 'ledger sum', 'balance', ''], rows).map((l) => `  ${l}`));
   if (listed.length < users.length) out.push(`  … ${users.length - listed.length} more users`);
   out.push(
@@ -255,6 +277,10 @@ function tally(keys: readonly string[]): Array<[string, number]> {
 
 function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)];
 }

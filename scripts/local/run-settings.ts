@@ -48,7 +48,10 @@ export function validateSettings(s: RunSettings) {
   check(Number.isInteger(s.batchSize) && s.batchSize >= 1 && s.batchSize <= 10_000, `batch size must be an integer from 1 to 10000, got ${s.batchSize}`);
   check(s.batchSize <= 10 || s.batchingWindowMs > 0, 'a batch size above 10 needs a batching window, as on Lambda');
   check(Number.isFinite(s.batchingWindowMs) && s.batchingWindowMs >= 0 && s.batchingWindowMs <= 300_000, `batching window must be 0 to 300000 ms, got ${s.batchingWindowMs}`);
-  check(Number.isInteger(s.visibilityTimeoutSeconds) && s.visibilityTimeoutSeconds >= 1 && s.visibilityTimeoutSeconds <= 43_200, `visibility timeout must be an integer from 1 to 43200 s, got ${s.visibilityTimeoutSeconds}`);
+  check(
+    Number.isInteger(s.visibilityTimeoutSeconds) && s.visibilityTimeoutSeconds >= 1 && s.visibilityTimeoutSeconds <= 43_200,
+    `visibility timeout must be an integer from 1 to 43200 s, got ${s.visibilityTimeoutSeconds}`,
+  );
   check(Number.isFinite(s.redeliverProbability) && s.redeliverProbability >= 0 && s.redeliverProbability <= 1, `redeliver probability must be between 0 and 1, got ${s.redeliverProbability}`);
   check(Number.isInteger(s.seed), `seed must be an integer, got ${s.seed}`);
 }

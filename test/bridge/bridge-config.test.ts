@@ -7,8 +7,13 @@ describe('bridge configuration', () => {
   it('fills the documented defaults', () => {
     const config = loadBridgeConfig({ BRIDGE_CONFIG: JSON.stringify({ proxyEndpoint: 'p:8081', routes: [route] }) });
     expect(config).toMatchObject({
-      clusterName: 'DefaultCluster', receiveBatchSize: 16, invisibleDurationMs: 60_000, awaitDurationMs: 20_000,
-      maxMessageBytes: 262_144, health: { host: '127.0.0.1', port: 8080 }, routes: [{ tagExpression: '*', fifo: false }],
+      clusterName: 'DefaultCluster',
+      receiveBatchSize: 16,
+      invisibleDurationMs: 60_000,
+      awaitDurationMs: 20_000,
+      maxMessageBytes: 262_144,
+      health: { host: '127.0.0.1', port: 8080 },
+      routes: [{ tagExpression: '*', fifo: false }],
     });
   });
 
@@ -30,10 +35,15 @@ describe('bridge configuration', () => {
   it.each([
     ['rocketmq5 without a proxy endpoint', { routes: [route] }, /rocketmq5 needs proxyEndpoint/],
     ['rocketmq4 without name servers', { protocol: 'rocketmq4', proxyEndpoint: 'p:8081', routes: [route] }, /rocketmq4 needs nameServer/],
-    ['a FIFO route on rocketmq4', {
-      protocol: 'rocketmq4', nameServer: 'ns:9876',
-      routes: [{ ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' }, dlqUrl: 'https://sqs/d.fifo' }],
-    }, /FIFO routes need rocketmq5/],
+    [
+      'a FIFO route on rocketmq4',
+      {
+        protocol: 'rocketmq4',
+        nameServer: 'ns:9876',
+        routes: [{ ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' }, dlqUrl: 'https://sqs/d.fifo' }],
+      },
+      /FIFO routes need rocketmq5/,
+    ],
   ] as [string, object, RegExp][])('rejects %s', (_what, config, message) => {
     expect(() => parseBridgeConfig(config)).toThrow(message);
   });

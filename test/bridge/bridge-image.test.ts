@@ -64,11 +64,13 @@ describe('the bridge image, built and run without Docker', () => {
     expect(existsSync(path.join(context.directory, 'bridge', '.rocketmq'))).toBe(false);
   });
 
-  it('ends with the bundle, the package files and production dependencies only, on Node 24, without npm\'s cache', async () => {
+  it("ends with the bundle, the package files and production dependencies only, on Node 24, without npm's cache", async () => {
     expect(image).toMatchObject({ workdir: '/app', user: 'node', stopSignal: 'SIGTERM', cmd: ['node', 'bridge.mjs'], env: { NODE_ENV: 'production' } });
     expect(readdirSync(app).sort()).toEqual(['bridge.mjs', 'node_modules', 'package-lock.json', 'package.json']);
     const lock = JSON.parse(readFileSync(path.join(app, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
-    const devOnly = Object.entries(lock.packages).filter(([, entry]) => entry.dev).map(([location]) => location);
+    const devOnly = Object.entries(lock.packages)
+      .filter(([, entry]) => entry.dev)
+      .map(([location]) => location);
     expect(devOnly).toContain('node_modules/vitest');
     expect(devOnly.filter((location) => existsSync(path.join(app, location)))).toEqual([]);
     expect(existsSync(path.join(app, 'node_modules', 'ali-ons'))).toBe(true);
@@ -92,12 +94,14 @@ describe('the bridge image, built and run without Docker', () => {
       routes: [{ group: GROUP, topic: TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl }, dlqUrl }],
     };
     const started = Date.now();
-    const bridge = new BridgeChildProcess(startImageCommand(image, {
-      BRIDGE_CONFIG: JSON.stringify(config),
-      POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge',
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-      AWS_REGION: 'us-east-1',
-    }));
+    const bridge = new BridgeChildProcess(
+      startImageCommand(image, {
+        BRIDGE_CONFIG: JSON.stringify(config),
+        POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge',
+        AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+        AWS_REGION: 'us-east-1',
+      }),
+    );
     try {
       // Act 1: wait for readiness, as the container health check does.
       const port = await bridge.waitFor('health port', (lines) => lines.find((l) => l.message === 'health endpoint listening')?.port as number | undefined, 60_000);

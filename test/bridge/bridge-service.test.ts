@@ -51,11 +51,16 @@ describe('RocketMQBridgeService', () => {
     const container = taskDef!.Properties.ContainerDefinitions[0];
     const raw = container.Environment.find((e: { Name: string }) => e.Name === 'BRIDGE_CONFIG').Value;
     // Queue URLs are CloudFormation references; stand-ins keep the FIFO suffix rule checkable.
-    const rendered = typeof raw === 'string' ? raw : (raw['Fn::Join'][1] as unknown[]).map((part) => {
-      if (typeof part === 'string') return part;
-      const ref = JSON.stringify(part);
-      return ref.includes('Audit') ? 'https://sqs/audit.fifo' : ref.includes('Bus') ? 'bus' : 'https://sqs/q';
-    }).join('');
+    const rendered =
+      typeof raw === 'string'
+        ? raw
+        : (raw['Fn::Join'][1] as unknown[])
+            .map((part) => {
+              if (typeof part === 'string') return part;
+              const ref = JSON.stringify(part);
+              return ref.includes('Audit') ? 'https://sqs/audit.fifo' : ref.includes('Bus') ? 'bus' : 'https://sqs/q';
+            })
+            .join('');
     const config = parseBridgeConfig(JSON.parse(rendered));
     expect(config).toMatchObject({ proxyEndpoint: 'rocketmq-proxy.internal:8081', clusterName: 'prod', invisibleDurationMs: 60_000, health: { host: '127.0.0.1', port: 8080 } });
     expect(config.routes.map((r) => [r.group, r.tagExpression, r.fifo, r.target.kind])).toEqual([
@@ -76,8 +81,13 @@ describe('RocketMQBridgeService', () => {
   it('refuses a route with neither or both of queue and event bus', () => {
     const stack = new Stack();
     const dlq = new sqs.Queue(stack, 'Dlq');
-    expect(() => new RocketMQBridgeService(stack, 'B', {
-      image: ecs.ContainerImage.fromRegistry('x'), proxyEndpoint: 'p:8081', routes: [{ group: 'g', topic: 't', dlq }],
-    })).toThrow(/exactly one of queue or eventBus/);
+    expect(
+      () =>
+        new RocketMQBridgeService(stack, 'B', {
+          image: ecs.ContainerImage.fromRegistry('x'),
+          proxyEndpoint: 'p:8081',
+          routes: [{ group: 'g', topic: 't', dlq }],
+        }),
+    ).toThrow(/exactly one of queue or eventBus/);
   });
 });

@@ -28,20 +28,22 @@ function replay(dockerfile: string) {
 }
 
 describe('the Dockerfile replay', () => {
-  it('maps WORKDIR and COPY into each stage, runs RUN with the stage\'s ENV on Node 24, and copies between stages', async () => {
-    const image = await replay([
-      `${BASE} AS build`,
-      'ENV GREETING=hello',
-      'WORKDIR /work',
-      'COPY src ./src',
-      'COPY package.json ./',
-      'RUN echo "$GREETING" > greeting.txt && node --version > node.txt && pwd > pwd.txt',
-      BASE,
-      'WORKDIR /app',
-      'COPY --from=build /work/greeting.txt /work/node.txt ./',
-      'USER node',
-      'CMD ["node", "-e", "1"]',
-    ].join('\n'));
+  it("maps WORKDIR and COPY into each stage, runs RUN with the stage's ENV on Node 24, and copies between stages", async () => {
+    const image = await replay(
+      [
+        `${BASE} AS build`,
+        'ENV GREETING=hello',
+        'WORKDIR /work',
+        'COPY src ./src',
+        'COPY package.json ./',
+        'RUN echo "$GREETING" > greeting.txt && node --version > node.txt && pwd > pwd.txt',
+        BASE,
+        'WORKDIR /app',
+        'COPY --from=build /work/greeting.txt /work/node.txt ./',
+        'USER node',
+        'CMD ["node", "-e", "1"]',
+      ].join('\n'),
+    );
 
     const work = path.join(dir, 'out', 'build', 'work');
     expect(readFileSync(path.join(work, 'src', 'nested', 'a.txt'), 'utf8')).toBe('a');
@@ -50,7 +52,19 @@ describe('the Dockerfile replay', () => {
     expect(image).toMatchObject({ root: path.join(dir, 'out', '1'), workdir: '/app', user: 'node', cmd: ['node', '-e', '1'], env: {} });
     expect(readFileSync(path.join(image.root, 'app', 'greeting.txt'), 'utf8')).toBe('hello\n');
     expect(readFileSync(path.join(image.root, 'app', 'node.txt'), 'utf8')).toMatch(/^v24\./);
-    expect(image.steps.map((s) => [s.stage, s.line])).toEqual([['build', 1], ['build', 2], ['build', 3], ['build', 4], ['build', 5], ['build', 6], ['1', 7], ['1', 8], ['1', 9], ['1', 10], ['1', 11]]);
+    expect(image.steps.map((s) => [s.stage, s.line])).toEqual([
+      ['build', 1],
+      ['build', 2],
+      ['build', 3],
+      ['build', 4],
+      ['build', 5],
+      ['build', 6],
+      ['1', 7],
+      ['1', 8],
+      ['1', 9],
+      ['1', 10],
+      ['1', 11],
+    ]);
   });
 
   it.each([

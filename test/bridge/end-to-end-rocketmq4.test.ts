@@ -86,12 +86,17 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     // Prepare: the group's old consumer fails one order, and ali-ons sends it back to %RETRY%<group>.
     const group = `points-v4-${randomUUID().slice(0, 6)}`;
     const retried = await send('PAID', { orderNo: 'SO-R', userId: 'u9', points: 9 });
-    const legacy = new Consumer({ nameSrv: rocketMq!.namesrvAddr, httpclient: NO_ADDRESS_SERVER, consumerGroup: group, logger: {
-      ...SILENT,
-      info: (...args: unknown[]) => {
-        if (format(...args).includes('consumerSendMessageBack success')) sentBack.resolve();
+    const legacy = new Consumer({
+      nameSrv: rocketMq!.namesrvAddr,
+      httpclient: NO_ADDRESS_SERVER,
+      consumerGroup: group,
+      logger: {
+        ...SILENT,
+        info: (...args: unknown[]) => {
+          if (format(...args).includes('consumerSendMessageBack success')) sentBack.resolve();
+        },
       },
-    } });
+    });
     const sentBack = Promise.withResolvers<void>();
     legacy.on('error', () => undefined);
     legacy.subscribe(ORDER_TOPIC, 'PAID', async () => {
@@ -111,13 +116,20 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     // Act: the bridge forwards the new orders at once and the retried one when its 10 s delay ends.
     const bridge = new BridgeChildProcess({
       BRIDGE_CONFIG: JSON.stringify(config(group, target)),
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
     });
     children.push(bridge);
-    await bridge.waitFor('all three forwarded', (lines) => {
-      const seen = new Set(forwardedMsgIds(lines));
-      return [retried.msgId, so1.msgId, so2.msgId].every((id) => seen.has(id)) ? true : undefined;
-    }, 60_000);
+    await bridge.waitFor(
+      'all three forwarded',
+      (lines) => {
+        const seen = new Set(forwardedMsgIds(lines));
+        return [retried.msgId, so1.msgId, so2.msgId].every((id) => seen.has(id)) ? true : undefined;
+      },
+      60_000,
+    );
     bridge.kill('SIGTERM');
     expect((await bridge.exited).code).toBe(0);
 
@@ -126,8 +138,14 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     const byId = new Map(copies.map((c) => [c.msgId, c]));
     expect([...byId.keys()].sort()).toEqual([retried.msgId, so1.msgId, so2.msgId].sort());
     expect(byId.get(so1.msgId)).toMatchObject({
-      topic: ORDER_TOPIC, tags: 'PAID', keys: ['SO-1'], reconsumeTimes: 0, offsetMsgId: so1.offsetMsgId,
-      brokerName: rocketMq!.brokerName, source: `rocketmq://${rocketMq!.clusterName}`, userProperties: { origin: 'e2e' },
+      topic: ORDER_TOPIC,
+      tags: 'PAID',
+      keys: ['SO-1'],
+      reconsumeTimes: 0,
+      offsetMsgId: so1.offsetMsgId,
+      brokerName: rocketMq!.brokerName,
+      source: `rocketmq://${rocketMq!.clusterName}`,
+      userProperties: { origin: 'e2e' },
       systemProperties: { UNIQ_KEY: so1.msgId, KEYS: 'SO-1', TAGS: 'PAID' },
     });
     const first = byId.get(so1.msgId)!;
@@ -161,7 +179,7 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     let copies: RocketMQMessage[] = [];
     const deadline = Date.now() + 90_000;
     while (Date.now() < deadline && !copies.some((c) => c.msgId === failing.msgId)) {
-      copies = [...copies, ...await receiveAll(target.queueUrl)];
+      copies = [...copies, ...(await receiveAll(target.queueUrl))];
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
     await bridge.stop();
@@ -183,10 +201,12 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
     const target = await queues('rebalance4');
     const env = {
       BRIDGE_CONFIG: JSON.stringify(config(group, target)),
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
     };
-    const started = (bridge: BridgeChildProcess) =>
-      bridge.waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 60_000);
+    const started = (bridge: BridgeChildProcess) => bridge.waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 60_000);
     const first = new BridgeChildProcess(env);
     children.push(first);
     await started(first);
@@ -208,10 +228,14 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
     first.kill('SIGTERM');
     const firstExit = await first.exited;
     await sendOrders(40, 20);
-    await second.waitFor('every order forwarded by one bridge or the other', () => {
-      const forwarded = new Set([...forwardedMsgIds(first.lines), ...forwardedMsgIds(second.lines)]);
-      return sent.every((id) => forwarded.has(id)) ? true : undefined;
-    }, 60_000);
+    await second.waitFor(
+      'every order forwarded by one bridge or the other',
+      () => {
+        const forwarded = new Set([...forwardedMsgIds(first.lines), ...forwardedMsgIds(second.lines)]);
+        return sent.every((id) => forwarded.has(id)) ? true : undefined;
+      },
+      60_000,
+    );
     second.kill('SIGTERM');
     await second.exited;
 
@@ -241,8 +265,13 @@ describe('RocketMQ 4.7.1 with ACL → bridge', () => {
   const producerWith = async (secretKey: string) => {
     const p = new Producer({
       instanceName: `acl-${randomUUID().slice(0, 6)}`,
-      nameSrv: secured!.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: `order-service-${randomUUID().slice(0, 6)}`,
-      logger: SILENT, accessKey: acl.accessKey, secretKey, retryTimesWhenSendFailed: 0,
+      nameSrv: secured!.namesrvAddr,
+      httpclient: NO_ADDRESS_SERVER,
+      producerGroup: `order-service-${randomUUID().slice(0, 6)}`,
+      logger: SILENT,
+      accessKey: acl.accessKey,
+      secretKey,
+      retryTimesWhenSendFailed: 0,
     });
     p.on('error', () => undefined);
     await p.ready();
@@ -266,8 +295,12 @@ describe('RocketMQ 4.7.1 with ACL → bridge', () => {
     const group = `points-acl-${randomUUID().slice(0, 6)}`;
     const bridge = new BridgeChildProcess({
       BRIDGE_CONFIG: JSON.stringify({ ...config(group, target), nameServer: secured!.namesrvAddr }),
-      ROCKETMQ_ACCESS_KEY: acl.accessKey, ROCKETMQ_SECRET_KEY: acl.secretKey,
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'), AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local',
+      ROCKETMQ_ACCESS_KEY: acl.accessKey,
+      ROCKETMQ_SECRET_KEY: acl.secretKey,
+      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
     });
     children.push(bridge);
     await bridge.waitFor('the order forwarded', (lines) => (forwardedMsgIds(lines).includes(message.properties.UNIQ_KEY!) ? true : undefined), 60_000);

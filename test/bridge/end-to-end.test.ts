@@ -78,9 +78,14 @@ function startBridge(fault?: 'crash-before-ack'): BridgeChildProcess {
 async function receiveAll(sqs: SQSClient, queueUrl: string) {
   const out: { body: string; envelope: RocketMQMessage; groupId: string | undefined }[] = [];
   for (;;) {
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({
-      QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 600, MessageSystemAttributeNames: ['MessageGroupId'],
-    }));
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 600,
+        MessageSystemAttributeNames: ['MessageGroupId'],
+      }),
+    );
     if (Messages.length === 0) return out;
     for (const m of Messages) out.push({ body: m.Body!, envelope: parseEnvelope(m.Body!), groupId: m.Attributes?.MessageGroupId });
   }
@@ -97,14 +102,16 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     const producer = new Producer({ endpoints: rocketMq!.proxyEndpoint, namespace: '', logger: SILENT });
     await producer.startup();
     const send = async (tag: string, order: Record<string, unknown>, extra: { messageGroup?: string; topic?: string } = {}) =>
-      (await producer.send({
-        topic: extra.topic ?? ORDER_TOPIC,
-        tag,
-        keys: [String(order.orderNo)],
-        body: Buffer.from(JSON.stringify(order)),
-        properties: new Map([['origin', 'e2e']]),
-        ...(extra.messageGroup ? { messageGroup: extra.messageGroup } : {}),
-      })).messageId;
+      (
+        await producer.send({
+          topic: extra.topic ?? ORDER_TOPIC,
+          tag,
+          keys: [String(order.orderNo)],
+          body: Buffer.from(JSON.stringify(order)),
+          properties: new Map([['origin', 'e2e']]),
+          ...(extra.messageGroup ? { messageGroup: extra.messageGroup } : {}),
+        })
+      ).messageId;
     const so1 = await send('PAID', { orderNo: 'SO-1', userId: 'u1', points: 10 });
     const so2 = await send('PAID', { orderNo: 'SO-2', userId: 'u2', points: 20 });
     const so1Resend = await send('PAID', { orderNo: 'SO-1', userId: 'u1', points: 10 });
@@ -118,10 +125,14 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
 
     // Act 1: the bridge forwards everything, then dies before acking anything.
     const crashing = startBridge('crash-before-ack');
-    await crashing.waitFor('every message forwarded once', (lines) => {
-      const seen = new Set(faultedMsgIds(lines));
-      return [...paid, ...fifoIds].every((id) => seen.has(id)) ? true : undefined;
-    }, 90_000);
+    await crashing.waitFor(
+      'every message forwarded once',
+      (lines) => {
+        const seen = new Set(faultedMsgIds(lines));
+        return [...paid, ...fifoIds].every((id) => seen.has(id)) ? true : undefined;
+      },
+      90_000,
+    );
     crashing.kill('SIGKILL');
     await crashing.exited;
     expect(await queued(sqs, pointsQueue.url)).toBeGreaterThanOrEqual(3);
@@ -129,12 +140,16 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     // Act 2: a fresh bridge gets the messages again once their invisible duration (10 s) ends.
     const bridge = startBridge();
     const port = await bridge.waitFor('health port', (lines) => lines.find((l) => l.message === 'health endpoint listening')?.port as number | undefined, 60_000);
-    await bridge.waitFor('redelivered messages forwarded and acked', (lines) => {
-      const seen = new Set(forwardedMsgIds(lines));
-      return [...paid, ...fifoIds].every((id) => seen.has(id)) ? true : undefined;
-    }, 90_000);
+    await bridge.waitFor(
+      'redelivered messages forwarded and acked',
+      (lines) => {
+        const seen = new Set(forwardedMsgIds(lines));
+        return [...paid, ...fifoIds].every((id) => seen.has(id)) ? true : undefined;
+      },
+      90_000,
+    );
     const ready = await fetch(`http://127.0.0.1:${port}/health/ready`);
-    const status = await ready.json() as { ready: boolean; routes: Record<string, { stats: { forwarded: number } }> };
+    const status = (await ready.json()) as { ready: boolean; routes: Record<string, { stats: { forwarded: number } }> };
     bridge.kill('SIGTERM');
     const exit = await bridge.exited;
 
@@ -151,15 +166,22 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     const byMsgId = Map.groupBy(copies, (c) => c.envelope.msgId);
     expect([...byMsgId.keys()].sort()).toEqual([...paid].sort());
     for (const id of paid) {
-      const attempts = byMsgId.get(id)!.map((c) => c.envelope.reconsumeTimes).sort();
+      const attempts = byMsgId
+        .get(id)!
+        .map((c) => c.envelope.reconsumeTimes)
+        .sort();
       expect(attempts.length).toBeGreaterThanOrEqual(2);
       expect(attempts[0]).toBe(0);
       expect(attempts.at(-1)).toBeGreaterThanOrEqual(1);
     }
     const first = byMsgId.get(so1)!.find((c) => c.envelope.reconsumeTimes === 0)!.envelope;
     expect(first).toMatchObject({
-      topic: ORDER_TOPIC, tags: 'PAID', keys: ['SO-1'], brokerName: rocketMq!.brokerName,
-      source: `rocketmq://${rocketMq!.clusterName}`, userProperties: { origin: 'e2e' },
+      topic: ORDER_TOPIC,
+      tags: 'PAID',
+      keys: ['SO-1'],
+      brokerName: rocketMq!.brokerName,
+      source: `rocketmq://${rocketMq!.clusterName}`,
+      userProperties: { origin: 'e2e' },
       systemProperties: { UNIQ_KEY: so1, KEYS: 'SO-1', TAGS: 'PAID' },
     });
     expect(first.msgId).toMatch(/^01[0-9A-F]{32}$/);

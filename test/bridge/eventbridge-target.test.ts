@@ -19,10 +19,13 @@ describe('EventBridge target on the emulator', () => {
     await eventBridge.send(new CreateEventBusCommand({ Name: name }));
     const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
     const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
-    await eventBridge.send(new PutRuleCommand({
-      Name: name, EventBusName: name,
-      EventPattern: JSON.stringify({ 'detail-type': ['mq:Topic:SendMessage'], detail: { data: { topic: ['ORDER_TOPIC'] } } }),
-    }));
+    await eventBridge.send(
+      new PutRuleCommand({
+        Name: name,
+        EventBusName: name,
+        EventPattern: JSON.stringify({ 'detail-type': ['mq:Topic:SendMessage'], detail: { data: { topic: ['ORDER_TOPIC'] } } }),
+      }),
+    );
     await eventBridge.send(new PutTargetsCommand({ Rule: name, EventBusName: name, Targets: [{ Id: 'q', Arn: Attributes!.QueueArn! }] }));
     const target = new EventBridgeTarget(eventBridge, name, 'rocketmq.test', 262_144);
     const messages = Array.from({ length: 12 }, (_, i) => receivedMessage({ keys: [`SO${i}`] }));
@@ -45,12 +48,22 @@ describe('EventBridge target on the emulator', () => {
   it('reports each rejected entry on its own', async () => {
     const eventBridge = createEventBridge(emulatorConfig(inject('emulatorEndpoint')));
     // PutEvents answers 200 with per-entry error codes; the emulator never rejects an entry, so the answer is shaped here.
-    eventBridge.middlewareStack.add(() => async () => ({
-      output: { FailedEntryCount: 1, Entries: [{ EventId: 'e-1' }, { ErrorCode: 'ThrottlingException', ErrorMessage: 'Rate exceeded' }], $metadata: {} },
-      response: {},
-    }) as never, { step: 'initialize' });
+    eventBridge.middlewareStack.add(
+      () => async () =>
+        ({
+          output: { FailedEntryCount: 1, Entries: [{ EventId: 'e-1' }, { ErrorCode: 'ThrottlingException', ErrorMessage: 'Rate exceeded' }], $metadata: {} },
+          response: {},
+        }) as never,
+      { step: 'initialize' },
+    );
     const target = new EventBridgeTarget(eventBridge, 'default', 'rocketmq.test', 262_144);
-    const results = await target.forward([{ id: 'a', body: '{}' }, { id: 'b', body: '{}' }]);
-    expect(results).toEqual([{ id: 'a', ok: true }, { id: 'b', ok: false, reason: 'ThrottlingException: Rate exceeded' }]);
+    const results = await target.forward([
+      { id: 'a', body: '{}' },
+      { id: 'b', body: '{}' },
+    ]);
+    expect(results).toEqual([
+      { id: 'a', ok: true },
+      { id: 'b', ok: false, reason: 'ThrottlingException: Rate exceeded' },
+    ]);
   });
 });

@@ -31,12 +31,15 @@ function cluster(): IncidentCluster {
     version: '5.5.0',
     connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq!.proxyEndpoint, clusterName: rocketMq!.clusterName },
     // The client makes the msgId once per send call and keeps it across its own retries.
-    send: async (order) => (await producer!.send({
-      topic: ORDER_TOPIC,
-      tag: 'PAID',
-      keys: [order.orderNo],
-      body: Buffer.from(JSON.stringify(order)),
-    })).messageId,
+    send: async (order) =>
+      (
+        await producer!.send({
+          topic: ORDER_TOPIC,
+          tag: 'PAID',
+          keys: [order.orderNo],
+          body: Buffer.from(JSON.stringify(order)),
+        })
+      ).messageId,
     killBroker: () => rocketMq!.killBroker(),
     restartBroker: () => rocketMq!.restartBroker(),
   };

@@ -59,9 +59,15 @@ function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = f
 async function drain(sqs: SQSClient, queueUrl: string) {
   const out: { body: string; groupId?: string; attributes: Record<string, string> }[] = [];
   for (;;) {
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({
-      QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 300, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['MessageGroupId'],
-    }));
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 300,
+        MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['MessageGroupId'],
+      }),
+    );
     if (Messages.length === 0) return out;
     await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
     for (const m of Messages) {
@@ -86,13 +92,16 @@ describe('route forwarder on the emulator SQS', () => {
     const { forwarder, acks, metrics } = forwarderFor(sqs, queueUrl, dlqUrl);
     const messages = Array.from({ length: 25 }, (_, i) => receivedMessage({ keys: [`SO${i}`] }));
     let batchCalls = 0;
-    sqs.middlewareStack.add((next, context) => async (args) => {
-      if (context.commandName === 'SendMessageBatchCommand') {
-        batchCalls++;
-        expect((args.input as { Entries: unknown[] }).Entries.length).toBeLessThanOrEqual(10);
-      }
-      return next(args);
-    }, { step: 'initialize' });
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'SendMessageBatchCommand') {
+          batchCalls++;
+          expect((args.input as { Entries: unknown[] }).Entries.length).toBeLessThanOrEqual(10);
+        }
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
 
     // Act
     const outcome = await forwarder.forwardBatch(messages);
@@ -194,7 +203,11 @@ describe('route forwarder on the emulator SQS', () => {
     expect(acks.sort()).toEqual([a1.msgId, b1.msgId].sort());
     expect(outcome.notAcked.map((n) => n.msgId)).toEqual([a2.msgId, a3.msgId]);
     const landed = await drain(sqs, queueUrl);
-    expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).keys[0]]).sort()).toEqual([['user-a', 'A-1'], ['user-a', 'A-3'], ['user-b', 'B-1']]);
+    expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).keys[0]]).sort()).toEqual([
+      ['user-a', 'A-1'],
+      ['user-a', 'A-3'],
+      ['user-b', 'B-1'],
+    ]);
   });
 
   it('FIFO: keeps a group in order across batches of ten', async () => {

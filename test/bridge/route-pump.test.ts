@@ -79,10 +79,12 @@ describe('route pump', () => {
       stop: async () => undefined,
     };
     const batches: number[] = [];
-    const forwarder = { forwardBatch: async (m: readonly ReceivedMessage[]) => {
+    const forwarder = {
+      forwardBatch: async (m: readonly ReceivedMessage[]) => {
         batches.push(m.length);
         return { acked: [], deadLettered: [], notAcked: [] };
-      } } as unknown as RouteForwarder;
+      },
+    } as unknown as RouteForwarder;
     const pump = new RoutePump('G', source, forwarder, metrics, logger);
     await pump.start();
     await new Promise((r) => setTimeout(r, 800));

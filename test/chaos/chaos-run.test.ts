@@ -77,7 +77,21 @@ describe.concurrent('npm run chaos', () => {
 
     // Assess
     const last = JSON.parse(ok.stdout.trimEnd().split('\n').at(-1)!);
-    expect(Object.keys(last)).toEqual(['seed', 'messages', 'completed', 'neverSent', 'inFlight', 'deliveries', 'doubleAwards', 'lostAwards', 'unaccounted', 'deadLettered', 'expectedDeadLettered', 'invariantHolds', 'groups']);
+    expect(Object.keys(last)).toEqual([
+      'seed',
+      'messages',
+      'completed',
+      'neverSent',
+      'inFlight',
+      'deliveries',
+      'doubleAwards',
+      'lostAwards',
+      'unaccounted',
+      'deadLettered',
+      'expectedDeadLettered',
+      'invariantHolds',
+      'groups',
+    ]);
     expect(Object.keys(last.groups)).toEqual(CONSUMER_GROUPS.map((g) => g.group));
     expect(last).toMatchObject({ seed: 3, messages: 60, completed: true, neverSent: 0, inFlight: 0, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: true });
     expect(ok.code).toBe(0);

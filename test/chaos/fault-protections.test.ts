@@ -108,7 +108,7 @@ const expectHolds = (r: ChaosResult) => {
 // Concurrent: each scenario runs on its own resources and mostly waits (visibility
 // timeouts, lease expiry, retry delays).
 describe.concurrent('each fault kind of the chaos plan fails the invariants once its protection is removed', () => {
-  it('redelivery of processed messages (lost ack, rebalance replay) — guarded by the dedup record\'s conditional put and the ledger entry\'s own condition', async () => {
+  it("redelivery of processed messages (lost ack, rebalance replay) — guarded by the dedup record's conditional put and the ledger entry's own condition", async () => {
     // Prepare: three orders, then once they are settled the same messages again (same msgIds).
     const orders = [newOrder('SORD1'), newOrder('SORD2', 'u2'), newOrder('SORD3')];
     const scenario = (weak: boolean): Scenario => ({
@@ -209,7 +209,7 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(weak.summary.invariantHolds).toBe(false);
   }, 120_000);
 
-  it('crash inside a lease — guarded by the lease\'s expiry and fenced takeover (a lease that never ends strands the order)', async () => {
+  it("crash inside a lease — guarded by the lease's expiry and fenced takeover (a lease that never ends strands the order)", async () => {
     // Prepare: the coupon consumer's holder dies after the coupon call, before completing the record.
     const order = newOrder('SOCL1');
     const scenario = (weak: boolean): Scenario => ({
@@ -232,7 +232,7 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(weak.summary).toMatchObject({ completed: false, inFlight: 1, neverSent: 0, doubleAwards: 0, invariantHolds: false });
   }, 120_000);
 
-  it('unknown outcome (write applied, answer lost, SDK retries) — guarded by the dedup record\'s conditional put, which tells the retry it was done', async () => {
+  it("unknown outcome (write applied, answer lost, SDK retries) — guarded by the dedup record's conditional put, which tells the retry it was done", async () => {
     // Prepare: the first commit reaches DynamoDB, then its answer times out; the SDK sends it again.
     const order = newOrder('SOUO1');
     const scenario = (weak: boolean): Scenario => ({
@@ -251,7 +251,7 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(weak.summary.invariantHolds).toBe(false);
   }, 120_000);
 
-  it('throttling and lost requests — guarded by the SDK\'s retries and transient classification (the record is retried, never acknowledged)', async () => {
+  it("throttling and lost requests — guarded by the SDK's retries and transient classification (the record is retried, never acknowledged)", async () => {
     // Prepare: the first delivery's commit is throttled on all three SDK attempts, the second loses all three requests.
     const order = newOrder('SOTH1');
     const faults: FaultKind[] = ['throttle', 'throttle', 'throttle', 'lostRequest', 'lostRequest', 'lostRequest'];
@@ -330,7 +330,7 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(r.outcomes.retried).toBe(0);
   }, 120_000);
 
-  it('a PAID re-sent after its order finished (new msgId, or a replay past FIFO deduplication\'s five minutes) — guarded by the transition\'s precondition (status = from): the order never moves back', async () => {
+  it("a PAID re-sent after its order finished (new msgId, or a replay past FIFO deduplication's five minutes) — guarded by the transition's precondition (status = from): the order never moves back", async () => {
     // Prepare: an order paid and finished, then its PAID once more under a new msgId (a copy
     // with the same msgId within five minutes would be absorbed by FIFO deduplication).
     const order = newOrder('SOLP1');

@@ -74,7 +74,10 @@ function trafficFile() {
   // A topic nobody here subscribes to.
   lines.push(envelope(JSON.stringify({ userId: 'u1' }), 'REGISTERED', 'USER_TOPIC'));
   // Interleave deterministically so duplicates are not always adjacent to their originals.
-  const shuffled = lines.map((l, i) => ({ l, k: (i * 7919) % 97 })).sort((a, b) => a.k - b.k).map((x) => x.l);
+  const shuffled = lines
+    .map((l, i) => ({ l, k: (i * 7919) % 97 }))
+    .sort((a, b) => a.k - b.k)
+    .map((x) => x.l);
   shuffled.splice(10, 0, '   ');
   const dir = mkdtempSync(join(tmpdir(), 'local-run-'));
   const path = join(dir, 'traffic.jsonl');
@@ -119,7 +122,23 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     const file = trafficFile();
 
     // Act: against the suite's emulator, with injected bridge redeliveries.
-    const run = await localRun(['--events', file.path, '--json', '--groups', POINTS, '--redeliver', '0.5', '--seed', '7', '--consumers', '4', '--visibility-timeout', '30', '--endpoint', inject('emulatorEndpoint')]);
+    const run = await localRun([
+      '--events',
+      file.path,
+      '--json',
+      '--groups',
+      POINTS,
+      '--redeliver',
+      '0.5',
+      '--seed',
+      '7',
+      '--consumers',
+      '4',
+      '--visibility-timeout',
+      '30',
+      '--endpoint',
+      inject('emulatorEndpoint'),
+    ]);
 
     // Assess
     expect(run.code, run.stderr).toBe(0);

@@ -64,9 +64,7 @@ describe('the coupon call’s credentials, from the stage settings', () => {
   });
 
   it('sigv4 to an execute-api endpoint: derives the region and may invoke exactly the grant method of that API and stage', () => {
-    const template = Template.fromStack(
-      couponService({ url: 'https://a1b2c3d4e5.execute-api.ap-northeast-1.amazonaws.com/prod', auth: { kind: 'sigv4', service: 'execute-api' } }),
-    );
+    const template = Template.fromStack(couponService({ url: 'https://a1b2c3d4e5.execute-api.ap-northeast-1.amazonaws.com/prod', auth: { kind: 'sigv4', service: 'execute-api' } }));
     expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({ kind: 'sigv4', service: 'execute-api', region: 'ap-northeast-1' });
     expect(callStatements(template)).toEqual([
       {
@@ -86,9 +84,7 @@ describe('the coupon call’s credentials, from the stage settings', () => {
 
   it('sigv4 to a function URL: may invoke that function through its URL (InvokeFunctionUrl with AWS_IAM, and InvokeFunction) and nothing else', () => {
     const resourceArn = 'arn:aws:lambda:ap-northeast-1:210987654321:function:coupon-service:live';
-    const template = Template.fromStack(
-      couponService({ url: 'https://abcdefghij0123456789abcdefghij01.lambda-url.ap-northeast-1.on.aws/', auth: { kind: 'sigv4', service: 'lambda', resourceArn } }),
-    );
+    const template = Template.fromStack(couponService({ url: 'https://abcdefghij0123456789abcdefghij01.lambda-url.ap-northeast-1.on.aws/', auth: { kind: 'sigv4', service: 'lambda', resourceArn } }));
     expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({ kind: 'sigv4', service: 'lambda', region: 'ap-northeast-1' });
     expect(callStatements(template)).toEqual([
       { Effect: 'Allow', Action: 'lambda:InvokeFunctionUrl', Resource: resourceArn, Condition: { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } } },
@@ -102,17 +98,28 @@ describe('the coupon call’s credentials, from the stage settings', () => {
     ['a token over plain http', { ...BEARER, url: 'http://coupons.example.com' }, 'services.coupon-service must use https'],
     [
       'an execute-api ARN that names another API than the URL',
-      { url: 'https://a1b2c3d4e5.execute-api.ap-northeast-1.amazonaws.com/prod', auth: { kind: 'sigv4', service: 'execute-api', resourceArn: 'arn:aws:execute-api:ap-northeast-1:123456789012:zzzzzzzzzz/prod/POST/v1/coupon-grants' } },
+      {
+        url: 'https://a1b2c3d4e5.execute-api.ap-northeast-1.amazonaws.com/prod',
+        auth: { kind: 'sigv4', service: 'execute-api', resourceArn: 'arn:aws:execute-api:ap-northeast-1:123456789012:zzzzzzzzzz/prod/POST/v1/coupon-grants' },
+      },
       'services.coupon-service.auth.resourceArn names API zzzzzzzzzz in ap-northeast-1 but services.coupon-service.url is API a1b2c3d4e5 in ap-northeast-1',
     ],
     ['a custom domain without the API’s ARN', { url: 'https://coupons.example.com', auth: { kind: 'sigv4', service: 'execute-api' } }, 'services.coupon-service.auth.resourceArn is required'],
-    ['a function URL without the function’s ARN', { url: 'https://abc.lambda-url.ap-northeast-1.on.aws', auth: { kind: 'sigv4', service: 'lambda' } }, 'services.coupon-service.auth.resourceArn is required'],
+    [
+      'a function URL without the function’s ARN',
+      { url: 'https://abc.lambda-url.ap-northeast-1.on.aws', auth: { kind: 'sigv4', service: 'lambda' } },
+      'services.coupon-service.auth.resourceArn is required',
+    ],
     [
       'a function ARN in another region than its URL',
       { url: 'https://abc.lambda-url.ap-northeast-1.on.aws', auth: { kind: 'sigv4', service: 'lambda', resourceArn: 'arn:aws:lambda:us-east-1:123456789012:function:coupons' } },
       'is in us-east-1 but the function URL is in ap-northeast-1',
     ],
-    ['sigv4 for lambda to a host that is no function URL', { url: 'https://coupons.example.com', auth: { kind: 'sigv4', service: 'lambda' } }, 'services.coupon-service.url is not a Lambda function URL'],
+    [
+      'sigv4 for lambda to a host that is no function URL',
+      { url: 'https://coupons.example.com', auth: { kind: 'sigv4', service: 'lambda' } },
+      'services.coupon-service.url is not a Lambda function URL',
+    ],
   ] as const)('refuses %s at synth, naming the setting', (_, setting, message) => {
     const parsed = serviceSettingSchema.parse(setting);
     expect(() => serviceAccess(new Stack(), 'coupon-service', COUPONS.group, parsed)).toThrow(ServiceSettingError);

@@ -1,4 +1,3 @@
-
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -96,10 +95,7 @@ describe('tables', () => {
   it.each(Object.keys(TABLES) as TableKey[])('%s has the catalogue keys, on-demand billing, PITR and encryption', (key) => {
     const def = TABLES[key] as (typeof TABLES)[TableKey] & { sortKey?: string; ttlAttribute?: string };
     const table = resources[tableId(key)]!;
-    expect(table.Properties.KeySchema).toEqual([
-      { AttributeName: def.partitionKey, KeyType: 'HASH' },
-      ...(def.sortKey ? [{ AttributeName: def.sortKey, KeyType: 'RANGE' }] : []),
-    ]);
+    expect(table.Properties.KeySchema).toEqual([{ AttributeName: def.partitionKey, KeyType: 'HASH' }, ...(def.sortKey ? [{ AttributeName: def.sortKey, KeyType: 'RANGE' }] : [])]);
     expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
     expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
     expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
@@ -270,7 +266,7 @@ describe('alarm routing', () => {
     );
   });
 
-  it('lets CloudWatch publish, and use the key, only for this deployment\'s alarms, and every alarm is named so', () => {
+  it("lets CloudWatch publish, and use the key, only for this deployment's alarms, and every alarm is named so", () => {
     const ownAlarms = {
       StringEquals: { 'aws:SourceAccount': settings.stages.test.account },
       ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:cloudwatch:${settings.stages.test.region}:${settings.stages.test.account}:alarm:${prefix}-*`]] } },
@@ -346,7 +342,15 @@ describe('the deployment as a whole', () => {
 
   it('links every alarm to a section that exists in docs/runbook.md', () => {
     const runbook = readFileSync(path.join(REPOSITORY_ROOT, 'docs/runbook.md'), 'utf8');
-    const anchors = new Set([...runbook.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]!.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')));
+    const anchors = new Set(
+      [...runbook.matchAll(/^#+ (.+)$/gm)].map((m) =>
+        m[1]!
+          .trim()
+          .toLowerCase()
+          .replace(/[^\w\- ]/g, '')
+          .replace(/ /g, '-'),
+      ),
+    );
     for (const entry of Object.values(RUNBOOK)) expect(anchors, entry.anchor).toContain(entry.anchor);
   });
 });
@@ -374,7 +378,9 @@ describe('pipeline', () => {
     expect(new Set(installs)).toEqual(new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]));
     // Python tools come only from the pinned requirements (moto and cfn-lint, each ==).
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
-    const requirements = readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator/requirements.txt'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+    const requirements = readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator/requirements.txt'), 'utf8')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
     for (const line of requirements) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
     expect(requirements.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cfn-lint']);
   });
@@ -389,7 +395,10 @@ describe('pipeline', () => {
       .map((p) => JSON.stringify((p as Resource).Properties.Source.BuildSpec))
       .filter((spec) => spec.includes('update-termination-protection'));
     expect(protect).toHaveLength(2);
-    for (const [stage, settingsOf] of [['Test', settings.stages.test], ['Prod', settings.stages.prod]] as const) {
+    for (const [stage, settingsOf] of [
+      ['Test', settings.stages.test],
+      ['Prod', settings.stages.prod],
+    ] as const) {
       const spec = protect.find((p) => p.includes(`${stage}-Consumers`))!;
       expect(spec).toContain(`cdk-hnb659fds-deploy-role-${settingsOf.account}-${settingsOf.region}`);
       expect(spec).toContain('EnableTerminationProtection');

@@ -44,15 +44,13 @@ describe('one schedule decides the redrive count, the retentions and the record 
 
   it('refuses a schedule longer than any SQS retention can carry, naming both numbers', () => {
     const elevenDays = Array.from({ length: 22 }, () => 12 * 3600);
-    expect(() => synth({ ...points, retryDelaysSeconds: elevenDays })).toThrow(
-      /point-consumer-group: the DLQ keeps messages 1209600s, not longer than the source queue's 1296000s/,
-    );
+    expect(() => synth({ ...points, retryDelaysSeconds: elevenDays })).toThrow(/point-consumer-group: the DLQ keeps messages 1209600s, not longer than the source queue's 1296000s/);
   });
 
   it('refuses a record TTL shorter than source retention + DLQ retention + a redrive retry window', () => {
     expect(() => synth({ ...points, idempotencyTtlSeconds: 7 * 86_400 })).toThrow(
       'consumer group point-consumer-group: idempotency records live 604800s but a copy of a message can come back for 1589480s ' +
-        '(source retention 362740s + DLQ retention 1209600s + a redrive\'s retry window 17140s): a late copy would apply its effect again',
+        "(source retention 362740s + DLQ retention 1209600s + a redrive's retry window 17140s): a late copy would apply its effect again",
     );
   });
 });

@@ -30,14 +30,26 @@ describe('deployment settings', () => {
     ['a group the catalogue does not have', { groups: { 'points-consumer-grup': { maxConcurrency: 50 } } }, 'rocketmq.stages.test.groups.points-consumer-grup: not a consumer group of the catalogue'],
     ['a setting no group has', { groups: { 'point-consumer-group': { maxConcurency: 50 } } }, 'rocketmq.stages.test.groups.point-consumer-group'],
     ['a service the catalogue does not name', { services: { 'coupon-servce': 'https://x.example.com' } }, 'rocketmq.stages.test.services'],
-    ['an authentication kind there is none of', { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'basic' } } } }, 'rocketmq.stages.test.services.coupon-service.auth.kind'],
-    ['a bearer token without its secret', { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'bearer' } } } }, 'rocketmq.stages.test.services.coupon-service.auth.secretName'],
+    [
+      'an authentication kind there is none of',
+      { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'basic' } } } },
+      'rocketmq.stages.test.services.coupon-service.auth.kind',
+    ],
+    [
+      'a bearer token without its secret',
+      { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'bearer' } } } },
+      'rocketmq.stages.test.services.coupon-service.auth.secretName',
+    ],
     [
       'a VPC placement whose subnet is not a subnet id',
       { groups: { 'coupon-consumer-group': { vpc: { vpcId: 'vpc-0a1b2c3d', subnets: [{ id: 'sn-1', availabilityZone: 'ap-northeast-1a' }] } } } },
       'rocketmq.stages.test.groups.coupon-consumer-group.vpc.subnets.0.id',
     ],
-    ['a SigV4 service that signs for nothing here', { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'sigv4', service: 's3' } } } }, 'rocketmq.stages.test.services.coupon-service.auth.service'],
+    [
+      'a SigV4 service that signs for nothing here',
+      { services: { 'coupon-service': { url: 'https://x.example.com', auth: { kind: 'sigv4', service: 's3' } } } },
+      'rocketmq.stages.test.services.coupon-service.auth.service',
+    ],
   ])('refuses %s, naming it', (_, stage, message) => {
     expect(() => settingsWith(stage)).toThrow(InvalidDeploymentSettingsError);
     expect(() => settingsWith(stage)).toThrow(message);

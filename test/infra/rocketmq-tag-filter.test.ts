@@ -76,7 +76,12 @@ describe('the bus rule of a filtered group (emulator EventBridge)', () => {
     // Act
     await events.send(
       new PutEventsCommand({
-        Entries: Object.entries(details).map(([label, detail]) => ({ EventBusName: name, Source: 'bridge', DetailType: ROCKETMQ_EVENT_TYPE, Detail: JSON.stringify({ ...(detail as object), label }) })),
+        Entries: Object.entries(details).map(([label, detail]) => ({
+          EventBusName: name,
+          Source: 'bridge',
+          DetailType: ROCKETMQ_EVENT_TYPE,
+          Detail: JSON.stringify({ ...(detail as object), label }),
+        })),
       }),
     );
     const delivered: string[] = [];

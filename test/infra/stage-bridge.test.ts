@@ -1,4 +1,3 @@
-
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -108,7 +107,10 @@ describe('a stage with its bridge enabled', () => {
     const alarms = Object.values(test.findResources('AWS::CloudWatch::Alarm')).filter((a) => String(a.Properties.AlarmName).startsWith(`${base.stages.test.prefix}-bridge-`));
     const names = alarms.map((a) => a.Properties.AlarmName as string).sort();
     expect(names).toEqual(
-      [`${base.stages.test.prefix}-bridge-running-tasks`, ...CONSUMER_GROUPS.flatMap((g) => ['forward-failures', 'receive-failures', 'lag'].map((w) => `${base.stages.test.prefix}-bridge-${g.group}-${w}`))].sort(),
+      [
+        `${base.stages.test.prefix}-bridge-running-tasks`,
+        ...CONSUMER_GROUPS.flatMap((g) => ['forward-failures', 'receive-failures', 'lag'].map((w) => `${base.stages.test.prefix}-bridge-${g.group}-${w}`)),
+      ].sort(),
     );
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic }]);
@@ -118,7 +120,12 @@ describe('a stage with its bridge enabled', () => {
     const [points] = CONSUMER_GROUPS;
     const lag = alarms.find((a) => a.Properties.AlarmName === `${base.stages.test.prefix}-bridge-${points.group}-lag`)!.Properties;
     expect(lag).toMatchObject({ Namespace: BRIDGE_METRICS_NAMESPACE, MetricName: BridgeMetric.forwardLag, Statistic: 'Maximum', Threshold: 300_000 });
-    expect(lag.Dimensions).toEqual(expect.arrayContaining([{ Name: 'ConsumerGroup', Value: points.group }, { Name: 'Topic', Value: points.topic }]));
+    expect(lag.Dimensions).toEqual(
+      expect.arrayContaining([
+        { Name: 'ConsumerGroup', Value: points.group },
+        { Name: 'Topic', Value: points.topic },
+      ]),
+    );
     const tasks = alarms.find((a) => a.Properties.AlarmName.endsWith('-running-tasks'))!.Properties;
     expect(tasks).toMatchObject({ Namespace: 'ECS/ContainerInsights', MetricName: 'RunningTaskCount', Threshold: 2, ComparisonOperator: 'LessThanThreshold', TreatMissingData: 'breaching' });
   });

@@ -22,10 +22,7 @@ type Behaviour =
  * `token()`), or a SigV4 signature that verifies with these credentials, checked by signing the
  * request again with the same library. A refusal is 401 (bearer) or 403 (SigV4, as API Gateway).
  */
-export type ServiceAccess =
-  | { kind: 'none' }
-  | { kind: 'bearer'; token: () => string }
-  | { kind: 'sigv4'; service: string; region: string; credentials: AwsCredentialIdentity };
+export type ServiceAccess = { kind: 'none' } | { kind: 'bearer'; token: () => string } | { kind: 'sigv4'; service: string; region: string; credentials: AwsCredentialIdentity };
 
 export interface HeldAnswer {
   /** Resolves when the held request has arrived (and its coupon was granted). */

@@ -45,8 +45,7 @@ export class FakeDingTalkRobot {
   private secret: string | undefined;
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<FakeRobotOptions, 'secret' | 'keyword'>> &
-      Pick<FakeRobotOptions, 'secret' | 'keyword'>,
+    private readonly options: Required<Omit<FakeRobotOptions, 'secret' | 'keyword'>> & Pick<FakeRobotOptions, 'secret' | 'keyword'>,
   ) {
     this.secret = options.secret;
   }

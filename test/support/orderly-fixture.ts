@@ -56,13 +56,10 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
     /** One Lambda-like poll: receive up to 10, invoke, delete what the handler did not return. */
     poll: () => pollFifo(sqs, source, handler),
     createOrder: (orderNo: string, status = 'WAIT_PAY') => dynamoDb.send(new PutCommand({ TableName: tables.orders, Item: { orderNo, status, userId: '88372' } })),
-    order: async (orderNo: string) =>
-      (await dynamoDb.send(new GetCommand({ TableName: tables.orders, Key: { orderNo }, ConsistentRead: true }))).Item as (Order & Record<string, unknown>) | undefined,
+    order: async (orderNo: string) => (await dynamoDb.send(new GetCommand({ TableName: tables.orders, Key: { orderNo }, ConsistentRead: true }))).Item as (Order & Record<string, unknown>) | undefined,
     /** The failure count the consumer keeps for one SQS message (0 when it never failed). */
     failuresOf: async (sqsMessageId: string) =>
-      Number(
-        (await dynamoDb.send(new GetCommand({ TableName: tables.idempotency, Key: { id: recordId(ORDER_STATUS.group, `failures#${sqsMessageId}`) }, ConsistentRead: true }))).Item?.failures ?? 0,
-      ),
+      Number((await dynamoDb.send(new GetCommand({ TableName: tables.idempotency, Key: { id: recordId(ORDER_STATUS.group, `failures#${sqsMessageId}`) }, ConsistentRead: true }))).Item?.failures ?? 0),
     deadLetters: () => readAllMessages(sqs, deadLetter.url),
   };
 }

@@ -78,10 +78,7 @@ export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {})
     sqs,
     /** Invokes the handler directly with records built from the bodies. */
     invoke: (bodies: Array<string | SQSRecord>) =>
-      handler(
-        { Records: bodies.map((b) => (typeof b === 'string' ? sqsRecord(b, queue.source.arn) : b)) } satisfies SQSEvent,
-        lambdaContext('points-consumer', 30_000),
-      ),
+      handler({ Records: bodies.map((b) => (typeof b === 'string' ? sqsRecord(b, queue.source.arn) : b)) } satisfies SQSEvent, lambdaContext('points-consumer', 30_000)),
     send: async (...bodies: string[]) => {
       for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
     },
@@ -94,7 +91,8 @@ export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {})
       throw new Error('queue did not drain');
     },
     ledger: async (userId: string): Promise<LedgerEntry[]> =>
-      ((await dynamoDb.send(new QueryCommand({ TableName: resources.tables.ledger, KeyConditionExpression: 'userId = :u', ExpressionAttributeValues: { ':u': userId }, ConsistentRead: true }))).Items ?? []) as LedgerEntry[],
+      ((await dynamoDb.send(new QueryCommand({ TableName: resources.tables.ledger, KeyConditionExpression: 'userId = :u', ExpressionAttributeValues: { ':u': userId }, ConsistentRead: true })))
+        .Items ?? []) as LedgerEntry[],
     balance: async (userId: string): Promise<number> =>
       ((await dynamoDb.send(new GetCommand({ TableName: resources.tables.accounts, Key: { userId }, ConsistentRead: true }))).Item?.balance as number | undefined) ?? 0,
     /** Every account balance equals the sum of its ledger; returns the users that differ. */

@@ -65,9 +65,7 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
               'SET #status = :inProgress, leaseUntil = :leaseUntil, holder = :holder, fingerprint = :fp, #key = :key, #group = :group, ' +
               'firstMsgId = if_not_exists(firstMsgId, :msgId), createdAt = if_not_exists(createdAt, :nowIso), expiresAt = :expiresAt ' +
               'ADD #token :one',
-            ConditionExpression:
-              'attribute_not_exists(id) OR expiresAt < :nowSeconds OR ' +
-              '(fingerprint = :fp AND (#status = :retryable OR (#status = :inProgress AND leaseUntil < :nowMs)))',
+            ConditionExpression: 'attribute_not_exists(id) OR expiresAt < :nowSeconds OR ' + '(fingerprint = :fp AND (#status = :retryable OR (#status = :inProgress AND leaseUntil < :nowMs)))',
             ExpressionAttributeNames: { '#status': 'status', '#key': 'key', '#group': 'group', '#token': 'token' },
             ExpressionAttributeValues: {
               ':inProgress': RecordStatus.IN_PROGRESS,

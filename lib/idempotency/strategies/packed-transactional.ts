@@ -4,14 +4,7 @@ import { jitter, mapLimit, sleep as wait } from '../concurrency.ts';
 import { classify, TransientFailureError, type ConsumptionError } from '../errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { ConsumptionStrategy } from '../strategy.ts';
-import {
-  DEFAULT_RECORD_TTL_SECONDS,
-  dedupRecordPut,
-  explainCancellation,
-  transactionalStrategy,
-  type TransactionalOptions,
-  type TransactionalResult,
-} from './transactional.ts';
+import { DEFAULT_RECORD_TTL_SECONDS, dedupRecordPut, explainCancellation, transactionalStrategy, type TransactionalOptions, type TransactionalResult } from './transactional.ts';
 import { affinityOrder, CONTENTION_CODES, contendedCode, halves, isValidation, itemIdentity, pack, type PackedTransaction, type PackEntry } from './transaction-packing.ts';
 
 /** DynamoDB's limits for one `TransactWriteItems`: 100 actions, 4 MB of items. */
@@ -135,7 +128,11 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
             contended.set(hot, [...(contended.get(hot) ?? []), entry]);
           } else {
             try {
-              settlements[entry.index] = explainCancellation(entry.msg, entry.result, slots.map((action) => reasons[action] ?? {}));
+              settlements[entry.index] = explainCancellation(
+                entry.msg,
+                entry.result,
+                slots.map((action) => reasons[action] ?? {}),
+              );
             } catch (explained) {
               fail(entry, classify(explained));
             }
@@ -146,10 +143,7 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
           return retryContended(innocent, attempt, classify(error), true);
         }
         const failure = new TransientFailureError(`transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`, contendedCode(reasons));
-        await Promise.all([
-          innocent.length > 0 ? run(innocent, attempt) : undefined,
-          ...[...contended.values()].map((group) => retryContended(group, attempt, failure, false)),
-        ]);
+        await Promise.all([innocent.length > 0 ? run(innocent, attempt) : undefined, ...[...contended.values()].map((group) => retryContended(group, attempt, failure, false))]);
       };
 
       /**

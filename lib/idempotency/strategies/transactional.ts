@@ -84,12 +84,7 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
  * The conditional put of a record's dedup record: the first action of its transaction.
  * Shared with packing, so both modes write the same record under the same condition.
  */
-export function dedupRecordPut<P>(
-  msg: ConsumerMessage<P>,
-  options: Pick<TransactionalOptions, 'tableName' | 'group'>,
-  ttlSeconds: number,
-  nowMs: number,
-): TransactItem {
+export function dedupRecordPut<P>(msg: ConsumerMessage<P>, options: Pick<TransactionalOptions, 'tableName' | 'group'>, ttlSeconds: number, nowMs: number): TransactItem {
   const record: DedupRecord = {
     id: recordId(options.group, msg.key),
     key: msg.key,
@@ -140,7 +135,7 @@ export function explainCancellation<P>(msg: ConsumerMessage<P>, result: Transact
     throw new WriteRejectedError(`declared write ${failedWrite - 1} was rejected by its condition`);
   }
   const codes = reasons.map((r) => r.Code ?? 'None');
-  const code = codes.includes('TransactionConflict') ? 'TransactionConflict' : codes.find((c) => c !== 'None') ?? 'TransactionCanceled';
+  const code = codes.includes('TransactionConflict') ? 'TransactionConflict' : (codes.find((c) => c !== 'None') ?? 'TransactionCanceled');
   if (code === 'ValidationError') throw new WriteRejectedError(`transaction rejected: ${codes.join(', ')}`);
   throw new TransientFailureError(`transaction cancelled: ${codes.join(', ')}`, code);
 }

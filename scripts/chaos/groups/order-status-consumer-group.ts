@@ -225,9 +225,7 @@ function orderingFindings(orderNo: string, expected: ExpectedOrder, row: Partial
     // Behind, yet stamped with the expected state's time: it got there and was moved back.
     const movedBack = behind && row[ORDER_TRANSITIONS[expected.status as keyof typeof ORDER_TRANSITIONS].stampedAt] !== undefined;
     (behind && !movedBack ? lost : double).push(
-      movedBack
-        ? `order ${orderNo}: moved back from ${expected.status} to ${status}`
-        : `order ${orderNo}: is ${status}, but its events in producer order end at ${expected.status}`,
+      movedBack ? `order ${orderNo}: moved back from ${expected.status} to ${status}` : `order ${orderNo}: is ${status}, but its events in producer order end at ${expected.status}`,
     );
   } else if (expected.lastTransition && row.statusMsgId !== expected.lastTransition) {
     other.push(`order ${orderNo}: ${status} was set by ${row.statusMsgId}, not by ${expected.lastTransition}, the first event in producer order to move it there`);

@@ -17,10 +17,13 @@ export class BridgeChildProcess {
    * watches a bridge started some other way (the replayed image's entry command), output piped.
    */
   constructor(from: Record<string, string> | ChildProcess) {
-    this.#child = from instanceof ChildProcess ? from : spawn(process.execPath, ['--import', 'tsx', ENTRY], {
-      env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'true', ...from },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    this.#child =
+      from instanceof ChildProcess
+        ? from
+        : spawn(process.execPath, ['--import', 'tsx', ENTRY], {
+            env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'INFO', POWERTOOLS_METRICS_DISABLED: 'true', ...from },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
     createInterface({ input: this.#child.stdout! }).on('line', (line) => {
       try {
         this.lines.push(JSON.parse(line) as Record<string, unknown>);
@@ -32,10 +35,12 @@ export class BridgeChildProcess {
     this.#child.stderr!.on('data', (chunk: Buffer) => {
       this.#stderr = (this.#stderr + chunk.toString()).slice(-4000);
     });
-    this.exited = new Promise((resolve) => this.#child.once('exit', (code, signal) => {
-      resolve({ code, signal });
-      for (const wake of this.#waiters) wake();
-    }));
+    this.exited = new Promise((resolve) =>
+      this.#child.once('exit', (code, signal) => {
+        resolve({ code, signal });
+        for (const wake of this.#waiters) wake();
+      }),
+    );
   }
 
   /** Resolves with the first value `probe` returns that is not undefined, checking after each log line. */

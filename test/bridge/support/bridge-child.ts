@@ -18,13 +18,19 @@ const report = (name: string, msgIds: string[]) => process.stdout.write(`${JSON.
 
 const hooks: Record<string, BeforeAckHook> = {
   'crash-before-ack': async (messages) => {
-    report('crash-before-ack', messages.map((m) => m.msgId));
+    report(
+      'crash-before-ack',
+      messages.map((m) => m.msgId),
+    );
     throw new Error('injected: crashed between forward and ack');
   },
   'sigkill-before-ack': async (messages) => {
     forwarded += messages.length;
     if (forwarded <= faultAfter) return;
-    report('sigkill-before-ack', messages.map((m) => m.msgId));
+    report(
+      'sigkill-before-ack',
+      messages.map((m) => m.msgId),
+    );
     process.kill(process.pid, 'SIGKILL');
     await new Promise(() => undefined);
   },

@@ -153,10 +153,14 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
 
     // Every accepted message must come through; then the queue must run dry.
     const sentIds = new Set(sent.map((s) => s.msgId));
-    await second.waitFor('every sent message forwarded', () => {
-      const forwarded = new Set(bridges.flatMap((b) => forwardedMsgIds(b.lines)));
-      return [...sentIds].every((id) => forwarded.has(id)) ? true : undefined;
-    }, 180_000);
+    await second.waitFor(
+      'every sent message forwarded',
+      () => {
+        const forwarded = new Set(bridges.flatMap((b) => forwardedMsgIds(b.lines)));
+        return [...sentIds].every((id) => forwarded.has(id)) ? true : undefined;
+      },
+      180_000,
+    );
     consuming = false;
     await consumer;
     await points.drain();
@@ -171,7 +175,7 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
     const expectedBalance = new Map<string, number>();
     for (let i = 0; i < options.orders; i++) {
       const userId = `u${i % USERS}`;
-      expectedLedger.set(userId, [...expectedLedger.get(userId) ?? [], `SO-${String(i).padStart(5, '0')}`]);
+      expectedLedger.set(userId, [...(expectedLedger.get(userId) ?? []), `SO-${String(i).padStart(5, '0')}`]);
       expectedBalance.set(userId, (expectedBalance.get(userId) ?? 0) + 1 + (i % 5));
     }
     const ledger = new Map<string, string[]>();

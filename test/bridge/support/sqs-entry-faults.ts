@@ -13,9 +13,8 @@ export function failBatchEntries(sqs: SQSClient, shouldFail: (body: string) => b
       const failing = input.Entries.filter((e) => shouldFail(e.MessageBody));
       if (failing.length === 0) return next(args);
       const kept = input.Entries.filter((e) => !failing.includes(e));
-      const output = kept.length > 0
-        ? (await next({ ...args, input: { ...input, Entries: kept } as never })).output as { Successful?: unknown[]; Failed?: unknown[] }
-        : { Successful: [], Failed: [] };
+      const output =
+        kept.length > 0 ? ((await next({ ...args, input: { ...input, Entries: kept } as never })).output as { Successful?: unknown[]; Failed?: unknown[] }) : { Successful: [], Failed: [] };
       const failed = failing.map((e) => ({ Id: e.Id, SenderFault: false, Code: code, Message: 'injected entry failure' }));
       return { output: { ...output, Failed: [...(output.Failed ?? []), ...failed] }, response: {} } as never;
     },

@@ -5,14 +5,7 @@ import { DeliveryBudgetExhaustedError, RobotRejectedError } from '../../../lib/d
 import { RobotClient } from '../../../lib/dingtalk/robot-client.ts';
 import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
 import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
-import {
-  captureOutput,
-  createStormTable,
-  createWebhookSecret,
-  lambdaContext,
-  notifierContainer,
-  updateWebhookSecret,
-} from './notifier-harness.ts';
+import { captureOutput, createStormTable, createWebhookSecret, lambdaContext, notifierContainer, updateWebhookSecret } from './notifier-harness.ts';
 import { SteppingClock } from './test-clocks.ts';
 
 const endpoint = inject('emulatorEndpoint');

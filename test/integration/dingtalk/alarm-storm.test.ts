@@ -58,13 +58,13 @@ describe('alarm storm', () => {
     expect(robot.maxRequestsInAnyMinute()).toBeLessThanOrEqual(20);
     const texts = robot.delivered.map((r) => r.body?.markdown?.text ?? '');
     for (const name of names) {
-      expect(texts.filter((t) => t.includes(name)), name).toHaveLength(1);
+      expect(
+        texts.filter((t) => t.includes(name)),
+        name,
+      ).toHaveLength(1);
     }
     expect(robot.delivered.length).toBeLessThan(30);
     expect(output.metricNames()).toContain('SummariesSent');
-    console.log(
-      `storm: ${robot.delivered.length} messages for 100 alarms, at most ${robot.maxRequestsInAnyMinute()} in any minute, ` +
-        `done after ${elapsedMinutes.toFixed(2)} virtual minutes`,
-    );
+    console.log(`storm: ${robot.delivered.length} messages for 100 alarms, at most ${robot.maxRequestsInAnyMinute()} in any minute, ` + `done after ${elapsedMinutes.toFixed(2)} virtual minutes`);
   });
 });

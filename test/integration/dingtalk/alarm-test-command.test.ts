@@ -13,11 +13,8 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** The operator command exactly as `npm run alarm:test --` runs it (tsx under this Node), with its environment and standard input. */
 function alarmTest(args: string[], given: { env?: Record<string, string>; stdin?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      ['--import', 'tsx', 'scripts/alarm-test.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, ...given.env } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    const child = execFile(process.execPath, ['--import', 'tsx', 'scripts/alarm-test.ts', ...args], { cwd: ROOT, env: { ...process.env, ...given.env } }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
     child.stdin?.end(given.stdin ?? '');
   });

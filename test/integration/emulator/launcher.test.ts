@@ -59,11 +59,16 @@ function simpleTable(name: string): CreateTableCommandInput {
       { AttributeName: 'pk', AttributeType: 'S' },
       { AttributeName: 'status', AttributeType: 'S' },
     ],
-    GlobalSecondaryIndexes: [{
-      IndexName: 'byStatus',
-      KeySchema: [{ AttributeName: 'status', KeyType: 'HASH' }, { AttributeName: 'pk', KeyType: 'RANGE' }],
-      Projection: { ProjectionType: 'ALL' },
-    }],
+    GlobalSecondaryIndexes: [
+      {
+        IndexName: 'byStatus',
+        KeySchema: [
+          { AttributeName: 'status', KeyType: 'HASH' },
+          { AttributeName: 'pk', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+    ],
   };
 }
 
@@ -71,17 +76,25 @@ function compositeTable(name: string): CreateTableCommandInput {
   return {
     TableName: name,
     BillingMode: 'PAY_PER_REQUEST',
-    KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }, { AttributeName: 'sk', KeyType: 'RANGE' }],
+    KeySchema: [
+      { AttributeName: 'pk', KeyType: 'HASH' },
+      { AttributeName: 'sk', KeyType: 'RANGE' },
+    ],
     AttributeDefinitions: [
       { AttributeName: 'pk', AttributeType: 'S' },
       { AttributeName: 'sk', AttributeType: 'N' },
       { AttributeName: 'lsiKey', AttributeType: 'S' },
     ],
-    LocalSecondaryIndexes: [{
-      IndexName: 'byLsiKey',
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }, { AttributeName: 'lsiKey', KeyType: 'RANGE' }],
-      Projection: { ProjectionType: 'ALL' },
-    }],
+    LocalSecondaryIndexes: [
+      {
+        IndexName: 'byLsiKey',
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'lsiKey', KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      },
+    ],
   };
 }
 
@@ -94,13 +107,20 @@ async function scanAll(ddb: DynamoDBClient, TableName: string, IndexName?: strin
     ExclusiveStartKey = page.LastEvaluatedKey;
   } while (ExclusiveStartKey);
   // Order-independent comparison.
-  return items.map((i) => JSON.stringify(sortKeys(i))).sort().map((s) => JSON.parse(s) as Item);
+  return items
+    .map((i) => JSON.stringify(sortKeys(i)))
+    .sort()
+    .map((s) => JSON.parse(s) as Item);
 }
 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, sortKeys(v)]),
+    );
   }
   return value;
 }
@@ -180,15 +200,9 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
         { Update: { TableName: S, Key: sKey(0), UpdateExpression: 'ADD status :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
       ],
       // Missing table in the middle: a cancellation reason (Delete/ConditionCheck) ...
-      [
-        { Put: { TableName: S, Item: { pk: { S: 'new4' }, v: { N: '4' } } } },
-        { Delete: { TableName: `no-such-table-${run}`, Key: sKey(0) } },
-      ],
+      [{ Put: { TableName: S, Item: { pk: { S: 'new4' }, v: { N: '4' } } } }, { Delete: { TableName: `no-such-table-${run}`, Key: sKey(0) } }],
       // ... or a request error before anything runs (Put).
-      [
-        { Put: { TableName: S, Item: { pk: { S: 'new5' }, v: { N: '5' } } } },
-        { Put: { TableName: `no-such-table-${run}`, Item: sKey(0) } },
-      ],
+      [{ Put: { TableName: S, Item: { pk: { S: 'new5' }, v: { N: '5' } } } }, { Put: { TableName: `no-such-table-${run}`, Item: sKey(0) } }],
       // Two actions on one item: ValidationException after the first action was applied.
       [
         { Put: { TableName: S, Item: { pk: { S: 'new6' }, v: { N: '6' } } } },
@@ -196,22 +210,16 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
         { ConditionCheck: { TableName: S, Key: sKey(1), ...mustExist } },
       ],
       // Missing range key in a Delete key: validation error mid-transaction.
-      [
-        { Put: { TableName: C, Item: { pk: { S: 'p2' }, sk: { N: '77' }, v: { N: '7' } } } },
-        { Delete: { TableName: C, Key: { pk: { S: 'p2' } } } },
-      ],
+      [{ Put: { TableName: C, Item: { pk: { S: 'p2' }, sk: { N: '77' }, v: { N: '7' } } } }, { Delete: { TableName: C, Key: { pk: { S: 'p2' } } } }],
       // More than 100 actions.
       Array.from({ length: 101 }, (_, i) => ({ Put: { TableName: S, Item: { pk: { S: `bulk${i}` } } } })),
       // Committed again, so later cancellations roll back to a changed state.
-      [
-        { Put: { TableName: S, Item: { pk: { S: 'p1' }, v: { N: '100' }, status: { S: 'done' } } } },
-        { Delete: { TableName: C, Key: cKey(5), ...mustExist } },
-      ],
+      [{ Put: { TableName: S, Item: { pk: { S: 'p1' }, v: { N: '100' }, status: { S: 'done' } } } }, { Delete: { TableName: C, Key: cKey(5), ...mustExist } }],
     ];
 
     // Seeded random transactions on a small key space, so actions collide with each other.
     const rnd = prng(20240601);
-    const pick = <T,>(xs: T[]) => xs[Math.floor(rnd() * xs.length)]!;
+    const pick = <T>(xs: T[]) => xs[Math.floor(rnd() * xs.length)]!;
     const randomTx = (): TransactWriteItem[] => {
       const n = 1 + Math.floor(rnd() * 5);
       const used = new Set<string>();
@@ -224,8 +232,13 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
         if (used.has(id) && rnd() < 0.8) continue; // keep some duplicate-item cases
         used.add(id);
         const TableName = onSimple ? S : C;
-        const cond: { ConditionExpression?: string; ExpressionAttributeValues?: Item } =
-          pick([{}, {}, mustExist, mustNotExist, { ConditionExpression: 'v < :lim', ExpressionAttributeValues: { ':lim': { N: String(Math.floor(rnd() * 6)) } } }]);
+        const cond: { ConditionExpression?: string; ExpressionAttributeValues?: Item } = pick([
+          {},
+          {},
+          mustExist,
+          mustNotExist,
+          { ConditionExpression: 'v < :lim', ExpressionAttributeValues: { ':lim': { N: String(Math.floor(rnd() * 6)) } } },
+        ]);
         const rv = rnd() < 0.5 ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {};
         const status = { S: pick(['open', 'done']) };
         switch (pick(['Put', 'Update', 'Delete', 'ConditionCheck'])) {
@@ -233,11 +246,16 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
             actions.push({ Put: { TableName, Item: { ...Key, v: { N: String(Math.floor(rnd() * 6)) }, ...(onSimple ? { status } : { lsiKey: { S: `l${i}` } }) }, ...cond, ...rv } });
             break;
           case 'Update':
-            actions.push({ Update: {
-              TableName, Key, ...cond, ...rv,
-              UpdateExpression: onSimple ? 'SET v = if_not_exists(v, :one) + :one, status = :s' : 'SET v = if_not_exists(v, :one) + :one',
-              ExpressionAttributeValues: { ...cond.ExpressionAttributeValues, ':one': { N: '1' }, ...(onSimple ? { ':s': status } : {}) },
-            } });
+            actions.push({
+              Update: {
+                TableName,
+                Key,
+                ...cond,
+                ...rv,
+                UpdateExpression: onSimple ? 'SET v = if_not_exists(v, :one) + :one, status = :s' : 'SET v = if_not_exists(v, :one) + :one',
+                ExpressionAttributeValues: { ...cond.ExpressionAttributeValues, ':one': { N: '1' }, ...(onSimple ? { ':s': status } : {}) },
+              },
+            });
             break;
           case 'Delete':
             actions.push({ Delete: { TableName, Key, ...cond, ...rv } });
@@ -253,7 +271,15 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
     const snapshot = async (ddb: DynamoDBClient) => {
       const [simple, simpleGsi, composite, compositeLsi] = await Promise.all([
         scanAll(ddb, S),
-        ddb.send(new QueryCommand({ TableName: S, IndexName: 'byStatus', KeyConditionExpression: '#s = :o', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':o': { S: 'open' } } })),
+        ddb.send(
+          new QueryCommand({
+            TableName: S,
+            IndexName: 'byStatus',
+            KeyConditionExpression: '#s = :o',
+            ExpressionAttributeNames: { '#s': 'status' },
+            ExpressionAttributeValues: { ':o': { S: 'open' } },
+          }),
+        ),
         scanAll(ddb, C),
         ddb.send(new QueryCommand({ TableName: C, IndexName: 'byLsiKey', KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': { S: 'p1' } } })),
       ]);
@@ -302,23 +328,50 @@ describe('concurrency on the launcher', () => {
     let cancelled = 0;
     let failed = 0;
     const key = (w: number, j: number) => `w${w}-${j}`;
-    await Promise.all(Array.from({ length: writers }, async (_, w) => {
-      for (let j = 0; j < perWriter; j++) {
-        const value = `put-${w}-${j}`;
-        const put = ddb.send(new PutItemCommand({ TableName, Item: { pk: { S: key(w, j) }, value: { S: value } } }))
-          .then((r) => { if (r.$metadata.httpStatusCode === 200) acknowledged.set(key(w, j), value); }, () => { failed++; });
-        // Touches this writer's latest key and a neighbour's, then fails on a missing item.
-        const tx = ddb.send(new TransactWriteItemsCommand({ TransactItems: [
-          { Put: { TableName, Item: { pk: { S: key(w, j) }, value: { S: 'from-cancelled-tx' } } } },
-          { Update: { TableName, Key: { pk: { S: key((w + 1) % writers, j) } }, UpdateExpression: 'SET #v = :x', ExpressionAttributeNames: { '#v': 'value' }, ExpressionAttributeValues: { ':x': { S: 'from-cancelled-tx' } } } },
-          { ConditionCheck: { TableName, Key: { pk: { S: `missing-${w}-${j}` } }, ConditionExpression: 'attribute_exists(pk)' } },
-        ] })).then(() => { throw new Error('transaction unexpectedly committed'); }, (e: Error) => {
-          if (e.name === 'TransactionCanceledException') cancelled++;
-          else failed++;
-        });
-        await Promise.all([put, tx]);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: writers }, async (_, w) => {
+        for (let j = 0; j < perWriter; j++) {
+          const value = `put-${w}-${j}`;
+          const put = ddb.send(new PutItemCommand({ TableName, Item: { pk: { S: key(w, j) }, value: { S: value } } })).then(
+            (r) => {
+              if (r.$metadata.httpStatusCode === 200) acknowledged.set(key(w, j), value);
+            },
+            () => {
+              failed++;
+            },
+          );
+          // Touches this writer's latest key and a neighbour's, then fails on a missing item.
+          const tx = ddb
+            .send(
+              new TransactWriteItemsCommand({
+                TransactItems: [
+                  { Put: { TableName, Item: { pk: { S: key(w, j) }, value: { S: 'from-cancelled-tx' } } } },
+                  {
+                    Update: {
+                      TableName,
+                      Key: { pk: { S: key((w + 1) % writers, j) } },
+                      UpdateExpression: 'SET #v = :x',
+                      ExpressionAttributeNames: { '#v': 'value' },
+                      ExpressionAttributeValues: { ':x': { S: 'from-cancelled-tx' } },
+                    },
+                  },
+                  { ConditionCheck: { TableName, Key: { pk: { S: `missing-${w}-${j}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+                ],
+              }),
+            )
+            .then(
+              () => {
+                throw new Error('transaction unexpectedly committed');
+              },
+              (e: Error) => {
+                if (e.name === 'TransactionCanceledException') cancelled++;
+                else failed++;
+              },
+            );
+          await Promise.all([put, tx]);
+        }
+      }),
+    );
     const stored = new Map((await scanAll(ddb, TableName)).map((i) => [i.pk!.S!, i.value!.S!]));
     const lost = [...acknowledged].filter(([k, v]) => stored.get(k) !== v).map(([k]) => k);
     return { acknowledged: acknowledged.size, cancelled, failed, lost, stored };
@@ -349,9 +402,11 @@ describe('TransactWriteItems on a 2,000-item table', () => {
     const ITEMS = 2000;
     const seed = async (ddb: DynamoDBClient) => {
       await ddb.send(new CreateTableCommand(simpleTable(T)));
-      const batches = Array.from({ length: ITEMS / 25 }, (_, b) => Array.from({ length: 25 }, (_, i) => ({
-        PutRequest: { Item: { pk: { S: `seed-${b * 25 + i}` }, v: { N: String(i) }, status: { S: 'open' }, pad: { S: 'x'.repeat(100) } } },
-      })));
+      const batches = Array.from({ length: ITEMS / 25 }, (_, b) =>
+        Array.from({ length: 25 }, (_, i) => ({
+          PutRequest: { Item: { pk: { S: `seed-${b * 25 + i}` }, v: { N: String(i) }, status: { S: 'open' }, pad: { S: 'x'.repeat(100) } } },
+        })),
+      );
       for (const batch of batches) await ddb.send(new BatchWriteItemCommand({ RequestItems: { [T]: batch } }));
     };
     await Promise.all([seed(ddbLauncher), seed(ddbStock)]);
@@ -423,7 +478,10 @@ describe('startup failures and process hygiene', () => {
   });
 
   const reachable = (endpoint: string) =>
-    fetch(`${endpoint}/moto-api/data.json`, { signal: AbortSignal.timeout(1000) }).then(() => true, () => false);
+    fetch(`${endpoint}/moto-api/data.json`, { signal: AbortSignal.timeout(1000) }).then(
+      () => true,
+      () => false,
+    );
   const waitUntilGone = async (endpoint: string, ms: number) => {
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {

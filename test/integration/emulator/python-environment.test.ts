@@ -140,7 +140,9 @@ describe('a base Python that cannot make the environment', () => {
     const err = await ensurePythonEnvironment({ ...s.options, basePython: python }).catch((e: unknown) => e);
 
     expect(err).toBeInstanceOf(VirtualEnvironmentCreationError);
-    expect((err as VirtualEnvironmentCreationError).message).toMatch(/ensurepip is not available: on Debian\/Ubuntu, sudo apt-get install python3-venv; run by hand: \S+python-without-ensurepip -m venv /);
+    expect((err as VirtualEnvironmentCreationError).message).toMatch(
+      /ensurepip is not available: on Debian\/Ubuntu, sudo apt-get install python3-venv; run by hand: \S+python-without-ensurepip -m venv /,
+    );
     expect((err as VirtualEnvironmentCreationError).command).toMatch(/python-without-ensurepip -m venv \S+no-ensurepip$/);
   });
 

@@ -126,7 +126,10 @@ const ops = {
   },
   async changeVisibility(side: Side, queue: string, labels: string[], seconds: number) {
     const { Successful = [], Failed = [] } = await side.sqs.send(
-      new ChangeMessageVisibilityBatchCommand({ QueueUrl: side.urls[queue], Entries: labels.map((l, i) => ({ Id: `v${i}`, ReceiptHandle: side.handles.get(l) ?? `not-a-handle-${i}`, VisibilityTimeout: seconds })) }),
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: side.urls[queue],
+        Entries: labels.map((l, i) => ({ Id: `v${i}`, ReceiptHandle: side.handles.get(l) ?? `not-a-handle-${i}`, VisibilityTimeout: seconds })),
+      }),
     );
     return { ok: Successful.map((s) => s.Id).sort(), failed: Failed.map((f) => [f.Id, f.Code]).sort() };
   },
@@ -197,7 +200,7 @@ async function lockstep(act: string) {
 /** The three counts of each of `queues` (only queues this act alone touches: the acts run concurrently). */
 const countsOf = (queues: string[]) => async (side: Side) => Object.fromEntries(await Promise.all(queues.map(async (q) => [q, await ops.counts(side, q)] as const)));
 
-const stepAnswer = <T,>(transcript: unknown[], step: string) => (transcript.find((s) => (s as { step: string }).step === step) as { answer: T }).answer;
+const stepAnswer = <T>(transcript: unknown[], step: string) => (transcript.find((s) => (s as { step: string }).step === step) as { answer: T }).answer;
 
 // The acts use separate queues and run concurrently: most of each is waiting for the grid.
 describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto', ACT, () => {
@@ -213,35 +216,48 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
 
     // Act
     await run.step('send 6, two delayed 1 s, one with attributes', (s) =>
-      s.sqs.send(
-        new SendMessageBatchCommand({
-          QueueUrl: s.urls.source,
-          Entries: [
-            { Id: 'a', MessageBody: 'm-a' },
-            { Id: 'b', MessageBody: 'm-b', DelaySeconds: 1 },
-            { Id: 'c', MessageBody: 'm-c', MessageAttributes: { kind: { DataType: 'String', StringValue: 'poison' } } },
-            { Id: 'd', MessageBody: 'm-d', DelaySeconds: 1 },
-            { Id: 'e', MessageBody: 'm-e' },
-            { Id: 'f', MessageBody: 'm-f' },
-          ],
-        }),
-      ).then((r) => ({ ok: (r.Successful ?? []).map((x) => x.Id).sort(), failed: r.Failed ?? [] })),
+      s.sqs
+        .send(
+          new SendMessageBatchCommand({
+            QueueUrl: s.urls.source,
+            Entries: [
+              { Id: 'a', MessageBody: 'm-a' },
+              { Id: 'b', MessageBody: 'm-b', DelaySeconds: 1 },
+              { Id: 'c', MessageBody: 'm-c', MessageAttributes: { kind: { DataType: 'String', StringValue: 'poison' } } },
+              { Id: 'd', MessageBody: 'm-d', DelaySeconds: 1 },
+              { Id: 'e', MessageBody: 'm-e' },
+              { Id: 'f', MessageBody: 'm-f' },
+            ],
+          }),
+        )
+        .then((r) => ({ ok: (r.Successful ?? []).map((x) => x.Id).sort(), failed: r.Failed ?? [] })),
     );
     await run.step('counts', all, { wait: false });
     await run.step('receive 2 (queue visibility 1 s)', (s) => ops.receive(s, 'source', 'r1', 2));
     await run.step('counts', all, { wait: false });
     await run.step('receive 10 with visibility 3 s', (s) => ops.receive(s, 'source', 'r2', 10, 3));
     await run.step('counts', all, { wait: false });
-    await run.step('extend r1.1 to 3 s (and a bogus handle), make r1.0 visible now', async (s) => [await ops.changeVisibility(s, 'source', ['r1.1', 'nothing'], 3), await ops.changeVisibility(s, 'source', ['r1.0'], 0)]);
+    await run.step('extend r1.1 to 3 s (and a bogus handle), make r1.0 visible now', async (s) => [
+      await ops.changeVisibility(s, 'source', ['r1.1', 'nothing'], 3),
+      await ops.changeVisibility(s, 'source', ['r1.0'], 0),
+    ]);
     await run.step('counts', all, { wait: false });
     await run.step('receive 10: r1.0 again', (s) => ops.receive(s, 'source', 'r3', 10));
     for (let i = 0; i < 4; i++) {
       await run.step(`tick ${i}: counts`, all);
       await run.step(`tick ${i}: receive 10`, (s) => ops.receive(s, 'source', `t${i}`, 10, 1), { wait: false });
     }
-    await run.step('delete r3.0 with a stale handle (r1.0), then the current one, then twice', async (s) => [await ops.delete(s, 'source', ['r1.0']), await ops.delete(s, 'source', ['r3.0']), await ops.delete(s, 'source', ['r3.0'])], { wait: false });
+    await run.step(
+      'delete r3.0 with a stale handle (r1.0), then the current one, then twice',
+      async (s) => [await ops.delete(s, 'source', ['r1.0']), await ops.delete(s, 'source', ['r3.0']), await ops.delete(s, 'source', ['r3.0'])],
+      { wait: false },
+    );
     await run.step('DeleteMessage with an invalid handle', (s) => s.sqs.send(new DeleteMessageCommand({ QueueUrl: s.urls.source, ReceiptHandle: 'x'.repeat(185) })), { wait: false });
-    await run.step('ChangeMessageVisibility beyond 12 h', (s) => s.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: s.urls.source, ReceiptHandle: s.handles.get('t3.0') ?? 'x', VisibilityTimeout: 43_201 })), { wait: false });
+    await run.step(
+      'ChangeMessageVisibility beyond 12 h',
+      (s) => s.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: s.urls.source, ReceiptHandle: s.handles.get('t3.0') ?? 'x', VisibilityTimeout: 43_201 })),
+      { wait: false },
+    );
     for (let i = 0; i < 3; i++) {
       await run.step(`redrive ${i}: receive 10 with visibility 0`, (s) => ops.receive(s, 'source', `z${i}`, 10, 0));
       await run.step(`redrive ${i}: counts`, all, { wait: false });
@@ -264,7 +280,13 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
     // Act
     await run.step('fifo: send A1 A2 B1, A1 again (deduplicated)', async (s) => {
       const send = (body: string, group: string) => s.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.fifo, MessageBody: body, MessageGroupId: group }));
-      for (const [b, g] of [['A1', 'A'], ['A2', 'A'], ['B1', 'B'], ['A1', 'A']] as const) await send(b, g);
+      for (const [b, g] of [
+        ['A1', 'A'],
+        ['A2', 'A'],
+        ['B1', 'B'],
+        ['A1', 'A'],
+      ] as const)
+        await send(b, g);
       return 'sent';
     });
     await run.step('fifo: receive 1 (A1)', (s) => ops.receive(s, 'fifo', 'f1', 1));
@@ -303,7 +325,11 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
     await run.step('delayed queue: now visible', async (s) => [await all(s), await ops.receive(s, 'delayed', 'dl2', 10)]);
     await run.step('attributes: All on every queue, names one by one, an unknown name', async (s) => [
       await Promise.all(['source', 'dlq', 'fifo', 'fifoDlq', 'delayed'].map((q) => ops.allAttributes(s, q))),
-      await Promise.all(['ApproximateNumberOfMessages', 'VisibilityTimeout', 'FifoQueue', 'DelaySeconds', 'MessageRetentionPeriod'].map(async (n) => (await s.sqs.send(new GetQueueAttributesCommand({ QueueUrl: s.urls.fifo, AttributeNames: [n as never] }))).Attributes)),
+      await Promise.all(
+        ['ApproximateNumberOfMessages', 'VisibilityTimeout', 'FifoQueue', 'DelaySeconds', 'MessageRetentionPeriod'].map(
+          async (n) => (await s.sqs.send(new GetQueueAttributesCommand({ QueueUrl: s.urls.fifo, AttributeNames: [n as never] }))).Attributes,
+        ),
+      ),
       await outcome(() => s.sqs.send(new GetQueueAttributesCommand({ QueueUrl: s.urls.source, AttributeNames: ['NoSuchAttribute' as never] }))),
     ]);
 

@@ -21,7 +21,8 @@ import { queueDepth } from '../../support/queue-reading.ts';
  */
 const CATALOGUE = [...CONSUMER_GROUPS, REFUNDS];
 const ids = new MsgIdGenerator('0A0E0A01', 0x0e0a);
-const envelope = (topic: string, tags: string, body: Record<string, unknown>) => trafficMessage(writeEnvelope({ topic, msgId: ids.next(), tags, keys: [String(body.orderNo)], body: JSON.stringify(body) }));
+const envelope = (topic: string, tags: string, body: Record<string, unknown>) =>
+  trafficMessage(writeEnvelope({ topic, msgId: ids.next(), tags, keys: [String(body.orderNo)], body: JSON.stringify(body) }));
 
 /** Runs the operations command line in-process against the run's deployment, as a script would (no terminal, writes confirmed with --yes). */
 async function ops(endpoint: string, prefix: string, argv: string[]) {
@@ -122,6 +123,10 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
     expect(real.plan.crashes[REFUNDS.group]!.atCrashPoint.length).toBeGreaterThan(0);
     expect(weak.summary.groups[REFUNDS.group]).toMatchObject({ invariantHolds: false, doubleEffects: weak.workload.compositions[REFUNDS.group]!.unfinished });
     expect(weak.invariants.missingDeadLetters).toBe(weak.workload.compositions[REFUNDS.group]!.unfinished);
-    expect(Object.entries(weak.summary.groups).filter(([, g]) => !g.invariantHolds).map(([group]) => group)).toEqual([REFUNDS.group]);
+    expect(
+      Object.entries(weak.summary.groups)
+        .filter(([, g]) => !g.invariantHolds)
+        .map(([group]) => group),
+    ).toEqual([REFUNDS.group]);
   }, 300_000);
 });

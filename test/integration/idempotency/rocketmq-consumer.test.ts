@@ -18,8 +18,7 @@ const award = (orderNo: string, userId: string, points: number) => orderEnvelope
 /** A body the payload parser refuses: a permanent `INVALID_PAYLOAD`. */
 const unreadable = (orderNo: string) => orderEnvelope({ orderNo, userId: 'u-bad', points: 'lots' });
 
-const transactional = (d: Deps): ConsumptionStrategy<TransactionalResult> =>
-  transactionalStrategy({ client: d.dynamoDb, tableName: d.tables.idempotency, group: POINTS_GROUP });
+const transactional = (d: Deps): ConsumptionStrategy<TransactionalResult> => transactionalStrategy({ client: d.dynamoDb, tableName: d.tables.idempotency, group: POINTS_GROUP });
 const packed = (d: Deps): ConsumptionStrategy<TransactionalResult> =>
   packedTransactionalStrategy({
     client: d.dynamoDb,
@@ -28,7 +27,9 @@ const packed = (d: Deps): ConsumptionStrategy<TransactionalResult> =>
     keyAttributes: { [d.tables.idempotency]: ['id'], [d.tables.ledger]: ['userId', 'entryId'], [d.tables.accounts]: ['userId'] },
   });
 /** The points business: a ledger entry and a balance increment, declared for the strategy to commit. */
-const awardBusiness = (d: Deps): Business<TransactionalResult> => (msg) => ({ writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, d.tables, new Date()) });
+const awardBusiness =
+  (d: Deps): Business<TransactionalResult> =>
+  (msg) => ({ writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, d.tables, new Date()) });
 
 const TRANSACTIONAL_MODES = [
   { mode: 'per-record', strategy: transactional },
@@ -163,7 +164,11 @@ describe('the consumer middleware: a dead letter that cannot be sent (emulator)'
     // Assess: the send failed, so the record was not acknowledged: it is still in the source queue
     expect(fault.injected).toBeGreaterThan(0);
     expect(first).toMatchObject({ received: 1, deleted: 0, failed: 1 });
-    expect(f.reports[0]).toMatchObject({ attempt: 1, settlement: { outcome: 'failed', error: { code: 'INVALID_PAYLOAD', classification: 'permanent' } }, disposition: { action: 'retry-dead-letter' } });
+    expect(f.reports[0]).toMatchObject({
+      attempt: 1,
+      settlement: { outcome: 'failed', error: { code: 'INVALID_PAYLOAD', classification: 'permanent' } },
+      disposition: { action: 'retry-dead-letter' },
+    });
     expect(await f.sourceDepth()).toEqual({ visible: 0, inFlight: 1 });
     expect(await f.deadLetters()).toEqual([]);
 

@@ -35,16 +35,20 @@ describe('npm run alarm:test output never contains the DingTalk secret or webhoo
     ['wrong secret (310000)', () => ['--webhook', robot.webhookUrl, '--secret', `${secret}x`, '--keyword', '告警'], 1],
     ['keyword missing', () => ['--webhook', robot.webhookUrl, '--secret', secret], 1],
     ['robot unreachable', () => ['--webhook', `http://127.0.0.1:9/robot/send?access_token=${accessToken}`, '--secret', secret, '--keyword', '告警'], 1],
-  ] as const)('%s', async (_name, args, exit) => {
-    // Act
-    const { code, output } = await alarmTest([...args()]);
+  ] as const)(
+    '%s',
+    async (_name, args, exit) => {
+      // Act
+      const { code, output } = await alarmTest([...args()]);
 
-    // Assess
-    expect(code === 0).toBe(exit === 0);
-    expect(output.length).toBeGreaterThan(0);
-    expect(output).not.toContain(secret);
-    expect(output).not.toContain(accessToken);
-    expect(output).not.toMatch(/access_token=[^&\s"'*]{8,}/);
-    expect(output).not.toMatch(/[?&]sign=/);
-  }, 60_000);
+      // Assess
+      expect(code === 0).toBe(exit === 0);
+      expect(output.length).toBeGreaterThan(0);
+      expect(output).not.toContain(secret);
+      expect(output).not.toContain(accessToken);
+      expect(output).not.toMatch(/access_token=[^&\s"'*]{8,}/);
+      expect(output).not.toMatch(/[?&]sign=/);
+    },
+    60_000,
+  );
 });

@@ -51,7 +51,14 @@ async function queueDepth(f: PointsFixture, which: 'source' | 'deadLetter' | { u
   return Number(Attributes!.ApproximateNumberOfMessages) + Number(Attributes!.ApproximateNumberOfMessagesNotVisible);
 }
 
-type Listed = { messageId: string; reasonText: string; failure?: { code?: string; key?: string }; envelope?: { msgId: string; topic: string; tags?: string; keys: string[]; body: string }; body: string; envelopeError?: string };
+type Listed = {
+  messageId: string;
+  reasonText: string;
+  failure?: { code?: string; key?: string };
+  envelope?: { msgId: string; topic: string; tags?: string; keys: string[]; body: string };
+  body: string;
+  envelopeError?: string;
+};
 
 describe('ops dlq (emulator)', () => {
   it('lists every dead letter with its reason and decoded envelope, and leaves them visible', async () => {
@@ -65,7 +72,11 @@ describe('ops dlq (emulator)', () => {
     const messages: Listed[] = list.json().messages;
     expect(messages).toHaveLength(5);
     const byCode = (code: string | undefined) => messages.filter((m) => m.failure?.code === code);
-    expect(byCode('RETRIES_EXHAUSTED').map((m) => m.envelope?.msgId).sort()).toEqual([...OUTAGE_MSG_IDS].sort());
+    expect(
+      byCode('RETRIES_EXHAUSTED')
+        .map((m) => m.envelope?.msgId)
+        .sort(),
+    ).toEqual([...OUTAGE_MSG_IDS].sort());
     expect(byCode('RETRIES_EXHAUSTED')[0]!.envelope).toMatchObject({ topic: 'ORDER_TOPIC', tags: 'PAID' });
     const conflict = byCode('PAYLOAD_CONFLICT')[0]!;
     expect(conflict.failure?.key).toBe('SO-CONFLICT');
@@ -161,9 +172,7 @@ describe('ops dlq (emulator)', () => {
     const f = await deadLetteredFixture();
     // Act
     await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1', '--yes']);
-    const { Messages = [] } = await f.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: f.resources.queues['point-consumer-group']!.source.url, MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }),
-    );
+    const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.resources.queues['point-consumer-group']!.source.url, MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }));
     // Assess
     expect(Messages).toHaveLength(1);
     expect(Object.keys(Messages[0]!.MessageAttributes ?? {}).sort()).toEqual(['redrive-count', 'redriven-at', 'redriven-from-dlq']);

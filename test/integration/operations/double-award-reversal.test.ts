@@ -111,11 +111,11 @@ describe('ops reverse (emulator)', () => {
       ['IMPORT#0003', 'written'],
     ]);
     const end = await snapshot(f);
-    expect(reversalsOf([...end.u1, ...end.u2]).map((e) => e.entryId).sort()).toEqual([
-      'REVERSAL#IMPORT#0001',
-      'REVERSAL#IMPORT#0002',
-      'REVERSAL#IMPORT#0003',
-    ]);
+    expect(
+      reversalsOf([...end.u1, ...end.u2])
+        .map((e) => e.entryId)
+        .sort(),
+    ).toEqual(['REVERSAL#IMPORT#0001', 'REVERSAL#IMPORT#0002', 'REVERSAL#IMPORT#0003']);
     expect([end.b1, end.b2]).toEqual([420, 50]);
     expect((await ops(f, ['audit'])).code).toBe(0);
   });
@@ -152,7 +152,12 @@ describe('ops reverse (emulator)', () => {
     await reverseByHand(f, { userId: 'u-1', orderNo: 'SO-1001', reverses: 'IMPORT#0001', points: 300 });
     const run = await ops(f, [...applyPlan(await reviewedPlan(f)), '--json']);
     expect(run.code).toBe(0);
-    expect(run.json().outcomes.filter((o: { userId: string }) => o.userId === 'u-1').map((o: { reversedEntryId: string }) => o.reversedEntryId)).toEqual(['IMPORT#0002']);
+    expect(
+      run
+        .json()
+        .outcomes.filter((o: { userId: string }) => o.userId === 'u-1')
+        .map((o: { reversedEntryId: string }) => o.reversedEntryId),
+    ).toEqual(['IMPORT#0002']);
     expect(await f.balance('u-1')).toBe(420);
     expect((await ops(f, ['audit'])).code).toBe(0);
   });

@@ -88,10 +88,7 @@ describe('ops audit (emulator)', () => {
 
 describe('auditLedger rules', () => {
   it('flags a user with ledger entries but no account, and an account with no ledger', () => {
-    const report = auditLedger(
-      [{ userId: 'a', entryId: 'AWARD#1', kind: 'AWARD', orderNo: '1', points: 10 }],
-      [{ userId: 'b', balance: 7 }],
-    );
+    const report = auditLedger([{ userId: 'a', entryId: 'AWARD#1', kind: 'AWARD', orderNo: '1', points: 10 }], [{ userId: 'b', balance: 7 }]);
     expect(report.balanceMismatches).toEqual([
       { userId: 'a', balance: null, ledgerSum: 10, difference: -10, ledgerEntries: 1 },
       { userId: 'b', balance: 7, ledgerSum: 0, difference: 7, ledgerEntries: 0 },

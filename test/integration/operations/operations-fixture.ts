@@ -84,7 +84,15 @@ export async function reverseByHand(f: PointsFixture, entry: { userId: string; o
   await f.dynamoDb.send(
     new PutCommand({
       TableName: f.resources.tables.ledger,
-      Item: { userId: entry.userId, entryId: `REVERSAL#${entry.reverses}`, kind: 'REVERSAL', orderNo: entry.orderNo, points: -entry.points, reverses: entry.reverses, createdAt: '2099-02-01T00:00:00.000Z' },
+      Item: {
+        userId: entry.userId,
+        entryId: `REVERSAL#${entry.reverses}`,
+        kind: 'REVERSAL',
+        orderNo: entry.orderNo,
+        points: -entry.points,
+        reverses: entry.reverses,
+        createdAt: '2099-02-01T00:00:00.000Z',
+      },
     }),
   );
   await f.dynamoDb.send(

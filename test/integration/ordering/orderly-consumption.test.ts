@@ -38,7 +38,7 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     expect(third.response?.batchItemFailures).toEqual([]);
     expect(await Promise.all(['SO-2', 'SO-3'].map((o) => statusOf(f, o)))).toEqual(['PAID', 'PAID']);
     const so3 = f.reports.filter((r) => r.key === 'SO-3#PAID');
-    expect(so3.map((r) => r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome)).toEqual(['HELD_BACK', 'HELD_BACK', 'processed']);
+    expect(so3.map((r) => (r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome))).toEqual(['HELD_BACK', 'HELD_BACK', 'processed']);
     const so2Applied = f.reports.findIndex((r) => r.key === 'SO-2#PAID' && r.settlement.outcome === 'processed');
     expect(f.reports.findIndex((r) => r.key === 'SO-3#PAID' && r.settlement.outcome === 'processed')).toBeGreaterThan(so2Applied);
     expect((await f.order('SO-3'))!.statusUpdatedAt! >= (await f.order('SO-2'))!.statusUpdatedAt!).toBe(true);
@@ -108,9 +108,7 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     ]);
     expect(polls[2]!.response?.batchItemFailures).toEqual([]);
     expect(await statusOf(f, 'SO-NEXT')).toBe('PAID');
-    const { Messages = [] } = await f.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: f.deadLetter.url, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'], VisibilityTimeout: 60 }),
-    );
+    const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.deadLetter.url, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
     expect(Messages).toHaveLength(1);
     expect(Messages[0]!.Attributes).toMatchObject({ MessageGroupId: 'USER-1', MessageDeduplicationId: polls[0]!.records[0]!.messageId });
     expect(Messages[0]!.MessageAttributes).toMatchObject({
@@ -129,7 +127,15 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     await f.poll();
     await f.createOrder('SO-LOST');
     // Act
-    const redrive = await redriveDeadLetters({ sqs: f.sqs, deadLetterQueueUrl: f.deadLetter.url, sourceQueueUrl: f.source.url, filter: {}, dryRun: false, ratePerSecond: 100, visibilityTimeoutSeconds: 30 });
+    const redrive = await redriveDeadLetters({
+      sqs: f.sqs,
+      deadLetterQueueUrl: f.deadLetter.url,
+      sourceQueueUrl: f.source.url,
+      filter: {},
+      dryRun: false,
+      ratePerSecond: 100,
+      visibilityTimeoutSeconds: 30,
+    });
     const back = await f.poll();
     // Assess: sent back with its group; a new SQS message, so its count starts again at attempt 1
     expect(redrive.moved).toBe(1);
@@ -180,7 +186,7 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     const waitedMs = Date.now() - failedAt;
     // Assess: nothing of the group while SO-LATE was invisible, then both, in order, about 2 s later
     expect(early.records).toEqual([]);
-    expect(back!.records.map((r) => r.body.includes('SO-LATE') ? 'SO-LATE' : 'SO-AFTER')).toEqual(['SO-LATE', 'SO-AFTER']);
+    expect(back!.records.map((r) => (r.body.includes('SO-LATE') ? 'SO-LATE' : 'SO-AFTER'))).toEqual(['SO-LATE', 'SO-AFTER']);
     expect(waitedMs).toBeGreaterThanOrEqual(1_900);
     expect(waitedMs).toBeLessThan(10_000);
     expect(f.reports.find((r) => r.key === 'SO-LATE#PAID')!.disposition).toEqual({ action: 'retry', delaySeconds: 2 });

@@ -14,7 +14,18 @@ async function packedConsumer() {
   const counter = new RoundTripCounter().attach(f.dynamoDb).onRoundTrip((t) => trips.push(t));
   const transactions = () => trips.filter((t) => t.command === 'TransactWriteItemsCommand');
   const sizes = () => transactions().map((t) => (t.input.TransactItems as unknown[]).length);
-  return { ...f, counter, trips, transactions, sizes, reset: () => { counter.reset(); trips.length = 0; f.reports.length = 0; } };
+  return {
+    ...f,
+    counter,
+    trips,
+    transactions,
+    sizes,
+    reset: () => {
+      counter.reset();
+      trips.length = 0;
+      f.reports.length = 0;
+    },
+  };
 }
 
 const award = (orderNo: string, userId: string, points: number) => orderEnvelope({ orderNo, userId, points });
@@ -27,17 +38,22 @@ const outcomesByKey = (reports: { key?: string; settlement: { outcome: string } 
  */
 function conflictOnAccount<I extends object, O extends object>(f: { dynamoDb: { middlewareStack: MiddlewareStack<I, O> } }, userId: string, times: number) {
   let left = times;
-  interceptCommands(f.dynamoDb, 'conflictOnAccount', async ({ name, input }, send) => {
-    const items = input.TransactItems as Array<{ Update?: { Key?: { userId?: { S?: string } } } }> | undefined;
-    if (name === 'TransactWriteItemsCommand' && items && left > 0) {
-      const reasons = items.map((i) => (i.Update?.Key?.userId?.S === userId ? { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' } : { Code: 'None' }));
-      if (reasons.some((r) => r.Code === 'TransactionConflict')) {
-        left--;
-        throw new TransactionCanceledException({ message: 'Transaction cancelled [TransactionConflict] (injected)', $metadata: { httpStatusCode: 400 }, CancellationReasons: reasons });
+  interceptCommands(
+    f.dynamoDb,
+    'conflictOnAccount',
+    async ({ name, input }, send) => {
+      const items = input.TransactItems as Array<{ Update?: { Key?: { userId?: { S?: string } } } }> | undefined;
+      if (name === 'TransactWriteItemsCommand' && items && left > 0) {
+        const reasons = items.map((i) => (i.Update?.Key?.userId?.S === userId ? { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' } : { Code: 'None' }));
+        if (reasons.some((r) => r.Code === 'TransactionConflict')) {
+          left--;
+          throw new TransactionCanceledException({ message: 'Transaction cancelled [TransactionConflict] (injected)', $metadata: { httpStatusCode: 400 }, CancellationReasons: reasons });
+        }
       }
-    }
-    return send();
-  }, { inside: 'roundTripCounter' });
+      return send();
+    },
+    { inside: 'roundTripCounter' },
+  );
 }
 
 describe('batch packing: one transaction per batch, per-record outcomes (emulator)', () => {
@@ -108,7 +124,9 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
   it('treats a ledger entry that exists without its dedup record as already done', async () => {
     // Prepare: the award of SO-B is in the ledger and the balance, but its dedup record is gone (expired, deleted)
     const f = await packedConsumer();
-    await f.dynamoDb.send(new PutCommand({ TableName: f.resources.tables.ledger, Item: { userId: 'u-1', entryId: awardEntryId('SO-B'), kind: 'AWARD', orderNo: 'SO-B', points: 20, createdAt: new Date().toISOString() } }));
+    await f.dynamoDb.send(
+      new PutCommand({ TableName: f.resources.tables.ledger, Item: { userId: 'u-1', entryId: awardEntryId('SO-B'), kind: 'AWARD', orderNo: 'SO-B', points: 20, createdAt: new Date().toISOString() } }),
+    );
     await f.dynamoDb.send(new PutCommand({ TableName: f.resources.tables.accounts, Item: { userId: 'u-1', balance: 20, updatedAt: new Date().toISOString() } }));
     f.reset();
     // Act

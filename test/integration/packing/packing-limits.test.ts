@@ -32,7 +32,9 @@ async function packer(options: { maxBytes?: number } = {}) {
     const payload = { orderNo, userId, points };
     return { record: sqsRecord('', 'arn'), message: parseEnvelope(orderEnvelope(payload)), payload, key: orderNo, fingerprint: fingerprintOf(payload), attempt: 1 };
   };
-  const award = (msg: ReturnType<typeof message>): TransactionalResult => ({ writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, resources.tables, new Date()) });
+  const award = (msg: ReturnType<typeof message>): TransactionalResult => ({
+    writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, resources.tables, new Date()),
+  });
   const balance = async (userId: string) => ((await client.send(new GetCommand({ TableName: resources.tables.accounts, Key: { userId } }))).Item?.balance as number | undefined) ?? 0;
   const sizes = () => trips.filter((t) => t.command === 'TransactWriteItemsCommand').map((t) => (t.input.TransactItems as unknown[]).length);
   return { strategy, resources, message, award, balance, sizes, trips };

@@ -34,7 +34,7 @@ describe.each([
     const f = await pointsFixture({ packing });
     await f.invoke([orderEnvelope({}, { body })]);
     expect(f.reports[0]!.settlement).toMatchObject({ outcome: 'failed', error: { code: 'INVALID_PAYLOAD' } });
-    expect(((f.reports[0]!.settlement as { error: Error }).error).message).toMatch(/userId above 2\^53 - 1 loses digits as a JSON number: send it as a string/);
+    expect((f.reports[0]!.settlement as { error: Error }).error.message).toMatch(/userId above 2\^53 - 1 loses digits as a JSON number: send it as a string/);
   });
 
   it('accepts the same large id sent as a string', async () => {

@@ -105,11 +105,7 @@ describe.each(MODES)('points consumer ($mode): exactly-once awards from at-least
     const other = orderEnvelope({ orderNo: 'SO-OTHER-1', userId: 88372, points: 50 });
     const response = await f.invoke([a, b, other]);
     expect(response.batchItemFailures).toEqual([]);
-    expect(f.reports.map((r) => r.settlement)).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId: INCIDENT_MSG_ID }),
-      ]),
-    );
+    expect(f.reports.map((r) => r.settlement)).toEqual(expect.arrayContaining([expect.objectContaining({ outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId: INCIDENT_MSG_ID })]));
     expect(await f.ledger('88372')).toHaveLength(2);
     expect(await f.balance('88372')).toBe(350);
     expect(await f.ledgerMismatches()).toEqual([]);

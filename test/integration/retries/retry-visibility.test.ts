@@ -7,8 +7,7 @@ import { orderStatusFixture } from '../strategies/consumer-fixtures.ts';
 import { recordCommands } from './sdk-faults.ts';
 
 /** A PAID event for an order that does not exist: a transient failure on every delivery. */
-const overtakingPaid = (orderNo: string, reconsumeTimes = 0) =>
-  orderEnvelope({ orderNo, userId: 88372, points: 300 }, { tags: 'PAID', reconsumeTimes });
+const overtakingPaid = (orderNo: string, reconsumeTimes = 0) => orderEnvelope({ orderNo, userId: 88372, points: 300 }, { tags: 'PAID', reconsumeTimes });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -31,8 +31,7 @@ export interface FaultOptions {
  */
 export function injectFault<I extends object, O extends object>(client: AnyClient<I, O>, options: FaultOptions): { readonly injected: number; readonly calls: number } {
   const state = { injected: 0, calls: 0 };
-  const matches = (name: string, input: Record<string, unknown>) =>
-    typeof options.command === 'string' ? name === options.command : options.command(name, input);
+  const matches = (name: string, input: Record<string, unknown>) => (typeof options.command === 'string' ? name === options.command : options.command(name, input));
   injectFaults(client, (name, input) => {
     if (!matches(name, input)) return undefined;
     state.calls++;

@@ -49,10 +49,7 @@ async function groupFixture(group: string) {
 /** Invokes a handler with records built from bodies (or given records), with a Lambda-like context. */
 function invoker(handler: ConsumerHandler, functionName: string, record: (body: string) => SQSRecord) {
   return (bodies: Array<string | SQSRecord>, options: { timeoutMs?: number; handler?: ConsumerHandler } = {}) =>
-    (options.handler ?? handler)(
-      { Records: bodies.map((b) => (typeof b === 'string' ? record(b) : b)) } satisfies SQSEvent,
-      lambdaContext(functionName, options.timeoutMs ?? 30_000),
-    );
+    (options.handler ?? handler)({ Records: bodies.map((b) => (typeof b === 'string' ? record(b) : b)) } satisfies SQSEvent, lambdaContext(functionName, options.timeoutMs ?? 30_000));
 }
 
 function drainer(g: Awaited<ReturnType<typeof groupFixture>>, handler: () => ConsumerHandler, functionName: string) {

@@ -76,17 +76,16 @@ describe('the coupon call: credentials, redirects and the service’s own words 
 
     it('signs the grant so that the service, signing it again with the same credentials, gets the same signature', async () => {
       // Prepare
-      const f = await couponFixture(
-        { awsCredentials: async () => TEST_CREDENTIALS },
-        { access, auth: { kind: 'sigv4', service: 'execute-api', region: 'ap-northeast-1' } },
-      );
+      const f = await couponFixture({ awsCredentials: async () => TEST_CREDENTIALS }, { access, auth: { kind: 'sigv4', service: 'execute-api', region: 'ap-northeast-1' } });
       // Act
       const response = await f.invoke([orderEnvelope(ORDER)]);
       // Assess
       expect(response.batchItemFailures).toEqual([]);
       const [request] = f.service.received;
       expect(request!.status).toBe(200);
-      expect(request!.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/ap-northeast-1\/execute-api\/aws4_request, SignedHeaders=[^,]*idempotency-key[^,]*, Signature=[0-9a-f]{64}$/);
+      expect(request!.authorization).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/ap-northeast-1\/execute-api\/aws4_request, SignedHeaders=[^,]*idempotency-key[^,]*, Signature=[0-9a-f]{64}$/,
+      );
       expect(request!.authorization).toMatch(/SignedHeaders=[^,]*host;/);
       expect(f.reports[0]!.settlement).toEqual({ outcome: 'processed', result: f.service.couponFor(KEY) });
     });
@@ -137,7 +136,9 @@ describe('the coupon call: credentials, redirects and the service’s own words 
     // Assess
     expect(response.batchItemFailures).toEqual([]);
     const message = (f.reports[0]!.settlement as { error: { message: string } }).error.message;
-    expect(message).toMatch(/^coupon service answered 422 for order SO202007051422310088: "\\u001b\[2J\\u001b\[31mpwned\\u0007\\u\{202e\}A+"… \(\d+ characters\) \(the rest of the answer past 16384 bytes unread\)$/);
+    expect(message).toMatch(
+      /^coupon service answered 422 for order SO202007051422310088: "\\u001b\[2J\\u001b\[31mpwned\\u0007\\u\{202e\}A+"… \(\d+ characters\) \(the rest of the answer past 16384 bytes unread\)$/,
+    );
     expect(message).not.toMatch(RAW_CONTROL);
     expect(message.length).toBeLessThan(ANSWER_EXCERPT_CHARS + 200);
     expect(message).toContain(`past ${MAX_ANSWER_BYTES} bytes`);

@@ -7,8 +7,7 @@ import { orderStatusFixture } from './consumer-fixtures.ts';
 const ORDER_NO = 'SO202007051422310088';
 const paid = (fields: Record<string, unknown> = {}, msgId = newMsgId()) =>
   orderEnvelope({ orderNo: ORDER_NO, userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z', ...fields }, { msgId, tags: 'PAID' });
-const finished = (fields: Record<string, unknown> = {}, msgId = newMsgId()) =>
-  orderEnvelope({ orderNo: ORDER_NO, finishedAt: '2020-07-12T09:00:00Z', ...fields }, { msgId, tags: 'FINISHED' });
+const finished = (fields: Record<string, unknown> = {}, msgId = newMsgId()) => orderEnvelope({ orderNo: ORDER_NO, finishedAt: '2020-07-12T09:00:00Z', ...fields }, { msgId, tags: 'FINISHED' });
 
 describe('state-transition mode: order status by conditional update, an orderly group (emulator)', () => {
   it('moves WAIT_PAY → PAID → FINISHED, stamping each transition', async () => {
@@ -144,10 +143,7 @@ describe('state-transition mode: order status by conditional update, an orderly 
     // Prepare
     const f = await orderStatusFixture();
     // Act
-    const response = await f.invoke([
-      orderEnvelope({ orderNo: ORDER_NO }, { tags: 'REFUNDED' }),
-      orderEnvelope({ finishedAt: '2020-07-12T09:00:00Z' }, { tags: 'FINISHED' }),
-    ]);
+    const response = await f.invoke([orderEnvelope({ orderNo: ORDER_NO }, { tags: 'REFUNDED' }), orderEnvelope({ finishedAt: '2020-07-12T09:00:00Z' }, { tags: 'FINISHED' })]);
     // Assess
     expect(response.batchItemFailures).toEqual([]);
     expect(f.reports.map((r) => (r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome)).sort()).toEqual(['INVALID_PAYLOAD', 'filtered']);

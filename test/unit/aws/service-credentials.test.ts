@@ -60,15 +60,17 @@ describe('a bearer token kept in Secrets Manager', () => {
     expect(await token.authorize()).toEqual({ authorization: 'Bearer token-A' });
   });
 
-  it.each([['empty', ''], ['a header injection', 'abc\r\nX-Injected: yes'], ['JSON', '{"token":"abc"}'], ['white space inside', 'abc def']])(
-    'refuses a secret that is %s without quoting it',
-    async (_, value) => {
-      const token = new SecretBearerToken(secrets(value).client, 'coupon-token');
-      const refusal = await token.authorize().catch((error: Error) => error);
-      expect(refusal).toBeInstanceOf(ServiceCredentialsError);
-      expect((refusal as Error).message).toBe('the secret coupon-token does not hold a bearer token (RFC 6750 token characters only)');
-    },
-  );
+  it.each([
+    ['empty', ''],
+    ['a header injection', 'abc\r\nX-Injected: yes'],
+    ['JSON', '{"token":"abc"}'],
+    ['white space inside', 'abc def'],
+  ])('refuses a secret that is %s without quoting it', async (_, value) => {
+    const token = new SecretBearerToken(secrets(value).client, 'coupon-token');
+    const refusal = await token.authorize().catch((error: Error) => error);
+    expect(refusal).toBeInstanceOf(ServiceCredentialsError);
+    expect((refusal as Error).message).toBe('the secret coupon-token does not hold a bearer token (RFC 6750 token characters only)');
+  });
 });
 
 describe('SigV4 signing with the function’s credentials', () => {
@@ -76,7 +78,12 @@ describe('SigV4 signing with the function’s credentials', () => {
     // Prepare
     const signer = new SigV4Signer({ service: 'lambda', region: 'ap-northeast-1', credentials: async () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret', sessionToken: 'session' }) });
     // Act
-    const headers = await signer.authorize({ method: 'POST', url: new URL('https://abc.lambda-url.ap-northeast-1.on.aws/v1/coupon-grants'), headers: { 'content-type': 'application/json' }, body: '{}' });
+    const headers = await signer.authorize({
+      method: 'POST',
+      url: new URL('https://abc.lambda-url.ap-northeast-1.on.aws/v1/coupon-grants'),
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     // Assess
     expect(Object.keys(headers).sort()).toEqual(['authorization', 'x-amz-content-sha256', 'x-amz-date', 'x-amz-security-token']);
     expect(headers.authorization).toContain('/ap-northeast-1/lambda/aws4_request, SignedHeaders=content-type;host;');

@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { sqsText } from '../../../lib/aws/sqs-text.ts';
 
 /** SQS's documented set: #x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF. */
-const allowed = (s: string) => [...s].every((c) => {
-  const p = c.codePointAt(0)!;
-  return p === 0x9 || p === 0xa || p === 0xd || (p >= 0x20 && p <= 0xd7ff) || (p >= 0xe000 && p <= 0xfffd) || (p >= 0x10000 && p <= 0x10ffff);
-});
+const allowed = (s: string) =>
+  [...s].every((c) => {
+    const p = c.codePointAt(0)!;
+    return p === 0x9 || p === 0xa || p === 0xd || (p >= 0x20 && p <= 0xd7ff) || (p >= 0xe000 && p <= 0xfffd) || (p >= 0x10000 && p <= 0x10ffff);
+  });
 
 describe('sqsText', () => {
   it.each([

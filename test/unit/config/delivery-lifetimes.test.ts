@@ -24,7 +24,7 @@ function deployedEnvironment(overrides: Record<string, string>, settings: Lifeti
 }
 
 describe('DeliveryLifetimes', () => {
-  it('derives, for RocketMQ\'s schedule, 17 receives, 4 days + 4h45m40s of source retention and an 18.4-day minimum TTL', () => {
+  it("derives, for RocketMQ's schedule, 17 receives, 4 days + 4h45m40s of source retention and an 18.4-day minimum TTL", () => {
     const { lifetimes, recordTtlSeconds } = lifetimesOf({});
     expect(lifetimes.queues).toEqual({ maxReceiveCount: 17, sourceRetentionSeconds: 4 * 86_400 + 17_140, deadLetterRetentionSeconds: 14 * 86_400 });
     expect(lifetimes.minimumRecordTtlSeconds).toBe(4 * 86_400 + 17_140 + 14 * 86_400 + 17_140);
@@ -46,7 +46,12 @@ describe('DeliveryLifetimes', () => {
 
   it.each([
     ['too few receives', { maxReceiveCount: 17 }, 21, /maxReceiveCount is 17 but the retry schedule \(20 retries, 21 deliveries over 24340s\) needs at least 21/],
-    ['too short a source retention', { sourceRetentionSeconds: 86_400 }, 17, /source queue keeps messages 86400s but the retry schedule \(16 retries, 17 deliveries over 17140s\) needs at least 103540s/],
+    [
+      'too short a source retention',
+      { sourceRetentionSeconds: 86_400 },
+      17,
+      /source queue keeps messages 86400s but the retry schedule \(16 retries, 17 deliveries over 17140s\) needs at least 103540s/,
+    ],
     ['a DLQ that keeps less than the source', { deadLetterRetentionSeconds: 3 * 86_400 }, 17, /DLQ keeps messages 259200s, not longer than the source queue's 362740s/],
   ])('refuses %s, naming both numbers', (_, queues, deliveries, message) => {
     const schedule = new RetrySchedule(deliveries === 21 ? [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200, 1800, 1800, 1800, 1800] : undefined);
@@ -86,7 +91,7 @@ describe('the cold start refuses settings that disagree with each other', () => 
     expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).not.toThrow();
   });
 
-  it('refuses an orderly group on a queue that redrives after its schedule\'s deliveries, before a held-back message\'s own retries are spent', () => {
+  it("refuses an orderly group on a queue that redrives after its schedule's deliveries, before a held-back message's own retries are spent", () => {
     const env = deployedEnvironment({ SOURCE_MAX_RECEIVE_COUNT: '17' }, ORDER_STATUS);
     expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).toThrow(
       "consumer group order-status-consumer-group: the source queue's maxReceiveCount is 17 but an orderly group under the retry schedule " +

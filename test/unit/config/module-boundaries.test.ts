@@ -5,15 +5,17 @@ import { describe, expect, it } from 'vitest';
 const ROOT = resolve(import.meta.dirname, '../../..');
 
 /** Every static or dynamic import specifier of a TypeScript file. */
-const importsOf = (file: string) =>
-  [...readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'([^']+)'/g)].map((m) => m[1]!);
+const importsOf = (file: string) => [...readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'([^']+)'/g)].map((m) => m[1]!);
 const tsFilesUnder = (dir: string): string[] =>
   readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile() && e.name.endsWith('.ts'))
     .map((e) => join(e.parentPath, e.name));
 /** Where a relative import lands, as a path from the repository root (`lib/…`, `scripts/…`). */
 const landing = (file: string, spec: string) => relative(ROOT, resolve(dirname(file), spec));
-const relativeImportsOf = (file: string) => importsOf(file).filter((s) => s.startsWith('.')).map((s) => landing(file, s));
+const relativeImportsOf = (file: string) =>
+  importsOf(file)
+    .filter((s) => s.startsWith('.'))
+    .map((s) => landing(file, s));
 
 describe('production code stands apart from tooling', () => {
   // lib/ is what runs in Lambda, the bridge and the ops commands. The local run, the chaos run,

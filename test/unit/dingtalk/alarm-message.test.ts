@@ -31,9 +31,7 @@ describe('alarm message', () => {
     expect(text).toContain('AWS/SQS / ApproximateNumberOfMessagesVisible');
     expect(text).toContain('QueueName = orders-consumer-dlq');
     expect(text).toContain('2026-11-30 11:24:34 (Asia/Shanghai, GMT+8)');
-    expect(linkTargets(text)).toEqual([
-      'https://ap-northeast-1.console.aws.amazon.com/cloudwatch/home?region=ap-northeast-1#alarmsV2:alarm/orders-consumer-dlq-not-empty',
-    ]);
+    expect(linkTargets(text)).toEqual(['https://ap-northeast-1.console.aws.amazon.com/cloudwatch/home?region=ap-northeast-1#alarmsV2:alarm/orders-consumer-dlq-not-empty']);
     expect(message.at.atMobiles).toEqual(['13800000000', '13900000000']);
     expect(text).toContain('@13800000000 @13900000000');
     expect(text).toContain('告警');
@@ -95,9 +93,7 @@ describe('alarm message', () => {
 
   it('folds many alarms into one summary that fits, reporting which ones it took', () => {
     // Prepare
-    const many = Array.from({ length: 60 }, (_, i) =>
-      notification(dlqAlarmJson({ AlarmName: `consumer-${i}-dlq-not-empty`, NewStateReason: 'r'.repeat(3_000) })),
-    );
+    const many = Array.from({ length: 60 }, (_, i) => notification(dlqAlarmJson({ AlarmName: `consumer-${i}-dlq-not-empty`, NewStateReason: 'r'.repeat(3_000) })));
     // Act
     const { message, included } = renderSummary(many, options);
     // Assess

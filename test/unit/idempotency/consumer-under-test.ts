@@ -36,10 +36,7 @@ const ids = new MsgIdGenerator();
 let sqsIds = 0;
 
 /** An SQS record holding the bridge envelope of one `ORDER_TOPIC` message (tag `PAID` unless told). */
-export function awardRecord(
-  order: Record<string, unknown>,
-  options: { envelope?: Partial<EnvelopeFields>; receiveCount?: number; redriveCount?: number; messageId?: string } = {},
-): SQSRecord {
+export function awardRecord(order: Record<string, unknown>, options: { envelope?: Partial<EnvelopeFields>; receiveCount?: number; redriveCount?: number; messageId?: string } = {}): SQSRecord {
   const body = writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order), ...options.envelope });
   return rawRecord(body, options);
 }

@@ -72,7 +72,10 @@ describe('leaseStrategy.begin: answers the emulator never gives', () => {
     // Act
     const begun = [await strategy.begin(msg(), 1_500_000), await strategy.begin(msg(), 1_500_000)];
     // Assess
-    expect(begun).toEqual([{ proceed: true, leaseToken: 1 }, { proceed: true, leaseToken: 1 }]);
+    expect(begun).toEqual([
+      { proceed: true, leaseToken: 1 },
+      { proceed: true, leaseToken: 1 },
+    ]);
     const [first, second] = inputsOf('UpdateItemCommand');
     expect(sentValue(first, ':leaseUntil')).toBe(1_505_000);
     expect(sentValue(first, ':holder')).not.toBe(sentValue(second, ':holder'));

@@ -48,7 +48,13 @@ describe('consumeInOrder', () => {
   });
 
   it('stops a group at its first blocking item and hands every later item to holdBack, never to consume', async () => {
-    const { consumed, heldBack } = await run([['a1', 'a2', 'a3', 'a4'], ['b1', 'b2']], { blocking: ['a2'] });
+    const { consumed, heldBack } = await run(
+      [
+        ['a1', 'a2', 'a3', 'a4'],
+        ['b1', 'b2'],
+      ],
+      { blocking: ['a2'] },
+    );
     expect(consumed.filter((i) => i.startsWith('a'))).toEqual(['a1', 'a2']);
     expect(heldBack).toEqual([
       ['a3', 'a2'],
@@ -58,7 +64,13 @@ describe('consumeInOrder', () => {
   });
 
   it('consumes the groups concurrently: a slow item holds back only its own group', async () => {
-    const { events } = await run([['a1', 'a2'], ['b1', 'b2']], { delayMs: { a1: 40 } });
+    const { events } = await run(
+      [
+        ['a1', 'a2'],
+        ['b1', 'b2'],
+      ],
+      { delayMs: { a1: 40 } },
+    );
     expect(events.indexOf('end b2')).toBeLessThan(events.indexOf('end a1'));
     expect(events.indexOf('start a2')).toBeGreaterThan(events.indexOf('end a1'));
   });
@@ -66,12 +78,17 @@ describe('consumeInOrder', () => {
   it('keeps at most `limit` groups running at once', async () => {
     let running = 0;
     let most = 0;
-    await consumeInOrder([['a1'], ['b1'], ['c1'], ['d1']], 2, async () => {
-      most = Math.max(most, ++running);
-      await sleep(5);
-      running--;
-      return 'continue';
-    }, () => {});
+    await consumeInOrder(
+      [['a1'], ['b1'], ['c1'], ['d1']],
+      2,
+      async () => {
+        most = Math.max(most, ++running);
+        await sleep(5);
+        running--;
+        return 'continue';
+      },
+      () => {},
+    );
     expect(most).toBe(2);
   });
 

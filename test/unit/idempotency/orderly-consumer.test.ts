@@ -90,9 +90,7 @@ describe('orderly consumption: one record of a message group at a time', () => {
     expect(failureOf(c.reportOf(a3!))).toBeInstanceOf(HeldBackError);
     expect(failureOf(c.reportOf(a3!))?.message).toBe(`message group A waits for its earlier message ${c.reportOf(a2!)!.msgId}, which failed and is retried first`);
     expect(c.inputsOf('ChangeMessageVisibilityCommand')).toEqual([expect.objectContaining({ ReceiptHandle: a2!.receiptHandle, VisibilityTimeout: 3 })]);
-    expect(c.inputsOf('ChangeMessageVisibilityBatchCommand')).toEqual([
-      expect.objectContaining({ Entries: [{ Id: '0', ReceiptHandle: a3!.receiptHandle, VisibilityTimeout: 0 }] }),
-    ]);
+    expect(c.inputsOf('ChangeMessageVisibilityBatchCommand')).toEqual([expect.objectContaining({ Entries: [{ Id: '0', ReceiptHandle: a3!.receiptHandle, VisibilityTimeout: 0 }] })]);
     expect([c.counts.countOf(a2!), c.counts.countOf(a3!)]).toEqual([1, 0]);
   });
 
@@ -102,14 +100,7 @@ describe('orderly consumption: one record of a message group at a time', () => {
     // Act
     await c.invoke([award('A', 'SO-A1'), award('A', 'SO-A2'), award('A', 'SO-A3')]);
     // Assess
-    expect(c.store.calls.map((call) => `${call.op} ${'key' in call ? call.key : ''}`)).toEqual([
-      'begin SO-A1',
-      'commit SO-A1',
-      'begin SO-A2',
-      'commit SO-A2',
-      'begin SO-A3',
-      'commit SO-A3',
-    ]);
+    expect(c.store.calls.map((call) => `${call.op} ${'key' in call ? call.key : ''}`)).toEqual(['begin SO-A1', 'commit SO-A1', 'begin SO-A2', 'commit SO-A2', 'begin SO-A3', 'commit SO-A3']);
   });
 
   it('does not let a dead-lettered record block its group: a permanent error goes to the DLQ and the next record is applied', async () => {
@@ -293,9 +284,9 @@ describe('orderly consumption: configuration refused at start-up', () => {
   it('refuses a queue that redrives before a held-back message’s own retries are spent', () => {
     const { client } = countTable();
     const queues = { maxReceiveCount: 17, sourceRetentionSeconds: 4 * 86_400, deadLetterRetentionSeconds: 14 * 86_400 };
-    expect(() => consumerUnderTest<Grant>({ strategy: inMemoryStrategy<Grant>().strategy, schedule: orderlySchedule(), ordering: 'orderly', failureCounts: { client, tableName: 't' }, queues })).toThrow(
-      InvalidConsumerConfigError,
-    );
+    expect(() =>
+      consumerUnderTest<Grant>({ strategy: inMemoryStrategy<Grant>().strategy, schedule: orderlySchedule(), ordering: 'orderly', failureCounts: { client, tableName: 't' }, queues }),
+    ).toThrow(InvalidConsumerConfigError);
   });
 });
 

@@ -35,9 +35,9 @@ function packedAnswering(answer: DynamoDbAnswer, contentionRetries: number) {
   });
   /** The keys whose dedup records each transaction carried, in the order they were sent. */
   const transactions = () =>
-    dynamoDb.inputsOf('TransactWriteItemsCommand').map((input) =>
-      (input.TransactItems as Array<{ Put?: { TableName: string; Item: Record<string, unknown> } }>).filter((a) => a.Put?.TableName === 'dedup').map((a) => a.Put!.Item.key),
-    );
+    dynamoDb
+      .inputsOf('TransactWriteItemsCommand')
+      .map((input) => (input.TransactItems as Array<{ Put?: { TableName: string; Item: Record<string, unknown> } }>).filter((a) => a.Put?.TableName === 'dedup').map((a) => a.Put!.Item.key));
   return { strategy, sleeps, transactions };
 }
 

@@ -31,7 +31,10 @@ describe('fingerprintOf', () => {
   });
 
   it('keeps array order significant (a list is content, not a set of keys)', () => {
-    const lines = [{ sku: 'A-1', qty: 2 }, { sku: 'B-2', qty: 1 }];
+    const lines = [
+      { sku: 'A-1', qty: 2 },
+      { sku: 'B-2', qty: 1 },
+    ];
     expect(fingerprintOf({ ...order, items: [...lines].reverse() })).not.toBe(fingerprintOf({ ...order, items: lines }));
   });
 });

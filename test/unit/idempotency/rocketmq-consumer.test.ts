@@ -126,8 +126,22 @@ describe('rocketmqConsumer: the attempt on RocketMQ’s schedule', () => {
 
   it.each([
     { name: 'a first delivery', receiveCount: 1, reconsumeTimes: 0, redriveCount: undefined, attempt: 1, disposition: { action: 'retry', delaySeconds: 10 } },
-    { name: 'SQS receives plus the retries RocketMQ made before the bridge', receiveCount: 2, reconsumeTimes: 3, redriveCount: undefined, attempt: 5, disposition: { action: 'retry', delaySeconds: 180 } },
-    { name: 'a copy whose RocketMQ retries were spent before the bridge', receiveCount: 1, reconsumeTimes: 16, redriveCount: undefined, attempt: 17, disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' } },
+    {
+      name: 'SQS receives plus the retries RocketMQ made before the bridge',
+      receiveCount: 2,
+      reconsumeTimes: 3,
+      redriveCount: undefined,
+      attempt: 5,
+      disposition: { action: 'retry', delaySeconds: 180 },
+    },
+    {
+      name: 'a copy whose RocketMQ retries were spent before the bridge',
+      receiveCount: 1,
+      reconsumeTimes: 16,
+      redriveCount: undefined,
+      attempt: 17,
+      disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' },
+    },
     { name: 'a redriven letter: a fresh schedule, whatever its envelope says', receiveCount: 1, reconsumeTimes: 16, redriveCount: 1, attempt: 1, disposition: { action: 'retry', delaySeconds: 10 } },
     { name: 'a redrive count of 0: not redriven', receiveCount: 1, reconsumeTimes: 16, redriveCount: 0, attempt: 17, disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' } },
   ])('counts $name as attempt $attempt', async ({ receiveCount, reconsumeTimes, redriveCount, attempt, disposition }) => {

@@ -11,7 +11,14 @@ const msg = { key: 'SO1' } as ConsumerMessage<unknown>;
 const seen: Array<Record<string, unknown> | undefined> = [];
 /** PAID: WAIT_PAY → PAID; a refusal is a duplicate when the order is already PAID, illegal otherwise. */
 const pay: TransitionRequest = {
-  update: { TableName: 'orders', Key: { orderNo: 'SO1' }, UpdateExpression: 'SET #s = :paid', ConditionExpression: '#s = :waitPay', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':paid': 'PAID', ':waitPay': 'WAIT_PAY' } },
+  update: {
+    TableName: 'orders',
+    Key: { orderNo: 'SO1' },
+    UpdateExpression: 'SET #s = :paid',
+    ConditionExpression: '#s = :waitPay',
+    ExpressionAttributeNames: { '#s': 'status' },
+    ExpressionAttributeValues: { ':paid': 'PAID', ':waitPay': 'WAIT_PAY' },
+  },
   explainRejection: (current): Settlement => {
     seen.push(current);
     if (current?.status === 'PAID') return { outcome: 'duplicate', reason: 'state-already-advanced' };
@@ -38,7 +45,9 @@ describe('stateTransitionStrategy', () => {
   it('lets the business explain a refusal from the item as it was, or from its absence', async () => {
     // Prepare
     seen.length = 0;
-    const paid = stateTransitionStrategy({ client: recordingDynamoDb(() => new ConditionalCheckFailedException({ message: 'refused', $metadata: {}, Item: marshall({ orderNo: 'SO1', status: 'PAID' }) })).client });
+    const paid = stateTransitionStrategy({
+      client: recordingDynamoDb(() => new ConditionalCheckFailedException({ message: 'refused', $metadata: {}, Item: marshall({ orderNo: 'SO1', status: 'PAID' }) })).client,
+    });
     const absent = stateTransitionStrategy({ client: recordingDynamoDb(() => new ConditionalCheckFailedException({ message: 'refused', $metadata: {} })).client });
     // Act / Assess
     expect(await paid.commit(msg, pay)).toEqual({ outcome: 'duplicate', reason: 'state-already-advanced' });

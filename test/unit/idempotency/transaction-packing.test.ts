@@ -78,8 +78,26 @@ describe('itemIdentity: what DynamoDB means by one item', () => {
 describe('parseIncrement: updates that can be summed', () => {
   it.each([
     ['ADD balance :points', { add: [['balance', ':points']], set: [] }],
-    ['  ADD balance :p, orders :one  ', { add: [['balance', ':p'], ['orders', ':one']], set: [] }],
-    ['ADD balance :points SET updatedAt = :now, #last = :order', { add: [['balance', ':points']], set: [['updatedAt', ':now'], ['#last', ':order']] }],
+    [
+      '  ADD balance :p, orders :one  ',
+      {
+        add: [
+          ['balance', ':p'],
+          ['orders', ':one'],
+        ],
+        set: [],
+      },
+    ],
+    [
+      'ADD balance :points SET updatedAt = :now, #last = :order',
+      {
+        add: [['balance', ':points']],
+        set: [
+          ['updatedAt', ':now'],
+          ['#last', ':order'],
+        ],
+      },
+    ],
   ])('reads %j', (expression, parsed) => {
     expect(parseIncrement(expression)).toEqual(parsed);
   });
@@ -144,8 +162,17 @@ describe('estimatedBytes', () => {
 
 describe('halves', () => {
   it.each([
-    [[1, 2, 3, 4, 5], [[1, 2, 3], [4, 5]]],
-    [[1, 2], [[1], [2]]],
+    [
+      [1, 2, 3, 4, 5],
+      [
+        [1, 2, 3],
+        [4, 5],
+      ],
+    ],
+    [
+      [1, 2],
+      [[1], [2]],
+    ],
     [[1], [[1], []]],
   ])('splits %j into %j, the larger half first', (items, split) => {
     expect(halves(items)).toEqual(split);

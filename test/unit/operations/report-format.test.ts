@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { renderCsv, terminalSafe, type Cell } from '../../../lib/operations/report-format.ts';
 
-const csvOf = (cell: Cell) => renderCsv([{ header: 'v', value: (c: Cell) => c }], [cell]).split('\n').slice(1).join('\n');
+const csvOf = (cell: Cell) =>
+  renderCsv([{ header: 'v', value: (c: Cell) => c }], [cell])
+    .split('\n')
+    .slice(1)
+    .join('\n');
 
 describe('CSV cells a spreadsheet would run', () => {
   it.each([

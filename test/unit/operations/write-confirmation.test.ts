@@ -33,10 +33,7 @@ describe('confirmWrite', () => {
   it('shows the account, the region and every resource before anything else', async () => {
     const { shown } = await outcome(true, undefined);
     expect(shown).toBe(
-      'About to write in AWS account 210987654321, region ap-northeast-1:\n' +
-        '  ledger table:   prod-point-ledger\n' +
-        '  accounts table: prod-point-accounts\n' +
-        '  3 reversal(s)\n',
+      'About to write in AWS account 210987654321, region ap-northeast-1:\n' + '  ledger table:   prod-point-ledger\n' + '  accounts table: prod-point-accounts\n' + '  3 reversal(s)\n',
     );
   });
 

@@ -119,8 +119,7 @@ function refusal(act: () => unknown): Error | undefined {
 
 describe('writeEnvelope at RocketMQ’s limits', () => {
   /** UNIQ_KEY, KEYS and TAGS as the commit log encodes them, computed here independently of the parser. */
-  const propertyBytes = (tags: string, keys: string) =>
-    Buffer.byteLength(`UNIQ_KEY\u0001${MSG_ID}\u0002KEYS\u0001${keys}\u0002TAGS\u0001${tags}\u0002`);
+  const propertyBytes = (tags: string, keys: string) => Buffer.byteLength(`UNIQ_KEY\u0001${MSG_ID}\u0002KEYS\u0001${keys}\u0002TAGS\u0001${tags}\u0002`);
   const fullTag = 'P'.repeat(ENVELOPE_LIMITS.propertiesBytes - propertyBytes('', 'SO1'));
   const atLimit = { topic: 'T'.repeat(127), msgId: MSG_ID, body: '{}', tags: fullTag, keys: ['SO1'] };
 

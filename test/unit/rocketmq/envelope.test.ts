@@ -137,16 +137,23 @@ function refusal(envelope: unknown): InvalidEnvelopeError | undefined {
 
 const withData = (fields: Record<string, unknown>) => ({ ...cloudEvent, data: { ...data, ...fields } });
 /** Properties as RocketMQ's commit log encodes them, computed here independently of the parser. */
-const encodedBytes = (properties: Record<string, string>) =>
-  Object.entries(properties).reduce((n, [name, value]) => n + Buffer.byteLength(`${name}\u0001${value}\u0002`), 0);
+const encodedBytes = (properties: Record<string, string>) => Object.entries(properties).reduce((n, [name, value]) => n + Buffer.byteLength(`${name}\u0001${value}\u0002`), 0);
 
 describe('envelope limits', () => {
   it.each([
     ['a topic of 128 characters', withData({ topic: 'T'.repeat(128) }), /^invalid RocketMQ envelope: data\.topic: Too big: expected string to have <=127 characters$/],
     ['a topic with a dot', withData({ topic: 'ORDER.TOPIC' }), /data\.topic: topic may hold only %\|a-zA-Z0-9_- \(RocketMQ TopicValidator\)/],
-    ['a 300,000-character tag', withData({ tags: 'P'.repeat(300_000), keys: [], systemProperties: {} }), /data: properties take 300006 bytes .*over the broker's 32767 \(largest: TAGS, 300006 bytes\)$/],
+    [
+      'a 300,000-character tag',
+      withData({ tags: 'P'.repeat(300_000), keys: [], systemProperties: {} }),
+      /data: properties take 300006 bytes .*over the broker's 32767 \(largest: TAGS, 300006 bytes\)$/,
+    ],
     ['a tag of 11,000 three-byte characters', withData({ tags: '积'.repeat(11_000), keys: [], systemProperties: {} }), /properties take 33006 bytes/],
-    ['keys whose KEYS property is too long', withData({ keys: Array.from({ length: 3_000 }, (_, i) => `SO${String(i).padStart(10, '0')}`), systemProperties: {} }), /properties take \d+ bytes.*\(largest: KEYS/],
+    [
+      'keys whose KEYS property is too long',
+      withData({ keys: Array.from({ length: 3_000 }, (_, i) => `SO${String(i).padStart(10, '0')}`), systemProperties: {} }),
+      /properties take \d+ bytes.*\(largest: KEYS/,
+    ],
     ['keys given as one string', withData({ keys: 'K'.repeat(40_000), systemProperties: {} }), /\(largest: KEYS, 40006 bytes\)/],
     ['2,000 small user properties', withData({ userProperties: Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`p${i}`, 'v'.repeat(12)])) }), /properties take \d+ bytes/],
     ['a 300,000-character property name', withData({ userProperties: { ['n'.repeat(300_000)]: 'v' } }), /\(largest: "n{40}"… \(300000 characters\), 300003 bytes\)$/],

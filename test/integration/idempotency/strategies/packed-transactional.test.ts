@@ -54,12 +54,7 @@ describe('packed transactions: two puts on one item the packer cannot see (emula
       { orders: ['SO-V1'], error: 'TransactionCanceledException' },
       { orders: ['SO-V2'], error: 'committed' },
     ]);
-    expect(settlements).toEqual([
-      { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: v1.message.msgId },
-      { outcome: 'processed' },
-      { outcome: 'processed' },
-      { outcome: 'processed' },
-    ]);
+    expect(settlements).toEqual([{ outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: v1.message.msgId }, { outcome: 'processed' }, { outcome: 'processed' }, { outcome: 'processed' }]);
     // The duplicate wrote nothing: the profile holds SO-V2, written once after SO-V1
     const profile = async (userId: string) => (await client.send(new GetCommand({ TableName: profiles, Key: { userId }, ConsistentRead: true }))).Item;
     expect(await profile('u-v')).toEqual({ userId: 'u-v', lastOrderNo: 'SO-V2' });
