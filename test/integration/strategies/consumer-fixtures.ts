@@ -2,6 +2,7 @@ import { queueDepth, readAllMessages } from '../../support/queue-reading.ts';
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { trafficMessage } from '../../../scripts/local/traffic.ts';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
@@ -16,7 +17,7 @@ import { COUPON_GROUP, createCouponConsumer, type CouponConsumerDeps } from '../
 import { createOrderStatusConsumer, ORDER_STATUS_GROUP, type OrderStatusConsumerDeps } from '../../../functions/order-status-consumer/handler.ts';
 import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
 import { startFakeCouponService, type ServiceAccess } from '../../support/fake-coupon-service.ts';
-import { IMMEDIATE_RETRIES, sqsRecord } from '../../support/points-fixture.ts';
+import { IMMEDIATE_RETRIES, inMessageGroup, sqsRecord } from '../../support/points-fixture.ts';
 
 /** Queue, clients and the Lambda-like ways of feeding one consumer group. */
 async function groupFixture(group: string) {
@@ -35,9 +36,22 @@ async function groupFixture(group: string) {
     sqs,
     reports,
     base: { aws, tables: resources.tables, deadLetterQueueUrl: queue.deadLetter.url, schedule: IMMEDIATE_RETRIES, dynamoDb, sqs, onReport: (r: RecordReport) => reports.push(r) },
-    record: (body: string, receiveCount = 1): SQSRecord => sqsRecord(body, queue.source.arn, receiveCount),
+    /** A record as Lambda delivers it; from an orderly group's FIFO queue it carries its message group. */
+    record: (body: string, receiveCount = 1): SQSRecord => {
+      const record = sqsRecord(body, queue.source.arn, receiveCount);
+      return queue.fifo ? inMessageGroup(record, groupOf(body)) : record;
+    },
+    /**
+     * Puts each body on the group's source queue as its own SQS message. On an orderly group's
+     * FIFO queue it goes into its message group as the bridge would put it; the deduplication id
+     * is fresh per send, because tests send copies of one msgId on purpose (as after SQS's
+     * five-minute window), and SQS would otherwise drop them.
+     */
     send: async (...bodies: string[]) => {
-      for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
+      for (const body of bodies) {
+        const fifo = queue.fifo ? { MessageGroupId: groupOf(body), MessageDeduplicationId: randomUUID() } : {};
+        await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body, ...fifo }));
+      }
     },
     deadLetters: () => readAllMessages(sqs, queue.deadLetter.url),
     /** Messages in the source queue: visible, and in flight. */
@@ -105,4 +119,9 @@ export async function orderStatusFixture(overrides: Partial<OrderStatusConsumerD
     order: async (orderNo: string) =>
       (await g.dynamoDb.send(new GetCommand({ TableName: g.resources.tables.orders, Key: { orderNo }, ConsistentRead: true }))).Item as (Order & Record<string, unknown>) | undefined,
   };
+}
+
+/** The message group the bridge gives a body on a FIFO queue: its ordering key, or one group for unreadable bodies. */
+function groupOf(body: string): string {
+  return trafficMessage(body).orderingKey ?? 'unreadable';
 }

@@ -7,7 +7,8 @@ import { orderStatusFixture } from './consumer-fixtures.ts';
 const ORDER_NO = 'SO202007051422310088';
 const paid = (fields: Record<string, unknown> = {}, msgId = newMsgId()) =>
   orderEnvelope({ orderNo: ORDER_NO, userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z', ...fields }, { msgId, tags: 'PAID' });
-const finished = (fields: Record<string, unknown> = {}, msgId = newMsgId()) => orderEnvelope({ orderNo: ORDER_NO, finishedAt: '2020-07-12T09:00:00Z', ...fields }, { msgId, tags: 'FINISHED' });
+const finished = (fields: Record<string, unknown> = {}, msgId = newMsgId(), keys?: string[]) =>
+  orderEnvelope({ orderNo: ORDER_NO, finishedAt: '2020-07-12T09:00:00Z', ...fields }, { msgId, tags: 'FINISHED', ...(keys ? { keys } : {}) });
 
 describe('state-transition mode: order status by conditional update, an orderly group (emulator)', () => {
   it('moves WAIT_PAY → PAID → FINISHED, stamping each transition', async () => {
@@ -76,10 +77,11 @@ describe('state-transition mode: order status by conditional update, an orderly 
   });
 
   it('retries FINISHED that overtook PAID (same batch) and applies it after PAID: never dead-lettered', async () => {
-    // Prepare: a standard queue delivered FINISHED ahead of PAID
+    // Prepare: FINISHED ahead of PAID, each in its own message group (a producer that keyed the
+    // FINISHED by something else), so nothing holds FINISHED back behind its PAID
     const f = await orderStatusFixture();
     await f.createOrder(ORDER_NO, 'WAIT_PAY');
-    await f.send(finished(), paid());
+    await f.send(finished({}, newMsgId(), [`${ORDER_NO}-F`]), paid());
     // Act
     await f.drain();
     // Assess
