@@ -98,10 +98,24 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
     // SIGKILL between the forward of a batch and its ack / offset commit.
     const first = startBridge({ BRIDGE_FAULT: 'sigkill-before-ack', BRIDGE_FAULT_AFTER: String(Math.floor(options.orders * 0.6)) });
     await first.waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 120_000);
-    // Its replacement starts as soon as it is gone, as ECS would start a new task.
-    const replacement = first.exited.then(() => {
-      const next = startBridge();
-      return next.waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 120_000).then(() => next);
+    // Its replacement starts as soon as it is gone, as ECS would start a new task; and like ECS,
+    // another one when a task exits during startup (one started while the restarted broker has
+    // not yet registered its topics with the name server finds no route and exits).
+    const replacement = first.exited.then(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const next = startBridge();
+        const started = await next
+          .waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 120_000)
+          .then(
+            () => true,
+            (err: Error) => {
+              if (attempt >= 5 || !/exited/.test(err.message)) throw err;
+              return false;
+            },
+          );
+        if (started) return next;
+        await sleep(2_000);
+      }
     });
 
     // The points consumer behind the bridge, polling like the SQS event source mapping.
