@@ -38,6 +38,7 @@ import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.t
 import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
 import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
 import { createPowertoolsPointsConsumer } from './comparison/powertools-points-consumer.ts';
+import { seededRandom } from './local/seeded-random.ts';
 
 // The consumers log one line per record and flush EMF metrics: not part of what is measured.
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
@@ -107,7 +108,7 @@ async function main() {
 
 /** `messages` awards over `users` accounts; the user of each order is drawn from a seeded generator, so every run is the same. */
 function awardWorkload(messages: number, users: number) {
-  const random = seeded(20200705);
+  const random = seededRandom(20200705);
   const ids = new MsgIdGenerator();
   return Array.from({ length: messages }, (_, i) => {
     const order = { orderNo: `SO-BENCH-${String(i).padStart(6, '0')}`, userId: `u${Math.floor(random() * users)}`, points: 1 + Math.floor(random() * 500) };
@@ -369,17 +370,6 @@ const pick = (d: VariantDetail): VariantFigures => ({
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-}
-
-function seeded(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function positiveInt(value: string | undefined, name: string): number {
