@@ -1,16 +1,14 @@
-import { format } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { RocketMQProtocol, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
+import type { BridgeConfig, BridgeRoute } from './bridge-config.ts';
 import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
 import type { ForwardTarget } from './forward-target.ts';
-import { RouteConsumer } from './route-consumer.ts';
 import { RouteForwarder, type BeforeAckHook } from './route-forwarder.ts';
-import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
 import { PumpState, RoutePump, type MessageSource } from './route-pump.ts';
+import { createRouteSource } from './route-source.ts';
 import { SqsTarget } from './sqs-target.ts';
 
 export interface BridgeDependencies {
@@ -43,7 +41,7 @@ export class Bridge {
     this.#logger = deps.logger ?? new Logger({ serviceName: 'rocketmq-bridge' });
     this.#pumps = config.routes.map((route) => {
       const metrics = new RouteMetrics(route.group, route.topic);
-      const source = deps.sourceFor?.(route) ?? this.#rocketMqSource(route, deps.credentials);
+      const source = deps.sourceFor?.(route) ?? createRouteSource(config, route, { logger: this.#logger, credentials: deps.credentials });
       const forwarder = new RouteForwarder({
         route,
         clusterName: config.clusterName,
@@ -94,52 +92,4 @@ export class Bridge {
     const source = route.target.source ?? `rocketmq.${this.config.clusterName}`;
     return new EventBridgeTarget(deps.eventBridge, route.target.eventBusName, source, this.config.maxMessageBytes);
   }
-
-  #rocketMqSource(route: BridgeRoute, credentials: BridgeDependencies['credentials']): MessageSource {
-    const logger = clientLogger(this.#logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }));
-    if (this.config.protocol === RocketMQProtocol.RocketMQ4) {
-      return new RemotingRouteConsumer({
-        nameServers: this.config
-          .nameServer!.split(';')
-          .map((a) => a.trim())
-          .filter((a) => a.length > 0),
-        consumerGroup: route.group,
-        topic: route.topic,
-        tagExpression: route.tagExpression,
-        batchSize: this.config.receiveBatchSize,
-        awaitDurationMs: this.config.awaitDurationMs,
-        redeliverAfterMs: this.config.invisibleDurationMs,
-        logger,
-        ...(credentials ? { credentials } : {}),
-      });
-    }
-    const consumer = new RouteConsumer({
-      endpoints: this.config.proxyEndpoint!,
-      namespace: this.config.namespace,
-      sslEnabled: this.config.sslEnabled,
-      consumerGroup: route.group,
-      subscriptions: new Map([[route.topic, route.tagExpression]]),
-      awaitDuration: this.config.awaitDurationMs,
-      invisibleDurationMs: this.config.invisibleDurationMs,
-      batchSize: this.config.receiveBatchSize,
-      logger,
-      ...(credentials ? { sessionCredentials: credentials } : {}),
-    });
-    return {
-      start: () => consumer.startup(),
-      receive: () => consumer.receiveMessages(),
-      ack: (message) => consumer.ackReceived(message),
-      stop: () => consumer.shutdown(),
-    };
-  }
-}
-
-/** The RocketMQ client logs printf-style and chattily; its info goes to debug, the rest keeps its level. */
-function clientLogger(logger: Logger) {
-  return {
-    info: (...args: unknown[]) => logger.debug(format(...args)),
-    debug: (...args: unknown[]) => logger.debug(format(...args)),
-    warn: (...args: unknown[]) => logger.warn(format(...args)),
-    error: (...args: unknown[]) => logger.error(format(...args)),
-  };
 }

@@ -1,0 +1,62 @@
+import { format } from 'node:util';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { RocketMQProtocol, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
+import { RouteConsumer } from './route-consumer.ts';
+import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
+import type { MessageSource } from './route-pump.ts';
+
+export interface RouteSourceOptions {
+  readonly logger: Logger;
+  /** RocketMQ ACL credentials, when the cluster enforces them. */
+  readonly credentials?: { accessKey: string; accessSecret: string } | undefined;
+}
+
+/** A route's RocketMQ consumer group as the configured protocol reaches it. */
+export function createRouteSource(config: BridgeConfig, route: BridgeRoute, options: RouteSourceOptions): MessageSource {
+  const { credentials } = options;
+  const logger = clientLogger(options.logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }));
+  if (config.protocol === RocketMQProtocol.RocketMQ4) {
+    return new RemotingRouteConsumer({
+      nameServers: config
+        .nameServer!.split(';')
+        .map((a) => a.trim())
+        .filter((a) => a.length > 0),
+      consumerGroup: route.group,
+      topic: route.topic,
+      tagExpression: route.tagExpression,
+      batchSize: config.receiveBatchSize,
+      awaitDurationMs: config.awaitDurationMs,
+      redeliverAfterMs: config.invisibleDurationMs,
+      logger,
+      ...(credentials ? { credentials } : {}),
+    });
+  }
+  const consumer = new RouteConsumer({
+    endpoints: config.proxyEndpoint!,
+    namespace: config.namespace,
+    sslEnabled: config.sslEnabled,
+    consumerGroup: route.group,
+    subscriptions: new Map([[route.topic, route.tagExpression]]),
+    awaitDuration: config.awaitDurationMs,
+    invisibleDurationMs: config.invisibleDurationMs,
+    batchSize: config.receiveBatchSize,
+    logger,
+    ...(credentials ? { sessionCredentials: credentials } : {}),
+  });
+  return {
+    start: () => consumer.startup(),
+    receive: () => consumer.receiveMessages(),
+    ack: (message) => consumer.ackReceived(message),
+    stop: () => consumer.shutdown(),
+  };
+}
+
+/** The RocketMQ client logs printf-style and chattily; its info goes to debug, the rest keeps its level. */
+function clientLogger(logger: Logger) {
+  return {
+    info: (...args: unknown[]) => logger.debug(format(...args)),
+    debug: (...args: unknown[]) => logger.debug(format(...args)),
+    warn: (...args: unknown[]) => logger.warn(format(...args)),
+    error: (...args: unknown[]) => logger.error(format(...args)),
+  };
+}
