@@ -77,7 +77,8 @@ export class RemotingRouteConsumer implements MessageSource {
   readonly #consumer: ForwardingPushConsumer;
   readonly #ready: PendingDelivery[] = [];
   readonly #handedOut = new Set<PendingDelivery>();
-  #wakeReceiver: (() => void) | undefined;
+  /** Receives waiting for a delivery; several wait at once when the pump has more than one batch in flight. */
+  readonly #waitingReceivers = new Set<() => void>();
   #stopped = false;
 
   constructor(options: RemotingRouteConsumerOptions) {
@@ -117,12 +118,20 @@ export class RemotingRouteConsumer implements MessageSource {
   }
 
   async receive(): Promise<ReceivedMessage[]> {
-    if (this.#ready.length === 0) await this.#arrival(this.#options.awaitDurationMs);
-    // The client hands a pulled batch over in one go; one more turn lets all of it arrive.
-    await nextTurn();
-    const batch = this.#ready.splice(0, this.#options.batchSize).filter((p) => p.state === 'ready');
-    for (const pending of batch) this.#handOut(pending);
-    return batch.map((p) => p.message);
+    const deadline = Date.now() + this.#options.awaitDurationMs;
+    for (;;) {
+      if (this.#ready.length > 0) {
+        // The client hands a pulled batch over in one go; one more turn lets all of it arrive.
+        await nextTurn();
+        // Another receive woken by the same delivery may have taken all of it; then wait on.
+        const batch = this.#ready.splice(0, this.#options.batchSize).filter((p) => p.state === 'ready');
+        for (const pending of batch) this.#handOut(pending);
+        if (batch.length > 0) return batch.map((p) => p.message);
+      }
+      const remainingMs = deadline - Date.now();
+      if (this.#stopped || remainingMs <= 0) return [];
+      await this.#arrival(remainingMs);
+    }
   }
 
   async ack(message: ReceivedMessage): Promise<void> {
@@ -145,7 +154,7 @@ export class RemotingRouteConsumer implements MessageSource {
     for (const pending of [...this.#ready, ...this.#handedOut]) clearTimeout(pending.timer);
     this.#ready.length = 0;
     this.#handedOut.clear();
-    this.#wakeReceiver?.();
+    this.#wakeReceivers();
     await this.#consumer.close();
   }
 
@@ -170,7 +179,7 @@ export class RemotingRouteConsumer implements MessageSource {
   #queue(pending: PendingDelivery): void {
     pending.state = 'ready';
     this.#ready.push(pending);
-    this.#wakeReceiver?.();
+    this.#wakeReceivers();
   }
 
   #handOut(pending: PendingDelivery): void {
@@ -187,12 +196,16 @@ export class RemotingRouteConsumer implements MessageSource {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.#wakeReceiver = undefined;
+        this.#waitingReceivers.delete(done);
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
-      this.#wakeReceiver = done;
+      this.#waitingReceivers.add(done);
     });
+  }
+
+  #wakeReceivers(): void {
+    for (const wake of [...this.#waitingReceivers]) wake();
   }
 }
 
