@@ -1,0 +1,216 @@
+/**
+ * The bridge benchmark: how many messages a second one bridge task forwards from a real local
+ * RocketMQ to SQS, against what the same broker gives a consumer that only receives and acks.
+ *
+ *   npm run bench:bridge -- [--messages 10000] [--latency-ms 5] [--source 5|4|both] [--sqs stand-in|emulator] [--json]
+ *
+ * For each source (RocketMQ 5.5.0 through its proxy, 4.7.1 through its name server), one run:
+ * a fresh broker, a producer preloads `messages` PAID orders, then
+ *   (a) the bare consumer: the bridge's own consumer for the route, receiving and acking in
+ *       several lanes and forwarding nothing (the source's limit on this machine);
+ *   (b) the bridge (the production `Bridge` with its default settings, one route) forwarding
+ *       the same messages, under another consumer group, to SQS with `latency-ms` added to every
+ *       SQS call at the SDK client.
+ * SQS is an in-process stand-in by default (scripts/bridge-bench/sqs-stand-in.ts) or the moto
+ * emulator. Runs on loopback only: npm runs it inside `unshare --net` like the bridge tests.
+ *
+ * With --json, one line per source: {forwardedPerSec, bareReceiveAckPerSec, ratio, p50ForwardMs,
+ * p99ForwardMs, tasks, ...}. p50/p99ForwardMs: per message, from the receive that returned it
+ * to its ack.
+ */
+import { parseArgs } from 'node:util';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { parseBridgeConfig, type BridgeConfig } from '../bridge/bridge-config.ts';
+import { Bridge } from '../bridge/bridge.ts';
+import { createRouteSource } from '../bridge/route-source.ts';
+import { drainBare } from './bridge-bench/bare-consumer.ts';
+import { BENCH_TOPIC, SourceVersion, startBenchCluster, type BenchCluster } from './bridge-bench/bench-cluster.ts';
+import { startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
+import { TimedSource } from './bridge-bench/timed-source.ts';
+import { startEmulator } from './emulator/emulator.ts';
+import { injectLatency } from './instrumentation/latency-injection.ts';
+
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+
+/** A throw-away drain first: the broker's JIT warms up on it, so neither measured drain runs on a cold JVM. */
+const WARM_UP_GROUP = 'bench-warm-up-group';
+const BARE_GROUPS = ['bench-bare-group-1', 'bench-bare-group-2'] as const;
+const BRIDGE_GROUP = 'bench-bridge-group';
+/** Receive lanes of the bare consumer: more than this gave it no more on the 2-core machine. */
+const BARE_LANES = 8;
+const SqsSide = { StandIn: 'stand-in', Emulator: 'emulator' } as const;
+type SqsSide = (typeof SqsSide)[keyof typeof SqsSide];
+
+interface BenchFigures {
+  source: string;
+  sqs: SqsSide;
+  messages: number;
+  latencyMs: number;
+  forwardedPerSec: number;
+  /** Mean of the two bare drains, one before and one after the bridge's, so drift during the run cancels. */
+  bareReceiveAckPerSec: number;
+  bareDrainsPerSec: readonly number[];
+  ratio: number;
+  p50ForwardMs: number;
+  p99ForwardMs: number;
+  /** Bridge tasks (processes) forwarding: always one here. */
+  tasks: number;
+}
+
+/** SQS as the bridge sees it: a client with the latency added, a queue, and how many distinct messages it holds. */
+interface SqsSink {
+  readonly client: SQSClient;
+  readonly queueUrl: string;
+  distinctMessages(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+class BenchIncompleteError extends Error {
+  override readonly name = 'BenchIncompleteError';
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      messages: { type: 'string', default: '10000' },
+      'latency-ms': { type: 'string', default: '5' },
+      source: { type: 'string', default: '5' },
+      sqs: { type: 'string', default: SqsSide.StandIn },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const messages = positiveInt(values.messages, 'messages');
+  const latencyMs = Number(values['latency-ms']);
+  if (!(latencyMs >= 0)) throw new Error(`--latency-ms must be ≥ 0, got ${values['latency-ms']}`);
+  const sqs = oneOf(values.sqs, Object.values(SqsSide), 'sqs');
+  const sources = values.source === 'both' ? Object.values(SourceVersion) : [oneOf(values.source, Object.values(SourceVersion), 'source')];
+
+  for (const source of sources) {
+    const figures = await benchSource(source, { messages, latencyMs, sqs });
+    print(figures);
+    if (values.json) console.log(JSON.stringify(figures));
+  }
+}
+
+async function benchSource(version: SourceVersion, options: { messages: number; latencyMs: number; sqs: SqsSide }): Promise<BenchFigures> {
+  const { messages, latencyMs } = options;
+  const cluster = await startBenchCluster(version, [WARM_UP_GROUP, ...BARE_GROUPS, BRIDGE_GROUP]);
+  const sink = await startSqsSink(options.sqs, latencyMs);
+  try {
+    const preloadStarted = performance.now();
+    await cluster.preload(messages);
+    console.error(`RocketMQ ${cluster.version}: ${messages} messages preloaded in ${Math.round(performance.now() - preloadStarted)} ms`);
+    const logger = new Logger({ serviceName: 'bench-bridge', logLevel: 'WARN' });
+    const bare = (group: string) => {
+      const config = configFor(cluster, sink, group);
+      return drainBare(new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages), BARE_LANES);
+    };
+
+    await bare(WARM_UP_GROUP);
+    const bareBeforeMs = await bare(BARE_GROUPS[0]);
+    const { ms: bridgeMs, forwardMs } = await forwardAll(configFor(cluster, sink, BRIDGE_GROUP), sink, logger, messages);
+    const bareAfterMs = await bare(BARE_GROUPS[1]);
+    const arrived = await sink.distinctMessages();
+    if (arrived < messages) throw new BenchIncompleteError(`SQS holds ${arrived} distinct messages of ${messages}`);
+
+    const bareDrainsPerSec = [bareBeforeMs, bareAfterMs].map((ms) => messages / (ms / 1000));
+    const forwardedPerSec = messages / (bridgeMs / 1000);
+    const bareReceiveAckPerSec = (bareDrainsPerSec[0]! + bareDrainsPerSec[1]!) / 2;
+    const sorted = forwardMs.toSorted((a, b) => a - b);
+    return {
+      source: cluster.version,
+      sqs: options.sqs,
+      messages,
+      latencyMs,
+      forwardedPerSec: Math.round(forwardedPerSec),
+      bareReceiveAckPerSec: Math.round(bareReceiveAckPerSec),
+      bareDrainsPerSec: bareDrainsPerSec.map(Math.round),
+      ratio: round(forwardedPerSec / bareReceiveAckPerSec, 2),
+      p50ForwardMs: round(percentileOf(sorted, 50), 1),
+      p99ForwardMs: round(percentileOf(sorted, 99), 1),
+      tasks: 1,
+    };
+  } finally {
+    await sink.stop();
+    await cluster.stop();
+  }
+}
+
+function configFor(cluster: BenchCluster, sink: SqsSink, group: string): BridgeConfig {
+  return parseBridgeConfig({
+    ...cluster.connection,
+    routes: [{ group, topic: BENCH_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: sink.queueUrl }, dlqUrl: sink.queueUrl }],
+  });
+}
+
+/** The production bridge with its source timed; resolves once every message was forwarded and acked. */
+async function forwardAll(config: BridgeConfig, sink: SqsSink, logger: Logger, messages: number) {
+  const timed = new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages);
+  const bridge = new Bridge(config, { sqs: sink.client, logger, sourceFor: () => timed });
+  await bridge.start();
+  try {
+    return { ms: await timed.drained, forwardMs: timed.forwardMs };
+  } finally {
+    await bridge.stop();
+  }
+}
+
+async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> {
+  const clientFor = (endpoint: string) => {
+    const client = new SQSClient({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 });
+    injectLatency(client, latencyMs);
+    return client;
+  };
+  if (side === SqsSide.StandIn) {
+    const standIn = await startSqsStandIn();
+    return {
+      client: clientFor(standIn.endpoint),
+      queueUrl: `${standIn.endpoint}/000000000000/bench`,
+      distinctMessages: async () => (await standIn.stats()).distinctIds,
+      stop: () => standIn.stop(),
+    };
+  }
+  const emulator = await startEmulator();
+  const client = clientFor(emulator.endpoint);
+  const queueUrl = (await client.send(new CreateQueueCommand({ QueueName: 'bench' }))).QueueUrl!;
+  return {
+    client,
+    queueUrl,
+    // Nothing is redelivered within one run (the invisible duration is a minute), so the count is the distinct count.
+    distinctMessages: async () =>
+      Number((await client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes?.ApproximateNumberOfMessages ?? 0),
+    stop: () => emulator.stop(),
+  };
+}
+
+function print(f: BenchFigures): void {
+  console.error(
+    [
+      `RocketMQ ${f.source} → bridge → SQS ${f.sqs} (+${f.latencyMs} ms per call), ${f.messages} messages, ${f.tasks} task`,
+      `  bare receive+ack   ${f.bareReceiveAckPerSec} msg/s (drains before and after the bridge's: ${f.bareDrainsPerSec.join(', ')})`,
+      `  forwarded          ${f.forwardedPerSec} msg/s   ratio ${f.ratio}`,
+      `  forward latency    p50 ${f.p50ForwardMs} ms   p99 ${f.p99ForwardMs} ms`,
+    ].join('\n'),
+  );
+}
+
+/** Nearest-rank percentile of ascending values. */
+function percentileOf(sorted: readonly number[], p: number): number {
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+function positiveInt(value: string | undefined, name: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${value}`);
+  return n;
+}
+
+function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T {
+  if (!allowed.includes(value as T)) throw new Error(`--${name} must be one of ${allowed.join(', ')}, got ${value}`);
+  return value as T;
+}
+
+const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+await main();

@@ -1,0 +1,53 @@
+import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
+import type { MessageSource } from '../../bridge/route-pump.ts';
+
+/**
+ * A route's source with a stopwatch. It times each message from the receive that returned it to
+ * the ack that settled it (what the bridge adds per message: forward and ack), and the whole drain
+ * from the first receive that returned messages until `expected` distinct messages were acked, so
+ * that the consumer's start-up (route lookups, rebalancing) does not count.
+ */
+export class TimedSource implements MessageSource {
+  readonly forwardMs: number[] = [];
+  readonly #receivedAt = new Map<string, number>();
+  readonly #acked = new Set<string>();
+  readonly #drained = Promise.withResolvers<number>();
+  #firstReceiveAt: number | undefined;
+
+  constructor(
+    private readonly inner: MessageSource,
+    private readonly expected: number,
+  ) {}
+
+  /** Resolves with the drain's milliseconds once `expected` distinct messages were acked. */
+  get drained(): Promise<number> {
+    return this.#drained.promise;
+  }
+
+  start(): Promise<void> {
+    return this.inner.start();
+  }
+
+  async receive(): Promise<ReceivedMessage[]> {
+    const messages = await this.inner.receive();
+    const now = performance.now();
+    if (messages.length > 0) this.#firstReceiveAt ??= now;
+    for (const m of messages) this.#receivedAt.set(m.msgId, now);
+    return messages;
+  }
+
+  async ack(message: ReceivedMessage): Promise<void> {
+    await this.inner.ack(message);
+    this.#settled(message, performance.now());
+  }
+
+  stop(): Promise<void> {
+    return this.inner.stop();
+  }
+
+  #settled(message: ReceivedMessage, now: number): void {
+    this.forwardMs.push(now - this.#receivedAt.get(message.msgId)!);
+    this.#acked.add(message.msgId);
+    if (this.#acked.size === this.expected) this.#drained.resolve(now - this.#firstReceiveAt!);
+  }
+}
