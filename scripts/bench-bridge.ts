@@ -214,3 +214,5 @@ function oneOf<T extends string>(value: string | undefined, allowed: readonly T[
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 await main();
+// The RocketMQ 4 client keeps a process-wide producer (for sending messages back) with its timers running after every consumer closed.
+process.exit(0);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Message, Producer as RemotingProducer } from 'ali-ons';
 import { Producer } from 'rocketmq-client-nodejs';
 import { RocketMQProtocol, type BridgeConfigInput } from '../../bridge/bridge-config.ts';
@@ -25,6 +26,7 @@ export interface BenchCluster {
 
 const QUEUES = 8;
 const SEND_CONCURRENCY = 32;
+const SEND_ATTEMPTS = 5;
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('the name server is given')) };
 
@@ -82,7 +84,20 @@ function orderBody(i: number): Buffer {
 async function inParallel(count: number, send: (i: number) => Promise<unknown>): Promise<void> {
   let next = 0;
   const lane = async () => {
-    while (next < count) await send(next++);
+    while (next < count) await sendUntilAccepted(next++, send);
   };
   await Promise.all(Array.from({ length: Math.min(SEND_CONCURRENCY, count) }, lane));
+}
+
+/** A busy broker refuses sends (4.x: `[TIMEOUT_CLEAN_QUEUE] broker busy`); a producer tries again, as applications do. */
+async function sendUntilAccepted(i: number, send: (i: number) => Promise<unknown>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await send(i);
+      return;
+    } catch (err) {
+      if (attempt === SEND_ATTEMPTS) throw err;
+      await sleep(200 * attempt);
+    }
+  }
 }
