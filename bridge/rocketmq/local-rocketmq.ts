@@ -73,7 +73,7 @@ export class ExposedNetworkError extends Error {
 const NAMESRV_READY = /The Name Server boot success/;
 const PROXY_READY = /rocketmq-proxy startup successfully/;
 // Small heaps: the machine is shared and the broker's store is mmapped outside the heap anyway.
-const JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xss512k', '-XX:MaxDirectMemorySize=128m'];
+const JVM_OPTIONS = ['-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Xss512k', '-XX:MaxDirectMemorySize=256m'];
 /**
  * Java 17 closes the JDK internals the broker reaches into: direct buffers and their cleaners
  * (`jdk.internal.ref.Cleaner`, used when a broker recovering from a crash unmaps store files).
