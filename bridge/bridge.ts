@@ -50,7 +50,7 @@ export class Bridge {
         maxMessageBytes: config.maxMessageBytes,
         metrics,
         logger: this.#logger,
-        ack: (message) => source.ack(message),
+        ack: (messages) => source.ack(messages),
         ...(deps.beforeAck ? { beforeAck: deps.beforeAck } : {}),
       });
       return { route, metrics, pump: new RoutePump(route.group, source, forwarder, metrics, this.#logger) };

@@ -2,7 +2,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Consumer, Producer, type ClientLogger, type Message, type MessageHandler, type MessageQueue } from 'ali-ons';
 import { TagExpression } from '../lib/rocketmq/tag-expression.ts';
 import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
-import type { MessageSource } from './route-pump.ts';
+import { describeError } from './forward-target.ts';
+import type { AckResult, MessageSource } from './route-pump.ts';
 
 /**
  * A route's source on a RocketMQ 4 cluster: the remoting protocol through the name servers, one
@@ -134,14 +135,22 @@ export class RemotingRouteConsumer implements MessageSource {
     }
   }
 
-  async ack(message: ReceivedMessage): Promise<void> {
-    const pending = message.handle;
-    if (!(pending instanceof PendingDelivery)) throw new ForeignMessageError('RocketMQ 4 consumer', message.msgId);
-    if (pending.state === 'acked') return;
-    pending.state = 'acked';
-    clearTimeout(pending.timer);
-    this.#handedOut.delete(pending);
-    pending.settle();
+  /**
+   * Settles each message's delivery; nothing goes over the wire. The client moves a queue's offset
+   * past the messages it handed over together once all of them are settled and commits offsets
+   * in the background, which is this protocol's batched ack.
+   */
+  async ack(messages: readonly ReceivedMessage[]): Promise<AckResult[]> {
+    return messages.map((message): AckResult => {
+      const pending = message.handle;
+      if (!(pending instanceof PendingDelivery)) return { ok: false, reason: describeError(new ForeignMessageError('RocketMQ 4 consumer', message.msgId)) };
+      if (pending.state === 'acked') return { ok: true };
+      pending.state = 'acked';
+      clearTimeout(pending.timer);
+      this.#handedOut.delete(pending);
+      pending.settle();
+      return { ok: true };
+    });
   }
 
   /**

@@ -1,6 +1,9 @@
 import { MessageView, SimpleConsumer, StatusChecker, type MessageQueue, type SimpleConsumerOptions } from 'rocketmq-client-nodejs';
-import type { Message as MessagePB, Status } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js';
-import type { ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js';
+// Generated CommonJS, whose exports Node's ESM loader cannot list: values come through the default import.
+import definitionPb, { type Message as MessagePB, type Status } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js';
+import servicePb, { type ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js';
+import { describeError } from './forward-target.ts';
+import type { AckResult } from './route-pump.ts';
 
 /**
  * One RocketMQ message as the broker delivered it, with everything the envelope preserves.
@@ -48,9 +51,50 @@ export class RouteConsumer extends SimpleConsumer {
     this.#batchSize = options.batchSize;
   }
 
-  async ackReceived(message: ReceivedMessage): Promise<void> {
-    if (!(message.handle instanceof MessageView)) throw new ForeignMessageError('RocketMQ 5 consumer', message.msgId);
-    await this.ack(message.handle);
+  /**
+   * Acks in one request per topic and proxy endpoint: an `AckMessageRequest` carries many
+   * entries, and the proxy answers each entry with its own status (`MULTIPLE_RESULTS` overall when
+   * they differ). The library's `ack` sends one request per message.
+   */
+  async ackReceived(messages: readonly ReceivedMessage[]): Promise<AckResult[]> {
+    const results: AckResult[] = [];
+    const requests = new Map<string, { view: MessageView; index: number }[]>();
+    messages.forEach((message, index) => {
+      if (!(message.handle instanceof MessageView)) {
+        results[index] = { ok: false, reason: describeError(new ForeignMessageError('RocketMQ 5 consumer', message.msgId)) };
+        return;
+      }
+      const key = `${message.handle.endpoints.facade} ${message.handle.topic}`;
+      requests.set(key, [...(requests.get(key) ?? []), { view: message.handle, index }]);
+    });
+    await Promise.all(
+      [...requests.values()].map(async (entries) => {
+        const outcomes = await this.#ackInOneRequest(entries.map((e) => e.view));
+        entries.forEach((entry, i) => {
+          results[entry.index] = outcomes[i]!;
+        });
+      }),
+    );
+    return results;
+  }
+
+  async #ackInOneRequest(views: readonly MessageView[]): Promise<AckResult[]> {
+    const first = views[0]!;
+    const request = new servicePb.AckMessageRequest().setGroup(new definitionPb.Resource().setName(this.consumerGroup)).setTopic(new definitionPb.Resource().setName(first.topic));
+    for (const view of views) request.addEntries().setMessageId(view.messageId).setReceiptHandle(view.receiptHandle);
+    let entries: Map<string, Status.AsObject | undefined>;
+    try {
+      const response = (await this.rpcClientManager.ackMessage(first.endpoints, request, this.requestTimeout)).toObject();
+      if (response.status?.code !== definitionPb.Code.MULTIPLE_RESULTS) StatusChecker.check(response.status);
+      entries = new Map(response.entriesList.map((entry) => [entry.messageId, entry.status]));
+    } catch (err) {
+      return views.map(() => ({ ok: false, reason: describeError(err) }));
+    }
+    return views.map((view): AckResult => {
+      const status = entries.get(view.messageId);
+      if (status?.code === definitionPb.Code.OK) return { ok: true };
+      return { ok: false, reason: status ? `${status.code}: ${status.message}` : 'the proxy answered nothing for the entry' };
+    });
   }
 
   /** Long-polls once; an empty array means nothing arrived within the await duration. */

@@ -5,6 +5,7 @@ import { DeadLetterReason, type DeadLetterQueue } from './dead-letter-queue.ts';
 import { serializeEnvelope, envelopeOf, type Envelope } from './received-envelope.ts';
 import type { ForwardTarget, OutboundMessage } from './forward-target.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
+import type { MessageSource } from './route-pump.ts';
 
 /** Called with the messages about to be acked, after their forward succeeded: a seam for fault-injection tests. */
 export type BeforeAckHook = (messages: readonly ReceivedMessage[]) => Promise<void>;
@@ -17,7 +18,7 @@ export interface RouteForwarderOptions {
   readonly maxMessageBytes: number;
   readonly metrics: RouteMetrics;
   readonly logger: Logger;
-  readonly ack: (message: ReceivedMessage) => Promise<void>;
+  readonly ack: MessageSource['ack'];
   readonly beforeAck?: BeforeAckHook;
   readonly now?: () => Date;
 }
@@ -131,11 +132,12 @@ export class RouteForwarder {
   }
 
   async #ackAll(messages: ReceivedMessage[]): Promise<string[]> {
-    const results = await Promise.allSettled(messages.map((m) => this.options.ack(m)));
+    if (messages.length === 0) return [];
+    const results = await this.options.ack(messages);
     const acked: string[] = [];
     results.forEach((result, index) => {
       const msgId = messages[index]!.msgId;
-      if (result.status === 'fulfilled') {
+      if (result.ok) {
         acked.push(msgId);
         return;
       }
@@ -145,7 +147,7 @@ export class RouteForwarder {
       this.options.logger.warn('ack failed after a successful forward; expect a duplicate', {
         group: this.options.route.group,
         msgId,
-        error: String(result.reason),
+        error: result.reason,
       });
     });
     return acked;

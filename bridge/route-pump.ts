@@ -3,12 +3,18 @@ import type { RouteMetrics } from './bridge-metrics.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 import type { RouteForwarder } from './route-forwarder.ts';
 
+export type AckResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
 /** Where a route's messages come from: a RocketMQ consumer group in production. */
 export interface MessageSource {
   start(): Promise<void>;
   /** One long poll; resolves empty when nothing arrived. */
   receive(): Promise<ReceivedMessage[]>;
-  ack(message: ReceivedMessage): Promise<void>;
+  /**
+   * Acks messages whose forward succeeded, in as few requests as the protocol allows. One result
+   * per message, in order; a failed ack is a result, never a rejection.
+   */
+  ack(messages: readonly ReceivedMessage[]): Promise<AckResult[]>;
   stop(): Promise<void>;
 }
 

@@ -46,7 +46,7 @@ export function createRouteSource(config: BridgeConfig, route: BridgeRoute, opti
   return {
     start: () => consumer.startup(),
     receive: () => consumer.receiveMessages(),
-    ack: (message) => consumer.ackReceived(message),
+    ack: (messages) => consumer.ackReceived(messages),
     stop: () => consumer.shutdown(),
   };
 }

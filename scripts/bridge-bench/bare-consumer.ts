@@ -12,7 +12,7 @@ export async function drainBare(source: TimedSource, lanes: number): Promise<num
   const lane = async () => {
     while (draining) {
       const batch = await source.receive();
-      await Promise.all(batch.map((m) => source.ack(m)));
+      if (batch.length > 0) await source.ack(batch);
     }
   };
   // A lane still long-polling when the drain ends may fail once the consumer stops; that is expected.

@@ -1,5 +1,5 @@
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
-import type { MessageSource } from '../../bridge/route-pump.ts';
+import type { AckResult, MessageSource } from '../../bridge/route-pump.ts';
 
 /**
  * A route's source with a stopwatch. It times each message from the receive that returned it to
@@ -36,9 +36,13 @@ export class TimedSource implements MessageSource {
     return messages;
   }
 
-  async ack(message: ReceivedMessage): Promise<void> {
-    await this.inner.ack(message);
-    this.#settled(message, performance.now());
+  async ack(messages: readonly ReceivedMessage[]): Promise<AckResult[]> {
+    const results = await this.inner.ack(messages);
+    const now = performance.now();
+    results.forEach((result, i) => {
+      if (result.ok) this.#settled(messages[i]!, now);
+    });
+    return results;
   }
 
   stop(): Promise<void> {

@@ -31,8 +31,8 @@ async function queuePair(fifo = false) {
   return { sqs, queueUrl, dlqUrl };
 }
 
-/** A forwarder on real emulator queues; `acks` records each ack with what the queue held at that moment. */
-function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = false, ack?: (m: ReceivedMessage) => Promise<void>) {
+/** A forwarder on real emulator queues; `acks` records each acked msgId, `ack` runs at each batch's ack and fails it by throwing. */
+function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = false, ack?: (messages: readonly ReceivedMessage[]) => Promise<void>) {
   const route: BridgeRoute = parseBridgeConfig({
     proxyEndpoint: '127.0.0.1:8081',
     routes: [{ group: 'G', topic: 'ORDER_TOPIC', fifo, target: { kind: 'sqs', queueUrl }, dlqUrl }],
@@ -47,9 +47,14 @@ function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = f
     maxMessageBytes: MAX_BYTES,
     metrics,
     logger,
-    ack: async (m) => {
-      await ack?.(m);
-      acks.push(m.msgId);
+    ack: async (messages) => {
+      try {
+        await ack?.(messages);
+      } catch (err) {
+        return messages.map(() => ({ ok: false, reason: String(err) }));
+      }
+      acks.push(...messages.map((m) => m.msgId));
+      return messages.map(() => ({ ok: true }));
     },
   });
   return { forwarder, acks, metrics };

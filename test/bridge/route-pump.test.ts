@@ -25,7 +25,7 @@ function scriptedSource(answers: ReceivedMessage[][]) {
       const next = answers.shift();
       return next ? Promise.resolve(next) : hang.promise;
     },
-    ack: async () => undefined,
+    ack: async (messages) => messages.map(() => ({ ok: true as const })),
     stop: async () => {
       events.push('consumer stopped');
       hang.resolve([receivedMessage({ keys: ['arrived-after-stop'] })]);
@@ -75,7 +75,7 @@ describe('route pump', () => {
         if (calls === 1) throw new Error('proxy unavailable');
         return calls === 2 ? [receivedMessage()] : new Promise<ReceivedMessage[]>(() => undefined);
       },
-      ack: async () => undefined,
+      ack: async (messages) => messages.map(() => ({ ok: true as const })),
       stop: async () => undefined,
     };
     const batches: number[] = [];
