@@ -57,6 +57,12 @@ export const bridgeConfigSchema = z.object({
   /** Long-polling wait of one receive. The proxy rejects waits it cannot fit in the request deadline, so keep ≥ 5 s. */
   awaitDurationMs: z.number().int().min(5_000).default(20_000),
   /**
+   * Batches a route keeps in flight (received, not yet acked): that many receives and forwards
+   * overlap, so the route waits on the network once per that many batches. FIFO routes always
+   * keep one (see `batchesInFlightOf`).
+   */
+  maxBatchesInFlight: z.number().int().min(1).max(32).default(4),
+  /**
    * Largest envelope forwarded, in bytes of UTF-8 JSON. SQS and EventBridge accepted 256 KiB per
    * message for years; SQS now takes up to 1 MiB, so raise it when every target queue allows it.
    */
@@ -102,6 +108,14 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
     }
   }
   return config;
+}
+
+/**
+ * How many batches a route keeps in flight. A FIFO route keeps one: a second batch could hold a
+ * later message of a group whose earlier one is still being forwarded, and land first.
+ */
+export function batchesInFlightOf(config: BridgeConfig, route: BridgeRoute): number {
+  return route.fifo ? 1 : config.maxBatchesInFlight;
 }
 
 /** `BRIDGE_CONFIG` holds the JSON itself (what ECS injects); `BRIDGE_CONFIG_FILE` points at a file. */

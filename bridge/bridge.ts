@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { BridgeConfig, BridgeRoute } from './bridge-config.ts';
+import { batchesInFlightOf, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
 import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
@@ -53,7 +53,15 @@ export class Bridge {
         ack: (messages) => source.ack(messages),
         ...(deps.beforeAck ? { beforeAck: deps.beforeAck } : {}),
       });
-      return { route, metrics, pump: new RoutePump(route.group, source, forwarder, metrics, this.#logger) };
+      const pump = new RoutePump({
+        group: route.group,
+        source,
+        forwarder,
+        metrics,
+        logger: this.#logger,
+        batchesInFlight: batchesInFlightOf(config, route),
+      });
+      return { route, metrics, pump };
     });
   }
 

@@ -9,11 +9,11 @@ import type { AckResult, MessageSource } from './route-pump.ts';
  * A route's source on a RocketMQ 4 cluster: the remoting protocol through the name servers, one
  * clustering-mode consumer group per route, built on `ali-ons`.
  *
- * The client pulls a queue, hands up to `batchSize` of its messages to the handler at once and
- * moves the queue's consume offset past them only when every handler call has resolved. Here a
- * handler call resolves when the bridge acks the message, i.e. after its forward succeeded, so
- * the offset can never pass an unforwarded message; a crash before the ack leaves the offset where
- * it was and the broker hands the messages out again (a duplicate, never a loss).
+ * The client pulls a queue, hands up to `batchSize` × `batchesInFlight` of its messages to the
+ * handler at once and moves the queue's consume offset past them only when every handler call has
+ * resolved. Here a handler call resolves when the bridge acks the message, i.e. after its forward
+ * succeeded, so the offset can never pass an unforwarded message; a crash before the ack leaves
+ * the offset where it was and the broker hands the messages out again (a duplicate, never a loss).
  *
  * A message whose forward failed stays pending in this process and is handed out again after
  * `redeliverAfterMs`, while the client holds the queue (and, as it consumes one queue at a time
@@ -26,8 +26,10 @@ export interface RemotingRouteConsumerOptions {
   readonly consumerGroup: string;
   readonly topic: string;
   readonly tagExpression: string;
-  /** Messages per receive; also how many messages of one queue the client hands over at once (≤ 32, its pull size). */
+  /** Messages per receive (≤ 32, the client's pull size). */
   readonly batchSize: number;
+  /** Receives the pump keeps outstanding at once; the client hands over `batchSize` × this many messages of a queue at a time. */
+  readonly batchesInFlight: number;
   /** How long one receive waits for the first message. */
   readonly awaitDurationMs: number;
   /** How soon a handed-out message that was not acked is handed out again. */
@@ -85,7 +87,10 @@ export class RemotingRouteConsumer implements MessageSource {
   constructor(options: RemotingRouteConsumerOptions) {
     this.#options = options;
     this.#tags = TagExpression.parse(options.tagExpression);
-    const batch = Math.min(options.batchSize, PULL_BATCH_SIZE);
+    // The client hands a queue's messages over in slices and moves the offset past a slice only
+    // once all of it is settled: a slice must hold every batch the pump keeps in flight, or the
+    // pump's later receives would wait for the first batch's ack.
+    const handOver = options.batchSize * options.batchesInFlight;
     // The client shares one connection set (name servers, credentials) per instance name within a
     // process, and clustering consumers take the pid as instance name: every route of a bridge
     // process talks to the same cluster with the same credentials, which the configuration ensures.
@@ -94,8 +99,9 @@ export class RemotingRouteConsumer implements MessageSource {
         nameSrv: [...options.nameServers],
         httpclient: { request: () => Promise.reject(new AddressServerNotUsedError()) },
         consumerGroup: options.consumerGroup,
-        pullBatchSize: PULL_BATCH_SIZE,
-        parallelConsumeLimit: batch,
+        // The client wants a slice no larger than a pull; the broker answers a pull with 32 messages at most anyway.
+        pullBatchSize: Math.max(PULL_BATCH_SIZE, handOver),
+        parallelConsumeLimit: handOver,
         persistConsumerOffsetInterval: options.persistOffsetIntervalMs ?? 5_000,
         logger: options.logger,
         ...(options.credentials ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret } : {}),

@@ -8,7 +8,7 @@ export type AckResult = { readonly ok: true } | { readonly ok: false; readonly r
 /** Where a route's messages come from: a RocketMQ consumer group in production. */
 export interface MessageSource {
   start(): Promise<void>;
-  /** One long poll; resolves empty when nothing arrived. */
+  /** One long poll; resolves empty when nothing arrived. Several may be outstanding at once. */
   receive(): Promise<ReceivedMessage[]>;
   /**
    * Acks messages whose forward succeeded, in as few requests as the protocol allows. One result
@@ -26,86 +26,114 @@ export const PumpState = {
 } as const;
 export type PumpState = (typeof PumpState)[keyof typeof PumpState];
 
+export interface RoutePumpOptions {
+  readonly group: string;
+  readonly source: MessageSource;
+  readonly forwarder: RouteForwarder;
+  readonly metrics: RouteMetrics;
+  readonly logger: Logger;
+  /** Batches received and not yet acked at any one time; 1 is a strict receive → forward → ack loop. */
+  readonly batchesInFlight: number;
+}
+
 const MIN_BACKOFF_MS = 500;
 const MAX_BACKOFF_MS = 30_000;
 
 /**
- * Receive → forward → ack, one batch at a time, for one route. Stopping lets the batch being
- * forwarded finish (forward and ack), abandons the long poll in progress (whatever it returns
- * is not processed and reappears after its invisible duration) and then closes the consumer.
+ * Receive → forward → ack for one route, in `batchesInFlight` lanes: each lane receives a batch,
+ * forwards it and acks what landed, then receives the next, so that many receives and forwards
+ * overlap while one lane waits on the network. A message is still acked only after its own
+ * forward succeeded; lanes share nothing but the consumer and the backoff.
+ *
+ * Stopping lets every batch being forwarded finish (forward and ack), abandons the long polls in
+ * progress (whatever they return is not processed and reappears after its invisible duration)
+ * and then closes the consumer.
  */
 export class RoutePump {
+  readonly group: string;
+  readonly #options: RoutePumpOptions;
   #state: PumpState = PumpState.Idle;
-  #inFlight: Promise<unknown> | undefined;
-  #wakeBackoff: (() => void) | undefined;
+  readonly #forwarding = new Set<Promise<unknown>>();
+  #backoffMs = MIN_BACKOFF_MS;
+  #pause: Promise<void> | undefined;
+  #endPause: (() => void) | undefined;
 
-  constructor(
-    readonly group: string,
-    private readonly source: MessageSource,
-    private readonly forwarder: RouteForwarder,
-    private readonly metrics: RouteMetrics,
-    private readonly logger: Logger,
-  ) {}
+  constructor(options: RoutePumpOptions) {
+    this.#options = options;
+    this.group = options.group;
+  }
 
   get state(): PumpState {
     return this.#state;
   }
 
   async start(): Promise<void> {
-    await this.source.start();
+    await this.#options.source.start();
     this.#state = PumpState.Running;
-    // The loop ends by itself once the state leaves RUNNING; stop() waits for the batch in flight, not for the poll.
-    void this.#run();
+    // The lanes end by themselves once the state leaves RUNNING; stop() waits for the forwards in flight, not for the polls.
+    for (let i = 0; i < this.#options.batchesInFlight; i++) void this.#lane();
   }
 
   async stop(): Promise<void> {
     if (this.#state === PumpState.Stopped || this.#state === PumpState.Stopping) return;
     const wasRunning = this.#state === PumpState.Running;
     this.#state = PumpState.Stopping;
-    this.#wakeBackoff?.();
-    await this.#inFlight?.catch(() => undefined);
-    if (wasRunning) await this.source.stop().catch((err) => this.logger.warn('consumer shutdown failed', { group: this.group, error: String(err) }));
+    this.#endPause?.();
+    await Promise.allSettled(this.#forwarding);
+    if (wasRunning) {
+      await this.#options.source.stop().catch((err) => this.#options.logger.warn('consumer shutdown failed', { group: this.group, error: String(err) }));
+    }
     this.#state = PumpState.Stopped;
   }
 
-  async #run(): Promise<void> {
-    let backoffMs = MIN_BACKOFF_MS;
+  async #lane(): Promise<void> {
+    const { source, forwarder, metrics, logger } = this.#options;
     while (this.#state === PumpState.Running) {
       let messages: ReceivedMessage[];
       try {
-        messages = await this.source.receive();
-        backoffMs = MIN_BACKOFF_MS;
+        messages = await source.receive();
+        this.#backoffMs = MIN_BACKOFF_MS;
       } catch (err) {
         if (this.#state !== PumpState.Running) return;
-        this.metrics.receiveFailed();
-        this.logger.warn('receive failed; backing off', { group: this.group, backoffMs, error: String(err) });
-        await this.#sleep(backoffMs);
-        backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+        metrics.receiveFailed();
+        await this.#backOff(err);
         continue;
       }
       if (this.#state !== PumpState.Running) return;
-      this.metrics.received(messages.length);
+      metrics.received(messages.length);
       if (messages.length === 0) continue;
-      const batch = this.forwarder.forwardBatch(messages);
-      this.#inFlight = batch;
+      const batch = forwarder.forwardBatch(messages);
+      this.#forwarding.add(batch);
       try {
         await batch;
       } catch (err) {
         // Nothing was acked past the failure point; RocketMQ redelivers the rest.
-        this.logger.error('batch failed', { group: this.group, error: String(err) });
+        logger.error('batch failed', { group: this.group, error: String(err) });
       } finally {
-        this.#inFlight = undefined;
+        this.#forwarding.delete(batch);
       }
     }
   }
 
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.#wakeBackoff = () => {
+  /**
+   * One pause for the whole route, however many lanes' receives fail while it lasts: lanes that
+   * fail during a pause wait out the same one, so the wait doubles once per pause, not per lane.
+   */
+  #backOff(err: unknown): Promise<void> {
+    if (this.#pause) return this.#pause;
+    const backoffMs = this.#backoffMs;
+    this.#options.logger.warn('receive failed; backing off', { group: this.group, backoffMs, error: String(err) });
+    this.#backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+    this.#pause = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, backoffMs);
+      this.#endPause = () => {
         clearTimeout(timer);
         resolve();
       };
+    }).finally(() => {
+      this.#pause = undefined;
+      this.#endPause = undefined;
     });
+    return this.#pause;
   }
 }

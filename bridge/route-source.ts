@@ -1,6 +1,6 @@
 import { format } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { RocketMQProtocol, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
+import { RocketMQProtocol, batchesInFlightOf, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
 import { RouteConsumer } from './route-consumer.ts';
 import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
 import type { MessageSource } from './route-pump.ts';
@@ -25,6 +25,7 @@ export function createRouteSource(config: BridgeConfig, route: BridgeRoute, opti
       topic: route.topic,
       tagExpression: route.tagExpression,
       batchSize: config.receiveBatchSize,
+      batchesInFlight: batchesInFlightOf(config, route),
       awaitDurationMs: config.awaitDurationMs,
       redeliverAfterMs: config.invisibleDurationMs,
       logger,

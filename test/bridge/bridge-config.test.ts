@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidBridgeConfigError, loadBridgeConfig, parseBridgeConfig } from '../../bridge/bridge-config.ts';
+import { InvalidBridgeConfigError, batchesInFlightOf, loadBridgeConfig, parseBridgeConfig } from '../../bridge/bridge-config.ts';
 
 const route = { group: 'G', topic: 'T', target: { kind: 'sqs', queueUrl: 'https://sqs/q' }, dlqUrl: 'https://sqs/q-dlq' };
 
@@ -11,6 +11,7 @@ describe('bridge configuration', () => {
       receiveBatchSize: 16,
       invisibleDurationMs: 60_000,
       awaitDurationMs: 20_000,
+      maxBatchesInFlight: 4,
       maxMessageBytes: 262_144,
       health: { host: '127.0.0.1', port: 8080 },
       routes: [{ tagExpression: '*', fifo: false }],
@@ -22,6 +23,7 @@ describe('bridge configuration', () => {
     ['a FIFO route with a standard DLQ', { ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' } }, /DLQ must be FIFO/],
     ['an invisible duration under 10 s', { ...route }, /invisibleDurationMs/, { invisibleDurationMs: 5_000 }],
     ['no routes', undefined, /routes/],
+    ['no batch in flight', { ...route }, /maxBatchesInFlight/, { maxBatchesInFlight: 0 }],
   ] as [string, object | undefined, RegExp, object?][])('rejects %s', (_what, r, message, extra = {}) => {
     expect(() => parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: r ? [r] : [], ...extra })).toThrow(message);
   });
@@ -46,6 +48,12 @@ describe('bridge configuration', () => {
     ],
   ] as [string, object, RegExp][])('rejects %s', (_what, config, message) => {
     expect(() => parseBridgeConfig(config)).toThrow(message);
+  });
+
+  it('keeps one batch in flight on FIFO routes, whatever maxBatchesInFlight says', () => {
+    const fifo = { ...route, group: 'F', fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/f.fifo' }, dlqUrl: 'https://sqs/f-dlq.fifo' };
+    const config = parseBridgeConfig({ proxyEndpoint: 'p:8081', maxBatchesInFlight: 8, routes: [route, fifo] });
+    expect(config.routes.map((r) => batchesInFlightOf(config, r))).toEqual([8, 1]);
   });
 
   it('says what is missing when there is no configuration at all', () => {
