@@ -19,6 +19,8 @@ import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/br
 const ORDER_TOPIC = 'ORDER_TOPIC';
 const FIFO_TOPIC = 'ORDER_FIFO_TOPIC';
 const FIFO_GROUP = 'order-audit-fifo-group';
+const BURST_TOPIC = 'ORDER_BURST_TOPIC';
+const BURST_GROUP = 'order-burst-group';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
 let rocketMq: LocalRocketMQ | undefined;
@@ -29,8 +31,8 @@ const children: BridgeChildProcess[] = [];
 beforeAll(async () => {
   const started = Date.now();
   rocketMq = await startLocalRocketMQ({
-    topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }],
-    groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }],
+    topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }, { name: BURST_TOPIC }],
+    groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }, { name: BURST_GROUP }],
   });
   console.info(`local RocketMQ up in ${Date.now() - started} ms, phases ${JSON.stringify(rocketMq.phasesMs)}`);
   points = await pointsFixture();
@@ -71,6 +73,23 @@ function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
 
 function startBridge(fault?: 'crash-before-ack'): BridgeChildProcess {
   const child = new BridgeChildProcess(bridgeEnv(fault));
+  children.push(child);
+  return child;
+}
+
+/** A bridge on its own topic and queue with the default settings, so with several batches in flight. */
+function startBurstBridge(queueUrl: string, dlqUrl: string, fault: Record<string, string> = {}): BridgeChildProcess {
+  const config: BridgeConfigInput = {
+    proxyEndpoint: rocketMq!.proxyEndpoint,
+    clusterName: rocketMq!.clusterName,
+    invisibleDurationMs: 10_000,
+    awaitDurationMs: 5_000,
+    // Small batches, so the burst makes many of them.
+    receiveBatchSize: 4,
+    health: { host: '127.0.0.1', port: 0 },
+    routes: [{ group: BURST_GROUP, topic: BURST_TOPIC, target: { kind: 'sqs', queueUrl }, dlqUrl }],
+  };
+  const child = new BridgeChildProcess({ ...bridgeEnv(), BRIDGE_CONFIG: JSON.stringify(config), ...fault });
   children.push(child);
   return child;
 }
@@ -204,5 +223,59 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     expect(await points.balance('u1')).toBe(10);
     expect(await points.balance('u2')).toBe(20);
     expect(await points.ledgerMismatches()).toEqual([]);
+  }, 240_000);
+
+  it('with several batches forwarded and none acked, a SIGKILL loses nothing: every one of them comes back', async () => {
+    // Prepare: a burst of orders on a topic of their own, queued before any bridge runs.
+    const producer = new Producer({ endpoints: rocketMq!.proxyEndpoint, namespace: '', logger: SILENT });
+    await producer.startup();
+    const sent: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      sent.push((await producer.send({ topic: BURST_TOPIC, tag: 'PAID', keys: [`B-${i}`], body: Buffer.from(JSON.stringify({ orderNo: `B-${i}` })) })).messageId);
+    }
+    await producer.shutdown();
+    const name = `bridge-burst-${randomUUID().slice(0, 8)}`;
+    const queueUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
+    const dlqUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
+
+    // Act 1: a bridge with the default batches in flight forwards four batches at once and dies before acking any.
+    const crashing = startBurstBridge(queueUrl, dlqUrl, { BRIDGE_FAULT: 'sigkill-with-batches-in-flight', BRIDGE_FAULT_BATCHES: '4' });
+    const held = await crashing.waitFor(
+      'four batches forwarded and held before their acks',
+      (lines) => lines.find((l) => l.fault === 'sigkill-with-batches-in-flight')?.batches as string[][] | undefined,
+      90_000,
+    );
+    const killed = await crashing.exited;
+
+    // Act 2: a fresh bridge takes over; the held messages come back after their invisible duration (10 s).
+    const bridge = startBurstBridge(queueUrl, dlqUrl);
+    await bridge.waitFor(
+      'every order forwarded',
+      (lines) => {
+        const seen = new Set(forwardedMsgIds(lines));
+        return sent.every((id) => seen.has(id)) ? true : undefined;
+      },
+      90_000,
+    );
+    bridge.kill('SIGTERM');
+    await bridge.exited;
+
+    // Assess: four batches were in flight together; the kill landed between their forwards and acks.
+    expect(killed.signal).toBe('SIGKILL');
+    expect(held).toHaveLength(4);
+    const heldIds = held.flat();
+    expect(new Set(heldIds).size).toBe(heldIds.length);
+    // Nothing lost: every order is in the queue.
+    const copies = Map.groupBy(await receiveAll(points.sqs, queueUrl), (c) => c.envelope.msgId);
+    expect([...copies.keys()].sort()).toEqual([...sent].sort());
+    // Nothing acked unforwarded: each held message was in the queue once, un-acked, and RocketMQ delivered it again.
+    for (const id of heldIds) {
+      expect(
+        copies
+          .get(id)!
+          .map((c) => c.envelope.reconsumeTimes)
+          .sort(),
+      ).toEqual([0, 1]);
+    }
   }, 240_000);
 });

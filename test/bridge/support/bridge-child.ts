@@ -9,10 +9,15 @@ import type { BeforeAckHook } from '../../../bridge/route-forwarder.ts';
  * - `BRIDGE_FAULT=sigkill-before-ack` with `BRIDGE_FAULT_AFTER=<n>`: acks normally until more than
  *   n messages were forwarded, then reports the batch in hand and kills itself with SIGKILL after
  *   its forward and before its ack (RocketMQ 5) or offset commit (RocketMQ 4).
+ * - `BRIDGE_FAULT=sigkill-with-batches-in-flight` with `BRIDGE_FAULT_BATCHES=<n>`: holds every
+ *   forwarded batch before its ack until n batches are held at once, reports them and kills
+ *   itself with SIGKILL: a pipelined bridge dying with n batches forwarded and none acked.
  */
 const fault = process.env.BRIDGE_FAULT;
 const faultAfter = Number(process.env.BRIDGE_FAULT_AFTER ?? '0');
+const faultBatches = Number(process.env.BRIDGE_FAULT_BATCHES ?? '1');
 let forwarded = 0;
+const held: string[][] = [];
 
 const report = (name: string, msgIds: string[]) => process.stdout.write(`${JSON.stringify({ fault: name, msgIds })}\n`);
 
@@ -32,6 +37,14 @@ const hooks: Record<string, BeforeAckHook> = {
       messages.map((m) => m.msgId),
     );
     process.kill(process.pid, 'SIGKILL');
+    await new Promise(() => undefined);
+  },
+  'sigkill-with-batches-in-flight': async (messages) => {
+    held.push(messages.map((m) => m.msgId));
+    if (held.length >= faultBatches) {
+      process.stdout.write(`${JSON.stringify({ fault: 'sigkill-with-batches-in-flight', batches: held })}\n`);
+      process.kill(process.pid, 'SIGKILL');
+    }
     await new Promise(() => undefined);
   },
 };
