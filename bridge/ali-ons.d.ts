@@ -41,6 +41,8 @@ declare module 'ali-ons' {
     /** Messages of one queue handed to handlers at once; the offset moves past them only when all resolved. */
     parallelConsumeLimit?: number;
     pullThresholdForQueue?: number;
+    /** How long a queue's pulling pauses once more than `pullThresholdForQueue` of its messages wait in the process (5000 ms). */
+    pullTimeDelayMillsWhenFlowControl?: number;
     maxReconsumeTimes?: number;
   }
 

@@ -50,6 +50,7 @@ export class AddressServerNotUsedError extends Error {
 
 const RETRY_TOPIC_PREFIX = '%RETRY%';
 const PULL_BATCH_SIZE = 32;
+const FLOW_CONTROL_PAUSE_MS = 50;
 
 /** One message the client is waiting on: its handler call resolves when `settle` runs. */
 class PendingDelivery {
@@ -102,6 +103,10 @@ export class RemotingRouteConsumer implements MessageSource {
         // The client wants a slice no larger than a pull; the broker answers a pull with 32 messages at most anyway.
         pullBatchSize: Math.max(PULL_BATCH_SIZE, handOver),
         parallelConsumeLimit: handOver,
+        // Once 500 messages of a queue wait in the process the client stops pulling it for a while:
+        // 5 s in this client, 50 ms in the Java one. At 5 s a backlog drains at ~100 messages a second
+        // per queue however fast the bridge forwards (measured: 900 msg/s from 8 queues).
+        pullTimeDelayMillsWhenFlowControl: FLOW_CONTROL_PAUSE_MS,
         persistConsumerOffsetInterval: options.persistOffsetIntervalMs ?? 5_000,
         logger: options.logger,
         ...(options.credentials ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret } : {}),
