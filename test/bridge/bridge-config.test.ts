@@ -8,7 +8,7 @@ describe('bridge configuration', () => {
     const config = loadBridgeConfig({ BRIDGE_CONFIG: JSON.stringify({ proxyEndpoint: 'p:8081', routes: [route] }) });
     expect(config).toMatchObject({
       clusterName: 'DefaultCluster',
-      receiveBatchSize: 16,
+      receiveBatchSize: 20,
       invisibleDurationMs: 60_000,
       awaitDurationMs: 20_000,
       maxBatchesInFlight: 4,
