@@ -2,15 +2,17 @@
  * The bridge benchmark: how many messages a second one bridge task forwards from a real local
  * RocketMQ to SQS, against what the same broker gives a consumer that only receives and acks.
  *
- *   npm run bench:bridge -- [--messages 10000] [--latency-ms 5] [--source 5|4|both] [--sqs stand-in|emulator] [--json]
+ *   npm run bench:bridge -- [--messages 10000] [--latency-ms 5] [--source 5|4|both] [--sqs stand-in|emulator]
+ *                           [--in-flight n] [--json]
  *
  * For each source (RocketMQ 5.5.0 through its proxy, 4.7.1 through its name server), one run:
  * a fresh broker, a producer preloads `messages` PAID orders, then
  *   (a) the bare consumer: the bridge's own consumer for the route, receiving and acking in
  *       several lanes and forwarding nothing (the source's limit on this machine);
- *   (b) the bridge (the production `Bridge` with its default settings, one route) forwarding
- *       the same messages, under another consumer group, to SQS with `latency-ms` added to every
- *       SQS call at the SDK client.
+ *   (b) the bridge (the production `Bridge` with its default settings, one route; `--in-flight`
+ *       overrides maxBatchesInFlight, 1 being the old one-batch-at-a-time pump) forwarding the
+ *       same messages, under another consumer group, to SQS with `latency-ms` added to every SQS
+ *       call at the SDK client.
  * SQS is an in-process stand-in by default (scripts/bridge-bench/sqs-stand-in.ts) or the moto
  * emulator. Runs on loopback only: npm runs it inside `unshare --net` like the bridge tests.
  *
@@ -45,6 +47,7 @@ type SqsSide = (typeof SqsSide)[keyof typeof SqsSide];
 interface BenchFigures {
   source: string;
   sqs: SqsSide;
+  batchesInFlight: number;
   messages: number;
   latencyMs: number;
   forwardedPerSec: number;
@@ -77,6 +80,7 @@ async function main() {
       'latency-ms': { type: 'string', default: '5' },
       source: { type: 'string', default: '5' },
       sqs: { type: 'string', default: SqsSide.StandIn },
+      'in-flight': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -84,16 +88,25 @@ async function main() {
   const latencyMs = Number(values['latency-ms']);
   if (!(latencyMs >= 0)) throw new Error(`--latency-ms must be ≥ 0, got ${values['latency-ms']}`);
   const sqs = oneOf(values.sqs, Object.values(SqsSide), 'sqs');
+  const batchesInFlight = values['in-flight'] === undefined ? undefined : positiveInt(values['in-flight'], 'in-flight');
   const sources = values.source === 'both' ? Object.values(SourceVersion) : [oneOf(values.source, Object.values(SourceVersion), 'source')];
 
   for (const source of sources) {
-    const figures = await benchSource(source, { messages, latencyMs, sqs });
+    const figures = await benchSource(source, { messages, latencyMs, sqs, batchesInFlight });
     print(figures);
     if (values.json) console.log(JSON.stringify(figures));
   }
 }
 
-async function benchSource(version: SourceVersion, options: { messages: number; latencyMs: number; sqs: SqsSide }): Promise<BenchFigures> {
+interface BenchOptions {
+  readonly messages: number;
+  readonly latencyMs: number;
+  readonly sqs: SqsSide;
+  /** The bridge's maxBatchesInFlight; its default when not given. */
+  readonly batchesInFlight: number | undefined;
+}
+
+async function benchSource(version: SourceVersion, options: BenchOptions): Promise<BenchFigures> {
   const { messages, latencyMs } = options;
   const cluster = await startBenchCluster(version, [WARM_UP_GROUP, ...BARE_GROUPS, BRIDGE_GROUP]);
   const sink = await startSqsSink(options.sqs, latencyMs);
@@ -109,7 +122,8 @@ async function benchSource(version: SourceVersion, options: { messages: number; 
 
     await bare(WARM_UP_GROUP);
     const bareBeforeMs = await bare(BARE_GROUPS[0]);
-    const { ms: bridgeMs, forwardMs } = await forwardAll(configFor(cluster, sink, BRIDGE_GROUP), sink, logger, messages);
+    const bridgeConfig = configFor(cluster, sink, BRIDGE_GROUP, options.batchesInFlight);
+    const { ms: bridgeMs, forwardMs } = await forwardAll(bridgeConfig, sink, logger, messages);
     const bareAfterMs = await bare(BARE_GROUPS[1]);
     const arrived = await sink.distinctMessages();
     if (arrived < messages) throw new BenchIncompleteError(`SQS holds ${arrived} distinct messages of ${messages}`);
@@ -121,6 +135,7 @@ async function benchSource(version: SourceVersion, options: { messages: number; 
     return {
       source: cluster.version,
       sqs: options.sqs,
+      batchesInFlight: bridgeConfig.maxBatchesInFlight,
       messages,
       latencyMs,
       forwardedPerSec: Math.round(forwardedPerSec),
@@ -137,9 +152,10 @@ async function benchSource(version: SourceVersion, options: { messages: number; 
   }
 }
 
-function configFor(cluster: BenchCluster, sink: SqsSink, group: string): BridgeConfig {
+function configFor(cluster: BenchCluster, sink: SqsSink, group: string, maxBatchesInFlight?: number): BridgeConfig {
   return parseBridgeConfig({
     ...cluster.connection,
+    ...(maxBatchesInFlight === undefined ? {} : { maxBatchesInFlight }),
     routes: [{ group, topic: BENCH_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: sink.queueUrl }, dlqUrl: sink.queueUrl }],
   });
 }
@@ -187,7 +203,7 @@ async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> 
 function print(f: BenchFigures): void {
   console.error(
     [
-      `RocketMQ ${f.source} → bridge → SQS ${f.sqs} (+${f.latencyMs} ms per call), ${f.messages} messages, ${f.tasks} task`,
+      `RocketMQ ${f.source} → bridge (${f.batchesInFlight} batches in flight) → SQS ${f.sqs} (+${f.latencyMs} ms per call), ${f.messages} messages, ${f.tasks} task`,
       `  bare receive+ack   ${f.bareReceiveAckPerSec} msg/s (drains before and after the bridge's: ${f.bareDrainsPerSec.join(', ')})`,
       `  forwarded          ${f.forwardedPerSec} msg/s   ratio ${f.ratio}`,
       `  forward latency    p50 ${f.p50ForwardMs} ms   p99 ${f.p99ForwardMs} ms`,
