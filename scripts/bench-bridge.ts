@@ -17,8 +17,8 @@
  * emulator. Runs on loopback only: npm runs it inside `unshare --net` like the bridge tests.
  *
  * With --json, one line per source: {forwardedPerSec, bareReceiveAckPerSec, ratio, p50ForwardMs,
- * p99ForwardMs, tasks, ...}. p50/p99ForwardMs: per message, from the receive that returned it
- * to its ack.
+ * p99ForwardMs, tasks, cpuMicrosPerMessage, ...}. p50/p99ForwardMs: per message, from the receive
+ * that returned it to its ack. Linux only (unshare, and /proc for the broker's CPU).
  */
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -28,8 +28,9 @@ import { Bridge } from '../bridge/bridge.ts';
 import { createRouteSource } from '../bridge/route-source.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, SourceVersion, startBenchCluster, type BenchCluster } from './bridge-bench/bench-cluster.ts';
+import { CpuMeter } from './bridge-bench/cpu-meter.ts';
 import { startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
-import { TimedSource } from './bridge-bench/timed-source.ts';
+import { TimedSource, type Drain } from './bridge-bench/timed-source.ts';
 import { startEmulator } from './emulator/emulator.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
 
@@ -59,6 +60,12 @@ interface BenchFigures {
   p99ForwardMs: number;
   /** Bridge tasks (processes) forwarding: always one here. */
   tasks: number;
+  /**
+   * CPU per message during a drain: the consumer (the bridge or the bare consumer; this process
+   * without the SQS stand-in's thread) and the broker's JVMs. On one machine both share the cores,
+   * so a message costs their sum.
+   */
+  cpuMicrosPerMessage: Record<'bare' | 'bridge', { consumer: number; broker: number }>;
 }
 
 /** SQS as the bridge sees it: a client with the latency added, a queue, and how many distinct messages it holds. */
@@ -66,6 +73,8 @@ interface SqsSink {
   readonly client: SQSClient;
   readonly queueUrl: string;
   distinctMessages(): Promise<number>;
+  /** CPU of the stand-in's thread in this process (0 for the emulator, a process of its own). */
+  inProcessCpuMicros(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -115,21 +124,24 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
     await cluster.preload(messages);
     console.error(`RocketMQ ${cluster.version}: ${messages} messages preloaded in ${Math.round(performance.now() - preloadStarted)} ms`);
     const logger = new Logger({ serviceName: 'bench-bridge', logLevel: 'WARN' });
-    const bare = (group: string) => {
-      const config = configFor(cluster, sink, group);
-      return drainBare(new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages), BARE_LANES);
-    };
+    const cpu = new CpuMeter(() => sink.inProcessCpuMicros());
+    const timed = (config: BridgeConfig) => new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages, cpu);
+    const bare = (group: string) => drainBare(timed(configFor(cluster, sink, group)), BARE_LANES);
 
     await bare(WARM_UP_GROUP);
-    const bareBeforeMs = await bare(BARE_GROUPS[0]);
+    const bareBefore = await bare(BARE_GROUPS[0]);
     const bridgeConfig = configFor(cluster, sink, BRIDGE_GROUP, options.batchesInFlight);
-    const { ms: bridgeMs, forwardMs } = await forwardAll(bridgeConfig, sink, logger, messages);
-    const bareAfterMs = await bare(BARE_GROUPS[1]);
+    const { drain: bridge, forwardMs } = await forwardAll(bridgeConfig, sink, logger, timed(bridgeConfig));
+    const bareAfter = await bare(BARE_GROUPS[1]);
     const arrived = await sink.distinctMessages();
     if (arrived < messages) throw new BenchIncompleteError(`SQS holds ${arrived} distinct messages of ${messages}`);
 
-    const bareDrainsPerSec = [bareBeforeMs, bareAfterMs].map((ms) => messages / (ms / 1000));
-    const forwardedPerSec = messages / (bridgeMs / 1000);
+    const bareDrainsPerSec = [bareBefore, bareAfter].map((d) => messages / (d.ms / 1000));
+    const forwardedPerSec = messages / (bridge.ms / 1000);
+    const perMessage = (...drains: Drain[]) => {
+      const sum = (micros: (d: Drain) => number) => drains.reduce((total, d) => total + micros(d), 0) / (drains.length * messages);
+      return { consumer: Math.round(sum((d) => d.cpu.consumerMicros)), broker: Math.round(sum((d) => d.cpu.brokerMicros)) };
+    };
     const bareReceiveAckPerSec = (bareDrainsPerSec[0]! + bareDrainsPerSec[1]!) / 2;
     const sorted = forwardMs.toSorted((a, b) => a - b);
     return {
@@ -145,6 +157,7 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
       p50ForwardMs: round(percentileOf(sorted, 50), 1),
       p99ForwardMs: round(percentileOf(sorted, 99), 1),
       tasks: 1,
+      cpuMicrosPerMessage: { bare: perMessage(bareBefore, bareAfter), bridge: perMessage(bridge) },
     };
   } finally {
     await sink.stop();
@@ -160,13 +173,12 @@ function configFor(cluster: BenchCluster, sink: SqsSink, group: string, maxBatch
   });
 }
 
-/** The production bridge with its source timed; resolves once every message was forwarded and acked. */
-async function forwardAll(config: BridgeConfig, sink: SqsSink, logger: Logger, messages: number) {
-  const timed = new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages);
+/** The production bridge on a timed source; resolves once every message was forwarded and acked. */
+async function forwardAll(config: BridgeConfig, sink: SqsSink, logger: Logger, timed: TimedSource) {
   const bridge = new Bridge(config, { sqs: sink.client, logger, sourceFor: () => timed });
   await bridge.start();
   try {
-    return { ms: await timed.drained, forwardMs: timed.forwardMs };
+    return { drain: await timed.drained, forwardMs: timed.forwardMs };
   } finally {
     await bridge.stop();
   }
@@ -184,6 +196,7 @@ async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> 
       client: clientFor(standIn.endpoint),
       queueUrl: `${standIn.endpoint}/000000000000/bench`,
       distinctMessages: async () => (await standIn.stats()).distinctIds,
+      inProcessCpuMicros: () => standIn.cpuMicros(),
       stop: () => standIn.stop(),
     };
   }
@@ -196,6 +209,7 @@ async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> 
     // Nothing is redelivered within one run (the invisible duration is a minute), so the count is the distinct count.
     distinctMessages: async () =>
       Number((await client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes?.ApproximateNumberOfMessages ?? 0),
+    inProcessCpuMicros: async () => 0,
     stop: () => emulator.stop(),
   };
 }
@@ -207,6 +221,10 @@ function print(f: BenchFigures): void {
       `  bare receive+ack   ${f.bareReceiveAckPerSec} msg/s (drains before and after the bridge's: ${f.bareDrainsPerSec.join(', ')})`,
       `  forwarded          ${f.forwardedPerSec} msg/s   ratio ${f.ratio}`,
       `  forward latency    p50 ${f.p50ForwardMs} ms   p99 ${f.p99ForwardMs} ms`,
+      ...(['bare', 'bridge'] as const).map((side) => {
+        const { consumer, broker } = f.cpuMicrosPerMessage[side];
+        return `  CPU per message    ${side.padEnd(6)} ${consumer} µs in the consumer + ${broker} µs in the broker`;
+      }),
     ].join('\n'),
   );
 }

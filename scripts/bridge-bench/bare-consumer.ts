@@ -1,11 +1,11 @@
-import type { TimedSource } from './timed-source.ts';
+import type { Drain, TimedSource } from './timed-source.ts';
 
 /**
  * The source's own limit: the consumer the bridge uses for a route, driven by `lanes` loops that
- * each receive a batch and ack all of it, forwarding nothing. Resolves with the drain's
- * milliseconds (see TimedSource) and stops the consumer.
+ * each receive a batch and ack all of it, forwarding nothing. Resolves with the drain (see
+ * TimedSource) and stops the consumer.
  */
-export async function drainBare(source: TimedSource, lanes: number): Promise<number> {
+export async function drainBare(source: TimedSource, lanes: number): Promise<Drain> {
   await source.start();
   let draining = true;
   const failed = Promise.withResolvers<never>();

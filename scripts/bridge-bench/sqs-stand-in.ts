@@ -17,6 +17,8 @@ export interface SqsStandInStats {
 export interface SqsStandIn {
   readonly endpoint: string;
   stats(): Promise<SqsStandInStats>;
+  /** CPU its worker thread has used, which the bench does not count as the bridge's. */
+  cpuMicros(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -29,6 +31,10 @@ export async function startSqsStandIn(): Promise<SqsStandIn> {
       worker.postMessage({ kind: 'stats' });
       const [stats] = (await once(worker, 'message')) as [SqsStandInStats];
       return stats;
+    },
+    async cpuMicros() {
+      const usage = await worker.cpuUsage();
+      return usage.user + usage.system;
     },
     async stop() {
       worker.postMessage({ kind: 'stop' });

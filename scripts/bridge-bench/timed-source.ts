@@ -1,5 +1,13 @@
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import type { AckResult, MessageSource } from '../../bridge/route-pump.ts';
+import { cpuBetween, type CpuMeter, type CpuReading } from './cpu-meter.ts';
+
+/** One consumer's drain of the preloaded topic. */
+export interface Drain {
+  readonly ms: number;
+  /** CPU spent during the drain by this process and by the broker. */
+  readonly cpu: CpuReading;
+}
 
 /**
  * A route's source with a stopwatch. It times each message from the receive that returned it to
@@ -11,16 +19,17 @@ export class TimedSource implements MessageSource {
   readonly forwardMs: number[] = [];
   readonly #receivedAt = new Map<string, number>();
   readonly #acked = new Set<string>();
-  readonly #drained = Promise.withResolvers<number>();
-  #firstReceiveAt: number | undefined;
+  readonly #drained = Promise.withResolvers<Drain>();
+  #first: { at: number; cpu: Promise<CpuReading> } | undefined;
 
   constructor(
     private readonly inner: MessageSource,
     private readonly expected: number,
+    private readonly cpu: CpuMeter,
   ) {}
 
-  /** Resolves with the drain's milliseconds once `expected` distinct messages were acked. */
-  get drained(): Promise<number> {
+  /** Resolves once `expected` distinct messages were acked. */
+  get drained(): Promise<Drain> {
     return this.#drained.promise;
   }
 
@@ -31,7 +40,7 @@ export class TimedSource implements MessageSource {
   async receive(): Promise<ReceivedMessage[]> {
     const messages = await this.inner.receive();
     const now = performance.now();
-    if (messages.length > 0) this.#firstReceiveAt ??= now;
+    if (messages.length > 0) this.#first ??= { at: now, cpu: this.cpu.read() };
     for (const m of messages) this.#receivedAt.set(m.msgId, now);
     return messages;
   }
@@ -52,6 +61,9 @@ export class TimedSource implements MessageSource {
   #settled(message: ReceivedMessage, now: number): void {
     this.forwardMs.push(now - this.#receivedAt.get(message.msgId)!);
     this.#acked.add(message.msgId);
-    if (this.#acked.size === this.expected) this.#drained.resolve(now - this.#firstReceiveAt!);
+    if (this.#acked.size === this.expected) {
+      const first = this.#first!;
+      this.#drained.resolve(Promise.all([first.cpu, this.cpu.read()]).then(([before, after]) => ({ ms: now - first.at, cpu: cpuBetween(before, after) })));
+    }
   }
 }
