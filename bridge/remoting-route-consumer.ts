@@ -100,7 +100,7 @@ export class RemotingRouteConsumer implements MessageSource {
         nameSrv: [...options.nameServers],
         httpclient: { request: () => Promise.reject(new AddressServerNotUsedError()) },
         consumerGroup: options.consumerGroup,
-        // The client wants a slice no larger than a pull; the broker answers a pull with 32 messages at most anyway.
+        // ali-ons refuses a slice larger than its pull size; the broker answers a pull with 32 messages at most anyway.
         pullBatchSize: Math.max(PULL_BATCH_SIZE, handOver),
         parallelConsumeLimit: handOver,
         // Once 500 messages of a queue wait in the process the client stops pulling it for a while:

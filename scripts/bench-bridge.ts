@@ -6,13 +6,13 @@
  *                           [--in-flight n] [--json]
  *
  * For each source (RocketMQ 5.5.0 through its proxy, 4.7.1 through its name server), one run:
- * a fresh broker, a producer preloads `messages` PAID orders, then
- *   (a) the bare consumer: the bridge's own consumer for the route, receiving and acking in
- *       several lanes and forwarding nothing (the source's limit on this machine);
- *   (b) the bridge (the production `Bridge` with its default settings, one route; `--in-flight`
- *       overrides maxBatchesInFlight, 1 being the old one-batch-at-a-time pump) forwarding the
- *       same messages, under another consumer group, to SQS with `latency-ms` added to every SQS
- *       call at the SDK client.
+ * a fresh broker, a producer preloads `messages` PAID orders, and four consumer groups drain them
+ * in turn: a warm-up, the bare consumer, the bridge, the bare consumer again.
+ *   - The bare consumer: the bridge's own consumer for the route, receiving and acking in several
+ *     lanes and forwarding nothing (the source's limit on this machine).
+ *   - The bridge: the production `Bridge` with its default settings and one route (`--in-flight`
+ *     overrides maxBatchesInFlight, 1 being the old one-batch-at-a-time pump), forwarding to SQS
+ *     with `latency-ms` added to every SQS call at the SDK client.
  * SQS is an in-process stand-in by default (scripts/bridge-bench/sqs-stand-in.ts) or the moto
  * emulator. Runs on loopback only: npm runs it inside `unshare --net` like the bridge tests.
  *
