@@ -16,7 +16,7 @@ const MICROS_PER_TICK = 10_000;
 
 export class CpuMeter {
   /** @param excludedMicros CPU of threads of this process that are not the consumer. */
-  constructor(private readonly excludedMicros: () => Promise<number> = async () => 0) {}
+  constructor(private readonly excludedMicros: () => Promise<number>) {}
 
   async read(): Promise<CpuReading> {
     const own = process.cpuUsage();

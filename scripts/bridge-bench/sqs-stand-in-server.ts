@@ -15,21 +15,17 @@ interface Entry {
 }
 
 const seen = new Set<string>();
-let entries = 0;
-let requests = 0;
 
 function md5(text: string): string {
   return createHash('md5').update(text, 'utf8').digest('hex');
 }
 
 function accept(body: string): void {
-  entries += 1;
   const id = (JSON.parse(body) as { id?: unknown }).id;
   if (typeof id === 'string') seen.add(id);
 }
 
 function answer(target: string, input: Record<string, unknown>): { status: number; body: unknown } {
-  requests += 1;
   if (target === 'AmazonSQS.SendMessageBatch') {
     const batch = input.Entries as Entry[];
     for (const entry of batch) accept(entry.MessageBody);
@@ -56,9 +52,9 @@ const server = createServer(handle);
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => {
   const { port } = server.address() as { port: number };
-  parentPort!.postMessage({ kind: 'listening', endpoint: `http://127.0.0.1:${port}` });
+  parentPort!.postMessage(`http://127.0.0.1:${port}`);
 });
-parentPort!.on('message', (message: { kind: 'stats' | 'stop' }) => {
-  if (message.kind === 'stats') parentPort!.postMessage({ kind: 'stats', requests, entries, distinctIds: seen.size });
+parentPort!.on('message', (message: 'distinct ids' | 'stop') => {
+  if (message === 'distinct ids') parentPort!.postMessage(seen.size);
   else server.close(() => parentPort!.close());
 });

@@ -7,16 +7,10 @@ import { Worker } from 'node:worker_threads';
  * remote SQS costs the bridge no CPU either). Latency is added at the SDK client instead
  * (`injectLatency`), the same way for the stand-in and the emulator.
  */
-export interface SqsStandInStats {
-  readonly requests: number;
-  readonly entries: number;
-  /** Distinct envelope ids among the entries: a redelivered message counts once. */
-  readonly distinctIds: number;
-}
-
 export interface SqsStandIn {
   readonly endpoint: string;
-  stats(): Promise<SqsStandInStats>;
+  /** Distinct envelope ids among the entries it accepted: a redelivered message counts once. */
+  distinctIds(): Promise<number>;
   /** CPU its worker thread has used, which the bench does not count as the bridge's. */
   cpuMicros(): Promise<number>;
   stop(): Promise<void>;
@@ -24,20 +18,20 @@ export interface SqsStandIn {
 
 export async function startSqsStandIn(): Promise<SqsStandIn> {
   const worker = new Worker(new URL('./sqs-stand-in-server.ts', import.meta.url));
-  const [listening] = (await once(worker, 'message')) as [{ endpoint: string }];
+  const [endpoint] = (await once(worker, 'message')) as [string];
   return {
-    endpoint: listening.endpoint,
-    async stats() {
-      worker.postMessage({ kind: 'stats' });
-      const [stats] = (await once(worker, 'message')) as [SqsStandInStats];
-      return stats;
+    endpoint,
+    async distinctIds() {
+      worker.postMessage('distinct ids');
+      const [count] = (await once(worker, 'message')) as [number];
+      return count;
     },
     async cpuMicros() {
       const usage = await worker.cpuUsage();
       return usage.user + usage.system;
     },
     async stop() {
-      worker.postMessage({ kind: 'stop' });
+      worker.postMessage('stop');
       await once(worker, 'exit');
     },
   };

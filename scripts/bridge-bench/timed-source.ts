@@ -5,7 +5,7 @@ import { cpuBetween, type CpuMeter, type CpuReading } from './cpu-meter.ts';
 /** One consumer's drain of the preloaded topic. */
 export interface Drain {
   readonly ms: number;
-  /** CPU spent during the drain by this process and by the broker. */
+  /** CPU spent during the drain by the consumer and by the broker. */
   readonly cpu: CpuReading;
 }
 
