@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/telemetry-names.ts';
 
 /**
  * What the bridge forwards where. One route = one RocketMQ consumer group subscribed to one topic
@@ -14,8 +15,8 @@ const sqsTarget = z.object({
 const eventBridgeTarget = z.object({
   kind: z.literal('eventbridge'),
   eventBusName: z.string().min(1),
-  /** EventBridge `Source`; rules match on it. Defaults to `rocketmq.<clusterName>`. */
-  source: z.string().min(1).optional(),
+  /** EventBridge `Source`; the groups' rules match its `rocketmq.` prefix. Defaults to `rocketmq.<clusterName>`. */
+  source: z.string().startsWith(BRIDGE_EVENT_SOURCE_PREFIX, `the groups' rules match only sources starting with ${BRIDGE_EVENT_SOURCE_PREFIX}`).optional(),
 });
 
 const routeSchema = z.object({
@@ -25,6 +26,18 @@ const routeSchema = z.object({
   tagExpression: z.string().min(1).default('*'),
   /** A FIFO topic consumed by a FIFO group, forwarded to an SQS FIFO queue (message group = `MessageGroupId`). */
   fifo: z.boolean().default(false),
+  /**
+   * FIFO routes: where each message's `MessageGroupId` comes from (lib/rocketmq/message-group.ts):
+   * the RocketMQ 5 message group (default), the first key, a user property, or the queue.
+   */
+  messageGroupFrom: z
+    .discriminatedUnion('from', [
+      z.object({ from: z.literal('messageGroup') }).strict(),
+      z.object({ from: z.literal('key') }).strict(),
+      z.object({ from: z.literal('property'), name: z.string().min(1) }).strict(),
+      z.object({ from: z.literal('queue') }).strict(),
+    ])
+    .optional(),
   target: z.discriminatedUnion('kind', [sqsTarget, eventBridgeTarget]),
   /** The group's DLQ (an SQS queue URL; FIFO when the route is). */
   dlqUrl: z.string().min(1),
@@ -46,7 +59,21 @@ export const bridgeConfigSchema = z.object({
   /** Goes into each envelope's `source` as `rocketmq://<clusterName>`. */
   clusterName: z.string().min(1).default('DefaultCluster'),
   namespace: z.string().default(''),
-  sslEnabled: z.boolean().default(false),
+  /**
+   * TLS to the proxy (RocketMQ 5). On unless switched off explicitly, and the bridge logs a warning
+   * when it is: with ACL on, the access key and a signature over the date travel in gRPC metadata,
+   * and every message body in clear. The RocketMQ 4 client has no TLS, so `rocketmq4` needs an
+   * explicit `false` (and a private network to the brokers).
+   */
+  sslEnabled: z.boolean().default(true),
+  /**
+   * Sign every envelope with the key in this Secrets Manager secret (its `AWSCURRENT` version),
+   * for consumers that refuse unsigned envelopes (`ENVELOPE_SIGNING_SECRET`). Absent: unsigned.
+   */
+  signing: z
+    .object({ secretId: z.string().min(1) })
+    .strict()
+    .optional(),
   /**
    * Messages per receive; the proxy caps a receive at 32, and so does the RocketMQ 4 client's pull.
    * A multiple of 10, the most SQS and EventBridge take per call, so no call goes out part-full:
@@ -100,12 +127,21 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
   if (config.protocol === RocketMQProtocol.RocketMQ4 && !config.nameServer) {
     throw new InvalidBridgeConfigError('protocol rocketmq4 needs nameServer (the name server addresses)');
   }
+  if (config.protocol === RocketMQProtocol.RocketMQ4 && config.sslEnabled) {
+    throw new InvalidBridgeConfigError(
+      'protocol rocketmq4 speaks the remoting protocol without TLS (its client has none), but sslEnabled is true (the default): ' +
+        'set sslEnabled: false to accept a clear-text link, and keep the brokers on a private network',
+    );
+  }
   for (const route of config.routes) {
     if (route.fifo && config.protocol === RocketMQProtocol.RocketMQ4) {
       throw new InvalidBridgeConfigError(`route ${route.group}: FIFO routes need rocketmq5; the RocketMQ 4 client consumes concurrently only`);
     }
     if (route.fifo && route.target.kind === 'sqs' && !route.target.queueUrl.endsWith('.fifo')) {
       throw new InvalidBridgeConfigError(`route ${route.group}: a FIFO route needs an SQS FIFO queue (.fifo), got ${route.target.queueUrl}`);
+    }
+    if (route.messageGroupFrom && !route.fifo) {
+      throw new InvalidBridgeConfigError(`route ${route.group}: messageGroupFrom is set but the route is not FIFO: only FIFO routes forward message groups`);
     }
     if (route.fifo !== route.dlqUrl.endsWith('.fifo')) {
       throw new InvalidBridgeConfigError(`route ${route.group}: the DLQ must be FIFO exactly when the route is`);

@@ -1,5 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { configFromEnv, createEventBridge, createSqs } from '../lib/aws/clients.ts';
+import { configFromEnv, createEventBridge, createSecretsManager, createSqs } from '../lib/aws/clients.ts';
+import { SecretSigningKeys } from '../lib/aws/signing-key-secret.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
 import { Bridge } from './bridge.ts';
 import { HealthServer } from './health-server.ts';
@@ -17,7 +18,14 @@ export async function runBridgeProcess(options: { env?: NodeJS.ProcessEnv; befor
   const aws = configFromEnv(env);
   const accessKey = env.ROCKETMQ_ACCESS_KEY;
   const accessSecret = env.ROCKETMQ_SECRET_KEY;
+  if (!config.sslEnabled) {
+    logger.warn('TLS to RocketMQ is off (sslEnabled: false): credentials and message bodies cross the network in clear; acceptable only for a local broker or a private link', {
+      protocol: config.protocol,
+    });
+  }
+  if (!config.signing) logger.warn('envelopes are not signed (no signing in the configuration): consumers that require signatures will dead-letter them');
   const bridge = new Bridge(config, {
+    ...(config.signing ? { signingKeys: new SecretSigningKeys(createSecretsManager(aws), config.signing.secretId) } : {}),
     sqs: createSqs(aws),
     eventBridge: createEventBridge(aws),
     logger,

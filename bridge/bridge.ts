@@ -10,6 +10,8 @@ import { RouteForwarder, type BeforeAckHook } from './route-forwarder.ts';
 import { PumpState, RoutePump, type MessageSource } from './route-pump.ts';
 import { createRouteSource } from './route-source.ts';
 import { SqsTarget } from './sqs-target.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/telemetry-names.ts';
+import type { SigningKeyRing } from '../lib/rocketmq/envelope-signature.ts';
 
 export interface BridgeDependencies {
   readonly sqs: SQSClient;
@@ -20,6 +22,8 @@ export interface BridgeDependencies {
   /** Replaces the RocketMQ consumer of a route (tests of the pump without a broker). */
   readonly sourceFor?: (route: BridgeRoute) => MessageSource;
   readonly beforeAck?: BeforeAckHook;
+  /** The envelope signing key (`signing` in the configuration). */
+  readonly signingKeys?: SigningKeyRing;
 }
 
 export interface BridgeStatus {
@@ -52,6 +56,7 @@ export class Bridge {
         logger: this.#logger,
         ack: (messages) => source.ack(messages),
         ...(deps.beforeAck ? { beforeAck: deps.beforeAck } : {}),
+        ...(deps.signingKeys ? { signingKeys: deps.signingKeys } : {}),
       });
       const pump = new RoutePump({
         group: route.group,
@@ -97,7 +102,7 @@ export class Bridge {
   #targetFor(route: BridgeRoute, deps: BridgeDependencies): ForwardTarget {
     if (route.target.kind === 'sqs') return new SqsTarget(deps.sqs, route.target.queueUrl, this.config.maxMessageBytes, route.fifo);
     if (!deps.eventBridge) throw new Error(`route ${route.group} targets EventBridge but no EventBridge client was given`);
-    const source = route.target.source ?? `rocketmq.${this.config.clusterName}`;
+    const source = route.target.source ?? `${BRIDGE_EVENT_SOURCE_PREFIX}${this.config.clusterName}`;
     return new EventBridgeTarget(deps.eventBridge, route.target.eventBusName, source, this.config.maxMessageBytes);
   }
 }

@@ -1,4 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import { signEnvelope, type SigningKeyRing } from '../lib/rocketmq/envelope-signature.ts';
+import { messageGroupOf } from '../lib/rocketmq/message-group.ts';
 import type { BridgeRoute } from './bridge-config.ts';
 import type { RouteMetrics } from './bridge-metrics.ts';
 import { DeadLetterReason, type DeadLetterQueue } from './dead-letter-queue.ts';
@@ -20,6 +22,8 @@ export interface RouteForwarderOptions {
   readonly logger: Logger;
   readonly ack: MessageSource['ack'];
   readonly beforeAck?: BeforeAckHook;
+  /** Signs every envelope (and dead letter) with the ring's current key, for consumers that require it. */
+  readonly signingKeys?: SigningKeyRing;
   readonly now?: () => Date;
 }
 
@@ -45,8 +49,10 @@ export class RouteForwarder {
   constructor(private readonly options: RouteForwarderOptions) {}
 
   async forwardBatch(messages: readonly ReceivedMessage[]): Promise<BatchOutcome> {
-    const { target, maxMessageBytes, route } = this.options;
-    const prepared = messages.map((message, index) => this.#prepare(message, index));
+    const { target, maxMessageBytes, route, signingKeys } = this.options;
+    // A key that cannot be read fails the batch before anything is sent: it stays un-acked and comes back.
+    const key = signingKeys ? await signingKeys.current() : undefined;
+    const prepared = messages.map((message, index) => this.#prepare(message, index, key));
     const tooLarge = prepared.filter((p) => target.sizeOf(p.outbound) > maxMessageBytes);
     const fitting = prepared.filter((p) => !tooLarge.includes(p));
 
@@ -83,8 +89,9 @@ export class RouteForwarder {
     return { acked, deadLettered: deadLettered.map((p) => p.message.msgId), notAcked };
   }
 
-  #prepare(message: ReceivedMessage, index: number): Prepared {
-    const envelope = envelopeOf(message, this.options.clusterName, this.options.now);
+  #prepare(message: ReceivedMessage, index: number, key: Uint8Array | undefined): Prepared {
+    const unsigned = envelopeOf(message, this.options.clusterName, this.options.now);
+    const envelope = key ? signEnvelope(unsigned, key) : unsigned;
     const fifo = this.options.route.fifo;
     return {
       message,
@@ -92,7 +99,7 @@ export class RouteForwarder {
       outbound: {
         id: `m${index}`,
         body: serializeEnvelope(envelope),
-        ...(fifo ? { messageGroupId: message.messageGroup ?? message.topic, deduplicationId: message.msgId } : {}),
+        ...(fifo ? { messageGroupId: messageGroupOf(message, this.options.route.messageGroupFrom), deduplicationId: message.msgId } : {}),
         ...(message.storeTimestamp !== undefined ? { time: new Date(message.storeTimestamp) } : {}),
       },
     };

@@ -6,18 +6,20 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV, assertOrderingFits, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning, type OutsideServiceName } from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
-import { ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX, ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
 import { serviceAccess, type ServiceSetting } from './outside-service.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
 import { ProjectFunction, type FunctionNetwork } from './project-function.ts';
 import { tagEventFilters, tagFilterPatterns, tagRoutePatterns } from './rocketmq-tag-filter.ts';
 import { routedAlarm } from './routed-alarm.ts';
+import { restrictQueueSenders, type Senders } from './sender-policy.ts';
 import type { RunbookKey } from './runbook.ts';
 import type { ConsumerTables } from './tables.ts';
 
@@ -60,6 +62,8 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   readonly services?: Partial<Record<OutsideServiceName, ServiceSetting>>;
   /** Run the function in this VPC (default: outside any VPC). */
   readonly vpc?: VpcPlacement;
+  /** The bridge's envelope signing key: given, the function reads it and refuses unsigned envelopes. */
+  readonly envelopeSigningKey?: secretsmanager.ISecret;
 }
 
 /** A catalogue entry's tuning (plain numbers) as construct props. */
@@ -112,6 +116,7 @@ export class RocketMQConsumerGroup extends Construct {
       batchSize: props.batchSize,
       maxBatchingWindowSeconds: props.maxBatchingWindow?.toSeconds(),
       tables: def.tables,
+      messageGroupFrom: def.messageGroupFrom,
     });
     const batchingWindow = orderly ? undefined : (props.maxBatchingWindow ?? Duration.seconds(1));
     // lib/config's FIFO_QUEUE_ATTRIBUTES, as CDK props (test/infra compares the two).
@@ -165,6 +170,7 @@ export class RocketMQConsumerGroup extends Construct {
         ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
         [CONSUMER_ENV.group]: def.group,
         ...(props.packing === undefined ? {} : { [CONSUMER_ENV.packing]: props.packing ? 'on' : 'off' }),
+        ...(props.envelopeSigningKey ? { [CONSUMER_ENV.envelopeSigningSecret]: props.envelopeSigningKey.secretArn } : {}),
         POWERTOOLS_SERVICE_NAME: def.group,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...Object.fromEntries(services.flatMap((s) => Object.entries(s.environment))),
@@ -173,6 +179,7 @@ export class RocketMQConsumerGroup extends Construct {
     this.function = consumer.function;
     this.grantTables(consumer.role, props);
     for (const service of services) service.grant(consumer.role);
+    props.envelopeSigningKey?.grantRead(consumer.role);
     // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
     // also resolves the source queue's URL and moves failures to the DLQ itself.
     consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'], resources: [this.queue.queueArn] }));
@@ -197,6 +204,11 @@ export class RocketMQConsumerGroup extends Construct {
     // bridge sends to the FIFO queue itself, with the message group and the msgId as deduplication id.
     if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def);
     this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
+  }
+
+  /** Only `senders` and the group's own rule may send to its source queue (infra/sender-policy.ts). */
+  restrictSenders(senders: Senders): void {
+    restrictQueueSenders(this.queue, senders, this.rule?.ruleArn);
   }
 
   /** Messages Lambda's event source filter deleted unread (`metricsConfig` EventCount), summed per period. */
@@ -260,14 +272,19 @@ export class RocketMQConsumerGroup extends Construct {
   /**
    * The bus routes the group's topic to its queue, only the subscribed tags while the event
    * source filters on them (as the bridge's own routes subscribe with the tag expression); with
-   * the filter off, every message of the topic, for the consumer to count or dead-letter.
+   * the filter off, every message of the topic, for the consumer to count or dead-letter. Only
+   * events a bridge put (`source` rocketmq.<cluster>) match.
    */
   private routeTopic(bus: events.IEventBus, def: ConsumerGroupDefinition): events.Rule {
     const tags = this.filtersAtEventSource ? def.tagExpression : '*';
     return new events.Rule(this, 'TopicRoute', {
       eventBus: bus,
       description: `RocketMQ topic ${def.topic} (tags ${tags}) to the ${def.group} source queue`,
-      eventPattern: { detailType: [ROCKETMQ_EVENT_TYPE], detail: { $or: tagRoutePatterns(def.topic, tags) } },
+      eventPattern: {
+        source: events.Match.prefix(BRIDGE_EVENT_SOURCE_PREFIX),
+        detailType: [ROCKETMQ_EVENT_TYPE],
+        detail: { $or: tagRoutePatterns(def.topic, tags) },
+      },
       targets: [new targets.SqsQueue(this.queue)],
     });
   }

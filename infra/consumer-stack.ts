@@ -1,5 +1,6 @@
-import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, Duration, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
@@ -9,6 +10,7 @@ import { ConsumerTables } from './tables.ts';
 import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import type { ServiceSetting } from './outside-service.ts';
+import { restrictBusSenders } from './sender-policy.ts';
 
 export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
   /** Prefix of every physical name (tables, queues, alarms): one per deployment, e.g. `rmq-prod`. */
@@ -26,6 +28,8 @@ export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRouti
   readonly runbookUrl: string;
   /** The stage's RocketMQ bridge; deployed only when `enabled`. */
   readonly bridge?: BridgeStageSettings;
+  /** Roles allowed to send to the source queues and the bus besides the stage's bridge (`senderRoleArns`). */
+  readonly senderRoleArns?: readonly string[];
 }
 
 /** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
@@ -35,6 +39,8 @@ export class RocketMQConsumersStack extends Stack {
   readonly eventBus: events.EventBus;
   readonly groups: RocketMQConsumerGroup[];
   readonly bridge?: StageBridge;
+  /** The key the bridge signs envelopes with and the consumers check them against (`bridge.signEnvelopes`). */
+  readonly envelopeSigningKey?: secretsmanager.Secret;
 
   constructor(scope: Construct, id: string, props: RocketMQConsumersStackProps) {
     super(scope, id, props);
@@ -50,6 +56,18 @@ export class RocketMQConsumersStack extends Stack {
       eventPattern: { account: [this.account] },
       retention: Duration.days(7),
     });
+    if (props.bridge?.enabled && props.bridge.signEnvelopes) {
+      this.envelopeSigningKey = new secretsmanager.Secret(this, 'EnvelopeSigningKey', {
+        secretName: `${props.prefix}/envelope-signing-key`,
+        description: 'HMAC key the RocketMQ bridge signs envelopes with; the consumers refuse envelopes it did not sign',
+        generateSecretString: { passwordLength: 64, excludePunctuation: true },
+      });
+      Validations.of(this.envelopeSigningKey).acknowledge({
+        id: 'AwsSolutions::AwsSolutions-SMG4',
+        reason:
+          'Rotated by putting a new value (docs/runbook.md, "Rotating the envelope signing key"): consumers accept the AWSCURRENT and AWSPREVIOUS versions and the bridge picks up the new one within five minutes, so no rotation function is needed.',
+      });
+    }
     this.groups = (props.groups ?? CONSUMER_GROUPS).map(
       (definition: ConsumerGroupDefinition) =>
         new RocketMQConsumerGroup(this, pascal(definition.group), {
@@ -64,11 +82,33 @@ export class RocketMQConsumersStack extends Stack {
           eventBus: this.eventBus,
           services: props.services,
           vpc: props.groupVpcs?.[definition.group],
+          envelopeSigningKey: this.envelopeSigningKey,
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
     if (props.bridge?.enabled) {
-      this.bridge = new StageBridge(this, 'Bridge', { prefix: props.prefix, settings: props.bridge, groups: this.groups, alarmTopic: this.alarmRouting.topic, runbookUrl: props.runbookUrl });
+      this.bridge = new StageBridge(this, 'Bridge', {
+        prefix: props.prefix,
+        settings: props.bridge,
+        groups: this.groups,
+        alarmTopic: this.alarmRouting.topic,
+        runbookUrl: props.runbookUrl,
+        envelopeSigningKey: this.envelopeSigningKey,
+      });
+    }
+    this.restrictSenders(props);
+  }
+
+  /** Only the stage's bridge, the listed roles and each group's own rule may put messages where a consumer acts on them. */
+  private restrictSenders(props: RocketMQConsumersStackProps): void {
+    const senders = { roleArns: [...(this.bridge ? [this.bridge.bridge.taskDefinition.taskRole.roleArn] : []), ...(props.senderRoleArns ?? [])] };
+    for (const group of this.groups) group.restrictSenders(senders);
+    restrictBusSenders(this.eventBus, senders);
+    if (senders.roleArns.length === 0) {
+      Annotations.of(this).addWarningV2(
+        '@rocketmq/no-senders',
+        `${props.prefix}: no bridge is enabled and senderRoleArns is empty, so no one may send to the source queues or the bus: enable bridge or list the roles that send`,
+      );
     }
   }
 }

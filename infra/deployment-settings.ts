@@ -52,7 +52,13 @@ const bridgeSchema = z
     endpoints: z.string().regex(/^[\w.-]+:\d+(;[\w.-]+:\d+)*$/, 'host:port, several separated by ;'),
     clusterName: z.string().min(1).default('DefaultCluster'),
     namespace: z.string().default(''),
-    tls: z.boolean().default(false),
+    /** TLS to the cluster (default on). RocketMQ 4's remoting client has none: `rocketmq4` needs `false`, said explicitly. */
+    tls: z.boolean().default(true),
+    /**
+     * The bridge signs every envelope with a key it creates in Secrets Manager, and the stage's
+     * consumers dead-letter unsigned ones as UNAUTHENTICATED_MESSAGE (default on).
+     */
+    signEnvelopes: z.boolean().default(true),
     /** Secrets Manager secret with `{accessKey, secretKey}` when the cluster enforces ACL. */
     credentialsSecretName: z.string().min(1).optional(),
     vpcId,
@@ -71,7 +77,11 @@ const bridgeSchema = z
     lagAlarmSeconds: z.number().int().min(60).default(300),
   })
   .strict()
-  .refine((b) => b.maxCount >= b.desiredCount, { message: 'maxCount must be at least desiredCount', path: ['maxCount'] });
+  .refine((b) => b.maxCount >= b.desiredCount, { message: 'maxCount must be at least desiredCount', path: ['maxCount'] })
+  .refine((b) => !(b.protocol === 'rocketmq4' && b.tls), {
+    message: 'protocol is rocketmq4, whose remoting client has no TLS, but tls is true (the default): set tls to false to accept a clear-text link on a private network',
+    path: ['tls'],
+  });
 
 const stageSchema = z.object({
   account,
@@ -92,6 +102,12 @@ const stageSchema = z.object({
   /** Per consumer group, over its catalogue tuning: `{"point-consumer-group": {"maxConcurrency": 50}}`. */
   groups: z.record(z.string(), groupTuningSchema).optional(),
   bridge: bridgeSchema.optional(),
+  /**
+   * IAM roles allowed, besides the stage's bridge, to send to the source queues and put events on
+   * the bus (ARNs, `*` allowed): a bridge run elsewhere, the role operators redrive dead letters
+   * with. Everyone else is denied by the queues' and the bus's resource policies.
+   */
+  senderRoleArns: z.array(z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/*-]+$/, 'an IAM role ARN')).default([]),
 });
 
 const pipelineSchema = z.object({

@@ -115,6 +115,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
       operatorEmail: stage.operatorEmail,
       notifierReservedConcurrency: stage.notifierReservedConcurrency,
       bridge: stage.bridge,
+      senderRoleArns: stage.senderRoleArns,
       tuning: {
         maxConcurrency: stage.maxConcurrency,
         batchSize: stage.batchSize,

@@ -46,6 +46,7 @@ export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler 
     strategy: leaseStrategy({ client: dynamoDb, tableName: deps.tables.idempotency, group: COUPONS.group, ttlSeconds: deps.ttlSeconds, marginMs: deps.leaseMarginMs, now }),
     failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: COUPONS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     queues: deps.queueLifetimes,
+    envelopeKeys: deps.envelopeKeys,
     business: (msg, context) => coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
     onReport: deps.onReport,
     now,

@@ -38,6 +38,7 @@ export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): Consum
     failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: ORDER_STATUS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     failureCounts: { client: dynamoDb, tableName: deps.tables.idempotency },
     queues: deps.queueLifetimes,
+    envelopeKeys: deps.envelopeKeys,
     business: (msg) => transitionRequest(msg.payload, { tableName, msgId: msg.message.msgId, bornTimestamp: msg.message.bornTimestamp, now: new Date(now()) }),
     onReport: deps.onReport,
     now,

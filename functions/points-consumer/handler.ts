@@ -38,6 +38,7 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
     strategy: (deps.packing ?? POINTS.tuning.packing) ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) }) : transactionalStrategy(strategyOptions),
     failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
     queues: deps.queueLifetimes,
+    envelopeKeys: deps.envelopeKeys,
     business: (msg) => ({ writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, tables, new Date(now())) }),
     onReport: deps.onReport,
     now,

@@ -16,5 +16,6 @@ export function bridgeRoutes(groups: readonly RocketMQConsumerGroup[]): RocketMQ
     queue: g.queue,
     dlq: g.deadLetterQueue,
     fifo: g.queue.fifo,
+    ...(g.definition.messageGroupFrom ? { messageGroupFrom: g.definition.messageGroupFrom } : {}),
   }));
 }

@@ -10,6 +10,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
+import type { MessageGroupSource } from '../../lib/rocketmq/message-group.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
 export interface RocketMQBridgeRoute {
@@ -25,6 +26,8 @@ export interface RocketMQBridgeRoute {
   readonly dlq: sqs.IQueue;
   /** FIFO topic + FIFO group → SQS FIFO queue with the message group as `MessageGroupId`. */
   readonly fifo?: boolean;
+  /** FIFO routes: where each message's `MessageGroupId` comes from (default the RocketMQ 5 message group). */
+  readonly messageGroupFrom?: MessageGroupSource;
 }
 
 export interface RocketMQBridgeServiceProps {
@@ -43,7 +46,10 @@ export interface RocketMQBridgeServiceProps {
   /** Goes into each envelope's `source` (`rocketmq://<clusterName>`). */
   readonly clusterName?: string;
   readonly namespace?: string;
+  /** TLS to the cluster (default true); RocketMQ 4's client has none, so `nameServer` needs an explicit false. */
   readonly sslEnabled?: boolean;
+  /** Sign every envelope with this secret's value (consumers given the same secret refuse unsigned ones). */
+  readonly envelopeSigningKey?: secretsmanager.ISecret;
   /** A secret with JSON keys `accessKey` and `secretKey`, when the cluster enforces ACL. */
   readonly rocketMqCredentials?: secretsmanager.ISecret;
   /** How long a received message stays invisible in RocketMQ before it is redelivered (default 60 s). */
@@ -85,6 +91,9 @@ export class RocketMQBridgeService extends Construct {
     if (!props.proxyEndpoint === !props.nameServer) throw new Error('RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)');
     if (props.maxCount !== undefined && props.maxCount < (props.desiredCount ?? 1))
       throw new Error(`RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`);
+    if (props.nameServer && props.sslEnabled !== false) {
+      throw new Error('RocketMQBridgeService: the RocketMQ 4 client (nameServer) has no TLS; set sslEnabled: false explicitly to accept a clear-text link');
+    }
     for (const route of props.routes) {
       if (!route.queue === !route.eventBus) throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
     }
@@ -105,7 +114,8 @@ export class RocketMQBridgeService extends Construct {
       ...(props.nameServer ? { protocol: 'rocketmq4' as const, nameServer: props.nameServer } : { protocol: 'rocketmq5' as const, proxyEndpoint: props.proxyEndpoint! }),
       clusterName: props.clusterName ?? 'DefaultCluster',
       namespace: props.namespace ?? '',
-      sslEnabled: props.sslEnabled ?? false,
+      sslEnabled: props.sslEnabled ?? true,
+      ...(props.envelopeSigningKey ? { signing: { secretId: props.envelopeSigningKey.secretArn } } : {}),
       invisibleDurationMs: invisibleDuration.toMilliseconds(),
       ...(props.maxMessageBytes !== undefined ? { maxMessageBytes: props.maxMessageBytes } : {}),
       health: { host: '127.0.0.1', port: HEALTH_PORT },
@@ -114,6 +124,7 @@ export class RocketMQBridgeService extends Construct {
         topic: r.topic,
         tagExpression: r.tagExpression ?? '*',
         fifo: r.fifo ?? false,
+        ...(r.messageGroupFrom ? { messageGroupFrom: r.messageGroupFrom } : {}),
         target: r.queue ? { kind: 'sqs' as const, queueUrl: r.queue.queueUrl } : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },
         dlqUrl: r.dlq.queueUrl,
       })),
@@ -150,6 +161,7 @@ export class RocketMQBridgeService extends Construct {
       readonlyRootFilesystem: true,
     });
     this.grantForwarding(props.routes);
+    props.envelopeSigningKey?.grantRead(this.taskDefinition.taskRole);
     Validations.of(this.taskDefinition).acknowledge({
       id: 'AwsSolutions::AwsSolutions-ECS2',
       reason:

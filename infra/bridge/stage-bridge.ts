@@ -18,6 +18,8 @@ export interface StageBridgeProps {
   readonly runbookUrl: string;
   /** Build context of the image (default: the repository root). */
   readonly directory?: string;
+  /** The key the bridge signs every envelope with (`bridge.signEnvelopes`). */
+  readonly envelopeSigningKey?: secretsmanager.ISecret;
 }
 
 /**
@@ -56,6 +58,7 @@ export class StageBridge extends Construct {
       clusterName: s.clusterName,
       namespace: s.namespace,
       sslEnabled: s.tls,
+      ...(props.envelopeSigningKey ? { envelopeSigningKey: props.envelopeSigningKey } : {}),
       ...(s.credentialsSecretName ? { rocketMqCredentials: secretsmanager.Secret.fromSecretNameV2(this, 'Credentials', s.credentialsSecretName) } : {}),
       desiredCount: s.desiredCount,
       maxCount: s.maxCount,

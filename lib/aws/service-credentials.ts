@@ -5,6 +5,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { ServiceAuth, SigV4Service } from '../config/service-endpoint.ts';
 import { createSecretsManager, type AwsConfig } from './clients.ts';
+import { ExpiringRead } from './expiring-read.ts';
 
 /** A request to an outside service, as it will be sent. */
 export interface OutgoingRequest {
@@ -40,41 +41,25 @@ const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
  * at once when the service answers 401 (`renew`).
  */
 export class SecretBearerToken implements ServiceCredentials {
-  private cached: { token: Promise<string>; readAt: number } | undefined;
-  private readonly ttlMs: number;
-  private readonly now: () => number;
+  private readonly token: ExpiringRead<string>;
 
   constructor(
     private readonly client: SecretsManagerClient,
     private readonly secretId: string,
     options: { ttlMs?: number; now?: () => number } = {},
   ) {
-    this.ttlMs = options.ttlMs ?? 5 * 60_000;
-    this.now = options.now ?? Date.now;
+    this.token = new ExpiringRead(() => this.load(), options.ttlMs ?? 5 * 60_000, options.now ?? Date.now);
     // Started during the Lambda init phase, so the first message does not wait for it.
-    void this.token();
+    void this.token.get().catch(() => undefined);
   }
 
   async authorize(): Promise<Record<string, string>> {
-    return { authorization: `Bearer ${await this.token()}` };
+    return { authorization: `Bearer ${await this.token.get()}` };
   }
 
   async renew(): Promise<boolean> {
-    const before = await this.token().catch(() => undefined);
-    this.cached = undefined;
-    return (await this.token()) !== before;
-  }
-
-  private token(): Promise<string> {
-    const now = this.now();
-    if (this.cached && now - this.cached.readAt < this.ttlMs) return this.cached.token;
-    const cached = { token: this.load(), readAt: now };
-    this.cached = cached;
-    // A failed read must not stay cached until the TTL ends.
-    cached.token.catch(() => {
-      if (this.cached === cached) this.cached = undefined;
-    });
-    return cached.token;
+    const { before, after } = await this.token.reread();
+    return after !== before;
   }
 
   private async load(): Promise<string> {

@@ -14,6 +14,8 @@ export const CONSUMER_ENV = {
   maxReceiveCount: 'SOURCE_MAX_RECEIVE_COUNT',
   sourceRetention: 'SOURCE_RETENTION_SECONDS',
   deadLetterRetention: 'DEAD_LETTER_RETENTION_SECONDS',
+  /** The secret holding the bridge's envelope signing key; set, every envelope must be signed with it. */
+  envelopeSigningSecret: 'ENVELOPE_SIGNING_SECRET',
 } as const;
 
 /** What the function must know to check its schedule, its queues and its record TTL against each other. */

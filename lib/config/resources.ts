@@ -3,6 +3,7 @@
  * emulator both build tables and queues from these, so names, keys, the TTL attribute
  * and the redrive count can never drift apart.
  */
+import type { MessageGroupSource } from '../rocketmq/message-group.ts';
 import { DEAD_LETTER_RETENTION_SECONDS, FIFO_MAX_BATCH_SIZE, IncoherentLifetimesError, type LifetimeSettings, type Ordering } from './delivery-lifetimes.ts';
 
 export interface TableDefinition {
@@ -93,6 +94,12 @@ export interface ConsumerGroupDefinition extends LifetimeSettings {
   /** Outside services the function calls. */
   readonly services?: readonly OutsideServiceName[];
   readonly tuning?: GroupTuning;
+  /**
+   * Orderly groups: where the bridge takes each message's FIFO message group (default the RocketMQ
+   * 5 message group). For a topic whose 4.x-style producers select the queue by a key instead:
+   * `{ from: 'key' }`, `{ from: 'property', name }` or `{ from: 'queue' }` (lib/rocketmq/message-group.ts).
+   */
+  readonly messageGroupFrom?: MessageGroupSource;
 }
 
 export const CONSUMER_GROUPS = [
@@ -124,6 +131,9 @@ export const CONSUMER_GROUPS = [
     // WAIT_PAY → PAID → FINISHED applied out of order corrupts the state: one order's events
     // are one FIFO message group. The idempotency table holds each message's failure count.
     ordering: 'orderly',
+    // The order service keys every ORDER_TOPIC message by its order number and selects the queue
+    // by it (4.x style, no RocketMQ 5 message group): one order, one message group.
+    messageGroupFrom: { from: 'key' },
     tables: ['orders', 'idempotency'],
   },
 ] as const satisfies readonly ConsumerGroupDefinition[];
@@ -178,6 +188,7 @@ export interface OrderingSensitiveSettings {
   readonly batchSize?: number;
   readonly maxBatchingWindowSeconds?: number;
   readonly tables?: readonly TableKey[];
+  readonly messageGroupFrom?: MessageGroupSource;
 }
 
 /**
@@ -185,7 +196,12 @@ export interface OrderingSensitiveSettings {
  * tuning, at cold start with the environment (packing), and for every catalogue entry in a test.
  */
 export function assertOrderingFits(group: string, ordering: Ordering | undefined, settings: OrderingSensitiveSettings): void {
-  if (ordering !== 'orderly') return;
+  if (ordering !== 'orderly') {
+    if (settings.messageGroupFrom) {
+      throw new IncoherentLifetimesError(`consumer group ${group}: messageGroupFrom is set but ordering is not 'orderly': only an orderly group's messages travel in message groups`);
+    }
+    return;
+  }
   const refuse = (setting: string, why: string) => {
     throw new IncoherentLifetimesError(`consumer group ${group}: ${setting} but ordering is 'orderly': ${why}`);
   };

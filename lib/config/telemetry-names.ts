@@ -31,6 +31,9 @@ export const NOTIFIER_METRICS_NAMESPACE = 'DingTalkAlarmNotifier';
 /** The CloudEvent type of a RocketMQ message (Alibaba Cloud's EventBridge shape, which the bridge keeps). */
 export const ROCKETMQ_EVENT_TYPE = 'mq:Topic:SendMessage';
 
+/** EventBridge `source` of what a bridge puts on a bus: this, then the cluster's name. The groups' rules match it. */
+export const BRIDGE_EVENT_SOURCE_PREFIX = 'rocketmq.';
+
 /** Namespace of the bridge's per-route metrics (EMF on stdout, dimensions ConsumerGroup and Topic). */
 export const BRIDGE_METRICS_NAMESPACE = 'RocketMQBridge';
 

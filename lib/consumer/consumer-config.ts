@@ -1,9 +1,11 @@
-import { configFromEnv, type AwsConfig } from '../aws/clients.ts';
+import { configFromEnv, createSecretsManager, type AwsConfig } from '../aws/clients.ts';
+import { SecretSigningKeys } from '../aws/signing-key-secret.ts';
 import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../config/consumer-environment.ts';
 import { IncoherentLifetimesError, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
 import { OUTSIDE_SERVICES, TABLE_ENV, assertOrderingFits, type ConsumerGroupDefinition, type OutsideServiceName, type TableKey } from '../config/resources.ts';
 import { serviceAuthSchema, type ServiceAuth, type ServiceEndpoint } from '../config/service-endpoint.ts';
 import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
+import type { SigningKeyRing } from '../rocketmq/envelope-signature.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
 
 /** The tables a catalogue entry names, as a type: `deps.tables.ledger` exists exactly when the entry lists it. */
@@ -22,6 +24,8 @@ export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
   services?: Partial<Record<OutsideServiceName, string | ServiceEndpoint>>;
   /** Batch packing (transactional groups), from the catalogue's `tuning.packing`. */
   packing?: boolean;
+  /** Set when envelopes must carry the bridge's signature: the keys it may have signed with. */
+  envelopeKeys?: SigningKeyRing;
 }
 
 export { CONSUMER_ENV };
@@ -50,8 +54,10 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(definit
   }
   const ttl = env[CONSUMER_ENV.ttlSeconds];
   const tables = Object.fromEntries(definition.tables.map((t) => [t, required(TABLE_ENV[t])])) as Record<TablesOf<D>, string>;
+  const aws = configFromEnv(env);
+  const signingSecret = env[CONSUMER_ENV.envelopeSigningSecret];
   return {
-    aws: configFromEnv(env),
+    aws,
     tables,
     deadLetterQueueUrl: required(CONSUMER_ENV.deadLetterQueueUrl),
     schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
@@ -59,6 +65,7 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(definit
     queueLifetimes: queueLifetimesFromEnvironment(env),
     services: Object.fromEntries((definition.services ?? []).map((name) => [name, { url: env[OUTSIDE_SERVICES[name].env] ?? '', auth: serviceAuth(name, env) }])),
     packing,
+    ...(signingSecret ? { envelopeKeys: new SecretSigningKeys(createSecretsManager(aws), signingSecret) } : {}),
   };
 }
 

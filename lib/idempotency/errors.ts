@@ -30,6 +30,16 @@ export class InvalidMessageError extends ConsumptionError {
   readonly code = 'INVALID_ENVELOPE';
 }
 
+/**
+ * Envelope signing is on and this envelope is unsigned, or signed with no key the consumer
+ * holds: it did not come from the bridge (someone sent it straight to the queue or the bus).
+ */
+export class UnauthenticatedMessageError extends ConsumptionError {
+  override readonly name = 'UnauthenticatedMessageError';
+  readonly classification = 'permanent';
+  readonly code = 'UNAUTHENTICATED_MESSAGE';
+}
+
 /** The same business key arrived with different business content: someone must decide which is right. */
 export class PayloadConflictError extends ConsumptionError {
   override readonly name = 'PayloadConflictError';

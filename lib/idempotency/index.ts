@@ -34,6 +34,7 @@ export {
   NotYetApplicableError,
   PayloadConflictError,
   TransientFailureError,
+  UnauthenticatedMessageError,
   WriteRejectedError,
   classify,
   type FailureClass,

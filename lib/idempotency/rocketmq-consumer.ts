@@ -3,8 +3,9 @@ import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DeliveryLifetimes, IncoherentLifetimesError, type Ordering, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
+import { signatureRefusals, type SigningKeyRing } from '../rocketmq/envelope-signature.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
-import { HeldBackError, InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, classify } from './errors.ts';
+import { HeldBackError, InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, UnauthenticatedMessageError, classify } from './errors.ts';
 import { FailureCounter } from './failure-counter.ts';
 import { REDRIVE_COUNT_ATTRIBUTE, type FailureRouter } from './failure-router.ts';
 import { consumeInOrder, messageGroupOf, messageGroups, type Turn } from './message-groups.ts';
@@ -41,6 +42,11 @@ export interface RocketMQConsumerOptions<P, R> {
   concurrency?: number;
   /** In-invocation retries of a commit cancelled by `TransactionConflict` before the record is failed. */
   conflictRetries?: number;
+  /**
+   * When given, every envelope must carry the bridge's signature made with one of these keys;
+   * anything else is dead-lettered at once as `UNAUTHENTICATED_MESSAGE` (lib/rocketmq/envelope-signature.ts).
+   */
+  envelopeKeys?: SigningKeyRing;
   /** Receives one report per record: logs, metrics, the local run's account. */
   onReport?: (report: RecordReport) => void;
   now?: () => number;
@@ -114,8 +120,13 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
   const lifetimes = assertRecordsOutliveRetries(options);
   const counter = failureCounterOf(options, lifetimes);
 
-  const prepare = (record: SQSRecord, state: BatchState<P>): ConsumerMessage<P> | undefined => {
+  const prepare = (record: SQSRecord, state: BatchState<P>, refusal: string | undefined): ConsumerMessage<P> | undefined => {
     const receiveCount = receiveCountOf(record);
+    if (refusal !== undefined) {
+      // Nothing of an unauthenticated envelope is trusted, not even its msgId.
+      state.reports.set(record, base(record, receiveCount, { outcome: 'failed', error: new UnauthenticatedMessageError(refusal) }));
+      return undefined;
+    }
     let message: RocketMQMessage;
     try {
       message = parseEnvelope(record.body);
@@ -379,9 +390,16 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
         dispositions: new Map(),
         deadline: now() + (request.context.getRemainingTimeInMillis?.() ?? 60_000),
       };
+      // Before the batch state exists: keys that cannot be read fail the whole batch, which Lambda retries.
+      const refusals = options.envelopeKeys
+        ? await signatureRefusals(
+            request.event.Records.map((r) => r.body),
+            options.envelopeKeys,
+          )
+        : undefined;
       request.internal.rocketmqBatch = state;
-      for (const record of request.event.Records) {
-        const msg = prepare(record, state);
+      for (const [i, record] of request.event.Records.entries()) {
+        const msg = prepare(record, state, refusals?.get(i));
         if (msg) state.prepared.push(msg);
       }
       if (counter) await readAttempts(state, counter);

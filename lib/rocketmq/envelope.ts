@@ -105,6 +105,8 @@ const cloudEventSchema = z.object({
   subject: boundedText.optional(),
   time: boundedText.optional(),
   datacontenttype: boundedText.optional(),
+  /** The bridge's HMAC over the rest of the envelope (lib/rocketmq/envelope-signature.ts); checked when the consumer requires it. */
+  signature: boundedText.optional(),
   data: dataSchema,
 });
 

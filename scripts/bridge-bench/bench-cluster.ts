@@ -18,7 +18,7 @@ export type SourceVersion = (typeof SourceVersion)[keyof typeof SourceVersion];
 export interface BenchCluster {
   readonly version: string;
   /** The connection part of the bridge configuration. */
-  readonly connection: Pick<BridgeConfigInput, 'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName'>;
+  readonly connection: Pick<BridgeConfigInput, 'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName' | 'sslEnabled'>;
   /** Sends `count` PAID orders; resolves when the broker accepted all of them. */
   preload(count: number): Promise<void>;
   stop(): Promise<void>;
@@ -38,7 +38,7 @@ async function startRocketMQ5(groups: readonly string[]): Promise<BenchCluster> 
   const rocketMq = await startLocalRocketMQ({ topics: [{ name: BENCH_TOPIC, queues: QUEUES }], groups: groups.map((name) => ({ name })) });
   return {
     version: '5.5.0',
-    connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq.proxyEndpoint, clusterName: rocketMq.clusterName },
+    connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq.proxyEndpoint, clusterName: rocketMq.clusterName, sslEnabled: false },
     async preload(count) {
       const producer = new Producer({ endpoints: rocketMq.proxyEndpoint, namespace: '', topics: [BENCH_TOPIC], logger: SILENT });
       await producer.startup();
@@ -56,7 +56,7 @@ async function startRocketMQ4(): Promise<BenchCluster> {
   const rocketMq = await startLocalRocketMQ4({ topics: [{ name: BENCH_TOPIC, queues: QUEUES }] });
   return {
     version: rocketMq.version,
-    connection: { protocol: RocketMQProtocol.RocketMQ4, nameServer: rocketMq.namesrvAddr, clusterName: rocketMq.clusterName },
+    connection: { protocol: RocketMQProtocol.RocketMQ4, nameServer: rocketMq.namesrvAddr, clusterName: rocketMq.clusterName, sslEnabled: false },
     async preload(count) {
       const producer = new RemotingProducer({ nameSrv: rocketMq.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: 'bench-producer', logger: SILENT });
       await producer.ready();

@@ -5,6 +5,7 @@ import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { LocalResources } from './provision.ts';
 import type { QueueOccupancy } from './queue-occupancy.ts';
 import { TopicRoutes } from './topic-routes.ts';
+import { messageGroupOf, type MessageGroupSource } from '../../lib/rocketmq/message-group.ts';
 import type { TrafficMessage } from './traffic.ts';
 
 export interface BridgeAccount {
@@ -32,6 +33,7 @@ export class LocalBridge {
   readonly unsent: Array<{ group: string; body: string }> = [];
   readonly account: BridgeAccount;
   private readonly routes: TopicRoutes;
+  private readonly messageGroupFrom: Map<string, MessageGroupSource | undefined>;
   /** group → deduplication id → when a copy with it was last put on the group's FIFO queue. */
   private readonly fifoSends = new Map<string, Map<string, number>>();
 
@@ -48,6 +50,7 @@ export class LocalBridge {
     const zeroes = () => Object.fromEntries(groups.map((g) => [g.group, 0]));
     this.account = { enqueued: zeroes(), redelivered: zeroes(), deduplicated: zeroes(), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
     this.routes = new TopicRoutes(groups);
+    this.messageGroupFrom = new Map(groups.map((g) => [g.group, g.messageGroupFrom]));
   }
 
   /**
@@ -125,7 +128,8 @@ export class LocalBridge {
           Id: String(i),
           MessageBody: m.body,
           // No DelaySeconds: SQS allows none per message on a FIFO queue, and the bridge sets none anyway.
-          ...(fifo ? { MessageGroupId: m.orderingKey ?? UNREADABLE_GROUP, MessageDeduplicationId: deduplicationIdOf(m) } : {}),
+          // As the bridge derives it for the group's FIFO route (catalogue `messageGroupFrom`).
+          ...(fifo ? { MessageGroupId: m.orderingFacts ? messageGroupOf(m.orderingFacts, this.messageGroupFrom.get(group)) : UNREADABLE_GROUP, MessageDeduplicationId: deduplicationIdOf(m) } : {}),
         })),
       }),
     );

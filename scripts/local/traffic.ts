@@ -1,4 +1,5 @@
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
+import type { MessageGroupFacts } from '../../lib/rocketmq/message-group.ts';
 
 /**
  * One message the bridge hands to SQS. `topic` decides which consumer groups get a copy;
@@ -10,8 +11,8 @@ export interface TrafficMessage {
   /** `undefined`: not an envelope (see `rejection`). */
   readonly topic: string | undefined;
   readonly msgId?: string;
-  /** Its message group on an orderly group's FIFO queue (`orderingKeyOf`); `undefined` when not an envelope. */
-  readonly orderingKey?: string;
+  /** What its message group on an orderly group's FIFO queue derives from (`messageGroupOf`); `undefined` when not an envelope. */
+  readonly orderingFacts?: MessageGroupFacts;
   /** Why the body is not an envelope, as the consumer will also find. */
   readonly rejection?: string;
   /** What this copy stands for in a scenario ("application re-send"), shown in the report. */
@@ -36,24 +37,23 @@ export interface TrafficPhase {
 export function trafficMessage(body: string, extra: Partial<Omit<TrafficMessage, 'body' | 'topic' | 'msgId' | 'rejection'>> = {}): TrafficMessage {
   try {
     const message = parseEnvelope(body);
-    return { body, topic: message.topic, msgId: message.msgId, orderingKey: orderingKeyOf(message), ...extra };
+    return { body, topic: message.topic, msgId: message.msgId, orderingFacts: orderingFactsOf(message), ...extra };
   } catch (error) {
     const rejection = error instanceof InvalidEnvelopeError ? error.reason : String(error);
     return { body, topic: undefined, rejection, ...extra };
   }
 }
 
-/**
- * The key whose messages an orderly group consumes in order: the SQS `MessageGroupId` the
- * local bridge sends a copy with. As the real bridge derives it for a FIFO route
- * (`bridge/route-forwarder.ts`): the RocketMQ 5 message group (`__SHARDINGKEY`, where the
- * envelope carries it), else the topic. Between the two, for a 4.x-style ordered topic whose
- * producer selects the queue by a key, the message's first key: the local and chaos traffic
- * keys every ORDER_TOPIC message by its order number, so one order is one message group,
- * which is what the order-status group needs and what its producers mean.
- */
-export function orderingKeyOf(message: RocketMQMessage): string {
-  return message.systemProperties.__SHARDINGKEY || message.keys[0] || message.topic;
+/** What the bridge derives a message's FIFO message group from, as the envelope carries it. */
+export function orderingFactsOf(message: RocketMQMessage): MessageGroupFacts {
+  return {
+    topic: message.topic,
+    messageGroup: message.systemProperties.__SHARDINGKEY,
+    keys: message.keys,
+    userProperties: message.userProperties,
+    brokerName: message.brokerName,
+    queueId: message.queueId,
+  };
 }
 
 /**

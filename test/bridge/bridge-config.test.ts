@@ -30,8 +30,22 @@ describe('bridge configuration', () => {
 
   it('chooses the protocol per cluster: the RocketMQ 5 proxy by default, RocketMQ 4 name servers on request', () => {
     expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [route] }).protocol).toBe('rocketmq5');
-    const v4 = parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns1:9876;ns2:9876', routes: [route] });
+    const v4 = parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns1:9876;ns2:9876', sslEnabled: false, routes: [route] });
     expect(v4).toMatchObject({ protocol: 'rocketmq4', nameServer: 'ns1:9876;ns2:9876' });
+  });
+
+  it('talks TLS to the proxy unless told otherwise, and refuses RocketMQ 4 (no TLS in its client) without an explicit opt-out', () => {
+    expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [route] }).sslEnabled).toBe(true);
+    expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', sslEnabled: false, routes: [route] }).sslEnabled).toBe(false);
+    expect(() => parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns:9876', routes: [route] })).toThrow(/rocketmq4 speaks the remoting protocol without TLS.*set sslEnabled: false/);
+  });
+
+  it('signs envelopes only when a signing secret is configured', () => {
+    expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [route] }).signing).toBeUndefined();
+    expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', signing: { secretId: 'rmq-prod/envelope-signing-key' }, routes: [route] }).signing).toEqual({
+      secretId: 'rmq-prod/envelope-signing-key',
+    });
+    expect(() => parseBridgeConfig({ proxyEndpoint: 'p:8081', signing: { secretId: '' }, routes: [route] })).toThrow(/signing/);
   });
 
   it.each([
@@ -42,6 +56,7 @@ describe('bridge configuration', () => {
       {
         protocol: 'rocketmq4',
         nameServer: 'ns:9876',
+        sslEnabled: false,
         routes: [{ ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' }, dlqUrl: 'https://sqs/d.fifo' }],
       },
       /FIFO routes need rocketmq5/,

@@ -89,6 +89,7 @@ describe('the bridge image, built and run without Docker', () => {
     const config: BridgeConfigInput = {
       proxyEndpoint: rocketMq!.proxyEndpoint,
       clusterName: rocketMq!.clusterName,
+      sslEnabled: false,
       awaitDurationMs: 5_000,
       health: { host: '127.0.0.1', port: 0 },
       routes: [{ group: GROUP, topic: TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl }, dlqUrl }],

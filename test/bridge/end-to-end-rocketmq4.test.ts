@@ -74,6 +74,7 @@ function config(group: string, target: { queueUrl: string; dlqUrl: string }): Br
     protocol: 'rocketmq4',
     nameServer: rocketMq!.namesrvAddr,
     clusterName: rocketMq!.clusterName,
+    sslEnabled: false,
     invisibleDurationMs: 10_000,
     awaitDurationMs: 5_000,
     health: { host: '127.0.0.1', port: 0 },

@@ -37,7 +37,7 @@ function cluster(): IncidentCluster {
   const ids = new MsgIdGenerator('7F000001', process.pid & 0xffff);
   return {
     version: rocketMq!.version,
-    connection: { protocol: RocketMQProtocol.RocketMQ4, nameServer: rocketMq!.namesrvAddr, clusterName: rocketMq!.clusterName },
+    connection: { protocol: RocketMQProtocol.RocketMQ4, nameServer: rocketMq!.namesrvAddr, clusterName: rocketMq!.clusterName, sslEnabled: false },
     send: async (order) => {
       const message = new Message(ORDER_TOPIC, 'PAID', JSON.stringify(order));
       message.keys = [order.orderNo];

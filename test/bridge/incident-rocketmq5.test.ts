@@ -29,7 +29,7 @@ afterAll(async () => {
 function cluster(): IncidentCluster {
   return {
     version: '5.5.0',
-    connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq!.proxyEndpoint, clusterName: rocketMq!.clusterName },
+    connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq!.proxyEndpoint, clusterName: rocketMq!.clusterName, sslEnabled: false },
     // The client makes the msgId once per send call and keeps it across its own retries.
     send: async (order) =>
       (

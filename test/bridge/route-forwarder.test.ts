@@ -4,7 +4,8 @@ import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesComman
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { parseBridgeConfig, type BridgeRoute } from '../../bridge/bridge-config.ts';
+import { parseBridgeConfig, type BridgeConfigInput, type BridgeRoute } from '../../bridge/bridge-config.ts';
+import { signatureRefusal, type SigningKeyRing } from '../../lib/rocketmq/envelope-signature.ts';
 import { RouteMetrics } from '../../bridge/bridge-metrics.ts';
 import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../../bridge/dead-letter-queue.ts';
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
@@ -32,10 +33,17 @@ async function queuePair(fifo = false) {
 }
 
 /** A forwarder on real emulator queues; `acks` records each acked msgId, `ack` runs at each batch's ack and fails it by throwing. */
-function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = false, ack?: (messages: readonly ReceivedMessage[]) => Promise<void>) {
+function forwarderFor(
+  sqs: SQSClient,
+  queueUrl: string,
+  dlqUrl: string,
+  fifo = false,
+  ack?: (messages: readonly ReceivedMessage[]) => Promise<void>,
+  extra: { route?: Partial<BridgeConfigInput['routes'][number]>; signingKeys?: SigningKeyRing } = {},
+) {
   const route: BridgeRoute = parseBridgeConfig({
     proxyEndpoint: '127.0.0.1:8081',
-    routes: [{ group: 'G', topic: 'ORDER_TOPIC', fifo, target: { kind: 'sqs', queueUrl }, dlqUrl }],
+    routes: [{ group: 'G', topic: 'ORDER_TOPIC', fifo, target: { kind: 'sqs', queueUrl }, dlqUrl, ...extra.route }],
   }).routes[0]!;
   const acks: string[] = [];
   const metrics = new RouteMetrics('G', 'ORDER_TOPIC');
@@ -47,6 +55,7 @@ function forwarderFor(sqs: SQSClient, queueUrl: string, dlqUrl: string, fifo = f
     maxMessageBytes: MAX_BYTES,
     metrics,
     logger,
+    ...(extra.signingKeys ? { signingKeys: extra.signingKeys } : {}),
     ack: async (messages) => {
       try {
         await ack?.(messages);
@@ -222,6 +231,39 @@ describe('route forwarder on the emulator SQS', () => {
     await forwarder.forwardBatch(messages);
     expect(acks).toHaveLength(25);
     expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).keys[0])).toEqual(messages.map((m) => m.keys[0]));
+  });
+
+  it("FIFO, 4.x-style ordered topic: the route's messageGroupFrom (first key) makes each order its own group", async () => {
+    const { sqs, queueUrl, dlqUrl } = await queuePair(true);
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, true, undefined, { route: { messageGroupFrom: { from: 'key' } } });
+    // One queue, two orders interleaved, no RocketMQ 5 message group: what a 4.x queue selector produces.
+    const messages = ['SO-1', 'SO-2', 'SO-1', 'SO-2'].map((orderNo) => receivedMessage({ keys: [orderNo], queueId: 2 }));
+    await forwarder.forwardBatch(messages);
+    expect(acks).toHaveLength(4);
+    const landed = await drain(sqs, queueUrl);
+    expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).msgId])).toEqual(messages.map((m) => [m.keys[0], m.msgId]));
+  });
+
+  it('signs every envelope it forwards, and fails the batch unacked when the key cannot be read', async () => {
+    const key = Buffer.from('s'.repeat(32));
+    let readable = true;
+    const signingKeys: SigningKeyRing = {
+      current: async () => {
+        if (!readable) throw new Error('AccessDeniedException');
+        return key;
+      },
+      accepted: async () => [key],
+      reload: async () => false,
+    };
+    const { sqs, queueUrl, dlqUrl } = await queuePair();
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, false, undefined, { signingKeys });
+    await forwarder.forwardBatch([receivedMessage(), receivedMessage()]);
+    const landed = await drain(sqs, queueUrl);
+    expect(landed.map((m) => signatureRefusal(m.body, [key]))).toEqual([undefined, undefined]);
+    readable = false;
+    await expect(forwarder.forwardBatch([receivedMessage()])).rejects.toThrow('AccessDeniedException');
+    expect(acks).toHaveLength(2);
+    expect(await drain(sqs, queueUrl)).toEqual([]);
   });
 
   it('counts an ack that fails after a successful forward (a duplicate will follow) without failing the batch', async () => {

@@ -40,7 +40,7 @@ describe('RocketMQConsumerGroup: where the tag filter runs, and what shows its d
 
   it('filters on the tag in the event source by default, and routes only the subscribed tags from the bus', () => {
     filtered.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FilterCriteria: { Filters: Match.anyValue() }, MetricsConfig: { Metrics: ['EventCount'] } });
-    expect(routePattern(filtered)).toEqual({ 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: tagRoutePatterns('ORDER_TOPIC', 'PAID') } });
+    expect(routePattern(filtered)).toEqual({ source: [{ prefix: 'rocketmq.' }], 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: tagRoutePatterns('ORDER_TOPIC', 'PAID') } });
   });
 
   it('alarms on the first message the filter drops, to the alarm topic, with the event source mapping’s own metric', () => {

@@ -8,7 +8,7 @@ import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, orderingOf, queueName } from '../../lib/config/resources.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, orderingOf, queueName, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../lib/config/telemetry-names.ts';
 
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
@@ -51,9 +51,10 @@ beforeAll(() => {
   const value = container.Environment.find((e: { Name: string }) => e.Name === 'BRIDGE_CONFIG').Value;
   // Queue URLs are tokens: the JSON is an Fn::Join whose parts include {Ref: queue}. Render each
   // Ref as a URL ending in the queue's name (a FIFO route's must end in .fifo), so the bridge's own parser reads the result.
-  const names = Object.fromEntries(Object.entries(test.findResources('AWS::SQS::Queue')).map(([id, q]) => [id, q.Properties.QueueName as string]));
+  const names: Record<string, string> = Object.fromEntries(Object.entries(test.findResources('AWS::SQS::Queue')).map(([id, q]) => [id, q.Properties.QueueName as string]));
   const parts: unknown[] = value['Fn::Join'][1];
-  config = parseBridgeConfig(JSON.parse(parts.map((p) => (typeof p === 'string' ? p : `https://sqs.test/${names[(p as { Ref: string }).Ref]}`)).join('')));
+  const render = (ref: string) => (names[ref] ? `https://sqs.test/${names[ref]}` : `arn:test:${ref}`);
+  config = parseBridgeConfig(JSON.parse(parts.map((p) => (typeof p === 'string' ? p : render((p as { Ref: string }).Ref))).join('')));
 });
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
@@ -74,6 +75,8 @@ describe('a stage with its bridge enabled', () => {
       expect(route.dlqUrl).toBe(`https://sqs.test/${deadLetterQueueName(base.stages.test.prefix, route.group)}`);
       // An orderly group's route is FIFO: message group and msgId travel with each message.
       expect(route.fifo).toBe(orderingOf(route.group) === 'orderly');
+      // …with its messages' group taken where the catalogue says (order-status: the order number, the first key).
+      expect(route.messageGroupFrom).toEqual((CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).find((g) => g.group === route.group)!.messageGroupFrom);
     }
   });
 
@@ -90,6 +93,32 @@ describe('a stage with its bridge enabled', () => {
     const container = Object.values(test.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions[0];
     expect(container.Secrets.map((s: { Name: string }) => s.Name).sort()).toEqual(['ROCKETMQ_ACCESS_KEY', 'ROCKETMQ_SECRET_KEY']);
     expect(JSON.stringify(container.Secrets)).toContain('rmq-test/rocketmq-acl');
+  });
+
+  it('talks TLS to the proxy, and signs every envelope with a key of its own that only it and the consumers can read', () => {
+    expect(config.sslEnabled).toBe(true);
+    const [secretId, ...more] = Object.keys(test.findResources('AWS::SecretsManager::Secret', { Properties: { Name: `${base.stages.test.prefix}/envelope-signing-key` } }));
+    expect(more).toEqual([]);
+    expect(config.signing).toEqual({ secretId: `arn:test:${secretId}` });
+    const consumers = Object.values(test.findResources('AWS::Lambda::Function')).filter((f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP);
+    expect(consumers.map((f) => f.Properties.Environment.Variables.CONSUMER_GROUP).sort()).toEqual(CONSUMER_GROUPS.map((g) => g.group).sort());
+    for (const f of consumers) expect(f.Properties.Environment.Variables.ENVELOPE_SIGNING_SECRET).toEqual({ Ref: secretId });
+    const readers = Object.values(test.findResources('AWS::IAM::Policy')).filter((p) =>
+      p.Properties.PolicyDocument.Statement.some(
+        (st: { Action: string[]; Resource: unknown }) => [st.Action].flat().includes('secretsmanager:GetSecretValue') && JSON.stringify(st.Resource) === JSON.stringify({ Ref: secretId }),
+      ),
+    );
+    // One per consumer function and the bridge's task role.
+    expect(readers).toHaveLength(CONSUMER_GROUPS.length + 1);
+    // A stage without the bridge signs nothing and requires nothing.
+    expect(prod.findResources('AWS::SecretsManager::Secret', { Properties: { Name: Match.stringLikeRegexp('envelope-signing-key') } })).toEqual({});
+    expect(JSON.stringify(prod.findResources('AWS::Lambda::Function'))).not.toContain('ENVELOPE_SIGNING_SECRET');
+  });
+
+  it('signs nothing when the stage says signEnvelopes: false', () => {
+    const { test: unsigned } = synth({ ...BRIDGE, signEnvelopes: false });
+    expect(unsigned.findResources('AWS::SecretsManager::Secret', { Properties: { Name: Match.stringLikeRegexp('envelope-signing-key') } })).toEqual({});
+    expect(JSON.stringify(unsigned.findResources('AWS::Lambda::Function'))).not.toContain('ENVELOPE_SIGNING_SECRET');
   });
 
   it('scales on CPU between desiredCount and maxCount, and deployments keep the running count', () => {
@@ -142,6 +171,9 @@ describe('a stage with its bridge enabled', () => {
     expect(() => synth({ ...BRIDGE, endpoints: 'http://ns1:9876' })).toThrow('rocketmq.stages.test.bridge.endpoints');
     expect(() => synth({ ...BRIDGE, subnets: [] })).toThrow('rocketmq.stages.test.bridge.subnets');
     expect(() => synth({ ...BRIDGE, protocol: 'rocketmq4', endpoints: 'ns1.mq.internal:9876' })).toThrow(
+      'rocketmq.stages.test.bridge.tls: protocol is rocketmq4, whose remoting client has no TLS, but tls is true (the default): set tls to false',
+    );
+    expect(() => synth({ ...BRIDGE, protocol: 'rocketmq4', endpoints: 'ns1.mq.internal:9876', tls: false })).toThrow(
       "bridge.protocol is rocketmq4 but order-status-consumer-group is an orderly group: the bridge's RocketMQ 4 client consumes concurrently only",
     );
   });

@@ -32,8 +32,16 @@ export class BridgeChildProcess {
       }
       for (const wake of this.#waiters) wake();
     });
-    this.#child.stderr!.on('data', (chunk: Buffer) => {
-      this.#stderr = (this.#stderr + chunk.toString()).slice(-4000);
+    // Powertools writes warnings and errors to stderr: its JSON lines are collected too, the rest kept as a tail for failures.
+    createInterface({ input: this.#child.stderr! }).on('line', (line) => {
+      this.#stderr = `${this.#stderr}${line}\n`.slice(-4000);
+      if (!line.startsWith('{')) return;
+      try {
+        this.lines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const wake of this.#waiters) wake();
+      } catch {
+        // not a log line
+      }
     });
     this.exited = new Promise((resolve) =>
       this.#child.once('exit', (code, signal) => {

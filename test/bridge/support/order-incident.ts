@@ -25,7 +25,7 @@ export interface Order {
 export interface IncidentCluster {
   readonly version: string;
   /** The connection part of the bridge configuration (protocol, endpoint, cluster name). */
-  readonly connection: Pick<BridgeConfigInput, 'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName'>;
+  readonly connection: Pick<BridgeConfigInput, 'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName' | 'sslEnabled'>;
   /**
    * Sends one order as a PAID message with its order number as key and resolves with the msgId.
    * The client's own retries keep the msgId; a rejection means the send is in doubt.

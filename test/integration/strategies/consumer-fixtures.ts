@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { trafficMessage } from '../../../scripts/local/traffic.ts';
+import { messageGroupOf } from '../../../lib/rocketmq/message-group.ts';
+import { consumerGroup } from '../../../lib/config/resources.ts';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
@@ -121,7 +123,8 @@ export async function orderStatusFixture(overrides: Partial<OrderStatusConsumerD
   };
 }
 
-/** The message group the bridge gives a body on a FIFO queue: its ordering key, or one group for unreadable bodies. */
+/** The message group the bridge gives a body on the order-status group's FIFO queue, or one group for unreadable bodies. */
 function groupOf(body: string): string {
-  return trafficMessage(body).orderingKey ?? 'unreadable';
+  const facts = trafficMessage(body).orderingFacts;
+  return facts ? messageGroupOf(facts, consumerGroup('order-status-consumer-group').messageGroupFrom) : 'unreadable';
 }

@@ -31,12 +31,12 @@ describe('production code stands apart from tooling', () => {
 });
 
 describe('the CDK app reads names and constants from lib/config, not from runtime modules', () => {
-  it.each(tsFilesUnder('infra'))('%s imports from lib/ only lib/config and the pure tag expression', (file) => {
+  it.each(tsFilesUnder('infra'))('%s imports from lib/ only lib/config and named pure modules', (file) => {
     const fromLib = relativeImportsOf(file).filter((t) => t.startsWith('lib/'));
-    for (const target of fromLib) expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/tag-expression|dingtalk\/alarm-storm-table)\.ts$/);
+    for (const target of fromLib) expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/tag-expression|rocketmq\/message-group|dingtalk\/alarm-storm-table)\.ts$/);
   });
 
-  it.each(tsFilesUnder('lib/config'))('%s imports nothing from outside lib/config but the retry schedule', (file) => {
-    for (const target of relativeImportsOf(file)) expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/retry-schedule)\.ts$/);
+  it.each(tsFilesUnder('lib/config'))('%s imports nothing from outside lib/config but the retry schedule and the message group source', (file) => {
+    for (const target of relativeImportsOf(file)) expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/retry-schedule|rocketmq\/message-group)\.ts$/);
   });
 });

@@ -68,8 +68,15 @@ describe('what an orderly group’s event source and function cannot be', () => 
     expect(() => assertOrderingFits('g', 'concurrent', settings)).not.toThrow();
   });
 
+  it('refuses a message group source on a concurrent group, where nothing travels in message groups', () => {
+    expect(() => assertOrderingFits('g', 'concurrent', { messageGroupFrom: { from: 'key' } })).toThrow(
+      "consumer group g: messageGroupFrom is set but ordering is not 'orderly': only an orderly group's messages travel in message groups",
+    );
+    expect(() => assertOrderingFits('g', 'orderly', { messageGroupFrom: { from: 'key' }, tables: ['idempotency'] })).not.toThrow();
+  });
+
   it.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('accepts the catalogue entry $group as it stands', (def) => {
-    expect(() => assertOrderingFits(def.group, def.ordering, { ...def.tuning, tables: def.tables })).not.toThrow();
+    expect(() => assertOrderingFits(def.group, def.ordering, { ...def.tuning, tables: def.tables, messageGroupFrom: def.messageGroupFrom })).not.toThrow();
     expect(() => lifetimesOf(def)).not.toThrow();
   });
 

@@ -1,0 +1,103 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import canonicalize from 'canonicalize';
+
+/**
+ * Envelope signatures: the bridge proves it wrote an envelope, so a message put straight on a
+ * queue or a bus by anyone else is refused (`UNAUTHENTICATED_MESSAGE`) even where a resource
+ * policy was loosened by hand.
+ *
+ * The signature is an HMAC-SHA256, under a key only the bridge and the consumers can read, over
+ * the CloudEvent's JSON Canonicalization Scheme form (RFC 8785) without the `signature` field
+ * itself. Canonical, not the bytes sent: EventBridge re-serialises `detail`, and a redrive or a
+ * replay from the archive must keep the envelope valid. It covers every field, so no attribute a
+ * consumer reads (topic, tag, keys, body, properties, message group) can be changed unnoticed.
+ * It does not stop a replay of a genuine envelope: that is a duplicate, which idempotency absorbs.
+ */
+
+/** The CloudEvents extension attribute holding the signature (extension names are lower-case letters and digits). */
+export const SIGNATURE_FIELD = 'signature';
+const SCHEME = 'hmac-sha256:';
+
+/** Keys shorter than this are refused: an HMAC key should be at least as long as the hash. */
+export const MIN_SIGNING_KEY_BYTES = 32;
+
+export class InvalidSigningKeyError extends Error {
+  override readonly name = 'InvalidSigningKeyError';
+}
+
+/** The keys a verifier accepts (the current one first, then the one it replaced, during a rotation) and the one a signer uses. */
+export interface SigningKeyRing {
+  /** The key to sign with. */
+  current(): Promise<Uint8Array>;
+  /** Every key a signature may have been made with: the current key, then the previous one if there is one. */
+  accepted(): Promise<readonly Uint8Array[]>;
+  /** Reads the keys again (a signature matched none: the key may have been rotated since); true when they changed. */
+  reload(): Promise<boolean>;
+}
+
+export function assertSigningKey(key: Uint8Array, name: string): Uint8Array {
+  if (key.byteLength < MIN_SIGNING_KEY_BYTES) {
+    throw new InvalidSigningKeyError(`the envelope signing key ${name} has ${key.byteLength} bytes; at least ${MIN_SIGNING_KEY_BYTES} are needed`);
+  }
+  return key;
+}
+
+/** The envelope with its signature, made with `key`. */
+export function signEnvelope<E extends object>(envelope: E, key: Uint8Array): E & { signature: string } {
+  const { [SIGNATURE_FIELD]: _previous, ...unsigned } = envelope as Record<string, unknown>;
+  return { ...envelope, [SIGNATURE_FIELD]: SCHEME + mac(unsigned, key).toString('base64url') };
+}
+
+/**
+ * Why this SQS body is not an envelope signed with one of `keys`, or `undefined` when it is.
+ * A body that is not JSON is left to the envelope parser (`INVALID_ENVELOPE`). The signed
+ * CloudEvent is the body itself or, from EventBridge, its `detail`.
+ */
+export function signatureRefusal(body: string, keys: readonly Uint8Array[]): string | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  const event = isObject(json) && 'detail-type' in json && 'detail' in json ? json.detail : json;
+  if (!isObject(event) || !(SIGNATURE_FIELD in event)) return 'the envelope is not signed';
+  const signature = event[SIGNATURE_FIELD];
+  if (typeof signature !== 'string' || !signature.startsWith(SCHEME)) return `the envelope's signature is not an ${SCHEME.slice(0, -1)} signature`;
+  const given = Buffer.from(signature.slice(SCHEME.length), 'base64url');
+  const { [SIGNATURE_FIELD]: _signature, ...unsigned } = event;
+  const matches = keys.some((key) => {
+    const expected = mac(unsigned, key);
+    return given.byteLength === expected.byteLength && timingSafeEqual(given, expected);
+  });
+  return matches ? undefined : "the envelope's signature matches none of the signing keys";
+}
+
+/**
+ * Checks a batch's bodies against the key ring: index → reason for each refused body. A miss
+ * reads the keys once more before refusing, because the bridge may have picked up a rotated key
+ * before this function did; `reload` decides how often that may happen.
+ */
+export async function signatureRefusals(bodies: readonly string[], keyRing: SigningKeyRing): Promise<Map<number, string>> {
+  const check = (keys: readonly Uint8Array[]) => {
+    const refusals = new Map<number, string>();
+    for (const [i, body] of bodies.entries()) {
+      const reason = signatureRefusal(body, keys);
+      if (reason !== undefined) refusals.set(i, reason);
+    }
+    return refusals;
+  };
+  const refusals = check(await keyRing.accepted());
+  if (refusals.size > 0 && (await keyRing.reload())) return check(await keyRing.accepted());
+  return refusals;
+}
+
+function mac(unsigned: Record<string, unknown>, key: Uint8Array): Buffer {
+  return createHmac('sha256', key)
+    .update(canonicalize(unsigned) ?? '')
+    .digest();
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,196 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { describe, expect, inject, it } from 'vitest';
+import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
+import { SecretSigningKeys } from '../../../lib/aws/signing-key-secret.ts';
+import { CONSUMER_ENV, consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
+import { InvalidSigningKeyError, signEnvelope, type SigningKeyRing } from '../../../lib/rocketmq/envelope-signature.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
+import { CONSUMER_GROUPS, TABLE_ENV } from '../../../lib/config/resources.ts';
+import { provisionLocal } from '../../../scripts/local/provision.ts';
+import { loadRegistration } from '../../../scripts/local/local-consumers.ts';
+import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { POINTS } from '../../../functions/points-consumer/handler.ts';
+import { orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
+
+const aws = () => emulatorConfig(inject('emulatorEndpoint'));
+
+/** A signing key secret on the emulator, as the CDK app creates it (64 letters and digits). */
+async function signingSecret(value = randomBytes(48).toString('base64url').slice(0, 64)) {
+  const secrets = createSecretsManager(aws());
+  const name = `rmq-test-${randomUUID().slice(0, 8)}/envelope-signing-key`;
+  await secrets.send(new CreateSecretCommand({ Name: name, SecretString: value }));
+  return {
+    name,
+    key: Buffer.from(value),
+    rotate: async (next: string) => {
+      await secrets.send(new PutSecretValueCommand({ SecretId: name, SecretString: next }));
+      return Buffer.from(next);
+    },
+  };
+}
+
+const signed = (body: string, key: Uint8Array) => JSON.stringify(signEnvelope(JSON.parse(body), key));
+const ORDER = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
+
+describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consumer acts only on envelopes the bridge signed (emulator)', () => {
+  const signedFixture = (secretName: string) => pointsFixture({ envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secretName) });
+
+  it('reads the key ring from the function environment the CDK app writes', () => {
+    const env = {
+      ...Object.fromEntries(POINTS.tables.map((t) => [TABLE_ENV[t], `table-${t}`])),
+      [CONSUMER_ENV.deadLetterQueueUrl]: 'http://127.0.0.1/dlq',
+      [CONSUMER_ENV.envelopeSigningSecret]: 'arn:aws:secretsmanager:ap-northeast-1:222222222222:secret:rmq-test/envelope-signing-key-AbCdEf',
+    };
+    expect(consumerConfigFromEnv(POINTS, env).envelopeKeys).toBeInstanceOf(SecretSigningKeys);
+    expect(consumerConfigFromEnv(POINTS, { ...env, [CONSUMER_ENV.envelopeSigningSecret]: '' }).envelopeKeys).toBeUndefined();
+  });
+
+  it('awards a signed envelope, and dead-letters an unsigned one sent straight to the queue as UNAUTHENTICATED_MESSAGE without awarding', async () => {
+    // Prepare
+    const secret = await signingSecret();
+    const f = await signedFixture(secret.name);
+    // Act: the forged message names another order, so an award from it would show
+    await f.send(signed(orderEnvelope(ORDER), secret.key), orderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-1', points: 1_000_000 }));
+    await f.drain();
+    // Assess
+    expect(await f.ledger('88372')).toMatchObject([{ orderNo: ORDER.orderNo, points: 300 }]);
+    expect(await f.balance('88372')).toBe(300);
+    const letters = await f.deadLetters();
+    expect(letters.map((l) => [l.attributes['failure-code'], l.attributes['failure-class'], l.attributes['failure-reason']])).toEqual([
+      ['UNAUTHENTICATED_MESSAGE', 'permanent', 'the envelope is not signed'],
+    ]);
+    // Nothing of an unauthenticated envelope is trusted: no msgId or key is recorded for it.
+    expect(letters[0]!.attributes['rocketmq-msg-id']).toBeUndefined();
+  });
+
+  it('refuses an envelope changed after signing, or signed with another key, at the first attempt', async () => {
+    const secret = await signingSecret();
+    const f = await signedFixture(secret.name);
+    const genuine = JSON.parse(signed(orderEnvelope(ORDER), secret.key));
+    const raised = { ...genuine, data: { ...genuine.data, body: JSON.stringify({ ...ORDER, points: 1_000_000 }) } };
+    const otherKey = signed(orderEnvelope({ ...ORDER, orderNo: 'SO-OTHER-KEY' }), randomBytes(32));
+    const response = await f.invoke([JSON.stringify(raised), otherKey]);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(f.reports.map((r) => [r.settlement.outcome, r.attempt])).toEqual([
+      ['failed', 1],
+      ['failed', 1],
+    ]);
+    expect((await f.deadLetters()).map((l) => l.attributes['failure-reason'])).toEqual([
+      "the envelope's signature matches none of the signing keys",
+      "the envelope's signature matches none of the signing keys",
+    ]);
+    expect(await f.ledgerMismatches()).toEqual([]);
+    expect(await f.balance('88372')).toBe(0);
+  });
+
+  it('rotation: the bridge signs with the new key only once every consumer has had time to load it; both keys are accepted meanwhile', async () => {
+    // Prepare: a consumer and a bridge signer that read the key before the rotation, on one clock
+    const secret = await signingSecret();
+    let now = Date.now();
+    const clock = { now: () => now };
+    const f = await pointsFixture({ envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secret.name, clock) });
+    const bridge = new SecretSigningKeys(createSecretsManager(aws()), secret.name, clock);
+    await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-BEFORE' }), await bridge.current())]);
+    // Act: rotate; one minute later the bridge's TTL has not ended; six minutes later every TTL has
+    const next = await secret.rotate(randomBytes(48).toString('base64url').slice(0, 64));
+    now += 60_000;
+    const stillOld = await bridge.current();
+    now += 5 * 60_000;
+    const signingKey = await bridge.current();
+    const response = await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-NEW-KEY' }), signingKey), signed(orderEnvelope({ ...ORDER, orderNo: 'SO-OLD-KEY' }), secret.key)]);
+    // Assess
+    expect(stillOld).toEqual(secret.key);
+    expect(signingKey).toEqual(next);
+    expect(response.batchItemFailures).toEqual([]);
+    expect((await f.ledger('88372')).map((e) => e.orderNo).sort()).toEqual(['SO-BEFORE', 'SO-NEW-KEY', 'SO-OLD-KEY']);
+    expect(await f.deadLetters()).toEqual([]);
+  });
+
+  it('a consumer that meets a key it has not loaded reads the secret again before refusing', async () => {
+    const secret = await signingSecret();
+    const f = await pointsFixture({ envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secret.name, { minReloadMs: 0 }) });
+    await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-BEFORE' }), secret.key)]);
+    const next = await secret.rotate('r'.repeat(64));
+    expect((await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-AFTER' }), next)])).batchItemFailures).toEqual([]);
+    expect((await f.ledger('88372')).map((e) => e.orderNo).sort()).toEqual(['SO-AFTER', 'SO-BEFORE']);
+  });
+
+  it('accepts a signed envelope that reached the queue through EventBridge (detail re-serialised, keys reordered)', async () => {
+    const secret = await signingSecret();
+    const f = await signedFixture(secret.name);
+    const event = JSON.parse(signed(orderEnvelope(ORDER), secret.key));
+    const reordered = Object.fromEntries(Object.entries(event).reverse());
+    const wrapped = JSON.stringify({ version: '0', id: randomUUID(), 'detail-type': 'mq:Topic:SendMessage', source: 'rocketmq.DefaultCluster', detail: reordered });
+    expect((await f.invoke([wrapped])).batchItemFailures).toEqual([]);
+    expect(f.outcomes()).toEqual(['processed']);
+  });
+
+  it('fails the whole batch, for Lambda to retry, when the key cannot be read: nothing is dead-lettered for it', async () => {
+    const f = await signedFixture(`rmq-test-${randomUUID().slice(0, 8)}/no-such-secret`);
+    await expect(f.invoke([orderEnvelope(ORDER)])).rejects.toThrow(InvalidSigningKeyError);
+    expect(await f.deadLetters()).toEqual([]);
+    expect(f.reports).toEqual([]);
+  });
+});
+
+describe('the signing key in Secrets Manager (emulator)', () => {
+  it('accepts AWSCURRENT and AWSPREVIOUS after a rotation, and reloads at most once per interval', async () => {
+    const secret = await signingSecret();
+    const start = Date.now();
+    let now = start;
+    const keys = new SecretSigningKeys(createSecretsManager(aws()), secret.name, { minReloadMs: 30_000, activationDelayMs: 0, now: () => now });
+    expect(await keys.accepted()).toEqual([secret.key]);
+    const next = await secret.rotate('n'.repeat(64));
+    now = start + 10_000;
+    expect(await keys.reload()).toBe(false);
+    expect(await keys.current()).toEqual(secret.key);
+    now = start + 30_000;
+    expect(await keys.reload()).toBe(true);
+    expect(await keys.current()).toEqual(next);
+    expect(await keys.accepted()).toEqual([next, secret.key]);
+    expect(await keys.reload()).toBe(false);
+  });
+
+  it('refuses a key shorter than 32 bytes, naming the secret', async () => {
+    const secret = await signingSecret('short-key');
+    const keys = new SecretSigningKeys(createSecretsManager(aws()), secret.name);
+    await expect(keys.current()).rejects.toThrow(`the envelope signing key ${secret.name} (AWSCURRENT) has 9 bytes; at least 32 are needed`);
+  });
+});
+
+describe('every group of the catalogue refuses an unsigned envelope when its function holds a signing key (emulator)', () => {
+  const KEY = Buffer.from('g'.repeat(32));
+  const ring: SigningKeyRing = { current: async () => KEY, accepted: async () => [KEY], reload: async () => false };
+
+  it.each(CONSUMER_GROUPS.map((g) => [g.group, g]))('%s', async (_name, definition) => {
+    // Prepare: the group's own handler module, as the local run and Lambda build it
+    const resources = await provisionLocal(inject('emulatorEndpoint'), `s${randomUUID().slice(0, 8)}`, { groups: [definition.group] });
+    const reports: RecordReport[] = [];
+    const registration = await loadRegistration(definition);
+    const handler = registration.create({
+      aws: aws(),
+      tables: resources.tables,
+      deadLetterQueueUrl: resources.queues[definition.group]!.deadLetter.url,
+      schedule: RetrySchedule.parse(undefined),
+      envelopeKeys: ring,
+      onReport: (r) => reports.push(r),
+      couponServiceUrl: 'http://127.0.0.1:9',
+    });
+    const envelope = (signed: boolean) => {
+      const body = orderEnvelope({ orderNo: `SO-${randomUUID().slice(0, 8)}` }, { topic: definition.topic });
+      return sqsRecord(signed ? JSON.stringify(signEnvelope(JSON.parse(body), KEY)) : body, resources.queues[definition.group]!.source.arn);
+    };
+    const [unsigned, signedRecord] = [envelope(false), envelope(true)];
+    // Act
+    await handler({ Records: [unsigned, signedRecord] }, lambdaContext(definition.group, 30_000));
+    // Assess: the unsigned one is refused as such; the signed one goes on to the group's own checks
+    const codeOf = (record: { messageId: string }) => {
+      const settlement = reports.find((r) => r.sqsMessageId === record.messageId)!.settlement;
+      return settlement.outcome === 'failed' ? settlement.error.code : settlement.outcome;
+    };
+    expect(codeOf(unsigned)).toBe('UNAUTHENTICATED_MESSAGE');
+    expect(codeOf(signedRecord)).not.toBe('UNAUTHENTICATED_MESSAGE');
+  });
+});
