@@ -27,7 +27,7 @@ Why a launcher of our own instead of plain `moto_server` -- two measured gaps:
    other threads mutate ("dictionary changed size during iteration"). So every
    DynamoDB (and DynamoDB Streams) request, plus /moto-api/reset, runs under one
    lock: DynamoDB becomes serialisable, like the real service looks to a client.
-   Other services stay concurrent.
+   SQS gets a lock of its own (4. below); other services stay concurrent.
 
 2. That whole-table deepcopy makes each transaction O(table size): ~4 ms on an
    empty table, ~90 ms at 2,000 items, ~430 ms at 10,000. item_rollback.py
@@ -41,6 +41,19 @@ Why a launcher of our own instead of plain `moto_server` -- two measured gaps:
    hot_paths.py counts in one pass with one clock reading and memoises request
    routing; same answers as stock (sqs-differential.test.ts). The readiness
    line says whether it is installed ("hotPaths").
+
+4. moto's SQS is not safe under concurrent requests either. ``delete_message``
+   rebuilds the queue's message list and assigns it back: two deletes at once
+   each rebuild from the same old list and the second assignment undoes the
+   first delete, so an acknowledged delete is lost and the message comes back
+   when its visibility ends; and two receives at once can both take the same
+   visible message before either marks it received, and a send appended while
+   a delete rebuilds the list is dropped with it. Measured (4 senders, 6
+   receivers deleting, 2 attribute readers, 4,000 messages): 10-50 deleted
+   messages left in flight per run, once an acknowledged send lost, and 1-4
+   messages received twice on stock moto. So every SQS request also runs under a lock of its own (SQS and
+   DynamoDB still overlap); a long poll waits with the lock released, so the
+   sends it waits for can run (``test/integration/emulator/launcher.test.ts``).
 
 --stock serves plain moto (no lock, no patch) with the same readiness protocol;
 the differential/timing tests compare against it.
@@ -89,6 +102,35 @@ def serialise_dynamodb_actions() -> None:
         handler.call_action = call_action
 
 
+_sqs_lock = threading.Lock()
+
+
+def serialise_sqs_actions() -> None:
+    """Every SQS action runs under its own lock, released while a long poll waits (see 4. above)."""
+    from moto.sqs.models import Queue
+    from moto.sqs.responses import SQSResponse
+
+    stock_call = SQSResponse.call_action
+
+    def call_action(self):
+        with _sqs_lock:
+            return stock_call(self)
+
+    SQSResponse.call_action = call_action
+
+    stock_wait = Queue.wait_for_messages
+
+    def wait_for_messages(self, timeout):
+        # Only called from ReceiveMessage, i.e. under the lock: a sender needs it to add the message waited for.
+        _sqs_lock.release()
+        try:
+            return stock_wait(self, timeout)
+        finally:
+            _sqs_lock.acquire()
+
+    Queue.wait_for_messages = wait_for_messages
+
+
 def serialise_reset(app):
     # A reset must not interleave with a transaction half-way through its undo log.
     def wrapped(environ, start_response):
@@ -131,6 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         mode = "patched" if item_rollback.install() else "locked"
         hot = hot_paths.install()
         serialise_dynamodb_actions()
+        serialise_sqs_actions()
         app = serialise_reset(app)
     server = make_server(args.host, args.port, app, threaded=True)
     server.daemon_threads = True  # in-flight requests never keep the process alive

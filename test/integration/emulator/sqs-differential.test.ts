@@ -353,7 +353,10 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
     const random = prng(18);
     for (let i = 0; i < 10; i++) {
       const max = 1 + Math.floor(random() * 10);
-      const visibility = [0, 1, 3, 31][Math.floor(random() * 4)]!;
+      // Visible at once, or hidden past the test's end: no deadline of this test falls between two
+      // calls, so a call the busy machine delays cannot land on the other side of one (the
+      // standard-queue test covers short deadlines, on a queue small enough to answer fast).
+      const visibility = [0, 31][Math.floor(random() * 2)]!;
       const deletes = [...new Set(Array.from({ length: Math.floor(random() * 6) }, () => `k${Math.floor(random() * (i + 1))}.${Math.floor(random() * 10)}`))];
       const hide = `k${Math.floor(random() * (i + 1))}.${Math.floor(random() * 10)}`;
       await run.step(`backlog ${i}: receive ${max} (visibility ${visibility})`, (s) => ops.receive(s, 'backlog', `k${i}`, max, visibility));
