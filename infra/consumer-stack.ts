@@ -65,7 +65,7 @@ export class RocketMQConsumersStack extends Stack {
       Validations.of(this.envelopeSigningKey).acknowledge({
         id: 'AwsSolutions::AwsSolutions-SMG4',
         reason:
-          'Rotated by putting a new value (docs/runbook.md, "Rotating the envelope signing key"): consumers accept the AWSCURRENT and AWSPREVIOUS versions and the bridge picks up the new one within five minutes, so no rotation function is needed.',
+          'Rotated by putting a new value (docs/runbook.md, "Rotating the envelope signing key"): consumers accept the AWSCURRENT and AWSPREVIOUS versions and the bridge signs with a new version only once it is six minutes old, so no rotation function is needed.',
       });
     }
     this.groups = (props.groups ?? CONSUMER_GROUPS).map(
