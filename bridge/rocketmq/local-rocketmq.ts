@@ -192,14 +192,22 @@ async function waitForRoutes(endpoints: string, topics: string[], deadline: numb
   if (topics.length === 0) return;
   for (;;) {
     const producer = new Producer({ endpoints, namespace: '', topics, logger: SILENT, requestTimeout: 3000 });
+    let timer: NodeJS.Timeout | undefined;
+    // A startup that never settles (seen while the proxy was still starting) is a failed attempt
+    // too, or the deadline below would never be checked and the caller would wait forever.
+    const unanswered = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the producer did not start within 10 s')), 10_000);
+    });
     try {
-      await producer.startup();
-      await producer.shutdown();
+      await Promise.race([producer.startup(), unanswered]);
+      await Promise.race([producer.shutdown(), unanswered]);
       return;
     } catch (err) {
-      await producer.shutdown().catch(() => undefined);
+      void producer.shutdown().catch(() => undefined);
       if (Date.now() > deadline) throw new LocalRocketMQStartError(`topic routes never appeared: ${String(err)}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

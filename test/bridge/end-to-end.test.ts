@@ -24,16 +24,12 @@ const ORDER_TOPIC = 'ORDER_TOPIC';
 const FIFO_TOPIC = 'ORDER_FIFO_TOPIC';
 const FIFO_GROUP = 'order-audit-fifo-group';
 const BURST_TOPIC = 'ORDER_BURST_TOPIC';
-/** A 4.x-style ordered topic: no message groups; the producer's queue selector put every order in its one queue. */
-const KEYED_TOPIC = 'ORDER_KEYED_TOPIC';
-const KEYED_GROUP = 'order-keyed-fifo-group';
 const BURST_GROUP = 'order-burst-group';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
 let rocketMq: LocalRocketMQ | undefined;
 let points: Awaited<ReturnType<typeof pointsFixture>>;
 let fifoQueueUrl: string;
-let keyedQueueUrl: string;
 /** The envelope signing key, in the emulator's Secrets Manager as the CDK app keeps it. */
 const SIGNING_KEY = 'e2e'.repeat(22);
 let signingSecretId: string;
@@ -42,8 +38,8 @@ const children: BridgeChildProcess[] = [];
 beforeAll(async () => {
   const started = Date.now();
   rocketMq = await startLocalRocketMQ({
-    topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }, { name: BURST_TOPIC }, { name: KEYED_TOPIC, queues: 1 }],
-    groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }, { name: BURST_GROUP }, { name: KEYED_GROUP, fifo: true }],
+    topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }, { name: BURST_TOPIC }],
+    groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }, { name: BURST_GROUP }],
   });
   console.info(`local RocketMQ up in ${Date.now() - started} ms, phases ${JSON.stringify(rocketMq.phasesMs)}`);
   const name = `bridge-e2e-${randomUUID().slice(0, 8)}`;
@@ -54,8 +50,6 @@ beforeAll(async () => {
   const fifo = { FifoQueue: 'true' };
   fifoQueueUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: fifo }))).QueueUrl!;
   await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq.fifo`, Attributes: fifo }));
-  keyedQueueUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-keyed.fifo`, Attributes: fifo }))).QueueUrl!;
-  await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-keyed-dlq.fifo`, Attributes: fifo }));
 });
 
 afterAll(async () => {
@@ -78,14 +72,6 @@ function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
     routes: [
       { group: POINTS_GROUP, topic: ORDER_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: queue.source.url }, dlqUrl: queue.deadLetter.url },
       { group: FIFO_GROUP, topic: FIFO_TOPIC, fifo: true, target: { kind: 'sqs', queueUrl: fifoQueueUrl }, dlqUrl: fifoQueueUrl.replace('.fifo', '-dlq.fifo') },
-      {
-        group: KEYED_GROUP,
-        topic: KEYED_TOPIC,
-        fifo: true,
-        messageGroupFrom: { from: 'key' },
-        target: { kind: 'sqs', queueUrl: keyedQueueUrl },
-        dlqUrl: keyedQueueUrl.replace('.fifo', '-dlq.fifo'),
-      },
     ],
   };
   return {
@@ -166,17 +152,6 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     await send('CANCELLED', { orderNo: 'SO-3', userId: 'u3', points: 30 });
     const fifoIds: string[] = [];
     for (const n of [1, 2, 3]) fifoIds.push(await send('AUDIT', { orderNo: `F-${n}` }, { topic: FIFO_TOPIC, messageGroup: 'user-1' }));
-    // Two orders' lifecycles interleaved on the 4.x-style topic, keyed by order number.
-    const keyed: Array<[string, string]> = [];
-    for (const [orderNo, step] of [
-      ['K-1', 'PAID'],
-      ['K-2', 'PAID'],
-      ['K-1', 'FINISHED'],
-      ['K-2', 'FINISHED'],
-    ] as const) {
-      keyed.push([orderNo, await send(step, { orderNo, step }, { topic: KEYED_TOPIC })]);
-    }
-    fifoIds.push(...keyed.map(([, id]) => id));
     await producer.shutdown();
     const paid = [so1, so2, so1Resend];
     const sqs = points.sqs;
@@ -254,13 +229,7 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
 
     // Assess: the FIFO route kept order and group, and SQS FIFO dropped the redelivered copies by msgId.
     const fifo = await receiveAll(sqs, fifoQueueUrl);
-    expect(fifo.map((c) => [c.groupId, c.envelope.msgId])).toEqual(fifoIds.slice(0, 3).map((id) => ['user-1', id]));
-    // The 4.x-style topic: each order became its own message group (its key), in the order it was sent.
-    const byOrder = Map.groupBy(await receiveAll(sqs, keyedQueueUrl), (c) => c.groupId);
-    expect([...byOrder.keys()].sort()).toEqual(['K-1', 'K-2']);
-    for (const orderNo of ['K-1', 'K-2']) {
-      expect(byOrder.get(orderNo)!.map((c) => c.envelope.msgId)).toEqual(keyed.filter(([o]) => o === orderNo).map(([, id]) => id));
-    }
+    expect(fifo.map((c) => [c.groupId, c.envelope.msgId])).toEqual(fifoIds.map((id) => ['user-1', id]));
 
     // Every copy carries the bridge's signature over what it forwarded.
     expect(copies.map((c) => signatureRefusal(c.body, [Buffer.from(SIGNING_KEY)]))).toEqual(copies.map(() => undefined));
