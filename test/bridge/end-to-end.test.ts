@@ -58,15 +58,22 @@ afterAll(async () => {
   await rocketMq?.stop();
 });
 
-function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
-  const queue = points.resources.queues[POINTS_GROUP]!;
-  const config: BridgeConfigInput = {
+/** How every bridge of this file reaches the local broker: plain gRPC (TLS off, the bridge's logged opt-out), short redelivery and polls. */
+function localBroker(): BridgeConfigInput {
+  return {
     proxyEndpoint: rocketMq!.proxyEndpoint,
     clusterName: rocketMq!.clusterName,
-    // The local proxy serves plain gRPC: TLS off, as the bridge's logged opt-out.
     sslEnabled: false,
     invisibleDurationMs: 10_000,
     awaitDurationMs: 5_000,
+    routes: [],
+  };
+}
+
+function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
+  const queue = points.resources.queues[POINTS_GROUP]!;
+  const config: BridgeConfigInput = {
+    ...localBroker(),
     health: { host: '127.0.0.1', port: 0 },
     signing: { secretId: signingSecretId },
     routes: [
@@ -93,12 +100,7 @@ function startBridge(fault?: 'crash-before-ack'): BridgeChildProcess {
 /** A bridge on its own topic and queue with the default settings, so with several batches in flight. */
 function startBurstBridge(queueUrl: string, dlqUrl: string, fault: Record<string, string> = {}): BridgeChildProcess {
   const config: BridgeConfigInput = {
-    proxyEndpoint: rocketMq!.proxyEndpoint,
-    clusterName: rocketMq!.clusterName,
-    // The local proxy serves plain gRPC: TLS off, as the bridge's logged opt-out.
-    sslEnabled: false,
-    invisibleDurationMs: 10_000,
-    awaitDurationMs: 5_000,
+    ...localBroker(),
     // Small batches, so the burst makes many of them.
     receiveBatchSize: 4,
     health: { host: '127.0.0.1', port: 0 },
