@@ -134,9 +134,6 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
     );
   }
   for (const route of config.routes) {
-    if (route.fifo && config.protocol === RocketMQProtocol.RocketMQ4) {
-      throw new InvalidBridgeConfigError(`route ${route.group}: FIFO routes need rocketmq5; the RocketMQ 4 client consumes concurrently only`);
-    }
     if (route.fifo && route.target.kind === 'sqs' && !route.target.queueUrl.endsWith('.fifo')) {
       throw new InvalidBridgeConfigError(`route ${route.group}: a FIFO route needs an SQS FIFO queue (.fifo), got ${route.target.queueUrl}`);
     }

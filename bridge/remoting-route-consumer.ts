@@ -20,6 +20,15 @@ import type { AckResult, MessageSource } from './route-pump.ts';
  * per topic, the topic) behind it: the same back-pressure an orderly consumer applies. The
  * client's own failure path (send the message back to `%RETRY%<group>`, and drop it locally once
  * `reconsumeTimes` exceeds `maxReconsumeTimes`) is replaced, because it can drop a message.
+ *
+ * That is also what makes a FIFO route (`batchesInFlight` 1) keep each queue's order without the
+ * broker queue locks of RocketMQ 4's orderly listener (`LOCK_BATCH_MQ`, which this client lacks):
+ * one slice of one queue is handed over at a time, in offset order; a message that failed is
+ * forwarded again before anything after it; a restart resumes from the committed offset, at or
+ * before the first unforwarded message. What a lock would prevent, two tasks pulling one queue
+ * for up to a rebalance interval, yields two in-order copies of one sequence; the FIFO queue
+ * keeps the first copy of each msgId (its deduplication id, five minutes), so what it holds is
+ * still in order.
  */
 export interface RemotingRouteConsumerOptions {
   readonly nameServers: readonly string[];
@@ -234,6 +243,10 @@ function originalTopic(msg: Message, group: string): string {
   return msg.topic === `${RETRY_TOPIC_PREFIX}${group}` ? (msg.retryTopic ?? msg.topic) : msg.topic;
 }
 
+/** RocketMQ's sharding key property (`MessageConst.PROPERTY_SHARDING_KEY`), and the name ali-ons' producer writes it under. */
+const SHARDING_KEY = '__SHARDINGKEY';
+const ALI_ONS_SHARDING_KEY = '__SHARDING_KEY';
+
 /**
  * RocketMQ 4's system property names (`MessageConst.STRING_HASH_SET`); whatever else a message
  * carries was set by the application.
@@ -273,7 +286,8 @@ const SYSTEM_PROPERTIES = new Set([
   'CLUSTER',
   'MSG_TYPE',
   '__STARTDELIVERTIME',
-  '__SHARDINGKEY',
+  SHARDING_KEY,
+  ALI_ONS_SHARDING_KEY,
 ]);
 
 function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle: PendingDelivery): ReceivedMessage {
@@ -287,8 +301,8 @@ function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle
     topic,
     tag: msg.tags || undefined,
     keys: (msg.keys ?? '').split(' ').filter((k) => k.length > 0),
-    // This client consumes concurrently only; ordered (sharding-key) consumption is not offered.
-    messageGroup: undefined,
+    // The sharding key an ordered producer selected the queue by: RocketMQ 5's message group.
+    messageGroup: properties[SHARDING_KEY] || properties[ALI_ONS_SHARDING_KEY] || undefined,
     body: msg.body ?? Buffer.alloc(0),
     // The client's property decoder yields an empty name from the wire format's trailing separator.
     userProperties: Object.fromEntries(Object.entries(properties).filter(([name]) => name !== '' && !SYSTEM_PROPERTIES.has(name))),

@@ -5,7 +5,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
-import { InvalidDeploymentSettingsError, type BridgeStageSettings } from '../deployment-settings.ts';
+import type { BridgeStageSettings } from '../deployment-settings.ts';
 import { RocketMQBridgeAlarms } from './bridge-alarms.ts';
 import { bridgeRoutes } from './bridge-routes.ts';
 import { RocketMQBridgeService } from './bridge-service.ts';
@@ -36,14 +36,6 @@ export class StageBridge extends Construct {
   constructor(scope: Construct, id: string, props: StageBridgeProps) {
     super(scope, id);
     const s = props.settings;
-    const orderly = props.groups.filter((g) => g.definition.ordering === 'orderly').map((g) => g.definition.group);
-    // Refused here rather than by the bridge at start: the RocketMQ 4 client it runs has no orderly consumption.
-    if (s.protocol === 'rocketmq4' && orderly.length > 0) {
-      throw new InvalidDeploymentSettingsError(
-        `bridge.protocol is rocketmq4 but ${orderly.join(', ')} ${orderly.length === 1 ? 'is an orderly group' : 'are orderly groups'}: ` +
-          "the bridge's RocketMQ 4 client consumes concurrently only, so it cannot keep a message group's order; use protocol rocketmq5",
-      );
-    }
     const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
       vpcId: s.vpcId,
       availabilityZones: [...new Set(s.subnets.map((n) => n.availabilityZone))],

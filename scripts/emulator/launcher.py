@@ -55,6 +55,17 @@ Why a launcher of our own instead of plain `moto_server` -- two measured gaps:
    DynamoDB still overlap); a long poll waits with the lock released, so the
    sends it waits for can run (``test/integration/emulator/launcher.test.ts``).
 
+5. moto's FIFO deduplication forgets a message as soon as it is deleted: it
+   compares a new message's deduplication id with the messages still in the
+   queue only. SQS keeps the id for five minutes after the send, whatever
+   happened to the message since, which is what lets a re-send after a crash
+   land once (the bridge re-forwards with the RocketMQ msgId as the id, and an
+   orderly group deletes each message as it consumes it). Measured on stock
+   moto: a re-forward of three deleted messages was delivered a second time,
+   after the messages that followed them. ``remember_fifo_deduplication_ids``
+   keeps each id for the window, per queue (per group under the
+   ``messageGroup`` deduplication scope).
+
 --stock serves plain moto (no lock, no patch) with the same readiness protocol;
 the differential/timing tests compare against it.
 """
@@ -131,6 +142,35 @@ def serialise_sqs_actions() -> None:
     Queue.wait_for_messages = wait_for_messages
 
 
+def remember_fifo_deduplication_ids() -> None:
+    """A FIFO queue drops a message whose deduplication id was sent in the last five minutes (see 5. above)."""
+    from moto.sqs.models import DEDUPLICATION_TIME_IN_SECONDS, Queue
+
+    stock_add = Queue.add_message
+
+    def add_message(self, message):
+        if not self.fifo_queue or not message.deduplication_id:
+            return stock_add(self, message)
+        # Called under the SQS lock (SendMessage/SendMessageBatch); a lock of its own for other callers.
+        with _dedup_lock:
+            seen = self.__dict__.setdefault("_deduplication_ids_sent", {})
+            now = message.sent_timestamp
+            window_ms = DEDUPLICATION_TIME_IN_SECONDS * 1000
+            for key in [k for k, sent in seen.items() if now - sent >= window_ms]:
+                del seen[key]
+            scope = message.group_id if self.attributes.get("DeduplicationScope") == "messageGroup" else None
+            key = (scope, message.deduplication_id)
+            if key in seen:
+                return None
+            seen[key] = now
+        return stock_add(self, message)
+
+    Queue.add_message = add_message
+
+
+_dedup_lock = threading.Lock()
+
+
 def serialise_reset(app):
     # A reset must not interleave with a transaction half-way through its undo log.
     def wrapped(environ, start_response):
@@ -174,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         hot = hot_paths.install()
         serialise_dynamodb_actions()
         serialise_sqs_actions()
+        remember_fifo_deduplication_ids()
         app = serialise_reset(app)
     server = make_server(args.host, args.port, app, threaded=True)
     server.daemon_threads = True  # in-flight requests never keep the process alive

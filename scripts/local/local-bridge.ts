@@ -148,8 +148,7 @@ export class LocalBridge {
    * Drops the copies SQS FIFO would deduplicate: a deduplication id sent to the group within
    * five minutes. The bridge decides this itself rather than reading SQS's answer: the emulator
    * answers a deduplicated send with a fresh MessageId that no receive will ever return (the
-   * run would wait for it forever), and it forgets a deduplication id once its message is
-   * deleted, where SQS keeps it the full five minutes (docs/local-run.md).
+   * run would wait for it forever; docs/local-run.md).
    */
   private withoutDeduplicated(group: string, batch: readonly TrafficMessage[]): TrafficMessage[] {
     const sends = this.fifoSends.get(group) ?? this.fifoSends.set(group, new Map()).get(group)!;

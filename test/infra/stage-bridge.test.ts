@@ -173,8 +173,14 @@ describe('a stage with its bridge enabled', () => {
     expect(() => synth({ ...BRIDGE, protocol: 'rocketmq4', endpoints: 'ns1.mq.internal:9876' })).toThrow(
       'rocketmq.stages.test.bridge.tls: protocol is rocketmq4, whose remoting client has no TLS, but tls is true (the default): set tls to false',
     );
-    expect(() => synth({ ...BRIDGE, protocol: 'rocketmq4', endpoints: 'ns1.mq.internal:9876', tls: false })).toThrow(
-      "bridge.protocol is rocketmq4 but order-status-consumer-group is an orderly group: the bridge's RocketMQ 4 client consumes concurrently only",
-    );
+  });
+
+  it('feeds the orderly group from a RocketMQ 4 cluster too: its route is FIFO on the remoting protocol', () => {
+    const v4 = synth({ ...BRIDGE, protocol: 'rocketmq4', endpoints: 'ns1.mq.internal:9876', tls: false }).test;
+    const container = Object.values(v4.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions[0];
+    const json = JSON.stringify(container.Environment.find((e: { Name: string }) => e.Name === 'BRIDGE_CONFIG').Value);
+    expect(json).toContain('\\"protocol\\":\\"rocketmq4\\"');
+    expect(json).toContain('\\"nameServer\\":\\"ns1.mq.internal:9876\\"');
+    expect(json).toMatch(/\\"group\\":\\"order-status-consumer-group\\"[^}]*\\"fifo\\":true/);
   });
 });

@@ -43,8 +43,10 @@ export class BridgeChildProcess {
         // not a log line
       }
     });
+    // 'close', not 'exit': it comes after the output pipes are drained, so a line written just
+    // before a SIGKILL is in `lines` once this resolves.
     this.exited = new Promise((resolve) =>
-      this.#child.once('exit', (code, signal) => {
+      this.#child.once('close', (code, signal) => {
         resolve({ code, signal });
         for (const wake of this.#waiters) wake();
       }),
@@ -82,6 +84,7 @@ export function forwardedMsgIds(lines: Record<string, unknown>[]): string[] {
   return lines.filter((l) => l.message === 'forwarded').flatMap((l) => l.msgIds as string[]);
 }
 
-export function faultedMsgIds(lines: Record<string, unknown>[]): string[] {
-  return lines.filter((l) => l.fault === 'crash-before-ack').flatMap((l) => l.msgIds as string[]);
+/** The msgIds a faulted bridge reported holding, forwarded and not acked (`BRIDGE_FAULT`, default `crash-before-ack`). */
+export function faultedMsgIds(lines: Record<string, unknown>[], fault = 'crash-before-ack'): string[] {
+  return lines.filter((l) => l.fault === fault).flatMap((l) => l.msgIds as string[]);
 }

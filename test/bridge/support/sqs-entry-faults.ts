@@ -21,3 +21,20 @@ export function failBatchEntries(sqs: SQSClient, shouldFail: (body: string) => b
     { step: 'initialize', name: 'failBatchEntries' },
   );
 }
+
+/**
+ * Whole `SendMessageBatch` calls failing, as when SQS is unreachable or throttles the request:
+ * a call with an entry `shouldFail` picks is rejected before anything of it reaches the queue.
+ */
+export function failBatchRequests(sqs: SQSClient, shouldFail: (bodies: readonly string[]) => boolean): void {
+  sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { Entries?: { MessageBody: string }[] };
+      if (context.commandName === 'SendMessageBatchCommand' && input.Entries && shouldFail(input.Entries.map((e) => e.MessageBody))) {
+        throw Object.assign(new Error('injected: SendMessageBatch failed'), { name: 'ServiceUnavailable', $fault: 'server' });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'failBatchRequests' },
+  );
+}

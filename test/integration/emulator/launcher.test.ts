@@ -459,6 +459,43 @@ describe('SQS under concurrent requests on the launcher', () => {
   });
 });
 
+describe('SQS FIFO deduplication on the launcher', () => {
+  const sqsOf = (endpoint: string) => new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+
+  /** Sends a, b, consumes both, re-sends a (same deduplication id) and c; returns what arrives after. */
+  async function resendAfterDelete(sqs: SQSClient, name: string, attributes: Record<string, string> = {}) {
+    const url = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: { FifoQueue: 'true', ...attributes } }))).QueueUrl!;
+    const send = (body: string, group = 'order-1') => sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body, MessageGroupId: group, MessageDeduplicationId: `id-${body}` }));
+    const takeAll = async () => {
+      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
+      if (Messages.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
+      return Messages.map((m) => m.Body);
+    };
+    await send('a');
+    await send('b');
+    const first = await takeAll();
+    await send('a');
+    await send('c');
+    return { first, after: await takeAll(), send, takeAll };
+  }
+
+  it('drops a re-send within five minutes although the first copy was consumed and deleted (stock moto delivers it again)', async () => {
+    const launched = await resendAfterDelete(sqsOf(launcher.endpoint), `fifo-dedup-${run}`);
+    expect(launched.first).toEqual(['a', 'b']);
+    expect(launched.after).toEqual(['c']);
+    const plain = await resendAfterDelete(sqsOf(stock.endpoint), `fifo-dedup-${run}`);
+    expect(plain.after).toEqual(['a', 'c']);
+  });
+
+  it('keeps ids per message group under the messageGroup deduplication scope', async () => {
+    const scoped = await resendAfterDelete(sqsOf(launcher.endpoint), `fifo-scope-${run}`, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+    expect(scoped.after).toEqual(['c']);
+    // The same id in another group is another message.
+    await scoped.send('a', 'order-2');
+    expect(await scoped.takeAll()).toEqual(['a']);
+  });
+});
+
 // How much faster the launcher is is a benchmark figure: `npx tsx scripts/emulator/bench-rollback.ts`.
 describe('TransactWriteItems on a 2,000-item table', () => {
   it('commits and cancels exactly as stock moto does, leaving the same table', async () => {
