@@ -125,6 +125,8 @@ async function main(): Promise<number> {
     redeliverProbability: args.redeliverProbability,
     seed: args.seed,
     endpoint: args.endpoint,
+    // Kept for inspection: one endpoint for every service, as printed below.
+    separateDynamoDb: !args.keep,
     prefix: args.prefix,
     maxRunMs: args.maxRunSeconds !== undefined ? args.maxRunSeconds * 1000 : undefined,
     onProgress: progress.update,

@@ -10,25 +10,27 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
  */
 export interface AwsConfig {
   endpoint?: string;
+  /** DynamoDB's own endpoint when it is not `endpoint` (the local run's second emulator process). */
+  dynamoDbEndpoint?: string;
   region?: string;
   /** SDK-level retries inside one invocation (transient faults) before the record is failed. */
   maxAttempts?: number;
 }
 
-export function emulatorConfig(endpoint: string): AwsConfig {
-  return { endpoint, region: 'us-east-1' };
+export function emulatorConfig(endpoint: string, dynamoDbEndpoint?: string): AwsConfig {
+  return { endpoint, region: 'us-east-1', ...(dynamoDbEndpoint && dynamoDbEndpoint !== endpoint ? { dynamoDbEndpoint } : {}) };
 }
 
-function baseConfig(config: AwsConfig) {
+function baseConfig(config: AwsConfig, endpoint = config.endpoint) {
   return {
     region: config.region ?? process.env.AWS_REGION ?? 'us-east-1',
     maxAttempts: config.maxAttempts ?? 3,
-    ...(config.endpoint ? { endpoint: config.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
   };
 }
 
 export function createDynamoDb(config: AwsConfig = {}): DynamoDBDocumentClient {
-  return DynamoDBDocumentClient.from(new DynamoDBClient(baseConfig(config)), {
+  return DynamoDBDocumentClient.from(new DynamoDBClient(baseConfig(config, config.dynamoDbEndpoint ?? config.endpoint)), {
     marshallOptions: { removeUndefinedValues: true },
   });
 }
@@ -45,7 +47,11 @@ export function createEventBridge(config: AwsConfig = {}): EventBridgeClient {
   return new EventBridgeClient(baseConfig(config));
 }
 
-/** Config for code running in Lambda or a local run: `AWS_ENDPOINT_URL` selects the emulator. */
+/**
+ * Config for code running in Lambda or a local run: `AWS_ENDPOINT_URL` selects the emulator, and
+ * `AWS_ENDPOINT_URL_DYNAMODB` (the SDK's own name for it) DynamoDB's, when that runs apart.
+ */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): AwsConfig {
-  return env.AWS_ENDPOINT_URL ? { endpoint: env.AWS_ENDPOINT_URL } : {};
+  if (!env.AWS_ENDPOINT_URL) return {};
+  return { endpoint: env.AWS_ENDPOINT_URL, ...(env.AWS_ENDPOINT_URL_DYNAMODB ? { dynamoDbEndpoint: env.AWS_ENDPOINT_URL_DYNAMODB } : {}) };
 }

@@ -1,4 +1,4 @@
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { runLocalPipeline, type LocalRunResult } from '../local/local-pipeline.ts';
@@ -138,7 +138,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   });
   try {
     const { result } = run;
-    const aws = emulatorConfig(result.endpoint);
+    const aws = result.resources.aws;
     const dynamoDb = createDynamoDb(aws);
     const sqs = createSqs(aws);
     const invariants = await checkInvariants({

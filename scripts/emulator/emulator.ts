@@ -7,6 +7,8 @@ import { EMULATOR_REQUIREMENTS, ensurePythonEnvironment, PythonEnvironmentError 
 /** A running local AWS emulator (moto server behind the project's launcher). */
 export interface Emulator {
   readonly endpoint: string;
+  /** DynamoDB's endpoint: `endpoint`, or a second process's with `separateDynamoDb`. */
+  readonly dynamoDbEndpoint: string;
   /**
    * The launcher's patches that are installed: `mode` "patched" (DynamoDB item-level
    * rollback + lock), "locked" (lock only) or "stock"; `hotPaths` the SQS counts and
@@ -35,6 +37,12 @@ export interface StartEmulatorOptions {
    * compare against stock behaviour; never for anything that writes concurrently.
    */
   stockMoto?: boolean;
+  /**
+   * DynamoDB in a process of its own, every other service in the first: moto serves one request
+   * at a time per process in effect (Python's GIL), so two processes let SQS and DynamoDB work on
+   * both cores at once. Clients must then send DynamoDB calls to `dynamoDbEndpoint`.
+   */
+  separateDynamoDb?: boolean;
 }
 
 const LAUNCHER = fileURLToPath(new URL('./launcher.py', import.meta.url));
@@ -56,6 +64,28 @@ function killAllOnExit() {
 /** Starts the emulator on a free loopback port and resolves once it answers. */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
   const python = options.python ?? process.env.EMULATOR_PYTHON ?? (await defaultPython());
+  const processes = await Promise.allSettled(Array.from({ length: options.separateDynamoDb ? 2 : 1 }, () => startLauncher(python, options)));
+  const started = processes.flatMap((p) => (p.status === 'fulfilled' ? [p.value] : []));
+  const failed = processes.find((p) => p.status === 'rejected');
+  if (failed) {
+    await Promise.all(started.map((p) => p.stop()));
+    throw failed.reason;
+  }
+  const [main, dynamoDb = main] = started as [Emulator, Emulator?];
+  return {
+    endpoint: main.endpoint,
+    dynamoDbEndpoint: dynamoDb.endpoint,
+    patches: main.patches,
+    async reset() {
+      await Promise.all(started.map((p) => p.reset()));
+    },
+    async stop() {
+      await Promise.all(started.map((p) => p.stop()));
+    },
+  };
+}
+
+async function startLauncher(python: string, options: StartEmulatorOptions): Promise<Emulator> {
   const args = [LAUNCHER, '--exit-with-stdin', ...(options.stockMoto ? ['--stock'] : [])];
   // stdin stays an open pipe we never write to: if this process dies, even by SIGKILL, the
   // launcher sees EOF and exits, so no emulator outlives its test run.
@@ -78,6 +108,7 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
   const { endpoint } = ready;
   return {
     endpoint,
+    dynamoDbEndpoint: endpoint,
     patches: { mode: String(ready.mode ?? 'unknown'), hotPaths: ready.hotPaths === true },
     async reset() {
       const res = await fetch(`${endpoint}/moto-api/reset`, { method: 'POST' });

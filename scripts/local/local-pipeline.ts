@@ -66,6 +66,12 @@ export interface LocalPipelineOptions {
   seedTables?: (dynamoDb: DynamoDBDocumentClient, tables: LocalResources['tables']) => Promise<number>;
   /** Use a running emulator instead of starting one. */
   endpoint?: string;
+  /**
+   * The emulator the run starts puts DynamoDB in a process of its own (default true), so SQS
+   * and DynamoDB are served on both cores; false keeps one endpoint for everything, simpler to
+   * inspect (`--keep`).
+   */
+  separateDynamoDb?: boolean;
   /** Resource name prefix. Default `local-<random>`. */
   prefix?: string;
   /** Give up waiting for the queues to drain after this long. Default: `defaultMaxRunMs` of the traffic. */
@@ -159,12 +165,12 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
   try {
     let emulator: Emulator | undefined;
     if (!options.endpoint) {
-      emulator = await startEmulator();
+      emulator = await startEmulator({ separateDynamoDb: options.separateDynamoDb ?? true });
       cleanups.push(() => emulator!.stop());
     }
     const endpoint = options.endpoint ?? emulator!.endpoint;
-    const aws = emulatorConfig(endpoint);
-    const resources = await provisionLocal(endpoint, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, { catalogue, groups, visibilityTimeoutSeconds });
+    const aws = emulatorConfig(endpoint, emulator?.dynamoDbEndpoint);
+    const resources = await provisionLocal(aws, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, { catalogue, groups, visibilityTimeoutSeconds });
     let coupons: LocalCouponService | undefined;
     if (registrations.some((r) => r.usesCouponService)) {
       coupons = await LocalCouponService.start();

@@ -1,6 +1,6 @@
 import { CreateTableCommand, UpdateTimeToLiveCommand, type AttributeDefinition, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { createDynamoDb, createSqs, emulatorConfig, type AwsConfig } from '../../lib/aws/clients.ts';
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
 import { CONSUMER_GROUPS, FIFO_QUEUE_ATTRIBUTES, TABLES, deadLetterQueueName, queueName, tableName, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/resources.ts';
 
@@ -12,6 +12,8 @@ export interface LocalQueue {
 export interface LocalResources {
   prefix: string;
   endpoint: string;
+  /** How to reach them: `endpoint`, and DynamoDB's own when it runs in a process of its own. */
+  aws: AwsConfig;
   tables: Record<TableKey, string>;
   queues: Record<string, { source: LocalQueue; deadLetter: LocalQueue; maxReceiveCount: number; fifo: boolean }>;
 }
@@ -25,7 +27,7 @@ export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 30;
  * an orderly group FIFO queues with the catalogue's FIFO attributes.
  */
 export async function provisionLocal(
-  endpoint: string,
+  emulator: string | AwsConfig,
   prefix: string,
   options: {
     /** The groups that exist (default `CONSUMER_GROUPS`); a test adds one here as it does for the CDK app. */
@@ -36,7 +38,8 @@ export async function provisionLocal(
     visibilityTimeoutSeconds?: number;
   } = {},
 ): Promise<LocalResources> {
-  const config = emulatorConfig(endpoint);
+  const config = typeof emulator === 'string' ? emulatorConfig(emulator) : emulator;
+  const endpoint = config.endpoint!;
   const dynamoDb = createDynamoDb(config);
   const sqs = createSqs(config);
   const tables = {} as Record<TableKey, string>;
@@ -72,7 +75,7 @@ export async function provisionLocal(
     });
     queues[def.group] = { source, deadLetter, maxReceiveCount: lifetimes.maxReceiveCount, fifo };
   }
-  return { prefix, endpoint, tables, queues };
+  return { prefix, endpoint, aws: config, tables, queues };
 }
 
 async function createQueue(sqs: ReturnType<typeof createSqs>, name: string, attributes: Record<string, string>): Promise<LocalQueue> {
