@@ -66,6 +66,12 @@ Why a launcher of our own instead of plain `moto_server` -- two measured gaps:
    keeps each id for the window, per queue (per group under the
    ``messageGroup`` deduplication scope).
 
+6. moto's server is werkzeug's development server, which answers every
+   request with ``Connection: close`` and starts a thread per request: each SDK
+   call opened a new TCP connection and a new thread, 56 % of the emulator's CPU
+   in a chaos run (py-spy). The launcher serves the same app with cheroot
+   (keep-alive, a thread pool).
+
 --stock serves plain moto (no lock, no patch) with the same readiness protocol;
 the differential/timing tests compare against it.
 """
@@ -73,13 +79,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import signal
 import sys
 import threading
+import traceback
 
-from werkzeug.serving import make_server
+from cheroot import wsgi
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
@@ -156,8 +162,12 @@ def remember_fifo_deduplication_ids() -> None:
             seen = self.__dict__.setdefault("_deduplication_ids_sent", {})
             now = message.sent_timestamp
             window_ms = DEDUPLICATION_TIME_IN_SECONDS * 1000
-            for key in [k for k, sent in seen.items() if now - sent >= window_ms]:
-                del seen[key]
+            # Entries are only ever added, in send order: the expired ones are at the front.
+            while seen:
+                oldest = next(iter(seen))
+                if now - seen[oldest] < window_ms:
+                    break
+                del seen[oldest]
             scope = message.group_id if self.attributes.get("DeduplicationScope") == "messageGroup" else None
             key = (scope, message.deduplication_id)
             if key in seen:
@@ -183,6 +193,38 @@ def serialise_reset(app):
     return wrapped
 
 
+def close_after_crash(app):
+    """An exception moto does not handle (a KeyError on an undefined placeholder, say) ends as a
+    500 that says ``Connection: close``. Left to cheroot it is a bare 500 after which the server
+    drops the connection silently, and a keep-alive client's next call on it fails
+    ("socket hang up"): one emulator bug would fail an unrelated call.
+    """
+
+    def wrapped(environ, start_response):
+        try:
+            return app(environ, start_response)
+        except Exception:
+            traceback.print_exc()
+            start_response("500 Internal Server Error", [("Content-Type", "application/x-amz-json-1.0"), ("Connection", "close")], sys.exc_info())
+            return [b'{"__type": "InternalServerError", "message": "the emulator failed on this request (traceback on its stderr)"}']
+
+    return wrapped
+
+
+def http_server(host: str, port: int, app) -> wsgi.Server:
+    """A keep-alive HTTP/1.1 server for the app (see 6. above).
+
+    Threads: every request in progress holds one, and a ReceiveMessage long poll holds its
+    thread for up to 20 s, so the pool must outnumber the pollers of the biggest local run
+    (groups x consumers, plus the bridge, the run's own readers and a test's) by a margin.
+    Idle connections stay open longer than any run lasts, and as many as the clients keep:
+    a connection the server closes while a client reuses it fails that call.
+    """
+    server = wsgi.Server((host, port), app, numthreads=64, timeout=3600, shutdown_timeout=1)
+    server.keep_alive_conn_limit = None
+    return server
+
+
 def _watch_stdin(stop: threading.Event) -> None:
     try:
         while sys.stdin.buffer.read(4096):
@@ -199,12 +241,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stock", action="store_true", help="plain moto: no lock, no patch")
     parser.add_argument("--exit-with-stdin", action="store_true",
                         help="exit when stdin reaches EOF (parent process gone)")
-    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         sys.exit("the emulator binds to loopback only")
-    if not args.verbose:
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     app = DomainDispatcherApplication(create_backend_app)
     mode = "stock"
@@ -216,18 +255,18 @@ def main(argv: list[str] | None = None) -> None:
         serialise_sqs_actions()
         remember_fifo_deduplication_ids()
         app = serialise_reset(app)
-    server = make_server(args.host, args.port, app, threaded=True)
-    server.daemon_threads = True  # in-flight requests never keep the process alive
+    server = http_server(args.host, args.port, close_after_crash(app))
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     if args.exit_with_stdin:
         threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
-    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    server.prepare()  # binds, so the port is known before the readiness line
+    serving = threading.Thread(target=server.serve, daemon=True)
     serving.start()
 
-    port = server.socket.getsockname()[1]
+    port = server.bind_addr[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(json.dumps({"ready": True, "endpoint": f"http://{host}:{port}", "mode": mode, "hotPaths": hot}), flush=True)
     try:
@@ -235,8 +274,7 @@ def main(argv: list[str] | None = None) -> None:
             if not serving.is_alive():
                 sys.exit("emulator: server thread died")
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 if __name__ == "__main__":

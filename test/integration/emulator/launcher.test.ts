@@ -12,12 +12,15 @@ import {
   QueryCommand,
   ScanCommand,
   TransactWriteItemsCommand,
+  UpdateItemCommand,
   type AttributeValue,
+  type UpdateItemCommandInput,
   type CreateTableCommandInput,
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { EmulatorUnavailableError, startEmulator, type Emulator } from '../../../scripts/emulator/emulator.ts';
 
 type Item = Record<string, AttributeValue>;
@@ -322,6 +325,110 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
   });
 });
 
+describe('differential: UpdateItem on the launcher (memoised parse, pickled working copy) vs stock moto', () => {
+  it('answers every update expression, each sent twice, as stock moto does, and leaves the same items', async () => {
+    const T = `diff-update-${run}`;
+    const updates: Omit<UpdateItemCommandInput, 'TableName'>[] = [
+      {
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'SET v = :one, tags = :tags, doc = :doc',
+        ExpressionAttributeValues: { ':one': { N: '1' }, ':tags': { L: [{ S: 'x' }] }, ':doc': { M: { inner: { M: { n: { N: '1' } } } } } },
+        ReturnValues: 'ALL_NEW',
+      },
+      {
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'SET v = v + :one, #s = if_not_exists(#s, :open)',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':one': { N: '1' }, ':open': { S: 'open' } },
+        ReturnValues: 'UPDATED_OLD',
+      },
+      {
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'SET tags = list_append(tags, :more), doc.#in.n = doc.#in.n - :one',
+        ExpressionAttributeNames: { '#in': 'inner' },
+        ExpressionAttributeValues: { ':more': { L: [{ S: 'y' }] }, ':one': { N: '1' } },
+        ReturnValues: 'ALL_NEW',
+      },
+      {
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'ADD failures :one, colours :red SET lastDelivery = :d REMOVE tags[0]',
+        ExpressionAttributeValues: { ':one': { N: '1' }, ':red': { SS: ['red'] }, ':d': { S: 'd1' } },
+        ReturnValues: 'ALL_NEW',
+      },
+      {
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'DELETE colours :red',
+        ExpressionAttributeValues: { ':red': { SS: ['red'] }, ':d': { S: 'd1' } },
+        ConditionExpression: 'lastDelivery <> :d',
+      },
+      {
+        Key: { pk: { S: 'b' } },
+        UpdateExpression: 'SET #status = :to, statusMsgId = :m',
+        ConditionExpression: 'attribute_not_exists(pk) OR #status = :from',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':to': { S: 'PAID' }, ':m': { S: 'm1' }, ':from': { S: 'WAIT_PAY' } },
+        ReturnValues: 'ALL_NEW',
+      },
+      // Errors: arithmetic on a string, an undefined placeholder, overlapping paths, the key itself.
+      { Key: { pk: { S: 'b' } }, UpdateExpression: 'SET statusMsgId = statusMsgId + :one', ExpressionAttributeValues: { ':one': { N: '1' } } },
+      { Key: { pk: { S: 'b' } }, UpdateExpression: 'SET v = :missing' },
+      {
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'SET doc.#in = :m, doc.#in.n = :one',
+        ExpressionAttributeNames: { '#in': 'inner' },
+        ExpressionAttributeValues: { ':m': { M: {} }, ':one': { N: '1' } },
+      },
+      { Key: { pk: { S: 'a' } }, UpdateExpression: 'SET pk = :k', ExpressionAttributeValues: { ':k': { S: 'z' } } },
+      {
+        Key: { pk: { S: 'a' } },
+        UpdateExpression: 'REMOVE doc.#in, colours SET v = :zero',
+        ExpressionAttributeNames: { '#in': 'inner' },
+        ExpressionAttributeValues: { ':zero': { N: '0' } },
+        ReturnValues: 'ALL_OLD',
+      },
+    ];
+    const outcomes: Record<'launcher' | 'stock', unknown[]> = { launcher: [], stock: [] };
+    for (const [name, ddb] of [
+      ['launcher', ddbLauncher],
+      ['stock', ddbStock],
+    ] as const) {
+      await ddb.send(new CreateTableCommand(simpleTable(T)));
+      // Twice: the second round takes the launcher's memoised parse and its pickled copy.
+      for (const round of [1, 2]) {
+        for (const update of updates) {
+          const outcome = await ddb.send(new UpdateItemCommand({ TableName: T, ...update })).then(
+            (r) => ({ round, attributes: r.Attributes }),
+            (e: Error) => ({ round, error: e.name, message: e.message }),
+          );
+          outcomes[name].push(outcome);
+        }
+      }
+      outcomes[name].push((await ddb.send(new ScanCommand({ TableName: T }))).Items?.sort((x, y) => x.pk!.S!.localeCompare(y.pk!.S!)));
+    }
+    expect(outcomes.launcher).toEqual(outcomes.stock);
+    // The run exercised successes and each kind of refusal, not only one path.
+    expect(outcomes.stock.filter((o) => (o as { error?: string }).error).length).toBeGreaterThanOrEqual(8);
+    expect(outcomes.stock.filter((o) => (o as { attributes?: unknown }).attributes).length).toBeGreaterThanOrEqual(8);
+  });
+});
+
+describe('keep-alive on the launcher', () => {
+  it('answers an error moto does not handle with a 500 that closes its connection, so the next call on the client succeeds', async () => {
+    const ddb = client(launcher.endpoint);
+    const T = `crash-${run}`;
+    await ddb.send(new CreateTableCommand(simpleTable(T)));
+    // moto raises a KeyError on a placeholder the request does not define.
+    const crash = await ddb
+      .send(
+        new UpdateItemCommand({ TableName: T, Key: { pk: { S: 'a' } }, UpdateExpression: 'SET v = :one', ConditionExpression: 'v <> :undefined', ExpressionAttributeValues: { ':one': { N: '1' } } }),
+      )
+      .catch((e: Error & { $metadata?: { httpStatusCode?: number } }) => e);
+    expect(crash).toMatchObject({ name: 'InternalServerError', $metadata: { httpStatusCode: 500 } });
+    // One attempt: without the Connection: close this call reused the dropped connection and failed.
+    await expect(ddb.send(new PutItemCommand({ TableName: T, Item: { pk: { S: 'b' } } }))).resolves.toBeDefined();
+  });
+});
+
 describe('concurrency on the launcher', () => {
   /** Writers whose puts are acknowledged, racing transactions that write the same keys and get cancelled. */
   async function race(ddb: DynamoDBClient, TableName: string, writers: number, perWriter: number) {
@@ -592,6 +699,31 @@ describe('startup failures and process hygiene', () => {
     }
     return false;
   };
+
+  it('with separateDynamoDb, serves DynamoDB from a second process; reset and stop reach both', async () => {
+    const emu = await startEmulator({ separateDynamoDb: true });
+    try {
+      expect(emu.dynamoDbEndpoint).not.toBe(emu.endpoint);
+      const aws = emulatorConfig(emu.endpoint, emu.dynamoDbEndpoint);
+      const table = {
+        TableName: 'split',
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' as const }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' as const }],
+        BillingMode: 'PAY_PER_REQUEST' as const,
+      };
+      await createDynamoDb(aws).send(new CreateTableCommand(table));
+      await createSqs(aws).send(new CreateQueueCommand({ QueueName: 'split' }));
+      // The table lives in the DynamoDB process only; the other process has none.
+      await expect(client(emu.dynamoDbEndpoint).send(new DescribeTableCommand({ TableName: 'split' }))).resolves.toBeDefined();
+      await expect(client(emu.endpoint).send(new DescribeTableCommand({ TableName: 'split' }))).rejects.toThrow(/not found|ResourceNotFound/i);
+      await emu.reset();
+      await expect(client(emu.dynamoDbEndpoint).send(new DescribeTableCommand({ TableName: 'split' }))).rejects.toThrow(/not found|ResourceNotFound/i);
+    } finally {
+      await emu.stop();
+    }
+    expect(await waitUntilGone(emu.endpoint, 3000)).toBe(true);
+    expect(await waitUntilGone(emu.dynamoDbEndpoint, 3000)).toBe(true);
+  });
 
   it('stop() ends the server (SIGTERM)', async () => {
     const emu = await startEmulator();
