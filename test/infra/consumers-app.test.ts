@@ -376,13 +376,13 @@ describe('pipeline', () => {
     const installs = [...JSON.stringify(pipelineTemplate.toJSON()).matchAll(/npm install -g ([^"\\]+)/g)].map((m) => m[1]!);
     expect(installs.length).toBeGreaterThan(0);
     expect(new Set(installs)).toEqual(new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]));
-    // Python tools come only from the pinned requirements (moto and cfn-lint, each ==).
+    // Python tools come only from the pinned requirements (moto, the emulator's HTTP server and cfn-lint, each ==).
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
     const requirements = readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator/requirements.txt'), 'utf8')
       .split('\n')
       .filter((l) => l && !l.startsWith('#'));
     for (const line of requirements) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
-    expect(requirements.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cfn-lint']);
+    expect(requirements.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint']);
   });
 
   it('turns termination protection on for each stage stack after deploying it, and fails unless it is on', () => {

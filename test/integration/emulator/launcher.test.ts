@@ -325,14 +325,24 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
   });
 });
 
-describe('differential: UpdateItem on the launcher (memoised parse, pickled working copy) vs stock moto', () => {
+describe('differential: UpdateItem on the launcher (memoised parse, pickled working copy, attribute values written as they come) vs stock moto', () => {
   it('answers every update expression, each sent twice, as stock moto does, and leaves the same items', async () => {
     const T = `diff-update-${run}`;
     const updates: Omit<UpdateItemCommandInput, 'TableName'>[] = [
       {
         Key: { pk: { S: 'a' } },
-        UpdateExpression: 'SET v = :one, tags = :tags, doc = :doc',
-        ExpressionAttributeValues: { ':one': { N: '1' }, ':tags': { L: [{ S: 'x' }] }, ':doc': { M: { inner: { M: { n: { N: '1' } } } } } },
+        // Every attribute type, binary ones too (the launcher writes the others as they come and leaves binary to moto's serializer).
+        UpdateExpression: 'SET v = :one, tags = :tags, doc = :doc, flags = :flags, payload = :blob, payloads = :blobs, nums = :nums, gone = :null',
+        ExpressionAttributeValues: {
+          ':one': { N: '1' },
+          ':tags': { L: [{ S: 'x' }, { N: '2' }, { M: { deep: { BOOL: false } } }] },
+          ':doc': { M: { inner: { M: { n: { N: '1' }, b: { B: new Uint8Array([1, 2]) } } } } },
+          ':flags': { SS: ['a', 'b'] },
+          ':blob': { B: new Uint8Array([0, 255, 7]) },
+          ':blobs': { BS: [new Uint8Array([1]), new Uint8Array([2])] },
+          ':nums': { NS: ['1', '2.5'] },
+          ':null': { NULL: true },
+        },
         ReturnValues: 'ALL_NEW',
       },
       {
