@@ -150,9 +150,6 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
     const proxyMs = Date.now() - started;
     const proxyEndpoint = `127.0.0.1:${grpcPort}`;
     const topicNames = (options.topics ?? []).map((t) => t.name);
-    await waitForRoutes(proxyEndpoint, topicNames, started + timeoutMs);
-
-    const startupMs = Date.now() - started;
     const killBroker = async () => {
       const victim = proxy!;
       if (victim.exitCode !== null || victim.signalCode !== null) return;
@@ -166,6 +163,18 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
       await waitForRoutes(proxyEndpoint, topicNames, began + timeoutMs);
       return { recoveryMs: Date.now() - began };
     };
+    try {
+      await waitForRoutes(proxyEndpoint, topicNames, started + timeoutMs);
+    } catch (err) {
+      if (!(err instanceof LocalRocketMQStartError)) throw err;
+      // Seen once in a full bridge suite, never with a test file alone: the proxy said it was up
+      // and no producer could start for the whole timeout. A broker restarted on its store comes
+      // up (the incident tests do it every run), so the start tries that once before failing.
+      process.stderr.write(`local RocketMQ: ${err.message}; restarting the broker once\n`);
+      await killBroker();
+      await restartBroker();
+    }
+    const startupMs = Date.now() - started;
     return {
       proxyEndpoint,
       namesrvAddr,

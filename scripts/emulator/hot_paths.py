@@ -1,4 +1,4 @@
-"""Cheap SQS queue counts, request routing and update-expression parses for moto 5.2.1
+"""Cheap SQS queue counts, request routing, update expressions and DynamoDB responses for moto 5.2.1
 (launcher process only).
 
 Why

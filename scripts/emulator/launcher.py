@@ -9,7 +9,7 @@ Prints exactly one JSON readiness line on stdout once the socket is listening:
 and serves until SIGTERM/SIGINT (or, with --exit-with-stdin, until its stdin
 reaches EOF, i.e. the parent died even by SIGKILL).
 
-Why a launcher of our own instead of plain `moto_server` -- two measured gaps:
+Why a launcher of our own instead of plain `moto_server` -- measured gaps:
 
 1. moto's DynamoDB backend is not safe under concurrent requests. Its
    TransactWriteItems backs up the whole table (deepcopy) before applying and,
@@ -72,8 +72,8 @@ Why a launcher of our own instead of plain `moto_server` -- two measured gaps:
    in a chaos run (py-spy). The launcher serves the same app with cheroot
    (keep-alive, a thread pool).
 
---stock serves plain moto (no lock, no patch) with the same readiness protocol;
-the differential/timing tests compare against it.
+--stock serves moto's own behaviour (no lock, no patch; the same HTTP server and
+readiness protocol); the differential/timing tests compare against it.
 """
 from __future__ import annotations
 
