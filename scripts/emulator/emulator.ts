@@ -150,10 +150,10 @@ function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, st
     const timer = setTimeout(() => fail(`emulator did not start within ${timeoutMs} ms: ${stderr().trim()}`), timeoutMs);
     child.once('error', (err) => fail(`cannot run Python for the emulator ("${python}": ${err.message}); use one with ${requirementsShown()} installed, ${DEFAULT_HINT}`));
     child.once('exit', (code, signal) => {
-      const missing = /No module named '?(moto|werkzeug|flask|cheroot)/.exec(stderr());
+      const missing = /No module named '?(moto|werkzeug|flask|cheroot)'?/.exec(stderr());
       fail(
         missing
-          ? `moto is not installed for "${python}" (${missing[0]}): ${python} -m pip install -r ${requirementsShown()}, ${DEFAULT_HINT}`
+          ? `the emulator's Python packages (moto, cheroot) are not installed for "${python}" (${missing[0]}): ${python} -m pip install -r ${requirementsShown()}, ${DEFAULT_HINT}`
           : `emulator exited with ${signal ?? `code ${code}`} before it was ready: ${stderr().trim()}`,
       );
     });

@@ -671,10 +671,10 @@ describe('startup failures and process hygiene', () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it('reports missing moto as EmulatorUnavailableError with the install command', async () => {
+  it('reports missing emulator packages as EmulatorUnavailableError, naming the module, with the install command', async () => {
     const err = await startEmulator({ python: noMotoPython }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EmulatorUnavailableError);
-    expect((err as Error).message).toMatch(/moto is not installed/);
+    expect((err as Error).message).toMatch(/the emulator's Python packages \(moto, cheroot\) are not installed for .*No module named 'cheroot'/);
     expect((err as Error).message).toContain(`${noMotoPython} -m pip install -r scripts/emulator/requirements.txt`);
     expect((err as Error).message.split('\n')).toHaveLength(1);
   });
