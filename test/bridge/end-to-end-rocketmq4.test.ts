@@ -11,7 +11,7 @@ import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/envelope-writer.ts';
 import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
-import { failBatchEntries, failBatchRequests } from './support/sqs-entry-faults.ts';
+import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 
 /**
  * RocketMQ 4.7.1 (name server + broker, real JVMs) → bridge on the remoting protocol → emulator

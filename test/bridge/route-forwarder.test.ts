@@ -11,7 +11,7 @@ import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../../bridge/dead
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { RouteForwarder } from '../../bridge/route-forwarder.ts';
 import { SqsTarget } from '../../bridge/sqs-target.ts';
-import { failBatchEntries } from './support/sqs-entry-faults.ts';
+import { failBatchEntries } from './support/sqs-batch-faults.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 const MAX_BYTES = 262_144;
