@@ -15,7 +15,10 @@ declare module 'ali-ons' {
   }
 
   export interface ClientOptions {
-    /** Name server addresses (`host:port`); without them the client asks Alibaba Cloud's address server over `httpclient`. */
+    /**
+     * Name server addresses (`host:port`); without them the client asks Alibaba Cloud's address server over
+     * `httpclient`.
+     */
     nameSrv?: string | string[];
     /** Required by the constructor even when `nameSrv` is set; only used to reach the address server. */
     httpclient: { request(url: string, options?: unknown): Promise<unknown> };
@@ -41,7 +44,10 @@ declare module 'ali-ons' {
     /** Messages of one queue handed to handlers at once; the offset moves past them only when all resolved. */
     parallelConsumeLimit?: number;
     pullThresholdForQueue?: number;
-    /** How long a queue's pulling pauses once more than `pullThresholdForQueue` of its messages wait in the process (5000 ms). */
+    /**
+     * How long a queue's pulling pauses once more than `pullThresholdForQueue` of its messages wait in the process
+     * (5000 ms).
+     */
     pullTimeDelayMillsWhenFlowControl?: number;
     maxReconsumeTimes?: number;
   }

@@ -16,7 +16,13 @@ const eventBridgeTarget = z.object({
   kind: z.literal('eventbridge'),
   eventBusName: z.string().min(1),
   /** EventBridge `Source`; the groups' rules match its `rocketmq.` prefix. Defaults to `rocketmq.<clusterName>`. */
-  source: z.string().startsWith(BRIDGE_EVENT_SOURCE_PREFIX, `the groups' rules match only sources starting with ${BRIDGE_EVENT_SOURCE_PREFIX}`).optional(),
+  source: z
+    .string()
+    .startsWith(
+      BRIDGE_EVENT_SOURCE_PREFIX,
+      `the groups' rules match only sources starting with ${BRIDGE_EVENT_SOURCE_PREFIX}`,
+    )
+    .optional(),
 });
 
 const routeSchema = z.object({
@@ -43,7 +49,10 @@ const routeSchema = z.object({
   dlqUrl: z.string().min(1),
 });
 
-/** How the bridge talks to the cluster: RocketMQ 5's gRPC proxy, or RocketMQ 4's remoting protocol through the name servers. */
+/**
+ * How the bridge talks to the cluster: RocketMQ 5's gRPC proxy, or RocketMQ 4's remoting protocol through the name
+ * servers.
+ */
 export const RocketMQProtocol = {
   RocketMQ5: 'rocketmq5',
   RocketMQ4: 'rocketmq4',
@@ -82,7 +91,8 @@ export const bridgeConfigSchema = z.object({
   receiveBatchSize: z.number().int().min(1).max(32).default(20),
   /**
    * How long a received message stays hidden from other receivers; a forward must finish well within it.
-   * On `rocketmq4` it is how soon the bridge hands an un-acked message out again (the broker does not: the offset waits).
+   * On `rocketmq4` it is how soon the bridge hands an un-acked message out again (the broker does not: the offset
+   * waits).
    */
   invisibleDurationMs: z.number().int().min(10_000).default(60_000),
   /** Long-polling wait of one receive. The proxy rejects waits it cannot fit in the request deadline, so keep ≥ 5 s. */
@@ -119,7 +129,8 @@ export class InvalidBridgeConfigError extends Error {
 
 export function parseBridgeConfig(input: unknown): BridgeConfig {
   const result = bridgeConfigSchema.safeParse(input);
-  if (!result.success) throw new InvalidBridgeConfigError(`invalid bridge configuration: ${z.prettifyError(result.error)}`);
+  if (!result.success)
+    throw new InvalidBridgeConfigError(`invalid bridge configuration: ${z.prettifyError(result.error)}`);
   const config = result.data;
   if (config.protocol === RocketMQProtocol.RocketMQ5 && !config.proxyEndpoint) {
     throw new InvalidBridgeConfigError("protocol rocketmq5 needs proxyEndpoint (the proxy's gRPC address)");
@@ -135,10 +146,14 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
   }
   for (const route of config.routes) {
     if (route.fifo && route.target.kind === 'sqs' && !route.target.queueUrl.endsWith('.fifo')) {
-      throw new InvalidBridgeConfigError(`route ${route.group}: a FIFO route needs an SQS FIFO queue (.fifo), got ${route.target.queueUrl}`);
+      throw new InvalidBridgeConfigError(
+        `route ${route.group}: a FIFO route needs an SQS FIFO queue (.fifo), got ${route.target.queueUrl}`,
+      );
     }
     if (route.messageGroupFrom && !route.fifo) {
-      throw new InvalidBridgeConfigError(`route ${route.group}: messageGroupFrom is set but the route is not FIFO: only FIFO routes forward message groups`);
+      throw new InvalidBridgeConfigError(
+        `route ${route.group}: messageGroupFrom is set but the route is not FIFO: only FIFO routes forward message groups`,
+      );
     }
     if (route.fifo !== route.dlqUrl.endsWith('.fifo')) {
       throw new InvalidBridgeConfigError(`route ${route.group}: the DLQ must be FIFO exactly when the route is`);

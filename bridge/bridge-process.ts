@@ -1,8 +1,8 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { configFromEnv, createEventBridge, createSecretsManager, createSqs } from '../lib/aws/clients.ts';
 import { SecretSigningKeys } from '../lib/aws/signing-key-secret.ts';
-import { loadBridgeConfig } from './bridge-config.ts';
 import { Bridge } from './bridge.ts';
+import { loadBridgeConfig } from './bridge-config.ts';
 import { HealthServer } from './health-server.ts';
 import type { BeforeAckHook } from './route-forwarder.ts';
 
@@ -11,7 +11,9 @@ import type { BeforeAckHook } from './route-forwarder.ts';
  * emulator with `AWS_ENDPOINT_URL`), RocketMQ ACL from `ROCKETMQ_ACCESS_KEY`/`ROCKETMQ_SECRET_KEY`.
  * SIGTERM (ECS stop, Ctrl-C) drains: stop receiving, finish in-flight forwards and acks, exit 0.
  */
-export async function runBridgeProcess(options: { env?: NodeJS.ProcessEnv; beforeAck?: BeforeAckHook } = {}): Promise<void> {
+export async function runBridgeProcess(
+  options: { env?: NodeJS.ProcessEnv; beforeAck?: BeforeAckHook } = {},
+): Promise<void> {
   const env = options.env ?? process.env;
   const logger = new Logger({ serviceName: 'rocketmq-bridge' });
   const config = loadBridgeConfig(env);
@@ -19,13 +21,21 @@ export async function runBridgeProcess(options: { env?: NodeJS.ProcessEnv; befor
   const accessKey = env.ROCKETMQ_ACCESS_KEY;
   const accessSecret = env.ROCKETMQ_SECRET_KEY;
   if (!config.sslEnabled) {
-    logger.warn('TLS to RocketMQ is off (sslEnabled: false): credentials and message bodies cross the network in clear; acceptable only for a local broker or a private link', {
-      protocol: config.protocol,
-    });
+    logger.warn(
+      'TLS to RocketMQ is off (sslEnabled: false): credentials and message bodies cross the network in clear; acceptable only for a local broker or a private link',
+      {
+        protocol: config.protocol,
+      },
+    );
   }
-  if (!config.signing) logger.warn('envelopes are not signed (no signing in the configuration): consumers that require signatures will dead-letter them');
+  if (!config.signing)
+    logger.warn(
+      'envelopes are not signed (no signing in the configuration): consumers that require signatures will dead-letter them',
+    );
   const bridge = new Bridge(config, {
-    ...(config.signing ? { signingKeys: new SecretSigningKeys(createSecretsManager(aws), config.signing.secretId) } : {}),
+    ...(config.signing
+      ? { signingKeys: new SecretSigningKeys(createSecretsManager(aws), config.signing.secretId) }
+      : {}),
     sqs: createSqs(aws),
     eventBridge: createEventBridge(aws),
     logger,

@@ -1,17 +1,17 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { batchesInFlightOf, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/telemetry-names.ts';
+import type { SigningKeyRing } from '../lib/rocketmq/envelope-signature.ts';
+import { type BridgeConfig, type BridgeRoute, batchesInFlightOf } from './bridge-config.ts';
 import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
 import type { ForwardTarget } from './forward-target.ts';
-import { RouteForwarder, type BeforeAckHook } from './route-forwarder.ts';
-import { PumpState, RoutePump, type MessageSource } from './route-pump.ts';
+import { type BeforeAckHook, RouteForwarder } from './route-forwarder.ts';
+import { type MessageSource, PumpState, RoutePump } from './route-pump.ts';
 import { createRouteSource } from './route-source.ts';
 import { SqsTarget } from './sqs-target.ts';
-import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/telemetry-names.ts';
-import type { SigningKeyRing } from '../lib/rocketmq/envelope-signature.ts';
 
 export interface BridgeDependencies {
   readonly sqs: SQSClient;
@@ -45,7 +45,9 @@ export class Bridge {
     this.#logger = deps.logger ?? new Logger({ serviceName: 'rocketmq-bridge' });
     this.#pumps = config.routes.map((route) => {
       const metrics = new RouteMetrics(route.group, route.topic);
-      const source = deps.sourceFor?.(route) ?? createRouteSource(config, route, { logger: this.#logger, credentials: deps.credentials });
+      const source =
+        deps.sourceFor?.(route) ??
+        createRouteSource(config, route, { logger: this.#logger, credentials: deps.credentials });
       const forwarder = new RouteForwarder({
         route,
         clusterName: config.clusterName,
@@ -79,7 +81,9 @@ export class Bridge {
     }
     this.#metricsTimer = setInterval(() => this.#flushMetrics(), this.config.metricsIntervalMs);
     this.#metricsTimer.unref();
-    this.#logger.info('bridge started', { routes: this.config.routes.map((r) => `${r.topic}[${r.tagExpression}] → ${r.group}`) });
+    this.#logger.info('bridge started', {
+      routes: this.config.routes.map((r) => `${r.topic}[${r.tagExpression}] → ${r.group}`),
+    });
   }
 
   /** Stops receiving, lets in-flight forwards finish and ack, closes the consumers, flushes metrics. */
@@ -91,7 +95,12 @@ export class Bridge {
   }
 
   status(): BridgeStatus {
-    const routes = Object.fromEntries(this.#pumps.map(({ route, pump, metrics }) => [route.group, { state: pump.state, topic: route.topic, stats: { ...metrics.stats } }]));
+    const routes = Object.fromEntries(
+      this.#pumps.map(({ route, pump, metrics }) => [
+        route.group,
+        { state: pump.state, topic: route.topic, stats: { ...metrics.stats } },
+      ]),
+    );
     return { ready: this.#pumps.every(({ pump }) => pump.state === PumpState.Running), routes };
   }
 
@@ -100,8 +109,10 @@ export class Bridge {
   }
 
   #targetFor(route: BridgeRoute, deps: BridgeDependencies): ForwardTarget {
-    if (route.target.kind === 'sqs') return new SqsTarget(deps.sqs, route.target.queueUrl, this.config.maxMessageBytes, route.fifo);
-    if (!deps.eventBridge) throw new Error(`route ${route.group} targets EventBridge but no EventBridge client was given`);
+    if (route.target.kind === 'sqs')
+      return new SqsTarget(deps.sqs, route.target.queueUrl, this.config.maxMessageBytes, route.fifo);
+    if (!deps.eventBridge)
+      throw new Error(`route ${route.group} targets EventBridge but no EventBridge client was given`);
     const source = route.target.source ?? `${BRIDGE_EVENT_SOURCE_PREFIX}${this.config.clusterName}`;
     return new EventBridgeTarget(deps.eventBridge, route.target.eventBusName, source, this.config.maxMessageBytes);
   }

@@ -1,7 +1,7 @@
-import { sqsText } from '../lib/aws/sqs-text.ts';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { Envelope } from './received-envelope.ts';
+import { sqsText } from '../lib/aws/sqs-text.ts';
 import { describeError } from './forward-target.ts';
+import type { Envelope } from './received-envelope.ts';
 
 /** Why a message went to the group's DLQ instead of its queue. */
 export const DeadLetterReason = {
@@ -49,7 +49,12 @@ export class DeadLetterQueue {
           MessageAttributes: {
             [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: sqsText(letter.reason, 256) },
           },
-          ...(letter.messageGroupId !== undefined ? { MessageGroupId: letter.messageGroupId, MessageDeduplicationId: `${letter.envelope.id}-${letter.reason}` } : {}),
+          ...(letter.messageGroupId !== undefined
+            ? {
+                MessageGroupId: letter.messageGroupId,
+                MessageDeduplicationId: `${letter.envelope.id}-${letter.reason}`,
+              }
+            : {}),
         }),
       );
       return { ok: true };

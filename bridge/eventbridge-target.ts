@@ -1,6 +1,13 @@
-import { PutEventsCommand, type PutEventsCommandOutput, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { type EventBridgeClient, PutEventsCommand, type PutEventsCommandOutput } from '@aws-sdk/client-eventbridge';
+import {
+  describeError,
+  type ForwardResult,
+  type ForwardTarget,
+  failAll,
+  type OutboundMessage,
+  packBatches,
+} from './forward-target.ts';
 import { ENVELOPE_TYPE } from './received-envelope.ts';
-import { describeError, failAll, packBatches, type ForwardResult, type ForwardTarget, type OutboundMessage } from './forward-target.ts';
 
 /** Forwards envelopes as EventBridge events (`detail` = the CloudEvent) with `PutEvents`. */
 export class EventBridgeTarget implements ForwardTarget {
@@ -43,7 +50,13 @@ export class EventBridgeTarget implements ForwardTarget {
     return batch.map((m, index): ForwardResult => {
       const entry = response.Entries?.[index];
       if (entry?.EventId && !entry.ErrorCode) return { id: m.id, ok: true };
-      return { id: m.id, ok: false, reason: entry?.ErrorCode ? `${entry.ErrorCode}: ${entry.ErrorMessage ?? ''}`.trim() : 'EventBridge reported no result for the entry' };
+      return {
+        id: m.id,
+        ok: false,
+        reason: entry?.ErrorCode
+          ? `${entry.ErrorCode}: ${entry.ErrorMessage ?? ''}`.trim()
+          : 'EventBridge reported no result for the entry',
+      };
     });
   }
 }

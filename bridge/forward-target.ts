@@ -15,7 +15,9 @@ export interface OutboundMessage {
   readonly time?: Date;
 }
 
-export type ForwardResult = { readonly id: string; readonly ok: true } | { readonly id: string; readonly ok: false; readonly reason: string };
+export type ForwardResult =
+  | { readonly id: string; readonly ok: true }
+  | { readonly id: string; readonly ok: false; readonly reason: string };
 
 export interface ForwardTarget {
   /** Bytes this message counts for against the target's per-message and per-batch limits. */

@@ -2,7 +2,7 @@ import { ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
 import { buildEnvelope, type Envelope } from '../lib/rocketmq/envelope-writer.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 
-export { serializeEnvelope, type Envelope } from '../lib/rocketmq/envelope-writer.ts';
+export { type Envelope, serializeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
 export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;
 
 /**
@@ -10,7 +10,11 @@ export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;
  * mapped onto the project's one envelope writer (`lib/rocketmq/envelope-writer.ts`), which the
  * consumers' parser reads. RocketMQ's `reconsumeTimes` is the delivery attempt minus one.
  */
-export function envelopeOf(message: ReceivedMessage, clusterName: string, now: () => Date = () => new Date()): Envelope {
+export function envelopeOf(
+  message: ReceivedMessage,
+  clusterName: string,
+  now: () => Date = () => new Date(),
+): Envelope {
   return buildEnvelope(
     {
       topic: message.topic,

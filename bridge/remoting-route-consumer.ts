@@ -1,8 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { Consumer, Producer, type ClientLogger, type Message, type MessageHandler, type MessageQueue } from 'ali-ons';
+import { type ClientLogger, Consumer, type Message, type MessageHandler, type MessageQueue, Producer } from 'ali-ons';
 import { TagExpression } from '../lib/rocketmq/tag-expression.ts';
-import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
 import { describeError } from './forward-target.ts';
+import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
 import type { AckResult, MessageSource } from './route-pump.ts';
 
 /**
@@ -37,7 +37,10 @@ export interface RemotingRouteConsumerOptions {
   readonly tagExpression: string;
   /** Messages per receive (≤ 32, the client's pull size). */
   readonly batchSize: number;
-  /** Receives the pump keeps outstanding at once; the client hands over `batchSize` × this many messages of a queue at a time. */
+  /**
+   * Receives the pump keeps outstanding at once; the client hands over `batchSize` × this many messages of a queue at a
+   * time.
+   */
   readonly batchesInFlight: number;
   /** How long one receive waits for the first message. */
   readonly awaitDurationMs: number;
@@ -118,7 +121,9 @@ export class RemotingRouteConsumer implements MessageSource {
         pullTimeDelayMillsWhenFlowControl: FLOW_CONTROL_PAUSE_MS,
         persistConsumerOffsetInterval: options.persistOffsetIntervalMs ?? 5_000,
         logger: options.logger,
-        ...(options.credentials ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret } : {}),
+        ...(options.credentials
+          ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret }
+          : {}),
       },
       (msg, mq) => this.#deliver(msg, mq),
     );
@@ -133,7 +138,8 @@ export class RemotingRouteConsumer implements MessageSource {
     // heartbeat creates it) are printed to stderr with stack traces. It is one per process: its
     // base class listens once itself, and the first route to start adds the second listener.
     const fallback = await Producer.getDefaultProducer();
-    if (fallback.listenerCount('error') < 2) fallback.on('error', (err: Error) => this.#options.logger.debug('%s', err.message));
+    if (fallback.listenerCount('error') < 2)
+      fallback.on('error', (err: Error) => this.#options.logger.debug('%s', err.message));
     // The client subscribes `%RETRY%<group>` itself; its handler for it is never called (see ForwardingPushConsumer).
     this.#consumer.subscribe(this.#options.topic, this.#tags.source, async () => undefined);
   }
@@ -163,7 +169,8 @@ export class RemotingRouteConsumer implements MessageSource {
   async ack(messages: readonly ReceivedMessage[]): Promise<AckResult[]> {
     return messages.map((message): AckResult => {
       const pending = message.handle;
-      if (!(pending instanceof PendingDelivery)) return { ok: false, reason: describeError(new ForeignMessageError('RocketMQ 4 consumer', message.msgId)) };
+      if (!(pending instanceof PendingDelivery))
+        return { ok: false, reason: describeError(new ForeignMessageError('RocketMQ 4 consumer', message.msgId)) };
       if (pending.state === 'acked') return { ok: true };
       pending.state = 'acked';
       clearTimeout(pending.timer);
@@ -192,7 +199,13 @@ export class RemotingRouteConsumer implements MessageSource {
     if (topic !== this.#options.topic) {
       // A retry of another topic this group once subscribed: not this route's to forward, and
       // the client would have skipped it too.
-      this.#options.logger.warn('skipping %s from %s: its topic %s is not the route topic %s', msg.msgId, mq.topic, topic, this.#options.topic);
+      this.#options.logger.warn(
+        'skipping %s from %s: its topic %s is not the route topic %s',
+        msg.msgId,
+        mq.topic,
+        topic,
+        this.#options.topic,
+      );
       return Promise.resolve();
     }
     // Filtered on the broker by tag hash; an untagged message passes that filter but matches only `*`.
@@ -243,7 +256,10 @@ function originalTopic(msg: Message, group: string): string {
   return msg.topic === `${RETRY_TOPIC_PREFIX}${group}` ? (msg.retryTopic ?? msg.topic) : msg.topic;
 }
 
-/** RocketMQ's sharding key property (`MessageConst.PROPERTY_SHARDING_KEY`), and the name ali-ons' producer writes it under. */
+/**
+ * RocketMQ's sharding key property (`MessageConst.PROPERTY_SHARDING_KEY`), and the name ali-ons' producer writes it
+ * under.
+ */
 const SHARDING_KEY = '__SHARDINGKEY';
 const ALI_ONS_SHARDING_KEY = '__SHARDING_KEY';
 
@@ -305,7 +321,9 @@ function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle
     messageGroup: properties[SHARDING_KEY] || properties[ALI_ONS_SHARDING_KEY] || undefined,
     body: msg.body ?? Buffer.alloc(0),
     // The client's property decoder yields an empty name from the wire format's trailing separator.
-    userProperties: Object.fromEntries(Object.entries(properties).filter(([name]) => name !== '' && !SYSTEM_PROPERTIES.has(name))),
+    userProperties: Object.fromEntries(
+      Object.entries(properties).filter(([name]) => name !== '' && !SYSTEM_PROPERTIES.has(name)),
+    ),
     bornHost: msg.bornHost,
     bornTimestamp: msg.bornTimestamp,
     storeHost: msg.storeHost,

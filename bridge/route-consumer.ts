@@ -1,6 +1,15 @@
-import { MessageView, SimpleConsumer, StatusChecker, type MessageQueue, type SimpleConsumerOptions } from 'rocketmq-client-nodejs';
+import {
+  type MessageQueue,
+  MessageView,
+  SimpleConsumer,
+  type SimpleConsumerOptions,
+  StatusChecker,
+} from 'rocketmq-client-nodejs';
 // Generated CommonJS, whose exports Node's ESM loader cannot list: values come through the default import.
-import definitionPb, { type Message as MessagePB, type Status } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js';
+import definitionPb, {
+  type Message as MessagePB,
+  type Status,
+} from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js';
 import servicePb, { type ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js';
 import { describeError } from './forward-target.ts';
 import type { AckResult } from './route-pump.ts';
@@ -61,7 +70,10 @@ export class RouteConsumer extends SimpleConsumer {
     const requests = new Map<string, { view: MessageView; index: number }[]>();
     messages.forEach((message, index) => {
       if (!(message.handle instanceof MessageView)) {
-        results[index] = { ok: false, reason: describeError(new ForeignMessageError('RocketMQ 5 consumer', message.msgId)) };
+        results[index] = {
+          ok: false,
+          reason: describeError(new ForeignMessageError('RocketMQ 5 consumer', message.msgId)),
+        };
         return;
       }
       const key = `${message.handle.endpoints.facade} ${message.handle.topic}`;
@@ -80,11 +92,15 @@ export class RouteConsumer extends SimpleConsumer {
 
   async #ackInOneRequest(views: readonly MessageView[]): Promise<AckResult[]> {
     const first = views[0]!;
-    const request = new servicePb.AckMessageRequest().setGroup(new definitionPb.Resource().setName(this.consumerGroup)).setTopic(new definitionPb.Resource().setName(first.topic));
+    const request = new servicePb.AckMessageRequest()
+      .setGroup(new definitionPb.Resource().setName(this.consumerGroup))
+      .setTopic(new definitionPb.Resource().setName(first.topic));
     for (const view of views) request.addEntries().setMessageId(view.messageId).setReceiptHandle(view.receiptHandle);
     let entries: Map<string, Status.AsObject | undefined>;
     try {
-      const response = (await this.rpcClientManager.ackMessage(first.endpoints, request, this.requestTimeout)).toObject();
+      const response = (
+        await this.rpcClientManager.ackMessage(first.endpoints, request, this.requestTimeout)
+      ).toObject();
       if (response.status?.code !== definitionPb.Code.MULTIPLE_RESULTS) StatusChecker.check(response.status);
       entries = new Map(response.entriesList.map((entry) => [entry.messageId, entry.status]));
     } catch (err) {
@@ -93,7 +109,10 @@ export class RouteConsumer extends SimpleConsumer {
     return views.map((view): AckResult => {
       const status = entries.get(view.messageId);
       if (status?.code === definitionPb.Code.OK) return { ok: true };
-      return { ok: false, reason: status ? `${status.code}: ${status.message}` : 'the proxy answered nothing for the entry' };
+      return {
+        ok: false,
+        reason: status ? `${status.code}: ${status.message}` : 'the proxy answered nothing for the entry',
+      };
     });
   }
 
@@ -103,8 +122,16 @@ export class RouteConsumer extends SimpleConsumer {
     return views.map((view) => ({ handle: view, ...this.#facts.get(view)! }));
   }
 
-  protected override async receiveMessage(request: ReceiveMessageRequest, mq: MessageQueue, awaitDuration: number): Promise<MessageView[]> {
-    const responses = await this.rpcClientManager.receiveMessage(mq.broker.endpoints, request, this.requestTimeout + awaitDuration);
+  protected override async receiveMessage(
+    request: ReceiveMessageRequest,
+    mq: MessageQueue,
+    awaitDuration: number,
+  ): Promise<MessageView[]> {
+    const responses = await this.rpcClientManager.receiveMessage(
+      mq.broker.endpoints,
+      request,
+      this.requestTimeout + awaitDuration,
+    );
     let status: Status.AsObject | undefined;
     let transportDeliveryTimestamp: Date | undefined;
     const messages: MessagePB[] = [];

@@ -1,11 +1,11 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { signEnvelope, type SigningKeyRing } from '../lib/rocketmq/envelope-signature.ts';
+import { type SigningKeyRing, signEnvelope } from '../lib/rocketmq/envelope-signature.ts';
 import { messageGroupOf } from '../lib/rocketmq/message-group.ts';
 import type { BridgeRoute } from './bridge-config.ts';
 import type { RouteMetrics } from './bridge-metrics.ts';
-import { DeadLetterReason, type DeadLetterQueue } from './dead-letter-queue.ts';
-import { serializeEnvelope, envelopeOf, type Envelope } from './received-envelope.ts';
+import { type DeadLetterQueue, DeadLetterReason } from './dead-letter-queue.ts';
 import type { ForwardTarget, OutboundMessage } from './forward-target.ts';
+import { type Envelope, envelopeOf, serializeEnvelope } from './received-envelope.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 import type { MessageSource } from './route-pump.ts';
 
@@ -64,7 +64,9 @@ export class RouteForwarder {
       else notAcked.push({ msgId: p.message.msgId, reason: `dead-lettering failed: ${outcome.reason}` });
     }
 
-    const results = new Map((fitting.length > 0 ? await target.forward(fitting.map((p) => p.outbound)) : []).map((r) => [r.id, r]));
+    const results = new Map(
+      (fitting.length > 0 ? await target.forward(fitting.map((p) => p.outbound)) : []).map((r) => [r.id, r]),
+    );
     const forwarded: Prepared[] = [];
     // FIFO: once a message of a group failed, its successors in the batch stay un-acked too, so
     // RocketMQ hands the group back in order (SQS FIFO drops the re-sent successors by msgId).
@@ -99,7 +101,12 @@ export class RouteForwarder {
       outbound: {
         id: `m${index}`,
         body: serializeEnvelope(envelope),
-        ...(fifo ? { messageGroupId: messageGroupOf(message, this.options.route.messageGroupFrom), deduplicationId: message.msgId } : {}),
+        ...(fifo
+          ? {
+              messageGroupId: messageGroupOf(message, this.options.route.messageGroupFrom),
+              deduplicationId: message.msgId,
+            }
+          : {}),
         ...(message.storeTimestamp !== undefined ? { time: new Date(message.storeTimestamp) } : {}),
       },
     };
@@ -131,7 +138,12 @@ export class RouteForwarder {
     metrics.deadLettered(deadLettered.length);
     metrics.forwardFailed(notAcked.length);
     if (forwarded.length > 0) {
-      logger.info('forwarded', { group: route.group, topic: route.topic, count: forwarded.length, msgIds: forwarded.map((p) => p.message.msgId) });
+      logger.info('forwarded', {
+        group: route.group,
+        topic: route.topic,
+        count: forwarded.length,
+        msgIds: forwarded.map((p) => p.message.msgId),
+      });
     }
     for (const failure of notAcked) {
       logger.warn('forward failed; left un-acked for RocketMQ to redeliver', { group: route.group, ...failure });

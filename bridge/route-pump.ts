@@ -70,7 +70,8 @@ export class RoutePump {
   async start(): Promise<void> {
     await this.#options.source.start();
     this.#state = PumpState.Running;
-    // The lanes end by themselves once the state leaves RUNNING; stop() waits for the forwards in flight, not for the polls.
+    // The lanes end by themselves once the state leaves RUNNING; stop() waits for the forwards in flight, not for the
+    // polls.
     for (let i = 0; i < this.#options.batchesInFlight; i++) void this.#lane();
   }
 
@@ -81,7 +82,11 @@ export class RoutePump {
     this.#endPause?.();
     await Promise.allSettled(this.#forwarding);
     if (wasRunning) {
-      await this.#options.source.stop().catch((err) => this.#options.logger.warn('consumer shutdown failed', { group: this.group, error: String(err) }));
+      await this.#options.source
+        .stop()
+        .catch((err) =>
+          this.#options.logger.warn('consumer shutdown failed', { group: this.group, error: String(err) }),
+        );
     }
     this.#state = PumpState.Stopped;
   }

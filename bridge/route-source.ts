@@ -1,8 +1,8 @@
 import { format } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { RocketMQProtocol, batchesInFlightOf, type BridgeConfig, type BridgeRoute } from './bridge-config.ts';
-import { RouteConsumer } from './route-consumer.ts';
+import { type BridgeConfig, type BridgeRoute, batchesInFlightOf, RocketMQProtocol } from './bridge-config.ts';
 import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
+import { RouteConsumer } from './route-consumer.ts';
 import type { MessageSource } from './route-pump.ts';
 
 export interface RouteSourceOptions {
@@ -12,9 +12,15 @@ export interface RouteSourceOptions {
 }
 
 /** A route's RocketMQ consumer group as the configured protocol reaches it. */
-export function createRouteSource(config: BridgeConfig, route: BridgeRoute, options: RouteSourceOptions): MessageSource {
+export function createRouteSource(
+  config: BridgeConfig,
+  route: BridgeRoute,
+  options: RouteSourceOptions,
+): MessageSource {
   const { credentials } = options;
-  const logger = clientLogger(options.logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }));
+  const logger = clientLogger(
+    options.logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }),
+  );
   if (config.protocol === RocketMQProtocol.RocketMQ4) {
     return new RemotingRouteConsumer({
       nameServers: config

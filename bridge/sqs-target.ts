@@ -1,5 +1,12 @@
 import { SendMessageBatchCommand, type SendMessageBatchCommandOutput, type SQSClient } from '@aws-sdk/client-sqs';
-import { describeError, failAll, packBatches, type ForwardResult, type ForwardTarget, type OutboundMessage } from './forward-target.ts';
+import {
+  describeError,
+  type ForwardResult,
+  type ForwardTarget,
+  failAll,
+  type OutboundMessage,
+  packBatches,
+} from './forward-target.ts';
 
 /** Forwards envelopes as SQS message bodies with `SendMessageBatch`. */
 export class SqsTarget implements ForwardTarget {
@@ -38,7 +45,9 @@ export class SqsTarget implements ForwardTarget {
       return failAll(batch, describeError(err));
     }
     const succeeded = new Set((response.Successful ?? []).map((s) => s.Id));
-    const failed = new Map((response.Failed ?? []).map((f) => [f.Id, `${f.Code ?? 'Failed'}: ${f.Message ?? ''}`.trim()]));
+    const failed = new Map(
+      (response.Failed ?? []).map((f) => [f.Id, `${f.Code ?? 'Failed'}: ${f.Message ?? ''}`.trim()]),
+    );
     return batch.map((m, index): ForwardResult => {
       const id = `e${index}`;
       if (succeeded.has(id)) return { id: m.id, ok: true };

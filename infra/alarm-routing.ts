@@ -12,11 +12,11 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DLQ_RETENTION_DAYS } from '../lib/config/resources.ts';
-import { ALARM_STORM_TABLE } from '../lib/dingtalk/alarm-storm-table.ts';
 import { NOTIFIER_METRICS_NAMESPACE } from '../lib/config/telemetry-names.ts';
+import { ALARM_STORM_TABLE } from '../lib/dingtalk/alarm-storm-table.ts';
 import { ProjectFunction } from './project-function.ts';
-import { alarmDescription, type RunbookKey } from './runbook.ts';
 import { alarmNamePattern } from './routed-alarm.ts';
+import { alarmDescription, type RunbookKey } from './runbook.ts';
 
 export const NOTIFIER_ENTRY = 'functions/alarm-notifier/handler.ts';
 export const NOTIFIER_SERVICE_NAME = 'alarm-notifier';
@@ -68,7 +68,14 @@ export class AlarmRouting extends Construct {
     const stack = Stack.of(this);
     const fromOwnAlarms = {
       StringEquals: { 'aws:SourceAccount': account },
-      ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: alarmNamePattern(props.prefix), arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+      ArnLike: {
+        'aws:SourceArn': stack.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: alarmNamePattern(props.prefix),
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      },
     };
     this.key.addToResourcePolicy(
       new iam.PolicyStatement({
@@ -97,7 +104,8 @@ export class AlarmRouting extends Construct {
       ? secretsmanager.Secret.fromSecretNameV2(this, 'DingTalkRobot', props.dingTalkSecretName)
       : new secretsmanager.Secret(this, 'DingTalkRobot', {
           secretName: `${props.prefix}/dingtalk-robot`,
-          description: 'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
+          description:
+            'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
           removalPolicy: RemovalPolicy.RETAIN,
         });
     Validations.of(this.webhookSecret).acknowledge({
@@ -134,7 +142,8 @@ export class AlarmRouting extends Construct {
       description: 'CloudWatch alarms from SNS to the DingTalk robot',
       timeout: Duration.seconds(60),
       memorySize: 256,
-      reservedConcurrentExecutions: props.notifierReservedConcurrency === 0 ? undefined : (props.notifierReservedConcurrency ?? 2),
+      reservedConcurrentExecutions:
+        props.notifierReservedConcurrency === 0 ? undefined : (props.notifierReservedConcurrency ?? 2),
       environment: {
         // Which secret, never its value: the notifier reads the value at run time.
         DINGTALK_SECRET_ID: props.dingTalkSecretName ?? this.webhookSecret.secretArn,
@@ -154,16 +163,27 @@ export class AlarmRouting extends Construct {
     notifier.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         // BatchWriteItem: delivered alarms become tombstones and leave the backlog in batches.
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem'],
+        actions: [
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:Query',
+          'dynamodb:BatchWriteItem',
+        ],
         resources: [this.stormTable.tableArn],
       }),
     );
     // Also the subscription's DLQ: SNS parks notifications it could not hand to Lambda at all.
-    this.topic.addSubscription(new subscriptions.LambdaSubscription(this.notifier, { deadLetterQueue: this.notifierDeadLetterQueue }));
+    this.topic.addSubscription(
+      new subscriptions.LambdaSubscription(this.notifier, { deadLetterQueue: this.notifierDeadLetterQueue }),
+    );
     if (props.operatorEmail) this.topic.addSubscription(new subscriptions.EmailSubscription(props.operatorEmail));
 
     this.alarm('NotifierDeadLetters', 'notifierDeadLetters', props, {
-      metric: this.notifierDeadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+      metric: this.notifierDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
     });
     this.alarm('NotifierErrors', 'notifierErrors', props, {
       metric: this.notifier.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),

@@ -10,24 +10,41 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
-import { TABLE_ENV, assertOrderingFits, deadLetterQueueName, queueName, recordIdPrefix, type ConsumerGroupDefinition, type GroupTuning, type OutsideServiceName } from '../lib/config/resources.ts';
 import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
-import { BRIDGE_EVENT_SOURCE_PREFIX, ConsumerMetric, METRICS_NAMESPACE, ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
-import { serviceAccess, type ServiceSetting } from './outside-service.ts';
+import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
+import {
+  assertOrderingFits,
+  type ConsumerGroupDefinition,
+  deadLetterQueueName,
+  type GroupTuning,
+  type OutsideServiceName,
+  queueName,
+  recordIdPrefix,
+  TABLE_ENV,
+} from '../lib/config/resources.ts';
+import {
+  BRIDGE_EVENT_SOURCE_PREFIX,
+  ConsumerMetric,
+  METRICS_NAMESPACE,
+  ROCKETMQ_EVENT_TYPE,
+} from '../lib/config/telemetry-names.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
-import { ProjectFunction, type FunctionNetwork } from './project-function.ts';
+import { type ServiceSetting, serviceAccess } from './outside-service.ts';
+import { type FunctionNetwork, ProjectFunction } from './project-function.ts';
 import { tagEventFilters, tagFilterPatterns, tagRoutePatterns } from './rocketmq-tag-filter.ts';
 import { routedAlarm } from './routed-alarm.ts';
-import { restrictQueueSenders, type Senders } from './sender-policy.ts';
 import type { RunbookKey } from './runbook.ts';
+import { restrictQueueSenders, type Senders } from './sender-policy.ts';
 import type { ConsumerTables } from './tables.ts';
 
 /** How one group's function and event source are sized; every value has a production default. */
 export interface ConsumerTuning {
   /** Records per invocation (default 10; at most 10 on an orderly group's FIFO queue). */
   readonly batchSize?: number;
-  /** How long Lambda gathers records before invoking (default 1 s; required for batches over 10; none on an orderly group's FIFO queue). */
+  /**
+   * How long Lambda gathers records before invoking (default 1 s; required for batches over 10; none on an orderly
+   * group's FIFO queue).
+   */
   readonly maxBatchingWindow?: Duration;
   /** Concurrent invocations the event source may start, 2–1000 (default 10): the DynamoDB write rate ceiling. */
   readonly maxConcurrency?: number;
@@ -36,7 +53,10 @@ export interface ConsumerTuning {
   readonly memorySize?: number;
   /** Transactional groups: commit a batch in as few transactions as DynamoDB allows (`CONSUMER_PACKING`). */
   readonly packing?: boolean;
-  /** Concurrent groups: alarm when the oldest message has waited this long (default 15 min). Orderly groups derive theirs from the retry policy. */
+  /**
+   * Concurrent groups: alarm when the oldest message has waited this long (default 15 min). Orderly groups derive
+   * theirs from the retry policy.
+   */
   readonly oldestMessageAlarmAge?: Duration;
   /**
    * Filter on the RocketMQ tag in the event source (default true): unsubscribed messages never
@@ -58,7 +78,9 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   readonly runbookUrl: string;
   /** When given, a rule on this bus routes the group's topic to its source queue. */
   readonly eventBus?: events.IEventBus;
-  /** The stage's outside services; the group's function gets those its catalogue entry names, and may call only those. */
+  /**
+   * The stage's outside services; the group's function gets those its catalogue entry names, and may call only those.
+   */
   readonly services?: Partial<Record<OutsideServiceName, ServiceSetting>>;
   /** Run the function in this VPC (default: outside any VPC). */
   readonly vpc?: VpcPlacement;
@@ -72,13 +94,20 @@ export function tuningOf(tuning: GroupTuning | undefined): ConsumerTuning {
   const { maxBatchingWindowSeconds, timeoutSeconds, ...rest } = tuning;
   return {
     ...rest,
-    ...(maxBatchingWindowSeconds === undefined ? {} : { maxBatchingWindow: Duration.seconds(maxBatchingWindowSeconds) }),
+    ...(maxBatchingWindowSeconds === undefined
+      ? {}
+      : { maxBatchingWindow: Duration.seconds(maxBatchingWindowSeconds) }),
     ...(timeoutSeconds === undefined ? {} : { timeout: Duration.seconds(timeoutSeconds) }),
   };
 }
 
 /** Actions a consumer performs on each of its tables; TransactWriteItems is authorised per item action. */
-export const CONSUMER_TABLE_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'] as const;
+export const CONSUMER_TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:ConditionCheckItem',
+] as const;
 
 /**
  * One RocketMQ consumer group on AWS: source queue + DLQ (redrive after the catalogue's count),
@@ -170,7 +199,9 @@ export class RocketMQConsumerGroup extends Construct {
         ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
         [CONSUMER_ENV.group]: def.group,
         ...(props.packing === undefined ? {} : { [CONSUMER_ENV.packing]: props.packing ? 'on' : 'off' }),
-        ...(props.envelopeSigningKey ? { [CONSUMER_ENV.envelopeSigningSecret]: props.envelopeSigningKey.secretArn } : {}),
+        ...(props.envelopeSigningKey
+          ? { [CONSUMER_ENV.envelopeSigningSecret]: props.envelopeSigningKey.secretArn }
+          : {}),
         POWERTOOLS_SERVICE_NAME: def.group,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...Object.fromEntries(services.flatMap((s) => Object.entries(s.environment))),
@@ -182,8 +213,15 @@ export class RocketMQConsumerGroup extends Construct {
     props.envelopeSigningKey?.grantRead(consumer.role);
     // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
     // also resolves the source queue's URL and moves failures to the DLQ itself.
-    consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'], resources: [this.queue.queueArn] }));
-    consumer.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }));
+    consumer.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'],
+        resources: [this.queue.queueArn],
+      }),
+    );
+    consumer.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }),
+    );
 
     // A `*` group must see every message, tagged or not: it has no filter to put there.
     this.filtersAtEventSource = (props.filterAtEventSource ?? true) && tagFilterPatterns(def.tagExpression).length > 0;
@@ -223,7 +261,10 @@ export class RocketMQConsumerGroup extends Construct {
   }
 
   /** Metric emitted by the consumer (EMF through Powertools), with exactly its dimensions. */
-  consumerMetric(name: (typeof ConsumerMetric)[keyof typeof ConsumerMetric], period = Duration.minutes(5)): cloudwatch.Metric {
+  consumerMetric(
+    name: (typeof ConsumerMetric)[keyof typeof ConsumerMetric],
+    period = Duration.minutes(5),
+  ): cloudwatch.Metric {
     return new cloudwatch.Metric({
       namespace: METRICS_NAMESPACE,
       metricName: name,
@@ -239,24 +280,34 @@ export class RocketMQConsumerGroup extends Construct {
    * out only to HTTPS (the AWS APIs, through NAT or VPC endpoints) and its outside services' ports.
    */
   private network(placement: VpcPlacement, servicePorts: readonly number[]): FunctionNetwork {
-    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', { vpcId: placement.vpcId, availabilityZones: [...new Set(placement.subnets.map((n) => n.availabilityZone))] });
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
+      vpcId: placement.vpcId,
+      availabilityZones: [...new Set(placement.subnets.map((n) => n.availabilityZone))],
+    });
     const outbound = new ec2.SecurityGroup(this, 'Outbound', {
       vpc,
       description: `${this.group} consumer: outbound to AWS APIs and its outside services only`,
       allowAllOutbound: false,
     });
-    for (const port of new Set([443, ...servicePorts])) outbound.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(port), `tcp ${port} out`);
+    for (const port of new Set([443, ...servicePorts]))
+      outbound.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(port), `tcp ${port} out`);
     return {
       vpc,
-      subnets: placement.subnets.map((n) => ec2.Subnet.fromSubnetAttributes(this, n.id, { subnetId: n.id, availabilityZone: n.availabilityZone })),
-      securityGroups: [outbound, ...placement.securityGroupIds.map((id) => ec2.SecurityGroup.fromSecurityGroupId(this, id, id))],
+      subnets: placement.subnets.map((n) =>
+        ec2.Subnet.fromSubnetAttributes(this, n.id, { subnetId: n.id, availabilityZone: n.availabilityZone }),
+      ),
+      securityGroups: [
+        outbound,
+        ...placement.securityGroupIds.map((id) => ec2.SecurityGroup.fromSecurityGroupId(this, id, id)),
+      ],
     };
   }
 
   private grantTables(role: iam.IRole, props: RocketMQConsumerGroupProps): void {
     const { tables, group } = props.definition;
     const own = tables.filter((key) => key !== 'idempotency').map((key) => props.tables.table(key).tableArn);
-    if (own.length > 0) role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...CONSUMER_TABLE_ACTIONS], resources: own }));
+    if (own.length > 0)
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [...CONSUMER_TABLE_ACTIONS], resources: own }));
     // The groups share the idempotency table: each may touch only the records under its own prefix.
     if (tables.includes('idempotency')) {
       role.addToPrincipalPolicy(
@@ -292,7 +343,10 @@ export class RocketMQConsumerGroup extends Construct {
   private createAlarms(props: RocketMQConsumerGroupProps, blockedGroupAgeSeconds: number): void {
     const fiveMinutes = Duration.minutes(5);
     this.alarm('DeadLetters', 'deadLetters', props, {
-      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: cloudwatch.Stats.MAXIMUM }),
+      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
       threshold: 1,
     });
     if (this.definition.ordering === 'orderly') {
@@ -306,8 +360,13 @@ export class RocketMQConsumerGroup extends Construct {
         metric: new cloudwatch.MathExpression({
           expression: 'MAX([FILL(oldest, 0), FILL(returned, 0)])',
           usingMetrics: {
-            oldest: this.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: cloudwatch.Stats.MAXIMUM }),
-            returned: this.consumerMetric(ConsumerMetric.messageGroupWait, minute).with({ statistic: cloudwatch.Stats.MAXIMUM }),
+            oldest: this.queue.metricApproximateAgeOfOldestMessage({
+              period: minute,
+              statistic: cloudwatch.Stats.MAXIMUM,
+            }),
+            returned: this.consumerMetric(ConsumerMetric.messageGroupWait, minute).with({
+              statistic: cloudwatch.Stats.MAXIMUM,
+            }),
           },
           label: 'age of the oldest waiting message (s)',
           period: minute,
@@ -316,7 +375,10 @@ export class RocketMQConsumerGroup extends Construct {
       });
     } else {
       this.alarm('OldestMessageAge', 'oldestMessage', props, {
-        metric: this.queue.metricApproximateAgeOfOldestMessage({ period: fiveMinutes, statistic: cloudwatch.Stats.MAXIMUM }),
+        metric: this.queue.metricApproximateAgeOfOldestMessage({
+          period: fiveMinutes,
+          statistic: cloudwatch.Stats.MAXIMUM,
+        }),
         threshold: (props.oldestMessageAlarmAge ?? Duration.minutes(15)).toSeconds(),
       });
     }
@@ -330,15 +392,27 @@ export class RocketMQConsumerGroup extends Construct {
       threshold: 1,
       evaluationPeriods: 3,
     });
-    this.alarm('PayloadConflicts', 'payloadConflicts', props, { metric: this.consumerMetric(ConsumerMetric.conflicts), threshold: 1 });
-    this.alarm('PermanentErrors', 'permanentErrors', props, { metric: this.consumerMetric(ConsumerMetric.permanentErrors), threshold: 1 });
+    this.alarm('PayloadConflicts', 'payloadConflicts', props, {
+      metric: this.consumerMetric(ConsumerMetric.conflicts),
+      threshold: 1,
+    });
+    this.alarm('PermanentErrors', 'permanentErrors', props, {
+      metric: this.consumerMetric(ConsumerMetric.permanentErrors),
+      threshold: 1,
+    });
     // Every route into the queue carries only the subscribed tags (routeTopic, the bridge's
     // subscription), so the filter drops nothing in normal traffic: one dropped message is an
     // unreadable or untagged body, or a sender that went around the routes, and it is gone.
-    if (this.filtersAtEventSource) this.alarm('FilteredOut', 'filteredOut', props, { metric: this.filteredOutMetric(), threshold: 1 });
+    if (this.filtersAtEventSource)
+      this.alarm('FilteredOut', 'filteredOut', props, { metric: this.filteredOutMetric(), threshold: 1 });
   }
 
-  private alarm(id: string, runbook: RunbookKey, props: RocketMQConsumerGroupProps, spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number }): void {
+  private alarm(
+    id: string,
+    runbook: RunbookKey,
+    props: RocketMQConsumerGroupProps,
+    spec: { metric: cloudwatch.IMetric; threshold: number; evaluationPeriods?: number },
+  ): void {
     this.alarms.push(
       routedAlarm(this, id, {
         alarmName: `${props.prefix}-${this.group}-${kebab(id)}`,

@@ -1,16 +1,16 @@
-import { Annotations, Duration, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { Annotations, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
-import { RocketMQConsumerGroup, tuningOf, type ConsumerTuning } from './consumer-group.ts';
-import { ConsumerDashboard } from './dashboard.ts';
-import { ConsumerTables } from './tables.ts';
-import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
+import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';
+import { ConsumerDashboard } from './dashboard.ts';
+import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import type { ServiceSetting } from './outside-service.ts';
 import { restrictBusSenders } from './sender-policy.ts';
+import { ConsumerTables } from './tables.ts';
 
 export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
   /** Prefix of every physical name (tables, queues, alarms): one per deployment, e.g. `rmq-prod`. */
@@ -45,7 +45,11 @@ export class RocketMQConsumersStack extends Stack {
   constructor(scope: Construct, id: string, props: RocketMQConsumersStackProps) {
     super(scope, id, props);
     this.tables = new ConsumerTables(this, 'Tables', { prefix: props.prefix });
-    this.alarmRouting = new AlarmRouting(this, 'AlarmRouting', { ...props, prefix: props.prefix, runbookUrl: props.runbookUrl });
+    this.alarmRouting = new AlarmRouting(this, 'AlarmRouting', {
+      ...props,
+      prefix: props.prefix,
+      runbookUrl: props.runbookUrl,
+    });
     this.eventBus = new events.EventBus(this, 'RocketMqBus', {
       eventBusName: `${props.prefix}-rocketmq`,
       description: 'RocketMQ messages published by bridges as mq:Topic:SendMessage events',
@@ -59,7 +63,8 @@ export class RocketMQConsumersStack extends Stack {
     if (props.bridge?.enabled && props.bridge.signEnvelopes) {
       this.envelopeSigningKey = new secretsmanager.Secret(this, 'EnvelopeSigningKey', {
         secretName: `${props.prefix}/envelope-signing-key`,
-        description: 'HMAC key the RocketMQ bridge signs envelopes with; the consumers refuse envelopes it did not sign',
+        description:
+          'HMAC key the RocketMQ bridge signs envelopes with; the consumers refuse envelopes it did not sign',
         generateSecretString: { passwordLength: 64, excludePunctuation: true },
       });
       Validations.of(this.envelopeSigningKey).acknowledge({
@@ -99,9 +104,16 @@ export class RocketMQConsumersStack extends Stack {
     this.restrictSenders(props);
   }
 
-  /** Only the stage's bridge, the listed roles and each group's own rule may put messages where a consumer acts on them. */
+  /**
+   * Only the stage's bridge, the listed roles and each group's own rule may put messages where a consumer acts on them.
+   */
   private restrictSenders(props: RocketMQConsumersStackProps): void {
-    const senders = { roleArns: [...(this.bridge ? [this.bridge.bridge.taskDefinition.taskRole.roleArn] : []), ...(props.senderRoleArns ?? [])] };
+    const senders = {
+      roleArns: [
+        ...(this.bridge ? [this.bridge.bridge.taskDefinition.taskRole.roleArn] : []),
+        ...(props.senderRoleArns ?? []),
+      ],
+    };
     for (const group of this.groups) group.restrictSenders(senders);
     restrictBusSenders(this.eventBus, senders);
     if (senders.roleArns.length === 0) {

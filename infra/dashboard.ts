@@ -37,7 +37,9 @@ function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
         group.consumerMetric(ConsumerMetric.duplicates, minute).with({ label: 'duplicates suppressed' }),
         group.consumerMetric(ConsumerMetric.filtered, minute).with({ label: 'filtered in the function' }),
         // Deleted by Lambda unread: anomalies while the routes carry only the group's tags.
-        ...(group.filtersAtEventSource ? [group.filteredOutMetric(minute).with({ label: 'filtered out by the event source' })] : []),
+        ...(group.filtersAtEventSource
+          ? [group.filteredOutMetric(minute).with({ label: 'filtered out by the event source' })]
+          : []),
       ],
     }),
     new cloudwatch.GraphWidget({
@@ -49,7 +51,13 @@ function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
         group.consumerMetric(ConsumerMetric.conflicts, minute).with({ label: 'payload conflicts' }),
         group.consumerMetric(ConsumerMetric.permanentErrors, minute).with({ label: 'permanent errors' }),
         group.consumerMetric(ConsumerMetric.deadLettered, minute).with({ label: 'dead-lettered' }),
-        ...(group.definition.ordering === 'orderly' ? [group.consumerMetric(ConsumerMetric.heldBack, minute).with({ label: 'held back behind their message group' })] : []),
+        ...(group.definition.ordering === 'orderly'
+          ? [
+              group
+                .consumerMetric(ConsumerMetric.heldBack, minute)
+                .with({ label: 'held back behind their message group' }),
+            ]
+          : []),
       ],
     }),
     new cloudwatch.GraphWidget({
@@ -57,10 +65,24 @@ function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
       width: 8,
       height,
       left: [
-        group.queue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'source visible' }),
-        group.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'DLQ depth' }),
+        group.queue.metricApproximateNumberOfMessagesVisible({
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'source visible',
+        }),
+        group.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'DLQ depth',
+        }),
       ],
-      right: [group.queue.metricApproximateAgeOfOldestMessage({ period: minute, statistic: cloudwatch.Stats.MAXIMUM, label: 'oldest message age (s)' })],
+      right: [
+        group.queue.metricApproximateAgeOfOldestMessage({
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'oldest message age (s)',
+        }),
+      ],
     }),
     new cloudwatch.GraphWidget({
       title: `${group.group}: function`,
@@ -70,7 +92,13 @@ function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
         group.function.metricErrors({ period: minute, statistic: cloudwatch.Stats.SUM, label: 'errors' }),
         group.function.metricThrottles({ period: minute, statistic: cloudwatch.Stats.SUM, label: 'throttles' }),
       ],
-      right: [group.function.metricDuration({ period: minute, statistic: cloudwatch.Stats.percentile(99), label: 'duration p99 (ms)' })],
+      right: [
+        group.function.metricDuration({
+          period: minute,
+          statistic: cloudwatch.Stats.percentile(99),
+          label: 'duration p99 (ms)',
+        }),
+      ],
     }),
     new cloudwatch.AlarmStatusWidget({ title: `${group.group}: alarms`, alarms: group.alarms, width: 12, height }),
   ];

@@ -13,7 +13,9 @@ const region = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'an AWS region such a
 
 /** A network given by id (no look-ups, so synth stays offline): the bridge's tasks and VPC-placed groups. */
 const vpcId = z.string().regex(/^vpc-[0-9a-f]+$/);
-const subnets = z.array(z.object({ id: z.string().regex(/^subnet-[0-9a-f]+$/), availabilityZone: z.string().min(1) })).min(1);
+const subnets = z
+  .array(z.object({ id: z.string().regex(/^subnet-[0-9a-f]+$/), availabilityZone: z.string().min(1) }))
+  .min(1);
 const securityGroupIds = z.array(z.string().regex(/^sg-[0-9a-f]+$/)).default([]);
 
 /**
@@ -52,7 +54,10 @@ const bridgeSchema = z
     endpoints: z.string().regex(/^[\w.-]+:\d+(;[\w.-]+:\d+)*$/, 'host:port, several separated by ;'),
     clusterName: z.string().min(1).default('DefaultCluster'),
     namespace: z.string().default(''),
-    /** TLS to the cluster (default on). RocketMQ 4's remoting client has none: `rocketmq4` needs `false`, said explicitly. */
+    /**
+     * TLS to the cluster (default on). RocketMQ 4's remoting client has none: `rocketmq4` needs `false`, said
+     * explicitly.
+     */
     tls: z.boolean().default(true),
     /**
      * The bridge signs every envelope with a key it creates in Secrets Manager, and the stage's
@@ -77,9 +82,13 @@ const bridgeSchema = z
     lagAlarmSeconds: z.number().int().min(60).default(300),
   })
   .strict()
-  .refine((b) => b.maxCount >= b.desiredCount, { message: 'maxCount must be at least desiredCount', path: ['maxCount'] })
+  .refine((b) => b.maxCount >= b.desiredCount, {
+    message: 'maxCount must be at least desiredCount',
+    path: ['maxCount'],
+  })
   .refine((b) => !(b.protocol === 'rocketmq4' && b.tls), {
-    message: 'protocol is rocketmq4, whose remoting client has no TLS, but tls is true (the default): set tls to false to accept a clear-text link on a private network',
+    message:
+      'protocol is rocketmq4, whose remoting client has no TLS, but tls is true (the default): set tls to false to accept a clear-text link on a private network',
     path: ['tls'],
   });
 
@@ -89,7 +98,12 @@ const stageSchema = z.object({
   /** Prefix of every physical name of this deployment. */
   prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/),
   /** Each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`): URL and authentication. */
-  services: z.partialRecord(z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]), serviceSettingSchema).default({}),
+  services: z
+    .partialRecord(
+      z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]),
+      serviceSettingSchema,
+    )
+    .default({}),
   alarmTimeZone: z.string().optional(),
   dingTalkSecretName: z.string().optional(),
   operatorEmail: z.email().optional(),
@@ -97,7 +111,10 @@ const stageSchema = z.object({
   maxConcurrency: z.number().int().min(2).max(1000).optional(),
   batchSize: z.number().int().min(1).max(10_000).optional(),
   maxBatchingWindowSeconds: z.number().int().min(0).max(300).optional(),
-  /** false: no tag filter in the event source, so unreadable bodies are dead-lettered by the consumer instead of dropped. */
+  /**
+   * false: no tag filter in the event source, so unreadable bodies are dead-lettered by the consumer instead of
+   * dropped.
+   */
   filterAtEventSource: z.boolean().optional(),
   /** Per consumer group, over its catalogue tuning: `{"point-consumer-group": {"maxConcurrency": 50}}`. */
   groups: z.record(z.string(), groupTuningSchema).optional(),
@@ -107,7 +124,9 @@ const stageSchema = z.object({
    * the bus (ARNs, `*` allowed): a bridge run elsewhere, the role operators redrive dead letters
    * with. Everyone else is denied by the queues' and the bus's resource policies.
    */
-  senderRoleArns: z.array(z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/*-]+$/, 'an IAM role ARN')).default([]),
+  senderRoleArns: z
+    .array(z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/*-]+$/, 'an IAM role ARN'))
+    .default([]),
 });
 
 const pipelineSchema = z.object({
@@ -156,6 +175,7 @@ export function deploymentSettings(node: Node): DeploymentSettings {
     throw new InvalidDeploymentSettingsError(`invalid deployment settings in the CDK context: ${problems}`);
   }
   const unknown = unknownGroups(parsed.data);
-  if (unknown.length > 0) throw new InvalidDeploymentSettingsError(`invalid deployment settings in the CDK context: ${unknown.join('; ')}`);
+  if (unknown.length > 0)
+    throw new InvalidDeploymentSettingsError(`invalid deployment settings in the CDK context: ${unknown.join('; ')}`);
   return parsed.data;
 }

@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type DefaultStackSynthesizer, Duration, Stack, type StackProps } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import type { Construct } from 'constructs';
 import { tuningOf } from './consumer-group.ts';
 import { ConsumerStage } from './consumer-stage.ts';
-import { acknowledgePipelineFindings } from './pipeline-acknowledgements.ts';
 import type { DeploymentSettings, StageSettings } from './deployment-settings.ts';
+import { acknowledgePipelineFindings } from './pipeline-acknowledgements.ts';
 import { REPOSITORY_ROOT } from './project-function.ts';
 
 /**
@@ -50,7 +50,9 @@ export class PipelineStack extends Stack {
       cliVersion: lockedVersion('aws-cdk'),
       cdkAssetsCliVersion: lockedVersion('cdk-assets'),
       synth: new pipelines.ShellStep('Synth', {
-        input: pipelines.CodePipelineSource.connection(source.repository, source.branch, { connectionArn: source.connectionArn }),
+        input: pipelines.CodePipelineSource.connection(source.repository, source.branch, {
+          connectionArn: source.connectionArn,
+        }),
         installCommands: [
           // The `node` devDependency brings Node 24. moto server and cfn-lint come from .venv,
           // which emulator:setup provisions from scripts/emulator/requirements.txt (both pinned
@@ -61,14 +63,21 @@ export class PipelineStack extends Stack {
         commands: ['npm test', 'npm run lint:cfn', 'npm run synth'],
       }),
       synthCodeBuildDefaults: {
-        buildEnvironment: { buildImage: codebuild.LinuxBuildImage.STANDARD_7_0, computeType: codebuild.ComputeType.MEDIUM },
+        buildEnvironment: {
+          buildImage: codebuild.LinuxBuildImage.STANDARD_7_0,
+          computeType: codebuild.ComputeType.MEDIUM,
+        },
       },
     });
     this.test = new ConsumerStage(this, 'Test', stageProps(stages.test, runbookUrl));
     this.pipeline.addStage(this.test, { post: [protectStacks(this.test, this.partition)] });
     this.prod = new ConsumerStage(this, 'Prod', stageProps(stages.prod, runbookUrl));
     this.pipeline.addStage(this.prod, {
-      pre: [new pipelines.ManualApprovalStep('PromoteToProduction', { comment: 'Test stage deployed and watched: promote this commit to production?' })],
+      pre: [
+        new pipelines.ManualApprovalStep('PromoteToProduction', {
+          comment: 'Test stage deployed and watched: promote this commit to production?',
+        }),
+      ],
       post: [protectStacks(this.prod, this.partition)],
     });
     this.pipeline.buildPipeline();
@@ -120,10 +129,16 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
         maxConcurrency: stage.maxConcurrency,
         batchSize: stage.batchSize,
         filterAtEventSource: stage.filterAtEventSource,
-        ...(stage.maxBatchingWindowSeconds !== undefined ? { maxBatchingWindow: Duration.seconds(stage.maxBatchingWindowSeconds) } : {}),
+        ...(stage.maxBatchingWindowSeconds !== undefined
+          ? { maxBatchingWindow: Duration.seconds(stage.maxBatchingWindowSeconds) }
+          : {}),
       },
-      groupTuning: Object.fromEntries(Object.entries(stage.groups ?? {}).map(([group, { vpc: _, ...tuning }]) => [group, tuningOf(tuning)])),
-      groupVpcs: Object.fromEntries(Object.entries(stage.groups ?? {}).flatMap(([group, { vpc }]) => (vpc ? [[group, vpc]] : []))),
+      groupTuning: Object.fromEntries(
+        Object.entries(stage.groups ?? {}).map(([group, { vpc: _, ...tuning }]) => [group, tuningOf(tuning)]),
+      ),
+      groupVpcs: Object.fromEntries(
+        Object.entries(stage.groups ?? {}).flatMap(([group, { vpc }]) => (vpc ? [[group, vpc]] : [])),
+      ),
     },
   };
 }

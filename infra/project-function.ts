@@ -72,7 +72,13 @@ export class ProjectFunction extends Construct {
       systemLogLevelV2: lambda.SystemLogLevel.WARN,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
-      ...(props.network ? { vpc: props.network.vpc, vpcSubnets: { subnets: [...props.network.subnets] }, securityGroups: [...props.network.securityGroups] } : {}),
+      ...(props.network
+        ? {
+            vpc: props.network.vpc,
+            vpcSubnets: { subnets: [...props.network.subnets] },
+            securityGroups: [...props.network.securityGroups],
+          }
+        : {}),
       projectRoot: REPOSITORY_ROOT,
       depsLockFilePath: path.join(REPOSITORY_ROOT, 'package-lock.json'),
       bundling: {
@@ -101,16 +107,28 @@ export class ProjectFunction extends Construct {
  */
 function allowNetworkInterfaces(scope: Construct, role: iam.Role, network: FunctionNetwork): void {
   const stack = Stack.of(scope);
-  const ec2Arn = (resource: string, resourceName: string) => stack.formatArn({ service: 'ec2', resource, resourceName });
+  const ec2Arn = (resource: string, resourceName: string) =>
+    stack.formatArn({ service: 'ec2', resource, resourceName });
   const interfaces = ec2Arn('network-interface', '*');
   role.addToPrincipalPolicy(
     new iam.PolicyStatement({
       actions: ['ec2:CreateNetworkInterface'],
-      resources: [interfaces, ...network.subnets.map((s) => ec2Arn('subnet', s.subnetId)), ...network.securityGroups.map((g) => ec2Arn('security-group', g.securityGroupId))],
+      resources: [
+        interfaces,
+        ...network.subnets.map((s) => ec2Arn('subnet', s.subnetId)),
+        ...network.securityGroups.map((g) => ec2Arn('security-group', g.securityGroupId)),
+      ],
     }),
   );
-  role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ec2:DeleteNetworkInterface', 'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses'], resources: [interfaces] }));
-  role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'], resources: ['*'] }));
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      actions: ['ec2:DeleteNetworkInterface', 'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses'],
+      resources: [interfaces],
+    }),
+  );
+  role.addToPrincipalPolicy(
+    new iam.PolicyStatement({ actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'], resources: ['*'] }),
+  );
   const reason =
     "Lambda's VPC attachment: it names the function's network interfaces itself (created only in the group's subnets with its security groups), and ec2:DescribeNetworkInterfaces/DescribeSubnets have no resource-level permissions.";
   // The interfaces' ARN as cdk-nag prints it: pseudo parameters as `<AWS::…>`.

@@ -12,14 +12,17 @@ export interface RunbookEntry {
 export const RUNBOOK = {
   deadLetters: {
     anchor: 'dead-letters',
-    happened: 'Messages reached the dead-letter queue: a permanent error, or 17 deliveries (about 4h46m of RocketMQ-style retries) did not succeed.',
+    happened:
+      'Messages reached the dead-letter queue: a permanent error, or 17 deliveries (about 4h46m of RocketMQ-style retries) did not succeed.',
     action:
       'Read the failure-code/failure-reason attributes of a dead letter, fix the cause, then redrive the DLQ to the source queue (console "Start DLQ redrive" or aws sqs start-message-move-task); duplicates are suppressed.',
   },
   oldestMessage: {
     anchor: 'oldest-message-age',
-    happened: 'The oldest message in the source queue has waited longer than the threshold: the consumer is stalled, throttled or too slow.',
-    action: 'Check the function errors, throttles and the event source mapping (enabled? max concurrency?), and the DynamoDB throttling metrics; raise max concurrency or fix the failing dependency.',
+    happened:
+      'The oldest message in the source queue has waited longer than the threshold: the consumer is stalled, throttled or too slow.',
+    action:
+      'Check the function errors, throttles and the event source mapping (enabled? max concurrency?), and the DynamoDB throttling metrics; raise max concurrency or fix the failing dependency.',
   },
   blockedGroup: {
     anchor: 'blocked-message-group',
@@ -30,23 +33,31 @@ export const RUNBOOK = {
   },
   functionErrors: {
     anchor: 'function-errors',
-    happened: 'The consumer function failed whole invocations (crash, timeout or bad configuration), so every message of those batches will be redelivered.',
-    action: 'Search the function log group for level ERROR / "Task timed out"; check the environment and the last deployment; roll back if it started with a deployment.',
+    happened:
+      'The consumer function failed whole invocations (crash, timeout or bad configuration), so every message of those batches will be redelivered.',
+    action:
+      'Search the function log group for level ERROR / "Task timed out"; check the environment and the last deployment; roll back if it started with a deployment.',
   },
   functionThrottles: {
     anchor: 'function-throttles',
-    happened: 'Lambda throttled the consumer for several periods in a row: the account or function concurrency is exhausted.',
-    action: 'Compare account concurrency with the event source maximum concurrency of all groups; lower maxConcurrency or request a higher account limit.',
+    happened:
+      'Lambda throttled the consumer for several periods in a row: the account or function concurrency is exhausted.',
+    action:
+      'Compare account concurrency with the event source maximum concurrency of all groups; lower maxConcurrency or request a higher account limit.',
   },
   payloadConflicts: {
     anchor: 'payload-conflicts',
-    happened: 'A message reused the business key of an already processed message with a different payload; it was not applied and went to the DLQ as PAYLOAD_CONFLICT.',
-    action: 'Compare the dead letter with the stored dedup record (id = <group>#<key>); ask the producer which one is right. Never redrive it blindly: it would conflict again.',
+    happened:
+      'A message reused the business key of an already processed message with a different payload; it was not applied and went to the DLQ as PAYLOAD_CONFLICT.',
+    action:
+      'Compare the dead letter with the stored dedup record (id = <group>#<key>); ask the producer which one is right. Never redrive it blindly: it would conflict again.',
   },
   permanentErrors: {
     anchor: 'permanent-errors',
-    happened: 'The consumer classified a message as permanently failing (invalid envelope or payload, business rejection) and dead-lettered it without retries.',
-    action: 'Read failure-code and failure-reason on the dead letter; fix the producer or the data, then redrive or discard the dead letter.',
+    happened:
+      'The consumer classified a message as permanently failing (invalid envelope or payload, business rejection) and dead-lettered it without retries.',
+    action:
+      'Read failure-code and failure-reason on the dead letter; fix the producer or the data, then redrive or discard the dead letter.',
   },
   filteredOut: {
     anchor: 'event-source-filter-drops',
@@ -57,13 +68,17 @@ export const RUNBOOK = {
   },
   notifierDeadLetters: {
     anchor: 'notifier-dead-letters',
-    happened: 'Alarm notifications could not be delivered to DingTalk after Lambda retries; they are parked in the notifier DLQ, so alarms may have gone unseen.',
-    action: 'Check the notifier logs (secret shape, DingTalk errcode 310000/410100), fix the secret or robot, then look at the alarms in the CloudWatch console; the DLQ keeps the events 14 days.',
+    happened:
+      'Alarm notifications could not be delivered to DingTalk after Lambda retries; they are parked in the notifier DLQ, so alarms may have gone unseen.',
+    action:
+      'Check the notifier logs (secret shape, DingTalk errcode 310000/410100), fix the secret or robot, then look at the alarms in the CloudWatch console; the DLQ keeps the events 14 days.',
   },
   notifierErrors: {
     anchor: 'notifier-errors',
-    happened: 'The DingTalk alarm notifier failed invocations: alarm messages are being retried and may be late or lost.',
-    action: 'Check the notifier log group and its DingTalkConfigurationError / DingTalkMessageRejected metrics; verify the webhook secret in Secrets Manager.',
+    happened:
+      'The DingTalk alarm notifier failed invocations: alarm messages are being retried and may be late or lost.',
+    action:
+      'Check the notifier log group and its DingTalkConfigurationError / DingTalkMessageRejected metrics; verify the webhook secret in Secrets Manager.',
   },
   bridgeForwardFailures: {
     anchor: 'bridge-forward-failures',
@@ -74,19 +89,24 @@ export const RUNBOOK = {
   },
   bridgeReceiveFailures: {
     anchor: 'bridge-receive-failures',
-    happened: 'The bridge kept failing to receive from RocketMQ for a route: the cluster, its proxy or name servers, the network path or the ACL credentials are failing.',
+    happened:
+      'The bridge kept failing to receive from RocketMQ for a route: the cluster, its proxy or name servers, the network path or the ACL credentials are failing.',
     action:
       'Check the cluster (proxy/broker health, topic and consumer group exist), the security groups and routes from the bridge subnets, and the credentials secret; the bridge retries with backoff.',
   },
   bridgeTasks: {
     anchor: 'bridge-tasks',
-    happened: 'Fewer bridge tasks are running than the service should keep: tasks fail their health check, crash or cannot start, so the routes are forwarded slowly or not at all.',
-    action: "Open the ECS service events and the stopped tasks' reasons (image pull, secret, out of memory, health check); the deployment circuit breaker rolls back a bad deployment by itself.",
+    happened:
+      'Fewer bridge tasks are running than the service should keep: tasks fail their health check, crash or cannot start, so the routes are forwarded slowly or not at all.',
+    action:
+      "Open the ECS service events and the stopped tasks' reasons (image pull, secret, out of memory, health check); the deployment circuit breaker rolls back a bad deployment by itself.",
   },
   bridgeLag: {
     anchor: 'bridge-lag',
-    happened: 'Messages a route forwards were stored in RocketMQ long before: the bridge runs behind its topic (too few tasks, slow SQS, or a backlog after an outage).',
-    action: "Compare the route's Received and Forwarded rates; raise the stage's bridge maxCount or task size, check SQS throttling; for RocketMQ 4 more tasks than queues of the topic do not help.",
+    happened:
+      'Messages a route forwards were stored in RocketMQ long before: the bridge runs behind its topic (too few tasks, slow SQS, or a backlog after an outage).',
+    action:
+      "Compare the route's Received and Forwarded rates; raise the stage's bridge maxCount or task size, check SQS throttling; for RocketMQ 4 more tasks than queues of the topic do not help.",
   },
 } as const satisfies Record<string, RunbookEntry>;
 
@@ -95,5 +115,8 @@ export type RunbookKey = keyof typeof RUNBOOK;
 /** An alarm description: what happened, what to do, where to read more (CloudWatch allows 1024 characters). */
 export function alarmDescription(key: RunbookKey, subject: string, runbookUrl: string): string {
   const entry = RUNBOOK[key];
-  return `[${subject}] ${entry.happened} What to do: ${entry.action} Runbook: ${runbookUrl}#${entry.anchor}`.slice(0, 1024);
+  return `[${subject}] ${entry.happened} What to do: ${entry.action} Runbook: ${runbookUrl}#${entry.anchor}`.slice(
+    0,
+    1024,
+  );
 }

@@ -7,7 +7,8 @@
  * from arguments (the process list and the shell history show those):
  *
  *   DINGTALK_WEBHOOK_URL='https://oapi.dingtalk.com/robot/send?access_token=…' DINGTALK_SECRET=SEC… npm run alarm:test
- *   aws secretsmanager get-secret-value --secret-id <id> --query SecretString --output text | npm run alarm:test -- --stdin
+ * aws secretsmanager get-secret-value --secret-id <id> --query SecretString --output text | npm run alarm:test --
+ * --stdin
  *     [--event sns-event.json] [--keyword 告警] [--at 13800000000,13900000000] [--time-zone Asia/Shanghai]
  *
  * `--webhook <url> --secret <SEC…>` remain for local stand-ins only (a loopback webhook).
@@ -16,16 +17,23 @@ import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { isLoopbackUrl } from '../lib/config/loopback-url.ts';
 import { AlarmNotifier, DEFAULT_TIME_ZONE } from '../lib/dingtalk/alarm-notifier.ts';
 import { systemClock } from '../lib/dingtalk/clock.ts';
-import { DeliveryBudgetExhaustedError, DingTalkError, RobotRejectedError, RobotThrottledError, RobotUnavailableError, WebhookSecretError } from '../lib/dingtalk/errors.ts';
+import {
+  DeliveryBudgetExhaustedError,
+  DingTalkError,
+  RobotRejectedError,
+  RobotThrottledError,
+  RobotUnavailableError,
+  WebhookSecretError,
+} from '../lib/dingtalk/errors.ts';
 import { noDeliveryMetrics } from '../lib/dingtalk/notifier-metrics.ts';
 import { InMemoryPendingAlarms } from '../lib/dingtalk/pending-alarms.ts';
 import { RobotClient } from '../lib/dingtalk/robot-client.ts';
 import { InMemoryRateLimiter } from '../lib/dingtalk/robot-rate-limit.ts';
-import { dlqAlarmJson, snsEvent } from './fixtures/sample-alarm-event.ts';
-import { isLoopbackUrl } from '../lib/config/loopback-url.ts';
 import { parseWebhookSecret, StaticWebhookSource, type WebhookConfig } from '../lib/dingtalk/webhook-secret.ts';
+import { dlqAlarmJson, snsEvent } from './fixtures/sample-alarm-event.ts';
 
 const USAGE =
   'usage: DINGTALK_WEBHOOK_URL=<url> DINGTALK_SECRET=<SEC…> npm run alarm:test -- [--event <sns-event.json>] ' +
@@ -33,7 +41,9 @@ const USAGE =
   '   or: npm run alarm:test -- --stdin [options] < robot.json   (the robot secret\'s JSON: {"webhookUrl", "secret", "keyword"?, "atMobiles"?})\n' +
   '   local stand-ins only (a loopback webhook): --webhook <url> [--secret <SEC…>]';
 
-const HOW_TO_PASS = 'pass the robot as DINGTALK_WEBHOOK_URL and DINGTALK_SECRET in the environment, ' + 'or its secret JSON on standard input with --stdin';
+const HOW_TO_PASS =
+  'pass the robot as DINGTALK_WEBHOOK_URL and DINGTALK_SECRET in the environment, ' +
+  'or its secret JSON on standard input with --stdin';
 
 /** The command line cannot be run as given; nothing was sent. */
 class AlarmTestUsageError extends DingTalkError {
@@ -63,13 +73,23 @@ const parse = () =>
  */
 async function robotOf(values: Values, env: NodeJS.ProcessEnv): Promise<WebhookConfig> {
   if (values.stdin && (values.webhook !== undefined || values.secret !== undefined)) {
-    throw new AlarmTestUsageError('--stdin takes the whole robot from standard input; leave out --webhook and --secret');
+    throw new AlarmTestUsageError(
+      '--stdin takes the whole robot from standard input; leave out --webhook and --secret',
+    );
   }
   const robot: Partial<WebhookConfig> = values.stdin
     ? parseWebhookSecret(await text(process.stdin))
-    : { webhookUrl: values.webhook ?? env.DINGTALK_WEBHOOK_URL, secret: values.secret ?? (env.DINGTALK_SECRET || undefined) };
-  if ((values.webhook !== undefined || values.secret !== undefined) && !(robot.webhookUrl && isLoopbackUrl(robot.webhookUrl))) {
-    throw new AlarmTestUsageError(`--webhook and --secret are accepted only for a local stand-in (a loopback webhook): arguments show in the process list and the shell history; ${HOW_TO_PASS}`);
+    : {
+        webhookUrl: values.webhook ?? env.DINGTALK_WEBHOOK_URL,
+        secret: values.secret ?? (env.DINGTALK_SECRET || undefined),
+      };
+  if (
+    (values.webhook !== undefined || values.secret !== undefined) &&
+    !(robot.webhookUrl && isLoopbackUrl(robot.webhookUrl))
+  ) {
+    throw new AlarmTestUsageError(
+      `--webhook and --secret are accepted only for a local stand-in (a loopback webhook): arguments show in the process list and the shell history; ${HOW_TO_PASS}`,
+    );
   }
   if (!robot.webhookUrl) throw new AlarmTestUsageError(`no robot given: ${HOW_TO_PASS}`);
   return {
@@ -101,7 +121,9 @@ async function main(): Promise<number> {
     console.error(`alarm:test: ${err.message}\n\n${USAGE}`);
     return 64;
   }
-  const event: unknown = values.event ? JSON.parse(await readFile(values.event, 'utf8')) : snsEvent(dlqAlarmJson({ StateChangeTime: new Date().toISOString().replace('Z', '+0000') }));
+  const event: unknown = values.event
+    ? JSON.parse(await readFile(values.event, 'utf8'))
+    : snsEvent(dlqAlarmJson({ StateChangeTime: new Date().toISOString().replace('Z', '+0000') }));
   const notifier = new AlarmNotifier({
     source,
     robot: new RobotClient({ clock: systemClock }),

@@ -23,14 +23,14 @@
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { parseBridgeConfig, type BridgeConfig } from '../bridge/bridge-config.ts';
 import { Bridge } from '../bridge/bridge.ts';
+import { type BridgeConfig, parseBridgeConfig } from '../bridge/bridge-config.ts';
 import { createRouteSource } from '../bridge/route-source.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
-import { BENCH_TOPIC, SourceVersion, startBenchCluster, type BenchCluster } from './bridge-bench/bench-cluster.ts';
+import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';
 import { CpuMeter } from './bridge-bench/cpu-meter.ts';
 import { startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
-import { TimedSource, type Drain } from './bridge-bench/timed-source.ts';
+import { type Drain, TimedSource } from './bridge-bench/timed-source.ts';
 import { startEmulator } from './emulator/emulator.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
 
@@ -98,7 +98,10 @@ async function main() {
   if (!(latencyMs >= 0)) throw new Error(`--latency-ms must be ≥ 0, got ${values['latency-ms']}`);
   const sqs = oneOf(values.sqs, Object.values(SqsSide), 'sqs');
   const batchesInFlight = values['in-flight'] === undefined ? undefined : positiveInt(values['in-flight'], 'in-flight');
-  const sources = values.source === 'both' ? Object.values(SourceVersion) : [oneOf(values.source, Object.values(SourceVersion), 'source')];
+  const sources =
+    values.source === 'both'
+      ? Object.values(SourceVersion)
+      : [oneOf(values.source, Object.values(SourceVersion), 'source')];
 
   for (const source of sources) {
     const figures = await benchSource(source, { messages, latencyMs, sqs, batchesInFlight });
@@ -122,10 +125,13 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
   try {
     const preloadStarted = performance.now();
     await cluster.preload(messages);
-    console.error(`RocketMQ ${cluster.version}: ${messages} messages preloaded in ${Math.round(performance.now() - preloadStarted)} ms`);
+    console.error(
+      `RocketMQ ${cluster.version}: ${messages} messages preloaded in ${Math.round(performance.now() - preloadStarted)} ms`,
+    );
     const logger = new Logger({ serviceName: 'bench-bridge', logLevel: 'WARN' });
     const cpu = new CpuMeter(() => sink.inProcessCpuMicros());
-    const timed = (config: BridgeConfig) => new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages, cpu);
+    const timed = (config: BridgeConfig) =>
+      new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages, cpu);
     const bare = (group: string) => drainBare(timed(configFor(cluster, sink, group)), BARE_LANES);
 
     await bare(WARM_UP_GROUP);
@@ -139,8 +145,12 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
     const bareDrainsPerSec = [bareBefore, bareAfter].map((d) => messages / (d.ms / 1000));
     const forwardedPerSec = messages / (bridge.ms / 1000);
     const perMessage = (...drains: Drain[]) => {
-      const sum = (micros: (d: Drain) => number) => drains.reduce((total, d) => total + micros(d), 0) / (drains.length * messages);
-      return { consumer: Math.round(sum((d) => d.cpu.consumerMicros)), broker: Math.round(sum((d) => d.cpu.brokerMicros)) };
+      const sum = (micros: (d: Drain) => number) =>
+        drains.reduce((total, d) => total + micros(d), 0) / (drains.length * messages);
+      return {
+        consumer: Math.round(sum((d) => d.cpu.consumerMicros)),
+        broker: Math.round(sum((d) => d.cpu.brokerMicros)),
+      };
     };
     const bareReceiveAckPerSec = (bareDrainsPerSec[0]! + bareDrainsPerSec[1]!) / 2;
     const sorted = forwardMs.toSorted((a, b) => a - b);
@@ -169,7 +179,15 @@ function configFor(cluster: BenchCluster, sink: SqsSink, group: string, maxBatch
   return parseBridgeConfig({
     ...cluster.connection,
     ...(maxBatchesInFlight === undefined ? {} : { maxBatchesInFlight }),
-    routes: [{ group, topic: BENCH_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: sink.queueUrl }, dlqUrl: sink.queueUrl }],
+    routes: [
+      {
+        group,
+        topic: BENCH_TOPIC,
+        tagExpression: 'PAID',
+        target: { kind: 'sqs', queueUrl: sink.queueUrl },
+        dlqUrl: sink.queueUrl,
+      },
+    ],
   });
 }
 
@@ -186,7 +204,12 @@ async function forwardAll(config: BridgeConfig, sink: SqsSink, logger: Logger, t
 
 async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> {
   const clientFor = (endpoint: string) => {
-    const client = new SQSClient({ region: 'us-east-1', endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 });
+    const client = new SQSClient({
+      region: 'us-east-1',
+      endpoint,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 3,
+    });
     injectLatency(client, latencyMs);
     return client;
   };
@@ -208,7 +231,13 @@ async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> 
     queueUrl,
     // Nothing is redelivered within one run (the invisible duration is a minute), so the count is the distinct count.
     distinctMessages: async () =>
-      Number((await client.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }))).Attributes?.ApproximateNumberOfMessages ?? 0),
+      Number(
+        (
+          await client.send(
+            new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+          )
+        ).Attributes?.ApproximateNumberOfMessages ?? 0,
+      ),
     inProcessCpuMicros: async () => 0,
     stop: () => emulator.stop(),
   };
@@ -248,5 +277,6 @@ function oneOf<T extends string>(value: string | undefined, allowed: readonly T[
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 await main();
-// The RocketMQ 4 client keeps a process-wide producer (for sending messages back) with its timers running after every consumer closed.
+// The RocketMQ 4 client keeps a process-wide producer (for sending messages back) with its timers running after every
+// consumer closed.
 process.exit(0);

@@ -1,6 +1,3 @@
-import { interceptCommands } from './instrumentation/command-interceptor.ts';
-import { sqsRecord } from './local/sqs-record.ts';
-import { scanTable } from '../lib/aws/table-scan.ts';
 /**
  * The benchmark: one award workload through three consumers on the same emulator, with
  * the same latency added to every DynamoDB call at the SDK client.
@@ -27,18 +24,21 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../lib/aws/clients.ts';
-import { injectLatency } from './instrumentation/latency-injection.ts';
-import { RoundTripCounter, type RoundTrip } from './instrumentation/round-trip-counter.ts';
-import { writeUnitsOf, writtenTables } from './instrumentation/write-units.ts';
-import { startEmulator, type Emulator } from './emulator/emulator.ts';
-import { lambdaContext } from './local/lambda-context.ts';
-import { provisionLocal, type LocalResources } from './local/provision.ts';
+import { scanTable } from '../lib/aws/table-scan.ts';
 import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
 import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
-import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
 import { createPowertoolsPointsConsumer } from './comparison/powertools-points-consumer.ts';
+import { type Emulator, startEmulator } from './emulator/emulator.ts';
+import { interceptCommands } from './instrumentation/command-interceptor.ts';
+import { injectLatency } from './instrumentation/latency-injection.ts';
+import { type RoundTrip, RoundTripCounter } from './instrumentation/round-trip-counter.ts';
+import { writeUnitsOf, writtenTables } from './instrumentation/write-units.ts';
+import { lambdaContext } from './local/lambda-context.ts';
+import { type LocalResources, provisionLocal } from './local/provision.ts';
 import { seededRandom } from './local/seeded-random.ts';
+import { sqsRecord } from './local/sqs-record.ts';
 
 // The consumers log one line per record and flush EMF metrics: not part of what is measured.
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
@@ -106,13 +106,26 @@ async function main() {
   }
 }
 
-/** `messages` awards over `users` accounts; the user of each order is drawn from a seeded generator, so every run is the same. */
+/**
+ * `messages` awards over `users` accounts; the user of each order is drawn from a seeded generator, so every run is the
+ * same.
+ */
 function awardWorkload(messages: number, users: number) {
   const random = seededRandom(20200705);
   const ids = new MsgIdGenerator();
   return Array.from({ length: messages }, (_, i) => {
-    const order = { orderNo: `SO-BENCH-${String(i).padStart(6, '0')}`, userId: `u${Math.floor(random() * users)}`, points: 1 + Math.floor(random() * 500) };
-    const body = writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', keys: [order.orderNo], body: JSON.stringify(order) });
+    const order = {
+      orderNo: `SO-BENCH-${String(i).padStart(6, '0')}`,
+      userId: `u${Math.floor(random() * users)}`,
+      points: 1 + Math.floor(random() * 500),
+    };
+    const body = writeEnvelope({
+      topic: 'ORDER_TOPIC',
+      msgId: ids.next(),
+      tags: 'PAID',
+      keys: [order.orderNo],
+      body: JSON.stringify(order),
+    });
     return { order, body };
   });
 }
@@ -160,10 +173,22 @@ function criticalPath(calls: readonly CallSpan[]): number {
   return Math.max(0, ...chain);
 }
 
-async function rigFor(variant: Variant, emulator: Emulator, workload: ReturnType<typeof awardWorkload>, options: { latencyMs: number; batchSize: number }): Promise<Rig> {
-  const resources = await provisionLocal(emulator.endpoint, `bench-${variant}-${Date.now().toString(36)}`, { groups: [POINTS_GROUP] });
+async function rigFor(
+  variant: Variant,
+  emulator: Emulator,
+  workload: ReturnType<typeof awardWorkload>,
+  options: { latencyMs: number; batchSize: number },
+): Promise<Rig> {
+  const resources = await provisionLocal(emulator.endpoint, `bench-${variant}-${Date.now().toString(36)}`, {
+    groups: [POINTS_GROUP],
+  });
   const queue = resources.queues[POINTS_GROUP]!;
-  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulator.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 });
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: emulator.endpoint,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 3,
+  });
   const trips: RoundTrip[] = [];
   const counter = new RoundTripCounter().attach(client).onRoundTrip((t) => trips.push(t));
   injectLatency(client, options.latencyMs);
@@ -182,7 +207,11 @@ async function rigFor(variant: Variant, emulator: Emulator, workload: ReturnType
         });
   const batches: SQSEvent[] = [];
   for (let i = 0; i < workload.length; i += options.batchSize) {
-    batches.push({ Records: workload.slice(i, i + options.batchSize).map((w, j) => sqsRecord(w.body, queue.source.arn, { messageId: `bench-${i + j}` })) });
+    batches.push({
+      Records: workload
+        .slice(i, i + options.batchSize)
+        .map((w, j) => sqsRecord(w.body, queue.source.arn, { messageId: `bench-${i + j}` })),
+    });
   }
   return { variant, handler, resources, client, counter, trips, calls, batches };
 }
@@ -241,7 +270,11 @@ async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
   );
 }
 
-async function runVariants(emulator: Emulator, workload: ReturnType<typeof awardWorkload>, options: { latencyMs: number; batchSize: number }): Promise<Record<Variant, VariantDetail>> {
+async function runVariants(
+  emulator: Emulator,
+  workload: ReturnType<typeof awardWorkload>,
+  options: { latencyMs: number; batchSize: number },
+): Promise<Record<Variant, VariantDetail>> {
   const rigs: Rig[] = [];
   for (const variant of VARIANTS) rigs.push(await rigFor(variant, emulator, workload, options));
   const first = await pass(rigs);
@@ -279,8 +312,14 @@ async function runVariants(emulator: Emulator, workload: ReturnType<typeof award
 
 /** What the emulator itself costs per call, with no latency injected: the floor under every figure. */
 async function calibrateEmulator(emulator: Emulator) {
-  const resources = await provisionLocal(emulator.endpoint, `bench-calibration-${Date.now().toString(36)}`, { groups: [] });
-  const client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulator.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const resources = await provisionLocal(emulator.endpoint, `bench-calibration-${Date.now().toString(36)}`, {
+    groups: [],
+  });
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: emulator.endpoint,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   const table = resources.tables.accounts;
   const time = async (rounds: number, call: (i: number) => Promise<unknown>) => {
     await call(-1);
@@ -288,8 +327,12 @@ async function calibrateEmulator(emulator: Emulator) {
     for (let i = 0; i < rounds; i++) await call(i);
     return (performance.now() - t0) / rounds;
   };
-  const getMs = await time(100, () => client.send(new GetItemCommand({ TableName: table, Key: { userId: { S: 'u0' } } })));
-  const putMs = await time(100, (i) => client.send(new PutItemCommand({ TableName: table, Item: { userId: { S: `c${i}` }, balance: { N: '1' } } })));
+  const getMs = await time(100, () =>
+    client.send(new GetItemCommand({ TableName: table, Key: { userId: { S: 'u0' } } })),
+  );
+  const putMs = await time(100, (i) =>
+    client.send(new PutItemCommand({ TableName: table, Item: { userId: { S: `c${i}` }, balance: { N: '1' } } })),
+  );
   // Shaped like an award: conditional puts and an `ADD … SET …` update (moto parses and validates every expression).
   const transactionMs = (actions: number) =>
     time(20, (i) =>
@@ -305,12 +348,23 @@ async function calibrateEmulator(emulator: Emulator) {
                     ExpressionAttributeValues: { ':p': { N: '5' }, ':n': { S: '2020-07-05T14:22:31Z' } },
                   },
                 }
-              : { Put: { TableName: table, Item: { userId: { S: `t${actions}-${i}-${a}` }, balance: { N: '1' } }, ConditionExpression: 'attribute_not_exists(userId)' } },
+              : {
+                  Put: {
+                    TableName: table,
+                    Item: { userId: { S: `t${actions}-${i}-${a}` }, balance: { N: '1' } },
+                    ConditionExpression: 'attribute_not_exists(userId)',
+                  },
+                },
           ),
         }),
       ),
     );
-  return { getMs: round(getMs, 2), putMs: round(putMs, 2), transaction3Ms: round(await transactionMs(3), 2), transaction30Ms: round(await transactionMs(30), 2) };
+  return {
+    getMs: round(getMs, 2),
+    putMs: round(putMs, 2),
+    transaction3Ms: round(await transactionMs(3), 2),
+    transaction30Ms: round(await transactionMs(30), 2),
+  };
 }
 
 async function businessState(client: DynamoDBClient, resources: LocalResources) {
@@ -321,10 +375,21 @@ async function businessState(client: DynamoDBClient, resources: LocalResources) 
   return { ledgerEntries: ledger.length, balanceTotal: accounts.reduce((s, a) => s + Number(a.balance ?? 0), 0) };
 }
 
-function printReport(r: { messages: number; users: number; latencyMs: number; batchSize: number; calibration: Record<string, number>; details: Record<Variant, VariantDetail> }) {
+function printReport(r: {
+  messages: number;
+  users: number;
+  latencyMs: number;
+  batchSize: number;
+  calibration: Record<string, number>;
+  details: Record<Variant, VariantDetail>;
+}) {
   const c = r.calibration;
-  console.log(`workload: ${r.messages} award messages over ${r.users} users, batch size ${r.batchSize}, +${r.latencyMs} ms per DynamoDB call (SDK middleware)`);
-  console.log(`emulator's own cost per call (no added latency): GetItem ${c.getMs} ms, PutItem ${c.putMs} ms, TransactWriteItems ×3 ${c.transaction3Ms} ms, ×30 ${c.transaction30Ms} ms`);
+  console.log(
+    `workload: ${r.messages} award messages over ${r.users} users, batch size ${r.batchSize}, +${r.latencyMs} ms per DynamoDB call (SDK middleware)`,
+  );
+  console.log(
+    `emulator's own cost per call (no added latency): GetItem ${c.getMs} ms, PutItem ${c.putMs} ms, TransactWriteItems ×3 ${c.transaction3Ms} ms, ×30 ${c.transaction30Ms} ms`,
+  );
   const rows: Array<[string, (d: VariantDetail) => string | number]> = [
     ['round trips / msg', (d) => d.roundTripsPerMessage],
     ['critical path / batch', (d) => `${d.criticalPathRoundTripsPerBatch} (max ${d.maxCriticalPathRoundTrips})`],
@@ -354,7 +419,9 @@ function printReport(r: { messages: number; users: number; latencyMs: number; ba
     );
   }
   const pt = r.details.powertools;
-  console.log(`speed-up over powertools: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`);
+  console.log(
+    `speed-up over powertools: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`,
+  );
 }
 
 const pick = (d: VariantDetail): VariantFigures => ({

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { App, cloud_assembly_schema as schema, cx_api } from 'aws-cdk-lib';
+import { App, cx_api, cloud_assembly_schema as schema } from 'aws-cdk-lib';
 import { buildApp } from '../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../infra/project-function.ts';
 
@@ -35,7 +35,13 @@ const BRIDGE_SETTINGS = {
 };
 
 /** Options of `docker build` a Dockerfile replay cannot honour: they change what is built. */
-const UNMODELLED_BUILD_OPTIONS = ['dockerBuildArgs', 'dockerBuildTarget', 'dockerBuildContexts', 'dockerBuildSecrets', 'dockerBuildSsh'] as const;
+const UNMODELLED_BUILD_OPTIONS = [
+  'dockerBuildArgs',
+  'dockerBuildTarget',
+  'dockerBuildContexts',
+  'dockerBuildSecrets',
+  'dockerBuildSsh',
+] as const;
 
 export function stageBridgeImageContext(outdir: string): BridgeImageContext {
   const started = performance.now();
@@ -43,7 +49,10 @@ export function stageBridgeImageContext(outdir: string): BridgeImageContext {
   const rocketmq = cdkContext.rocketmq;
   const context = {
     ...cdkContext,
-    rocketmq: { ...rocketmq, stages: { ...rocketmq.stages, test: { ...rocketmq.stages.test, bridge: BRIDGE_SETTINGS } } },
+    rocketmq: {
+      ...rocketmq,
+      stages: { ...rocketmq.stages, test: { ...rocketmq.stages.test, bridge: BRIDGE_SETTINGS } },
+    },
     // Skips the Lambda functions' esbuild bundling only; image assets are staged all the same.
     [cx_api.BUNDLING_STACKS]: [],
   };
@@ -52,10 +61,14 @@ export function stageBridgeImageContext(outdir: string): BridgeImageContext {
   const synthMs = Math.round(performance.now() - started);
 
   const images = new Map(dockerImageAssets(outdir));
-  if (images.size !== 1) throw new BridgeImageAssetError(`expected one docker image asset (the bridge's), found ${images.size}`);
+  if (images.size !== 1)
+    throw new BridgeImageAssetError(`expected one docker image asset (the bridge's), found ${images.size}`);
   const [assetHash, { source, manifestDirectory }] = [...images][0]!;
   const unmodelled = UNMODELLED_BUILD_OPTIONS.filter((option) => source[option] !== undefined);
-  if (unmodelled.length > 0) throw new BridgeImageAssetError(`the bridge image is built with ${unmodelled.join(', ')}, which the replay does not model`);
+  if (unmodelled.length > 0)
+    throw new BridgeImageAssetError(
+      `the bridge image is built with ${unmodelled.join(', ')}, which the replay does not model`,
+    );
   if (!source.directory) throw new BridgeImageAssetError('the bridge image asset has no staged directory');
   const directory = path.resolve(manifestDirectory, source.directory);
   return { directory, dockerFile: source.dockerFile ?? 'Dockerfile', assetHash, ...directorySize(directory), synthMs };
@@ -73,11 +86,18 @@ function dockerImageAssets(directory: string): [string, DockerImageAsset][] {
   // An artifact's type says which of the schema's property shapes it carries.
   return Object.values(manifest.artifacts ?? {}).flatMap((artifact): [string, DockerImageAsset][] => {
     if (artifact.type === schema.ArtifactType.NESTED_CLOUD_ASSEMBLY) {
-      return dockerImageAssets(path.join(directory, (artifact.properties as schema.NestedCloudAssemblyProperties).directoryName));
+      return dockerImageAssets(
+        path.join(directory, (artifact.properties as schema.NestedCloudAssemblyProperties).directoryName),
+      );
     }
     if (artifact.type === schema.ArtifactType.ASSET_MANIFEST) {
-      const assets = schema.Manifest.loadAssetManifest(path.join(directory, (artifact.properties as schema.AssetManifestProperties).file));
-      return Object.entries(assets.dockerImages ?? {}).map(([hash, image]) => [hash, { source: image.source, manifestDirectory: directory }]);
+      const assets = schema.Manifest.loadAssetManifest(
+        path.join(directory, (artifact.properties as schema.AssetManifestProperties).file),
+      );
+      return Object.entries(assets.dockerImages ?? {}).map(([hash, image]) => [
+        hash,
+        { source: image.source, manifestDirectory: directory },
+      ]);
     }
     return [];
   });
@@ -85,5 +105,8 @@ function dockerImageAssets(directory: string): [string, DockerImageAsset][] {
 
 function directorySize(directory: string): { bytes: number; files: number } {
   const files = readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
-  return { bytes: files.reduce((sum, entry) => sum + statSync(path.join(entry.parentPath, entry.name)).size, 0), files: files.length };
+  return {
+    bytes: files.reduce((sum, entry) => sum + statSync(path.join(entry.parentPath, entry.name)).size, 0),
+    files: files.length,
+  };
 }

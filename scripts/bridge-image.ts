@@ -66,12 +66,17 @@ async function main(argv: string[]): Promise<number> {
   }
   try {
     const context = stageBridgeImageContext(path.join(out, 'cdk.out'));
-    process.stdout.write(`synth ${seconds(context.synthMs)}; build context ${(context.bytes / 1024).toFixed(0)} KiB in ${context.files} files: ${context.directory}\n`);
+    process.stdout.write(
+      `synth ${seconds(context.synthMs)}; build context ${(context.bytes / 1024).toFixed(0)} KiB in ${context.files} files: ${context.directory}\n`,
+    );
     const image = await replayDockerfile({
       context: context.directory,
       dockerfile: context.dockerFile,
       out: path.join(out, 'stages'),
-      onStep: (step) => process.stdout.write(`${seconds(step.ms).padStart(7)}  ${step.stage.padEnd(6)} ${String(step.line).padStart(3)}  ${step.instruction}\n`),
+      onStep: (step) =>
+        process.stdout.write(
+          `${seconds(step.ms).padStart(7)}  ${step.stage.padEnd(6)} ${String(step.line).padStart(3)}  ${step.instruction}\n`,
+        ),
     });
     const total = image.steps.reduce((sum, step) => sum + step.ms, 0);
     process.stdout.write(

@@ -7,7 +7,7 @@
  *   npx tsx scripts/bundle-report.ts [--runs 7] [--json]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -16,7 +16,10 @@ import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const COMPARISON = { name: 'powertools-idempotency (comparison)', entry: 'scripts/comparison/powertools-points-consumer.ts' };
+const COMPARISON = {
+  name: 'powertools-idempotency (comparison)',
+  entry: 'scripts/comparison/powertools-points-consumer.ts',
+};
 
 interface BundleFigures {
   name: string;
@@ -29,7 +32,9 @@ interface BundleFigures {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '7' }, json: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string', default: '7' }, json: { type: 'boolean', default: false } },
+  });
   const runs = Number(values.runs);
   const functions = readdirSync(path.join(ROOT, 'functions'))
     .filter((name) => existsSync(path.join(ROOT, 'functions', name, 'handler.ts')))
@@ -42,7 +47,10 @@ async function main() {
       `bundles as deployed (esbuild ${(await import('esbuild')).version}, minified ESM, node24, SDK bundled); init = median of ${runs} fresh \`node\` processes importing the bundle (Node ${process.version})`,
     );
     console.log(`${'function'.padEnd(40)}${'bytes'.padStart(12)}${'gzip'.padStart(10)}${'init ms'.padStart(10)}`);
-    for (const f of figures) console.log(`${f.name.padEnd(40)}${String(f.bytes).padStart(12)}${String(f.gzipBytes).padStart(10)}${f.initMs.toFixed(1).padStart(10)}`);
+    for (const f of figures)
+      console.log(
+        `${f.name.padEnd(40)}${String(f.bytes).padStart(12)}${String(f.gzipBytes).padStart(10)}${f.initMs.toFixed(1).padStart(10)}`,
+      );
     if (values.json) console.log(JSON.stringify({ node: process.version, runs, bundles: figures }));
   } finally {
     rmSync(out, { recursive: true, force: true });
@@ -66,10 +74,19 @@ async function measure(fn: { name: string; entry: string }, outDir: string, runs
   });
   const code = readFileSync(outfile);
   const initMsRuns = Array.from({ length: runs }, () => initTime(outfile));
-  return { name: fn.name, entry: fn.entry, bytes: code.length, gzipBytes: gzipSync(code).length, initMs: median(initMsRuns), initMsRuns: initMsRuns.map((x) => Math.round(x * 10) / 10) };
+  return {
+    name: fn.name,
+    entry: fn.entry,
+    bytes: code.length,
+    gzipBytes: gzipSync(code).length,
+    initMs: median(initMsRuns),
+    initMsRuns: initMsRuns.map((x) => Math.round(x * 10) / 10),
+  };
 }
 
-/** Module evaluation of the bundle in a fresh process: what Lambda's init phase adds on top of the runtime's own start. */
+/**
+ * Module evaluation of the bundle in a fresh process: what Lambda's init phase adds on top of the runtime's own start.
+ */
 function initTime(bundle: string): number {
   const script = `const t=performance.now();await import(${JSON.stringify(pathToFileURL(bundle).href)});process.stdout.write(String(performance.now()-t));`;
   const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], {

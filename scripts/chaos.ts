@@ -6,7 +6,7 @@
  * message was sent and settled, with no violation among what it could judge.
  */
 import { parseArgs } from 'node:util';
-import { runChaos, type ChaosResult } from './chaos/chaos-run.ts';
+import { type ChaosResult, runChaos } from './chaos/chaos-run.ts';
 import { InvalidWorkloadError } from './chaos/workload.ts';
 import { LocalRunConfigError } from './local/local-pipeline.ts';
 import { ProgressDisplay } from './local/progress-display.ts';
@@ -61,7 +61,10 @@ function parse(argv: string[]) {
     messages: integer('messages', values.messages, 2000, 40),
     consumers: integer('consumers', values.consumers, 2, 1),
     timeScale: integer('time-scale', values['time-scale'], 600, 1),
-    maxRunMs: values['max-run-seconds'] === undefined ? undefined : integer('max-run-seconds', values['max-run-seconds'], 0, 1) * 1000,
+    maxRunMs:
+      values['max-run-seconds'] === undefined
+        ? undefined
+        : integer('max-run-seconds', values['max-run-seconds'], 0, 1) * 1000,
     visibilityTimeoutSeconds: integer('visibility-timeout', values['visibility-timeout'], 5, 1),
     endpoint: values.endpoint,
     logLevel: values['log-level'] ?? 'SILENT',
@@ -70,7 +73,9 @@ function parse(argv: string[]) {
 
 function render(r: ChaosResult): string {
   const o = r.outcomes;
-  const crashPoints = Object.entries(r.plan.crashes).map(([g, c]) => `${g} ${c.atCrashPoint.length} ${r.crashPointNames[g]}`);
+  const crashPoints = Object.entries(r.plan.crashes).map(
+    ([g, c]) => `${g} ${c.atCrashPoint.length} ${r.crashPointNames[g]}`,
+  );
   const lines = [
     `Chaos run, seed ${r.summary.seed}: ${r.summary.messages} messages, ${r.run.settings.concurrency} consumer(s) per group, ${(r.wallMs / 1000).toFixed(1)} s`,
     ...(r.summary.completed
@@ -92,14 +97,21 @@ function render(r: ChaosResult): string {
     ),
     `From the tables and queues: ${r.invariants.doubleAwards} effects applied twice, ${r.invariants.lostAwards} lost, ` +
       `${r.invariants.deadLettered}/${r.invariants.expectedDeadLettered} dead letters with a reason (${r.invariants.repeatedDeadLetters} repeated copies), ${r.invariants.leftInSourceQueues} left in source queues`,
-    ...Object.entries(r.invariants.groups).map(([g, v]) => `  ${g}: ${v.holds ? 'holds' : 'FAILS'}; ${figures(v.detail)}; ${v.deadLettered}/${v.expectedDeadLettered} dead letters`),
+    ...Object.entries(r.invariants.groups).map(
+      ([g, v]) =>
+        `  ${g}: ${v.holds ? 'holds' : 'FAILS'}; ${figures(v.detail)}; ${v.deadLettered}/${v.expectedDeadLettered} dead letters`,
+    ),
     ...(r.run.pollErrors + r.run.untrackedDepartures > 0
       ? [
           `Local run: ${r.run.pollErrors} poll(s) failed against the emulator; ${r.run.untrackedDepartures} message(s) left the queues unseen by the run's account (quiet then confirmed from SQS alone)`,
         ]
       : []),
     ...r.invariants.violations.map((v) => `  VIOLATION: ${v}`),
-    r.summary.invariantHolds ? 'Invariant holds.' : violated(r) ? 'INVARIANT FAILED.' : 'Run incomplete: nothing violated among what was judged; raise --max-run-seconds for a verdict.',
+    r.summary.invariantHolds
+      ? 'Invariant holds.'
+      : violated(r)
+        ? 'INVARIANT FAILED.'
+        : 'Run incomplete: nothing violated among what was judged; raise --max-run-seconds for a verdict.',
   ];
   return `${lines.join('\n')}\n`;
 }

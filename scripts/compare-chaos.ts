@@ -15,7 +15,7 @@
  * Wall time is the whole `npx tsx scripts/chaos.ts …` process, emulator start included.
  * Exit code 0 when every run completed with its invariants holding, 1 otherwise.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,7 +40,10 @@ function git(args: string[], cwd = ROOT): string {
 function runChaos(tree: ChaosRun['tree'], cwd: string, args: string[]): Promise<ChaosRun> {
   return new Promise((resolve) => {
     const started = process.hrtime.bigint();
-    const child = spawn('npx', ['tsx', 'scripts/chaos.ts', ...args, '--json', '--max-run-seconds', '7200'], { cwd, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn('npx', ['tsx', 'scripts/chaos.ts', ...args, '--json', '--max-run-seconds', '7200'], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.on('close', (code) => {
@@ -88,11 +91,16 @@ function describe(run: ChaosRun): string {
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { base: { type: 'string' }, rounds: { type: 'string', default: '1' }, json: { type: 'boolean', default: false } },
+    options: {
+      base: { type: 'string' },
+      rounds: { type: 'string', default: '1' },
+      json: { type: 'boolean', default: false },
+    },
   });
   const chaosArgs = positionals.length > 0 ? positionals : DEFAULT_CHAOS_ARGS;
   const rounds = Number(values.rounds);
-  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
   const base = git(['rev-parse', values.base ?? git(['merge-base', 'HEAD', 'main'])]);
   const head = git(['rev-parse', 'HEAD']);
   const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
@@ -101,10 +109,13 @@ async function main(): Promise<number> {
   git(['worktree', 'add', '--detach', baseTree, base]);
   try {
     const sameLock = git(['diff', '--name-only', base, 'HEAD', '--', 'package-lock.json']) === '';
-    if (sameLock && existsSync(join(ROOT, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(baseTree, 'node_modules'));
+    if (sameLock && existsSync(join(ROOT, 'node_modules')))
+      symlinkSync(join(ROOT, 'node_modules'), join(baseTree, 'node_modules'));
     else execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: baseTree, stdio: 'inherit' });
 
-    console.log(`chaos ${chaosArgs.join(' ')}: base ${base.slice(0, 10)} vs this ${head.slice(0, 10)}${dirty ? ' (with uncommitted changes)' : ''}, ${rounds} round(s), alternating`);
+    console.log(
+      `chaos ${chaosArgs.join(' ')}: base ${base.slice(0, 10)} vs this ${head.slice(0, 10)}${dirty ? ' (with uncommitted changes)' : ''}, ${rounds} round(s), alternating`,
+    );
     const runs: ChaosRun[] = [];
     for (let r = 0; r < rounds; r++) {
       for (const [tree, cwd] of [

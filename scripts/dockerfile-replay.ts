@@ -1,9 +1,32 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { constants, homedir } from 'node:os';
 import path from 'node:path';
-import { Cmd, Copy, type Dockerfile, DockerfileParser, Env, From, type Instruction, Run, Stopsignal, User, Workdir } from 'dockerfile-ast';
+import {
+  Cmd,
+  Copy,
+  type Dockerfile,
+  DockerfileParser,
+  Env,
+  From,
+  type Instruction,
+  Run,
+  Stopsignal,
+  User,
+  Workdir,
+} from 'dockerfile-ast';
 
 /**
  * A Dockerfile build replayed without Docker, for images built on the official Node images. Each
@@ -138,9 +161,14 @@ interface PlannedStep {
 
 export async function replayDockerfile(options: ReplayOptions): Promise<ReplayedImage> {
   if (existsSync(path.join(options.context, '.dockerignore'))) {
-    throw new DockerfileReplayError(`${options.context} holds a .dockerignore, which docker build applies and this replay does not`);
+    throw new DockerfileReplayError(
+      `${options.context} holds a .dockerignore, which docker build applies and this replay does not`,
+    );
   }
-  const planned = plan(DockerfileParser.parse(readFileSync(path.join(options.context, options.dockerfile), 'utf8')), options);
+  const planned = plan(
+    DockerfileParser.parse(readFileSync(path.join(options.context, options.dockerfile), 'utf8')),
+    options,
+  );
   mkdirSync(options.out, { recursive: true });
   chmodSync(options.out, 0o755);
   const stages: Stage[] = [];
@@ -151,7 +179,9 @@ export async function replayDockerfile(options: ReplayOptions): Promise<Replayed
       await run(stages);
     } catch (error) {
       if (error instanceof DockerfileReplayError) throw error;
-      throw new DockerfileStepFailedError(line, instruction, error instanceof Error ? error.message : String(error), { cause: error });
+      throw new DockerfileStepFailedError(line, instruction, error instanceof Error ? error.message : String(error), {
+        cause: error,
+      });
     }
     const step = { stage: stages.at(-1)!.name, line, instruction, ms: Math.round(performance.now() - started) };
     steps.push(step);
@@ -159,7 +189,15 @@ export async function replayDockerfile(options: ReplayOptions): Promise<Replayed
   }
   const image = stages.at(-1);
   if (!image) throw new DockerfileReplayError(`${options.dockerfile} has no FROM`);
-  return { root: image.root, workdir: image.workdir, env: image.env, user: image.user, stopSignal: image.stopSignal, cmd: image.cmd, steps };
+  return {
+    root: image.root,
+    workdir: image.workdir,
+    env: image.env,
+    user: image.user,
+    stopSignal: image.stopSignal,
+    cmd: image.cmd,
+    steps,
+  };
 }
 
 /**
@@ -167,7 +205,11 @@ export async function replayDockerfile(options: ReplayOptions): Promise<Replayed
  * the image's ENV under `env` (which wins, as `docker run -e` and a task definition's environment
  * do). The command is the image's CMD unless given, as with `docker run image <command>`.
  */
-export function startImageCommand(image: ReplayedImage, env: Readonly<Record<string, string>>, command: readonly string[] = image.cmd): ChildProcess {
+export function startImageCommand(
+  image: ReplayedImage,
+  env: Readonly<Record<string, string>>,
+  command: readonly string[] = image.cmd,
+): ChildProcess {
   const [file, ...args] = command;
   if (!file) throw new DockerfileReplayError('the image has an empty CMD');
   const user = USERS[image.user]!;
@@ -179,7 +221,9 @@ export function startImageCommand(image: ReplayedImage, env: Readonly<Record<str
   });
 }
 
-/** Every instruction is checked before any runs, so a refusal names its line at once, not after a minute of `npm ci`. */
+/**
+ * Every instruction is checked before any runs, so a refusal names its line at once, not after a minute of `npm ci`.
+ */
 function plan(dockerfile: Dockerfile, options: ReplayOptions): PlannedStep[] {
   const stageNames: string[] = [];
   return dockerfile.getInstructions().map((instruction) => {
@@ -217,7 +261,8 @@ function checkBaseImage(instruction: From, index: number): string {
   const base = BASE_IMAGES[instruction.getImage() ?? ''];
   if (!base) throw refuse(instruction, `the replay stands in only for ${Object.keys(BASE_IMAGES).join(', ')}`);
   const node = nodeVersion();
-  if (!node.startsWith(`v${base.nodeMajor}.`)) throw refuse(instruction, `the image has Node ${base.nodeMajor}; this machine's node package is ${node}`);
+  if (!node.startsWith(`v${base.nodeMajor}.`))
+    throw refuse(instruction, `the image has Node ${base.nodeMajor}; this machine's node package is ${node}`);
   return instruction.getBuildStage() ?? String(index);
 }
 
@@ -230,15 +275,23 @@ function startStage(name: string, options: ReplayOptions): Stage {
     mkdirSync(hostPath(root, user.home), { recursive: true });
     if (SWITCHES_USER) chownSync(hostPath(root, user.home), user.uid, user.gid);
   }
-  seedNpmCache(options.npmCache ?? process.env.npm_config_cache ?? path.join(homedir(), '.npm'), hostPath(root, USERS.root!.home));
+  seedNpmCache(
+    options.npmCache ?? process.env.npm_config_cache ?? path.join(homedir(), '.npm'),
+    hostPath(root, USERS.root!.home),
+  );
   return { name, root, workdir: '/', env: {}, user: 'root', stopSignal: 'SIGTERM', cmd: ['node'] };
 }
 
 function planRun(instruction: Run): StageAction {
   refuseFlags(instruction, []);
-  if (instruction.getOpeningBracket() || instruction.getHeredocs().length > 0) throw refuse(instruction, 'only the shell form without heredocs is modelled');
+  if (instruction.getOpeningBracket() || instruction.getHeredocs().length > 0)
+    throw refuse(instruction, 'only the shell form without heredocs is modelled');
   const script = instruction.getArgumentsContent() ?? '';
-  if (ABSOLUTE_PATH.test(script)) throw refuse(instruction, "names an absolute path, which would reach this machine's filesystem (only WORKDIR is mapped)");
+  if (ABSOLUTE_PATH.test(script))
+    throw refuse(
+      instruction,
+      "names an absolute path, which would reach this machine's filesystem (only WORKDIR is mapped)",
+    );
   return async (stage) => {
     const user = USERS[stage.user]!;
     const child = spawn('/bin/sh', ['-c', script], {
@@ -268,19 +321,22 @@ function planRun(instruction: Run): StageAction {
  */
 function planCopy(instruction: Copy, stageNames: readonly string[], context: string): StageAction {
   refuseFlags(instruction, ['from']);
-  if (instruction.getOpeningBracket() || instruction.getHeredocs().length > 0) throw refuse(instruction, 'only the plain form without heredocs is modelled');
+  if (instruction.getOpeningBracket() || instruction.getHeredocs().length > 0)
+    throw refuse(instruction, 'only the plain form without heredocs is modelled');
   const args = instruction.getArguments().map((a) => a.getValue());
   if (args.length < 2) throw refuse(instruction, 'needs a source and a destination');
   if (args.some((a) => /[*?[$]/.test(a))) throw refuse(instruction, 'wildcards and variables are not modelled');
   const fromFlag = instruction.getFromFlag();
   const fromStage = fromFlag ? (fromFlag.getValue() ?? '') : undefined;
-  if (fromStage !== undefined && !stageNames.slice(0, -1).includes(fromStage)) throw refuse(instruction, `--from=${fromStage} names no earlier stage`);
+  if (fromStage !== undefined && !stageNames.slice(0, -1).includes(fromStage))
+    throw refuse(instruction, `--from=${fromStage} names no earlier stage`);
   const sources = args.slice(0, -1);
   const destination = args.at(-1)!;
   return (stage, earlier) => {
     const sourceRoot = fromStage === undefined ? context : earlier.find((s) => s.name === fromStage)!.root;
     const target = hostPath(stage.root, path.posix.resolve(stage.workdir, destination));
-    const intoDirectory = destination.endsWith('/') || sources.length > 1 || (existsSync(target) && statSync(target).isDirectory());
+    const intoDirectory =
+      destination.endsWith('/') || sources.length > 1 || (existsSync(target) && statSync(target).isDirectory());
     for (const source of sources) {
       // Resolved against `/` first, so `..` cannot leave the context, as Docker refuses it too.
       const from = hostPath(sourceRoot, path.posix.resolve('/', source));
@@ -300,7 +356,9 @@ function planWorkdir(instruction: Workdir): StageAction {
 }
 
 function planEnv(instruction: Env): StageAction {
-  const variables = instruction.getProperties().map((property) => [property.getName(), property.getUnescapedValue() ?? ''] as const);
+  const variables = instruction
+    .getProperties()
+    .map((property) => [property.getName(), property.getUnescapedValue() ?? ''] as const);
   if (variables.some(([, value]) => value.includes('$'))) throw refuse(instruction, 'variables are not modelled');
   return (stage) => {
     stage.env = { ...stage.env, ...Object.fromEntries(variables) };
@@ -331,8 +389,14 @@ function planCmd(instruction: Cmd): StageAction {
   };
 }
 
-/** What a process in the stage sees: the base image's PATH behind this machine's Node, the user's HOME, the stage's ENV. */
-function stageEnvironment(root: string, env: Readonly<Record<string, string>>, user: ImageUser): Record<string, string> {
+/**
+ * What a process in the stage sees: the base image's PATH behind this machine's Node, the user's HOME, the stage's ENV.
+ */
+function stageEnvironment(
+  root: string,
+  env: Readonly<Record<string, string>>,
+  user: ImageUser,
+): Record<string, string> {
   return { PATH: `${nodeBinDirectory()}:${IMAGE_PATH}`, HOME: hostPath(root, user.home), ...env };
 }
 

@@ -1,9 +1,8 @@
-import { sqsRecord } from './local/sqs-record.ts';
 /**
  * Hot keys: many concurrent awards to ONE account, per-record vs packed.
  *
  *   npx tsx scripts/hot-key-bench.ts [--messages 400] [--invocations 10] [--batch-size 10]
- *                                    [--accounts 1] [--spread-by award|batch] [--latency-ms 5] [--transaction-ms 10] [--json]
+ * [--accounts 1] [--spread-by award|batch] [--latency-ms 5] [--transaction-ms 10] [--json]
  *
  * `--accounts N` spreads the awards over N balance items: the write path of a balance
  * sharded into N counters (each award adds to one shard; the balance is their sum on read).
@@ -22,17 +21,18 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
+import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../lib/aws/clients.ts';
+import type { RecordReport } from '../lib/idempotency/settlement.ts';
+import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
+import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
+import { type Emulator, startEmulator } from './emulator/emulator.ts';
 import { ItemContentionModel } from './instrumentation/item-contention-model.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
 import { RoundTripCounter } from './instrumentation/round-trip-counter.ts';
-import { startEmulator, type Emulator } from './emulator/emulator.ts';
 import { lambdaContext } from './local/lambda-context.ts';
 import { provisionLocal } from './local/provision.ts';
-import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
-import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
-import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
-import type { RecordReport } from '../lib/idempotency/settlement.ts';
+import { sqsRecord } from './local/sqs-record.ts';
 
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -86,7 +86,9 @@ async function main() {
     for (const k of keys) console.log(String(k).padEnd(34) + results.map((r) => String(r[k]).padStart(14)).join(''));
     for (const r of results) {
       const perAward = r.mode === 'packed' ? 2 / scenario.batchSize : 2;
-      console.log(`modelled ceiling for one account, ${r.mode}: ${Math.round(1000 / perAward)} awards/s (1,000 WU/s ÷ ${perAward} WU per award on the balance item)`);
+      console.log(
+        `modelled ceiling for one account, ${r.mode}: ${Math.round(1000 / perAward)} awards/s (1,000 WU/s ÷ ${perAward} WU per award on the balance item)`,
+      );
     }
     if (values.json) console.log(JSON.stringify({ scenario, results }));
   } finally {
@@ -95,13 +97,20 @@ async function main() {
 }
 
 async function run(emulator: Emulator, s: Scenario, packing: boolean) {
-  const resources = await provisionLocal(emulator.endpoint, `hot-${packing ? 'p' : 'r'}-${Date.now().toString(36)}`, { groups: [POINTS_GROUP] });
+  const resources = await provisionLocal(emulator.endpoint, `hot-${packing ? 'p' : 'r'}-${Date.now().toString(36)}`, {
+    groups: [POINTS_GROUP],
+  });
   const queue = resources.queues[POINTS_GROUP]!;
   const model = new ItemContentionModel({ transactionMs: s.transactionMs });
   const counter = new RoundTripCounter();
   const reports: RecordReport[] = [];
   const handlers = Array.from({ length: s.invocations }, () => {
-    const client = new DynamoDBClient({ region: 'us-east-1', endpoint: emulator.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 });
+    const client = new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: emulator.endpoint,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 3,
+    });
     // Each middleware added after `retryMiddleware` runs before the ones added earlier:
     // counter → network latency → the modelled service side → the emulator.
     model.attach(client);
@@ -121,9 +130,17 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
   const ids = new MsgIdGenerator();
   let expected = 0;
   const backlog: SQSRecord[] = Array.from({ length: s.messages }, (_, i) => {
-    const order = { orderNo: `SO-HOT-${i}`, userId: `hot-${(s.spreadBy === 'batch' ? Math.floor(i / s.batchSize) : i) % s.accounts}`, points: 1 + (i % 7) };
+    const order = {
+      orderNo: `SO-HOT-${i}`,
+      userId: `hot-${(s.spreadBy === 'batch' ? Math.floor(i / s.batchSize) : i) % s.accounts}`,
+      points: 1 + (i % 7),
+    };
     expected += order.points;
-    return sqsRecord(writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order) }), queue.source.arn, { messageId: `hot-${i}` });
+    return sqsRecord(
+      writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order) }),
+      queue.source.arn,
+      { messageId: `hot-${i}` },
+    );
   });
   let redeliveries = 0;
   let gaveUp = 0;
@@ -147,7 +164,13 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  const documents = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1', endpoint: emulator.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }));
+  const documents = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: emulator.endpoint,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    }),
+  );
   const accounts = (await documents.send(new ScanCommand({ TableName: resources.tables.accounts }))).Items ?? [];
   const balance = accounts.reduce((sum, a) => sum + Number(a.balance), 0);
   const failedAttempts = reports.filter((r) => r.settlement.outcome === 'failed');

@@ -9,9 +9,9 @@ import { incidentScenario } from './local/incident-scenario.ts';
 import { HandlerModuleError } from './local/local-consumers.ts';
 import { LocalRunConfigError, runLocalPipeline } from './local/local-pipeline.ts';
 import { ProgressDisplay } from './local/progress-display.ts';
-import { renderReport, runSummary, type ReportContext } from './local/replay-report.ts';
-import { readTrafficFile, TrafficFileError } from './local/traffic-file.ts';
+import { type ReportContext, renderReport, runSummary } from './local/replay-report.ts';
 import { InvalidTimeScaleError } from './local/time-scale.ts';
+import { readTrafficFile, TrafficFileError } from './local/traffic-file.ts';
 
 const USAGE = `Usage: npm start -- [options]
 
@@ -133,7 +133,9 @@ async function main(): Promise<number> {
   }).finally(() => progress.done());
 
   const { result } = run;
-  process.stdout.write(args.json ? `${JSON.stringify(runSummary(result, file?.account))}\n` : `${renderReport(result, context)}\n`);
+  process.stdout.write(
+    args.json ? `${JSON.stringify(runSummary(result, file?.account))}\n` : `${renderReport(result, context)}\n`,
+  );
 
   if (args.keep) {
     const r = result.resources;
@@ -165,7 +167,9 @@ main().then(
   (error: unknown) => {
     const badArgument = error instanceof LocalRunConfigError || error instanceof InvalidTimeScaleError;
     const known = badArgument || error instanceof TrafficFileError || error instanceof HandlerModuleError;
-    process.stderr.write(`local run failed: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
+    process.stderr.write(
+      `local run failed: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`,
+    );
     process.exitCode = badArgument ? 2 : 1;
   },
 );

@@ -8,20 +8,49 @@ import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createSqs } from '../lib/aws/clients.ts';
+import {
+  redriveWriteSummary,
+  renderAudit,
+  renderDeadLetter,
+  renderDeadLetterList,
+  renderRedrive,
+  renderReversal,
+  reversalWriteSummary,
+  type SavedPlan,
+} from '../lib/operations/command-output.ts';
 import { findDeadLetter, readDeadLetters, releaseDeadLetters } from '../lib/operations/dead-letter-inspection.ts';
-import { redriveDeadLetters, RedriveInterruptedError, type RedriveFilter } from '../lib/operations/dead-letter-redrive.ts';
-import { reverseDoubleAwards, ReversalInterruptedError } from '../lib/operations/double-award-reversal.ts';
+import {
+  type RedriveFilter,
+  RedriveInterruptedError,
+  redriveDeadLetters,
+} from '../lib/operations/dead-letter-redrive.ts';
+import { ReversalInterruptedError, reverseDoubleAwards } from '../lib/operations/double-award-reversal.ts';
 import { messageOf, OperationsError, UsageError } from '../lib/operations/errors.ts';
-import { isClean, runLedgerAudit, type AuditReport } from '../lib/operations/ledger-audit.ts';
-import { awsConfigOf, groupQueuesOf, pointTablesOf, type PointTableNames, type TargetOptions } from '../lib/operations/operations-target.ts';
+import { type AuditReport, isClean, runLedgerAudit } from '../lib/operations/ledger-audit.ts';
+import {
+  awsConfigOf,
+  groupQueuesOf,
+  type PointTableNames,
+  pointTablesOf,
+  type TargetOptions,
+} from '../lib/operations/operations-target.ts';
 import { ProgressBar, type ProgressStream } from '../lib/operations/progress-bar.ts';
-import { redriveWriteSummary, renderAudit, renderDeadLetter, renderDeadLetterList, renderRedrive, renderReversal, reversalWriteSummary, type SavedPlan } from '../lib/operations/command-output.ts';
-import { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from '../lib/operations/reversal-plan.ts';
-import { confirmWrite, queueLocation, tableLocation, type ConfirmationChannel } from '../lib/operations/write-confirmation.ts';
-import { terminalSafe, type OutputFormat } from '../lib/operations/report-format.ts';
+import { type OutputFormat, terminalSafe } from '../lib/operations/report-format.ts';
+import {
+  checkPlanTarget,
+  readReversalPlan,
+  reversalPlanOf,
+  writeReversalPlan,
+} from '../lib/operations/reversal-plan.ts';
+import {
+  type ConfirmationChannel,
+  confirmWrite,
+  queueLocation,
+  tableLocation,
+} from '../lib/operations/write-confirmation.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 
@@ -140,7 +169,8 @@ export async function runOps(argv: string[], io: OpsIo): Promise<number> {
   try {
     return await dispatch(positionals, values, io, print);
   } catch (error) {
-    if (error instanceof ReversalInterruptedError) print(renderReversal(error.report, pointTablesOf(targetOf(values)), formatOf(values)));
+    if (error instanceof ReversalInterruptedError)
+      print(renderReversal(error.report, pointTablesOf(targetOf(values)), formatOf(values)));
     fail(error instanceof OperationsError ? error.message : messageOf(error));
     return ExitCode.ERROR;
   }
@@ -205,7 +235,13 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
   const audit = async () => {
     const tables = pointTablesOf(target);
     const bar = new ProgressBar(io.stderr, { quiet: v.quiet });
-    const report = await runLedgerAudit({ dynamoDb: dynamoDb(), tables, segments, onProgress: (p) => bar.update(p), onTableDone: (p) => bar.done(p) });
+    const report = await runLedgerAudit({
+      dynamoDb: dynamoDb(),
+      tables,
+      segments,
+      onProgress: (p) => bar.update(p),
+      onTableDone: (p) => bar.done(p),
+    });
     return { tables, report };
   };
 
@@ -225,7 +261,11 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
 }
 
 function confirmationOf(v: Values, io: OpsIo): ConfirmationChannel {
-  return { yes: v.yes === true, input: io.stdin, output: { write: (text: string) => io.stderr.write(terminalSafe(text)) } };
+  return {
+    yes: v.yes === true,
+    input: io.stdin,
+    output: { write: (text: string) => io.stderr.write(terminalSafe(text)) },
+  };
 }
 
 /**
@@ -245,9 +285,12 @@ async function reverse(
 ): Promise<number> {
   const apply = v.apply === true;
   if (apply && !v.plan) {
-    throw new UsageError('reverse --apply writes only a reviewed plan: run reverse --plan <file> (a dry run that saves it), review it, then reverse --apply --plan <file>');
+    throw new UsageError(
+      'reverse --apply writes only a reviewed plan: run reverse --plan <file> (a dry run that saves it), review it, then reverse --apply --plan <file>',
+    );
   }
-  if (apply && v.rightful) throw new UsageError('with --apply the --rightful choices come from the plan; leave them out');
+  if (apply && v.rightful)
+    throw new UsageError('with --apply the --rightful choices come from the plan; leave them out');
   const reviewed = apply ? await readReversalPlan(v.plan!) : undefined;
   const { tables, report: audited } = await ctx.audit();
   const ledger = v.plan ? await tableLocation(ctx.dynamoDb, tables.ledger) : undefined;
@@ -261,19 +304,28 @@ async function reverse(
     rightful,
     apply,
     reviewed: reviewed?.reversals,
-    confirm: (planned) => confirmWrite(reversalWriteSummary(ledger!, tables, planned, reviewed!.digest), ctx.confirmation),
+    confirm: (planned) =>
+      confirmWrite(reversalWriteSummary(ledger!, tables, planned, reviewed!.digest), ctx.confirmation),
     now: ctx.now,
   });
   let saved: SavedPlan | undefined;
   if (!apply && v.plan) {
     const reversals = report.outcomes.map(({ status: _status, ...reversal }) => reversal);
-    const plan = reversalPlanOf({ createdAt: ctx.now().toISOString(), ledgerTableArn: ledger!.arn, tables, rightful: Object.fromEntries(rightful), reversals });
+    const plan = reversalPlanOf({
+      createdAt: ctx.now().toISOString(),
+      ledgerTableArn: ledger!.arn,
+      tables,
+      rightful: Object.fromEntries(rightful),
+      reversals,
+    });
     await writeReversalPlan(v.plan, plan);
     saved = { file: v.plan, digest: plan.digest };
   }
   ctx.print(renderReversal(report, tables, ctx.format, saved));
   // Dry run: something to reverse is a finding. Apply: only awards left for a person are.
-  const open = report.applied ? report.outcomes.filter((o) => o.status === 'award-changed' || o.status === 'kept-award-changed') : report.outcomes;
+  const open = report.applied
+    ? report.outcomes.filter((o) => o.status === 'award-changed' || o.status === 'kept-award-changed')
+    : report.outcomes;
   return open.length > 0 || report.undecided.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
 }
 
@@ -297,7 +349,13 @@ async function dlq(
     case 'list':
     case 'show': {
       const visibility = positiveNumber(v['visibility-timeout'], 'visibility-timeout', 30);
-      const letters = await readDeadLetters({ sqs: ctx.sqs, queueUrl: queues.deadLetterUrl, visibilityTimeoutSeconds: visibility, limit, maxReceiveCount: queues.maxReceiveCount });
+      const letters = await readDeadLetters({
+        sqs: ctx.sqs,
+        queueUrl: queues.deadLetterUrl,
+        visibilityTimeoutSeconds: visibility,
+        limit,
+        maxReceiveCount: queues.maxReceiveCount,
+      });
       await releaseDeadLetters(ctx.sqs, queues.deadLetterUrl, letters);
       if (sub === 'list') {
         ctx.print(renderDeadLetterList(letters, dlqName, visibility, ctx.format, ctx.now()));
@@ -317,12 +375,19 @@ async function dlq(
         olderThanMs: durationMs(v['older-than'], 'older-than'),
         newerThanMs: durationMs(v['newer-than'], 'newer-than'),
       };
-      const filtered = Boolean(filter.reasons?.length || filter.keys?.length || filter.olderThanMs !== undefined || filter.newerThanMs !== undefined);
-      if (!filtered && !v.all) throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
+      const filtered = Boolean(
+        filter.reasons?.length ||
+          filter.keys?.length ||
+          filter.olderThanMs !== undefined ||
+          filter.newerThanMs !== undefined,
+      );
+      if (!filtered && !v.all)
+        throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
       const sourceName = queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1);
       const source = await queueLocation(ctx.sqs, queues.sourceUrl);
       const dryRun = v['dry-run'] === true;
-      if (!dryRun) await confirmWrite(redriveWriteSummary(source, sourceName, dlqName, filter, limit), ctx.confirmation);
+      if (!dryRun)
+        await confirmWrite(redriveWriteSummary(source, sourceName, dlqName, filter, limit), ctx.confirmation);
       try {
         const report = await redriveDeadLetters({
           sqs: ctx.sqs,
@@ -344,7 +409,8 @@ async function dlq(
         ctx.print(renderRedrive(report, dlqName, sourceName, ctx.format, ctx.now()));
         return report.sentNotDeleted.length > 0 || report.heldBack.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
       } catch (error) {
-        if (error instanceof RedriveInterruptedError) ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
+        if (error instanceof RedriveInterruptedError)
+          ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
         throw error;
       }
     }
@@ -364,5 +430,9 @@ function invokedDirectly(): boolean {
 }
 
 if (invokedDirectly()) {
-  process.exitCode = await runOps(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin });
+  process.exitCode = await runOps(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+  });
 }

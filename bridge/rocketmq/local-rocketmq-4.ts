@@ -2,8 +2,17 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROCKETMQ_4, ensureRocketMQJars } from './rocketmq-jars.ts';
-import { JAVA_17_OPENS, assertLoopbackOnlyNetwork, freeBrokerPort, freePort, installExitHook, spawnJvm, stopChild, waitForLine } from './local-rocketmq.ts';
+import {
+  assertLoopbackOnlyNetwork,
+  freeBrokerPort,
+  freePort,
+  installExitHook,
+  JAVA_17_OPENS,
+  spawnJvm,
+  stopChild,
+  waitForLine,
+} from './local-rocketmq.ts';
+import { ensureRocketMQJars, ROCKETMQ_4 } from './rocketmq-jars.ts';
 
 /**
  * A throw-away Apache RocketMQ 4.7.1 on this machine: a name server and one broker (master) from
@@ -62,7 +71,8 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
     if (namesrv) await stopChild(namesrv);
     if (process.env.LOCAL_ROCKETMQ_KEEP !== '1') rmSync(home, { recursive: true, force: true });
   };
-  const spawn = (heap: string, mainClass: string, args: string[], name: string) => spawnJvm(java, home, heap, mainClass, args, name, ROCKETMQ_4.libDir, JAVA_17_OPENS);
+  const spawn = (heap: string, mainClass: string, args: string[], name: string) =>
+    spawnJvm(java, home, heap, mainClass, args, name, ROCKETMQ_4.libDir, JAVA_17_OPENS);
   const startBroker = async () => {
     brokerStarts += 1;
     const name = `broker-${brokerStarts}`;
@@ -78,7 +88,12 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
     seedTopics(join(home, 'store'), options.topics);
 
     const started = Date.now();
-    namesrv = spawn('-Xmx64m', 'org.apache.rocketmq.namesrv.NamesrvStartup', ['-c', join(home, 'namesrv.properties')], 'namesrv');
+    namesrv = spawn(
+      '-Xmx64m',
+      'org.apache.rocketmq.namesrv.NamesrvStartup',
+      ['-c', join(home, 'namesrv.properties')],
+      'namesrv',
+    );
     await waitForLine(namesrv, NAMESRV_READY, timeoutMs, join(home, 'namesrv.out'));
     // The 4.x broker registers with the name server as the last step of its start, before it reports success.
     await startBroker();
@@ -122,7 +137,8 @@ function writeConfig(home: string, p: Ports): void {
   mkdirSync(join(store, 'config'), { recursive: true });
   mkdirSync(join(home, 'conf'), { recursive: true });
   // Both start scripts configure logback from ROCKETMQ_HOME/conf and exit when the file is missing.
-  for (const name of ['namesrv', 'broker', 'tools']) writeFileSync(join(home, 'conf', `logback_${name}.xml`), logback(join(home, `${name}.log`)));
+  for (const name of ['namesrv', 'broker', 'tools'])
+    writeFileSync(join(home, 'conf', `logback_${name}.xml`), logback(join(home, `${name}.log`)));
   writeFileSync(join(home, 'namesrv.properties'), `listenPort=${p.namesrvPort}\n`);
   writeFileSync(
     join(home, 'broker.conf'),

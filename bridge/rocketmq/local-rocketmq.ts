@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Producer } from 'rocketmq-client-nodejs';
-import { ROCKETMQ_LIB_DIR, ensureRocketMQJars } from './rocketmq-jars.ts';
+import { ensureRocketMQJars, ROCKETMQ_LIB_DIR } from './rocketmq-jars.ts';
 
 /**
  * A throw-away RocketMQ 5 on this machine: a name server plus a proxy in local mode (which embeds
@@ -124,7 +124,14 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
     const java = options.java ?? process.env.JAVA ?? 'java';
     const timeoutMs = options.startTimeoutMs ?? 90_000;
     const started = Date.now();
-    const namesrv = spawnJvm(java, home, '-Xmx64m', 'org.apache.rocketmq.namesrv.NamesrvStartup', ['-c', join(home, 'namesrv.properties')], 'namesrv');
+    const namesrv = spawnJvm(
+      java,
+      home,
+      '-Xmx64m',
+      'org.apache.rocketmq.namesrv.NamesrvStartup',
+      ['-c', join(home, 'namesrv.properties')],
+      'namesrv',
+    );
     children.push(namesrv);
     await waitForLine(namesrv, NAMESRV_READY, timeoutMs, join(home, 'namesrv.out'));
     const namesrvMs = Date.now() - started;
@@ -315,13 +322,26 @@ function seedMetadata(store: string, topics: readonly LocalTopic[], groups: read
   writeFileSync(join(store, 'config', 'subscriptionGroup.json'), JSON.stringify({ subscriptionGroupTable }));
 }
 
-export function spawnJvm(java: string, home: string, heap: string, mainClass: string, args: string[], name: string, libDir = ROCKETMQ_LIB_DIR, jvmOptions: readonly string[] = []): ChildProcess {
-  const child = spawn(java, [...JVM_OPTIONS, ...jvmOptions, heap, `-Duser.home=${home}`, '-cp', `${libDir}*`, mainClass, ...args], {
-    cwd: home,
-    // ROCKETMQ_HOME and user.home keep every log and default path inside the temporary folder.
-    env: { ...process.env, ROCKETMQ_HOME: home, RMQ_PROXY_HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function spawnJvm(
+  java: string,
+  home: string,
+  heap: string,
+  mainClass: string,
+  args: string[],
+  name: string,
+  libDir = ROCKETMQ_LIB_DIR,
+  jvmOptions: readonly string[] = [],
+): ChildProcess {
+  const child = spawn(
+    java,
+    [...JVM_OPTIONS, ...jvmOptions, heap, `-Duser.home=${home}`, '-cp', `${libDir}*`, mainClass, ...args],
+    {
+      cwd: home,
+      // ROCKETMQ_HOME and user.home keep every log and default path inside the temporary folder.
+      env: { ...process.env, ROCKETMQ_HOME: home, RMQ_PROXY_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const out = join(home, `${name}.out`);
   const append = (chunk: Buffer) => writeFileSync(out, chunk, { flag: 'a' });
   child.stdout!.on('data', append);
@@ -347,9 +367,14 @@ export function waitForLine(child: ChildProcess, ready: RegExp, timeoutMs: numbe
       seen = (seen + chunk.toString()).slice(-1000);
       if (ready.test(seen)) done();
     };
-    const onExit = (code: number | null) => done(new LocalRocketMQStartError(`exited with code ${code} before it was ready:\n${tail()}`));
-    const onError = (err: Error) => done(new LocalRocketMQStartError(`cannot run Java (${err.message}); install a JDK 17`));
-    const timer = setTimeout(() => done(new LocalRocketMQStartError(`not ready within ${timeoutMs} ms:\n${tail()}`)), timeoutMs);
+    const onExit = (code: number | null) =>
+      done(new LocalRocketMQStartError(`exited with code ${code} before it was ready:\n${tail()}`));
+    const onError = (err: Error) =>
+      done(new LocalRocketMQStartError(`cannot run Java (${err.message}); install a JDK 17`));
+    const timer = setTimeout(
+      () => done(new LocalRocketMQStartError(`not ready within ${timeoutMs} ms:\n${tail()}`)),
+      timeoutMs,
+    );
     child.stdout!.on('data', onData);
     child.once('exit', onExit);
     child.once('error', onError);

@@ -62,7 +62,9 @@ export async function fetchRocketMQJars(options: { mvn?: string; release?: Rocke
     child.once('exit', resolve);
   });
   if (code !== 0 || !hasRocketMQJars(release)) {
-    throw new RocketMQJarsMissingError(`fetching the RocketMQ ${release.version} jars failed (mvn exit ${code}): ${output}`);
+    throw new RocketMQJarsMissingError(
+      `fetching the RocketMQ ${release.version} jars failed (mvn exit ${code}): ${output}`,
+    );
   }
 }
 

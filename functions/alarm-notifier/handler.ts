@@ -1,11 +1,15 @@
-import middy from '@middy/core';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
 import type { Context, SNSEvent } from 'aws-lambda';
-import { type AlarmNotifier, notifierFromSettings, notifierSettingsFromEnv } from '../../lib/dingtalk/alarm-notifier.ts';
-import { systemClock, type Clock } from '../../lib/dingtalk/clock.ts';
+import {
+  type AlarmNotifier,
+  notifierFromSettings,
+  notifierSettingsFromEnv,
+} from '../../lib/dingtalk/alarm-notifier.ts';
+import { type Clock, systemClock } from '../../lib/dingtalk/clock.ts';
 import { DEFAULT_METRICS_NAMESPACE, powertoolsDeliveryMetrics } from '../../lib/dingtalk/notifier-metrics.ts';
 
 /** Time kept back from the Lambda timeout so a failed delivery can still fail the invocation cleanly. */

@@ -4,8 +4,8 @@ import { serviceCredentials } from '../../lib/aws/service-credentials.ts';
 import { consumerGroup, OUTSIDE_SERVICES } from '../../lib/config/resources.ts';
 import { endpointRefusal, type ServiceEndpoint } from '../../lib/config/service-endpoint.ts';
 import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
-import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { defineConsumer, type ConsumerObservers } from '../../lib/consumer/consumer-module.ts';
+import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/consumer-module.ts';
 import { CouponClient } from '../../lib/coupons/coupon-client.ts';
 import { FailureRouter, InvalidConsumerConfigError, leaseStrategy } from '../../lib/idempotency/index.ts';
 import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
@@ -36,24 +36,47 @@ export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler 
   const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
   const now = deps.now ?? Date.now;
   const endpoint = couponServiceEndpoint(deps.couponServiceUrl ?? deps.services?.['coupon-service']);
-  const coupons = new CouponClient({ baseUrl: endpoint.url, credentials: serviceCredentials(endpoint.auth, deps), reserveMs: deps.couponReserveMs });
+  const coupons = new CouponClient({
+    baseUrl: endpoint.url,
+    credentials: serviceCredentials(endpoint.auth, deps),
+    reserveMs: deps.couponReserveMs,
+  });
   return consumerHandler({
     definition: COUPONS,
     parsePayload: parseOrderPaidEvent,
     keyOf: (order) => order.orderNo,
     // What the grant depends on: the same order for another user is a conflict, a new paidAt is not.
     fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId }),
-    strategy: leaseStrategy({ client: dynamoDb, tableName: deps.tables.idempotency, group: COUPONS.group, ttlSeconds: deps.ttlSeconds, marginMs: deps.leaseMarginMs, now }),
-    failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: COUPONS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    strategy: leaseStrategy({
+      client: dynamoDb,
+      tableName: deps.tables.idempotency,
+      group: COUPONS.group,
+      ttlSeconds: deps.ttlSeconds,
+      marginMs: deps.leaseMarginMs,
+      now,
+    }),
+    failures: new FailureRouter({
+      sqs: deps.sqs ?? createSqs(deps.aws),
+      group: COUPONS.group,
+      deadLetterQueueUrl: deps.deadLetterQueueUrl,
+      schedule: deps.schedule,
+    }),
     queues: deps.queueLifetimes,
     envelopeKeys: deps.envelopeKeys,
-    business: (msg, context) => coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
+    business: (msg, context) =>
+      coupons.grant(
+        { orderNo: msg.payload.orderNo, userId: msg.payload.userId },
+        { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() },
+      ),
     onReport: deps.onReport,
     now,
   });
 }
 
-/** The coupon service as configured, refused at cold start where the synth refuses it too (plain http, no credentials off loopback). */
+/**
+ * The coupon service as configured, refused at cold start where the synth refuses it too (plain http, no credentials
+ * off loopback).
+ */
 function couponServiceEndpoint(value: string | ServiceEndpoint | undefined): ServiceEndpoint {
   const endpoint: ServiceEndpoint = typeof value === 'object' ? value : { url: value ?? '', auth: { kind: 'none' } };
   const refusal = endpointRefusal(endpoint);

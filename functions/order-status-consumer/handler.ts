@@ -1,8 +1,8 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { consumerGroup } from '../../lib/config/resources.ts';
 import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
-import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { defineConsumer, type ConsumerObservers } from '../../lib/consumer/consumer-module.ts';
+import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/consumer-module.ts';
 import { FailureRouter, stateTransitionStrategy } from '../../lib/idempotency/index.ts';
 import { parseOrderEvent } from '../../lib/orders/order-events.ts';
 import { transitionRequest } from '../../lib/orders/order-status.ts';
@@ -10,7 +10,9 @@ import { transitionRequest } from '../../lib/orders/order-status.ts';
 export const ORDER_STATUS = consumerGroup('order-status-consumer-group');
 export const ORDER_STATUS_GROUP = ORDER_STATUS.group;
 
-export interface OrderStatusConsumerDeps extends ConsumerRuntimeConfig<TablesOf<typeof ORDER_STATUS>>, ConsumerObservers {
+export interface OrderStatusConsumerDeps
+  extends ConsumerRuntimeConfig<TablesOf<typeof ORDER_STATUS>>,
+    ConsumerObservers {
   /** Fault injection and command recording between the consumer and AWS. */
   dynamoDb?: ReturnType<typeof createDynamoDb>;
   sqs?: ReturnType<typeof createSqs>;
@@ -35,11 +37,22 @@ export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): Consum
     keyOf: (event) => `${event.orderNo}#${event.kind}`,
     fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
     strategy: stateTransitionStrategy({ client: dynamoDb }),
-    failures: new FailureRouter({ sqs: deps.sqs ?? createSqs(deps.aws), group: ORDER_STATUS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    failures: new FailureRouter({
+      sqs: deps.sqs ?? createSqs(deps.aws),
+      group: ORDER_STATUS.group,
+      deadLetterQueueUrl: deps.deadLetterQueueUrl,
+      schedule: deps.schedule,
+    }),
     failureCounts: { client: dynamoDb, tableName: deps.tables.idempotency },
     queues: deps.queueLifetimes,
     envelopeKeys: deps.envelopeKeys,
-    business: (msg) => transitionRequest(msg.payload, { tableName, msgId: msg.message.msgId, bornTimestamp: msg.message.bornTimestamp, now: new Date(now()) }),
+    business: (msg) =>
+      transitionRequest(msg.payload, {
+        tableName,
+        msgId: msg.message.msgId,
+        bornTimestamp: msg.message.bornTimestamp,
+        now: new Date(now()),
+      }),
     onReport: deps.onReport,
     now,
   });

@@ -1,8 +1,8 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { consumerGroup, TABLES } from '../../lib/config/resources.ts';
 import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
-import { consumerHandler, type ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { defineConsumer, type ConsumerObservers } from '../../lib/consumer/consumer-module.ts';
+import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/consumer-module.ts';
 import { FailureRouter, packedTransactionalStrategy, transactionalStrategy } from '../../lib/idempotency/index.ts';
 import { awardWrites } from '../../lib/points/ledger.ts';
 import { orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
@@ -29,17 +29,38 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
   const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
   const { tables } = deps;
   const now = deps.now ?? Date.now;
-  const strategyOptions = { client: dynamoDb, tableName: tables.idempotency, group: POINTS.group, ttlSeconds: deps.ttlSeconds, now };
+  const strategyOptions = {
+    client: dynamoDb,
+    tableName: tables.idempotency,
+    group: POINTS.group,
+    ttlSeconds: deps.ttlSeconds,
+    now,
+  };
   return consumerHandler({
     definition: POINTS,
     parsePayload: parseOrderPaid,
     keyOf: (order) => order.orderNo,
     fingerprintFields: orderPaidFingerprintFields,
-    strategy: (deps.packing ?? POINTS.tuning.packing) ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) }) : transactionalStrategy(strategyOptions),
-    failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS.group, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+    strategy:
+      (deps.packing ?? POINTS.tuning.packing)
+        ? packedTransactionalStrategy({ ...strategyOptions, keyAttributes: keyAttributesOf(tables) })
+        : transactionalStrategy(strategyOptions),
+    failures: new FailureRouter({
+      sqs: createSqs(deps.aws),
+      group: POINTS.group,
+      deadLetterQueueUrl: deps.deadLetterQueueUrl,
+      schedule: deps.schedule,
+    }),
     queues: deps.queueLifetimes,
     envelopeKeys: deps.envelopeKeys,
-    business: (msg) => ({ writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, tables, new Date(now())) }),
+    business: (msg) => ({
+      writes: awardWrites(
+        msg.payload,
+        { msgId: msg.message.msgId, fingerprint: msg.fingerprint },
+        tables,
+        new Date(now()),
+      ),
+    }),
     onReport: deps.onReport,
     now,
   });
@@ -47,7 +68,10 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
 
 /** Physical table name → key attributes, from the resource catalogue (lets the packer see which puts hit one item). */
 function keyAttributesOf(tables: Record<TablesOf<typeof POINTS>, string>): Record<string, string[]> {
-  const keys = (def: { partitionKey: string; sortKey?: string }) => [def.partitionKey, ...(def.sortKey ? [def.sortKey] : [])];
+  const keys = (def: { partitionKey: string; sortKey?: string }) => [
+    def.partitionKey,
+    ...(def.sortKey ? [def.sortKey] : []),
+  ];
   return Object.fromEntries(POINTS.tables.map((t) => [tables[t], keys(TABLES[t])]));
 }
 

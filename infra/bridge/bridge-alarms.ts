@@ -35,7 +35,13 @@ export class RocketMQBridgeAlarms extends Construct {
     const common = { topic: props.topic, runbookUrl: props.runbookUrl };
     for (const route of props.routes) {
       const routeMetric = (metricName: string, statistic: string) =>
-        new cloudwatch.Metric({ namespace: BRIDGE_METRICS_NAMESPACE, metricName, dimensionsMap: { ConsumerGroup: route.group, Topic: route.topic }, period: fiveMinutes, statistic });
+        new cloudwatch.Metric({
+          namespace: BRIDGE_METRICS_NAMESPACE,
+          metricName,
+          dimensionsMap: { ConsumerGroup: route.group, Topic: route.topic },
+          period: fiveMinutes,
+          statistic,
+        });
       const subject = `bridge route ${route.group}`;
       const name = (what: string) => `${props.prefix}-bridge-${route.group}-${what}`;
       this.alarms.push(

@@ -88,16 +88,29 @@ export class RocketMQBridgeService extends Construct {
   constructor(scope: Construct, id: string, props: RocketMQBridgeServiceProps) {
     super(scope, id);
     if (props.routes.length === 0) throw new Error('RocketMQBridgeService needs at least one route');
-    if (!props.proxyEndpoint === !props.nameServer) throw new Error('RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)');
+    if (!props.proxyEndpoint === !props.nameServer)
+      throw new Error(
+        'RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)',
+      );
     if (props.maxCount !== undefined && props.maxCount < (props.desiredCount ?? 1))
-      throw new Error(`RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`);
+      throw new Error(
+        `RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`,
+      );
     if (props.nameServer && props.sslEnabled !== false) {
-      throw new Error('RocketMQBridgeService: the RocketMQ 4 client (nameServer) has no TLS; set sslEnabled: false explicitly to accept a clear-text link');
+      throw new Error(
+        'RocketMQBridgeService: the RocketMQ 4 client (nameServer) has no TLS; set sslEnabled: false explicitly to accept a clear-text link',
+      );
     }
     for (const route of props.routes) {
-      if (!route.queue === !route.eventBus) throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
+      if (!route.queue === !route.eventBus)
+        throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
     }
-    const cluster = props.cluster ?? new ecs.Cluster(this, 'Cluster', { ...(props.vpc ? { vpc: props.vpc } : {}), containerInsightsV2: ecs.ContainerInsights.ENABLED });
+    const cluster =
+      props.cluster ??
+      new ecs.Cluster(this, 'Cluster', {
+        ...(props.vpc ? { vpc: props.vpc } : {}),
+        containerInsightsV2: ecs.ContainerInsights.ENABLED,
+      });
     const invisibleDuration = props.invisibleDuration ?? Duration.seconds(60);
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {
@@ -107,11 +120,16 @@ export class RocketMQBridgeService extends Construct {
     this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
       cpu: props.cpu ?? 256,
       memoryLimitMiB: props.memoryLimitMiB ?? 512,
-      runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+      runtimePlatform: {
+        cpuArchitecture: ecs.CpuArchitecture.X86_64,
+        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
+      },
     });
 
     const config: BridgeConfigInput = {
-      ...(props.nameServer ? { protocol: 'rocketmq4' as const, nameServer: props.nameServer } : { protocol: 'rocketmq5' as const, proxyEndpoint: props.proxyEndpoint! }),
+      ...(props.nameServer
+        ? { protocol: 'rocketmq4' as const, nameServer: props.nameServer }
+        : { protocol: 'rocketmq5' as const, proxyEndpoint: props.proxyEndpoint! }),
       clusterName: props.clusterName ?? 'DefaultCluster',
       namespace: props.namespace ?? '',
       sslEnabled: props.sslEnabled ?? true,
@@ -125,7 +143,9 @@ export class RocketMQBridgeService extends Construct {
         tagExpression: r.tagExpression ?? '*',
         fifo: r.fifo ?? false,
         ...(r.messageGroupFrom ? { messageGroupFrom: r.messageGroupFrom } : {}),
-        target: r.queue ? { kind: 'sqs' as const, queueUrl: r.queue.queueUrl } : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },
+        target: r.queue
+          ? { kind: 'sqs' as const, queueUrl: r.queue.queueUrl }
+          : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },
         dlqUrl: r.dlq.queueUrl,
       })),
     };
@@ -136,7 +156,15 @@ export class RocketMQBridgeService extends Construct {
         ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
           file: 'bridge/Dockerfile',
           // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild).
-          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', 'bridge/.rocketmq', 'bridge/rocketmq'],
+          exclude: [
+            '*',
+            '!package.json',
+            '!package-lock.json',
+            '!bridge',
+            '!lib',
+            'bridge/.rocketmq',
+            'bridge/rocketmq',
+          ],
         }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
       environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },
@@ -150,7 +178,12 @@ export class RocketMQBridgeService extends Construct {
         : {}),
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'bridge' }),
       healthCheck: {
-        command: ['CMD', 'node', '-e', `fetch('http://127.0.0.1:${HEALTH_PORT}/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`],
+        command: [
+          'CMD',
+          'node',
+          '-e',
+          `fetch('http://127.0.0.1:${HEALTH_PORT}/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`,
+        ],
         interval: Duration.seconds(15),
         timeout: Duration.seconds(5),
         retries: 3,
@@ -191,7 +224,11 @@ export class RocketMQBridgeService extends Construct {
     if (scales) {
       this.service
         .autoScaleTaskCount({ minCapacity: props.desiredCount ?? 1, maxCapacity: props.maxCount })
-        .scaleOnCpuUtilization('Cpu', { targetUtilizationPercent: props.cpuTargetPercent ?? 60, scaleOutCooldown: Duration.minutes(1), scaleInCooldown: Duration.minutes(5) });
+        .scaleOnCpuUtilization('Cpu', {
+          targetUtilizationPercent: props.cpuTargetPercent ?? 60,
+          scaleOutCooldown: Duration.minutes(1),
+          scaleInCooldown: Duration.minutes(5),
+        });
     }
   }
 
@@ -208,7 +245,12 @@ export class RocketMQBridgeService extends Construct {
     for (const queue of queues) queue.encryptionMasterKey?.grant(role, 'kms:GenerateDataKey', 'kms:Decrypt');
     const buses = routes.flatMap((r) => (r.eventBus ? [r.eventBus] : []));
     if (buses.length > 0) {
-      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [...new Set(buses.map((b) => b.eventBusArn))] }));
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['events:PutEvents'],
+          resources: [...new Set(buses.map((b) => b.eventBusArn))],
+        }),
+      );
     }
   }
 }

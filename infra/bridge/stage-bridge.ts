@@ -40,8 +40,14 @@ export class StageBridge extends Construct {
       vpcId: s.vpcId,
       availabilityZones: [...new Set(s.subnets.map((n) => n.availabilityZone))],
     });
-    const subnets = s.subnets.map((n) => ec2.Subnet.fromSubnetAttributes(this, n.id, { subnetId: n.id, availabilityZone: n.availabilityZone }));
-    const cluster = new ecs.Cluster(this, 'Cluster', { vpc, clusterName: `${props.prefix}-bridge`, containerInsightsV2: ecs.ContainerInsights.ENABLED });
+    const subnets = s.subnets.map((n) =>
+      ec2.Subnet.fromSubnetAttributes(this, n.id, { subnetId: n.id, availabilityZone: n.availabilityZone }),
+    );
+    const cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc,
+      clusterName: `${props.prefix}-bridge`,
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    });
     const routes = bridgeRoutes(props.groups);
     this.bridge = new RocketMQBridgeService(this, 'Service', {
       cluster,
@@ -51,7 +57,9 @@ export class StageBridge extends Construct {
       namespace: s.namespace,
       sslEnabled: s.tls,
       ...(props.envelopeSigningKey ? { envelopeSigningKey: props.envelopeSigningKey } : {}),
-      ...(s.credentialsSecretName ? { rocketMqCredentials: secretsmanager.Secret.fromSecretNameV2(this, 'Credentials', s.credentialsSecretName) } : {}),
+      ...(s.credentialsSecretName
+        ? { rocketMqCredentials: secretsmanager.Secret.fromSecretNameV2(this, 'Credentials', s.credentialsSecretName) }
+        : {}),
       desiredCount: s.desiredCount,
       maxCount: s.maxCount,
       cpuTargetPercent: s.cpuTargetPercent,
@@ -59,7 +67,11 @@ export class StageBridge extends Construct {
       memoryLimitMiB: s.memoryMiB,
       vpcSubnets: { subnets },
       securityGroups: [
-        new ec2.SecurityGroup(this, 'Tasks', { vpc, description: `${props.prefix} RocketMQ bridge tasks: outbound to the cluster and AWS only`, allowAllOutbound: true }),
+        new ec2.SecurityGroup(this, 'Tasks', {
+          vpc,
+          description: `${props.prefix} RocketMQ bridge tasks: outbound to the cluster and AWS only`,
+          allowAllOutbound: true,
+        }),
         ...s.securityGroupIds.map((sg) => ec2.SecurityGroup.fromSecurityGroupId(this, sg, sg)),
       ],
       ...(props.directory ? { directory: props.directory } : {}),

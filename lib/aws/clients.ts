@@ -1,8 +1,8 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /**
  * How to reach AWS. In Lambda everything comes from the environment; locally and in tests
@@ -18,7 +18,11 @@ export interface AwsConfig {
 }
 
 export function emulatorConfig(endpoint: string, dynamoDbEndpoint?: string): AwsConfig {
-  return { endpoint, region: 'us-east-1', ...(dynamoDbEndpoint && dynamoDbEndpoint !== endpoint ? { dynamoDbEndpoint } : {}) };
+  return {
+    endpoint,
+    region: 'us-east-1',
+    ...(dynamoDbEndpoint && dynamoDbEndpoint !== endpoint ? { dynamoDbEndpoint } : {}),
+  };
 }
 
 function baseConfig(config: AwsConfig, endpoint = config.endpoint) {
@@ -30,9 +34,12 @@ function baseConfig(config: AwsConfig, endpoint = config.endpoint) {
 }
 
 export function createDynamoDb(config: AwsConfig = {}): DynamoDBDocumentClient {
-  return DynamoDBDocumentClient.from(new DynamoDBClient(baseConfig(config, config.dynamoDbEndpoint ?? config.endpoint)), {
-    marshallOptions: { removeUndefinedValues: true },
-  });
+  return DynamoDBDocumentClient.from(
+    new DynamoDBClient(baseConfig(config, config.dynamoDbEndpoint ?? config.endpoint)),
+    {
+      marshallOptions: { removeUndefinedValues: true },
+    },
+  );
 }
 
 export function createSqs(config: AwsConfig = {}): SQSClient {
@@ -53,5 +60,8 @@ export function createEventBridge(config: AwsConfig = {}): EventBridgeClient {
  */
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): AwsConfig {
   if (!env.AWS_ENDPOINT_URL) return {};
-  return { endpoint: env.AWS_ENDPOINT_URL, ...(env.AWS_ENDPOINT_URL_DYNAMODB ? { dynamoDbEndpoint: env.AWS_ENDPOINT_URL_DYNAMODB } : {}) };
+  return {
+    endpoint: env.AWS_ENDPOINT_URL,
+    ...(env.AWS_ENDPOINT_URL_DYNAMODB ? { dynamoDbEndpoint: env.AWS_ENDPOINT_URL_DYNAMODB } : {}),
+  };
 }

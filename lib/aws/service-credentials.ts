@@ -4,7 +4,7 @@ import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { ServiceAuth, SigV4Service } from '../config/service-endpoint.ts';
-import { createSecretsManager, type AwsConfig } from './clients.ts';
+import { type AwsConfig, createSecretsManager } from './clients.ts';
 import { ExpiringRead } from './expiring-read.ts';
 
 /** A request to an outside service, as it will be sent. */
@@ -22,7 +22,9 @@ export interface OutgoingRequest {
 export interface ServiceCredentials {
   /** The headers that authenticate this request, to send with it. */
   authorize(request: OutgoingRequest): Promise<Record<string, string>>;
-  /** The service refused the credentials (401): reads them again; true when they changed, so one more call may succeed. */
+  /**
+   * The service refused the credentials (401): reads them again; true when they changed, so one more call may succeed.
+   */
   renew(): Promise<boolean>;
 }
 
@@ -67,10 +69,16 @@ export class SecretBearerToken implements ServiceCredentials {
     try {
       secretString = (await this.client.send(new GetSecretValueCommand({ SecretId: this.secretId }))).SecretString;
     } catch (error) {
-      throw new ServiceCredentialsError(`the bearer token secret ${this.secretId} could not be read: ${(error as Error).name}`, { cause: error });
+      throw new ServiceCredentialsError(
+        `the bearer token secret ${this.secretId} could not be read: ${(error as Error).name}`,
+        { cause: error },
+      );
     }
     const token = secretString?.trim() ?? '';
-    if (!BEARER_TOKEN.test(token)) throw new ServiceCredentialsError(`the secret ${this.secretId} does not hold a bearer token (RFC 6750 token characters only)`);
+    if (!BEARER_TOKEN.test(token))
+      throw new ServiceCredentialsError(
+        `the secret ${this.secretId} does not hold a bearer token (RFC 6750 token characters only)`,
+      );
     return token;
   }
 }
@@ -84,7 +92,12 @@ export class SigV4Signer implements ServiceCredentials {
   private readonly signer: SignatureV4;
 
   constructor(options: { service: SigV4Service; region: string; credentials: AwsCredentialIdentityProvider }) {
-    this.signer = new SignatureV4({ service: options.service, region: options.region, credentials: options.credentials, sha256: Sha256 });
+    this.signer = new SignatureV4({
+      service: options.service,
+      region: options.region,
+      credentials: options.credentials,
+      sha256: Sha256,
+    });
   }
 
   async authorize(request: OutgoingRequest): Promise<Record<string, string>> {
@@ -103,25 +116,39 @@ export class SigV4Signer implements ServiceCredentials {
         body: request.body,
       });
     } catch (error) {
-      throw new ServiceCredentialsError(`no AWS credentials to sign the call with: ${(error as Error).name}`, { cause: error });
+      throw new ServiceCredentialsError(`no AWS credentials to sign the call with: ${(error as Error).name}`, {
+        cause: error,
+      });
     }
-    return Object.fromEntries(Object.entries(signed.headers).filter(([name]) => name !== 'host' && !(name in request.headers)));
+    return Object.fromEntries(
+      Object.entries(signed.headers).filter(([name]) => name !== 'host' && !(name in request.headers)),
+    );
   }
 
-  /** The provider refreshes the role's credentials itself; a refusal of a valid signature is a policy matter that reading again cannot change. */
+  /**
+   * The provider refreshes the role's credentials itself; a refusal of a valid signature is a policy matter that
+   * reading again cannot change.
+   */
   async renew(): Promise<boolean> {
     return false;
   }
 }
 
 /** The credentials an endpoint's `auth` calls for; none for `none`. */
-export function serviceCredentials(auth: ServiceAuth, deps: { aws: AwsConfig; awsCredentials?: AwsCredentialIdentityProvider }): ServiceCredentials | undefined {
+export function serviceCredentials(
+  auth: ServiceAuth,
+  deps: { aws: AwsConfig; awsCredentials?: AwsCredentialIdentityProvider },
+): ServiceCredentials | undefined {
   switch (auth.kind) {
     case 'none':
       return undefined;
     case 'bearer':
       return new SecretBearerToken(createSecretsManager(deps.aws), auth.secretId);
     case 'sigv4':
-      return new SigV4Signer({ service: auth.service, region: auth.region, credentials: deps.awsCredentials ?? defaultProvider() });
+      return new SigV4Signer({
+        service: auth.service,
+        region: auth.region,
+        credentials: deps.awsCredentials ?? defaultProvider(),
+      });
   }
 }

@@ -1,6 +1,6 @@
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { ExpiringRead } from './expiring-read.ts';
 import { assertSigningKey, InvalidSigningKeyError, type SigningKeyRing } from '../rocketmq/envelope-signature.ts';
+import { ExpiringRead } from './expiring-read.ts';
 
 interface Keys {
   readonly current: Uint8Array;
@@ -58,7 +58,8 @@ export class SecretSigningKeys implements SigningKeyRing {
 
   private async load(): Promise<Keys> {
     const [current, previous] = await Promise.all([this.version('AWSCURRENT'), this.version('AWSPREVIOUS')]);
-    if (current === undefined) throw new InvalidSigningKeyError(`the envelope signing key secret ${this.secretId} has no current value`);
+    if (current === undefined)
+      throw new InvalidSigningKeyError(`the envelope signing key secret ${this.secretId} has no current value`);
     return { current: current.key, currentSince: current.since, ...(previous ? { previous: previous.key } : {}) };
   }
 
@@ -66,13 +67,18 @@ export class SecretSigningKeys implements SigningKeyRing {
     let secret: string | undefined;
     let since: number;
     try {
-      const version = await this.client.send(new GetSecretValueCommand({ SecretId: this.secretId, VersionStage: stage }));
+      const version = await this.client.send(
+        new GetSecretValueCommand({ SecretId: this.secretId, VersionStage: stage }),
+      );
       secret = version.SecretString;
       since = version.CreatedDate?.getTime() ?? 0;
     } catch (error) {
       // A secret never rotated has no AWSPREVIOUS version.
       if (stage === 'AWSPREVIOUS' && (error as Error).name === 'ResourceNotFoundException') return undefined;
-      throw new InvalidSigningKeyError(`the envelope signing key secret ${this.secretId} could not be read: ${(error as Error).name}`, { cause: error });
+      throw new InvalidSigningKeyError(
+        `the envelope signing key secret ${this.secretId} could not be read: ${(error as Error).name}`,
+        { cause: error },
+      );
     }
     if (secret === undefined) return undefined;
     return { key: assertSigningKey(Buffer.from(secret, 'utf8'), `${this.secretId} (${stage})`), since };
@@ -80,6 +86,7 @@ export class SecretSigningKeys implements SigningKeyRing {
 }
 
 function sameKeys(a: Keys, b: Keys): boolean {
-  const same = (x?: Uint8Array, y?: Uint8Array) => (x === undefined || y === undefined ? x === y : Buffer.from(x).equals(y));
+  const same = (x?: Uint8Array, y?: Uint8Array) =>
+    x === undefined || y === undefined ? x === y : Buffer.from(x).equals(y);
   return same(a.current, b.current) && same(a.previous, b.previous);
 }

@@ -1,5 +1,5 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 
 export interface ScanProgress {
   table: string;
@@ -21,7 +21,11 @@ export interface TableScanOptions {
  * write sees it. The items are collected in memory: a ledger of a few million rows fits,
  * and the audit needs every entry of a user at once anyway.
  */
-export async function scanTable<T>(client: DynamoDBDocumentClient, table: string, options: TableScanOptions = {}): Promise<T[]> {
+export async function scanTable<T>(
+  client: DynamoDBDocumentClient,
+  table: string,
+  options: TableScanOptions = {},
+): Promise<T[]> {
   const segments = Math.max(1, Math.trunc(options.segments ?? 4));
   const estimatedTotal = options.onProgress ? await itemCountEstimate(client, table) : undefined;
   const items: T[] = [];
@@ -30,7 +34,15 @@ export async function scanTable<T>(client: DynamoDBDocumentClient, table: string
   const scanSegment = async (segment: number) => {
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
-      const page = await client.send(new ScanCommand({ TableName: table, Segment: segment, TotalSegments: segments, ExclusiveStartKey, ConsistentRead: true }));
+      const page = await client.send(
+        new ScanCommand({
+          TableName: table,
+          Segment: segment,
+          TotalSegments: segments,
+          ExclusiveStartKey,
+          ConsistentRead: true,
+        }),
+      );
       items.push(...((page.Items ?? []) as T[]));
       ExclusiveStartKey = page.LastEvaluatedKey;
       report();

@@ -31,8 +31,16 @@ export function lifetimeEnvironment(lifetimes: DeliveryLifetimes, recordTtlSecon
 
 /** The queue settings as deployed, when the environment states them (a function deployed by this app always does). */
 export function queueLifetimesFromEnvironment(env: NodeJS.ProcessEnv): QueueLifetimes | undefined {
-  const values = [env[CONSUMER_ENV.maxReceiveCount], env[CONSUMER_ENV.sourceRetention], env[CONSUMER_ENV.deadLetterRetention]];
+  const values = [
+    env[CONSUMER_ENV.maxReceiveCount],
+    env[CONSUMER_ENV.sourceRetention],
+    env[CONSUMER_ENV.deadLetterRetention],
+  ];
   if (values.every((v) => v === undefined || v === '')) return undefined;
   const [maxReceiveCount, sourceRetentionSeconds, deadLetterRetentionSeconds] = values.map((v) => Number(v));
-  return { maxReceiveCount: maxReceiveCount!, sourceRetentionSeconds: sourceRetentionSeconds!, deadLetterRetentionSeconds: deadLetterRetentionSeconds! };
+  return {
+    maxReceiveCount: maxReceiveCount!,
+    sourceRetentionSeconds: sourceRetentionSeconds!,
+    deadLetterRetentionSeconds: deadLetterRetentionSeconds!,
+  };
 }

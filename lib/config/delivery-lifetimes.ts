@@ -47,9 +47,13 @@ export interface OrderlyRetryPolicy {
 export function orderlySchedule(policy: OrderlyRetryPolicy = {}): RetrySchedule {
   const maxAttempts = policy.maxAttempts ?? ORDERLY_MAX_ATTEMPTS;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 2) {
-    throw new InvalidRetryScheduleError(`orderlyRetry.maxAttempts is ${maxAttempts} but must be a whole number of at least 2 (the delivery and one retry)`);
+    throw new InvalidRetryScheduleError(
+      `orderlyRetry.maxAttempts is ${maxAttempts} but must be a whole number of at least 2 (the delivery and one retry)`,
+    );
   }
-  return new RetrySchedule(Array.from({ length: maxAttempts - 1 }, () => policy.intervalSeconds ?? ORDERLY_RETRY_INTERVAL_SECONDS));
+  return new RetrySchedule(
+    Array.from({ length: maxAttempts - 1 }, () => policy.intervalSeconds ?? ORDERLY_RETRY_INTERVAL_SECONDS),
+  );
 }
 
 /**
@@ -73,7 +77,10 @@ export const SQS_MAX_RETENTION_SECONDS = 14 * DAY_SECONDS;
 export const DEAD_LETTER_RETENTION_SECONDS = SQS_MAX_RETENTION_SECONDS;
 /** How long a message may wait for its first delivery (a stalled or disabled consumer) on top of its retry window. */
 export const SOURCE_BACKLOG_ALLOWANCE_SECONDS = 4 * DAY_SECONDS;
-/** The dedup record lifetime when the catalogue names none: a round figure above the minimum for RocketMQ's schedule (18.4 days). */
+/**
+ * The dedup record lifetime when the catalogue names none: a round figure above the minimum for RocketMQ's schedule
+ * (18.4 days).
+ */
 export const DEFAULT_RECORD_TTL_SECONDS = 30 * DAY_SECONDS;
 
 /** What the source queue and its DLQ are configured with. */
@@ -135,7 +142,9 @@ export class DeliveryLifetimes {
       );
     }
     if (sourceRetentionSeconds > SQS_MAX_RETENTION_SECONDS || deadLetterRetentionSeconds > SQS_MAX_RETENTION_SECONDS) {
-      throw new IncoherentLifetimesError(`${spans} needs queues that keep messages longer than SQS's ${SQS_MAX_RETENTION_SECONDS}s`);
+      throw new IncoherentLifetimesError(
+        `${spans} needs queues that keep messages longer than SQS's ${SQS_MAX_RETENTION_SECONDS}s`,
+      );
     }
   }
 
@@ -144,7 +153,9 @@ export class DeliveryLifetimes {
    * delivery and retries), then the DLQ, then a redrive's fresh retry window.
    */
   get minimumRecordTtlSeconds(): number {
-    return this.queues.sourceRetentionSeconds + this.queues.deadLetterRetentionSeconds + this.schedule.totalDelaySeconds;
+    return (
+      this.queues.sourceRetentionSeconds + this.queues.deadLetterRetentionSeconds + this.schedule.totalDelaySeconds
+    );
   }
 
   /** The catalogue's default: 30 days, or the minimum rounded up to whole days when the schedule needs more. */
@@ -203,23 +214,32 @@ export interface LifetimeSettings {
 function scheduleOf(settings: LifetimeSettings): RetrySchedule {
   if (settings.ordering === 'orderly') {
     if (settings.retryDelaysSeconds) {
-      throw new IncoherentLifetimesError("retryDelaysSeconds is set but ordering is 'orderly': an orderly group retries at one fixed interval (orderlyRetry), as RocketMQ 5 FIFO groups do");
+      throw new IncoherentLifetimesError(
+        "retryDelaysSeconds is set but ordering is 'orderly': an orderly group retries at one fixed interval (orderlyRetry), as RocketMQ 5 FIFO groups do",
+      );
     }
     return orderlySchedule(settings.orderlyRetry);
   }
-  if (settings.orderlyRetry) throw new IncoherentLifetimesError("orderlyRetry is set but ordering is not 'orderly': a concurrent group retries on retryDelaysSeconds");
+  if (settings.orderlyRetry)
+    throw new IncoherentLifetimesError(
+      "orderlyRetry is set but ordering is not 'orderly': a concurrent group retries on retryDelaysSeconds",
+    );
   return settings.retryDelaysSeconds ? new RetrySchedule(settings.retryDelaysSeconds) : new RetrySchedule();
 }
 
 /** A group's schedule, queue lifetimes and record TTL, derived from its catalogue entry and refused if incoherent. */
-export function lifetimesOf(settings: LifetimeSettings & { readonly group?: string }): { lifetimes: DeliveryLifetimes; recordTtlSeconds: number } {
+export function lifetimesOf(settings: LifetimeSettings & { readonly group?: string }): {
+  lifetimes: DeliveryLifetimes;
+  recordTtlSeconds: number;
+} {
   try {
     const lifetimes = DeliveryLifetimes.derive(scheduleOf(settings), settings.ordering);
     const recordTtlSeconds = settings.idempotencyTtlSeconds ?? lifetimes.defaultRecordTtlSeconds;
     lifetimes.assertRecordTtl(recordTtlSeconds);
     return { lifetimes, recordTtlSeconds };
   } catch (error) {
-    if (!settings.group || !(error instanceof IncoherentLifetimesError || error instanceof InvalidRetryScheduleError)) throw error;
+    if (!settings.group || !(error instanceof IncoherentLifetimesError || error instanceof InvalidRetryScheduleError))
+      throw error;
     throw new IncoherentLifetimesError(`consumer group ${settings.group}: ${error.message}`, { cause: error });
   }
 }

@@ -4,7 +4,13 @@
  * and the redrive count can never drift apart.
  */
 import type { MessageGroupSource } from '../rocketmq/message-group.ts';
-import { DEAD_LETTER_RETENTION_SECONDS, FIFO_MAX_BATCH_SIZE, IncoherentLifetimesError, type LifetimeSettings, type Ordering } from './delivery-lifetimes.ts';
+import {
+  DEAD_LETTER_RETENTION_SECONDS,
+  FIFO_MAX_BATCH_SIZE,
+  IncoherentLifetimesError,
+  type LifetimeSettings,
+  type Ordering,
+} from './delivery-lifetimes.ts';
 
 export interface TableDefinition {
   /** Suffix of the physical name: `<prefix>-<suffix>`. */
@@ -69,7 +75,10 @@ export interface GroupTuning {
   readonly memorySize?: number;
   /** Filter on the RocketMQ tag in the event source (default true; see infra/consumer-group.ts). */
   readonly filterAtEventSource?: boolean;
-  /** Transactional groups: commit a batch in as few transactions as DynamoDB allows (default false; refused on orderly groups). */
+  /**
+   * Transactional groups: commit a batch in as few transactions as DynamoDB allows (default false; refused on orderly
+   * groups).
+   */
   readonly packing?: boolean;
 }
 
@@ -154,7 +163,9 @@ export function tableName(prefix: string, table: TableKey): string {
 
 /** A catalogue group's ordering (`concurrent` for a group the catalogue does not hold). */
 export function orderingOf(group: string): Ordering {
-  return (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).find((g) => g.group === group)?.ordering ?? 'concurrent';
+  return (
+    (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).find((g) => g.group === group)?.ordering ?? 'concurrent'
+  );
 }
 
 /** SQS requires the `.fifo` suffix on a FIFO queue's name, and an orderly group's queues are FIFO. */
@@ -195,22 +206,43 @@ export interface OrderingSensitiveSettings {
  * Refuses settings an orderly group cannot honour, naming both: at synth with the merged
  * tuning, at cold start with the environment (packing), and for every catalogue entry in a test.
  */
-export function assertOrderingFits(group: string, ordering: Ordering | undefined, settings: OrderingSensitiveSettings): void {
+export function assertOrderingFits(
+  group: string,
+  ordering: Ordering | undefined,
+  settings: OrderingSensitiveSettings,
+): void {
   if (ordering !== 'orderly') {
     if (settings.messageGroupFrom) {
-      throw new IncoherentLifetimesError(`consumer group ${group}: messageGroupFrom is set but ordering is not 'orderly': only an orderly group's messages travel in message groups`);
+      throw new IncoherentLifetimesError(
+        `consumer group ${group}: messageGroupFrom is set but ordering is not 'orderly': only an orderly group's messages travel in message groups`,
+      );
     }
     return;
   }
   const refuse = (setting: string, why: string) => {
     throw new IncoherentLifetimesError(`consumer group ${group}: ${setting} but ordering is 'orderly': ${why}`);
   };
-  if (settings.packing) refuse('packing is on (tuning.packing / CONSUMER_PACKING)', "a packed commit writes a batch's records together, so it cannot stop at a message group's first failure");
+  if (settings.packing)
+    refuse(
+      'packing is on (tuning.packing / CONSUMER_PACKING)',
+      "a packed commit writes a batch's records together, so it cannot stop at a message group's first failure",
+    );
   if (settings.batchSize !== undefined && settings.batchSize > FIFO_MAX_BATCH_SIZE) {
-    refuse(`batchSize is ${settings.batchSize}`, `Lambda reads at most ${FIFO_MAX_BATCH_SIZE} records a batch from a FIFO queue`);
+    refuse(
+      `batchSize is ${settings.batchSize}`,
+      `Lambda reads at most ${FIFO_MAX_BATCH_SIZE} records a batch from a FIFO queue`,
+    );
   }
-  if (settings.maxBatchingWindowSeconds) refuse(`maxBatchingWindowSeconds is ${settings.maxBatchingWindowSeconds}`, 'Lambda allows no batching window on a FIFO queue');
-  if (settings.tables && !settings.tables.includes('idempotency')) refuse("tables does not list 'idempotency'", "an orderly group counts each message's failures in the idempotency table");
+  if (settings.maxBatchingWindowSeconds)
+    refuse(
+      `maxBatchingWindowSeconds is ${settings.maxBatchingWindowSeconds}`,
+      'Lambda allows no batching window on a FIFO queue',
+    );
+  if (settings.tables && !settings.tables.includes('idempotency'))
+    refuse(
+      "tables does not list 'idempotency'",
+      "an orderly group counts each message's failures in the idempotency table",
+    );
 }
 
 /** Environment variable through which a function learns a table's physical name. */

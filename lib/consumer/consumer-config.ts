@@ -1,9 +1,16 @@
-import { configFromEnv, createSecretsManager, type AwsConfig } from '../aws/clients.ts';
+import { type AwsConfig, configFromEnv, createSecretsManager } from '../aws/clients.ts';
 import { SecretSigningKeys } from '../aws/signing-key-secret.ts';
 import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../config/consumer-environment.ts';
 import { IncoherentLifetimesError, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
-import { OUTSIDE_SERVICES, TABLE_ENV, assertOrderingFits, type ConsumerGroupDefinition, type OutsideServiceName, type TableKey } from '../config/resources.ts';
-import { serviceAuthSchema, type ServiceAuth, type ServiceEndpoint } from '../config/service-endpoint.ts';
+import {
+  assertOrderingFits,
+  type ConsumerGroupDefinition,
+  OUTSIDE_SERVICES,
+  type OutsideServiceName,
+  TABLE_ENV,
+  type TableKey,
+} from '../config/resources.ts';
+import { type ServiceAuth, type ServiceEndpoint, serviceAuthSchema } from '../config/service-endpoint.ts';
 import { InvalidConsumerConfigError } from '../idempotency/errors.ts';
 import type { SigningKeyRing } from '../rocketmq/envelope-signature.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
@@ -35,7 +42,10 @@ export { CONSUMER_ENV };
  * A function deployed for another group (its `CONSUMER_GROUP`) is refused: its metrics would
  * carry a dimension no alarm watches, and its tag filter would belong to another group.
  */
-export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(definition: D, env: NodeJS.ProcessEnv = process.env): ConsumerRuntimeConfig<TablesOf<D>> {
+export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
+  definition: D,
+  env: NodeJS.ProcessEnv = process.env,
+): ConsumerRuntimeConfig<TablesOf<D>> {
   const required = (name: string) => {
     const value = env[name];
     if (!value) throw new InvalidConsumerConfigError(`environment variable ${name} is not set`);
@@ -43,9 +53,12 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(definit
   };
   const deployedAs = env[CONSUMER_ENV.group];
   if (deployedAs !== undefined && deployedAs !== definition.group) {
-    throw new InvalidConsumerConfigError(`this function was deployed for consumer group ${deployedAs} (${CONSUMER_ENV.group}) but runs the handler of ${definition.group} (${definition.entry})`);
+    throw new InvalidConsumerConfigError(
+      `this function was deployed for consumer group ${deployedAs} (${CONSUMER_ENV.group}) but runs the handler of ${definition.group} (${definition.entry})`,
+    );
   }
-  const packing = env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on';
+  const packing =
+    env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on';
   try {
     assertOrderingFits(definition.group, definition.ordering, { packing });
   } catch (error) {
@@ -53,7 +66,10 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(definit
     throw new InvalidConsumerConfigError(error.message, { cause: error });
   }
   const ttl = env[CONSUMER_ENV.ttlSeconds];
-  const tables = Object.fromEntries(definition.tables.map((t) => [t, required(TABLE_ENV[t])])) as Record<TablesOf<D>, string>;
+  const tables = Object.fromEntries(definition.tables.map((t) => [t, required(TABLE_ENV[t])])) as Record<
+    TablesOf<D>,
+    string
+  >;
   const aws = configFromEnv(env);
   const signingSecret = env[CONSUMER_ENV.envelopeSigningSecret];
   return {
@@ -63,7 +79,12 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(definit
     schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
     ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
     queueLifetimes: queueLifetimesFromEnvironment(env),
-    services: Object.fromEntries((definition.services ?? []).map((name) => [name, { url: env[OUTSIDE_SERVICES[name].env] ?? '', auth: serviceAuth(name, env) }])),
+    services: Object.fromEntries(
+      (definition.services ?? []).map((name) => [
+        name,
+        { url: env[OUTSIDE_SERVICES[name].env] ?? '', auth: serviceAuth(name, env) },
+      ]),
+    ),
     packing,
     ...(signingSecret ? { envelopeKeys: new SecretSigningKeys(createSecretsManager(aws), signingSecret) } : {}),
   };
@@ -82,7 +103,9 @@ function serviceAuth(name: OutsideServiceName, env: NodeJS.ProcessEnv): ServiceA
   }
   const parsed = serviceAuthSchema.safeParse(json);
   if (!parsed.success)
-    throw new InvalidConsumerConfigError(`environment variable ${variable} is not a service authentication (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`);
+    throw new InvalidConsumerConfigError(
+      `environment variable ${variable} is not a service authentication (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`,
+    );
   return parsed.data;
 }
 
@@ -92,7 +115,10 @@ function serviceAuth(name: OutsideServiceName, env: NodeJS.ProcessEnv): ServiceA
  * refuses (a missing table, a TTL shorter than the retry window) fails the cold start,
  * before any message is received.
  */
-export function lazyHandler<H extends (...args: never[]) => unknown>(build: () => H, env: NodeJS.ProcessEnv = process.env): H {
+export function lazyHandler<H extends (...args: never[]) => unknown>(
+  build: () => H,
+  env: NodeJS.ProcessEnv = process.env,
+): H {
   let built: H | undefined = env.AWS_LAMBDA_FUNCTION_NAME ? build() : undefined;
   return ((...args: Parameters<H>) => {
     built ??= build();

@@ -4,13 +4,22 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { forEachMessage, rocketmqConsumer, type ConsumerContext, type RocketMQConsumerOptions } from '../idempotency/rocketmq-consumer.ts';
 import type { ConsumerGroupDefinition } from '../config/resources.ts';
+import {
+  type ConsumerContext,
+  forEachMessage,
+  type RocketMQConsumerOptions,
+  rocketmqConsumer,
+} from '../idempotency/rocketmq-consumer.ts';
 import type { ConsumerMessage, RecordReport } from '../idempotency/settlement.ts';
-import { METRICS_NAMESPACE, consumerTelemetry } from './consumer-telemetry.ts';
+import { consumerTelemetry, METRICS_NAMESPACE } from './consumer-telemetry.ts';
 
-export interface ConsumerHandlerOptions<P, R> extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'ordering'> {
-  /** The group's catalogue entry: its name (records, metrics, DLQ), tag expression and ordering come from there, never restated. */
+export interface ConsumerHandlerOptions<P, R>
+  extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'ordering'> {
+  /**
+   * The group's catalogue entry: its name (records, metrics, DLQ), tag expression and ordering come from there, never
+   * restated.
+   */
   definition: ConsumerGroupDefinition;
   business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R;
   logger?: Logger;
@@ -25,7 +34,9 @@ export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQS
 export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
   const { group, tagExpression, ordering } = options.definition;
   const logger = options.logger ?? new Logger({ serviceName: group });
-  const metrics = options.metrics ?? new Metrics({ namespace: METRICS_NAMESPACE, serviceName: group, defaultDimensions: { ConsumerGroup: group } });
+  const metrics =
+    options.metrics ??
+    new Metrics({ namespace: METRICS_NAMESPACE, serviceName: group, defaultDimensions: { ConsumerGroup: group } });
   const telemetry = consumerTelemetry(logger, metrics);
   return middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>>()
     .use(injectLambdaContext(logger))

@@ -1,6 +1,6 @@
 import type { ConsumerGroupDefinition } from '../config/resources.ts';
-import { consumerConfigFromEnv, lazyHandler, type ConsumerRuntimeConfig, type TablesOf } from './consumer-config.ts';
 import type { RecordReport } from '../idempotency/index.ts';
+import { type ConsumerRuntimeConfig, consumerConfigFromEnv, lazyHandler, type TablesOf } from './consumer-config.ts';
 import type { ConsumerHandler } from './consumer-handler.ts';
 
 /**
@@ -22,6 +22,9 @@ export interface ConsumerObservers {
   now?: () => number;
 }
 
-export function defineConsumer<D extends ConsumerGroupDefinition>(definition: D, create: (config: ConsumerRuntimeConfig<TablesOf<D>> & ConsumerObservers) => ConsumerHandler): ConsumerModule<D> {
+export function defineConsumer<D extends ConsumerGroupDefinition>(
+  definition: D,
+  create: (config: ConsumerRuntimeConfig<TablesOf<D>> & ConsumerObservers) => ConsumerHandler,
+): ConsumerModule<D> {
   return { definition, create, handler: lazyHandler(() => create(consumerConfigFromEnv(definition))) };
 }

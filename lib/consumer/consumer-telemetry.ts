@@ -1,5 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../config/telemetry-names.ts';
 import { HeldBackError } from '../idempotency/errors.ts';
 import type { RecordReport } from '../idempotency/settlement.ts';
@@ -21,12 +21,18 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
       disposition: report.disposition.action,
       ...(s.outcome === 'duplicate' ? { reason: s.reason, winnerMsgId: s.winnerMsgId } : {}),
       ...(s.outcome === 'filtered' ? { tag: s.tag ?? null } : {}),
-      ...(s.outcome === 'failed' ? { errorCode: s.error.code, errorClass: s.error.classification, reason: s.error.message } : {}),
+      ...(s.outcome === 'failed'
+        ? { errorCode: s.error.code, errorClass: s.error.classification, reason: s.error.message }
+        : {}),
       ...(report.disposition.action === 'retry' ? { retryInSeconds: report.disposition.delaySeconds } : {}),
     };
     const count = (name: string) => metrics.addMetric(name, MetricUnit.Count, 1);
     if (report.messageGroupId !== undefined && report.sentAt !== undefined && report.disposition.action === 'retry') {
-      metrics.addMetric(ConsumerMetric.messageGroupWait, MetricUnit.Seconds, Math.max(0, (Date.now() - report.sentAt) / 1000));
+      metrics.addMetric(
+        ConsumerMetric.messageGroupWait,
+        MetricUnit.Seconds,
+        Math.max(0, (Date.now() - report.sentAt) / 1000),
+      );
     }
     switch (s.outcome) {
       case 'processed':
@@ -51,7 +57,10 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
         if (s.error.classification === 'permanent') count(ConsumerMetric.permanentErrors);
         if (report.disposition.action === 'retry') count(ConsumerMetric.retried);
         if (report.disposition.action === 'dead-letter') count(ConsumerMetric.deadLettered);
-        (s.error.classification === 'permanent' || report.disposition.action === 'dead-letter' ? logger.error : logger.warn).call(logger, 'record failed', fields);
+        (s.error.classification === 'permanent' || report.disposition.action === 'dead-letter'
+          ? logger.error
+          : logger.warn
+        ).call(logger, 'record failed', fields);
         break;
     }
   };

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { InvalidPayloadError } from '../idempotency/errors.ts';
 
-/** A business identifier (order number, user id): printable ASCII, 1–64 characters, so keys stay small and unambiguous. */
+/**
+ * A business identifier (order number, user id): printable ASCII, 1–64 characters, so keys stay small and unambiguous.
+ */
 export const identifier = (what: string) =>
   z
     .string()
@@ -17,11 +19,18 @@ export const identifier = (what: string) =>
  */
 const numericUserId = z
   .number()
-  .int({ error: (issue) => (issue.code === 'too_big' ? 'userId above 2^53 - 1 loses digits as a JSON number: send it as a string' : 'userId must be a whole number') })
+  .int({
+    error: (issue) =>
+      issue.code === 'too_big'
+        ? 'userId above 2^53 - 1 loses digits as a JSON number: send it as a string'
+        : 'userId must be a whole number',
+  })
   .nonnegative('userId must not be negative');
 export const userIdSchema = z.union([z.string(), numericUserId]).transform(String).pipe(identifier('userId'));
 
-/** Parses a message body as JSON and validates it; any problem is an `InvalidPayloadError` naming the first bad field. */
+/**
+ * Parses a message body as JSON and validates it; any problem is an `InvalidPayloadError` naming the first bad field.
+ */
 export function parseJsonPayload<S extends z.ZodType>(schema: S, body: string): z.infer<S> {
   let json: unknown;
   try {

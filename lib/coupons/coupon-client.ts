@@ -1,9 +1,15 @@
 import { z } from 'zod';
-import { ServiceCredentialsError, type ServiceCredentials } from '../aws/service-credentials.ts';
+import { type ServiceCredentials, ServiceCredentialsError } from '../aws/service-credentials.ts';
 import { OUTSIDE_SERVICES } from '../config/resources.ts';
 import { ConsumptionError } from '../idempotency/errors.ts';
 import { excerpt } from '../rocketmq/envelope.ts';
-import { CouponGrantRejectedError, CouponServiceCredentialsError, CouponServiceRedirectError, CouponServiceTimeoutError, CouponServiceUnavailableError } from './coupon-errors.ts';
+import {
+  CouponGrantRejectedError,
+  CouponServiceCredentialsError,
+  CouponServiceRedirectError,
+  CouponServiceTimeoutError,
+  CouponServiceUnavailableError,
+} from './coupon-errors.ts';
 
 export interface CouponGrantRequest {
   orderNo: string;
@@ -85,7 +91,10 @@ export class CouponClient {
     this.minTimeoutMs = options.minTimeoutMs ?? 100;
     this.fetch = options.fetch ?? globalThis.fetch;
     this.credentials = options.credentials;
-    this.grantUrl = new URL(COUPON_GRANT_PATH.slice(1), options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`);
+    this.grantUrl = new URL(
+      COUPON_GRANT_PATH.slice(1),
+      options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`,
+    );
   }
 
   /** The timeout for a call made now: what the invocation has left minus the reserve, capped. */
@@ -107,7 +116,9 @@ export class CouponClient {
   private async call(request: CouponGrantRequest, idempotencyKey: string, remainingMs: number): Promise<Answer> {
     const timeoutMs = Math.floor(this.timeoutFor(remainingMs));
     if (timeoutMs < this.minTimeoutMs) {
-      throw new CouponServiceTimeoutError(`only ${Math.floor(remainingMs)} ms left in the invocation; coupon for ${request.orderNo} not requested`);
+      throw new CouponServiceTimeoutError(
+        `only ${Math.floor(remainingMs)} ms left in the invocation; coupon for ${request.orderNo} not requested`,
+      );
     }
     const body = JSON.stringify(request);
     const headers = { 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
@@ -115,20 +126,43 @@ export class CouponClient {
     let response: Response;
     try {
       // Reading a token (a cache miss) counts against the same deadline as the call it is for.
-      const authorization = await untilAborted(this.authorize({ method: GRANT_METHOD, url: this.grantUrl, headers, body }), signal);
+      const authorization = await untilAborted(
+        this.authorize({ method: GRANT_METHOD, url: this.grantUrl, headers, body }),
+        signal,
+      );
       // A redirect is answered to us, not followed: see CouponServiceRedirectError.
-      response = await this.fetch(this.grantUrl, { method: GRANT_METHOD, headers: { ...headers, ...authorization }, body, redirect: 'manual', signal });
+      response = await this.fetch(this.grantUrl, {
+        method: GRANT_METHOD,
+        headers: { ...headers, ...authorization },
+        body,
+        redirect: 'manual',
+        signal,
+      });
     } catch (error) {
       if (error instanceof ConsumptionError) throw error;
-      if (isTimeout(error)) throw new CouponServiceTimeoutError(`coupon service did not answer within ${timeoutMs} ms (order ${request.orderNo})`, { cause: error });
-      throw new CouponServiceUnavailableError(`coupon service unreachable: ${(error as Error).message}`, undefined, { cause: error });
+      if (isTimeout(error))
+        throw new CouponServiceTimeoutError(
+          `coupon service did not answer within ${timeoutMs} ms (order ${request.orderNo})`,
+          { cause: error },
+        );
+      throw new CouponServiceUnavailableError(`coupon service unreachable: ${(error as Error).message}`, undefined, {
+        cause: error,
+      });
     }
     try {
       // The timeout's signal also covers the body: a service that stalls mid-answer is a timeout.
       return { status: response.status, ...(await readBounded(response)), location: response.headers.get('location') };
     } catch (error) {
-      if (isTimeout(error)) throw new CouponServiceTimeoutError(`coupon service stalled its answer past ${timeoutMs} ms (order ${request.orderNo})`, { cause: error });
-      throw new CouponServiceUnavailableError(`coupon service answer unreadable: ${(error as Error).message}`, response.status, { cause: error });
+      if (isTimeout(error))
+        throw new CouponServiceTimeoutError(
+          `coupon service stalled its answer past ${timeoutMs} ms (order ${request.orderNo})`,
+          { cause: error },
+        );
+      throw new CouponServiceUnavailableError(
+        `coupon service answer unreadable: ${(error as Error).message}`,
+        response.status,
+        { cause: error },
+      );
     }
   }
 
@@ -152,29 +186,39 @@ export class CouponClient {
 
 function credentialsUnavailable(error: unknown): Error {
   if (!(error instanceof ServiceCredentialsError)) return error as Error;
-  return new CouponServiceCredentialsError(`coupon service credentials unavailable: ${error.message}`, undefined, { cause: error });
+  return new CouponServiceCredentialsError(`coupon service credentials unavailable: ${error.message}`, undefined, {
+    cause: error,
+  });
 }
 
 function settle(answer: Answer, orderNo: string): string {
   const { status } = answer;
   if (status >= 200 && status < 300) {
     const parsed = answer.cut ? undefined : grantResponseSchema.safeParse(safeJson(answer.text));
-    if (!parsed?.success) throw new CouponServiceUnavailableError(`coupon service answered ${status} without a couponId`, status);
+    if (!parsed?.success)
+      throw new CouponServiceUnavailableError(`coupon service answered ${status} without a couponId`, status);
     return parsed.data.couponId;
   }
   if (status >= 300 && status < 400) {
     const to = answer.location === null ? 'no Location' : `Location ${excerpt(answer.location, ANSWER_EXCERPT_CHARS)}`;
-    throw new CouponServiceRedirectError(`coupon service answered ${status} (${to}) for order ${orderNo}; redirects are not followed`, status);
+    throw new CouponServiceRedirectError(
+      `coupon service answered ${status} (${to}) for order ${orderNo}; redirects are not followed`,
+      status,
+    );
   }
   // The service's own words, bounded and made inert: they end up in logs and in a DLQ attribute.
   const words = `${excerpt(answer.text, ANSWER_EXCERPT_CHARS)}${answer.cut ? ` (the rest of the answer past ${MAX_ANSWER_BYTES} bytes unread)` : ''}`;
   const detail = `coupon service answered ${status} for order ${orderNo}: ${words}`;
-  if (status === 401 || status === 403) throw new CouponServiceCredentialsError(`${detail}; the call's credentials were refused`, status);
+  if (status === 401 || status === 403)
+    throw new CouponServiceCredentialsError(`${detail}; the call's credentials were refused`, status);
   if (status >= 500 || RETRYABLE_CLIENT_STATUSES.has(status)) throw new CouponServiceUnavailableError(detail, status);
   throw new CouponGrantRejectedError(detail, status);
 }
 
-/** At most MAX_ANSWER_BYTES of the answer, the rest cancelled unread: a hostile service cannot fill the function's memory. */
+/**
+ * At most MAX_ANSWER_BYTES of the answer, the rest cancelled unread: a hostile service cannot fill the function's
+ * memory.
+ */
 async function readBounded(response: Response): Promise<{ text: string; cut: boolean }> {
   if (!response.body) return { text: '', cut: false };
   const reader = response.body.getReader();

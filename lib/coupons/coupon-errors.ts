@@ -11,7 +11,10 @@ abstract class CouponCallError extends ConsumptionError {
   }
 }
 
-/** The coupon service could not answer now (5xx, 408/409/425/429, refused connection, malformed success): retry later with the same Idempotency-Key. */
+/**
+ * The coupon service could not answer now (5xx, 408/409/425/429, refused connection, malformed success): retry later
+ * with the same Idempotency-Key.
+ */
 export class CouponServiceUnavailableError extends CouponCallError {
   override readonly name = 'CouponServiceUnavailableError';
   readonly classification = 'transient';

@@ -51,7 +51,10 @@ export interface AlarmLocation {
   region: string;
 }
 
-export function alarmLocation(alarm: { alarmArn: string | null; regionName: string | null }, fallbackRegion: string | undefined): AlarmLocation | null {
+export function alarmLocation(
+  alarm: { alarmArn: string | null; regionName: string | null },
+  fallbackRegion: string | undefined,
+): AlarmLocation | null {
   const arn = alarm.alarmArn ? ARN.exec(alarm.alarmArn) : null;
   if (arn) return { partition: arn[1]!, region: arn[2]! };
   const region = (alarm.regionName && REGION_BY_DISPLAY_NAME[alarm.regionName.trim()]) || fallbackRegion;
@@ -60,7 +63,10 @@ export function alarmLocation(alarm: { alarmArn: string | null; regionName: stri
 }
 
 /** `null` when no region can be determined: a wrong link is worse than none. */
-export function alarmConsoleUrl(alarm: { alarmName: string; alarmArn: string | null; regionName: string | null }, fallbackRegion?: string): string | null {
+export function alarmConsoleUrl(
+  alarm: { alarmName: string; alarmArn: string | null; regionName: string | null },
+  fallbackRegion?: string,
+): string | null {
   const location = alarmLocation(alarm, fallbackRegion);
   if (!location) return null;
   const host =

@@ -189,7 +189,13 @@ export function parseSnsRecord(record: unknown, now: Date = new Date()): AlarmNo
   try {
     json = JSON.parse(sns.Message);
   } catch {
-    return { ...base, kind: 'unrecognized', subject: sns.Subject ?? null, body: sns.Message, problem: 'the message is not JSON' };
+    return {
+      ...base,
+      kind: 'unrecognized',
+      subject: sns.Subject ?? null,
+      body: sns.Message,
+      problem: 'the message is not JSON',
+    };
   }
   const alarm = alarmSchema.safeParse(json);
   if (!alarm.success) {
@@ -268,8 +274,23 @@ export function toIsoInstant(value: string | null | undefined): string | null {
   return Number.isNaN(ms) ? null : new Date(ms).toISOString();
 }
 
-function unrecognized(body: string, problem: string, subject: string | null, topicArn: string | null, id: string | null, now: Date): UnrecognizedMessage {
-  return { kind: 'unrecognized', id: id ?? contentId(body), receivedAt: now.toISOString(), topicArn, subject, body, problem };
+function unrecognized(
+  body: string,
+  problem: string,
+  subject: string | null,
+  topicArn: string | null,
+  id: string | null,
+  now: Date,
+): UnrecognizedMessage {
+  return {
+    kind: 'unrecognized',
+    id: id ?? contentId(body),
+    receivedAt: now.toISOString(),
+    topicArn,
+    subject,
+    body,
+    problem,
+  };
 }
 
 /** Deterministic id for input without an SNS MessageId, so retries of it still deduplicate. */

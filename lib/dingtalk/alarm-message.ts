@@ -1,5 +1,5 @@
-import type { AlarmNotification, AlarmState, CloudWatchAlarm, MetricDimension } from './alarm-event.ts';
 import { alarmConsoleUrl } from './alarm-console-link.ts';
+import type { AlarmNotification, AlarmState, CloudWatchAlarm, MetricDimension } from './alarm-event.ts';
 import { codePointLength, inlineText, quotedBlock, truncateText } from './markdown-text.ts';
 
 /** The JSON body of a DingTalk markdown message. */
@@ -149,14 +149,22 @@ function metricLines(a: CloudWatchAlarm, dimensionLimit: number): string[] {
   const condition = conditionText(t.comparisonOperator, t.threshold, t.evaluationPeriods);
   if (t.kind === 'metric') {
     const period = t.period ? `${t.statistic ?? 'value'} over ${t.period} s` : (t.statistic ?? '');
-    return [`**Metric:** ${inlineText(`${t.namespace} / ${t.metricName}`)}${period ? ` (${inlineText(period)})` : ''}${condition}`, ...dimensionLines(t.dimensions, dimensionLimit)];
+    return [
+      `**Metric:** ${inlineText(`${t.namespace} / ${t.metricName}`)}${period ? ` (${inlineText(period)})` : ''}${condition}`,
+      ...dimensionLines(t.dimensions, dimensionLimit),
+    ];
   }
   const lines = [`**Metric math:**${condition}`];
   let budget = dimensionLimit;
   for (const m of t.metrics) {
-    const what = m.expression ? `${m.id} = ${m.expression}` : `${m.id} = ${m.namespace ?? '?'} / ${m.metricName ?? '?'}${m.stat ? ` (${m.stat}${m.period ? ` over ${m.period} s` : ''})` : ''}`;
+    const what = m.expression
+      ? `${m.id} = ${m.expression}`
+      : `${m.id} = ${m.namespace ?? '?'} / ${m.metricName ?? '?'}${m.stat ? ` (${m.stat}${m.period ? ` over ${m.period} s` : ''})` : ''}`;
     const dims = m.dimensions.map((d) => `${d.name}=${d.value}`).join(', ');
-    const line = truncateText(`${what}${dims ? ` [${dims}]` : ''}${m.label ? ` “${m.label}”` : ''}`, Math.max(40, budget));
+    const line = truncateText(
+      `${what}${dims ? ` [${dims}]` : ''}${m.label ? ` “${m.label}”` : ''}`,
+      Math.max(40, budget),
+    );
     budget = Math.max(0, budget - codePointLength(line));
     lines.push(`- ${m.returnData ? '**' : ''}${inlineText(line)}${m.returnData ? '**' : ''}`);
   }
@@ -193,7 +201,12 @@ function shrink(limits: Limits, n: AlarmNotification, size: number, max: number)
   if (dims > 500) return { ...next, dimensions: Math.max(500, Math.floor(dims * ratio)) };
   const description = current('description', codePointLength(a.description ?? ''));
   if (description > 200) return { ...next, description: Math.max(200, Math.floor(description * ratio)) };
-  return { reason: Math.floor(reason / 2), dimensions: Math.floor(dims / 2), description: Math.floor(description / 2), body: 0 };
+  return {
+    reason: Math.floor(reason / 2),
+    dimensions: Math.floor(dims / 2),
+    description: Math.floor(description / 2),
+    body: 0,
+  };
 }
 
 function dimensionChars(a: CloudWatchAlarm): number {
@@ -268,7 +281,11 @@ export function renderSummary(notifications: AlarmNotification[], options: Messa
   return { message: best, included: included.map((n) => n.id) };
 }
 
-function summaryMessage(notifications: AlarmNotification[], entries: string[][], options: MessageOptions): RobotMessage {
+function summaryMessage(
+  notifications: AlarmNotification[],
+  entries: string[][],
+  options: MessageOptions,
+): RobotMessage {
   const counts = new Map<string, number>();
   for (const n of notifications) {
     const key = n.kind === 'alarm' ? n.alarm.state : 'UNRECOGNIZED';
@@ -276,7 +293,11 @@ function summaryMessage(notifications: AlarmNotification[], entries: string[][],
   }
   const tally = [...counts].map(([state, count]) => `${count} ${state}`).join(', ');
   const heading = `🚨 ${notifications.length} alarm notifications (${tally})`;
-  const lines = [`### ${heading}`, 'Grouped into one message because alarms are arriving faster than the robot may post (20 a minute).', ''];
+  const lines = [
+    `### ${heading}`,
+    'Grouped into one message because alarms are arriving faster than the robot may post (20 a minute).',
+    '',
+  ];
   for (const entry of entries) lines.push(...entry);
   const anyAlarm = notifications.some((n) => n.kind === 'alarm' && n.alarm.state === 'ALARM');
   return assemble(heading, lines, options, anyAlarm);
@@ -284,11 +305,19 @@ function summaryMessage(notifications: AlarmNotification[], entries: string[][],
 
 function summaryEntry(n: AlarmNotification, index: number, options: MessageOptions): string[] {
   if (n.kind === 'unrecognized') {
-    return [`**${index}.** ❓ **Unrecognized message** · ${formatTime(n.receivedAt, options.timeZone)}`, '', quotedBlock(truncateText(n.subject ? `${n.subject}: ${n.body}` : n.body, 200)), ''];
+    return [
+      `**${index}.** ❓ **Unrecognized message** · ${formatTime(n.receivedAt, options.timeZone)}`,
+      '',
+      quotedBlock(truncateText(n.subject ? `${n.subject}: ${n.body}` : n.body, 200)),
+      '',
+    ];
   }
   const a = n.alarm;
   const url = alarmConsoleUrl(a, options.fallbackRegion);
-  const dims = a.trigger?.kind === 'metric' && a.trigger.dimensions.length > 0 ? ` · ${inlineText(truncateText(a.trigger.dimensions.map((d) => `${d.name}=${d.value}`).join(', '), 150))}` : '';
+  const dims =
+    a.trigger?.kind === 'metric' && a.trigger.dimensions.length > 0
+      ? ` · ${inlineText(truncateText(a.trigger.dimensions.map((d) => `${d.name}=${d.value}`).join(', '), 150))}`
+      : '';
   return [
     `**${index}.** **${STATE_MARK[a.state]}** ${inlineText(truncateText(a.alarmName, 255))}${dims} · ${formatTime(a.stateChangeTime, options.timeZone)}${url ? ` · [console](${url})` : ''}`,
     '',

@@ -1,9 +1,15 @@
-import { createDynamoDb, createSecretsManager, configFromEnv } from '../aws/clients.ts';
-import { parseSnsEvent, type AlarmNotification } from './alarm-event.ts';
+import { configFromEnv, createDynamoDb, createSecretsManager } from '../aws/clients.ts';
+import { type AlarmNotification, parseSnsEvent } from './alarm-event.ts';
 import { assertTimeZone } from './alarm-message.ts';
+import {
+  AlarmDispatcher,
+  type AlarmDispatcherDeps,
+  type DeliveryLogger,
+  type DeliveryMetrics,
+  type DispatchResult,
+} from './alarm-storm.ts';
 import { ALARM_STORM_TABLE } from './alarm-storm-table.ts';
-import { AlarmDispatcher, type AlarmDispatcherDeps, type DeliveryLogger, type DeliveryMetrics, type DispatchResult } from './alarm-storm.ts';
-import { systemClock, type Clock } from './clock.ts';
+import { type Clock, systemClock } from './clock.ts';
 import { NotifierConfigurationError } from './errors.ts';
 import { DynamoDbPendingAlarms } from './pending-alarms.ts';
 import { RobotClient } from './robot-client.ts';
@@ -78,7 +84,15 @@ export class AlarmNotifier {
 
 /** Only what identifies the alarm; never the message body of a foreign publish. */
 function describe(n: AlarmNotification): Record<string, unknown> {
-  return n.kind === 'alarm' ? { id: n.id, kind: n.kind, alarmName: n.alarm.alarmName, state: n.alarm.state, previousState: n.alarm.previousState } : { id: n.id, kind: n.kind, problem: n.problem };
+  return n.kind === 'alarm'
+    ? {
+        id: n.id,
+        kind: n.kind,
+        alarmName: n.alarm.alarmName,
+        state: n.alarm.state,
+        previousState: n.alarm.previousState,
+      }
+    : { id: n.id, kind: n.kind, problem: n.problem };
 }
 
 export interface NotifierRuntime {

@@ -1,9 +1,15 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AlarmNotification } from './alarm-event.ts';
-import { renderSummary, type MessageOptions } from './alarm-message.ts';
+import { type MessageOptions, renderSummary } from './alarm-message.ts';
 import type { Clock } from './clock.ts';
-import { DeliveryBudgetExhaustedError, RobotRejectedError, RobotThrottledError, RobotUnavailableError, type DingTalkError } from './errors.ts';
-import { pendingKey, type PendingAlarm, type PendingAlarmStore } from './pending-alarms.ts';
+import {
+  DeliveryBudgetExhaustedError,
+  type DingTalkError,
+  RobotRejectedError,
+  RobotThrottledError,
+  RobotUnavailableError,
+} from './errors.ts';
+import { type PendingAlarm, type PendingAlarmStore, pendingKey } from './pending-alarms.ts';
 import type { RobotAnswer, RobotClient } from './robot-client.ts';
 import type { RobotRateLimiter } from './robot-rate-limit.ts';
 import type { WebhookConfigSource } from './webhook-secret.ts';
@@ -111,13 +117,18 @@ export class AlarmDispatcher {
     let refreshedVersion: string | null = null;
     // Alarms this invocation has claimed and not yet delivered; it owes them a message. A Lambda
     // retry of this event starts with whatever the failed attempt still held.
-    const held = new Set((await backlog.list(robotId)).filter((p) => p.claimedBy === ownKey && p.key !== ownKey).map((p) => p.key));
+    const held = new Set(
+      (await backlog.list(robotId)).filter((p) => p.claimedBy === ownKey && p.key !== ownKey).map((p) => p.key),
+    );
 
     for (;;) {
       let now = clock.now();
       if (now >= deadline) {
         metrics.count('AlarmDeliveryDeferred');
-        throw new DeliveryBudgetExhaustedError(`alarm ${notification.id} not delivered within this invocation; failing it so Lambda retries`, lastError);
+        throw new DeliveryBudgetExhaustedError(
+          `alarm ${notification.id} not delivered within this invocation; failing it so Lambda retries`,
+          lastError,
+        );
       }
       const own = await backlog.get(robotId, ownKey);
       now = clock.now();
@@ -234,7 +245,10 @@ export class AlarmDispatcher {
         failures += 1;
         if (failures >= this.policy.maxAttempts) {
           metrics.count('AlarmDeliveryDeferred');
-          throw new DeliveryBudgetExhaustedError(`gave up after ${failures} failed attempts (${err.message}); failing so Lambda retries`, err);
+          throw new DeliveryBudgetExhaustedError(
+            `gave up after ${failures} failed attempts (${err.message}); failing so Lambda retries`,
+            err,
+          );
         }
         if (err instanceof RobotUnavailableError) {
           const backoff = Math.min(this.policy.backoffMaxMs, this.policy.backoffBaseMs * 2 ** (failures - 1));

@@ -37,7 +37,7 @@ const HOST_DOT = /(?<=[\p{L}\p{N}])[.\u3002\uff0e\uff61](?=[\p{L}\p{N}])/gu;
 // A line that starts with one of these becomes a heading, list, quote or rule.
 const LINE_START_MARKER = /^(#|-|\+|=|\d+[.)])/;
 const LINE_START_REPLACEMENT: Record<string, string> = { '#': '＃', '-': '－', '+': '＋', '=': '＝' };
-// biome-ignore lint/suspicious/noControlCharactersInRegex: removing control and bidi characters is what this pattern is for
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control and bidi characters are what it removes
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 function inert(text: string): string {
@@ -49,7 +49,10 @@ function inert(text: string): string {
 }
 
 function inertLineStart(line: string): string {
-  return line.replace(LINE_START_MARKER, (marker: string) => LINE_START_REPLACEMENT[marker] ?? marker.replace(/[.)]$/, (p) => (p === '.' ? '．' : '）')));
+  return line.replace(
+    LINE_START_MARKER,
+    (marker: string) => LINE_START_REPLACEMENT[marker] ?? marker.replace(/[.)]$/, (p) => (p === '.' ? '．' : '）')),
+  );
 }
 
 /** For values shown inside a line (names, dimension values): one line, no markup. */

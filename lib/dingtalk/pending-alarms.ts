@@ -1,5 +1,12 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { AlarmNotification } from './alarm-event.ts';
 import { DELIVERED_PREFIX, PENDING_PREFIX, robotPartitionKey } from './alarm-storm-table.ts';
 import { truncateText } from './markdown-text.ts';
@@ -27,7 +34,13 @@ export interface PendingAlarmStore {
    * The alarm, if `claimant` now holds it until `leaseUntil` (it was free, its lease had run out,
    * or it was already `claimant`'s); `null` if someone else holds it or it was delivered.
    */
-  claim(robotId: string, key: string, claimant: string, leaseUntil: number, now: number): Promise<AlarmNotification | null>;
+  claim(
+    robotId: string,
+    key: string,
+    claimant: string,
+    leaseUntil: number,
+    now: number,
+  ): Promise<AlarmNotification | null>;
   markDelivered(robotId: string, keys: string[], now: number): Promise<void>;
 }
 
@@ -67,7 +80,9 @@ export class DynamoDbPendingAlarms implements PendingAlarmStore {
   }
 
   async add(robotId: string, key: string, notification: AlarmNotification, now: number): Promise<void> {
-    const tombstone = await this.db.send(new GetCommand({ TableName: this.tableName, Key: this.deliveredItemKey(robotId, key), ConsistentRead: true }));
+    const tombstone = await this.db.send(
+      new GetCommand({ TableName: this.tableName, Key: this.deliveredItemKey(robotId, key), ConsistentRead: true }),
+    );
     if (tombstone.Item) return;
     try {
       await this.db.send(
@@ -118,14 +133,21 @@ export class DynamoDbPendingAlarms implements PendingAlarmStore {
     return out;
   }
 
-  async claim(robotId: string, key: string, claimant: string, leaseUntil: number, now: number): Promise<AlarmNotification | null> {
+  async claim(
+    robotId: string,
+    key: string,
+    claimant: string,
+    leaseUntil: number,
+    now: number,
+  ): Promise<AlarmNotification | null> {
     try {
       const out = await this.db.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.pendingItemKey(robotId, key),
           UpdateExpression: 'SET claimedBy = :c, leaseUntil = :l',
-          ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now OR claimedBy = :c)',
+          ConditionExpression:
+            'attribute_exists(pk) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now OR claimedBy = :c)',
           ExpressionAttributeValues: { ':c': claimant, ':l': leaseUntil, ':now': now },
           ReturnValues: 'ALL_NEW',
         }),
@@ -140,7 +162,11 @@ export class DynamoDbPendingAlarms implements PendingAlarmStore {
   /** Tombstones first, then the deletes: a crash in between can cause a repeat, never a loss. */
   async markDelivered(robotId: string, keys: string[], now: number): Promise<void> {
     const expiresAt = Math.floor(now / 1000) + TOMBSTONE_SECONDS;
-    await this.batchWrite(keys.map((key) => ({ PutRequest: { Item: { ...this.deliveredItemKey(robotId, key), deliveredAt: now, expiresAt } } })));
+    await this.batchWrite(
+      keys.map((key) => ({
+        PutRequest: { Item: { ...this.deliveredItemKey(robotId, key), deliveredAt: now, expiresAt } },
+      })),
+    );
     await this.batchWrite(keys.map((key) => ({ DeleteRequest: { Key: this.pendingItemKey(robotId, key) } })));
   }
 
@@ -187,7 +213,13 @@ export class InMemoryPendingAlarms implements PendingAlarmStore {
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
-  async claim(robotId: string, key: string, claimant: string, leaseUntil: number, now: number): Promise<AlarmNotification | null> {
+  async claim(
+    robotId: string,
+    key: string,
+    claimant: string,
+    leaseUntil: number,
+    now: number,
+  ): Promise<AlarmNotification | null> {
     const item = this.pending.get(`${robotId}|${key}`);
     if (!item) return null;
     if (item.leaseUntil !== null && item.leaseUntil >= now && item.claimedBy !== claimant) return null;

@@ -80,7 +80,11 @@ export class RobotClient {
       case 'content':
         throw new RobotRejectedError(answer.errcode, `${answer.errmsg} (body ${bodyBytes(message)} bytes)`, 'content');
       case 'transient':
-        throw new RobotUnavailableError(`DingTalk answered errcode ${answer.errcode}: ${answer.errmsg}`, answer.errcode, answer.errmsg);
+        throw new RobotUnavailableError(
+          `DingTalk answered errcode ${answer.errcode}: ${answer.errmsg}`,
+          answer.errcode,
+          answer.errmsg,
+        );
     }
   }
 }

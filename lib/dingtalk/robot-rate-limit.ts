@@ -1,5 +1,5 @@
-import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { BUCKET_SORT_KEY, robotPartitionKey } from './alarm-storm-table.ts';
 
 /**
@@ -30,7 +30,11 @@ export interface BucketState {
 export type Permit = { granted: true } | { granted: false; retryAt: number };
 
 /** Pure bucket arithmetic, shared by both stores. */
-export function takeToken(state: BucketState | null, now: number, policy: BucketPolicy): { permit: Permit; next: BucketState } {
+export function takeToken(
+  state: BucketState | null,
+  now: number,
+  policy: BucketPolicy,
+): { permit: Permit; next: BucketState } {
   const current = state ?? { tokens: policy.capacity, refilledAt: now, pausedUntil: 0 };
   if (now < current.pausedUntil) return { permit: { granted: false, retryAt: current.pausedUntil }, next: current };
   // Clocks of different containers can disagree slightly; time never runs backwards for the bucket.
@@ -41,7 +45,10 @@ export function takeToken(state: BucketState | null, now: number, policy: Bucket
     return { permit: { granted: true }, next: { tokens: refilled - 1, refilledAt, pausedUntil: current.pausedUntil } };
   }
   const retryAt = refilledAt + Math.ceil((1 - refilled) * policy.refillIntervalMs);
-  return { permit: { granted: false, retryAt }, next: { tokens: refilled, refilledAt, pausedUntil: current.pausedUntil } };
+  return {
+    permit: { granted: false, retryAt },
+    next: { tokens: refilled, refilledAt, pausedUntil: current.pausedUntil },
+  };
 }
 
 export interface RobotRateLimiter {
@@ -64,7 +71,11 @@ export class InMemoryRateLimiter implements RobotRateLimiter {
 
   async pauseUntil(robotId: string, until: number, now: number): Promise<void> {
     const current = this.buckets.get(robotId);
-    this.buckets.set(robotId, { tokens: 0, refilledAt: Math.max(now, current?.refilledAt ?? now), pausedUntil: Math.max(until, current?.pausedUntil ?? 0) });
+    this.buckets.set(robotId, {
+      tokens: 0,
+      refilledAt: Math.max(now, current?.refilledAt ?? now),
+      pausedUntil: Math.max(until, current?.pausedUntil ?? 0),
+    });
   }
 }
 
@@ -101,12 +112,25 @@ export class DynamoDbRateLimiter implements RobotRateLimiter {
     );
   }
 
-  private async update(robotId: string, now: number, decide: (state: BucketState | null) => { permit: Permit; next: BucketState }, force = false): Promise<Permit> {
+  private async update(
+    robotId: string,
+    now: number,
+    decide: (state: BucketState | null) => { permit: Permit; next: BucketState },
+    force = false,
+  ): Promise<Permit> {
     const key = { pk: robotPartitionKey(robotId), sk: BUCKET_SORT_KEY };
     for (let attempt = 0; attempt < this.maxConflicts; attempt++) {
-      const { Item } = await this.db.send(new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }));
+      const { Item } = await this.db.send(
+        new GetCommand({ TableName: this.tableName, Key: key, ConsistentRead: true }),
+      );
       const version = typeof Item?.version === 'number' ? Item.version : 0;
-      const state: BucketState | null = Item ? { tokens: Number(Item.tokens), refilledAt: Number(Item.refilledAt), pausedUntil: Number(Item.pausedUntil ?? 0) } : null;
+      const state: BucketState | null = Item
+        ? {
+            tokens: Number(Item.tokens),
+            refilledAt: Number(Item.refilledAt),
+            pausedUntil: Number(Item.pausedUntil ?? 0),
+          }
+        : null;
       const { permit, next } = decide(state);
       // A refusal changes nothing worth recording; skipping the write keeps waiters cheap.
       if (!permit.granted && !force) return permit;
@@ -116,7 +140,9 @@ export class DynamoDbRateLimiter implements RobotRateLimiter {
             TableName: this.tableName,
             Item: { ...key, ...next, version: version + 1 },
             ConditionExpression: Item ? '#v = :v' : 'attribute_not_exists(pk)',
-            ...(Item ? { ExpressionAttributeNames: { '#v': 'version' }, ExpressionAttributeValues: { ':v': version } } : {}),
+            ...(Item
+              ? { ExpressionAttributeNames: { '#v': 'version' }, ExpressionAttributeValues: { ':v': version } }
+              : {}),
           }),
         );
         return permit;

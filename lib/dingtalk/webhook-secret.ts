@@ -10,7 +10,8 @@ import { WebhookSecretError } from './errors.ts';
  * and a request to a loopback address never leaves the machine, so "local" is decided by the
  * host alone: no flag or environment variable can switch a deployed notifier to http.
  */
-export const WEBHOOK_TRANSPORT_RULE = 'webhookUrl must use https; http is accepted only for a loopback host (127.0.0.0/8, [::1], localhost), i.e. a local stand-in';
+export const WEBHOOK_TRANSPORT_RULE =
+  'webhookUrl must use https; http is accepted only for a loopback host (127.0.0.0/8, [::1], localhost), i.e. a local stand-in';
 
 const allowedTransport = (text: string) => URL.parse(text)?.protocol === 'https:' || isLoopbackUrl(text);
 
@@ -55,7 +56,10 @@ export function parseWebhookSecret(secretString: string | undefined): WebhookCon
     throw new WebhookSecretError('the webhook secret is not JSON');
   }
   const parsed = webhookSecretSchema.safeParse(json);
-  if (!parsed.success) throw new WebhookSecretError(`the webhook secret does not have the expected shape (check: ${describeIssues(parsed.error)})`);
+  if (!parsed.success)
+    throw new WebhookSecretError(
+      `the webhook secret does not have the expected shape (check: ${describeIssues(parsed.error)})`,
+    );
   return parsed.data;
 }
 
@@ -64,7 +68,9 @@ export function parseWebhookSecret(secretString: string | undefined): WebhookCon
  * value, which may be the token; ours never do.
  */
 function describeIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join('.') || '(root)'}${i.code === 'custom' ? `: ${i.message}` : ''}`).join(', ');
+  return error.issues
+    .map((i) => `${i.path.join('.') || '(root)'}${i.code === 'custom' ? `: ${i.message}` : ''}`)
+    .join(', ');
 }
 
 function fingerprint(text: string): string {
@@ -115,7 +121,8 @@ export class StaticWebhookSource implements WebhookConfigSource {
 
   constructor(config: WebhookConfig) {
     const parsed = webhookSecretSchema.safeParse(config);
-    if (!parsed.success) throw new WebhookSecretError(`invalid robot settings (check: ${describeIssues(parsed.error)})`);
+    if (!parsed.success)
+      throw new WebhookSecretError(`invalid robot settings (check: ${describeIssues(parsed.error)})`);
     const text = JSON.stringify(parsed.data);
     this.config = { ...parsed.data, version: fingerprint(text) };
     this.robotId = `webhook-${fingerprint(parsed.data.webhookUrl)}`;

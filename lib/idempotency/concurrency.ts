@@ -1,5 +1,9 @@
 /** Runs `fn` over `items` with at most `limit` calls in flight; resolves when all are done. */
-export async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<unknown>): Promise<void> {
+export async function mapLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<unknown>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) {

@@ -10,7 +10,9 @@ export abstract class ConsumptionError extends Error {
   abstract readonly classification: FailureClass;
   /** Stable, machine-readable reason: DLQ attribute, metric and log field. */
   abstract readonly code: string;
-  /** Epoch ms before which a retry is pointless (a lease held elsewhere); the schedule's delay is stretched to reach it. */
+  /**
+   * Epoch ms before which a retry is pointless (a lease held elsewhere); the schedule's delay is stretched to reach it.
+   */
   get retryNotBefore(): number | undefined {
     return undefined;
   }
@@ -106,7 +108,9 @@ export class HeldBackError extends ConsumptionError {
     readonly messageGroupId: string,
     readonly blockedBy: string,
   ) {
-    super(`message group ${messageGroupId} waits for its earlier message ${blockedBy}, which failed and is retried first`);
+    super(
+      `message group ${messageGroupId} waits for its earlier message ${blockedBy}, which failed and is retried first`,
+    );
   }
 }
 
@@ -138,7 +142,10 @@ const TRANSIENT_AWS_ERRORS = new Set([
   'RequestTimeout',
 ]);
 
-/** Maps any thrown value to a classified `ConsumptionError`; unknown errors are transient (retrying is the safe default). */
+/**
+ * Maps any thrown value to a classified `ConsumptionError`; unknown errors are transient (retrying is the safe
+ * default).
+ */
 export function classify(error: unknown): ConsumptionError {
   if (error instanceof ConsumptionError) return error;
   const name = error instanceof Error ? error.name : 'Error';

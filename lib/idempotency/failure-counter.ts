@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { recordId } from './record.ts';
@@ -29,9 +29,18 @@ export interface FailureCounterOptions {
 export class FailureCounter {
   constructor(private readonly options: FailureCounterOptions) {}
 
-  /** Failures counted so far. An eventually consistent read: the count was written an interval ago, and it only names the attempt. */
+  /**
+   * Failures counted so far. An eventually consistent read: the count was written an interval ago, and it only names
+   * the attempt.
+   */
   async failures(record: SQSRecord): Promise<number> {
-    const out = await this.options.client.send(new GetCommand({ TableName: this.options.tableName, Key: { id: this.idOf(record) }, ProjectionExpression: 'failures' }));
+    const out = await this.options.client.send(
+      new GetCommand({
+        TableName: this.options.tableName,
+        Key: { id: this.idOf(record) },
+        ProjectionExpression: 'failures',
+      }),
+    );
     return Number(out.Item?.failures ?? 0);
   }
 
@@ -51,7 +60,8 @@ export class FailureCounter {
         new UpdateCommand({
           TableName: this.options.tableName,
           Key: { id: this.idOf(record) },
-          UpdateExpression: 'ADD failures :one SET lastDelivery = :delivery, #group = :group, sqsMessageId = :sqsMessageId, msgId = :msgId, expiresAt = :expiresAt',
+          UpdateExpression:
+            'ADD failures :one SET lastDelivery = :delivery, #group = :group, sqsMessageId = :sqsMessageId, msgId = :msgId, expiresAt = :expiresAt',
           ConditionExpression: 'attribute_not_exists(lastDelivery) OR lastDelivery <> :delivery',
           ExpressionAttributeNames: { '#group': 'group' },
           ExpressionAttributeValues: {
@@ -68,7 +78,8 @@ export class FailureCounter {
       );
       return Number(out.Attributes!.failures);
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException && error.Item) return Number(unmarshall(error.Item).failures);
+      if (error instanceof ConditionalCheckFailedException && error.Item)
+        return Number(unmarshall(error.Item).failures);
       throw error;
     }
   }

@@ -1,4 +1,10 @@
-import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  ChangeMessageVisibilityCommand,
+  GetQueueUrlCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { sqsText } from '../aws/sqs-text.ts';
 import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
@@ -53,7 +59,11 @@ export class FailureRouter {
     this.schedule = options.schedule ?? new RetrySchedule();
   }
 
-  async route(record: SQSRecord, error: ConsumptionError, context: { attempt: number; msgId?: string; key?: string }): Promise<Disposition> {
+  async route(
+    record: SQSRecord,
+    error: ConsumptionError,
+    context: { attempt: number; msgId?: string; key?: string },
+  ): Promise<Disposition> {
     if (error.classification === 'transient') {
       const next = this.schedule.afterFailedAttempt(context.attempt);
       if (next.action === 'retry') {
@@ -104,19 +114,32 @@ export class FailureRouter {
   private async delay(record: SQSRecord, delaySeconds: number): Promise<void> {
     try {
       const QueueUrl = await this.queueUrl(record.eventSourceARN);
-      await this.options.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl, ReceiptHandle: record.receiptHandle, VisibilityTimeout: delaySeconds }));
+      await this.options.sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl,
+          ReceiptHandle: record.receiptHandle,
+          VisibilityTimeout: delaySeconds,
+        }),
+      );
     } catch {
       // Without the delay the record still comes back after the queue's visibility
       // timeout: sooner than RocketMQ would retry, never lost.
     }
   }
 
-  private async deadLetter(record: SQSRecord, error: ConsumptionError, code: string, context: { attempt: number; msgId?: string; key?: string }) {
+  private async deadLetter(
+    record: SQSRecord,
+    error: ConsumptionError,
+    code: string,
+    context: { attempt: number; msgId?: string; key?: string },
+  ) {
     const attributes: Record<string, string | undefined> = {
       [DEAD_LETTER_ATTRIBUTES.code]: code,
       [DEAD_LETTER_ATTRIBUTES.classification]: error.classification,
       // Spent retries are coded RETRIES_EXHAUSTED; the reason keeps the last error's own code.
-      [DEAD_LETTER_ATTRIBUTES.reason]: sqsText(code === error.code ? error.message : `${error.code}: ${error.message}`, MAX_REASON_CHARS) || error.code,
+      [DEAD_LETTER_ATTRIBUTES.reason]:
+        sqsText(code === error.code ? error.message : `${error.code}: ${error.message}`, MAX_REASON_CHARS) ||
+        error.code,
       [DEAD_LETTER_ATTRIBUTES.group]: this.options.group,
       [DEAD_LETTER_ATTRIBUTES.msgId]: context.msgId,
       [DEAD_LETTER_ATTRIBUTES.key]: context.key,
@@ -138,7 +161,13 @@ export class FailureRouter {
         MessageAttributes: Object.fromEntries(
           Object.entries(attributes)
             .filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '')
-            .map(([name, value]) => [name, { DataType: 'String', StringValue: name === DEAD_LETTER_ATTRIBUTES.reason ? value : sqsText(value, MAX_ATTRIBUTE_CHARS) }]),
+            .map(([name, value]) => [
+              name,
+              {
+                DataType: 'String',
+                StringValue: name === DEAD_LETTER_ATTRIBUTES.reason ? value : sqsText(value, MAX_ATTRIBUTE_CHARS),
+              },
+            ]),
         ),
       }),
     );
@@ -149,7 +178,9 @@ export class FailureRouter {
     let url = this.queueUrls.get(arn);
     if (!url) {
       const [, , , , account, name] = arn.split(':');
-      url = this.options.sqs.send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account })).then((r) => r.QueueUrl!);
+      url = this.options.sqs
+        .send(new GetQueueUrlCommand({ QueueName: name, QueueOwnerAWSAccountId: account }))
+        .then((r) => r.QueueUrl!);
       url.catch(() => this.queueUrls.delete(arn));
       this.queueUrls.set(arn, url);
     }

@@ -6,25 +6,11 @@
  *     .use(rocketmqConsumer({ group, tagExpression, parsePayload, keyOf, strategy, failures }))
  *     .handler(forEachMessage((msg) => ({ writes: [...] })));
  */
-export {
-  forEachMessage,
-  rocketmqConsumer,
-  type BusinessResults,
-  type ConsumerContext,
-  type RocketMQBatch,
-  type RocketMQConsumerOptions,
-} from './rocketmq-consumer.ts';
-export type { ConsumerMessage, Disposition, DuplicateReason, RecordReport, Settlement } from './settlement.ts';
-export type { BeginResult, ConsumptionStrategy } from './strategy.ts';
-export { FailureRouter, DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE, type FailureRouterOptions } from './failure-router.ts';
-export { FailureCounter, type FailureCounterOptions } from './failure-counter.ts';
-export { transactionalStrategy, type DeclaredWrite, type TransactionalOptions, type TransactionalResult, type TransactItem } from './strategies/transactional.ts';
-export { packedTransactionalStrategy, type PackedTransactionalOptions } from './strategies/packed-transactional.ts';
-export { leaseStrategy, LeaseLostError, type LeaseOptions } from './strategies/lease.ts';
-export { stateTransitionStrategy, type TransitionRequest } from './strategies/state-transition.ts';
-export { RecordStatus, fingerprintOf, recordId, type DedupRecord } from './record.ts';
+
 export {
   ConsumptionError,
+  classify,
+  type FailureClass,
   HeldBackError,
   IllegalTransitionError,
   InvalidConsumerConfigError,
@@ -36,6 +22,32 @@ export {
   TransientFailureError,
   UnauthenticatedMessageError,
   WriteRejectedError,
-  classify,
-  type FailureClass,
 } from './errors.ts';
+export { FailureCounter, type FailureCounterOptions } from './failure-counter.ts';
+export {
+  DEAD_LETTER_ATTRIBUTES,
+  FailureRouter,
+  type FailureRouterOptions,
+  REDRIVE_COUNT_ATTRIBUTE,
+} from './failure-router.ts';
+export { type DedupRecord, fingerprintOf, RecordStatus, recordId } from './record.ts';
+export {
+  type BusinessResults,
+  type ConsumerContext,
+  forEachMessage,
+  type RocketMQBatch,
+  type RocketMQConsumerOptions,
+  rocketmqConsumer,
+} from './rocketmq-consumer.ts';
+export type { ConsumerMessage, Disposition, DuplicateReason, RecordReport, Settlement } from './settlement.ts';
+export { LeaseLostError, type LeaseOptions, leaseStrategy } from './strategies/lease.ts';
+export { type PackedTransactionalOptions, packedTransactionalStrategy } from './strategies/packed-transactional.ts';
+export { stateTransitionStrategy, type TransitionRequest } from './strategies/state-transition.ts';
+export {
+  type DeclaredWrite,
+  type TransactItem,
+  type TransactionalOptions,
+  type TransactionalResult,
+  transactionalStrategy,
+} from './strategies/transactional.ts';
+export type { BeginResult, ConsumptionStrategy } from './strategy.ts';

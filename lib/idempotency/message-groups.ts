@@ -38,7 +38,12 @@ export type Turn = 'continue' | 'block';
  * `skipGroupOnError` skips the rest of a failed group the same way, but consumes the groups one
  * after another.
  */
-export async function consumeInOrder<T>(groups: readonly (readonly T[])[], limit: number, consume: (item: T) => Promise<Turn>, holdBack: (item: T, blockedBy: T) => void): Promise<void> {
+export async function consumeInOrder<T>(
+  groups: readonly (readonly T[])[],
+  limit: number,
+  consume: (item: T) => Promise<Turn>,
+  holdBack: (item: T, blockedBy: T) => void,
+): Promise<void> {
   await mapLimit(groups, limit, async (group) => {
     for (const [i, item] of group.entries()) {
       if ((await consume(item)) === 'continue') continue;

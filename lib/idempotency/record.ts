@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { recordIdPrefix } from '../config/resources.ts';
 
-/** Status of an idempotency record. `as const` object rather than an enum: plain strings on the wire and in DynamoDB. */
+/**
+ * Status of an idempotency record. `as const` object rather than an enum: plain strings on the wire and in DynamoDB.
+ */
 export const RecordStatus = {
   /** The effect is committed (transactional mode writes only this status). */
   COMPLETED: 'COMPLETED',

@@ -1,18 +1,31 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DeliveryLifetimes, IncoherentLifetimesError, type Ordering, type QueueLifetimes } from '../config/delivery-lifetimes.ts';
+import {
+  DeliveryLifetimes,
+  IncoherentLifetimesError,
+  type Ordering,
+  type QueueLifetimes,
+} from '../config/delivery-lifetimes.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
-import { signatureRefusals, type SigningKeyRing } from '../rocketmq/envelope-signature.ts';
+import { type SigningKeyRing, signatureRefusals } from '../rocketmq/envelope-signature.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
-import { HeldBackError, InvalidConsumerConfigError, InvalidMessageError, PayloadConflictError, TransientFailureError, UnauthenticatedMessageError, classify } from './errors.ts';
+import { jitter, mapLimit, sleep } from './concurrency.ts';
+import {
+  classify,
+  HeldBackError,
+  InvalidConsumerConfigError,
+  InvalidMessageError,
+  PayloadConflictError,
+  TransientFailureError,
+  UnauthenticatedMessageError,
+} from './errors.ts';
 import { FailureCounter } from './failure-counter.ts';
-import { REDRIVE_COUNT_ATTRIBUTE, type FailureRouter } from './failure-router.ts';
+import { type FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from './failure-router.ts';
 import { consumeInOrder, messageGroupOf, messageGroups, type Turn } from './message-groups.ts';
 import { fingerprintOf } from './record.ts';
 import type { ConsumerMessage, Disposition, RecordReport, Settlement } from './settlement.ts';
 import type { ConsumptionStrategy } from './strategy.ts';
-import { jitter, mapLimit, sleep } from './concurrency.ts';
 
 export interface RocketMQConsumerOptions<P, R> {
   /** RocketMQ consumer group: names the records, the metrics and the DLQ. */
@@ -23,7 +36,9 @@ export interface RocketMQConsumerOptions<P, R> {
   parsePayload: (body: string, message: RocketMQMessage) => P;
   /** The business idempotency key (an order number). Never the msgId: an application re-send has a new one. */
   keyOf: (payload: P) => string;
-  /** The business fields whose hash tells a duplicate (same) from a conflict (different). Default: the whole payload. */
+  /**
+   * The business fields whose hash tells a duplicate (same) from a conflict (different). Default: the whole payload.
+   */
   fingerprintFields?: (payload: P) => unknown;
   strategy: ConsumptionStrategy<R>;
   failures: FailureRouter;
@@ -38,7 +53,10 @@ export interface RocketMQConsumerOptions<P, R> {
   failureCounts?: { client: DynamoDBDocumentClient; tableName: string };
   /** The source queue and DLQ as deployed (default: what the schedule derives, as the CDK app creates them). */
   queues?: QueueLifetimes;
-  /** Records of one batch settled concurrently (distinct keys only; one key is always sequential); FIFO batches: message groups at once. */
+  /**
+   * Records of one batch settled concurrently (distinct keys only; one key is always sequential); FIFO batches: message
+   * groups at once.
+   */
   concurrency?: number;
   /** In-invocation retries of a commit cancelled by `TransactionConflict` before the record is failed. */
   conflictRetries?: number;
@@ -110,7 +128,9 @@ interface BatchState<P> {
  * answers with `batchItemFailures` naming only the records that must come back. A batch from a
  * FIFO queue is consumed one record of a message group at a time (`consumeInGroups`).
  */
-export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>, ConsumerInternal<P>> {
+export function rocketmqConsumer<P, R>(
+  options: RocketMQConsumerOptions<P, R>,
+): MiddlewareObj<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>, ConsumerInternal<P>> {
   const tags = TagExpression.parse(options.tagExpression);
   const now = options.now ?? Date.now;
   // 10 = the largest SQS batch without a batching window: one wave of DynamoDB calls per batch.
@@ -120,11 +140,18 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
   const lifetimes = assertRecordsOutliveRetries(options);
   const counter = failureCounterOf(options, lifetimes);
 
-  const prepare = (record: SQSRecord, state: BatchState<P>, refusal: string | undefined): ConsumerMessage<P> | undefined => {
+  const prepare = (
+    record: SQSRecord,
+    state: BatchState<P>,
+    refusal: string | undefined,
+  ): ConsumerMessage<P> | undefined => {
     const receiveCount = receiveCountOf(record);
     if (refusal !== undefined) {
       // Nothing of an unauthenticated envelope is trusted, not even its msgId.
-      state.reports.set(record, base(record, receiveCount, { outcome: 'failed', error: new UnauthenticatedMessageError(refusal) }));
+      state.reports.set(
+        record,
+        base(record, receiveCount, { outcome: 'failed', error: new UnauthenticatedMessageError(refusal) }),
+      );
       return undefined;
     }
     let message: RocketMQMessage;
@@ -132,7 +159,10 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       message = parseEnvelope(record.body);
     } catch (error) {
       const reason = error instanceof InvalidEnvelopeError ? error.message : String(error);
-      state.reports.set(record, base(record, receiveCount, { outcome: 'failed', error: new InvalidMessageError(reason) }));
+      state.reports.set(
+        record,
+        base(record, receiveCount, { outcome: 'failed', error: new InvalidMessageError(reason) }),
+      );
       return undefined;
     }
     const offset = attemptOffset(record, message.reconsumeTimes);
@@ -164,7 +194,11 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
   });
 
   const settle = (state: BatchState<P>, msg: ConsumerMessage<P>, settlement: Settlement) => {
-    state.reports.set(msg.record, { ...base(msg.record, msg.attempt, settlement), msgId: msg.message.msgId, key: msg.key });
+    state.reports.set(msg.record, {
+      ...base(msg.record, msg.attempt, settlement),
+      msgId: msg.message.msgId,
+      key: msg.key,
+    });
   };
 
   /**
@@ -230,11 +264,17 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
     }
   };
 
-  /** A later copy of a key whose earlier copy committed (or was already done): same content is a duplicate, different content a conflict. */
+  /**
+   * A later copy of a key whose earlier copy committed (or was already done): same content is a duplicate, different
+   * content a conflict.
+   */
   const judgeCopy = (leader: ConsumerMessage<P>, copy: ConsumerMessage<P>): Settlement =>
     copy.fingerprint === leader.fingerprint
       ? { outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId: leader.message.msgId }
-      : { outcome: 'failed', error: new PayloadConflictError(copy.key, leader.fingerprint, copy.fingerprint, leader.message.msgId) };
+      : {
+          outcome: 'failed',
+          error: new PayloadConflictError(copy.key, leader.fingerprint, copy.fingerprint, leader.message.msgId),
+        };
 
   const committed = (state: BatchState<P>, msg: ConsumerMessage<P>) => {
     const outcome = state.reports.get(msg.record)?.settlement.outcome;
@@ -250,7 +290,13 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
           settle(state, follower, judgeCopy(leader, follower));
         } else {
           // The leader did not commit: this copy comes back and is judged on its own then.
-          settle(state, follower, { outcome: 'failed', error: new TransientFailureError(`an earlier copy of key ${key} in the same batch did not commit`, 'IN_BATCH_LEADER_FAILED') });
+          settle(state, follower, {
+            outcome: 'failed',
+            error: new TransientFailureError(
+              `an earlier copy of key ${key} in the same batch did not commit`,
+              'IN_BATCH_LEADER_FAILED',
+            ),
+          });
         }
       }
     }
@@ -275,10 +321,13 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
     const reports: RecordReport[] = [];
     const heldBack: SQSRecord[] = [];
     await mapLimit([...state.reports.keys()], concurrency, async (record) => {
-      const disposition: Disposition = state.reports.get(record)!.settlement.outcome === 'failed' ? await dispose(state, record) : { action: 'ack' };
+      const disposition: Disposition =
+        state.reports.get(record)!.settlement.outcome === 'failed' ? await dispose(state, record) : { action: 'ack' };
       const report = state.reports.get(record)!;
-      if (disposition.action === 'retry' || disposition.action === 'retry-dead-letter') failures.push({ itemIdentifier: record.messageId });
-      if (report.settlement.outcome === 'failed' && report.settlement.error instanceof HeldBackError) heldBack.push(record);
+      if (disposition.action === 'retry' || disposition.action === 'retry-dead-letter')
+        failures.push({ itemIdentifier: record.messageId });
+      if (report.settlement.outcome === 'failed' && report.settlement.error instanceof HeldBackError)
+        heldBack.push(record);
       reports.push({ ...report, disposition });
     });
     await options.failures.release(heldBack);
@@ -357,7 +406,10 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
     const holdBack = (record: SQSRecord, blockedBy: SQSRecord) => {
       const msg = prepared.get(record);
       const blocker = state.reports.get(blockedBy)!;
-      const settlement: Settlement = { outcome: 'failed', error: new HeldBackError(messageGroupOf(record)!, blocker.msgId ?? blocker.sqsMessageId) };
+      const settlement: Settlement = {
+        outcome: 'failed',
+        error: new HeldBackError(messageGroupOf(record)!, blocker.msgId ?? blocker.sqsMessageId),
+      };
       if (msg) settle(state, msg, settlement);
       else state.reports.set(record, { ...state.reports.get(record)!, settlement });
     };
@@ -434,14 +486,18 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       const state = request.internal.rocketmqBatch!;
       if (state.inOrder) {
         if (!state.inOrder.consumed) {
-          throw new InvalidConsumerConfigError('a FIFO batch is consumed in order by the middleware: the business handler must hand it the business (use forEachMessage)');
+          throw new InvalidConsumerConfigError(
+            'a FIFO batch is consumed in order by the middleware: the business handler must hand it the business (use forEachMessage)',
+          );
         }
         request.response = await finish(state);
         return;
       }
       const results = request.context.rocketmq?.results;
       if (!results || results.length !== state.proceeding.length) {
-        throw new InvalidConsumerConfigError('the business handler must set one result per message on context.rocketmq.results (use forEachMessage)');
+        throw new InvalidConsumerConfigError(
+          'the business handler must set one result per message on context.rocketmq.results (use forEachMessage)',
+        );
       }
       if (options.strategy.commitBatch) {
         await commitPacked(state, results);
@@ -462,11 +518,21 @@ export function rocketmqConsumer<P, R>(options: RocketMQConsumerOptions<P, R>): 
       if (!state) return; // failed before any record was read: let Lambda retry the batch
       if (state.finished) {
         // The batch was routed and only what came after failed: answer as routed, never route again.
-        console.error(JSON.stringify({ message: 'consumer batch settled, then failed after routing', group: options.group, error: String(request.error) }));
+        console.error(
+          JSON.stringify({
+            message: 'consumer batch settled, then failed after routing',
+            group: options.group,
+            error: String(request.error),
+          }),
+        );
         request.response = (await state.finished).response;
         return;
       }
-      const failure = new TransientFailureError(`handler failed: ${request.error?.message ?? 'unknown error'}`, 'HANDLER_CRASHED', { cause: request.error });
+      const failure = new TransientFailureError(
+        `handler failed: ${request.error?.message ?? 'unknown error'}`,
+        'HANDLER_CRASHED',
+        { cause: request.error },
+      );
       for (const msg of state.inOrder ? state.prepared : state.proceeding) {
         if (state.reports.has(msg.record)) continue;
         await options.strategy.abort(msg, failure);
@@ -527,7 +593,9 @@ function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R
   const schedule = options.failures.schedule;
   try {
     const ordering = options.ordering ?? 'concurrent';
-    const lifetimes = options.queues ? new DeliveryLifetimes(schedule, options.queues, ordering) : DeliveryLifetimes.derive(schedule, ordering);
+    const lifetimes = options.queues
+      ? new DeliveryLifetimes(schedule, options.queues, ordering)
+      : DeliveryLifetimes.derive(schedule, ordering);
     lifetimes.assertRecordTtl(options.strategy.recordTtlSeconds);
     return lifetimes;
   } catch (error) {
@@ -537,12 +605,24 @@ function assertRecordsOutliveRetries<P, R>(options: RocketMQConsumerOptions<P, R
 }
 
 /** Orderly groups count each message's failures; refused without a table to count in, or with packing. */
-function failureCounterOf<P, R>(options: RocketMQConsumerOptions<P, R>, lifetimes: DeliveryLifetimes): FailureCounter | undefined {
+function failureCounterOf<P, R>(
+  options: RocketMQConsumerOptions<P, R>,
+  lifetimes: DeliveryLifetimes,
+): FailureCounter | undefined {
   if (options.ordering !== 'orderly') return undefined;
-  const refuse = (why: string) => new InvalidConsumerConfigError(`consumer group ${options.group}: ordering is 'orderly' but ${why}`);
-  if (!options.failureCounts) throw refuse("no failureCounts table is given: an orderly group's attempt is its message's own failure count");
+  const refuse = (why: string) =>
+    new InvalidConsumerConfigError(`consumer group ${options.group}: ordering is 'orderly' but ${why}`);
+  if (!options.failureCounts)
+    throw refuse("no failureCounts table is given: an orderly group's attempt is its message's own failure count");
   if (options.strategy.commitBatch) {
-    throw refuse("the strategy packs (tuning.packing / CONSUMER_PACKING): a packed commit writes a batch's records together, so it cannot stop at a message group's first failure");
+    throw refuse(
+      "the strategy packs (tuning.packing / CONSUMER_PACKING): a packed commit writes a batch's records together, so it cannot stop at a message group's first failure",
+    );
   }
-  return new FailureCounter({ ...options.failureCounts, group: options.group, ttlSeconds: lifetimes.failureCountTtlSeconds, now: options.now });
+  return new FailureCounter({
+    ...options.failureCounts,
+    group: options.group,
+    ttlSeconds: lifetimes.failureCountTtlSeconds,
+    now: options.now,
+  });
 }

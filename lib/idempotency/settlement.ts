@@ -17,7 +17,13 @@ export interface ConsumerMessage<P> {
 }
 
 /** Why a record needed no effect. */
-export type DuplicateReason = 'dedup-record-exists' | 'effect-already-present' | 'in-batch-duplicate' | 'lease-completed' | 'lease-lost' | 'state-already-advanced';
+export type DuplicateReason =
+  | 'dedup-record-exists'
+  | 'effect-already-present'
+  | 'in-batch-duplicate'
+  | 'lease-completed'
+  | 'lease-lost'
+  | 'state-already-advanced';
 
 /** What became of one SQS record. Every record gets exactly one. */
 export type Settlement =

@@ -1,9 +1,9 @@
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import type { RedriveFilter, RedriveReport } from './dead-letter-redrive.ts';
 import type { PlannedReversal, ReversalReport } from './double-award-reversal.ts';
-import { isClean, type AuditReport, type CrossUserAward } from './ledger-audit.ts';
+import { type AuditReport, type CrossUserAward, isClean } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';
-import { renderCsv, renderTable, type Column, type OutputFormat } from './report-format.ts';
+import { type Column, type OutputFormat, renderCsv, renderTable } from './report-format.ts';
 import type { ResourceLocation, WriteSummary } from './write-confirmation.ts';
 
 /** What each command prints, in the three formats. JSON keeps every field; tables keep what a person reads. */
@@ -46,7 +46,13 @@ function findingRows(report: AuditReport): FindingRow[] {
         keptEntryId: d.kept.entryId,
         excessEntryIds: d.excess.map((a) => a.entryId).join(' '),
         excessPoints: d.excessPoints,
-        note: [d.pointsDiffer ? 'awards carry different points' : undefined, d.awards.some((a) => a.reversedBy) ? 'partly reversed already' : undefined].filter(Boolean).join('; ') || undefined,
+        note:
+          [
+            d.pointsDiffer ? 'awards carry different points' : undefined,
+            d.awards.some((a) => a.reversedBy) ? 'partly reversed already' : undefined,
+          ]
+            .filter(Boolean)
+            .join('; ') || undefined,
       }),
     ),
     ...report.crossUserAwards.flatMap((o) =>
@@ -67,13 +73,29 @@ function findingRows(report: AuditReport): FindingRow[] {
 }
 
 const FINDING_CSV: Column<FindingRow>[] = (
-  ['finding', 'userId', 'orderNo', 'balance', 'ledgerSum', 'difference', 'entries', 'awardsInForce', 'keptEntryId', 'excessEntryIds', 'excessPoints', 'note'] as const
+  [
+    'finding',
+    'userId',
+    'orderNo',
+    'balance',
+    'ledgerSum',
+    'difference',
+    'entries',
+    'awardsInForce',
+    'keptEntryId',
+    'excessEntryIds',
+    'excessPoints',
+    'note',
+  ] as const
 ).map((k) => ({ header: k, value: (r: FindingRow) => r[k] }));
 
 export function renderAudit(report: AuditReport, tables: PointTableNames, format: OutputFormat): string {
   if (format === 'json') return JSON.stringify({ tables, clean: isClean(report), ...report }, null, 2);
   if (format === 'csv') return renderCsv(FINDING_CSV, findingRows(report));
-  const out = [`Ledger audit: ${tables.ledger} against ${tables.accounts}`, `Scanned ${report.ledgerEntries} ledger entries and ${report.accounts} accounts (${report.users} users).`];
+  const out = [
+    `Ledger audit: ${tables.ledger} against ${tables.accounts}`,
+    `Scanned ${report.ledgerEntries} ledger entries and ${report.accounts} accounts (${report.users} users).`,
+  ];
   if (report.balanceMismatches.length > 0) {
     out.push('', `Balance differs from the ledger sum (${report.balanceMismatches.length} users):`);
     out.push(
@@ -82,7 +104,11 @@ export function renderAudit(report: AuditReport, tables: PointTableNames, format
           { header: 'user', value: (m) => m.userId },
           { header: 'balance', value: (m) => m.balance ?? '(no account)', align: 'right' },
           { header: 'ledger sum', value: (m) => m.ledgerSum, align: 'right' },
-          { header: 'difference', value: (m) => (m.difference > 0 ? `+${m.difference}` : m.difference), align: 'right' },
+          {
+            header: 'difference',
+            value: (m) => (m.difference > 0 ? `+${m.difference}` : m.difference),
+            align: 'right',
+          },
           { header: 'entries', value: (m) => m.ledgerEntries, align: 'right' },
         ],
         report.balanceMismatches,
@@ -90,7 +116,10 @@ export function renderAudit(report: AuditReport, tables: PointTableNames, format
     );
   }
   if (report.doubleAwards.length > 0) {
-    out.push('', `Orders awarded more than once (${report.doubleAwards.length} user/order pairs, ${report.doubleAwards.reduce((n, d) => n + d.excess.length, 0)} excess awards):`);
+    out.push(
+      '',
+      `Orders awarded more than once (${report.doubleAwards.length} user/order pairs, ${report.doubleAwards.reduce((n, d) => n + d.excess.length, 0)} excess awards):`,
+    );
     out.push(
       renderTable<(typeof report.doubleAwards)[number]>(
         [
@@ -100,20 +129,30 @@ export function renderAudit(report: AuditReport, tables: PointTableNames, format
           { header: 'kept (earliest)', value: (d) => d.kept.entryId },
           { header: 'to reverse', value: (d) => d.excess.map((a) => a.entryId).join(' ') },
           { header: 'excess points', value: (d) => d.excessPoints, align: 'right' },
-          { header: 'note', value: (d) => findingRows({ ...report, balanceMismatches: [], doubleAwards: [d] })[0]!.note },
+          {
+            header: 'note',
+            value: (d) => findingRows({ ...report, balanceMismatches: [], doubleAwards: [d] })[0]!.note,
+          },
         ],
         report.doubleAwards,
       ),
     );
   }
   if (report.crossUserAwards.length > 0) {
-    out.push('', `Orders awarded to more than one user (${report.crossUserAwards.length}): decide which award is right, then reverse --rightful <order>=<user>:`);
+    out.push(
+      '',
+      `Orders awarded to more than one user (${report.crossUserAwards.length}): decide which award is right, then reverse --rightful <order>=<user>:`,
+    );
     out.push(
       renderTable<CrossUserAward>(
         [
           { header: 'order', value: (o) => o.orderNo },
           { header: 'users', value: (o) => o.users.join(' ') },
-          { header: 'awards', value: (o) => o.awards.map((a) => `${a.userId}:${a.points}${a.createdAt ? `@${a.createdAt}` : ''}`).join(' ') },
+          {
+            header: 'awards',
+            value: (o) =>
+              o.awards.map((a) => `${a.userId}:${a.points}${a.createdAt ? `@${a.createdAt}` : ''}`).join(' '),
+          },
           { header: 'points', value: (o) => o.points, align: 'right' },
         ],
         report.crossUserAwards,
@@ -121,7 +160,12 @@ export function renderAudit(report: AuditReport, tables: PointTableNames, format
     );
   }
   const findings = report.balanceMismatches.length + report.doubleAwards.length + report.crossUserAwards.length;
-  out.push('', isClean(report) ? 'Clean: every balance equals its ledger and no order is awarded twice.' : `Findings: ${findings}.`);
+  out.push(
+    '',
+    isClean(report)
+      ? 'Clean: every balance equals its ledger and no order is awarded twice.'
+      : `Findings: ${findings}.`,
+  );
   return out.join('\n');
 }
 
@@ -142,7 +186,12 @@ export interface SavedPlan {
   digest: string;
 }
 
-export function renderReversal(report: ReversalReport, tables: PointTableNames, format: OutputFormat, plan?: SavedPlan): string {
+export function renderReversal(
+  report: ReversalReport,
+  tables: PointTableNames,
+  format: OutputFormat,
+  plan?: SavedPlan,
+): string {
   if (format === 'json') return JSON.stringify({ tables, ...(plan ? { plan } : {}), ...report }, null, 2);
   if (format === 'csv') return renderCsv(REVERSAL_COLUMNS, report.outcomes);
   const counted = report.outcomes.filter((o) => o.status === 'written' || o.status === 'planned');
@@ -152,13 +201,26 @@ export function renderReversal(report: ReversalReport, tables: PointTableNames, 
       ? `Reversal of double awards in ${tables.ledger} (applied).`
       : `Reversal of double awards in ${tables.ledger}: DRY RUN, nothing written${plan ? '.' : ' (save the plan with --plan <file>, then --apply --plan <file>).'}`,
   ];
-  if (plan) out.push(`Plan ${plan.digest} saved to ${plan.file}. After review, apply exactly this plan: reverse --apply --plan ${plan.file}`);
+  if (plan)
+    out.push(
+      `Plan ${plan.digest} saved to ${plan.file}. After review, apply exactly this plan: reverse --apply --plan ${plan.file}`,
+    );
   const undecided = [
-    ...report.undecided.map((o) => `Not reversed, awarded to ${o.users.join(', ')}: ${o.orderNo}. Name the rightful user: --rightful ${o.orderNo}=<user>.`),
-    ...report.rightfulUnused.map((orderNo) => `--rightful ${orderNo}: no award of ${orderNo} to more than one user is in force (already settled?); nothing to do for it.`),
+    ...report.undecided.map(
+      (o) =>
+        `Not reversed, awarded to ${o.users.join(', ')}: ${o.orderNo}. Name the rightful user: --rightful ${o.orderNo}=<user>.`,
+    ),
+    ...report.rightfulUnused.map(
+      (orderNo) =>
+        `--rightful ${orderNo}: no award of ${orderNo} to more than one user is in force (already settled?); nothing to do for it.`,
+    ),
   ];
   if (report.outcomes.length === 0) {
-    out.push('', undecided.length > 0 ? 'Nothing reversed.' : 'Nothing to reverse: no order is awarded more than once.', ...undecided);
+    out.push(
+      '',
+      undecided.length > 0 ? 'Nothing reversed.' : 'Nothing to reverse: no order is awarded more than once.',
+      ...undecided,
+    );
     return out.join('\n');
   }
   out.push('', renderTable(REVERSAL_COLUMNS, report.outcomes));
@@ -179,11 +241,16 @@ export function renderReversal(report: ReversalReport, tables: PointTableNames, 
   const skipped = report.outcomes.filter((o) => o.status === 'already-reversed').length;
   if (skipped > 0) out.push(`${skipped} already reversed by an earlier or concurrent run (nothing written).`);
   const changed = report.outcomes.filter((o) => o.status === 'award-changed');
-  if (changed.length > 0) out.push(`${changed.length} award(s) changed since the audit and were left alone: check them by hand.`);
+  if (changed.length > 0)
+    out.push(`${changed.length} award(s) changed since the audit and were left alone: check them by hand.`);
   const keptGone = report.outcomes.filter((o) => o.status === 'kept-award-changed').length;
-  if (keptGone > 0) out.push(`${keptGone} reversal(s) not written: the award meant to stay is gone or reversed (another run chose differently).`);
+  if (keptGone > 0)
+    out.push(
+      `${keptGone} reversal(s) not written: the award meant to stay is gone or reversed (another run chose differently).`,
+    );
   out.push(...undecided);
-  for (const d of report.pointsDiffer) out.push(`Note: the awards of ${d.userId}/${d.orderNo} carry different points; the earliest was kept.`);
+  for (const d of report.pointsDiffer)
+    out.push(`Note: the awards of ${d.userId}/${d.orderNo} carry different points; the earliest was kept.`);
   return out.join('\n');
 }
 
@@ -221,10 +288,20 @@ function letterJson(l: DeadLetter) {
   return rest;
 }
 
-export function renderDeadLetterList(letters: readonly DeadLetter[], queue: string, visibilityTimeoutSeconds: number, format: OutputFormat, now: Date): string {
-  if (format === 'json') return JSON.stringify({ queue, count: letters.length, messages: letters.map(letterJson) }, null, 2);
+export function renderDeadLetterList(
+  letters: readonly DeadLetter[],
+  queue: string,
+  visibilityTimeoutSeconds: number,
+  format: OutputFormat,
+  now: Date,
+): string {
+  if (format === 'json')
+    return JSON.stringify({ queue, count: letters.length, messages: letters.map(letterJson) }, null, 2);
   if (format === 'csv') return renderCsv(letterCsv, letters);
-  const out = [`Dead letters in ${queue}: ${letters.length}`, `(read by receiving them with a ${visibilityTimeoutSeconds}s visibility timeout, then made visible again; nothing was deleted)`];
+  const out = [
+    `Dead letters in ${queue}: ${letters.length}`,
+    `(read by receiving them with a ${visibilityTimeoutSeconds}s visibility timeout, then made visible again; nothing was deleted)`,
+  ];
   if (letters.length === 0) return out.join('\n');
   out.push(
     '',
@@ -254,7 +331,10 @@ export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date)
   const f = l.failure;
   const lines: Array<[string, string | number | undefined]> = [
     ['SQS message id', l.messageId],
-    ['dead-lettered at', l.deadLetteredAt ? `${l.deadLetteredAt.toISOString()} (${ageOf(l.deadLetteredAt, now)} ago)` : undefined],
+    [
+      'dead-lettered at',
+      l.deadLetteredAt ? `${l.deadLetteredAt.toISOString()} (${ageOf(l.deadLetteredAt, now)} ago)` : undefined,
+    ],
     ['reason', l.reasonText],
     ['failure code', f?.code],
     ['failure class', f?.classification],
@@ -287,7 +367,13 @@ export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date)
   return out.join('\n');
 }
 
-export function renderRedrive(report: RedriveReport, from: string, to: string, format: OutputFormat, now: Date): string {
+export function renderRedrive(
+  report: RedriveReport,
+  from: string,
+  to: string,
+  format: OutputFormat,
+  now: Date,
+): string {
   if (format === 'json') {
     return JSON.stringify(
       {
@@ -304,7 +390,9 @@ export function renderRedrive(report: RedriveReport, from: string, to: string, f
   }
   if (format === 'csv') return renderCsv(letterCsv, report.selected);
   const out = [
-    report.dryRun ? `Redrive DRY RUN from ${from} to ${to}: nothing sent or deleted.` : `Redrive from ${from} to ${to}.`,
+    report.dryRun
+      ? `Redrive DRY RUN from ${from} to ${to}: nothing sent or deleted.`
+      : `Redrive from ${from} to ${to}.`,
     `Examined ${report.examined} message(s); ${report.selected.length} selected by the filter.`,
   ];
   if (report.selected.length > 0) {
@@ -312,7 +400,8 @@ export function renderRedrive(report: RedriveReport, from: string, to: string, f
   }
   if (report.heldBack.length > 0) {
     out.push('', `Held back ${report.heldBack.length} selected message(s); they stay in the DLQ:`);
-    for (const { letter, why } of report.heldBack) out.push(`- ${letter.messageId} (${letter.failure?.key ?? letter.envelope?.keys.join(' ') ?? 'no key'}): ${why}`);
+    for (const { letter, why } of report.heldBack)
+      out.push(`- ${letter.messageId} (${letter.failure?.key ?? letter.envelope?.keys.join(' ') ?? 'no key'}): ${why}`);
   }
   if (!report.dryRun) {
     out.push('', `Moved ${report.moved} message(s) back to the source queue.`);
@@ -336,7 +425,12 @@ function deadLetterColumns(now: Date) {
   ];
 }
 
-export function reversalWriteSummary(ledger: ResourceLocation, tables: PointTableNames, planned: readonly PlannedReversal[], digest: string): WriteSummary {
+export function reversalWriteSummary(
+  ledger: ResourceLocation,
+  tables: PointTableNames,
+  planned: readonly PlannedReversal[],
+  digest: string,
+): WriteSummary {
   const points = planned.reduce((n, r) => n + r.points, 0);
   const users = new Set(planned.map((r) => r.userId)).size;
   return {
@@ -345,11 +439,19 @@ export function reversalWriteSummary(ledger: ResourceLocation, tables: PointTabl
       ['ledger table', tables.ledger],
       ['accounts table', tables.accounts],
     ],
-    details: [`${planned.length} reversal(s) of the reviewed plan ${digest}: ${points} points taken back from ${users} user(s)`],
+    details: [
+      `${planned.length} reversal(s) of the reviewed plan ${digest}: ${points} points taken back from ${users} user(s)`,
+    ],
   };
 }
 
-export function redriveWriteSummary(source: ResourceLocation, sourceName: string, deadLetterName: string, filter: RedriveFilter, limit: number | undefined): WriteSummary {
+export function redriveWriteSummary(
+  source: ResourceLocation,
+  sourceName: string,
+  deadLetterName: string,
+  filter: RedriveFilter,
+  limit: number | undefined,
+): WriteSummary {
   const selection = [
     ...(filter.reasons ?? []).map((r) => `--reason ${r}`),
     ...(filter.keys ?? []).map((k) => `--key ${k}`),

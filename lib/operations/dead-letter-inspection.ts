@@ -1,6 +1,10 @@
-import { REDRIVE_COUNT_ATTRIBUTE } from '../idempotency/failure-router.ts';
-import { ChangeMessageVisibilityBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  type Message,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../idempotency/failure-router.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
 
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */
@@ -50,7 +54,9 @@ const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
 
 /** Decodes one received SQS message. `maxReceiveCount` words the reason of redrive-policy moves. */
 export function decodeDeadLetter(message: Message, maxReceiveCount?: number): DeadLetter {
-  const attributes = Object.fromEntries(Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue ?? '']));
+  const attributes = Object.fromEntries(
+    Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue ?? '']),
+  );
   const failure = failureOf(attributes);
   const body = message.Body ?? '';
   let envelope: RocketMQMessage | undefined;
@@ -71,7 +77,12 @@ export function decodeDeadLetter(message: Message, maxReceiveCount?: number): De
     reasonText: reasonTextOf(failure, maxReceiveCount),
     envelope,
     envelopeError,
-    deadLetteredAt: routed && !Number.isNaN(routed.getTime()) ? routed : Number.isFinite(sent) && sent > 0 ? new Date(sent) : undefined,
+    deadLetteredAt:
+      routed && !Number.isNaN(routed.getTime())
+        ? routed
+        : Number.isFinite(sent) && sent > 0
+          ? new Date(sent)
+          : undefined,
     receiveCount: Number(message.Attributes?.ApproximateReceiveCount ?? 0),
     redriveCount: Number(attributes[REDRIVE_ATTRIBUTES.count] ?? 0) || 0,
     otherAttributes: Object.fromEntries(Object.entries(attributes).filter(([name]) => !FAILURE_NAMES.has(name))),
@@ -143,7 +154,11 @@ export async function readDeadLetters(options: DeadLetterReadOptions): Promise<D
   return [...seen.values()];
 }
 
-export async function receiveDeadLetters(sqs: SQSClient, queueUrl: string, options: { max: number; visibilityTimeoutSeconds: number; waitTimeSeconds?: number }): Promise<Message[]> {
+export async function receiveDeadLetters(
+  sqs: SQSClient,
+  queueUrl: string,
+  options: { max: number; visibilityTimeoutSeconds: number; waitTimeSeconds?: number },
+): Promise<Message[]> {
   const { Messages = [] } = await sqs.send(
     new ReceiveMessageCommand({
       QueueUrl: queueUrl,
@@ -161,7 +176,11 @@ export async function receiveDeadLetters(sqs: SQSClient, queueUrl: string, optio
  * Makes received messages visible again at once. Best effort: a message this fails for
  * reappears when its (short) visibility timeout ends anyway.
  */
-export async function releaseDeadLetters(sqs: SQSClient, queueUrl: string, letters: readonly Pick<DeadLetter, 'messageId' | 'receiptHandle'>[]): Promise<void> {
+export async function releaseDeadLetters(
+  sqs: SQSClient,
+  queueUrl: string,
+  letters: readonly Pick<DeadLetter, 'messageId' | 'receiptHandle'>[],
+): Promise<void> {
   for (let i = 0; i < letters.length; i += 10) {
     const chunk = letters.slice(i, i + 10);
     try {
@@ -180,5 +199,9 @@ export async function releaseDeadLetters(sqs: SQSClient, queueUrl: string, lette
 /** Finds a letter by SQS message id, RocketMQ msgId (either spelling) or idempotency key. */
 export function findDeadLetter(letters: readonly DeadLetter[], id: string): DeadLetter | undefined {
   const upper = id.toUpperCase();
-  return letters.find((l) => l.messageId === id) ?? letters.find((l) => l.envelope?.msgId === upper || l.failure?.msgId?.toUpperCase() === upper) ?? letters.find((l) => l.failure?.key === id);
+  return (
+    letters.find((l) => l.messageId === id) ??
+    letters.find((l) => l.envelope?.msgId === upper || l.failure?.msgId?.toUpperCase() === upper) ??
+    letters.find((l) => l.failure?.key === id)
+  );
 }

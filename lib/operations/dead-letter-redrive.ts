@@ -1,8 +1,20 @@
-import { DeleteMessageCommand, SendMessageCommand, type Message, type MessageAttributeValue, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  type Message,
+  type MessageAttributeValue,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { sqsText } from '../aws/sqs-text.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
+import {
+  type DeadLetter,
+  decodeDeadLetter,
+  REDRIVE_ATTRIBUTES,
+  receiveDeadLetters,
+  releaseDeadLetters,
+} from './dead-letter-inspection.ts';
 import { messageOf, OperationsError } from './errors.ts';
-import { decodeDeadLetter, receiveDeadLetters, REDRIVE_ATTRIBUTES, releaseDeadLetters, type DeadLetter } from './dead-letter-inspection.ts';
 
 /** Which dead letters to send back. Empty lists and absent bounds match everything. */
 export interface RedriveFilter {
@@ -23,7 +35,12 @@ export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Da
     if (!filter.reasons.some((r) => code === r.toLowerCase() || text.includes(r.toLowerCase()))) return false;
   }
   if (filter.keys?.length) {
-    const ids = new Set([letter.failure?.key, ...(letter.envelope?.keys ?? []), letter.envelope?.msgId, letter.failure?.msgId?.toUpperCase()]);
+    const ids = new Set([
+      letter.failure?.key,
+      ...(letter.envelope?.keys ?? []),
+      letter.envelope?.msgId,
+      letter.failure?.msgId?.toUpperCase(),
+    ]);
     if (!filter.keys.some((k) => ids.has(k) || ids.has(k.toUpperCase()))) return false;
   }
   if (filter.olderThanMs !== undefined || filter.newerThanMs !== undefined) {
@@ -56,7 +73,10 @@ export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Dat
       'consumed by another group. Redrive it to its own source queue (--group, or --source-queue-url)'
     );
   }
-  if (letter.failure?.code === PAYLOAD_CONFLICT && !guard.namedReasons.some((r) => r.toUpperCase() === PAYLOAD_CONFLICT)) {
+  if (
+    letter.failure?.code === PAYLOAD_CONFLICT &&
+    !guard.namedReasons.some((r) => r.toUpperCase() === PAYLOAD_CONFLICT)
+  ) {
     return (
       'PAYLOAD_CONFLICT: this order was already consumed with other content; once its dedup record has expired a redrive ' +
       'would apply it again (a second award, possibly to another user). Decide which content is right first; name ' +
@@ -75,9 +95,16 @@ export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Dat
   );
 }
 
-/** The earliest time the message is known to have existed: RocketMQ's born or store time, else when it was dead-lettered. */
+/**
+ * The earliest time the message is known to have existed: RocketMQ's born or store time, else when it was
+ * dead-lettered.
+ */
 function firstSeenAt(letter: DeadLetter): Date | undefined {
-  const times = [letter.envelope?.bornTimestamp, letter.envelope?.storeTimestamp, letter.deadLetteredAt?.getTime()].filter((t): t is number => typeof t === 'number' && t > 0);
+  const times = [
+    letter.envelope?.bornTimestamp,
+    letter.envelope?.storeTimestamp,
+    letter.deadLetteredAt?.getTime(),
+  ].filter((t): t is number => typeof t === 'number' && t > 0);
   return times.length > 0 ? new Date(Math.min(...times)) : undefined;
 }
 
@@ -125,7 +152,9 @@ export class RedriveInterruptedError extends OperationsError {
     readonly messageId: string,
     override readonly cause: unknown,
   ) {
-    super(`send of DLQ message ${messageId} to the source queue failed, it stays in the DLQ (${report.moved} moved before): ${messageOf(cause)}`);
+    super(
+      `send of DLQ message ${messageId} to the source queue failed, it stays in the DLQ (${report.moved} moved before): ${messageOf(cause)}`,
+    );
   }
 }
 
@@ -165,7 +194,14 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const interval = 1000 / options.ratePerSecond;
-  const report: RedriveReport = { dryRun: options.dryRun, examined: 0, selected: [], heldBack: [], moved: 0, sentNotDeleted: [] };
+  const report: RedriveReport = {
+    dryRun: options.dryRun,
+    examined: 0,
+    selected: [],
+    heldBack: [],
+    moved: 0,
+    sentNotDeleted: [],
+  };
   const guard: RedriveGuard = {
     targetQueueArn: options.guard?.targetQueueArn,
     namedReasons: options.filter.reasons ?? [],
@@ -208,7 +244,9 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
           throw new RedriveInterruptedError(report, letter.messageId, error);
         }
         try {
-          await options.sqs.send(new DeleteMessageCommand({ QueueUrl: options.deadLetterQueueUrl, ReceiptHandle: letter.receiptHandle }));
+          await options.sqs.send(
+            new DeleteMessageCommand({ QueueUrl: options.deadLetterQueueUrl, ReceiptHandle: letter.receiptHandle }),
+          );
           report.moved++;
           toRelease.splice(toRelease.indexOf(letter), 1);
           options.onMoved?.(letter);
@@ -229,8 +267,13 @@ const REDRIVE_NAMES = new Set<string>(Object.values(REDRIVE_ATTRIBUTES));
 async function sendBack(options: RedriveOptions, message: Message, letter: DeadLetter): Promise<void> {
   // The failure attributes describe the last failure; the consumer must not read them as
   // this delivery's. Producer attributes, if any, go back with the body untouched.
-  const kept = Object.entries(message.MessageAttributes ?? {}).filter(([name]) => !FAILURE_NAMES.has(name) && !REDRIVE_NAMES.has(name));
-  const attribute = (value: string): MessageAttributeValue => ({ DataType: 'String', StringValue: sqsText(value, 256) });
+  const kept = Object.entries(message.MessageAttributes ?? {}).filter(
+    ([name]) => !FAILURE_NAMES.has(name) && !REDRIVE_NAMES.has(name),
+  );
+  const attribute = (value: string): MessageAttributeValue => ({
+    DataType: 'String',
+    StringValue: sqsText(value, 256),
+  });
   const group = message.Attributes?.MessageGroupId;
   await options.sqs.send(
     new SendMessageCommand({
@@ -238,7 +281,9 @@ async function sendBack(options: RedriveOptions, message: Message, letter: DeadL
       MessageBody: letter.body,
       // An orderly group's letter goes back into its message group, behind what was sent since
       // (as RocketMQ's resend from %DLQ% does); a send repeated after a crash is absorbed.
-      ...(group ? { MessageGroupId: group, MessageDeduplicationId: `${letter.messageId}-${letter.redriveCount + 1}` } : {}),
+      ...(group
+        ? { MessageGroupId: group, MessageDeduplicationId: `${letter.messageId}-${letter.redriveCount + 1}` }
+        : {}),
       MessageAttributes: {
         ...Object.fromEntries(kept),
         [REDRIVE_ATTRIBUTES.from]: attribute(queueNameOf(options.deadLetterQueueUrl)),

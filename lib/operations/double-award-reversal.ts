@@ -1,5 +1,5 @@
-import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { balanceIncrement, LedgerEntryKind, reversalEntryId, type LedgerEntry } from '../points/ledger.ts';
+import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { balanceIncrement, type LedgerEntry, LedgerEntryKind, reversalEntryId } from '../points/ledger.ts';
 import { messageOf, OperationsError } from './errors.ts';
 import type { CrossUserAward, DoubleAward } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';
@@ -59,18 +59,32 @@ export interface ReversalReport {
   pointsDiffer: Array<{ userId: string; orderNo: string }>;
   /** Orders awarded to several users for which no rightful user was named: nothing reversed, a person decides. */
   undecided: CrossUserAward[];
-  /** Orders named with `--rightful` that the audit no longer shows as awarded to several users (settled by an earlier run, or a typo). */
+  /**
+   * Orders named with `--rightful` that the audit no longer shows as awarded to several users (settled by an earlier
+   * run, or a typo).
+   */
   rightfulUnused: string[];
 }
 
-/** A rightful user named for an order the audit does not show as awarded to several users, or who holds no award of it. */
+/**
+ * A rightful user named for an order the audit does not show as awarded to several users, or who holds no award of it.
+ */
 export class RightfulAwardError extends OperationsError {
   override readonly name = 'RightfulAwardError';
 }
 
 /** What identifies a planned reversal: two plans hold the same reversal when every field agrees. */
 export function reversalKey(r: PlannedReversal): string {
-  return JSON.stringify([r.userId, r.orderNo, r.reversedEntryId, r.reversalEntryId, r.points, r.reason, r.keptUserId, r.keptEntryId]);
+  return JSON.stringify([
+    r.userId,
+    r.orderNo,
+    r.reversedEntryId,
+    r.reversalEntryId,
+    r.points,
+    r.reason,
+    r.keptUserId,
+    r.keptEntryId,
+  ]);
 }
 
 /**
@@ -80,8 +94,12 @@ export function reversalKey(r: PlannedReversal): string {
 export class PlanChangedError extends OperationsError {
   override readonly name = 'PlanChangedError';
   constructor(readonly unreviewed: readonly PlannedReversal[]) {
-    const listed = unreviewed.slice(0, 5).map((r) => `${r.userId}/${r.reversedEntryId} (${r.points} points, ${r.reason})`);
-    super(`the ledger changed since the plan was reviewed: ${unreviewed.length} reversal(s) not in it, e.g. ${listed.join(', ')}. Nothing written; run the dry run again and review the new plan`);
+    const listed = unreviewed
+      .slice(0, 5)
+      .map((r) => `${r.userId}/${r.reversedEntryId} (${r.points} points, ${r.reason})`);
+    super(
+      `the ledger changed since the plan was reviewed: ${unreviewed.length} reversal(s) not in it, e.g. ${listed.join(', ')}. Nothing written; run the dry run again and review the new plan`,
+    );
   }
 }
 
@@ -107,15 +125,28 @@ export class ReversalInterruptedError extends OperationsError {
  * whose rightful user was named, every award of the other users; in a stable order, each
  * award at most once.
  */
-export function planReversals(doubleAwards: readonly DoubleAward[], crossUserAwards: readonly CrossUserAward[] = [], rightful: ReadonlyMap<string, string> = new Map()): PlannedReversal[] {
+export function planReversals(
+  doubleAwards: readonly DoubleAward[],
+  crossUserAwards: readonly CrossUserAward[] = [],
+  rightful: ReadonlyMap<string, string> = new Map(),
+): PlannedReversal[] {
   const planned = new Map<string, PlannedReversal>();
   const add = (reversal: Omit<PlannedReversal, 'reversalEntryId'>) => {
     const key = `${reversal.userId}\u0000${reversal.reversedEntryId}`;
-    if (!planned.has(key)) planned.set(key, { ...reversal, reversalEntryId: reversalEntryId(reversal.reversedEntryId) });
+    if (!planned.has(key))
+      planned.set(key, { ...reversal, reversalEntryId: reversalEntryId(reversal.reversedEntryId) });
   };
   for (const d of doubleAwards) {
     for (const award of d.excess) {
-      add({ userId: d.userId, orderNo: d.orderNo, reversedEntryId: award.entryId, points: award.points, reason: ReversalReason.DOUBLE_AWARD, keptUserId: d.userId, keptEntryId: d.kept.entryId });
+      add({
+        userId: d.userId,
+        orderNo: d.orderNo,
+        reversedEntryId: award.entryId,
+        points: award.points,
+        reason: ReversalReason.DOUBLE_AWARD,
+        keptUserId: d.userId,
+        keptEntryId: d.kept.entryId,
+      });
     }
   }
   for (const order of crossUserAwards) {
@@ -123,7 +154,15 @@ export function planReversals(doubleAwards: readonly DoubleAward[], crossUserAwa
     if (user === undefined) continue;
     const kept = order.awards.find((a) => a.userId === user)!;
     for (const award of order.awards.filter((a) => a.userId !== user)) {
-      add({ userId: award.userId, orderNo: order.orderNo, reversedEntryId: award.entryId, points: award.points, reason: ReversalReason.CROSS_USER_AWARD, keptUserId: user, keptEntryId: kept.entryId });
+      add({
+        userId: award.userId,
+        orderNo: order.orderNo,
+        reversedEntryId: award.entryId,
+        points: award.points,
+        reason: ReversalReason.CROSS_USER_AWARD,
+        keptUserId: user,
+        keptEntryId: kept.entryId,
+      });
     }
   }
   return [...planned.values()];
@@ -134,7 +173,9 @@ function checkRightful(crossUserAwards: readonly CrossUserAward[], rightful: Rea
   for (const [orderNo, user] of rightful) {
     const order = crossUserAwards.find((o) => o.orderNo === orderNo);
     if (order && !order.users.includes(user)) {
-      throw new RightfulAwardError(`--rightful ${orderNo}=${user}: ${user} holds no award of ${orderNo} in force (awarded to ${order.users.join(', ')})`);
+      throw new RightfulAwardError(
+        `--rightful ${orderNo}=${user}: ${user} holds no award of ${orderNo} in force (awarded to ${order.users.join(', ')})`,
+      );
     }
   }
 }
@@ -153,7 +194,10 @@ export interface ReversalRunOptions {
    * any other; reviewed reversals no longer planned (written since, award gone) are simply not written.
    */
   reviewed?: readonly PlannedReversal[];
-  /** With `apply`: sees the reversals about to be written before the first write; throwing stops the run with nothing written. */
+  /**
+   * With `apply`: sees the reversals about to be written before the first write; throwing stops the run with nothing
+   * written.
+   */
   confirm?: (planned: readonly PlannedReversal[]) => Promise<void>;
   now?: () => Date;
   onOutcome?: (outcome: ReversalOutcome) => void;
@@ -183,7 +227,11 @@ export async function reverseDoubleAwards(options: ReversalRunOptions): Promise<
   if (options.apply && planned.length > 0) await options.confirm?.(planned);
   const undecided = crossUser.filter((o) => !rightful.has(o.orderNo));
   const unused = [...rightful.keys()].filter((orderNo) => !crossUser.some((o) => o.orderNo === orderNo));
-  const summarise = (outcomes: ReversalOutcome[]) => ({ ...summariseRun(options.apply, outcomes, options.doubleAwards), undecided, rightfulUnused: unused });
+  const summarise = (outcomes: ReversalOutcome[]) => ({
+    ...summariseRun(options.apply, outcomes, options.doubleAwards),
+    undecided,
+    rightfulUnused: unused,
+  });
   const outcomes: ReversalOutcome[] = [];
   const record = (outcome: ReversalOutcome) => {
     outcomes.push(outcome);
@@ -222,7 +270,13 @@ async function writeReversal(options: ReversalRunOptions, reversal: PlannedRever
     await options.dynamoDb.send(
       new TransactWriteCommand({
         TransactItems: [
-          { Put: { TableName: options.tables.ledger, Item: entry, ConditionExpression: 'attribute_not_exists(entryId)' } },
+          {
+            Put: {
+              TableName: options.tables.ledger,
+              Item: entry,
+              ConditionExpression: 'attribute_not_exists(entryId)',
+            },
+          },
           {
             ConditionCheck: {
               TableName: options.tables.ledger,
@@ -257,7 +311,8 @@ async function writeReversal(options: ReversalRunOptions, reversal: PlannedRever
     const reasons = cancellationReasons(error);
     if (reasons?.[0] === 'ConditionalCheckFailed') return ReversalStatus.ALREADY_REVERSED;
     if (reasons?.[1] === 'ConditionalCheckFailed') return ReversalStatus.AWARD_CHANGED;
-    if (reasons?.[3] === 'ConditionalCheckFailed' || reasons?.[4] === 'ConditionalCheckFailed') return ReversalStatus.KEPT_AWARD_CHANGED;
+    if (reasons?.[3] === 'ConditionalCheckFailed' || reasons?.[4] === 'ConditionalCheckFailed')
+      return ReversalStatus.KEPT_AWARD_CHANGED;
     throw error;
   }
 }
@@ -268,7 +323,11 @@ function cancellationReasons(error: unknown): Array<string | undefined> | undefi
   return reasons?.map((r) => r.Code);
 }
 
-function summariseRun(applied: boolean, outcomes: ReversalOutcome[], doubleAwards: readonly DoubleAward[]): Omit<ReversalReport, 'undecided' | 'rightfulUnused'> {
+function summariseRun(
+  applied: boolean,
+  outcomes: ReversalOutcome[],
+  doubleAwards: readonly DoubleAward[],
+): Omit<ReversalReport, 'undecided' | 'rightfulUnused'> {
   const totals = new Map<string, UserReversalTotal>();
   for (const o of outcomes) {
     if (o.status !== ReversalStatus.WRITTEN && o.status !== ReversalStatus.PLANNED) continue;

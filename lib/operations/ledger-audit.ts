@@ -1,7 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LedgerEntryKind, type LedgerEntry, type PointAccount } from '../points/ledger.ts';
+import { type ScanProgress, scanTable } from '../aws/table-scan.ts';
+import { type LedgerEntry, LedgerEntryKind, type PointAccount } from '../points/ledger.ts';
 import type { PointTableNames } from './operations-target.ts';
-import { scanTable, type ScanProgress } from '../aws/table-scan.ts';
 
 /** A user whose account balance is not the sum of their ledger (awards plus negative reversals). */
 export interface BalanceMismatch {
@@ -64,7 +64,8 @@ export interface AuditReport {
   crossUserAwards: CrossUserAward[];
 }
 
-export const isClean = (report: AuditReport) => report.balanceMismatches.length === 0 && report.doubleAwards.length === 0 && report.crossUserAwards.length === 0;
+export const isClean = (report: AuditReport) =>
+  report.balanceMismatches.length === 0 && report.doubleAwards.length === 0 && report.crossUserAwards.length === 0;
 
 type StoredEntry = Partial<LedgerEntry> & { userId: string; entryId: string };
 type StoredAccount = Partial<PointAccount> & { userId: string };
@@ -104,7 +105,13 @@ function balanceMismatches(entries: readonly StoredEntry[], accounts: readonly S
     const ledger = sums.get(userId) ?? { sum: 0, count: 0 };
     const balance = balances.has(userId) ? balances.get(userId)! : null;
     if ((balance ?? 0) === ledger.sum) continue;
-    out.push({ userId, balance, ledgerSum: ledger.sum, difference: (balance ?? 0) - ledger.sum, ledgerEntries: ledger.count });
+    out.push({
+      userId,
+      balance,
+      ledgerSum: ledger.sum,
+      difference: (balance ?? 0) - ledger.sum,
+      ledgerEntries: ledger.count,
+    });
   }
   return out;
 }
@@ -133,12 +140,22 @@ function awardsOf(entries: readonly StoredEntry[]): Array<UserAward & { orderNo:
   // A reversal compensates exactly the entry it names, in the same user's partition.
   const reversalOf = new Map<string, string>();
   for (const e of entries) {
-    if (e.kind === LedgerEntryKind.REVERSAL && typeof e.reverses === 'string') reversalOf.set(`${e.userId}\u0000${e.reverses}`, e.entryId);
+    if (e.kind === LedgerEntryKind.REVERSAL && typeof e.reverses === 'string')
+      reversalOf.set(`${e.userId}\u0000${e.reverses}`, e.entryId);
   }
   return entries.flatMap((e) => {
     const orderNo = e.kind === LedgerEntryKind.AWARD ? orderOf(e) : undefined;
     if (orderNo === undefined) return [];
-    return [{ userId: e.userId, orderNo, entryId: e.entryId, points: pointsOf(e), createdAt: e.createdAt, reversedBy: reversalOf.get(`${e.userId}\u0000${e.entryId}`) }];
+    return [
+      {
+        userId: e.userId,
+        orderNo,
+        entryId: e.entryId,
+        points: pointsOf(e),
+        createdAt: e.createdAt,
+        reversedBy: reversalOf.get(`${e.userId}\u0000${e.entryId}`),
+      },
+    ];
   });
 }
 

@@ -1,6 +1,6 @@
-import { lifetimesOf } from '../config/delivery-lifetimes.ts';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { AwsConfig } from '../aws/clients.ts';
+import { lifetimesOf } from '../config/delivery-lifetimes.ts';
 import { CONSUMER_GROUPS, deadLetterQueueName, queueName, tableName } from '../config/resources.ts';
 import { TargetResolutionError } from './errors.ts';
 
@@ -39,7 +39,9 @@ export function pointTablesOf(options: TargetOptions): PointTableNames {
   const ledger = options.ledgerTable ?? (options.prefix ? tableName(options.prefix, 'ledger') : undefined);
   const accounts = options.accountsTable ?? (options.prefix ? tableName(options.prefix, 'accounts') : undefined);
   if (!ledger || !accounts) {
-    throw new TargetResolutionError('name the tables: --prefix <deployment prefix>, or --ledger-table and --accounts-table');
+    throw new TargetResolutionError(
+      'name the tables: --prefix <deployment prefix>, or --ledger-table and --accounts-table',
+    );
   }
   return { ledger, accounts };
 }
@@ -63,7 +65,9 @@ export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Pro
   const known = CONSUMER_GROUPS.find((g) => g.group === group);
   const lookUp = async (name: string, what: string) => {
     if (!options.prefix) {
-      throw new TargetResolutionError(`name the ${what}: --prefix <deployment prefix>, or --${what === 'DLQ' ? 'dlq-url' : 'source-queue-url'}`);
+      throw new TargetResolutionError(
+        `name the ${what}: --prefix <deployment prefix>, or --${what === 'DLQ' ? 'dlq-url' : 'source-queue-url'}`,
+      );
     }
     try {
       return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl!;
@@ -86,8 +90,12 @@ export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Pro
 /** The deployed redrive policy wins over the catalogue: it is what actually moved the message. */
 async function deployedMaxReceiveCount(sqs: SQSClient, sourceUrl: string): Promise<number | undefined> {
   try {
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: sourceUrl, AttributeNames: ['RedrivePolicy'] }));
-    const policy = Attributes?.RedrivePolicy ? (JSON.parse(Attributes.RedrivePolicy) as { maxReceiveCount?: number | string }) : undefined;
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: sourceUrl, AttributeNames: ['RedrivePolicy'] }),
+    );
+    const policy = Attributes?.RedrivePolicy
+      ? (JSON.parse(Attributes.RedrivePolicy) as { maxReceiveCount?: number | string })
+      : undefined;
     return policy?.maxReceiveCount === undefined ? undefined : Number(policy.maxReceiveCount);
   } catch {
     return undefined; // only used to word a reason; the catalogue's value is the fallback

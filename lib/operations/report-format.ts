@@ -47,7 +47,10 @@ export function renderCsv<Row>(columns: readonly Column<Row>[], rows: readonly R
     const v = formula ? `'${cell}` : text(cell);
     return formula || /[",;\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
   };
-  return [columns.map((c) => field(c.header)).join(','), ...rows.map((row) => columns.map((c) => field(c.value(row))).join(','))].join('\n');
+  return [
+    columns.map((c) => field(c.header)).join(','),
+    ...rows.map((row) => columns.map((c) => field(c.value(row))).join(',')),
+  ].join('\n');
 }
 
 /**
@@ -58,5 +61,9 @@ export function renderCsv<Row>(columns: readonly Column<Row>[], rows: readonly R
  * same value, in a table or CSV it is visible text.
  */
 export function terminalSafe(output: string): string {
-  return output.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => (c === '\n' ? c : Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')));
+  return output.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) =>
+    c === '\n'
+      ? c
+      : Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
+  );
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { reversalKey, ReversalReason, type PlannedReversal } from './double-award-reversal.ts';
+import { type PlannedReversal, ReversalReason, reversalKey } from './double-award-reversal.ts';
 import { OperationsError } from './errors.ts';
 import type { PointTableNames } from './operations-target.ts';
 
@@ -73,7 +73,9 @@ export async function readReversalPlan(path: string): Promise<ReversalPlan> {
   const parsed = planSchema.safeParse(json);
   if (!parsed.success) throw new ReversalPlanError(`${path} is not a reversal plan written by ops reverse --plan`);
   if (planDigest(parsed.data.reversals) !== parsed.data.digest) {
-    throw new ReversalPlanError(`${path} was edited after the dry run wrote it (its reversals no longer match digest ${parsed.data.digest})`);
+    throw new ReversalPlanError(
+      `${path} was edited after the dry run wrote it (its reversals no longer match digest ${parsed.data.digest})`,
+    );
   }
   return parsed.data;
 }
@@ -81,6 +83,8 @@ export async function readReversalPlan(path: string): Promise<ReversalPlan> {
 /** Refuses a plan reviewed against another ledger (account, region or deployment) or other tables. */
 export function checkPlanTarget(plan: ReversalPlan, ledgerTableArn: string, tables: PointTableNames): void {
   if (plan.ledgerTableArn !== ledgerTableArn || plan.tables.accounts !== tables.accounts) {
-    throw new ReversalPlanError(`the plan was made for ${plan.ledgerTableArn} and ${plan.tables.accounts}; this run targets ${ledgerTableArn} and ${tables.accounts}`);
+    throw new ReversalPlanError(
+      `the plan was made for ${plan.ledgerTableArn} and ${plan.tables.accounts}; this run targets ${ledgerTableArn} and ${tables.accounts}`,
+    );
   }
 }

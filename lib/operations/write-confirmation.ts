@@ -1,8 +1,8 @@
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { messageOf, OperationsError } from './errors.ts';
 
 /** The account and region a resource lives in, read from its own ARN. */
@@ -53,10 +53,14 @@ export async function tableLocation(dynamoDb: DynamoDBDocumentClient, table: str
 /** Where a queue is, from its `QueueArn` attribute. */
 export async function queueLocation(sqs: SQSClient, queueUrl: string): Promise<ResourceLocation> {
   try {
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
     return locationOf(Attributes!.QueueArn!);
   } catch (error) {
-    throw new WriteTargetError(`cannot show where the write goes: GetQueueAttributes ${queueUrl} failed (${messageOf(error)})`);
+    throw new WriteTargetError(
+      `cannot show where the write goes: GetQueueAttributes ${queueUrl} failed (${messageOf(error)})`,
+    );
   }
 }
 
@@ -87,7 +91,9 @@ export async function confirmWrite(summary: WriteSummary, channel: ConfirmationC
   channel.output.write(`${describeWrite(summary)}\n`);
   if (channel.yes) return;
   if (!channel.input?.isTTY) {
-    throw new WriteNotConfirmedError('not confirmed, nothing written: standard input is not a terminal; add --yes to confirm in a script');
+    throw new WriteNotConfirmedError(
+      'not confirmed, nothing written: standard input is not a terminal; add --yes to confirm in a script',
+    );
   }
   channel.output.write('Proceed? [y/N] ');
   const prompt = createInterface({ input: channel.input, terminal: false });

@@ -65,19 +65,31 @@ export function judgeRejection(transition: OrderTransition, current: Partial<Ord
  * the schedule and dead-letter only when it is spent; a status outside the lifecycle →
  * an illegal transition, dead-letter it now.
  */
-export function explainRejection(transition: OrderTransition, orderNo: string, current: Partial<Order> | undefined): Settlement {
+export function explainRejection(
+  transition: OrderTransition,
+  orderNo: string,
+  current: Partial<Order> | undefined,
+): Settlement {
   const verdict = judgeRejection(transition, current);
   switch (verdict.kind) {
     case 'already-advanced':
-      return { outcome: 'duplicate', reason: 'state-already-advanced', ...(current?.statusMsgId ? { winnerMsgId: current.statusMsgId } : {}) };
+      return {
+        outcome: 'duplicate',
+        reason: 'state-already-advanced',
+        ...(current?.statusMsgId ? { winnerMsgId: current.statusMsgId } : {}),
+      };
     case 'absent':
       throw new NotYetApplicableError(`order ${orderNo} does not exist yet; ${transition.event} will be retried`);
     case 'not-yet':
-      throw new NotYetApplicableError(`order ${orderNo} is ${verdict.status}: ${transition.event} needs ${transition.from} first and will be retried`);
+      throw new NotYetApplicableError(
+        `order ${orderNo} is ${verdict.status}: ${transition.event} needs ${transition.from} first and will be retried`,
+      );
     case 'raced':
       throw new TransientFailureError(`order ${orderNo} changed while ${transition.event} was applied`, 'STATUS_RACED');
     case 'illegal':
-      throw new IllegalTransitionError(`order ${orderNo} is ${verdict.status ?? 'without status'}: ${transition.event} needs ${transition.from} (${transition.from} → ${transition.to})`);
+      throw new IllegalTransitionError(
+        `order ${orderNo} is ${verdict.status ?? 'without status'}: ${transition.event} needs ${transition.from} (${transition.from} → ${transition.to})`,
+      );
   }
 }
 
@@ -97,7 +109,9 @@ export interface TransitionContext {
  */
 export function transitionRequest(event: OrderEvent, context: TransitionContext): TransitionRequest {
   const transition = ORDER_TRANSITIONS[event.kind];
-  const stamp = (event.kind === 'PAID' ? event.paidAt : event.finishedAt) ?? new Date(context.bornTimestamp ?? context.now.getTime()).toISOString();
+  const stamp =
+    (event.kind === 'PAID' ? event.paidAt : event.finishedAt) ??
+    new Date(context.bornTimestamp ?? context.now.getTime()).toISOString();
   return {
     update: {
       TableName: context.tableName,

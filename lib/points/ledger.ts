@@ -17,7 +17,10 @@ export interface LedgerEntry {
   createdAt: string;
   /** Reversals: the entry they compensate. */
   reverses?: string;
-  /** Awards: the payload fingerprint of the message that awarded it (conflicts are told from duplicates by it after the dedup record expired). */
+  /**
+   * Awards: the payload fingerprint of the message that awarded it (conflicts are told from duplicates by it after the
+   * dedup record expired).
+   */
   fingerprint?: string;
 }
 
@@ -46,7 +49,12 @@ export const AWARD_FINGERPRINT_ATTRIBUTE = 'fingerprint';
  * conflict, not a duplicate. An order of 0 points (fully discounted) awards nothing:
  * no writes, and only its dedup record says it was consumed.
  */
-export function awardWrites(award: OrderPaid, message: { msgId: string; fingerprint: string }, tables: PointTables, now: Date): DeclaredWrite[] {
+export function awardWrites(
+  award: OrderPaid,
+  message: { msgId: string; fingerprint: string },
+  tables: PointTables,
+  now: Date,
+): DeclaredWrite[] {
   if (award.points === 0) return [];
   const entry: LedgerEntry = {
     userId: award.userId,
@@ -62,7 +70,12 @@ export function awardWrites(award: OrderPaid, message: { msgId: string; fingerpr
   return [
     {
       item: {
-        Put: { TableName: tables.ledger, Item: entry, ConditionExpression: 'attribute_not_exists(entryId)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' },
+        Put: {
+          TableName: tables.ledger,
+          Item: entry,
+          ConditionExpression: 'attribute_not_exists(entryId)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
       },
       conditionFailureMeansDone: true,
       fingerprintAttribute: AWARD_FINGERPRINT_ATTRIBUTE,
@@ -71,7 +84,12 @@ export function awardWrites(award: OrderPaid, message: { msgId: string; fingerpr
   ];
 }
 
-export function balanceIncrement(accountsTable: string, userId: string, points: number, now: Date): DeclaredWrite['item'] {
+export function balanceIncrement(
+  accountsTable: string,
+  userId: string,
+  points: number,
+  now: Date,
+): DeclaredWrite['item'] {
   return {
     Update: {
       TableName: accountsTable,

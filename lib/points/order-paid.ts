@@ -8,7 +8,11 @@ export const MAX_POINTS_PER_ORDER = 1_000_000;
 const orderPaidSchema = z.object({
   orderNo: identifier('orderNo'),
   userId: userIdSchema,
-  points: z.number().int('points must be a whole number').nonnegative('points must not be negative').max(MAX_POINTS_PER_ORDER, `points above ${MAX_POINTS_PER_ORDER}`),
+  points: z
+    .number()
+    .int('points must be a whole number')
+    .nonnegative('points must not be negative')
+    .max(MAX_POINTS_PER_ORDER, `points above ${MAX_POINTS_PER_ORDER}`),
   paidAt: z.iso.datetime({ offset: true }).optional(),
 });
 
@@ -19,4 +23,8 @@ export function parseOrderPaid(body: string): OrderPaid {
 }
 
 /** What tells a duplicate (same) from a conflict (different) for one order: who gets how many points. */
-export const orderPaidFingerprintFields = (order: OrderPaid) => ({ orderNo: order.orderNo, userId: order.userId, points: order.points });
+export const orderPaidFingerprintFields = (order: OrderPaid) => ({
+  orderNo: order.orderNo,
+  userId: order.userId,
+  points: order.points,
+});

@@ -25,7 +25,10 @@ export class InvalidSigningKeyError extends Error {
   override readonly name = 'InvalidSigningKeyError';
 }
 
-/** The keys a verifier accepts (the current one first, then the one it replaced, during a rotation) and the one a signer uses. */
+/**
+ * The keys a verifier accepts (the current one first, then the one it replaced, during a rotation) and the one a signer
+ * uses.
+ */
 export interface SigningKeyRing {
   /** The key to sign with. */
   current(): Promise<Uint8Array>;
@@ -37,7 +40,9 @@ export interface SigningKeyRing {
 
 export function assertSigningKey(key: Uint8Array, name: string): Uint8Array {
   if (key.byteLength < MIN_SIGNING_KEY_BYTES) {
-    throw new InvalidSigningKeyError(`the envelope signing key ${name} has ${key.byteLength} bytes; at least ${MIN_SIGNING_KEY_BYTES} are needed`);
+    throw new InvalidSigningKeyError(
+      `the envelope signing key ${name} has ${key.byteLength} bytes; at least ${MIN_SIGNING_KEY_BYTES} are needed`,
+    );
   }
   return key;
 }
@@ -63,7 +68,8 @@ export function signatureRefusal(body: string, keys: readonly Uint8Array[]): str
   const event = isObject(json) && 'detail-type' in json && 'detail' in json ? json.detail : json;
   if (!isObject(event) || !(SIGNATURE_FIELD in event)) return 'the envelope is not signed';
   const signature = event[SIGNATURE_FIELD];
-  if (typeof signature !== 'string' || !signature.startsWith(SCHEME)) return `the envelope's signature is not an ${SCHEME.slice(0, -1)} signature`;
+  if (typeof signature !== 'string' || !signature.startsWith(SCHEME))
+    return `the envelope's signature is not an ${SCHEME.slice(0, -1)} signature`;
   const given = Buffer.from(signature.slice(SCHEME.length), 'base64url');
   const { [SIGNATURE_FIELD]: _signature, ...unsigned } = event;
   const matches = keys.some((key) => {
@@ -78,7 +84,10 @@ export function signatureRefusal(body: string, keys: readonly Uint8Array[]): str
  * reads the keys once more before refusing, because the bridge may have picked up a rotated key
  * before this function did; `reload` decides how often that may happen.
  */
-export async function signatureRefusals(bodies: readonly string[], keyRing: SigningKeyRing): Promise<Map<number, string>> {
+export async function signatureRefusals(
+  bodies: readonly string[],
+  keyRing: SigningKeyRing,
+): Promise<Map<number, string>> {
   const check = (keys: readonly Uint8Array[]) => {
     const refusals = new Map<number, string>();
     for (const [i, body] of bodies.entries()) {

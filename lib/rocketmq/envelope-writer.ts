@@ -1,4 +1,4 @@
-import { checkEnvelope, ROCKETMQ_EVENT_TYPE, type Envelope } from './envelope.ts';
+import { checkEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from './envelope.ts';
 
 export type { Envelope };
 
@@ -23,7 +23,9 @@ export interface EnvelopeFields {
   queueId?: number;
   queueOffset?: number;
   brokerName?: string;
-  /** RocketMQ 4's remoting protocol only: the RocketMQ 5 proxy does not send the commit-log offset it is derived from. */
+  /**
+   * RocketMQ 4's remoting protocol only: the RocketMQ 5 proxy does not send the commit-log offset it is derived from.
+   */
   offsetMsgId?: string;
   bornHost?: string;
   storeHost?: string;

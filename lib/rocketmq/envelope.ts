@@ -78,7 +78,11 @@ const nonNegativeInt = z.number().int().nonnegative();
 const boundedText = z.string().max(ENVELOPE_LIMITS.textChars);
 
 const dataSchema = z.object({
-  topic: z.string().min(1).max(ENVELOPE_LIMITS.topicChars).regex(TOPIC, 'topic may hold only %|a-zA-Z0-9_- (RocketMQ TopicValidator)'),
+  topic: z
+    .string()
+    .min(1)
+    .max(ENVELOPE_LIMITS.topicChars)
+    .regex(TOPIC, 'topic may hold only %|a-zA-Z0-9_- (RocketMQ TopicValidator)'),
   msgId: z.string().regex(MSG_ID, 'msgId must be 32 to 56 hex characters'),
   offsetMsgId: boundedText.optional(),
   tags: z.string().nullish(),
@@ -105,20 +109,28 @@ const cloudEventSchema = z.object({
   subject: boundedText.optional(),
   time: boundedText.optional(),
   datacontenttype: boundedText.optional(),
-  /** The bridge's HMAC over the rest of the envelope (lib/rocketmq/envelope-signature.ts); checked when the consumer requires it. */
+  /**
+   * The bridge's HMAC over the rest of the envelope (lib/rocketmq/envelope-signature.ts); checked when the consumer
+   * requires it.
+   */
   signature: boundedText.optional(),
   data: dataSchema,
 });
 
 type CloudEvent = z.infer<typeof cloudEventSchema>;
 
-/** The envelope as written (the schema's input type): what `buildEnvelope` returns, so writer and parser cannot drift. */
+/**
+ * The envelope as written (the schema's input type): what `buildEnvelope` returns, so writer and parser cannot drift.
+ */
 export type Envelope = z.input<typeof cloudEventSchema>;
 
 /** The envelope's JSON Schema, generated from the parser's own schema so the two cannot drift. */
 export function envelopeJsonSchema(): Record<string, unknown> {
   return {
-    ...z.toJSONSchema(cloudEventSchema.describe('RocketMQ bridge envelope: one RocketMQ message as a CloudEvents 1.0 object'), { io: 'input' }),
+    ...z.toJSONSchema(
+      cloudEventSchema.describe('RocketMQ bridge envelope: one RocketMQ message as a CloudEvents 1.0 object'),
+      { io: 'input' },
+    ),
     $id: 'envelope.schema.json',
   };
 }
@@ -213,7 +225,8 @@ function checkPropertiesSize(data: EnvelopeData): void {
   }
   if (bytes > ENVELOPE_LIMITS.propertiesBytes) {
     throw new InvalidEnvelopeError(
-      `data: properties take ${bytes} bytes as RocketMQ stores them, over the broker's ${ENVELOPE_LIMITS.propertiesBytes} ` + `(largest: ${pathSegment(largest.name)}, ${largest.bytes} bytes)`,
+      `data: properties take ${bytes} bytes as RocketMQ stores them, over the broker's ${ENVELOPE_LIMITS.propertiesBytes} ` +
+        `(largest: ${pathSegment(largest.name)}, ${largest.bytes} bytes)`,
       data.msgId,
     );
   }
@@ -239,7 +252,10 @@ function validate<T extends z.ZodType>(schema: T, value: unknown): z.infer<T> {
   const issue = result.error.issues[0]!;
   const path = issue.path.length > 0 ? issue.path.map((segment) => pathSegment(String(segment))).join('.') : '(root)';
   // Only a well-formed msgId travels on (into logs and DLQ attributes); anything else is the sender's choice.
-  const msgId = isObject(value) && isObject(value.data) && typeof value.data.msgId === 'string' && MSG_ID.test(value.data.msgId) ? value.data.msgId : undefined;
+  const msgId =
+    isObject(value) && isObject(value.data) && typeof value.data.msgId === 'string' && MSG_ID.test(value.data.msgId)
+      ? value.data.msgId
+      : undefined;
   throw new InvalidEnvelopeError(`${path}: ${issue.message}`, msgId);
 }
 
@@ -261,7 +277,10 @@ export function excerpt(text: string, maxChars = EXCERPT_CHARS): string {
   const head = Array.from(text.slice(0, maxChars * 2))
     .slice(0, maxChars)
     .join('');
-  const quoted = JSON.stringify(head).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+  const quoted = JSON.stringify(head).replace(
+    /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
   return head.length < text.length ? `${quoted}… (${text.length} characters)` : quoted;
 }
 

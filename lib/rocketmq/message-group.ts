@@ -10,11 +10,16 @@ import { createHash } from 'node:crypto';
 export type MessageGroupSource =
   /** The RocketMQ 5 FIFO message group (`__SHARDINGKEY` in 4.x terms): what a 5.x producer sets. */
   | { readonly from: 'messageGroup' }
-  /** The message's first key: a 4.x producer that selects the queue by, say, the order number, and puts it in `KEYS`. */
+  /**
+   * The message's first key: a 4.x producer that selects the queue by, say, the order number, and puts it in `KEYS`.
+   */
   | { readonly from: 'key' }
   /** A user property a 4.x producer selects the queue by. */
   | { readonly from: 'property'; readonly name: string }
-  /** The RocketMQ queue itself (broker and queue id): exactly the order a 4.x orderly listener keeps, and its parallelism. */
+  /**
+   * The RocketMQ queue itself (broker and queue id): exactly the order a 4.x orderly listener keeps, and its
+   * parallelism.
+   */
   | { readonly from: 'queue' };
 
 export const DEFAULT_MESSAGE_GROUP_SOURCE: MessageGroupSource = { from: 'messageGroup' };
@@ -33,7 +38,10 @@ export interface MessageGroupFacts {
  * The message's group. A message without what `source` names falls back to its queue (still in
  * the order RocketMQ stored it), and without a known queue to its topic: slower, never out of order.
  */
-export function messageGroupOf(message: MessageGroupFacts, source: MessageGroupSource = DEFAULT_MESSAGE_GROUP_SOURCE): string {
+export function messageGroupOf(
+  message: MessageGroupFacts,
+  source: MessageGroupSource = DEFAULT_MESSAGE_GROUP_SOURCE,
+): string {
   const named = (() => {
     switch (source.from) {
       case 'messageGroup':
@@ -47,7 +55,9 @@ export function messageGroupOf(message: MessageGroupFacts, source: MessageGroupS
     }
   })();
   if (named) return asMessageGroupId(named);
-  return asMessageGroupId(message.queueId === undefined ? message.topic : `${message.topic}@${message.brokerName ?? ''}#${message.queueId}`);
+  return asMessageGroupId(
+    message.queueId === undefined ? message.topic : `${message.topic}@${message.brokerName ?? ''}#${message.queueId}`,
+  );
 }
 
 /** SQS's rule for `MessageGroupId`: 1–128 printable ASCII characters (no spaces). */

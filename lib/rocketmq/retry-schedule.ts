@@ -4,7 +4,9 @@
  * 3 + reconsumeTimes, so the 16 retries wait 10s … 2h (4h45m40s in all) and the 17th
  * failed delivery goes to the group's DLQ (`%DLQ%<group>`).
  */
-export const ROCKETMQ_RETRY_DELAYS_SECONDS: readonly number[] = [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200];
+export const ROCKETMQ_RETRY_DELAYS_SECONDS: readonly number[] = [
+  10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200,
+];
 
 /** SQS caps a message's visibility timeout at 12 hours. */
 const SQS_MAX_VISIBILITY_SECONDS = 12 * 60 * 60;
@@ -15,7 +17,9 @@ export class RetrySchedule {
     if (delaysSeconds.length === 0) throw new InvalidRetryScheduleError('at least one retry delay is required');
     for (const d of delaysSeconds) {
       if (!Number.isInteger(d) || d < 0 || d > SQS_MAX_VISIBILITY_SECONDS) {
-        throw new InvalidRetryScheduleError(`delay ${d}s must be an integer between 0 and ${SQS_MAX_VISIBILITY_SECONDS}`);
+        throw new InvalidRetryScheduleError(
+          `delay ${d}s must be an integer between 0 and ${SQS_MAX_VISIBILITY_SECONDS}`,
+        );
       }
     }
   }

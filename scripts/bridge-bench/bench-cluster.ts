@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Message, Producer as RemotingProducer } from 'ali-ons';
 import { Producer } from 'rocketmq-client-nodejs';
-import { RocketMQProtocol, type BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
+import { type BridgeConfigInput, RocketMQProtocol } from '../../bridge/bridge-config.ts';
 import { startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
+import { startLocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
 
 /**
  * The broker side of the bridge benchmark: a throw-away local RocketMQ (5.5.0 through its proxy,
@@ -18,7 +18,10 @@ export type SourceVersion = (typeof SourceVersion)[keyof typeof SourceVersion];
 export interface BenchCluster {
   readonly version: string;
   /** The connection part of the bridge configuration. */
-  readonly connection: Pick<BridgeConfigInput, 'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName' | 'sslEnabled'>;
+  readonly connection: Pick<
+    BridgeConfigInput,
+    'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName' | 'sslEnabled'
+  >;
   /** Sends `count` PAID orders; resolves when the broker accepted all of them. */
   preload(count: number): Promise<void>;
   stop(): Promise<void>;
@@ -35,15 +38,30 @@ export async function startBenchCluster(version: SourceVersion, groups: readonly
 }
 
 async function startRocketMQ5(groups: readonly string[]): Promise<BenchCluster> {
-  const rocketMq = await startLocalRocketMQ({ topics: [{ name: BENCH_TOPIC, queues: QUEUES }], groups: groups.map((name) => ({ name })) });
+  const rocketMq = await startLocalRocketMQ({
+    topics: [{ name: BENCH_TOPIC, queues: QUEUES }],
+    groups: groups.map((name) => ({ name })),
+  });
   return {
     version: '5.5.0',
-    connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq.proxyEndpoint, clusterName: rocketMq.clusterName, sslEnabled: false },
+    connection: {
+      protocol: RocketMQProtocol.RocketMQ5,
+      proxyEndpoint: rocketMq.proxyEndpoint,
+      clusterName: rocketMq.clusterName,
+      sslEnabled: false,
+    },
     async preload(count) {
-      const producer = new Producer({ endpoints: rocketMq.proxyEndpoint, namespace: '', topics: [BENCH_TOPIC], logger: SILENT });
+      const producer = new Producer({
+        endpoints: rocketMq.proxyEndpoint,
+        namespace: '',
+        topics: [BENCH_TOPIC],
+        logger: SILENT,
+      });
       await producer.startup();
       try {
-        await inParallel(count, (i) => producer.send({ topic: BENCH_TOPIC, tag: 'PAID', keys: [orderNo(i)], body: orderBody(i) }));
+        await inParallel(count, (i) =>
+          producer.send({ topic: BENCH_TOPIC, tag: 'PAID', keys: [orderNo(i)], body: orderBody(i) }),
+        );
       } finally {
         await producer.shutdown();
       }
@@ -56,9 +74,19 @@ async function startRocketMQ4(): Promise<BenchCluster> {
   const rocketMq = await startLocalRocketMQ4({ topics: [{ name: BENCH_TOPIC, queues: QUEUES }] });
   return {
     version: rocketMq.version,
-    connection: { protocol: RocketMQProtocol.RocketMQ4, nameServer: rocketMq.namesrvAddr, clusterName: rocketMq.clusterName, sslEnabled: false },
+    connection: {
+      protocol: RocketMQProtocol.RocketMQ4,
+      nameServer: rocketMq.namesrvAddr,
+      clusterName: rocketMq.clusterName,
+      sslEnabled: false,
+    },
     async preload(count) {
-      const producer = new RemotingProducer({ nameSrv: rocketMq.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: 'bench-producer', logger: SILENT });
+      const producer = new RemotingProducer({
+        nameSrv: rocketMq.namesrvAddr,
+        httpclient: NO_ADDRESS_SERVER,
+        producerGroup: 'bench-producer',
+        logger: SILENT,
+      });
       await producer.ready();
       try {
         await inParallel(count, (i) => {
@@ -78,7 +106,14 @@ const orderNo = (i: number) => `SO-BENCH-${String(i).padStart(7, '0')}`;
 
 /** A body the size of a real order event (~120 bytes). */
 function orderBody(i: number): Buffer {
-  return Buffer.from(JSON.stringify({ orderNo: orderNo(i), userId: `u${i % 997}`, points: 1 + (i % 500), paidAt: new Date(1_764_000_000_000 + i).toISOString() }));
+  return Buffer.from(
+    JSON.stringify({
+      orderNo: orderNo(i),
+      userId: `u${i % 997}`,
+      points: 1 + (i % 500),
+      paidAt: new Date(1_764_000_000_000 + i).toISOString(),
+    }),
+  );
 }
 
 async function inParallel(count: number, send: (i: number) => Promise<unknown>): Promise<void> {
@@ -89,7 +124,9 @@ async function inParallel(count: number, send: (i: number) => Promise<unknown>):
   await Promise.all(Array.from({ length: Math.min(SEND_CONCURRENCY, count) }, lane));
 }
 
-/** A busy broker refuses sends (4.x: `[TIMEOUT_CLEAN_QUEUE] broker busy`); a producer tries again, as applications do. */
+/**
+ * A busy broker refuses sends (4.x: `[TIMEOUT_CLEAN_QUEUE] broker busy`); a producer tries again, as applications do.
+ */
 async function sendUntilAccepted(i: number, send: (i: number) => Promise<unknown>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {

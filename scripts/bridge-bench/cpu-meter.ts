@@ -26,7 +26,10 @@ export class CpuMeter {
 }
 
 export function cpuBetween(before: CpuReading, after: CpuReading): CpuReading {
-  return { consumerMicros: after.consumerMicros - before.consumerMicros, brokerMicros: after.brokerMicros - before.brokerMicros };
+  return {
+    consumerMicros: after.consumerMicros - before.consumerMicros,
+    brokerMicros: after.brokerMicros - before.brokerMicros,
+  };
 }
 
 function childJvmTicks(): number {

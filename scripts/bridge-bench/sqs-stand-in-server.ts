@@ -29,21 +29,33 @@ function answer(target: string, input: Record<string, unknown>): { status: numbe
   if (target === 'AmazonSQS.SendMessageBatch') {
     const batch = input.Entries as Entry[];
     for (const entry of batch) accept(entry.MessageBody);
-    return { status: 200, body: { Successful: batch.map((e) => ({ Id: e.Id, MessageId: randomUUID(), MD5OfMessageBody: md5(e.MessageBody) })), Failed: [] } };
+    return {
+      status: 200,
+      body: {
+        Successful: batch.map((e) => ({ Id: e.Id, MessageId: randomUUID(), MD5OfMessageBody: md5(e.MessageBody) })),
+        Failed: [],
+      },
+    };
   }
   if (target === 'AmazonSQS.SendMessage') {
     const body = input.MessageBody as string;
     accept(body);
     return { status: 200, body: { MessageId: randomUUID(), MD5OfMessageBody: md5(body) } };
   }
-  return { status: 400, body: { __type: 'com.amazonaws.sqs#InvalidAction', message: `the stand-in does not answer ${target}` } };
+  return {
+    status: 400,
+    body: { __type: 'com.amazonaws.sqs#InvalidAction', message: `the stand-in does not answer ${target}` },
+  };
 }
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
-    const { status, body } = answer(String(req.headers['x-amz-target']), JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>);
+    const { status, body } = answer(
+      String(req.headers['x-amz-target']),
+      JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+    );
     res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0' }).end(JSON.stringify(body));
   });
 }

@@ -1,6 +1,6 @@
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import type { AckResult, MessageSource } from '../../bridge/route-pump.ts';
-import { cpuBetween, type CpuMeter, type CpuReading } from './cpu-meter.ts';
+import { type CpuMeter, type CpuReading, cpuBetween } from './cpu-meter.ts';
 
 /** One consumer's drain of the preloaded topic. */
 export interface Drain {
@@ -63,7 +63,12 @@ export class TimedSource implements MessageSource {
     this.#acked.add(message.msgId);
     if (this.#acked.size === this.expected) {
       const first = this.#first!;
-      this.#drained.resolve(Promise.all([first.cpu, this.cpu.read()]).then(([before, after]) => ({ ms: now - first.at, cpu: cpuBetween(before, after) })));
+      this.#drained.resolve(
+        Promise.all([first.cpu, this.cpu.read()]).then(([before, after]) => ({
+          ms: now - first.at,
+          cpu: cpuBetween(before, after),
+        })),
+      );
     }
   }
 }

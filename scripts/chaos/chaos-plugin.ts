@@ -16,7 +16,10 @@ export interface ChaosFact {
   readonly kind: string;
 }
 
-/** The order a fact is about, if it names one (`orderNo`): a plug-in leaves it unjudged when one of its copies is unsettled. */
+/**
+ * The order a fact is about, if it names one (`orderNo`): a plug-in leaves it unjudged when one of its copies is
+ * unsettled.
+ */
 export function orderNoOf(fact: ChaosFact): string | undefined {
   return 'orderNo' in fact && typeof fact.orderNo === 'string' ? fact.orderNo : undefined;
 }
@@ -58,7 +61,10 @@ export interface GroupReadout {
   readonly tables: LocalResources['tables'];
   /** Everything in the group's DLQ, left in place. */
   readonly deadLetters: readonly PeekedMessage[];
-  /** Copies the run never sent to the group or left in its queue when it stopped early: not judged, neither lost nor delivered. */
+  /**
+   * Copies the run never sent to the group or left in its queue when it stopped early: not judged, neither lost nor
+   * delivered.
+   */
   readonly unsettled: readonly ChaosMessage[];
   /** The retry schedule the group's handler ran with. */
   readonly schedule: RetrySchedule;
@@ -92,8 +98,15 @@ export interface GroupExpectations {
    * crash point fires on, and keys whose first attempt may fail with a transient error before
    * it reaches DynamoDB (`failures`: on an orderly group, a failure in the middle of a message group).
    */
-  readonly crashTargets: { readonly msgIds: readonly string[]; readonly keys: readonly string[]; readonly failures?: readonly string[] };
-  /** Writes, before the traffic, what another service would have created for the group to act on; returns how many items. */
+  readonly crashTargets: {
+    readonly msgIds: readonly string[];
+    readonly keys: readonly string[];
+    readonly failures?: readonly string[];
+  };
+  /**
+   * Writes, before the traffic, what another service would have created for the group to act on; returns how many
+   * items.
+   */
   seedTables?(dynamoDb: DynamoDBDocumentClient, tables: LocalResources['tables']): Promise<number>;
   judge(readout: GroupReadout): Promise<GroupVerdict>;
 }
@@ -115,7 +128,10 @@ export interface ChaosPlugin {
    * Throws `UnexpectedFactError` for a kind it has no expectation for, before anything runs.
    */
   expect(received: readonly ChaosMessage[]): GroupExpectations;
-  /** The SDK interceptor predicate of `ProcessCrashes`: dies once at each of `keys` (the plan's transient failures use it too, to find their call). */
+  /**
+   * The SDK interceptor predicate of `ProcessCrashes`: dies once at each of `keys` (the plan's transient failures use
+   * it too, to find their call).
+   */
   crashPoint(keys: readonly string[]): CrashPoint;
 }
 
@@ -123,6 +139,8 @@ export interface ChaosPlugin {
 export class UnexpectedFactError extends Error {
   override readonly name = 'UnexpectedFactError';
   constructor(group: string, message: ChaosMessage) {
-    super(`the chaos plug-in of ${group} has no expectation for ${message.topic ?? 'unreadable'} messages of kind "${message.fact.kind}" (${message.label ?? message.body.slice(0, 80)})`);
+    super(
+      `the chaos plug-in of ${group} has no expectation for ${message.topic ?? 'unreadable'} messages of kind "${message.fact.kind}" (${message.label ?? message.body.slice(0, 80)})`,
+    );
   }
 }

@@ -22,7 +22,13 @@ export class ChaosProducer {
   }
 
   /** A message of the topic standing for `fact`; `keys` are its RocketMQ keys (the business key). */
-  send<F extends ChaosFact>(tags: string, body: string, fact: F, label: string, keys: readonly string[] = []): ChaosMessage<F> {
+  send<F extends ChaosFact>(
+    tags: string,
+    body: string,
+    fact: F,
+    label: string,
+    keys: readonly string[] = [],
+  ): ChaosMessage<F> {
     return { ...trafficMessage(this.envelope(tags, body, keys), { label }), fact };
   }
 

@@ -1,15 +1,23 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
-import { runLocalPipeline, type LocalRunResult } from '../local/local-pipeline.ts';
+import { type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
 import { selectGroups } from '../local/run-settings.ts';
 import { compressedScheduleOf } from '../local/time-scale.ts';
 import type { ChaosPlugin } from './chaos-plugin.ts';
-import { chaosConsumers, crashesAfterCommit, FaultTally, planFaults, type ConsumerFactory, type FaultPlan, type SdkFaultRates } from './fault-plan.ts';
+import {
+  type ConsumerFactory,
+  chaosConsumers,
+  crashesAfterCommit,
+  type FaultPlan,
+  FaultTally,
+  planFaults,
+  type SdkFaultRates,
+} from './fault-plan.ts';
 import { groupsUnderTest } from './groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from './invariants.ts';
 import { loadChaosPlugins } from './plugin-discovery.ts';
-import { composeWorkload, type ChaosWorkload } from './workload.ts';
+import { type ChaosWorkload, composeWorkload } from './workload.ts';
 
 export interface ChaosOptions {
   seed: number;
@@ -110,7 +118,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const definitions = selectGroups(catalogue, options.groups);
   const groups = definitions.map((d) => d.group);
   const plugins = await loadChaosPlugins(definitions, options.plugins);
-  const workload = options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages });
+  const workload =
+    options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages });
   const underTest = groupsUnderTest(workload, definitions, plugins);
   const plan = options.plan ?? planFaults(underTest, { seed: options.seed, sdk: options.sdk });
   const timeScale = options.timeScale ?? 600;
@@ -154,9 +163,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     dynamoDb.destroy();
 
     const outcomes = result.account.total();
-    const perGroup = Object.fromEntries(groups.map((g) => [g, { ...result.account.countsOf(g), countedAtPoller: tally.deliveries[g] ?? 0 }]));
+    const perGroup = Object.fromEntries(
+      groups.map((g) => [g, { ...result.account.countsOf(g), countedAtPoller: tally.deliveries[g] ?? 0 }]),
+    );
     const deliveries = Object.values(tally.deliveries).reduce((n, d) => n + d, 0);
-    const unaccounted = deliveries - (outcomes.processed + outcomes.duplicatesSuppressed + outcomes.filtered + outcomes.deadLettered + outcomes.retried);
+    const unaccounted =
+      deliveries -
+      (outcomes.processed +
+        outcomes.duplicatesSuppressed +
+        outcomes.filtered +
+        outcomes.deadLettered +
+        outcomes.retried);
     const summary: ChaosSummary = {
       seed: options.seed,
       messages: workload.messages,
@@ -201,7 +218,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         injectedFailures: tally.injectedFailures,
         crashedAfterSettling: result.account.deliveries.filter((d) => d.unacknowledged).length,
       },
-      run: { completed: result.completed, wallMs: result.wallMs, pollErrors: result.pollErrors, untrackedDepartures: result.untrackedDepartures, settings: result.settings },
+      run: {
+        completed: result.completed,
+        wallMs: result.wallMs,
+        pollErrors: result.pollErrors,
+        untrackedDepartures: result.untrackedDepartures,
+        settings: result.settings,
+      },
       wallMs: Date.now() - started,
     };
   } finally {

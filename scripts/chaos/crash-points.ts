@@ -1,6 +1,9 @@
 import type { CrashPoint } from './process-crash.ts';
 
-/** An attribute as the document client has it, or as the base client marshalled it (`{S: …}`): crash points see the latter. */
+/**
+ * An attribute as the document client has it, or as the base client marshalled it (`{S: …}`): crash points see the
+ * latter.
+ */
 export function plainAttribute(value: unknown): unknown {
   if (value && typeof value === 'object' && 'S' in value) return value.S;
   return value;
@@ -13,7 +16,10 @@ export function plainAttribute(value: unknown): unknown {
  * after it is sent, and the batch comes back: its redelivery must find the state already
  * moved on and settle as a duplicate.
  */
-export function crashInsideConditionalUpdate(keys: readonly string[], keyOf: (update: Record<string, unknown>) => string | undefined): CrashPoint {
+export function crashInsideConditionalUpdate(
+  keys: readonly string[],
+  keyOf: (update: Record<string, unknown>) => string | undefined,
+): CrashPoint {
   const pending = new Set(keys);
   return (command, input) => {
     if (command !== 'UpdateItemCommand' || pending.size === 0) return undefined;
@@ -24,6 +30,10 @@ export function crashInsideConditionalUpdate(keys: readonly string[], keyOf: (up
 }
 
 /** An attribute of an update's `Key` or `ExpressionAttributeValues`, as a plain value. */
-export function updateAttribute(update: Record<string, unknown>, from: 'Key' | 'ExpressionAttributeValues', name: string): unknown {
+export function updateAttribute(
+  update: Record<string, unknown>,
+  from: 'Key' | 'ExpressionAttributeValues',
+  name: string,
+): unknown {
   return plainAttribute((update[from] as Record<string, unknown> | undefined)?.[name]);
 }

@@ -1,8 +1,8 @@
-import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { createDynamoDb } from '../../lib/aws/clients.ts';
+import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import { TransientFailureError } from '../../lib/idempotency/errors.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';
-import { injectFaults, type FaultKind } from '../instrumentation/fault-injection.ts';
+import { type FaultKind, injectFaults } from '../instrumentation/fault-injection.ts';
 import type { CrashAfterCommit } from '../local/incident-scenario.ts';
 import type { LocalConsumerDeps } from '../local/local-consumers.ts';
 import { seededRandom } from '../local/seeded-random.ts';
@@ -41,7 +41,12 @@ export interface FaultPlan {
   readonly sdk: SdkFaultRates;
 }
 
-export const DEFAULT_SDK_FAULT_RATES: SdkFaultRates = { throttle: 0.03, transactionConflict: 0.03, unknownOutcome: 0.03, lostRequest: 0.02 };
+export const DEFAULT_SDK_FAULT_RATES: SdkFaultRates = {
+  throttle: 0.03,
+  transactionConflict: 0.03,
+  unknownOutcome: 0.03,
+  lostRequest: 0.02,
+};
 export const NO_SDK_FAULTS: SdkFaultRates = { throttle: 0, transactionConflict: 0, unknownOutcome: 0, lostRequest: 0 };
 
 /**
@@ -49,7 +54,10 @@ export const NO_SDK_FAULTS: SdkFaultRates = { throttle: 0, transactionConflict: 
  * at least one, at most 40; transient failures about 1 in 50 of their candidates (each holds
  * back the rest of its message group for one retry interval only).
  */
-export function planFaults(groups: readonly GroupUnderTest[], options: { seed: number; sdk?: SdkFaultRates; crashShare?: number }): FaultPlan {
+export function planFaults(
+  groups: readonly GroupUnderTest[],
+  options: { seed: number; sdk?: SdkFaultRates; crashShare?: number },
+): FaultPlan {
   const crashes = Object.fromEntries(
     groups.map(({ group, expectations }) => {
       const random = seededRandom(options.seed ^ 0x5eed ^ hash(group));
@@ -58,9 +66,19 @@ export function planFaults(groups: readonly GroupUnderTest[], options: { seed: n
       const count = share(keys.length, options.crashShare ?? 0.005);
       const take = (candidates: readonly string[], n = count) => {
         const pool = [...candidates];
-        return Array.from({ length: Math.min(pool.length, n, Math.floor(pool.length / 5) || 1) }, () => pool.splice(Math.floor(random() * pool.length), 1)[0]!);
+        return Array.from(
+          { length: Math.min(pool.length, n, Math.floor(pool.length / 5) || 1) },
+          () => pool.splice(Math.floor(random() * pool.length), 1)[0]!,
+        );
       };
-      return [group, { afterCommit: take(msgIds), atCrashPoint: take(keys), failFirstAttempt: take(failures, share(failures.length, 0.02)) }];
+      return [
+        group,
+        {
+          afterCommit: take(msgIds),
+          atCrashPoint: take(keys),
+          failFirstAttempt: take(failures, share(failures.length, 0.02)),
+        },
+      ];
     }),
   );
   return { crashes, sdk: options.sdk ?? DEFAULT_SDK_FAULT_RATES };
@@ -71,7 +89,12 @@ export function crashesAfterCommit(plan: FaultPlan): CrashAfterCommit[] {
   return Object.entries(plan.crashes).flatMap(([group, c]) => c.afterCommit.map((msgId) => ({ group, msgId })));
 }
 
-const WRITE_COMMANDS = new Set(['TransactWriteItemsCommand', 'UpdateItemCommand', 'PutItemCommand', 'DeleteItemCommand']);
+const WRITE_COMMANDS = new Set([
+  'TransactWriteItemsCommand',
+  'UpdateItemCommand',
+  'PutItemCommand',
+  'DeleteItemCommand',
+]);
 
 /** A seeded per-attempt decider for `injectFaults`. */
 export function sdkFaultDecider(rates: SdkFaultRates, seed: number): (command: string) => FaultKind | undefined {
@@ -105,7 +128,9 @@ export class FaultTally {
 }
 
 /** A replacement factory for one group (tests use it to run a deliberately weakened consumer). */
-export type ConsumerFactory = (deps: LocalConsumerDeps & { dynamoDb: ReturnType<typeof createDynamoDb> }) => ConsumerHandler;
+export type ConsumerFactory = (
+  deps: LocalConsumerDeps & { dynamoDb: ReturnType<typeof createDynamoDb> },
+) => ConsumerHandler;
 
 /**
  * The local pipeline's `buildConsumer` hook for a chaos run: each group's real factory gets
@@ -118,14 +143,25 @@ export function chaosConsumers(
   tally: FaultTally,
   options: { seed: number; replace?: Partial<Record<string, ConsumerFactory>>; leaseMarginMs?: number },
 ) {
-  return (group: string, deps: LocalConsumerDeps, create: (deps: LocalConsumerDeps) => ConsumerHandler): ConsumerHandler => {
+  return (
+    group: string,
+    deps: LocalConsumerDeps,
+    create: (deps: LocalConsumerDeps) => ConsumerHandler,
+  ): ConsumerHandler => {
     const dynamoDb = createDynamoDb(deps.aws);
     injectFaults(dynamoDb, sdkFaultDecider(plan.sdk, options.seed ^ hash(group)), (fault) => tally.sdk[fault.kind]++);
     tally.crashes.arm(dynamoDb, plugins.get(group)!.crashPoint(plan.crashes[group]?.atCrashPoint ?? []));
-    failFirstAttempts(dynamoDb, plugins.get(group)!, plan.crashes[group]?.failFirstAttempt ?? [], () => tally.injectedFailures++);
+    failFirstAttempts(
+      dynamoDb,
+      plugins.get(group)!,
+      plan.crashes[group]?.failFirstAttempt ?? [],
+      () => tally.injectedFailures++,
+    );
     const factory = options.replace?.[group] ?? (create as ConsumerFactory);
     // Lease mode: a crashed holder's lease ends `margin` after its deadline; keep that short so the run does not idle.
-    const handler = factory({ ...deps, dynamoDb, leaseMarginMs: options.leaseMarginMs ?? 1000 } as LocalConsumerDeps & { dynamoDb: typeof dynamoDb });
+    const handler = factory({ ...deps, dynamoDb, leaseMarginMs: options.leaseMarginMs ?? 1000 } as LocalConsumerDeps & {
+      dynamoDb: typeof dynamoDb;
+    });
     const crashable = tally.crashes.wrap(handler);
     tally.deliveries[group] = 0;
     return (event, context) => {
@@ -140,7 +176,12 @@ export function chaosConsumers(
  * transient error, before it is sent: the record fails with no effect and is retried, and on an
  * orderly group the rest of its message group must wait for it.
  */
-function failFirstAttempts(dynamoDb: ReturnType<typeof createDynamoDb>, plugin: ChaosPlugin, keys: readonly string[], onFailure: () => void): void {
+function failFirstAttempts(
+  dynamoDb: ReturnType<typeof createDynamoDb>,
+  plugin: ChaosPlugin,
+  keys: readonly string[],
+  onFailure: () => void,
+): void {
   if (keys.length === 0) return;
   const failsHere = plugin.crashPoint(keys);
   interceptCommands(
@@ -150,7 +191,10 @@ function failFirstAttempts(dynamoDb: ReturnType<typeof createDynamoDb>, plugin: 
       const at = failsHere(name, input);
       if (!at) return send();
       onFailure();
-      throw new TransientFailureError(`injected transient failure (${at.why.replace(/^crash /, '')})`, 'INJECTED_FAILURE');
+      throw new TransientFailureError(
+        `injected transient failure (${at.why.replace(/^crash /, '')})`,
+        'INJECTED_FAILURE',
+      );
     },
     // Outside the SDK's retry loop, so the SDK does not absorb it.
     { per: 'command', priority: 'high' },

@@ -2,8 +2,14 @@ import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 import { TagExpression } from '../../lib/rocketmq/tag-expression.ts';
 import { TopicRoutes } from '../local/topic-routes.ts';
-import { MALFORMED_ENVELOPE, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupExpectations } from './chaos-plugin.ts';
-import { InvalidWorkloadError, type ChaosWorkload } from './workload.ts';
+import {
+  type ChaosMessage,
+  type ChaosPlugin,
+  type ExpectedDeadLetter,
+  type GroupExpectations,
+  MALFORMED_ENVELOPE,
+} from './chaos-plugin.ts';
+import { type ChaosWorkload, InvalidWorkloadError } from './workload.ts';
 
 /** One group as the run judges it: every copy the bridge sends it, and what they must come to. */
 export interface GroupUnderTest {
@@ -21,14 +27,20 @@ export interface GroupUnderTest {
  * dead letter). Malformed envelopes are the run's to judge: every consumer parses the
  * envelope before anything else, so each one is an INVALID_ENVELOPE dead letter in every group.
  */
-export function groupsUnderTest(workload: ChaosWorkload, definitions: readonly ConsumerGroupDefinition[], plugins: ReadonlyMap<string, ChaosPlugin>): GroupUnderTest[] {
+export function groupsUnderTest(
+  workload: ChaosWorkload,
+  definitions: readonly ConsumerGroupDefinition[],
+  plugins: ReadonlyMap<string, ChaosPlugin>,
+): GroupUnderTest[] {
   const routes = new TopicRoutes(definitions);
   const received = new Map<string, ChaosMessage[]>(definitions.map((d) => [d.group, []]));
   const tags = new Map<ChaosMessage, string | undefined>();
   for (const phase of workload.phases) {
     for (const message of phase.messages) {
       if ((message.fact.kind === MALFORMED_ENVELOPE) !== (message.topic === undefined)) {
-        throw new InvalidWorkloadError(`a message of kind ${message.fact.kind} ${message.topic === undefined ? 'is not' : 'is'} an envelope: ${message.body.slice(0, 80)}`);
+        throw new InvalidWorkloadError(
+          `a message of kind ${message.fact.kind} ${message.topic === undefined ? 'is not' : 'is'} an envelope: ${message.body.slice(0, 80)}`,
+        );
       }
       if (message.topic !== undefined && !tags.has(message)) tags.set(message, parseEnvelope(message.body).tags);
       for (const group of routes.targetsOf(message)) received.get(group)!.push(message);
@@ -37,9 +49,12 @@ export function groupsUnderTest(workload: ChaosWorkload, definitions: readonly C
   return definitions.map(({ group, tagExpression }) => {
     const copies = received.get(group)!;
     const subscription = TagExpression.parse(tagExpression);
-    const expectations = plugins.get(group)!.expect(copies.filter((m) => m.topic !== undefined && subscription.matches(tags.get(m))));
+    const expectations = plugins
+      .get(group)!
+      .expect(copies.filter((m) => m.topic !== undefined && subscription.matches(tags.get(m))));
     const deadLetters = new Map<string, ExpectedDeadLetter>();
-    for (const m of copies) if (m.topic === undefined) deadLetters.set(m.body, { body: m.body, code: 'INVALID_ENVELOPE' });
+    for (const m of copies)
+      if (m.topic === undefined) deadLetters.set(m.body, { body: m.body, code: 'INVALID_ENVELOPE' });
     for (const d of expectations.deadLetters) deadLetters.set(d.body, d);
     return { group, received: copies, expectations, deadLetters };
   });

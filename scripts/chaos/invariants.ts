@@ -4,7 +4,7 @@ import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts'
 import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 import type { Delivery } from '../local/delivery-account.ts';
 import type { LocalResources } from '../local/provision.ts';
-import { messagesInQueues, peekAllMessages, type PeekedMessage } from '../local/run-readout.ts';
+import { messagesInQueues, type PeekedMessage, peekAllMessages } from '../local/run-readout.ts';
 import type { GroupVerdict } from './chaos-plugin.ts';
 import type { GroupUnderTest } from './groups-under-test.ts';
 
@@ -89,12 +89,24 @@ export async function checkInvariants(input: {
       schedule: input.schedules[g.group]!,
       deliveries: input.deliveries.filter((d) => d.group === g.group),
     });
-    const queues = await checkQueues(g, deadLetters, unsettledBodies, await messagesInQueues(sqs, resources, [g.group]), input.unsettled.length > 0);
-    const report = { ...verdict, ...queues.findings, notJudged: verdict.notJudged + queues.notJudged, violations: [...verdict.violations, ...queues.violations] };
+    const queues = await checkQueues(
+      g,
+      deadLetters,
+      unsettledBodies,
+      await messagesInQueues(sqs, resources, [g.group]),
+      input.unsettled.length > 0,
+    );
+    const report = {
+      ...verdict,
+      ...queues.findings,
+      notJudged: verdict.notJudged + queues.notJudged,
+      violations: [...verdict.violations, ...queues.violations],
+    };
     groups[g.group] = { ...report, holds: report.violations.length === 0 };
     violations.push(...report.violations.map((v) => `${g.group}: ${v}`));
   }
-  const sum = (field: keyof QueueFindings | 'doubleEffects' | 'lostEffects' | 'notJudged') => Object.values(groups).reduce((n, r) => n + r[field], 0);
+  const sum = (field: keyof QueueFindings | 'doubleEffects' | 'lostEffects' | 'notJudged') =>
+    Object.values(groups).reduce((n, r) => n + r[field], 0);
   return {
     doubleAwards: sum('doubleEffects'),
     lostAwards: sum('lostEffects'),
@@ -115,9 +127,22 @@ export async function checkInvariants(input: {
  * The group's DLQ against its expected dead letters (each with a code and a reason), and its
  * source queue: empty, unless the run stopped early and says so.
  */
-async function checkQueues(g: GroupUnderTest, letters: readonly PeekedMessage[], unsettledBodies: ReadonlySet<string>, leftInSourceQueue: number, stoppedEarly: boolean) {
+async function checkQueues(
+  g: GroupUnderTest,
+  letters: readonly PeekedMessage[],
+  unsettledBodies: ReadonlySet<string>,
+  leftInSourceQueue: number,
+  stoppedEarly: boolean,
+) {
   const violations: string[] = [];
-  const findings: QueueFindings = { deadLettered: 0, repeatedDeadLetters: 0, expectedDeadLettered: 0, missingDeadLetters: 0, unexpectedDeadLetters: 0, leftInSourceQueue };
+  const findings: QueueFindings = {
+    deadLettered: 0,
+    repeatedDeadLetters: 0,
+    expectedDeadLettered: 0,
+    missingDeadLetters: 0,
+    unexpectedDeadLetters: 0,
+    leftInSourceQueue,
+  };
   const coded = letters.filter((l) => l.attributes[DEAD_LETTER_ATTRIBUTES.code]);
   const found = new Set<string>();
   for (const letter of coded) {
@@ -132,11 +157,14 @@ async function checkQueues(g: GroupUnderTest, letters: readonly PeekedMessage[],
     const expected = g.deadLetters.get(letter.body);
     if (!reason || expected?.code !== code) {
       findings.unexpectedDeadLetters++;
-      violations.push(`DLQ: unexpected ${code}${reason ? ` (${reason.slice(0, 100)})` : ' without a reason'}: ${letter.body.slice(0, 120)}`);
+      violations.push(
+        `DLQ: unexpected ${code}${reason ? ` (${reason.slice(0, 100)})` : ' without a reason'}: ${letter.body.slice(0, 120)}`,
+      );
     } else if (expected.optional) findings.expectedDeadLettered++;
   }
   for (const letter of letters.filter((l) => !l.attributes[DEAD_LETTER_ATTRIBUTES.code])) {
-    // Moved by SQS's redrive policy: a repeat of a copy the consumer dead-lettered, or a message lost to the DLQ without a reason.
+    // Moved by SQS's redrive policy: a repeat of a copy the consumer dead-lettered, or a message lost to the DLQ
+    // without a reason.
     if (found.has(letter.body)) findings.repeatedDeadLetters++;
     else {
       findings.unexpectedDeadLetters++;
@@ -155,6 +183,7 @@ async function checkQueues(g: GroupUnderTest, letters: readonly PeekedMessage[],
     }
   }
   // A run that stopped early leaves messages behind by definition; the summary reports them as in flight.
-  if (leftInSourceQueue > 0 && !stoppedEarly) violations.push(`${leftInSourceQueue} message(s) still in the source queue`);
+  if (leftInSourceQueue > 0 && !stoppedEarly)
+    violations.push(`${leftInSourceQueue} message(s) still in the source queue`);
   return { findings, violations, notJudged };
 }

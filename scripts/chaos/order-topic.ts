@@ -1,5 +1,5 @@
 import { trafficMessage } from '../local/traffic.ts';
-import { MALFORMED_ENVELOPE, UnexpectedFactError, type ChaosFact, type ChaosMessage } from './chaos-plugin.ts';
+import { type ChaosFact, type ChaosMessage, MALFORMED_ENVELOPE, UnexpectedFactError } from './chaos-plugin.ts';
 import { ChaosProducer } from './chaos-producer.ts';
 
 /**
@@ -36,7 +36,12 @@ export interface InvalidBody extends ChaosFact {
 
 export type OrderTopicFact = OrderPaid | OrderFinished | ConflictingPayment | InvalidBody;
 
-const KINDS: ReadonlySet<string> = new Set<OrderTopicFact['kind']>(['order-paid', 'order-finished', 'conflicting-payment', 'invalid-body']);
+const KINDS: ReadonlySet<string> = new Set<OrderTopicFact['kind']>([
+  'order-paid',
+  'order-finished',
+  'conflicting-payment',
+  'invalid-body',
+]);
 
 /** The fact of an ORDER_TOPIC copy `group` received; a kind the topic does not know refuses the run. */
 export function orderTopicFact(group: string, message: ChaosMessage): OrderTopicFact {
@@ -76,21 +81,38 @@ export class OrderTopicProducer extends ChaosProducer {
 
   paid(order: GeneratedOrder, label = 'order paid'): ChaosMessage<OrderPaid> {
     const { orderNo, userId, points } = order;
-    return this.send<OrderPaid>('PAID', JSON.stringify(order), { kind: 'order-paid', orderNo, userId, points }, label, [orderNo]);
+    return this.send<OrderPaid>('PAID', JSON.stringify(order), { kind: 'order-paid', orderNo, userId, points }, label, [
+      orderNo,
+    ]);
   }
 
-  /** The application sends an order again after a timeout: new msgId, same order; the producer may stamp a new `paidAt`, which is not part of the order's identity. */
+  /**
+   * The application sends an order again after a timeout: new msgId, same order; the producer may stamp a new `paidAt`,
+   * which is not part of the order's identity.
+   */
   resent(order: GeneratedOrder, paidAt: string, label = 'application re-send (new msgId)'): ChaosMessage<OrderPaid> {
     return this.paid({ ...order, paidAt }, label);
   }
 
   finished(orderNo: string, finishedAt: string, label = 'order finished'): ChaosMessage<OrderFinished> {
-    return this.send<OrderFinished>('FINISHED', JSON.stringify({ orderNo, finishedAt }), { kind: 'order-finished', orderNo }, label, [orderNo]);
+    return this.send<OrderFinished>(
+      'FINISHED',
+      JSON.stringify({ orderNo, finishedAt }),
+      { kind: 'order-finished', orderNo },
+      label,
+      [orderNo],
+    );
   }
 
   conflicting(order: GeneratedOrder, otherUserId: string): ChaosMessage<ConflictingPayment> {
     const body = JSON.stringify({ orderNo: order.orderNo, userId: otherUserId, points: order.points + 1 });
-    return this.send<ConflictingPayment>('PAID', body, { kind: 'conflicting-payment', orderNo: order.orderNo }, 'conflicting payload for an existing order', [order.orderNo]);
+    return this.send<ConflictingPayment>(
+      'PAID',
+      body,
+      { kind: 'conflicting-payment', orderNo: order.orderNo },
+      'conflicting payload for an existing order',
+      [order.orderNo],
+    );
   }
 
   /** The i-th of the PAID bodies a producer bug could send: each unique, so its DLQ copy can be found. */
@@ -105,7 +127,10 @@ export class OrderTopicProducer extends ChaosProducer {
 
   /** The i-th of the bodies a producer bug or a broken bridge could put on the queue instead of an envelope. */
   malformedEnvelope(i: number): ChaosMessage {
-    return { ...trafficMessage(this.malformedEnvelopeBody(i), { label: 'malformed envelope' }), fact: { kind: MALFORMED_ENVELOPE } };
+    return {
+      ...trafficMessage(this.malformedEnvelopeBody(i), { label: 'malformed envelope' }),
+      fact: { kind: MALFORMED_ENVELOPE },
+    };
   }
 
   private malformedEnvelopeBody(i: number): string {

@@ -20,9 +20,13 @@ export class MissingChaosPluginError extends Error {
  * The plug-in of each group, by convention: `chaosPlugin` exported by `chaosPluginPath(group)`.
  * `provided` plug-ins (a test's fixture group) are taken first.
  */
-export async function loadChaosPlugins(definitions: readonly ConsumerGroupDefinition[], provided: readonly ChaosPlugin[] = []): Promise<Map<string, ChaosPlugin>> {
+export async function loadChaosPlugins(
+  definitions: readonly ConsumerGroupDefinition[],
+  provided: readonly ChaosPlugin[] = [],
+): Promise<Map<string, ChaosPlugin>> {
   const plugins = new Map<string, ChaosPlugin>();
-  for (const { group } of definitions) plugins.set(group, provided.find((p) => p.group === group) ?? (await pluginByConvention(group)));
+  for (const { group } of definitions)
+    plugins.set(group, provided.find((p) => p.group === group) ?? (await pluginByConvention(group)));
   return plugins;
 }
 
@@ -33,6 +37,7 @@ async function pluginByConvention(group: string): Promise<ChaosPlugin> {
   if (!existsSync(file)) throw new MissingChaosPluginError(expected);
   const { chaosPlugin } = (await import(pathToFileURL(file).href)) as { chaosPlugin?: ChaosPlugin };
   if (!chaosPlugin) throw new MissingChaosPluginError(expected);
-  if (chaosPlugin.group !== group) throw new MissingChaosPluginError(`${expected}; it exports the plug-in of ${chaosPlugin.group}`);
+  if (chaosPlugin.group !== group)
+    throw new MissingChaosPluginError(`${expected}; it exports the plug-in of ${chaosPlugin.group}`);
   return chaosPlugin;
 }

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { SimulatedCrashError } from '../local/consumer-pool.ts';
 
 /** Where an invocation dies, and why. */
@@ -41,14 +41,18 @@ export class ProcessCrashes {
   readonly crashes: string[] = [];
 
   /** Puts the crash point on a client: add it to every client the consumer uses for DynamoDB. */
-  arm<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, crashPoint: CrashPoint): void {
+  arm<I extends object, O extends object>(
+    client: { middlewareStack: MiddlewareStack<I, O> },
+    crashPoint: CrashPoint,
+  ): void {
     interceptCommands(
       client,
       'chaosProcessCrash',
       async ({ name, input }, send) => {
         const invocation = this.storage.getStore();
         if (!invocation) return send();
-        if (invocation.crashed) throw new ProcessDeadError(`the process died (${invocation.crashed}); this call never left it`);
+        if (invocation.crashed)
+          throw new ProcessDeadError(`the process died (${invocation.crashed}); this call never left it`);
         const crash = crashPoint(name, input);
         if (!crash) return send();
         // Whatever the call's answer, the process is gone before it could read it.

@@ -29,18 +29,26 @@ export const MIN_MESSAGES_PER_GROUP = 10;
  * a FINISHED a few messages after its PAID gets that, give or take the others' messages in
  * between); phase k > 0 starts once every queue is quiet.
  */
-export function composeWorkload(plugins: readonly ChaosPlugin[], options: { seed: number; messages: number }): ChaosWorkload {
+export function composeWorkload(
+  plugins: readonly ChaosPlugin[],
+  options: { seed: number; messages: number },
+): ChaosWorkload {
   const { seed, messages } = options;
   if (!Number.isInteger(seed)) throw new InvalidWorkloadError(`seed must be an integer, got ${seed}`);
   const minimum = MIN_MESSAGES_PER_GROUP * plugins.length;
   if (!Number.isInteger(messages) || messages < minimum) {
-    throw new InvalidWorkloadError(`messages must be an integer >= ${minimum} (${MIN_MESSAGES_PER_GROUP} per group, ${plugins.length} groups), got ${messages}`);
+    throw new InvalidWorkloadError(
+      `messages must be an integer >= ${minimum} (${MIN_MESSAGES_PER_GROUP} per group, ${plugins.length} groups), got ${messages}`,
+    );
   }
   const shares = plugins.map((plugin, i) => {
     const share = Math.floor(messages / plugins.length) + (i < messages % plugins.length ? 1 : 0);
     const workload = plugin.workload({ seed, messages: share });
     const generated = workload.phases.reduce((n, p) => n + p.messages.length, 0);
-    if (generated !== share) throw new InvalidWorkloadError(`the chaos plug-in of ${plugin.group} generated ${generated} messages for a share of ${share}`);
+    if (generated !== share)
+      throw new InvalidWorkloadError(
+        `the chaos plug-in of ${plugin.group} generated ${generated} messages for a share of ${share}`,
+      );
     return workload;
   });
   const random = seededRandom(seed ^ 0x1e4f);
@@ -56,7 +64,12 @@ export function composeWorkload(plugins: readonly ChaosPlugin[], options: { seed
       ...(k > 0 ? { afterQuiet: true } : {}),
     };
   });
-  return { seed, messages, phases, compositions: Object.fromEntries(plugins.map((p, i) => [p.group, shares[i]!.composition])) };
+  return {
+    seed,
+    messages,
+    phases,
+    compositions: Object.fromEntries(plugins.map((p, i) => [p.group, shares[i]!.composition])),
+  };
 }
 
 /** A random interleaving of the lists that keeps each list's order: every interleaving equally likely. */
@@ -75,10 +88,16 @@ function interleave<T>(lists: ReadonlyArray<readonly T[]>, random: () => number)
   return out;
 }
 
-/** Inserts `count` copies (same msgId, same body) of random messages of `stream`, each 1–20 messages after its original: a lost ack, a bridge retry. */
+/**
+ * Inserts `count` copies (same msgId, same body) of random messages of `stream`, each 1–20 messages after its original:
+ * a lost ack, a bridge retry.
+ */
 export function redeliverLater(stream: ChaosMessage[], count: number, random: () => number): void {
   for (let i = 0; i < count; i++) {
     const at = Math.floor(random() * stream.length);
-    stream.splice(Math.min(stream.length, at + 1 + Math.floor(random() * 20)), 0, { ...stream[at]!, label: 'redelivery (same msgId)' });
+    stream.splice(Math.min(stream.length, at + 1 + Math.floor(random() * 20)), 0, {
+      ...stream[at]!,
+      label: 'redelivery (same msgId)',
+    });
   }
 }

@@ -11,9 +11,9 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
-import { orderPaidFingerprintFields, parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
 import { fingerprintOf } from '../../lib/idempotency/record.ts';
+import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
+import { type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 
 export interface PowertoolsPointsConsumerDeps {
@@ -23,17 +23,32 @@ export interface PowertoolsPointsConsumerDeps {
 
 export function createPowertoolsPointsConsumer(deps: PowertoolsPointsConsumerDeps) {
   const documents = DynamoDBDocumentClient.from(deps.dynamoDb, { marshallOptions: { removeUndefinedValues: true } });
-  const config = new IdempotencyConfig({ eventKeyJmesPath: 'order.orderNo', payloadValidationJmesPath: 'order', expiresAfterSeconds: 7 * 24 * 3600 });
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: 'order.orderNo',
+    payloadValidationJmesPath: 'order',
+    expiresAfterSeconds: 7 * 24 * 3600,
+  });
   const award = makeIdempotent(
     async (input: { order: OrderPaid; msgId: string }) => {
       await documents.send(
         new TransactWriteCommand({
-          TransactItems: awardWrites(input.order, { msgId: input.msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(input.order)) }, deps.tables, new Date()).map((w) => w.item),
+          TransactItems: awardWrites(
+            input.order,
+            { msgId: input.msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(input.order)) },
+            deps.tables,
+            new Date(),
+          ).map((w) => w.item),
         }),
       );
       return { awarded: input.order.points };
     },
-    { persistenceStore: new DynamoDBPersistenceLayer({ tableName: deps.tables.idempotency, awsSdkV3Client: deps.dynamoDb }), config },
+    {
+      persistenceStore: new DynamoDBPersistenceLayer({
+        tableName: deps.tables.idempotency,
+        awsSdkV3Client: deps.dynamoDb,
+      }),
+      config,
+    },
   );
   return async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     config.registerLambdaContext(context);
@@ -57,7 +72,11 @@ export const handler = (() => {
   return (event: SQSEvent, context: Context) => {
     built ??= createPowertoolsPointsConsumer({
       dynamoDb: new DynamoDBClient({}),
-      tables: { idempotency: process.env.IDEMPOTENCY_TABLE!, ledger: process.env.LEDGER_TABLE!, accounts: process.env.ACCOUNTS_TABLE! },
+      tables: {
+        idempotency: process.env.IDEMPOTENCY_TABLE!,
+        ledger: process.env.LEDGER_TABLE!,
+        accounts: process.env.ACCOUNTS_TABLE!,
+      },
     });
     return built(event, context);
   };

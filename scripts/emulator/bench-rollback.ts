@@ -10,16 +10,16 @@
  */
 import { parseArgs } from 'node:util';
 import {
+  type AttributeValue,
   BatchWriteItemCommand,
   CreateTableCommand,
   DynamoDBClient,
   PutItemCommand,
   ScanCommand,
-  TransactWriteItemsCommand,
-  type AttributeValue,
   type TransactWriteItem,
+  TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
-import { startEmulator, type Emulator } from './emulator.ts';
+import { type Emulator, startEmulator } from './emulator.ts';
 
 const { values } = parseArgs({
   options: { sizes: { type: 'string', default: '0,2000,10000' }, rounds: { type: 'string', default: '300' } },
@@ -28,7 +28,12 @@ const sizes = values.sizes.split(',').map(Number);
 const rounds = Number(values.rounds);
 
 function client(endpoint: string) {
-  return new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'b', secretAccessKey: 'b' }, maxAttempts: 1 });
+  return new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'b', secretAccessKey: 'b' },
+    maxAttempts: 1,
+  });
 }
 
 async function createTable(ddb: DynamoDBClient, TableName: string) {
@@ -70,15 +75,41 @@ async function latency(name: string, ddb: DynamoDBClient, size: number) {
     committed.push(
       await timeTx(ddb, [
         { Put: { TableName: T, Item: { pk: { S: `t-${i}` } } } },
-        { Update: { TableName: T, Key: { pk: { S: `u-${i}` } }, UpdateExpression: 'SET v = :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
-        { ConditionCheck: { TableName: T, Key: { pk: { S: `t-${i}-x` } }, ConditionExpression: 'attribute_not_exists(pk)' } },
+        {
+          Update: {
+            TableName: T,
+            Key: { pk: { S: `u-${i}` } },
+            UpdateExpression: 'SET v = :one',
+            ExpressionAttributeValues: { ':one': { N: '1' } },
+          },
+        },
+        {
+          ConditionCheck: {
+            TableName: T,
+            Key: { pk: { S: `t-${i}-x` } },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
       ]),
     );
     cancelled.push(
       await timeTx(ddb, [
         { Put: { TableName: T, Item: { pk: { S: `c-${i}` } } } },
-        { Update: { TableName: T, Key: { pk: { S: `cu-${i}` } }, UpdateExpression: 'SET v = :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
-        { ConditionCheck: { TableName: T, Key: { pk: { S: `absent-${i}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+        {
+          Update: {
+            TableName: T,
+            Key: { pk: { S: `cu-${i}` } },
+            UpdateExpression: 'SET v = :one',
+            ExpressionAttributeValues: { ':one': { N: '1' } },
+          },
+        },
+        {
+          ConditionCheck: {
+            TableName: T,
+            Key: { pk: { S: `absent-${i}` } },
+            ConditionExpression: 'attribute_exists(pk)',
+          },
+        },
       ]),
     );
   }
@@ -99,7 +130,13 @@ async function lostWrites(name: string, ddb: DynamoDBClient) {
           new TransactWriteItemsCommand({
             TransactItems: [
               { Put: { TableName: T, Item: { pk: { S: `tx-${r}` } } } },
-              { ConditionCheck: { TableName: T, Key: { pk: { S: `absent-${r}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+              {
+                ConditionCheck: {
+                  TableName: T,
+                  Key: { pk: { S: `absent-${r}` } },
+                  ConditionExpression: 'attribute_exists(pk)',
+                },
+              },
             ],
           }),
         )
@@ -141,9 +178,18 @@ try {
     for (const size of sizes) {
       const figures = await latency(name, ddb, size);
       medians[name].set(size, figures);
-      console.log(JSON.stringify({ emulator: name, measure: '3-action TransactWriteItems median', tableItems: size, ...figures }));
+      console.log(
+        JSON.stringify({ emulator: name, measure: '3-action TransactWriteItems median', tableItems: size, ...figures }),
+      );
     }
-    if (rounds > 0) console.log(JSON.stringify({ emulator: name, measure: 'concurrent put vs cancelled transaction', ...(await lostWrites(name, ddb)) }));
+    if (rounds > 0)
+      console.log(
+        JSON.stringify({
+          emulator: name,
+          measure: 'concurrent put vs cancelled transaction',
+          ...(await lostWrites(name, ddb)),
+        }),
+      );
     ddb.destroy();
   }
   // The launcher's claim: how many times faster than stock moto (docs/emulator.md quotes it).

@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { relative } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { EMULATOR_REQUIREMENTS, ensurePythonEnvironment, PythonEnvironmentError } from './python-environment.ts';
 
@@ -64,7 +64,9 @@ function killAllOnExit() {
 /** Starts the emulator on a free loopback port and resolves once it answers. */
 export async function startEmulator(options: StartEmulatorOptions = {}): Promise<Emulator> {
   const python = options.python ?? process.env.EMULATOR_PYTHON ?? (await defaultPython());
-  const processes = await Promise.allSettled(Array.from({ length: options.separateDynamoDb ? 2 : 1 }, () => startLauncher(python, options)));
+  const processes = await Promise.allSettled(
+    Array.from({ length: options.separateDynamoDb ? 2 : 1 }, () => startLauncher(python, options)),
+  );
   const started = processes.flatMap((p) => (p.status === 'fulfilled' ? [p.value] : []));
   const failed = processes.find((p) => p.status === 'rejected');
   if (failed) {
@@ -134,7 +136,12 @@ interface ReadinessLine {
   hotPaths?: unknown;
 }
 
-function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, stderr: () => string): Promise<ReadinessLine> {
+function readEndpoint(
+  child: ChildProcess,
+  python: string,
+  timeoutMs: number,
+  stderr: () => string,
+): Promise<ReadinessLine> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const lines = createInterface({ input: child.stdout! });
@@ -147,8 +154,15 @@ function readEndpoint(child: ChildProcess, python: string, timeoutMs: number, st
       fn();
     };
     const fail = (why: string) => settle(() => reject(new EmulatorUnavailableError(why)));
-    const timer = setTimeout(() => fail(`emulator did not start within ${timeoutMs} ms: ${stderr().trim()}`), timeoutMs);
-    child.once('error', (err) => fail(`cannot run Python for the emulator ("${python}": ${err.message}); use one with ${requirementsShown()} installed, ${DEFAULT_HINT}`));
+    const timer = setTimeout(
+      () => fail(`emulator did not start within ${timeoutMs} ms: ${stderr().trim()}`),
+      timeoutMs,
+    );
+    child.once('error', (err) =>
+      fail(
+        `cannot run Python for the emulator ("${python}": ${err.message}); use one with ${requirementsShown()} installed, ${DEFAULT_HINT}`,
+      ),
+    );
     child.once('exit', (code, signal) => {
       const missing = /No module named '?(moto|werkzeug|flask|cheroot)'?/.exec(stderr());
       fail(

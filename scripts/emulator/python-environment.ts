@@ -16,7 +16,7 @@
  * Run directly (`npm run emulator:setup`) it provisions and prints the interpreter's path: for
  * steps that run where the package index is unreachable (test:bridge's network namespace).
  */
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -123,17 +123,38 @@ async function isCurrent(env: Environment, digest: string): Promise<boolean> {
 
 async function build(env: Environment, digest: string): Promise<void> {
   const previous = await readStamp(env);
-  const why = previous === undefined ? 'first run only' : previous === digest ? 'its Python is gone' : `${basename(env.requirements)} changed`;
-  env.onProgress(`emulator: ${previous === undefined ? 'installing' : 'reinstalling'} ${await summaryOf(env.requirements)} into ${shown(env.directory)} (${why})…`);
+  const why =
+    previous === undefined
+      ? 'first run only'
+      : previous === digest
+        ? 'its Python is gone'
+        : `${basename(env.requirements)} changed`;
+  env.onProgress(
+    `emulator: ${previous === undefined ? 'installing' : 'reinstalling'} ${await summaryOf(env.requirements)} into ${shown(env.directory)} (${why})…`,
+  );
   await rm(env.stamp, { force: true });
   // A stamped environment is ours and is rebuilt from empty, so nothing of an old pin survives.
   // Without a stamp it is a half-made one of ours or someone's own: add to it, never wipe it.
   const venv = [env.basePython, '-m', 'venv', ...(previous === undefined ? [] : ['--clear']), env.directory];
   await runStep(venv, (outcome, output) => creationError(env, venv, outcome, output));
-  const pip = [env.python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-input', '-r', env.requirements];
+  const pip = [
+    env.python,
+    '-m',
+    'pip',
+    'install',
+    '--quiet',
+    '--disable-pip-version-check',
+    '--no-input',
+    '-r',
+    env.requirements,
+  ];
   await runStep(
     pip,
-    (outcome) => new RequirementsInstallError(`pip could not install ${shown(env.requirements)} into ${shown(env.directory)} (${outcome}); run by hand: ${commandLine(pip)}`, commandLine(pip)),
+    (outcome) =>
+      new RequirementsInstallError(
+        `pip could not install ${shown(env.requirements)} into ${shown(env.directory)} (${outcome}); run by hand: ${commandLine(pip)}`,
+        commandLine(pip),
+      ),
   );
   const partial = `${env.stamp}.${process.pid}.tmp`;
   await writeFile(partial, `${digest}\n`);
@@ -142,8 +163,13 @@ async function build(env: Environment, digest: string): Promise<void> {
 
 function creationError(env: Environment, venv: string[], outcome: string, output: string): PythonEnvironmentError {
   // Debian's venv explains a missing ensurepip on stdout, over several lines.
-  const hint = /ensurepip is not\s+available/.test(output) ? '; ensurepip is not available: on Debian/Ubuntu, sudo apt-get install python3-venv' : '';
-  return new VirtualEnvironmentCreationError(`${env.basePython} could not create ${shown(env.directory)} (${outcome})${hint}; run by hand: ${commandLine(venv)}`, commandLine(venv));
+  const hint = /ensurepip is not\s+available/.test(output)
+    ? '; ensurepip is not available: on Debian/Ubuntu, sudo apt-get install python3-venv'
+    : '';
+  return new VirtualEnvironmentCreationError(
+    `${env.basePython} could not create ${shown(env.directory)} (${outcome})${hint}; run by hand: ${commandLine(venv)}`,
+    commandLine(venv),
+  );
 }
 
 /** "moto 5.2.1" for `moto[server]==5.2.1`: what the progress line says is being installed. */
@@ -192,7 +218,10 @@ function runStep(argv: string[], failure: (outcome: string, output: string) => P
 
 function notFound(python: string, err: Error): PythonNotFoundError {
   const command = `${python} --version`;
-  return new PythonNotFoundError(`cannot run "${python}" to make the emulator's Python environment (${err.message}); install Python 3 with its venv module, so that \`${command}\` works`, command);
+  return new PythonNotFoundError(
+    `cannot run "${python}" to make the emulator's Python environment (${err.message}); install Python 3 with its venv module, so that \`${command}\` works`,
+    command,
+  );
 }
 
 /**
@@ -202,7 +231,13 @@ function notFound(python: string, err: Error): PythonNotFoundError {
  * guessing: a pid check would misjudge holders in another PID namespace (test:bridge runs in one),
  * a timeout would misjudge a slow install.
  */
-const HOLD_LOCK = ['import fcntl, sys', 'with open(sys.argv[1], "a") as lock:', '    fcntl.flock(lock, fcntl.LOCK_EX)', '    print("locked", flush=True)', '    sys.stdin.read()'].join('\n');
+const HOLD_LOCK = [
+  'import fcntl, sys',
+  'with open(sys.argv[1], "a") as lock:',
+  '    fcntl.flock(lock, fcntl.LOCK_EX)',
+  '    print("locked", flush=True)',
+  '    sys.stdin.read()',
+].join('\n');
 
 async function withInstallLock<T>(env: Environment, work: () => Promise<T>): Promise<T> {
   await mkdir(dirname(env.lockFile), { recursive: true });
@@ -236,7 +271,12 @@ function lockAcquired(holder: ChildProcessByStdio<Writable, Readable, Readable>,
     holder.once('exit', (code) => {
       const command = commandLine([env.basePython, '-c', HOLD_LOCK, env.lockFile]);
       const last = stderr.trim().split('\n').at(-1) ?? '';
-      reject(new PythonEnvironmentError(`${env.basePython} could not lock ${shown(env.lockFile)} (exit ${code}: ${last})`, command));
+      reject(
+        new PythonEnvironmentError(
+          `${env.basePython} could not lock ${shown(env.lockFile)} (exit ${code}: ${last})`,
+          command,
+        ),
+      );
     });
   });
 }

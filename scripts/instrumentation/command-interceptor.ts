@@ -51,7 +51,10 @@ export function interceptCommands<I extends object, O extends object>(
   intercept: CommandInterceptor,
   options: InterceptOptions = {},
 ): void {
-  const outgoing = (context: HandlerExecutionContext, input: I): OutgoingCommand => ({ name: context.commandName ?? 'unknown', input: input as Record<string, unknown> });
+  const outgoing = (context: HandlerExecutionContext, input: I): OutgoingCommand => ({
+    name: context.commandName ?? 'unknown',
+    input: input as Record<string, unknown>,
+  });
   // The SDK's answer passes through `intercept` untouched: it is still the handler's output type.
   if (options.per === 'command') {
     client.middlewareStack.add(

@@ -39,7 +39,11 @@ export interface InjectedFault {
 
 let injections = 0;
 
-export function injectFaults<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, decide: FaultDecider, onFault?: (fault: InjectedFault) => void): void {
+export function injectFaults<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  decide: FaultDecider,
+  onFault?: (fault: InjectedFault) => void,
+): void {
   // Named per call so several injections can stack on one client.
   interceptCommands(client, `faultInjection-${++injections}`, async ({ name: command, input }, send) => {
     const kind = decide(command, input);
@@ -51,19 +55,33 @@ export function injectFaults<I extends object, O extends object>(client: { middl
     onFault?.({ kind, command });
     switch (kind) {
       case 'throttle':
-        throw new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput (injected)', $metadata: { httpStatusCode: 400 } });
+        throw new ProvisionedThroughputExceededException({
+          message: 'Rate of requests exceeds the allowed throughput (injected)',
+          $metadata: { httpStatusCode: 400 },
+        });
       case 'transactionConflict':
         throw new TransactionCanceledException({
-          message: 'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (injected)',
+          message:
+            'Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (injected)',
           $metadata: { httpStatusCode: 400 },
-          CancellationReasons: ((input.TransactItems as unknown[]) ?? [{}]).map(() => ({ Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' })),
+          CancellationReasons: ((input.TransactItems as unknown[]) ?? [{}]).map(() => ({
+            Code: 'TransactionConflict',
+            Message: 'Transaction is ongoing for the item',
+          })),
         });
       case 'unknownOutcome': {
         await send();
-        throw Object.assign(new Error('socket timed out after the request was sent (injected)'), { name: 'TimeoutError', $metadata: {} });
+        throw Object.assign(new Error('socket timed out after the request was sent (injected)'), {
+          name: 'TimeoutError',
+          $metadata: {},
+        });
       }
       case 'lostRequest':
-        throw Object.assign(new Error('read ECONNRESET (injected)'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+        throw Object.assign(new Error('read ECONNRESET (injected)'), {
+          name: 'TimeoutError',
+          code: 'ECONNRESET',
+          $metadata: {},
+        });
     }
   });
 }

@@ -1,5 +1,5 @@
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
 import { interceptCommands } from './command-interceptor.ts';
 
@@ -107,7 +107,10 @@ export class ItemContentionModel {
   }
 }
 
-/** Table plus key of an action (wire format). A `Put` is keyed by its whole item: distinct puts never collide in these scenarios. */
+/**
+ * Table plus key of an action (wire format). A `Put` is keyed by its whole item: distinct puts never collide in these
+ * scenarios.
+ */
 function itemKey(action: TransactWriteItem): string {
   const op = action.Put ?? action.Update ?? action.Delete ?? action.ConditionCheck;
   return `${op?.TableName}|${JSON.stringify(op && 'Key' in op ? op.Key : op?.Item)}`;

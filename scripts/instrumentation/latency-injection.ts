@@ -7,7 +7,10 @@ import { interceptCommands } from './command-interceptor.ts';
  * a local emulator does not have. Used by the benchmark, so figures from the emulator
  * weigh round trips the way production does.
  */
-export function injectLatency<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, latencyMs: number): void {
+export function injectLatency<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  latencyMs: number,
+): void {
   if (latencyMs <= 0) return;
   interceptCommands(client, 'latencyInjection', async (_command, send) => {
     await new Promise((resolve) => setTimeout(resolve, latencyMs));

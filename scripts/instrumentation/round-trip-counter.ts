@@ -53,7 +53,12 @@ export class RoundTripCounter {
         return out;
       } catch (error) {
         const e = error as { name?: string; CancellationReasons?: Array<{ Code?: string }> };
-        this.notify({ command, input, error: e.name ?? 'Error', cancellationCodes: e.CancellationReasons?.map((r) => r.Code ?? 'None') });
+        this.notify({
+          command,
+          input,
+          error: e.name ?? 'Error',
+          cancellationCodes: e.CancellationReasons?.map((r) => r.Code ?? 'None'),
+        });
         throw error;
       }
     });

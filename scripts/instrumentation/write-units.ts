@@ -46,11 +46,13 @@ export function writtenTables(trip: RoundTrip): string[] {
       return table ? [table] : [];
     });
   }
-  if (['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'].includes(trip.command) && input.TableName) return [input.TableName];
+  if (['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand'].includes(trip.command) && input.TableName)
+    return [input.TableName];
   return [];
 }
 
-const kilobytes = (item: Record<string, AttributeValue> | undefined) => Math.max(1, Math.ceil(itemBytes(item ?? {}) / 1024));
+const kilobytes = (item: Record<string, AttributeValue> | undefined) =>
+  Math.max(1, Math.ceil(itemBytes(item ?? {}) / 1024));
 
 /** Item size as DynamoDB counts it: attribute names plus values (numbers ≈ 1 byte per 2 digits + 1). */
 export function itemBytes(item: Record<string, AttributeValue>): number {

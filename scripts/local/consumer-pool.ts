@@ -3,8 +3,8 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent } from 'aws-lambda';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import type { CrashAfterCommit } from './incident-scenario.ts';
 import type { DeliveryAccount } from './delivery-account.ts';
+import type { CrashAfterCommit } from './incident-scenario.ts';
 import type { LocalQueue } from './provision.ts';
 import type { QueueOccupancy } from './queue-occupancy.ts';
 import { pollOnce } from './sqs-poller.ts';
@@ -110,10 +110,18 @@ export class ConsumerPool {
           const records = result.records ?? [];
           o.occupancy?.received(
             o.group,
-            records.map((r) => ({ messageId: r.messageId, receiveCount: Number(r.attributes.ApproximateReceiveCount) || 1 })),
+            records.map((r) => ({
+              messageId: r.messageId,
+              receiveCount: Number(r.attributes.ApproximateReceiveCount) || 1,
+            })),
           );
           o.occupancy?.settled(o.group, [...(result.deletedIds ?? []), ...(result.goneIds ?? [])]);
-          o.account.recordInvocation(o.group, result.records ?? [], reports, result.timedOut ? 'timed-out' : result.crashed ? 'crashed' : 'none');
+          o.account.recordInvocation(
+            o.group,
+            result.records ?? [],
+            reports,
+            result.timedOut ? 'timed-out' : result.crashed ? 'crashed' : 'none',
+          );
           idle = IDLE_MIN_MS;
           continue;
         }
@@ -138,7 +146,10 @@ export class ConsumerPool {
   }
 }
 
-/** The crash the scenario injects, once per target: after the real handler committed, before Lambda could delete the batch. */
+/**
+ * The crash the scenario injects, once per target: after the real handler committed, before Lambda could delete the
+ * batch.
+ */
 export function crashAfterCommitFault(crashes: readonly CrashAfterCommit[]): InvocationFault | undefined {
   if (crashes.length === 0) return undefined;
   const pending = new Set(crashes.map((c) => `${c.group}\u0000${c.msgId.toUpperCase()}`));

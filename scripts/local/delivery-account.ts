@@ -37,7 +37,14 @@ export interface Delivery {
   readonly unacknowledged: boolean;
 }
 
-export const emptyCounts = (): DeliveryCounts => ({ delivered: 0, processed: 0, duplicatesSuppressed: 0, filtered: 0, deadLettered: 0, retried: 0 });
+export const emptyCounts = (): DeliveryCounts => ({
+  delivered: 0,
+  processed: 0,
+  duplicatesSuppressed: 0,
+  filtered: 0,
+  deadLettered: 0,
+  retried: 0,
+});
 
 /**
  * Every delivery of the run and what became of it, built from what the pollers handed the
@@ -56,7 +63,12 @@ export class DeliveryAccount {
   }
 
   /** Accounts one invocation: each record by its report, or as retried when it has none. */
-  recordInvocation(group: string, records: readonly SQSRecord[], reports: readonly RecordReport[], failure: 'none' | 'crashed' | 'timed-out') {
+  recordInvocation(
+    group: string,
+    records: readonly SQSRecord[],
+    reports: readonly RecordReport[],
+    failure: 'none' | 'crashed' | 'timed-out',
+  ) {
     const inv = this.invocations.get(group)!;
     inv.count++;
     if (failure !== 'none') inv.failed++;
@@ -69,10 +81,22 @@ export class DeliveryAccount {
       const outcome: DeliveryOutcome = report
         ? outcomeOf(report)
         : failure === 'timed-out'
-          ? { kind: 'retried', code: 'INVOCATION_TIMED_OUT', why: 'the invocation overran its timeout before settling the record' }
+          ? {
+              kind: 'retried',
+              code: 'INVOCATION_TIMED_OUT',
+              why: 'the invocation overran its timeout before settling the record',
+            }
           : { kind: 'retried', code: 'INVOCATION_FAILED', why: 'the invocation failed before settling the record' };
       const unacknowledged = failure !== 'none' && outcome.kind !== 'retried';
-      this.deliveries.push({ group, sqsMessageId: record.messageId, msgId: report?.msgId, key: report?.key, attempt: report?.attempt ?? receiveCount, outcome, unacknowledged });
+      this.deliveries.push({
+        group,
+        sqsMessageId: record.messageId,
+        msgId: report?.msgId,
+        key: report?.key,
+        attempt: report?.attempt ?? receiveCount,
+        outcome,
+        unacknowledged,
+      });
       counts.delivered++;
       counts[COUNTER[outcome.kind]]++;
     }
@@ -84,7 +108,8 @@ export class DeliveryAccount {
 
   total(): DeliveryCounts {
     const total = emptyCounts();
-    for (const c of this.counts.values()) for (const k of Object.keys(total) as (keyof DeliveryCounts)[]) total[k] += c[k];
+    for (const c of this.counts.values())
+      for (const k of Object.keys(total) as (keyof DeliveryCounts)[]) total[k] += c[k];
     return total;
   }
 }
@@ -109,8 +134,13 @@ function outcomeOf(report: RecordReport): DeliveryOutcome {
     case 'failed': {
       const d = report.disposition;
       if (d.action === 'dead-letter') return { kind: 'dead-lettered', code: d.code, reason: s.error.message };
-      if (d.action === 'retry') return { kind: 'retried', code: s.error.code, why: s.error.message, delaySeconds: d.delaySeconds };
-      return { kind: 'retried', code: 'DLQ_SEND_FAILED', why: `${s.error.code}: the DLQ send failed, the record stays in the source queue` };
+      if (d.action === 'retry')
+        return { kind: 'retried', code: s.error.code, why: s.error.message, delaySeconds: d.delaySeconds };
+      return {
+        kind: 'retried',
+        code: 'DLQ_SEND_FAILED',
+        why: `${s.error.code}: the DLQ send failed, the record stays in the source queue`,
+      };
     }
   }
 }

@@ -1,6 +1,6 @@
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { seededRandom } from './seeded-random.ts';
-import { trafficMessage, type TrafficMessage, type TrafficPhase } from './traffic.ts';
+import { type TrafficMessage, type TrafficPhase, trafficMessage } from './traffic.ts';
 
 export const INCIDENT_ORDER = { orderNo: 'SO202007051422310088', userId: '88372', points: 300 } as const;
 const POINTS_GROUP = 'point-consumer-group';
@@ -34,7 +34,15 @@ export function incidentScenario(options: { seed?: number; burst?: number } = {}
   const ids = new MsgIdGenerator('0A1B2C3D', 0x2a9f);
   const incidentAt = Date.UTC(2020, 6, 5, 14, 22, 31);
   const envelope = (body: unknown, msgId: string, at: number, tags = 'PAID', orderNo?: string) =>
-    writeEnvelope({ topic: TOPIC, msgId, tags, keys: orderNo ? [orderNo] : [], body: typeof body === 'string' ? body : JSON.stringify(body), bornTimestamp: at, queueId: 0 });
+    writeEnvelope({
+      topic: TOPIC,
+      msgId,
+      tags,
+      keys: orderNo ? [orderNo] : [],
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      bornTimestamp: at,
+      queueId: 0,
+    });
 
   const original = ids.next(incidentAt);
   const paidAt = new Date(incidentAt).toISOString();
@@ -49,7 +57,12 @@ export function incidentScenario(options: { seed?: number; burst?: number } = {}
     const orderNo = `SO20200705142232${String(i).padStart(4, '0')}`;
     const userId = String(10001 + Math.floor(random() * 20));
     const points = 10 * (1 + Math.floor(random() * 50));
-    burst.push(trafficMessage(envelope({ orderNo, userId, points, paidAt: new Date(at).toISOString() }, ids.next(at), at, 'PAID', orderNo), { label: 'ordinary order', atMs: 100 + i * 5 }));
+    burst.push(
+      trafficMessage(
+        envelope({ orderNo, userId, points, paidAt: new Date(at).toISOString() }, ids.next(at), at, 'PAID', orderNo),
+        { label: 'ordinary order', atMs: 100 + i * 5 },
+      ),
+    );
   }
   // Every eighth order is finished later: the status group moves it, points and coupons filter the tag.
   const finishedAt = incidentAt + 60_000;
@@ -57,10 +70,19 @@ export function incidentScenario(options: { seed?: number; burst?: number } = {}
     .filter((_, i) => (i + 1) % 8 === 0)
     .map((m, i) => {
       const orderNo = (JSON.parse(JSON.parse(m.body).data.body) as { orderNo: string }).orderNo;
-      return trafficMessage(envelope({ orderNo, finishedAt: new Date(finishedAt + i).toISOString() }, ids.next(finishedAt + i), finishedAt + i, 'FINISHED', orderNo), {
-        label: 'order finished',
-        atMs: i * 5,
-      });
+      return trafficMessage(
+        envelope(
+          { orderNo, finishedAt: new Date(finishedAt + i).toISOString() },
+          ids.next(finishedAt + i),
+          finishedAt + i,
+          'FINISHED',
+          orderNo,
+        ),
+        {
+          label: 'order finished',
+          atMs: i * 5,
+        },
+      );
     });
   const crashed = burst[9]!;
   const malformedAt = incidentAt + 1500;
@@ -68,12 +90,25 @@ export function incidentScenario(options: { seed?: number; burst?: number } = {}
 
   const incident: TrafficMessage[] = [
     trafficMessage(firstCopy, { label: 'original delivery', atMs: 0 }),
-    ...burst.map((m, i) => (i === 9 ? { ...m, label: 'ordinary order; its consumer crashes after the commit, before the ack' } : m)),
-    trafficMessage(envelope(malformedBody, ids.next(malformedAt), malformedAt), { label: 'malformed body (truncated JSON from a producer bug)', atMs: 1500 }),
+    ...burst.map((m, i) =>
+      i === 9 ? { ...m, label: 'ordinary order; its consumer crashes after the commit, before the ack' } : m,
+    ),
+    trafficMessage(envelope(malformedBody, ids.next(malformedAt), malformedAt), {
+      label: 'malformed body (truncated JSON from a producer bug)',
+      atMs: 1500,
+    }),
     trafficMessage(firstCopy, { label: 'same message again, same msgId, 2.4 s later (bridge redelivery)', atMs: 2400 }),
-    trafficMessage(envelope(incidentBody, resend, incidentAt + 3000, 'PAID', INCIDENT_ORDER.orderNo), { label: 'application re-send after a timeout: new msgId, same order', atMs: 2600 }),
+    trafficMessage(envelope(incidentBody, resend, incidentAt + 3000, 'PAID', INCIDENT_ORDER.orderNo), {
+      label: 'application re-send after a timeout: new msgId, same order',
+      atMs: 2600,
+    }),
   ];
-  const replayed = burst.slice(20, 45).map((m) => ({ ...m, label: 'rebalance replay: offsets reset, already processed', atMs: 0, groups: [POINTS_GROUP] }));
+  const replayed = burst.slice(20, 45).map((m) => ({
+    ...m,
+    label: 'rebalance replay: offsets reset, already processed',
+    atMs: 0,
+    groups: [POINTS_GROUP],
+  }));
   return {
     title: `Incident replay: order ${INCIDENT_ORDER.orderNo} of user ${INCIDENT_ORDER.userId} (${INCIDENT_ORDER.points} points)`,
     phases: [

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
+import { type MessageGroupSource, messageGroupOf } from '../../lib/rocketmq/message-group.ts';
 import type { LocalResources } from './provision.ts';
 import type { QueueOccupancy } from './queue-occupancy.ts';
 import { TopicRoutes } from './topic-routes.ts';
-import { messageGroupOf, type MessageGroupSource } from '../../lib/rocketmq/message-group.ts';
 import type { TrafficMessage } from './traffic.ts';
 
 export interface BridgeAccount {
@@ -26,7 +26,9 @@ export interface BridgeAccount {
   rejected: Array<{ group: string; line?: number; msgId?: string; reason: string }>;
 }
 
-/** The RocketMQ → SQS bridge of the local run: each message to the source queue of every group its `TopicRoutes` name. */
+/**
+ * The RocketMQ → SQS bridge of the local run: each message to the source queue of every group its `TopicRoutes` name.
+ */
 export class LocalBridge {
   sent = 0;
   /** Copies never put on a queue because the run stopped first. */
@@ -48,7 +50,14 @@ export class LocalBridge {
     private readonly deadline: number,
   ) {
     const zeroes = () => Object.fromEntries(groups.map((g) => [g.group, 0]));
-    this.account = { enqueued: zeroes(), redelivered: zeroes(), deduplicated: zeroes(), unrouted: 0, rejected: [], redeliveredMsgIds: new Set() };
+    this.account = {
+      enqueued: zeroes(),
+      redelivered: zeroes(),
+      deduplicated: zeroes(),
+      unrouted: 0,
+      rejected: [],
+      redeliveredMsgIds: new Set(),
+    };
     this.routes = new TopicRoutes(groups);
     this.messageGroupFrom = new Map(groups.map((g) => [g.group, g.messageGroupFrom]));
   }
@@ -81,7 +90,8 @@ export class LocalBridge {
       if (Date.now() >= this.deadline) {
         await flush();
         this.skip(ordered.slice(i));
-        for (const copies of later.values()) for (const copy of copies) this.unsent.push({ group: copy.group, body: copy.message.body });
+        for (const copies of later.values())
+          for (const copy of copies) this.unsent.push({ group: copy.group, body: copy.message.body });
         return false;
       }
       const message = ordered[i]!;
@@ -96,7 +106,10 @@ export class LocalBridge {
         await add(group, message);
         if (this.redeliverProbability > 0 && this.random() < this.redeliverProbability) {
           const at = i + 1 + Math.floor(this.random() * 20);
-          later.set(at, [...(later.get(at) ?? []), { group, message: { ...message, label: 'bridge redelivery (same msgId)' } }]);
+          later.set(at, [
+            ...(later.get(at) ?? []),
+            { group, message: { ...message, label: 'bridge redelivery (same msgId)' } },
+          ]);
           this.account.redelivered[group]!++;
           if (message.msgId) this.account.redeliveredMsgIds.add(message.msgId);
         }
@@ -112,7 +125,8 @@ export class LocalBridge {
 
   /** Records messages the run will not send (it gave up before their phase). */
   skip(messages: readonly TrafficMessage[]): void {
-    for (const message of messages) for (const group of this.routes.targetsOf(message)) this.unsent.push({ group, body: message.body });
+    for (const message of messages)
+      for (const group of this.routes.targetsOf(message)) this.unsent.push({ group, body: message.body });
   }
 
   private async enqueue(group: string, batch: TrafficMessage[]) {
@@ -129,13 +143,25 @@ export class LocalBridge {
           MessageBody: m.body,
           // No DelaySeconds: SQS allows none per message on a FIFO queue, and the bridge sets none anyway.
           // As the bridge derives it for the group's FIFO route (catalogue `messageGroupFrom`).
-          ...(fifo ? { MessageGroupId: m.orderingFacts ? messageGroupOf(m.orderingFacts, this.messageGroupFrom.get(group)) : UNREADABLE_GROUP, MessageDeduplicationId: deduplicationIdOf(m) } : {}),
+          ...(fifo
+            ? {
+                MessageGroupId: m.orderingFacts
+                  ? messageGroupOf(m.orderingFacts, this.messageGroupFrom.get(group))
+                  : UNREADABLE_GROUP,
+                MessageDeduplicationId: deduplicationIdOf(m),
+              }
+            : {}),
         })),
       }),
     );
     for (const f of Failed) {
       const m = messages[Number(f.Id)]!;
-      this.account.rejected.push({ group, line: m.line, msgId: m.msgId, reason: `${f.Code ?? 'error'}: ${f.Message ?? 'SQS refused the message'}` });
+      this.account.rejected.push({
+        group,
+        line: m.line,
+        msgId: m.msgId,
+        reason: `${f.Code ?? 'error'}: ${f.Message ?? 'SQS refused the message'}`,
+      });
     }
     this.occupancy.sent(
       group,
@@ -172,7 +198,9 @@ const FIFO_DEDUPLICATION_WINDOW_MS = 5 * 60_000;
 /** A body that is not an envelope has no key to order by: its own message group, so it holds back no real one. */
 const UNREADABLE_GROUP = 'unreadable';
 
-/** The RocketMQ msgId, as the real bridge sets it; a body that is not an envelope has none, so its content stands in. */
+/**
+ * The RocketMQ msgId, as the real bridge sets it; a body that is not an envelope has none, so its content stands in.
+ */
 function deduplicationIdOf(message: TrafficMessage): string {
   return message.msgId ?? createHash('sha256').update(message.body).digest('hex');
 }

@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
 import type { ConsumerModule } from '../../lib/consumer/consumer-module.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../..');
 
@@ -45,10 +45,15 @@ export class HandlerModuleError extends Error {
  */
 export async function loadRegistration(definition: ConsumerGroupDefinition): Promise<ConsumerRegistration> {
   const path = resolve(REPOSITORY_ROOT, definition.entry);
-  if (!existsSync(path)) throw new HandlerModuleError(`consumer group ${definition.group}: its handler module ${definition.entry} does not exist`);
+  if (!existsSync(path))
+    throw new HandlerModuleError(
+      `consumer group ${definition.group}: its handler module ${definition.entry} does not exist`,
+    );
   const { consumer } = (await import(pathToFileURL(path).href)) as { consumer?: ConsumerModule };
   if (!consumer?.definition || typeof consumer.create !== 'function') {
-    throw new HandlerModuleError(`consumer group ${definition.group}: ${definition.entry} exports no \`consumer\` (export const consumer = defineConsumer(entry, create))`);
+    throw new HandlerModuleError(
+      `consumer group ${definition.group}: ${definition.entry} exports no \`consumer\` (export const consumer = defineConsumer(entry, create))`,
+    );
   }
   if (consumer.definition !== definition) {
     throw new HandlerModuleError(
@@ -65,7 +70,10 @@ export async function loadRegistration(definition: ConsumerGroupDefinition): Pro
   };
 }
 
-/** The registrations of the given catalogue entries, in their order; the first entry that cannot be driven refuses the run. */
+/**
+ * The registrations of the given catalogue entries, in their order; the first entry that cannot be driven refuses the
+ * run.
+ */
 export function loadRegistrations(definitions: readonly ConsumerGroupDefinition[]): Promise<ConsumerRegistration[]> {
   return Promise.all(definitions.map(loadRegistration));
 }

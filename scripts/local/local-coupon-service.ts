@@ -47,7 +47,8 @@ export class LocalCouponService {
   private async handle(req: IncomingMessage): Promise<{ status: number; body: unknown }> {
     if (req.method !== 'POST') return { status: 405, body: { error: 'only POST grants a coupon' } };
     const key = req.headers['idempotency-key'];
-    if (typeof key !== 'string' || key.trim() === '') return { status: 400, body: { error: 'Idempotency-Key header is required' } };
+    if (typeof key !== 'string' || key.trim() === '')
+      return { status: 400, body: { error: 'Idempotency-Key header is required' } };
     let text = '';
     for await (const chunk of req) text += chunk;
     let request: unknown;
@@ -61,7 +62,12 @@ export class LocalCouponService {
       this.replays++;
       return { status: 200, body: existing };
     }
-    const coupon: GrantedCoupon = { couponId: `CPN-${randomUUID()}`, idempotencyKey: key, request, grantedAt: new Date().toISOString() };
+    const coupon: GrantedCoupon = {
+      couponId: `CPN-${randomUUID()}`,
+      idempotencyKey: key,
+      request,
+      grantedAt: new Date().toISOString(),
+    };
     this.grants.set(key, coupon);
     return { status: 201, body: coupon };
   }

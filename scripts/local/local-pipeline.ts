@@ -1,28 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { FIFO_MAX_BATCH_SIZE } from '../../lib/config/delivery-lifetimes.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { startEmulator, type Emulator } from '../emulator/emulator.ts';
-import { ConsumerPool, crashAfterCommitFault, InvocationReports, type EventSourceSettings } from './consumer-pool.ts';
+import { type Emulator, startEmulator } from '../emulator/emulator.ts';
+import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
-import { LocalBridge, type BridgeAccount } from './local-bridge.ts';
-import { loadRegistrations, type LocalConsumerDeps } from './local-consumers.ts';
+import { type BridgeAccount, LocalBridge } from './local-bridge.ts';
+import { type LocalConsumerDeps, loadRegistrations } from './local-consumers.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
 import { seedOrders } from './order-seeding.ts';
-import { provisionLocal, type LocalResources } from './provision.ts';
+import { type LocalResources, provisionLocal } from './provision.ts';
 import { QueueOccupancy } from './queue-occupancy.ts';
 import { QuietDetector } from './quiet-detection.ts';
-import { messagesInQueues, readDeadLetters, readPoints, type DeadLetter } from './run-readout.ts';
+import { type DeadLetter, messagesInQueues, readDeadLetters, readPoints } from './run-readout.ts';
 import { defaultMaxRunMs, selectGroups, validateSettings } from './run-settings.ts';
 import { seededRandom } from './seeded-random.ts';
 import { compressedScheduleOf } from './time-scale.ts';
 import { orderNumbersIn, type TrafficPhase } from './traffic.ts';
 
-export type { BridgeAccount, DeadLetter };
 export { LocalRunConfigError } from './run-settings.ts';
+export type { BridgeAccount, DeadLetter };
 
 export interface LocalPipelineOptions {
   phases: readonly TrafficPhase[];
@@ -57,7 +57,11 @@ export interface LocalPipelineOptions {
    * Builds a group's handler instead of `registration.create(deps)`: the chaos run uses it
    * to hand the factory a fault-injected client and to wrap the handler with crash injectors.
    */
-  buildConsumer?: (group: string, deps: LocalConsumerDeps, create: (deps: LocalConsumerDeps) => ConsumerHandler) => ConsumerHandler;
+  buildConsumer?: (
+    group: string,
+    deps: LocalConsumerDeps,
+    create: (deps: LocalConsumerDeps) => ConsumerHandler,
+  ) => ConsumerHandler;
   /**
    * Writes what the groups act on before any traffic, instead of the default (every order
    * of the traffic as WAIT_PAY when a group uses the orders table): the chaos run's plug-ins
@@ -101,18 +105,29 @@ export interface LocalRunResult {
   readonly endpoint: string;
   readonly resources: LocalResources;
   readonly groups: readonly string[];
-  readonly settings: EventSourceSettings & { timeScale: number; visibilityTimeoutSeconds: number; redeliverProbability: number; seed: number };
+  readonly settings: EventSourceSettings & {
+    timeScale: number;
+    visibilityTimeoutSeconds: number;
+    redeliverProbability: number;
+    seed: number;
+  };
   readonly account: DeliveryAccount;
   readonly bridge: BridgeAccount;
   /** Every message found in the groups' DLQs at the end (including any SQS redrive moved there). */
   readonly deadLetters: readonly DeadLetter[];
   readonly ledger: ReadonlyArray<{ userId: string; entryId: string; points: number; msgId?: string; orderNo?: string }>;
   readonly balances: Readonly<Record<string, number>>;
-  /** Messages still in source queues when the run stopped (non-zero only if it gave up): in flight, waiting for a retry, or not yet received. */
+  /**
+   * Messages still in source queues when the run stopped (non-zero only if it gave up): in flight, waiting for a retry,
+   * or not yet received.
+   */
   readonly leftInQueues: number;
   /** Traffic messages the bridge never sent because the run gave up first (a later phase never started). */
   readonly neverSent: number;
-  /** Messages the run's own account still counted when SQS showed every source queue empty (should be 0; see waitForQuiet). */
+  /**
+   * Messages the run's own account still counted when SQS showed every source queue empty (should be 0; see
+   * waitForQuiet).
+   */
   readonly untrackedDepartures: number;
   /**
    * Copies whose fate the run could not see because it stopped first: never sent, or still in
@@ -170,7 +185,11 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     }
     const endpoint = options.endpoint ?? emulator!.endpoint;
     const aws = emulatorConfig(endpoint, emulator?.dynamoDbEndpoint);
-    const resources = await provisionLocal(aws, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, { catalogue, groups, visibilityTimeoutSeconds });
+    const resources = await provisionLocal(aws, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, {
+      catalogue,
+      groups,
+      visibilityTimeoutSeconds,
+    });
     let coupons: LocalCouponService | undefined;
     if (registrations.some((r) => r.usesCouponService)) {
       coupons = await LocalCouponService.start();
@@ -185,7 +204,9 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases))
         : 0;
     const account = new DeliveryAccount(groups);
-    const occupancy = new QueueOccupancy(Object.fromEntries(groups.map((g) => [g, resources.queues[g]!.maxReceiveCount])));
+    const occupancy = new QueueOccupancy(
+      Object.fromEntries(groups.map((g) => [g, resources.queues[g]!.maxReceiveCount])),
+    );
     const reports = new InvocationReports();
     const fault = crashAfterCommitFault(options.crashes ?? []);
     let pollErrors = 0;
@@ -202,18 +223,50 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       };
       const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
       // Lambda reads at most 10 records a batch from a FIFO queue and allows no batching window there.
-      const eventSource = queues.fifo ? { batchSize: Math.min(settings.batchSize, FIFO_MAX_BATCH_SIZE), batchingWindowMs: 0 } : {};
-      return new ConsumerPool({ ...settings, ...eventSource, group, functionName, handler, sqs, queue: queues.source, reports, account, fault, occupancy, onPollError: () => pollErrors++ });
+      const eventSource = queues.fifo
+        ? { batchSize: Math.min(settings.batchSize, FIFO_MAX_BATCH_SIZE), batchingWindowMs: 0 }
+        : {};
+      return new ConsumerPool({
+        ...settings,
+        ...eventSource,
+        group,
+        functionName,
+        handler,
+        sqs,
+        queue: queues.source,
+        reports,
+        account,
+        fault,
+        occupancy,
+        onPollError: () => pollErrors++,
+      });
     });
     for (const pool of pools) pool.start();
 
     const toEnqueue = options.phases.reduce((n, p) => n + p.messages.length, 0);
     const deadline = started + (options.maxRunMs ?? defaultMaxRunMs(toEnqueue * groups.length));
-    const bridge = new LocalBridge(sqs, resources, definitions, settings.redeliverProbability, seededRandom(settings.seed), options.maxQueueBacklog ?? 300, occupancy, deadline);
+    const bridge = new LocalBridge(
+      sqs,
+      resources,
+      definitions,
+      settings.redeliverProbability,
+      seededRandom(settings.seed),
+      options.maxQueueBacklog ?? 300,
+      occupancy,
+      deadline,
+    );
     let phase = options.phases[0]?.name ?? '';
     const progress = () => {
       const total = account.total();
-      options.onProgress?.({ elapsedMs: Date.now() - started, phase, enqueued: bridge.sent, toEnqueue, inQueues: occupancy.total(), delivered: total.delivered, processed: total.processed });
+      options.onProgress?.({
+        elapsedMs: Date.now() - started,
+        phase,
+        enqueued: bridge.sent,
+        toEnqueue,
+        inQueues: occupancy.total(),
+        delivered: total.delivered,
+        processed: total.processed,
+      });
     };
     const quiet = new QuietDetector(
       () => pools.every((p) => p.inFlight === 0),
@@ -259,7 +312,10 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       leftInQueues,
       neverSent: toEnqueue - bridge.sent,
       untrackedDepartures: quiet.untrackedDepartures,
-      unsettled: [...bridge.unsent, ...groups.flatMap((group) => occupancy.bodiesIn(group).map((body) => ({ group, body })))],
+      unsettled: [
+        ...bridge.unsent,
+        ...groups.flatMap((group) => occupancy.bodiesIn(group).map((body) => ({ group, body }))),
+      ],
       completed: completed && leftInQueues === 0 && bridge.sent === toEnqueue,
       wallMs: Date.now() - started,
       pollErrors,

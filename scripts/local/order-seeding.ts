@@ -6,7 +6,12 @@ import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dyn
  * for them forever. A group acting on orders further on (a refund needs a FINISHED one)
  * seeds them in that status.
  */
-export async function seedOrders(dynamoDb: DynamoDBDocumentClient, table: string, orderNos: readonly string[], status = 'WAIT_PAY'): Promise<number> {
+export async function seedOrders(
+  dynamoDb: DynamoDBDocumentClient,
+  table: string,
+  orderNos: readonly string[],
+  status = 'WAIT_PAY',
+): Promise<number> {
   const createdAt = new Date().toISOString();
   for (let i = 0; i < orderNos.length; i += 25) {
     let items: Record<string, unknown[]> | undefined = {

@@ -1,8 +1,22 @@
-import { CreateTableCommand, UpdateTimeToLiveCommand, type AttributeDefinition, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeDefinition,
+  CreateTableCommand,
+  type KeySchemaElement,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { createDynamoDb, createSqs, emulatorConfig, type AwsConfig } from '../../lib/aws/clients.ts';
+import { type AwsConfig, createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, FIFO_QUEUE_ATTRIBUTES, TABLES, deadLetterQueueName, queueName, tableName, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/resources.ts';
+import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  deadLetterQueueName,
+  FIFO_QUEUE_ATTRIBUTES,
+  queueName,
+  TABLES,
+  type TableKey,
+  tableName,
+} from '../../lib/config/resources.ts';
 
 export interface LocalQueue {
   url: string;
@@ -51,9 +65,21 @@ export async function provisionLocal(
       keySchema.push({ AttributeName: def.sortKey, KeyType: 'RANGE' });
       attributes.push({ AttributeName: def.sortKey, AttributeType: 'S' });
     }
-    await dynamoDb.send(new CreateTableCommand({ TableName: name, KeySchema: keySchema, AttributeDefinitions: attributes, BillingMode: 'PAY_PER_REQUEST' }));
+    await dynamoDb.send(
+      new CreateTableCommand({
+        TableName: name,
+        KeySchema: keySchema,
+        AttributeDefinitions: attributes,
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
     if ('ttlAttribute' in def) {
-      await dynamoDb.send(new UpdateTimeToLiveCommand({ TableName: name, TimeToLiveSpecification: { AttributeName: def.ttlAttribute, Enabled: true } }));
+      await dynamoDb.send(
+        new UpdateTimeToLiveCommand({
+          TableName: name,
+          TimeToLiveSpecification: { AttributeName: def.ttlAttribute, Enabled: true },
+        }),
+      );
     }
     tables[key] = name;
   }
@@ -71,14 +97,21 @@ export async function provisionLocal(
       ...queueType,
       VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS),
       MessageRetentionPeriod: String(lifetimes.sourceRetentionSeconds),
-      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetter.arn, maxReceiveCount: lifetimes.maxReceiveCount }),
+      RedrivePolicy: JSON.stringify({
+        deadLetterTargetArn: deadLetter.arn,
+        maxReceiveCount: lifetimes.maxReceiveCount,
+      }),
     });
     queues[def.group] = { source, deadLetter, maxReceiveCount: lifetimes.maxReceiveCount, fifo };
   }
   return { prefix, endpoint, aws: config, tables, queues };
 }
 
-async function createQueue(sqs: ReturnType<typeof createSqs>, name: string, attributes: Record<string, string>): Promise<LocalQueue> {
+async function createQueue(
+  sqs: ReturnType<typeof createSqs>,
+  name: string,
+  attributes: Record<string, string>,
+): Promise<LocalQueue> {
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
   const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
   return { url: QueueUrl!, arn: Attributes!.QueueArn! };

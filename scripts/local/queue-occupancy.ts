@@ -17,7 +17,10 @@
 export class QueueOccupancy {
   /** group → SQS message id → its body and the highest receive count a poller saw (0: not received yet). */
   private readonly waiting = new Map<string, Map<string, { body: string; receiveCount: number }>>();
-  /** Ids settled before their send was registered (the send's answer can be handled after a poller's receive and delete). */
+  /**
+   * Ids settled before their send was registered (the send's answer can be handled after a poller's receive and
+   * delete).
+   */
   private readonly settledEarly = new Map<string, Set<string>>();
 
   constructor(private readonly maxReceiveCount: Readonly<Record<string, number>>) {
@@ -54,7 +57,10 @@ export class QueueOccupancy {
     }
   }
 
-  /** Messages in the group's source queue (visible, in flight or waiting for a retry), not counting those at the redrive limit. */
+  /**
+   * Messages in the group's source queue (visible, in flight or waiting for a retry), not counting those at the redrive
+   * limit.
+   */
   inQueue(group: string): number {
     const limit = this.maxReceiveCount[group]!;
     let n = 0;

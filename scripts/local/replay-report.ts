@@ -1,9 +1,9 @@
-import type { DuplicateReason } from '../../lib/idempotency/settlement.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
+import type { DuplicateReason } from '../../lib/idempotency/settlement.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
-import type { TrafficFileAccount } from './traffic-file.ts';
 import type { TrafficPhase } from './traffic.ts';
+import type { TrafficFileAccount } from './traffic-file.ts';
 
 type Counts = Omit<DeliveryCounts, 'retried'> & { retried: number };
 
@@ -59,8 +59,23 @@ export function runSummary(result: LocalRunResult, input?: TrafficFileAccount): 
     invariantHolds,
     unacknowledged: result.account.deliveries.filter((d) => d.unacknowledged).length,
     deadLetterQueue: result.deadLetters.length,
-    bridge: { enqueued: sum(b.enqueued), redelivered: sum(b.redelivered), deduplicated: sum(b.deduplicated), unrouted: b.unrouted, rejected: b.rejected.length },
-    ...(input ? { input: { lines: input.lines, envelopes: input.envelopes, badLines: input.badLines.length, blankLines: input.blankLines.length } } : {}),
+    bridge: {
+      enqueued: sum(b.enqueued),
+      redelivered: sum(b.redelivered),
+      deduplicated: sum(b.deduplicated),
+      unrouted: b.unrouted,
+      rejected: b.rejected.length,
+    },
+    ...(input
+      ? {
+          input: {
+            lines: input.lines,
+            envelopes: input.envelopes,
+            badLines: input.badLines.length,
+            blankLines: input.blankLines.length,
+          },
+        }
+      : {}),
     completed: result.completed,
     neverSent: result.neverSent,
     inFlight: result.leftInQueues,
@@ -70,7 +85,14 @@ export function runSummary(result: LocalRunResult, input?: TrafficFileAccount): 
 
 /** The documented key order, so the JSON line reads like its description. */
 function contractOrder(c: DeliveryCounts): Counts {
-  return { delivered: c.delivered, processed: c.processed, duplicatesSuppressed: c.duplicatesSuppressed, filtered: c.filtered, deadLettered: c.deadLettered, retried: c.retried };
+  return {
+    delivered: c.delivered,
+    processed: c.processed,
+    duplicatesSuppressed: c.duplicatesSuppressed,
+    filtered: c.filtered,
+    deadLettered: c.deadLettered,
+    retried: c.retried,
+  };
 }
 
 function sortedByUser(r: Readonly<Record<string, number>>): Record<string, number> {
@@ -105,11 +127,16 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   const out: string[] = [];
   const s = result.settings;
   out.push(context.title, '='.repeat(Math.min(100, context.title.length)), '');
-  out.push(`Consumer groups: ${result.groups.join(', ')}; ${s.concurrency} concurrent consumer(s) each, batch size ${s.batchSize}, batching window ${s.batchingWindowMs} ms.`);
+  out.push(
+    `Consumer groups: ${result.groups.join(', ')}; ${s.concurrency} concurrent consumer(s) each, batch size ${s.batchSize}, batching window ${s.batchingWindowMs} ms.`,
+  );
   out.push(
     `Queues: visibility timeout ${s.visibilityTimeoutSeconds} s (function timeout the same); RocketMQ retry delays divided by ${s.timeScale}${s.redeliverProbability > 0 ? `; bridge redelivers each copy with probability ${s.redeliverProbability} (seed ${s.seed})` : ''}.`,
   );
-  if (result.seededOrders > 0) out.push(`Seeded ${result.seededOrders} orders as WAIT_PAY first, standing in for the order service that creates them.`);
+  if (result.seededOrders > 0)
+    out.push(
+      `Seeded ${result.seededOrders} orders as WAIT_PAY first, standing in for the order service that creates them.`,
+    );
   out.push(`Emulator: ${result.endpoint}, resources prefixed "${result.resources.prefix}".`, '');
 
   if (context.input) {
@@ -123,11 +150,14 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
     out.push('');
   }
 
-  const invocations = [...result.account.invocations.values()].reduce((a, v) => ({ count: a.count + v.count, failed: a.failed + v.failed, timedOut: a.timedOut + v.timedOut }), {
-    count: 0,
-    failed: 0,
-    timedOut: 0,
-  });
+  const invocations = [...result.account.invocations.values()].reduce(
+    (a, v) => ({ count: a.count + v.count, failed: a.failed + v.failed, timedOut: a.timedOut + v.timedOut }),
+    {
+      count: 0,
+      failed: 0,
+      timedOut: 0,
+    },
+  );
   out.push('Delivered');
   out.push(
     `  The bridge enqueued ${summary.bridge.enqueued} copies (${summary.bridge.redelivered} of them injected redeliveries${summary.bridge.deduplicated ? `; ${summary.bridge.deduplicated} more copies were absorbed by FIFO deduplication and never enqueued` : ''}${summary.bridge.unrouted ? `, ${summary.bridge.unrouted} messages of topics no selected group subscribes to` : ''}).`,
@@ -135,18 +165,25 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   out.push(
     `  Pollers handed ${summary.delivered} deliveries to the handlers in ${invocations.count} invocations; ${invocations.failed} invocation(s) failed${invocations.timedOut ? ` (${invocations.timedOut} by timeout)` : ''}, leaving ${summary.unacknowledged} settled record(s) unacknowledged, so SQS delivered them again.`,
   );
-  for (const r of result.bridge.rejected.slice(0, MAX_LISTED)) out.push(`  SQS refused a copy for ${r.group}${r.line ? ` (line ${r.line})` : ''}: ${r.reason}`);
+  for (const r of result.bridge.rejected.slice(0, MAX_LISTED))
+    out.push(`  SQS refused a copy for ${r.group}${r.line ? ` (line ${r.line})` : ''}: ${r.reason}`);
   out.push('');
 
   if (context.focusOrderNo) {
     out.push(`Order ${context.focusOrderNo}, delivery by delivery`);
     for (const d of result.account.deliveries.filter((x) => x.key === context.focusOrderNo)) {
-      const label = d.outcome.kind === 'duplicate' ? circumstance(d, labels, againLabels, result.bridge.redeliveredMsgIds) : (labels.get(d.msgId ?? '') ?? '');
+      const label =
+        d.outcome.kind === 'duplicate'
+          ? circumstance(d, labels, againLabels, result.bridge.redeliveredMsgIds)
+          : (labels.get(d.msgId ?? '') ?? '');
       out.push(`  ${d.group}  msgId ${d.msgId}  attempt ${d.attempt}  ${label}`);
       out.push(`      → ${describe(d)}`);
     }
     const entries = result.ledger.filter((e) => e.orderNo === context.focusOrderNo);
-    out.push(`  Ledger entries for the order: ${entries.length} (${entries.map((e) => `${e.userId} ${e.entryId} ${e.points} points from msgId ${e.msgId}`).join('; ') || 'none'})`, '');
+    out.push(
+      `  Ledger entries for the order: ${entries.length} (${entries.map((e) => `${e.userId} ${e.entryId} ${e.points} points from msgId ${e.msgId}`).join('; ') || 'none'})`,
+      '',
+    );
   }
 
   out.push('Outcomes per group');
@@ -162,7 +199,10 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   out.push('Duplicates suppressed, and why');
   const dupes = result.account.deliveries.filter((d) => d.outcome.kind === 'duplicate');
   if (dupes.length === 0) out.push('  none');
-  for (const [why, n] of tally(dupes.map((d) => `${whyDuplicate(d)} — ${circumstance(d, labels, againLabels, result.bridge.redeliveredMsgIds)}`))) out.push(`  ${String(n).padStart(5)} × ${why}`);
+  for (const [why, n] of tally(
+    dupes.map((d) => `${whyDuplicate(d)} — ${circumstance(d, labels, againLabels, result.bridge.redeliveredMsgIds)}`),
+  ))
+    out.push(`  ${String(n).padStart(5)} × ${why}`);
   out.push('');
 
   out.push('Dead-lettered, and why');
@@ -170,12 +210,19 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   if (dead.length === 0) out.push('  none');
   for (const d of dead.slice(0, MAX_LISTED)) {
     const o = d.outcome as Extract<Delivery['outcome'], { kind: 'dead-lettered' }>;
-    const where = d.msgId ? `msgId ${d.msgId}${lines.has(d.msgId) ? ` (line ${lines.get(d.msgId)})` : ''}` : `SQS message ${d.sqsMessageId}`;
-    out.push(`  ${d.group}  ${o.code}: ${o.reason}  — ${where}${d.msgId && labels.get(d.msgId) ? `, ${labels.get(d.msgId)}` : ''}`);
+    const where = d.msgId
+      ? `msgId ${d.msgId}${lines.has(d.msgId) ? ` (line ${lines.get(d.msgId)})` : ''}`
+      : `SQS message ${d.sqsMessageId}`;
+    out.push(
+      `  ${d.group}  ${o.code}: ${o.reason}  — ${where}${d.msgId && labels.get(d.msgId) ? `, ${labels.get(d.msgId)}` : ''}`,
+    );
   }
   if (dead.length > MAX_LISTED) out.push(`  … ${dead.length - MAX_LISTED} more`);
   const byRedrive = result.deadLetters.filter((l) => !l.attributes[DEAD_LETTER_ATTRIBUTES.code]).length;
-  out.push(`  The DLQs hold ${result.deadLetters.length} message(s)${byRedrive ? `, ${byRedrive} moved there by SQS redrive after ${17} receives (no reason attached)` : ''}.`, '');
+  out.push(
+    `  The DLQs hold ${result.deadLetters.length} message(s)${byRedrive ? `, ${byRedrive} moved there by SQS redrive after ${17} receives (no reason attached)` : ''}.`,
+    '',
+  );
 
   const retried = result.account.deliveries.filter((d) => d.outcome.kind === 'retried');
   if (retried.length > 0) {
@@ -192,21 +239,27 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
   }
 
   out.push(...ledgerSection(result, summary));
-  if (result.couponGrants !== undefined) out.push(`Coupons granted by the local coupon service: ${result.couponGrants}.`, '');
+  if (result.couponGrants !== undefined)
+    out.push(`Coupons granted by the local coupon service: ${result.couponGrants}.`, '');
   if (!result.completed) {
     out.push(
       `INCOMPLETE: the run reached its time limit with ${result.neverSent} message(s) never sent and ${result.leftInQueues} still in the source queues; ` +
         'the figures above cover only what was delivered (raise --max-run-seconds).',
     );
   }
-  out.push(`Wall time: ${(result.wallMs / 1000).toFixed(1)} s (emulator start to report; ${(process.uptime()).toFixed(1)} s since the command started).`);
+  out.push(
+    `Wall time: ${(result.wallMs / 1000).toFixed(1)} s (emulator start to report; ${(process.uptime()).toFixed(1)} s since the command started).`,
+  );
   return out.join('\n');
 }
 
 function ledgerSection(result: LocalRunResult, summary: RunSummary): string[] {
-  if (!result.groups.includes('point-consumer-group')) return ['Ledger and balances: the points group was not run.', ''];
+  if (!result.groups.includes('point-consumer-group'))
+    return ['Ledger and balances: the points group was not run.', ''];
   const out = ['Ledger and balances (points consumer)'];
-  const users = [...new Set([...Object.keys(summary.awarded), ...Object.keys(summary.balances)])].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+  const users = [...new Set([...Object.keys(summary.awarded), ...Object.keys(summary.balances)])].sort((a, b) =>
+    a.localeCompare(b, 'en', { numeric: true }),
+  );
   const entries = new Map<string, number>();
   for (const e of result.ledger) entries.set(e.userId, (entries.get(e.userId) ?? 0) + 1);
   const mismatched = users.filter((u) => (summary.awarded[u] ?? 0) !== (summary.balances[u] ?? 0));
@@ -248,12 +301,22 @@ function describe(d: Delivery): string {
 
 function whyDuplicate(d: Delivery): string {
   const o = d.outcome as Extract<Delivery['outcome'], { kind: 'duplicate' }>;
-  const winner = o.winnerMsgId && o.winnerMsgId !== d.msgId ? ` (first consumed as msgId ${o.winnerMsgId})` : o.winnerMsgId ? ' (by this same msgId)' : '';
+  const winner =
+    o.winnerMsgId && o.winnerMsgId !== d.msgId
+      ? ` (first consumed as msgId ${o.winnerMsgId})`
+      : o.winnerMsgId
+        ? ' (by this same msgId)'
+        : '';
   return `${DUPLICATE_WHY[o.reason] ?? o.reason}${winner}`;
 }
 
 /** What made the copy arrive again: SQS after a failed invocation, the scenario's story, or what the data shows. */
-function circumstance(d: Delivery, labels: ReadonlyMap<string, string>, againLabels: ReadonlyMap<string, string>, redelivered: ReadonlySet<string>): string {
+function circumstance(
+  d: Delivery,
+  labels: ReadonlyMap<string, string>,
+  againLabels: ReadonlyMap<string, string>,
+  redelivered: ReadonlySet<string>,
+): string {
   if (d.attempt > 1) return 'SQS delivered it again after a failed invocation';
   const o = d.outcome as Extract<Delivery['outcome'], { kind: 'duplicate' }>;
   const id = d.msgId ?? '';

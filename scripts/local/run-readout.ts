@@ -2,9 +2,9 @@ import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
+  type Message,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
-  type Message,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -21,13 +21,23 @@ export interface DeadLetter extends PeekedMessage {
   readonly group: string;
 }
 
-const SOURCE_COUNTS = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
+const SOURCE_COUNTS = [
+  'ApproximateNumberOfMessages',
+  'ApproximateNumberOfMessagesNotVisible',
+  'ApproximateNumberOfMessagesDelayed',
+] as const;
 
 /** Messages in the groups' source queues as SQS counts them: visible, in flight and delayed. */
-export async function messagesInQueues(sqs: SQSClient, resources: LocalResources, groups: readonly string[]): Promise<number> {
+export async function messagesInQueues(
+  sqs: SQSClient,
+  resources: LocalResources,
+  groups: readonly string[],
+): Promise<number> {
   let total = 0;
   for (const g of groups) {
-    const { Attributes = {} } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: resources.queues[g]!.source.url, AttributeNames: [...SOURCE_COUNTS] }));
+    const { Attributes = {} } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: resources.queues[g]!.source.url, AttributeNames: [...SOURCE_COUNTS] }),
+    );
     for (const name of SOURCE_COUNTS) total += Number(Attributes[name] ?? 0);
   }
   return total;
@@ -43,7 +53,12 @@ export async function peekAllMessages(sqs: SQSClient, url: string): Promise<Peek
   const received = await receiveAll(sqs, url);
   for (let i = 0; i < received.length; i += 10) {
     await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({ QueueUrl: url, Entries: received.slice(i, i + 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })) }),
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: url,
+        Entries: received
+          .slice(i, i + 10)
+          .map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+      }),
     );
   }
   return received.map(peeked);
@@ -62,7 +77,12 @@ async function peekFifoMessages(sqs: SQSClient, url: string): Promise<PeekedMess
     if (round.length === 0) break;
     received.push(...round);
     for (let i = 0; i < round.length; i += 10) {
-      await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: round.slice(i, i + 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })) }));
+      await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: url,
+          Entries: round.slice(i, i + 10).map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle! })),
+        }),
+      );
     }
   }
   for (let i = 0; i < received.length; i += 10) {
@@ -86,7 +106,13 @@ async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]> {
   const out: Message[] = [];
   for (;;) {
     const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['MessageGroupId'], VisibilityTimeout: 120 }),
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['MessageGroupId'],
+        VisibilityTimeout: 120,
+      }),
     );
     if (Messages.length === 0) return out;
     out.push(...Messages);
@@ -94,13 +120,21 @@ async function receiveAll(sqs: SQSClient, url: string): Promise<Message[]> {
 }
 
 function peeked(m: Message): PeekedMessage {
-  return { body: m.Body ?? '', attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) };
+  return {
+    body: m.Body ?? '',
+    attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])),
+  };
 }
 
 /** Every dead letter of the groups' DLQs, left in place. */
-export async function readDeadLetters(sqs: SQSClient, resources: LocalResources, groups: readonly string[]): Promise<DeadLetter[]> {
+export async function readDeadLetters(
+  sqs: SQSClient,
+  resources: LocalResources,
+  groups: readonly string[],
+): Promise<DeadLetter[]> {
   const out: DeadLetter[] = [];
-  for (const group of groups) for (const m of await peekAllMessages(sqs, resources.queues[group]!.deadLetter.url)) out.push({ group, ...m });
+  for (const group of groups)
+    for (const m of await peekAllMessages(sqs, resources.queues[group]!.deadLetter.url)) out.push({ group, ...m });
   return out;
 }
 
@@ -114,6 +148,7 @@ export async function readPoints(dynamoDb: DynamoDBDocumentClient, resources: Lo
     orderNo: e.orderNo as string | undefined,
   }));
   const balances: Record<string, number> = {};
-  for (const a of await scanTable<Record<string, unknown>>(dynamoDb, resources.tables.accounts)) balances[String(a.userId)] = Number(a.balance ?? 0);
+  for (const a of await scanTable<Record<string, unknown>>(dynamoDb, resources.tables.accounts))
+    balances[String(a.userId)] = Number(a.balance ?? 0);
   return { ledger, balances };
 }

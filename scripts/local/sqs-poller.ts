@@ -1,4 +1,4 @@
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { lambdaContext } from './lambda-context.ts';
 
@@ -10,7 +10,10 @@ export interface PollerOptions {
   queueArn: string;
   handler: SqsHandler;
   functionName: string;
-  /** Records per invocation (Lambda: 1–10, or up to 10,000 with a batching window; at most 10 and no window on a FIFO queue). */
+  /**
+   * Records per invocation (Lambda: 1–10, or up to 10,000 with a batching window; at most 10 and no window on a FIFO
+   * queue).
+   */
   batchSize?: number;
   /** How long to gather a batch, like `MaximumBatchingWindowInSeconds`. */
   batchingWindowMs?: number;
@@ -61,12 +64,28 @@ export async function pollOnce(options: PollerOptions): Promise<PollResult> {
   // A handler cannot be killed here; one that overran its deadline is treated as Lambda
   // treats a timeout: the invocation failed and the whole batch comes back.
   if (Date.now() - started > timeoutMs) {
-    return { received: messages.length, deleted: 0, failed: messages.length, crashed: true, timedOut: true, records, deletedIds: [] };
+    return {
+      received: messages.length,
+      deleted: 0,
+      failed: messages.length,
+      crashed: true,
+      timedOut: true,
+      records,
+      deletedIds: [],
+    };
   }
   const failed = new Set((response?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
   const done = messages.filter((m) => !failed.has(m.MessageId!));
   const { deletedIds, goneIds } = await deleteAll(options, done);
-  return { received: messages.length, deleted: deletedIds.length, failed: failed.size, crashed: false, records, deletedIds, goneIds };
+  return {
+    received: messages.length,
+    deleted: deletedIds.length,
+    failed: failed.size,
+    crashed: false,
+    records,
+    deletedIds,
+    goneIds,
+  };
 }
 
 async function receiveBatch(options: PollerOptions, batchSize: number): Promise<Message[]> {
@@ -122,13 +141,22 @@ function toRecord(message: Message, queueArn: string): SQSRecord {
       ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
       // Lambda's records from a FIFO queue carry the group, the deduplication id and the sequence number.
       ...(attributes.MessageGroupId !== undefined
-        ? { MessageGroupId: attributes.MessageGroupId, MessageDeduplicationId: attributes.MessageDeduplicationId, SequenceNumber: attributes.SequenceNumber }
+        ? {
+            MessageGroupId: attributes.MessageGroupId,
+            MessageDeduplicationId: attributes.MessageDeduplicationId,
+            SequenceNumber: attributes.SequenceNumber,
+          }
         : {}),
     },
     messageAttributes: Object.fromEntries(
       Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [
         name,
-        { stringValue: value.StringValue, dataType: value.DataType ?? 'String', stringListValues: [], binaryListValues: [] },
+        {
+          stringValue: value.StringValue,
+          dataType: value.DataType ?? 'String',
+          stringListValues: [],
+          binaryListValues: [],
+        },
       ]),
     ),
     md5OfBody: message.MD5OfBody ?? '',

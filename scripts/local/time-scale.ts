@@ -1,6 +1,6 @@
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
 import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import { ROCKETMQ_RETRY_DELAYS_SECONDS, RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import { RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/retry-schedule.ts';
 
 export class InvalidTimeScaleError extends Error {
   override readonly name = 'InvalidTimeScaleError';
@@ -18,8 +18,12 @@ export class InvalidTimeScaleError extends Error {
  * default 600: twelve retries after 1 s, then 2, 3, 6 and 12 s, 35 s for all sixteen
  * instead of 4 h 45 min. `scale` 1 is the real schedule.
  */
-export function compressedRetrySchedule(scale: number, delaysSeconds: readonly number[] = ROCKETMQ_RETRY_DELAYS_SECONDS): RetrySchedule {
-  if (!Number.isFinite(scale) || scale < 1) throw new InvalidTimeScaleError(`time scale must be a number >= 1, got ${scale}`);
+export function compressedRetrySchedule(
+  scale: number,
+  delaysSeconds: readonly number[] = ROCKETMQ_RETRY_DELAYS_SECONDS,
+): RetrySchedule {
+  if (!Number.isFinite(scale) || scale < 1)
+    throw new InvalidTimeScaleError(`time scale must be a number >= 1, got ${scale}`);
   return new RetrySchedule(delaysSeconds.map((d) => (d === 0 ? 0 : Math.max(1, Math.round(d / scale)))));
 }
 

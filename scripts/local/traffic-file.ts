@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { trafficMessage, type TrafficMessage } from './traffic.ts';
+import { type TrafficMessage, trafficMessage } from './traffic.ts';
 
 /** What reading the file found, reported before the run so no line disappears unnoticed. */
 export interface TrafficFileAccount {
@@ -18,7 +18,9 @@ export class TrafficFileError extends Error {
 }
 
 /** Reads a JSONL file of bridge envelopes, one per line, in file order. */
-export async function readTrafficFile(path: string): Promise<{ messages: TrafficMessage[]; account: TrafficFileAccount }> {
+export async function readTrafficFile(
+  path: string,
+): Promise<{ messages: TrafficMessage[]; account: TrafficFileAccount }> {
   const messages: TrafficMessage[] = [];
   const badLines: Array<{ line: number; reason: string }> = [];
   const blankLines: number[] = [];

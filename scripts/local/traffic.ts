@@ -11,7 +11,10 @@ export interface TrafficMessage {
   /** `undefined`: not an envelope (see `rejection`). */
   readonly topic: string | undefined;
   readonly msgId?: string;
-  /** What its message group on an orderly group's FIFO queue derives from (`messageGroupOf`); `undefined` when not an envelope. */
+  /**
+   * What its message group on an orderly group's FIFO queue derives from (`messageGroupOf`); `undefined` when not an
+   * envelope.
+   */
   readonly orderingFacts?: MessageGroupFacts;
   /** Why the body is not an envelope, as the consumer will also find. */
   readonly rejection?: string;
@@ -34,7 +37,10 @@ export interface TrafficPhase {
 }
 
 /** Describes a body as the bridge sees it: its topic and msgId, or why it is not an envelope. */
-export function trafficMessage(body: string, extra: Partial<Omit<TrafficMessage, 'body' | 'topic' | 'msgId' | 'rejection'>> = {}): TrafficMessage {
+export function trafficMessage(
+  body: string,
+  extra: Partial<Omit<TrafficMessage, 'body' | 'topic' | 'msgId' | 'rejection'>> = {},
+): TrafficMessage {
   try {
     const message = parseEnvelope(body);
     return { body, topic: message.topic, msgId: message.msgId, orderingFacts: orderingFactsOf(message), ...extra };

@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidBridgeConfigError, batchesInFlightOf, loadBridgeConfig, parseBridgeConfig } from '../../bridge/bridge-config.ts';
+import {
+  batchesInFlightOf,
+  InvalidBridgeConfigError,
+  loadBridgeConfig,
+  parseBridgeConfig,
+} from '../../bridge/bridge-config.ts';
 
-const route = { group: 'G', topic: 'T', target: { kind: 'sqs', queueUrl: 'https://sqs/q' }, dlqUrl: 'https://sqs/q-dlq' };
+const route = {
+  group: 'G',
+  topic: 'T',
+  target: { kind: 'sqs', queueUrl: 'https://sqs/q' },
+  dlqUrl: 'https://sqs/q-dlq',
+};
 
 describe('bridge configuration', () => {
   it('fills the documented defaults', () => {
@@ -19,8 +29,16 @@ describe('bridge configuration', () => {
   });
 
   it.each([
-    ['a FIFO route on a standard queue', { ...route, fifo: true, dlqUrl: 'https://sqs/d.fifo' }, /needs an SQS FIFO queue/],
-    ['a FIFO route with a standard DLQ', { ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' } }, /DLQ must be FIFO/],
+    [
+      'a FIFO route on a standard queue',
+      { ...route, fifo: true, dlqUrl: 'https://sqs/d.fifo' },
+      /needs an SQS FIFO queue/,
+    ],
+    [
+      'a FIFO route with a standard DLQ',
+      { ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' } },
+      /DLQ must be FIFO/,
+    ],
     ['an invisible duration under 10 s', { ...route }, /invisibleDurationMs/, { invisibleDurationMs: 5_000 }],
     ['no routes', undefined, /routes/],
     ['no batch in flight', { ...route }, /maxBatchesInFlight/, { maxBatchesInFlight: 0 }],
@@ -30,37 +48,68 @@ describe('bridge configuration', () => {
 
   it('chooses the protocol per cluster: the RocketMQ 5 proxy by default, RocketMQ 4 name servers on request', () => {
     expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [route] }).protocol).toBe('rocketmq5');
-    const v4 = parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns1:9876;ns2:9876', sslEnabled: false, routes: [route] });
+    const v4 = parseBridgeConfig({
+      protocol: 'rocketmq4',
+      nameServer: 'ns1:9876;ns2:9876',
+      sslEnabled: false,
+      routes: [route],
+    });
     expect(v4).toMatchObject({ protocol: 'rocketmq4', nameServer: 'ns1:9876;ns2:9876' });
   });
 
   it('talks TLS to the proxy unless told otherwise, and refuses RocketMQ 4 (no TLS in its client) without an explicit opt-out', () => {
     expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [route] }).sslEnabled).toBe(true);
     expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', sslEnabled: false, routes: [route] }).sslEnabled).toBe(false);
-    expect(() => parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns:9876', routes: [route] })).toThrow(/rocketmq4 speaks the remoting protocol without TLS.*set sslEnabled: false/);
+    expect(() => parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns:9876', routes: [route] })).toThrow(
+      /rocketmq4 speaks the remoting protocol without TLS.*set sslEnabled: false/,
+    );
   });
 
   it('signs envelopes only when a signing secret is configured', () => {
     expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [route] }).signing).toBeUndefined();
-    expect(parseBridgeConfig({ proxyEndpoint: 'p:8081', signing: { secretId: 'rmq-prod/envelope-signing-key' }, routes: [route] }).signing).toEqual({
+    expect(
+      parseBridgeConfig({
+        proxyEndpoint: 'p:8081',
+        signing: { secretId: 'rmq-prod/envelope-signing-key' },
+        routes: [route],
+      }).signing,
+    ).toEqual({
       secretId: 'rmq-prod/envelope-signing-key',
     });
-    expect(() => parseBridgeConfig({ proxyEndpoint: 'p:8081', signing: { secretId: '' }, routes: [route] })).toThrow(/signing/);
+    expect(() => parseBridgeConfig({ proxyEndpoint: 'p:8081', signing: { secretId: '' }, routes: [route] })).toThrow(
+      /signing/,
+    );
   });
 
   it.each([
     ['rocketmq5 without a proxy endpoint', { routes: [route] }, /rocketmq5 needs proxyEndpoint/],
-    ['rocketmq4 without name servers', { protocol: 'rocketmq4', proxyEndpoint: 'p:8081', routes: [route] }, /rocketmq4 needs nameServer/],
+    [
+      'rocketmq4 without name servers',
+      { protocol: 'rocketmq4', proxyEndpoint: 'p:8081', routes: [route] },
+      /rocketmq4 needs nameServer/,
+    ],
   ] as [string, object, RegExp][])('rejects %s', (_what, config, message) => {
     expect(() => parseBridgeConfig(config)).toThrow(message);
   });
 
   it('keeps one batch in flight on FIFO routes, whatever maxBatchesInFlight says', () => {
-    const fifo = { ...route, group: 'F', fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/f.fifo' }, dlqUrl: 'https://sqs/f-dlq.fifo' };
+    const fifo = {
+      ...route,
+      group: 'F',
+      fifo: true,
+      target: { kind: 'sqs', queueUrl: 'https://sqs/f.fifo' },
+      dlqUrl: 'https://sqs/f-dlq.fifo',
+    };
     const config = parseBridgeConfig({ proxyEndpoint: 'p:8081', maxBatchesInFlight: 8, routes: [route, fifo] });
     expect(config.routes.map((r) => batchesInFlightOf(config, r))).toEqual([8, 1]);
     // RocketMQ 4 too: one slice of one queue at a time is what keeps that queue's order there.
-    const v4 = parseBridgeConfig({ protocol: 'rocketmq4', nameServer: 'ns:9876', sslEnabled: false, maxBatchesInFlight: 8, routes: [route, fifo] });
+    const v4 = parseBridgeConfig({
+      protocol: 'rocketmq4',
+      nameServer: 'ns:9876',
+      sslEnabled: false,
+      maxBatchesInFlight: 8,
+      routes: [route, fifo],
+    });
     expect(v4.routes.map((r) => batchesInFlightOf(v4, r))).toEqual([8, 1]);
   });
 

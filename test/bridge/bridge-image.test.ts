@@ -8,11 +8,11 @@ import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMQ, type LocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { stageBridgeImageContext, type BridgeImageContext } from '../../scripts/bridge-image-context.ts';
-import { replayDockerfile, startImageCommand, type ReplayedImage } from '../../scripts/dockerfile-replay.ts';
+import { type BridgeImageContext, stageBridgeImageContext } from '../../scripts/bridge-image-context.ts';
+import { type ReplayedImage, replayDockerfile, startImageCommand } from '../../scripts/dockerfile-replay.ts';
 import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-process.ts';
 
 /**
@@ -65,9 +65,17 @@ describe('the bridge image, built and run without Docker', () => {
   });
 
   it("ends with the bundle, the package files and production dependencies only, on Node 24, without npm's cache", async () => {
-    expect(image).toMatchObject({ workdir: '/app', user: 'node', stopSignal: 'SIGTERM', cmd: ['node', 'bridge.mjs'], env: { NODE_ENV: 'production' } });
+    expect(image).toMatchObject({
+      workdir: '/app',
+      user: 'node',
+      stopSignal: 'SIGTERM',
+      cmd: ['node', 'bridge.mjs'],
+      env: { NODE_ENV: 'production' },
+    });
     expect(readdirSync(app).sort()).toEqual(['bridge.mjs', 'node_modules', 'package-lock.json', 'package.json']);
-    const lock = JSON.parse(readFileSync(path.join(app, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    const lock = JSON.parse(readFileSync(path.join(app, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean }>;
+    };
     const devOnly = Object.entries(lock.packages)
       .filter(([, entry]) => entry.dev)
       .map(([location]) => location);
@@ -105,7 +113,11 @@ describe('the bridge image, built and run without Docker', () => {
     );
     try {
       // Act 1: wait for readiness, as the container health check does.
-      const port = await bridge.waitFor('health port', (lines) => lines.find((l) => l.message === 'health endpoint listening')?.port as number | undefined, 60_000);
+      const port = await bridge.waitFor(
+        'health port',
+        (lines) => lines.find((l) => l.message === 'health endpoint listening')?.port as number | undefined,
+        60_000,
+      );
       let ready = await fetch(`http://127.0.0.1:${port}/health/ready`);
       while (ready.status !== 200 && Date.now() - started < 60_000) {
         await sleep(100);
@@ -117,10 +129,21 @@ describe('the bridge image, built and run without Docker', () => {
       const producer = new Producer({ endpoints: rocketMq!.proxyEndpoint, namespace: '', logger: SILENT });
       await producer.startup();
       const order = { orderNo: 'SO-IMAGE-1', userId: 'u1', points: 10 };
-      const { messageId } = await producer.send({ topic: TOPIC, tag: 'PAID', keys: [order.orderNo], body: Buffer.from(JSON.stringify(order)) });
+      const { messageId } = await producer.send({
+        topic: TOPIC,
+        tag: 'PAID',
+        keys: [order.orderNo],
+        body: Buffer.from(JSON.stringify(order)),
+      });
       await producer.shutdown();
-      await bridge.waitFor('the order forwarded', (lines) => (forwardedMsgIds(lines).includes(messageId) ? true : undefined), 60_000);
-      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      await bridge.waitFor(
+        'the order forwarded',
+        (lines) => (forwardedMsgIds(lines).includes(messageId) ? true : undefined),
+        60_000,
+      );
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
 
       // Act 3: ECS stops the task with the image's stop signal.
       bridge.kill(image.stopSignal);
@@ -131,7 +154,13 @@ describe('the bridge image, built and run without Docker', () => {
       expect(ready.status).toBe(200);
       expect(Messages).toHaveLength(1);
       const envelope = parseEnvelope(Messages[0]!.Body!);
-      expect(envelope).toMatchObject({ msgId: messageId, topic: TOPIC, tags: 'PAID', keys: [order.orderNo], source: `rocketmq://${rocketMq!.clusterName}` });
+      expect(envelope).toMatchObject({
+        msgId: messageId,
+        topic: TOPIC,
+        tags: 'PAID',
+        keys: [order.orderNo],
+        source: `rocketmq://${rocketMq!.clusterName}`,
+      });
       expect(JSON.parse(envelope.body)).toEqual(order);
       expect(exit).toEqual({ code: 0, signal: null });
       expect(bridge.lines.some((l) => l.message === 'bridge stopped')).toBe(true);

@@ -26,7 +26,13 @@ function synth() {
     routes: [
       { group: 'point-consumer-group', topic: 'ORDER_TOPIC', tagExpression: 'PAID', queue: points, dlq: pointsDlq },
       { group: 'audit-fifo-group', topic: 'ORDER_FIFO_TOPIC', queue: audit, dlq: auditDlq, fifo: true },
-      { group: 'coupon-consumer-group', topic: 'ORDER_TOPIC', tagExpression: 'FINISHED', eventBus: bus, dlq: couponsDlq },
+      {
+        group: 'coupon-consumer-group',
+        topic: 'ORDER_TOPIC',
+        tagExpression: 'FINISHED',
+        eventBus: bus,
+        dlq: couponsDlq,
+      },
     ],
   });
   return { template: Template.fromStack(stack), stack, unrelated };
@@ -36,11 +42,17 @@ describe('RocketMQBridgeService', () => {
   const { template } = synth();
 
   it('lets the task send only to its routes’ queues and DLQs and put events only on its bus', () => {
-    const policies = template.findResources('AWS::IAM::Policy', { Properties: { PolicyName: Match.stringLikeRegexp('TaskTaskRole') } });
-    const statements = Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]);
+    const policies = template.findResources('AWS::IAM::Policy', {
+      Properties: { PolicyName: Match.stringLikeRegexp('TaskTaskRole') },
+    });
+    const statements = Object.values(policies).flatMap(
+      (p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[],
+    );
     const actions = statements.flatMap((s) => [s.Action].flat());
     expect(new Set(actions)).toEqual(new Set(['sqs:SendMessage', 'events:PutEvents']));
-    const sqsResources = statements.find((s) => s.Action === 'sqs:SendMessage')!.Resource as { 'Fn::GetAtt': [string, string] }[];
+    const sqsResources = statements.find((s) => s.Action === 'sqs:SendMessage')!.Resource as {
+      'Fn::GetAtt': [string, string];
+    }[];
     const logicalIds = sqsResources.map((r) => r['Fn::GetAtt'][0].replace(/[0-9A-F]{8}$/, ''));
     expect(logicalIds.sort()).toEqual(['Audit', 'AuditDlq', 'CouponsDlq', 'Points', 'PointsDlq']);
     expect(JSON.stringify(sqsResources)).not.toContain('Unrelated');
@@ -62,7 +74,12 @@ describe('RocketMQBridgeService', () => {
             })
             .join('');
     const config = parseBridgeConfig(JSON.parse(rendered));
-    expect(config).toMatchObject({ proxyEndpoint: 'rocketmq-proxy.internal:8081', clusterName: 'prod', invisibleDurationMs: 60_000, health: { host: '127.0.0.1', port: 8080 } });
+    expect(config).toMatchObject({
+      proxyEndpoint: 'rocketmq-proxy.internal:8081',
+      clusterName: 'prod',
+      invisibleDurationMs: 60_000,
+      health: { host: '127.0.0.1', port: 8080 },
+    });
     expect(config.routes.map((r) => [r.group, r.tagExpression, r.fifo, r.target.kind])).toEqual([
       ['point-consumer-group', 'PAID', false, 'sqs'],
       ['audit-fifo-group', '*', true, 'sqs'],

@@ -2,7 +2,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DockerfileStepFailedError, replayDockerfile, UnsupportedDockerfileInstructionError } from '../../scripts/dockerfile-replay.ts';
+import {
+  DockerfileStepFailedError,
+  replayDockerfile,
+  UnsupportedDockerfileInstructionError,
+} from '../../scripts/dockerfile-replay.ts';
 
 /**
  * The Dockerfile replay's own rules, on small Dockerfiles: what it models behaves as `docker build`
@@ -18,13 +22,19 @@ beforeEach(() => {
   writeFileSync(path.join(dir, 'context', 'src', 'nested', 'a.txt'), 'a');
   writeFileSync(path.join(dir, 'context', 'package.json'), '{}');
   // No RUN here installs packages: an empty npm cache spares seeding this machine's into each stage.
-  for (const part of ['index-v5', 'content-v2']) mkdirSync(path.join(dir, 'npm-cache', '_cacache', part), { recursive: true });
+  for (const part of ['index-v5', 'content-v2'])
+    mkdirSync(path.join(dir, 'npm-cache', '_cacache', part), { recursive: true });
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 function replay(dockerfile: string) {
   writeFileSync(path.join(dir, 'context', 'Dockerfile'), dockerfile);
-  return replayDockerfile({ context: path.join(dir, 'context'), dockerfile: 'Dockerfile', out: path.join(dir, 'out'), npmCache: path.join(dir, 'npm-cache') });
+  return replayDockerfile({
+    context: path.join(dir, 'context'),
+    dockerfile: 'Dockerfile',
+    out: path.join(dir, 'out'),
+    npmCache: path.join(dir, 'npm-cache'),
+  });
 }
 
 describe('the Dockerfile replay', () => {
@@ -49,7 +59,13 @@ describe('the Dockerfile replay', () => {
     expect(readFileSync(path.join(work, 'src', 'nested', 'a.txt'), 'utf8')).toBe('a');
     expect(existsSync(path.join(work, 'package.json'))).toBe(true);
     expect(readFileSync(path.join(work, 'pwd.txt'), 'utf8').trim()).toBe(work);
-    expect(image).toMatchObject({ root: path.join(dir, 'out', '1'), workdir: '/app', user: 'node', cmd: ['node', '-e', '1'], env: {} });
+    expect(image).toMatchObject({
+      root: path.join(dir, 'out', '1'),
+      workdir: '/app',
+      user: 'node',
+      cmd: ['node', '-e', '1'],
+      env: {},
+    });
     expect(readFileSync(path.join(image.root, 'app', 'greeting.txt'), 'utf8')).toBe('hello\n');
     expect(readFileSync(path.join(image.root, 'app', 'node.txt'), 'utf8')).toMatch(/^v24\./);
     expect(image.steps.map((s) => [s.stage, s.line])).toEqual([

@@ -1,12 +1,17 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { format } from 'node:util';
-import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { Logger } from '@aws-lambda-powertools/logger';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { Consumer, Message, Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { Bridge } from '../../bridge/bridge.ts';
-import { parseBridgeConfig, type BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMQ4, type LocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
+import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-config.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/envelope-writer.ts';
@@ -31,7 +36,12 @@ const ids = new MsgIdGenerator('7F000001', 0x4711);
 
 beforeAll(async () => {
   rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
-  producer = new Producer({ nameSrv: rocketMq.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: 'order-service', logger: SILENT });
+  producer = new Producer({
+    nameSrv: rocketMq.namesrvAddr,
+    httpclient: NO_ADDRESS_SERVER,
+    producerGroup: 'order-service',
+    logger: SILENT,
+  });
   // Sends fail while the broker is down; the test sees each failure as a rejected send.
   producer.on('error', () => undefined);
   await producer.ready();
@@ -45,7 +55,11 @@ afterAll(async () => {
   await rocketMq?.stop();
 });
 
-async function send(tag: string, order: Record<string, unknown>, uniqKey = true): Promise<{ msgId: string; offsetMsgId: string }> {
+async function send(
+  tag: string,
+  order: Record<string, unknown>,
+  uniqKey = true,
+): Promise<{ msgId: string; offsetMsgId: string }> {
   const message = new Message(ORDER_TOPIC, tag, JSON.stringify(order));
   message.keys = [String(order.orderNo)];
   message.properties.origin = 'e2e';
@@ -63,7 +77,9 @@ async function queues(prefix: string): Promise<{ queueUrl: string; dlqUrl: strin
 async function receiveAll(queueUrl: string): Promise<RocketMQMessage[]> {
   const out: RocketMQMessage[] = [];
   for (;;) {
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 600 }));
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 600 }),
+    );
     if (Messages.length === 0) return out;
     out.push(...Messages.map((m) => parseEnvelope(m.Body!)));
   }
@@ -78,7 +94,15 @@ function config(group: string, target: { queueUrl: string; dlqUrl: string }): Br
     invisibleDurationMs: 10_000,
     awaitDurationMs: 5_000,
     health: { host: '127.0.0.1', port: 0 },
-    routes: [{ group, topic: ORDER_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: target.queueUrl }, dlqUrl: target.dlqUrl }],
+    routes: [
+      {
+        group,
+        topic: ORDER_TOPIC,
+        tagExpression: 'PAID',
+        target: { kind: 'sqs', queueUrl: target.queueUrl },
+        dlqUrl: target.dlqUrl,
+      },
+    ],
   };
 }
 
@@ -159,7 +183,12 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     // Without UNIQ_KEY the offset id is the msgId.
     expect(byId.get(so2.msgId)).toMatchObject({ msgId: so2.offsetMsgId, offsetMsgId: so2.offsetMsgId });
     // The retried order keeps its msgId, comes as its original topic and says it is the second delivery.
-    expect(byId.get(retried.msgId)).toMatchObject({ topic: ORDER_TOPIC, tags: 'PAID', keys: ['SO-R'], reconsumeTimes: 1 });
+    expect(byId.get(retried.msgId)).toMatchObject({
+      topic: ORDER_TOPIC,
+      tags: 'PAID',
+      keys: ['SO-R'],
+      reconsumeTimes: 1,
+    });
     expect(byId.get(retried.msgId)!.offsetMsgId).not.toBe(retried.offsetMsgId);
   }, 120_000);
 
@@ -207,7 +236,12 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
     };
-    const started = (bridge: BridgeChildProcess) => bridge.waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 60_000);
+    const started = (bridge: BridgeChildProcess) =>
+      bridge.waitFor(
+        'bridge started',
+        (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined),
+        60_000,
+      );
     const first = new BridgeChildProcess(env);
     children.push(first);
     await started(first);
@@ -245,7 +279,9 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
     // A new group starts at the beginning of these young queues: earlier tests' orders come too.
     const copies = (await receiveAll(target.queueUrl)).filter((c) => c.keys[0]?.startsWith('SO-B'));
     expect(new Set(copies.map((c) => c.msgId))).toEqual(new Set(sent));
-    console.log(`rebalance on RocketMQ 4.7.1: ${sent.length} sent, ${copies.length} forwarded, ${copies.length - sent.length} delivered twice`);
+    console.log(
+      `rebalance on RocketMQ 4.7.1: ${sent.length} sent, ${copies.length} forwarded, ${copies.length - sent.length} delivered twice`,
+    );
   }, 120_000);
 });
 
@@ -263,7 +299,9 @@ describe('RocketMQ 4.7.1 → an orderly group’s FIFO route', () => {
       tryToFindTopicPublishInfo(topic: string): Promise<{ messageQueueList: Queue[] }>;
       sendKernelImpl(msg: Message, mq: Queue): Promise<unknown>;
     };
-    const queues = [...(await internals.tryToFindTopicPublishInfo(ORDER_TOPIC)).messageQueueList].sort((a, b) => a.queueId - b.queueId);
+    const queues = [...(await internals.tryToFindTopicPublishInfo(ORDER_TOPIC)).messageQueueList].sort(
+      (a, b) => a.queueId - b.queueId,
+    );
     const selected = queues[createHash('md5').update(orderNo).digest().readUInt32BE() % queues.length]!;
     await internals.sendKernelImpl(message, selected);
   }
@@ -272,20 +310,34 @@ describe('RocketMQ 4.7.1 → an orderly group’s FIFO route', () => {
   async function drainFifo(queueUrl: string): Promise<{ groupId: string; envelope: RocketMQMessage }[]> {
     const out: { groupId: string; envelope: RocketMQMessage }[] = [];
     for (;;) {
-      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['MessageGroupId'] }));
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          MessageSystemAttributeNames: ['MessageGroupId'],
+        }),
+      );
       if (Messages.length === 0) return out;
       out.push(...Messages.map((m) => ({ groupId: m.Attributes!.MessageGroupId!, envelope: parseEnvelope(m.Body!) })));
-      await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
+      await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })),
+        }),
+      );
     }
   }
 
   it('keeps every order’s events in producer order across a SIGKILL between forward and offset commit and a failed forward', async () => {
-    // Prepare: six orders' lifecycles, interleaved, each order on the queue its sharding key selects (as an orderly producer sends them).
+    // Prepare: six orders' lifecycles, interleaved, each order on the queue its sharding key selects (as an orderly
+    // producer sends them).
     const group = `order-status-v4-${randomUUID().slice(0, 6)}`;
     const base = `orderly4-${randomUUID().slice(0, 8)}`;
     const fifo = { FifoQueue: 'true' };
-    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${base}.fifo`, Attributes: fifo }))).QueueUrl!;
-    const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${base}-dlq.fifo`, Attributes: fifo }))).QueueUrl!;
+    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${base}.fifo`, Attributes: fifo })))
+      .QueueUrl!;
+    const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${base}-dlq.fifo`, Attributes: fifo })))
+      .QueueUrl!;
     const orders = ['SO-O1', 'SO-O2', 'SO-O3', 'SO-O4', 'SO-O5', 'SO-O6'];
     const sent = new Map<string, string[]>(orders.map((o) => [o, []]));
     for (const status of STATUSES) {
@@ -327,13 +379,22 @@ describe('RocketMQ 4.7.1 → an orderly group’s FIFO route', () => {
     // Act 2: a new bridge takes over the group; SQS refuses the two first calls carrying SO-O3's SHIPPED.
     const faultySqs = createSqs(emulatorConfig(inject('emulatorEndpoint')));
     let refusals = 0;
-    failBatchRequests(faultySqs, (bodies) => refusals < 2 && bodies.some((b) => b.includes('SO-O3') && b.includes('SHIPPED')) && ++refusals > 0);
-    const bridge = new Bridge(parseBridgeConfig(v4Config), { sqs: faultySqs, logger: new Logger({ serviceName: 'bridge-test', logLevel: 'ERROR' }) });
+    failBatchRequests(
+      faultySqs,
+      (bodies) => refusals < 2 && bodies.some((b) => b.includes('SO-O3') && b.includes('SHIPPED')) && ++refusals > 0,
+    );
+    const bridge = new Bridge(parseBridgeConfig(v4Config), {
+      sqs: faultySqs,
+      logger: new Logger({ serviceName: 'bridge-test', logLevel: 'ERROR' }),
+    });
     await bridge.start();
     const everything = new Set([...sent.values()].flat());
     const landed: { groupId: string; envelope: RocketMQMessage }[] = [];
     const deadline = Date.now() + 120_000;
-    while (Date.now() < deadline && !(landed.length >= everything.size && [...everything].every((id) => landed.some((l) => l.envelope.msgId === id)))) {
+    while (
+      Date.now() < deadline &&
+      !(landed.length >= everything.size && [...everything].every((id) => landed.some((l) => l.envelope.msgId === id)))
+    ) {
       landed.push(...(await drainFifo(queueUrl)));
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
@@ -415,11 +476,17 @@ describe('RocketMQ 4.7.1 with ACL → bridge', () => {
       AWS_SECRET_ACCESS_KEY: 'local',
     });
     children.push(bridge);
-    await bridge.waitFor('the order forwarded', (lines) => (forwardedMsgIds(lines).includes(message.properties.UNIQ_KEY!) ? true : undefined), 60_000);
+    await bridge.waitFor(
+      'the order forwarded',
+      (lines) => (forwardedMsgIds(lines).includes(message.properties.UNIQ_KEY!) ? true : undefined),
+      60_000,
+    );
     bridge.kill('SIGTERM');
     expect((await bridge.exited).code).toBe(0);
 
     // Assess
-    expect((await receiveAll(target.queueUrl)).map((c) => [c.msgId, c.brokerName])).toEqual([[message.properties.UNIQ_KEY, 'broker-acl']]);
+    expect((await receiveAll(target.queueUrl)).map((c) => [c.msgId, c.brokerName])).toEqual([
+      [message.properties.UNIQ_KEY, 'broker-acl'],
+    ]);
   }, 120_000);
 });

@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
+import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig } from '../../lib/aws/clients.ts';
 import { SecretSigningKeys } from '../../lib/aws/signing-key-secret.ts';
 import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
 import { signatureRefusal } from '../../lib/rocketmq/envelope-signature.ts';
-import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
-import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMQ, type LocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
 import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
 
@@ -44,11 +49,14 @@ beforeAll(async () => {
   console.info(`local RocketMQ up in ${Date.now() - started} ms, phases ${JSON.stringify(rocketMq.phasesMs)}`);
   const name = `bridge-e2e-${randomUUID().slice(0, 8)}`;
   const secrets = createSecretsManager(emulatorConfig(inject('emulatorEndpoint')));
-  signingSecretId = (await secrets.send(new CreateSecretCommand({ Name: `${name}/envelope-signing-key`, SecretString: SIGNING_KEY }))).ARN!;
+  signingSecretId = (
+    await secrets.send(new CreateSecretCommand({ Name: `${name}/envelope-signing-key`, SecretString: SIGNING_KEY }))
+  ).ARN!;
   // The consumer refuses what the bridge did not sign.
   points = await pointsFixture({ envelopeKeys: new SecretSigningKeys(secrets, signingSecretId) });
   const fifo = { FifoQueue: 'true' };
-  fifoQueueUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: fifo }))).QueueUrl!;
+  fifoQueueUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: fifo })))
+    .QueueUrl!;
   await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq.fifo`, Attributes: fifo }));
 });
 
@@ -58,7 +66,10 @@ afterAll(async () => {
   await rocketMq?.stop();
 });
 
-/** How every bridge of this file reaches the local broker: plain gRPC (TLS off, the bridge's logged opt-out), short redelivery and polls. */
+/**
+ * How every bridge of this file reaches the local broker: plain gRPC (TLS off, the bridge's logged opt-out), short
+ * redelivery and polls.
+ */
 function localBroker(): BridgeConfigInput {
   return {
     proxyEndpoint: rocketMq!.proxyEndpoint,
@@ -77,8 +88,20 @@ function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
     health: { host: '127.0.0.1', port: 0 },
     signing: { secretId: signingSecretId },
     routes: [
-      { group: POINTS_GROUP, topic: ORDER_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: queue.source.url }, dlqUrl: queue.deadLetter.url },
-      { group: FIFO_GROUP, topic: FIFO_TOPIC, fifo: true, target: { kind: 'sqs', queueUrl: fifoQueueUrl }, dlqUrl: fifoQueueUrl.replace('.fifo', '-dlq.fifo') },
+      {
+        group: POINTS_GROUP,
+        topic: ORDER_TOPIC,
+        tagExpression: 'PAID',
+        target: { kind: 'sqs', queueUrl: queue.source.url },
+        dlqUrl: queue.deadLetter.url,
+      },
+      {
+        group: FIFO_GROUP,
+        topic: FIFO_TOPIC,
+        fifo: true,
+        target: { kind: 'sqs', queueUrl: fifoQueueUrl },
+        dlqUrl: fifoQueueUrl.replace('.fifo', '-dlq.fifo'),
+      },
     ],
   };
   return {
@@ -123,12 +146,15 @@ async function receiveAll(sqs: SQSClient, queueUrl: string) {
       }),
     );
     if (Messages.length === 0) return out;
-    for (const m of Messages) out.push({ body: m.Body!, envelope: parseEnvelope(m.Body!), groupId: m.Attributes?.MessageGroupId });
+    for (const m of Messages)
+      out.push({ body: m.Body!, envelope: parseEnvelope(m.Body!), groupId: m.Attributes?.MessageGroupId });
   }
 }
 
 async function queued(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
 }
 
@@ -137,7 +163,11 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     // Prepare: orders on RocketMQ, including an application re-send and a tag the route filters out.
     const producer = new Producer({ endpoints: rocketMq!.proxyEndpoint, namespace: '', logger: SILENT });
     await producer.startup();
-    const send = async (tag: string, order: Record<string, unknown>, extra: { messageGroup?: string; topic?: string } = {}) =>
+    const send = async (
+      tag: string,
+      order: Record<string, unknown>,
+      extra: { messageGroup?: string; topic?: string } = {},
+    ) =>
       (
         await producer.send({
           topic: extra.topic ?? ORDER_TOPIC,
@@ -153,7 +183,8 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     const so1Resend = await send('PAID', { orderNo: 'SO-1', userId: 'u1', points: 10 });
     await send('CANCELLED', { orderNo: 'SO-3', userId: 'u3', points: 30 });
     const fifoIds: string[] = [];
-    for (const n of [1, 2, 3]) fifoIds.push(await send('AUDIT', { orderNo: `F-${n}` }, { topic: FIFO_TOPIC, messageGroup: 'user-1' }));
+    for (const n of [1, 2, 3])
+      fifoIds.push(await send('AUDIT', { orderNo: `F-${n}` }, { topic: FIFO_TOPIC, messageGroup: 'user-1' }));
     await producer.shutdown();
     const paid = [so1, so2, so1Resend];
     const sqs = points.sqs;
@@ -175,7 +206,11 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
 
     // Act 2: a fresh bridge gets the messages again once their invisible duration (10 s) ends.
     const bridge = startBridge();
-    const port = await bridge.waitFor('health port', (lines) => lines.find((l) => l.message === 'health endpoint listening')?.port as number | undefined, 60_000);
+    const port = await bridge.waitFor(
+      'health port',
+      (lines) => lines.find((l) => l.message === 'health endpoint listening')?.port as number | undefined,
+      60_000,
+    );
     await bridge.waitFor(
       'redelivered messages forwarded and acked',
       (lines) => {
@@ -196,7 +231,9 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     expect(exit.code).toBe(0);
     expect(bridge.lines.some((l) => l.message === 'bridge stopped')).toBe(true);
     // The local proxy has no TLS: the opt-out is said at start, where an operator sees it.
-    expect(bridge.lines.some((l) => String(l.message).startsWith('TLS to RocketMQ is off') && l.level === 'WARN')).toBe(true);
+    expect(bridge.lines.some((l) => String(l.message).startsWith('TLS to RocketMQ is off') && l.level === 'WARN')).toBe(
+      true,
+    );
 
     // Assess: each PAID message reached the queue twice (first delivery, then RocketMQ's redelivery),
     // with every broker fact kept; the CANCELLED one never did.
@@ -234,7 +271,9 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     expect(fifo.map((c) => [c.groupId, c.envelope.msgId])).toEqual(fifoIds.map((id) => ['user-1', id]));
 
     // Every copy carries the bridge's signature over what it forwarded.
-    expect(copies.map((c) => signatureRefusal(c.body, [Buffer.from(SIGNING_KEY)]))).toEqual(copies.map(() => undefined));
+    expect(copies.map((c) => signatureRefusal(c.body, [Buffer.from(SIGNING_KEY)]))).toEqual(
+      copies.map(() => undefined),
+    );
 
     // Act 3 + Assess: the points consumer (signatures required) over every copy awards once per order.
     for (let i = 0; i < copies.length; i += 10) {
@@ -253,7 +292,16 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     await producer.startup();
     const sent: string[] = [];
     for (let i = 0; i < 40; i++) {
-      sent.push((await producer.send({ topic: BURST_TOPIC, tag: 'PAID', keys: [`B-${i}`], body: Buffer.from(JSON.stringify({ orderNo: `B-${i}` })) })).messageId);
+      sent.push(
+        (
+          await producer.send({
+            topic: BURST_TOPIC,
+            tag: 'PAID',
+            keys: [`B-${i}`],
+            body: Buffer.from(JSON.stringify({ orderNo: `B-${i}` })),
+          })
+        ).messageId,
+      );
     }
     await producer.shutdown();
     const name = `bridge-burst-${randomUUID().slice(0, 8)}`;
@@ -261,7 +309,10 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     const dlqUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
 
     // Act 1: a bridge with the default batches in flight forwards four batches at once and dies before acking any.
-    const crashing = startBurstBridge(queueUrl, dlqUrl, { BRIDGE_FAULT: 'sigkill-with-batches-in-flight', BRIDGE_FAULT_BATCHES: '4' });
+    const crashing = startBurstBridge(queueUrl, dlqUrl, {
+      BRIDGE_FAULT: 'sigkill-with-batches-in-flight',
+      BRIDGE_FAULT_BATCHES: '4',
+    });
     const held = await crashing.waitFor(
       'four batches forwarded and held before their acks',
       (lines) => lines.find((l) => l.fault === 'sigkill-with-batches-in-flight')?.batches as string[][] | undefined,

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { CreateEventBusCommand, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
+import { EventBridgeTarget } from '../../bridge/eventbridge-target.ts';
+import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
 import { createEventBridge, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { serializeEnvelope, envelopeOf } from '../../bridge/received-envelope.ts';
-import { EventBridgeTarget } from '../../bridge/eventbridge-target.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 /** The EventBridge route: PutEvents → a rule on `mq:Topic:SendMessage` → the group's queue. */
@@ -18,26 +18,37 @@ describe('EventBridge target on the emulator', () => {
     const name = `bridge-${randomUUID().slice(0, 8)}`;
     await eventBridge.send(new CreateEventBusCommand({ Name: name }));
     const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
     await eventBridge.send(
       new PutRuleCommand({
         Name: name,
         EventBusName: name,
-        EventPattern: JSON.stringify({ 'detail-type': ['mq:Topic:SendMessage'], detail: { data: { topic: ['ORDER_TOPIC'] } } }),
+        EventPattern: JSON.stringify({
+          'detail-type': ['mq:Topic:SendMessage'],
+          detail: { data: { topic: ['ORDER_TOPIC'] } },
+        }),
       }),
     );
-    await eventBridge.send(new PutTargetsCommand({ Rule: name, EventBusName: name, Targets: [{ Id: 'q', Arn: Attributes!.QueueArn! }] }));
+    await eventBridge.send(
+      new PutTargetsCommand({ Rule: name, EventBusName: name, Targets: [{ Id: 'q', Arn: Attributes!.QueueArn! }] }),
+    );
     const target = new EventBridgeTarget(eventBridge, name, 'rocketmq.test', 262_144);
     const messages = Array.from({ length: 12 }, (_, i) => receivedMessage({ keys: [`SO${i}`] }));
 
     // Act
-    const results = await target.forward(messages.map((m, i) => ({ id: `m${i}`, body: serializeEnvelope(envelopeOf(m, 'test')) })));
+    const results = await target.forward(
+      messages.map((m, i) => ({ id: `m${i}`, body: serializeEnvelope(envelopeOf(m, 'test')) })),
+    );
 
     // Assess
     expect(results.every((r) => r.ok)).toBe(true);
     const delivered: string[] = [];
     for (let polls = 0; polls < 20 && delivered.length < messages.length; polls++) {
-      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 300 }));
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 300 }),
+      );
       delivered.push(...Messages.map((m) => m.Body!));
     }
     const parsed = delivered.map((body) => parseEnvelope(body));
@@ -47,11 +58,16 @@ describe('EventBridge target on the emulator', () => {
 
   it('reports each rejected entry on its own', async () => {
     const eventBridge = createEventBridge(emulatorConfig(inject('emulatorEndpoint')));
-    // PutEvents answers 200 with per-entry error codes; the emulator never rejects an entry, so the answer is shaped here.
+    // PutEvents answers 200 with per-entry error codes; the emulator never rejects an entry, so the answer is shaped
+    // here.
     eventBridge.middlewareStack.add(
       () => async () =>
         ({
-          output: { FailedEntryCount: 1, Entries: [{ EventId: 'e-1' }, { ErrorCode: 'ThrottlingException', ErrorMessage: 'Rate exceeded' }], $metadata: {} },
+          output: {
+            FailedEntryCount: 1,
+            Entries: [{ EventId: 'e-1' }, { ErrorCode: 'ThrottlingException', ErrorMessage: 'Rate exceeded' }],
+            $metadata: {},
+          },
           response: {},
         }) as never,
       { step: 'initialize' },

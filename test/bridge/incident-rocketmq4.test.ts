@@ -1,9 +1,9 @@
 import { Message, Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMQ4, type LocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/envelope-writer.ts';
-import { ORDER_TOPIC, replayOrderIncident, type IncidentCluster } from './support/order-incident.ts';
+import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 
 /**
  * The incident on its own release line: Apache RocketMQ 4.7.1 (name server + broker, real JVMs),
@@ -18,7 +18,13 @@ let producer: Producer | undefined;
 beforeAll(async () => {
   rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
   console.info(`local RocketMQ ${rocketMq.version} up in ${rocketMq.startupMs} ms`);
-  producer = new Producer({ nameSrv: rocketMq.namesrvAddr, httpclient: NO_ADDRESS_SERVER, producerGroup: 'order-service', logger: SILENT, sendMsgTimeout: 2_000 });
+  producer = new Producer({
+    nameSrv: rocketMq.namesrvAddr,
+    httpclient: NO_ADDRESS_SERVER,
+    producerGroup: 'order-service',
+    logger: SILENT,
+    sendMsgTimeout: 2_000,
+  });
   // Sends fail while the broker is down; the test sees each failure as a rejected send.
   producer.on('error', () => undefined);
   await producer.ready();
@@ -37,7 +43,12 @@ function cluster(): IncidentCluster {
   const ids = new MsgIdGenerator('7F000001', process.pid & 0xffff);
   return {
     version: rocketMq!.version,
-    connection: { protocol: RocketMQProtocol.RocketMQ4, nameServer: rocketMq!.namesrvAddr, clusterName: rocketMq!.clusterName, sslEnabled: false },
+    connection: {
+      protocol: RocketMQProtocol.RocketMQ4,
+      nameServer: rocketMq!.namesrvAddr,
+      clusterName: rocketMq!.clusterName,
+      sslEnabled: false,
+    },
     send: async (order) => {
       const message = new Message(ORDER_TOPIC, 'PAID', JSON.stringify(order));
       message.keys = [order.orderNo];

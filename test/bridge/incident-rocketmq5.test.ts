@@ -1,9 +1,9 @@
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMQ, type LocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
-import { ORDER_TOPIC, replayOrderIncident, type IncidentCluster } from './support/order-incident.ts';
+import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 
 /**
  * The incident on RocketMQ 5.5.0 (name server + proxy with its embedded broker, real JVMs), the
@@ -29,7 +29,12 @@ afterAll(async () => {
 function cluster(): IncidentCluster {
   return {
     version: '5.5.0',
-    connection: { protocol: RocketMQProtocol.RocketMQ5, proxyEndpoint: rocketMq!.proxyEndpoint, clusterName: rocketMq!.clusterName, sslEnabled: false },
+    connection: {
+      protocol: RocketMQProtocol.RocketMQ5,
+      proxyEndpoint: rocketMq!.proxyEndpoint,
+      clusterName: rocketMq!.clusterName,
+      sslEnabled: false,
+    },
     // The client makes the msgId once per send call and keeps it across its own retries.
     send: async (order) =>
       (

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { serializeEnvelope, envelopeOf } from '../../bridge/received-envelope.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 describe('envelope writer', () => {
@@ -84,7 +84,10 @@ describe('envelope serialization', () => {
   });
   it('writes offsetMsgId only when the protocol delivered one (RocketMQ 4), and the parser keeps it', () => {
     // Prepare
-    const fromV4 = receivedMessage({ msgId: '7F00000120A318B4AAC2000012340001', offsetMsgId: '7F00000100002A9F0000000000001A2B' });
+    const fromV4 = receivedMessage({
+      msgId: '7F00000120A318B4AAC2000012340001',
+      offsetMsgId: '7F00000100002A9F0000000000001A2B',
+    });
     const fromV5 = receivedMessage();
 
     // Act

@@ -1,18 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { parseBridgeConfig, type BridgeConfigInput, type BridgeRoute } from '../../bridge/bridge-config.ts';
-import { signatureRefusal, type SigningKeyRing } from '../../lib/rocketmq/envelope-signature.ts';
+import { type BridgeConfigInput, type BridgeRoute, parseBridgeConfig } from '../../bridge/bridge-config.ts';
 import { RouteMetrics } from '../../bridge/bridge-metrics.ts';
 import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../../bridge/dead-letter-queue.ts';
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { RouteForwarder } from '../../bridge/route-forwarder.ts';
 import { SqsTarget } from '../../bridge/sqs-target.ts';
-import { failBatchEntries } from './support/sqs-batch-faults.ts';
+import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
+import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { type SigningKeyRing, signatureRefusal } from '../../lib/rocketmq/envelope-signature.ts';
 import { receivedMessage } from './support/received-messages.ts';
+import { failBatchEntries } from './support/sqs-batch-faults.ts';
 
 const MAX_BYTES = 262_144;
 const logger = new Logger({ serviceName: 'bridge-test', logLevel: 'SILENT' });
@@ -27,12 +33,17 @@ async function queuePair(fifo = false) {
   const name = `bridge-${randomUUID().slice(0, 8)}`;
   const suffix = fifo ? '.fifo' : '';
   const attributes = fifo ? { FifoQueue: 'true' } : {};
-  const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}${suffix}`, Attributes: attributes }))).QueueUrl!;
-  const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq${suffix}`, Attributes: attributes }))).QueueUrl!;
+  const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}${suffix}`, Attributes: attributes })))
+    .QueueUrl!;
+  const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq${suffix}`, Attributes: attributes })))
+    .QueueUrl!;
   return { sqs, queueUrl, dlqUrl };
 }
 
-/** A forwarder on real emulator queues; `acks` records each acked msgId, `ack` runs at each batch's ack and fails it by throwing. */
+/**
+ * A forwarder on real emulator queues; `acks` records each acked msgId, `ack` runs at each batch's ack and fails it by
+ * throwing.
+ */
 function forwarderFor(
   sqs: SQSClient,
   queueUrl: string,
@@ -83,19 +94,28 @@ async function drain(sqs: SQSClient, queueUrl: string) {
       }),
     );
     if (Messages.length === 0) return out;
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
     for (const m of Messages) {
       out.push({
         body: m.Body!,
         ...(m.Attributes?.MessageGroupId ? { groupId: m.Attributes.MessageGroupId } : {}),
-        attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])),
+        attributes: Object.fromEntries(
+          Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? '']),
+        ),
       });
     }
   }
 }
 
 async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
 }
 
@@ -144,7 +164,9 @@ describe('route forwarder on the emulator SQS', () => {
     expect(acks.sort()).toEqual(ok.map((m) => m.msgId).sort());
     expect(outcome.notAcked.map((n) => n.msgId).sort()).toEqual(failing.map((m) => m.msgId).sort());
     expect(outcome.notAcked[0]!.reason).toContain('ThrottlingException');
-    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).msgId).sort()).toEqual(ok.map((m) => m.msgId).sort());
+    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).msgId).sort()).toEqual(
+      ok.map((m) => m.msgId).sort(),
+    );
     expect(metrics.stats).toMatchObject({ forwarded: 2, forwardFailed: 2 });
   });
 
@@ -173,7 +195,9 @@ describe('route forwarder on the emulator SQS', () => {
     // Prepare
     const { sqs, queueUrl, dlqUrl } = await queuePair();
     const { forwarder, acks, metrics } = forwarderFor(sqs, queueUrl, dlqUrl);
-    const huge = receivedMessage({ body: Buffer.from(JSON.stringify({ orderNo: 'SO-BIG', blob: 'x'.repeat(300_000) })) });
+    const huge = receivedMessage({
+      body: Buffer.from(JSON.stringify({ orderNo: 'SO-BIG', blob: 'x'.repeat(300_000) })),
+    });
     const small = receivedMessage();
 
     // Act
@@ -187,7 +211,10 @@ describe('route forwarder on the emulator SQS', () => {
     expect(more).toEqual([]);
     expect(notice!.attributes[DEAD_LETTER_REASON_ATTRIBUTE]).toBe('BODY_TOO_LARGE');
     const body = JSON.parse(notice!.body);
-    expect(body).toMatchObject({ deadletterreason: 'BODY_TOO_LARGE', data: { msgId: huge.msgId, queueOffset: huge.queueOffset, body: '', bodyOmitted: true } });
+    expect(body).toMatchObject({
+      deadletterreason: 'BODY_TOO_LARGE',
+      data: { msgId: huge.msgId, queueOffset: huge.queueOffset, body: '', bodyOmitted: true },
+    });
     expect(body.deadletterdetail).toMatch(/^envelope is \d+ bytes; the target accepts at most 262144$/);
     expect(metrics.stats).toMatchObject({ forwarded: 1, deadLettered: 1 });
   });
@@ -227,21 +254,31 @@ describe('route forwarder on the emulator SQS', () => {
   it('FIFO: keeps a group in order across batches of ten', async () => {
     const { sqs, queueUrl, dlqUrl } = await queuePair(true);
     const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, true);
-    const messages = Array.from({ length: 25 }, (_, i) => receivedMessage({ messageGroup: 'user-a', keys: [`A-${i}`] }));
+    const messages = Array.from({ length: 25 }, (_, i) =>
+      receivedMessage({ messageGroup: 'user-a', keys: [`A-${i}`] }),
+    );
     await forwarder.forwardBatch(messages);
     expect(acks).toHaveLength(25);
-    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).keys[0])).toEqual(messages.map((m) => m.keys[0]));
+    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).keys[0])).toEqual(
+      messages.map((m) => m.keys[0]),
+    );
   });
 
   it("FIFO, 4.x-style ordered topic: the route's messageGroupFrom (first key) makes each order its own group", async () => {
     const { sqs, queueUrl, dlqUrl } = await queuePair(true);
-    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, true, undefined, { route: { messageGroupFrom: { from: 'key' } } });
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, true, undefined, {
+      route: { messageGroupFrom: { from: 'key' } },
+    });
     // One queue, two orders interleaved, no RocketMQ 5 message group: what a 4.x queue selector produces.
-    const messages = ['SO-1', 'SO-2', 'SO-1', 'SO-2'].map((orderNo) => receivedMessage({ keys: [orderNo], queueId: 2 }));
+    const messages = ['SO-1', 'SO-2', 'SO-1', 'SO-2'].map((orderNo) =>
+      receivedMessage({ keys: [orderNo], queueId: 2 }),
+    );
     await forwarder.forwardBatch(messages);
     expect(acks).toHaveLength(4);
     const landed = await drain(sqs, queueUrl);
-    expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).msgId])).toEqual(messages.map((m) => [m.keys[0], m.msgId]));
+    expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).msgId])).toEqual(
+      messages.map((m) => [m.keys[0], m.msgId]),
+    );
   });
 
   it('signs every envelope it forwards, and fails the batch unacked when the key cannot be read', async () => {

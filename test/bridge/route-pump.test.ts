@@ -2,15 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it, vi } from 'vitest';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { parseBridgeConfig, type BridgeRoute } from '../../bridge/bridge-config.ts';
-import { RouteMetrics } from '../../bridge/bridge-metrics.ts';
 import { Bridge } from '../../bridge/bridge.ts';
+import { type BridgeRoute, parseBridgeConfig } from '../../bridge/bridge-config.ts';
+import { RouteMetrics } from '../../bridge/bridge-metrics.ts';
 import { DeadLetterQueue } from '../../bridge/dead-letter-queue.ts';
 import type { ForwardTarget, OutboundMessage } from '../../bridge/forward-target.ts';
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
-import { RouteForwarder, type BatchOutcome } from '../../bridge/route-forwarder.ts';
-import { PumpState, RoutePump, type MessageSource } from '../../bridge/route-pump.ts';
+import { type BatchOutcome, RouteForwarder } from '../../bridge/route-forwarder.ts';
+import { type MessageSource, PumpState, RoutePump } from '../../bridge/route-pump.ts';
+import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 /**
@@ -90,7 +90,12 @@ function gatedForwarder(events: string[]) {
   };
 }
 
-function pumpOf(source: MessageSource, forwarder: RouteForwarder, batchesInFlight: number, metrics = new RouteMetrics('G', 'T')) {
+function pumpOf(
+  source: MessageSource,
+  forwarder: RouteForwarder,
+  batchesInFlight: number,
+  metrics = new RouteMetrics('G', 'T'),
+) {
   return new RoutePump({ group: 'G', source, forwarder, metrics, logger, batchesInFlight });
 }
 
@@ -173,7 +178,14 @@ describe('route pump', () => {
     await pump.stop();
 
     // Assess
-    expect(events.slice(3)).toEqual(['forward finished B3', 'acked B3', 'forward finished B2', 'acked B2', 'forward finished B1', 'acked B1']);
+    expect(events.slice(3)).toEqual([
+      'forward finished B3',
+      'acked B3',
+      'forward finished B2',
+      'acked B2',
+      'forward finished B1',
+      'acked B1',
+    ]);
     expect(events.slice(0, 3).sort()).toEqual(['forward started B1', 'forward started B2', 'forward started B3']);
   });
 
@@ -198,7 +210,10 @@ describe('route pump', () => {
     expect(eventsWhileForwarding).not.toContain('consumer stopped');
     expect(pump.state).toBe(PumpState.Stopped);
     expect(events.at(-1)).toBe('consumer stopped');
-    expect(events.filter((e) => e.startsWith('forward finished')).sort()).toEqual(['forward finished B1', 'forward finished B2']);
+    expect(events.filter((e) => e.startsWith('forward finished')).sort()).toEqual([
+      'forward finished B1',
+      'forward finished B2',
+    ]);
     await sleep(20);
     expect(events.join()).not.toContain('arrived-after-stop');
   });
@@ -214,7 +229,11 @@ describe('route pump', () => {
       ],
     });
     const sources = new Map(config.routes.map((r) => [r.group, scriptedSource()]));
-    const bridge = new Bridge(config, { sqs: new SQSClient({ region: 'us-east-1' }), logger, sourceFor: (r) => sources.get(r.group)!.source });
+    const bridge = new Bridge(config, {
+      sqs: new SQSClient({ region: 'us-east-1' }),
+      logger,
+      sourceFor: (r) => sources.get(r.group)!.source,
+    });
 
     // Act
     await bridge.start();

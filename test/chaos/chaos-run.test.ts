@@ -1,11 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
+import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
 import { runChaos } from '../../scripts/chaos/chaos-run.ts';
 import { loadChaosPlugins } from '../../scripts/chaos/plugin-discovery.ts';
 import { composeWorkload } from '../../scripts/chaos/workload.ts';
-import { CONSUMER_GROUPS } from '../../lib/config/resources.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
@@ -19,14 +19,31 @@ describe.concurrent('chaos run (seed 20240101, 1,000 messages, 2 consumers per g
     const seed = 20240101;
 
     // Act
-    const r = await runChaos({ seed, messages: 1000, consumers: 2, endpoint: inject('emulatorEndpoint'), prefix: `chaos${randomUUID().slice(0, 8)}` });
+    const r = await runChaos({
+      seed,
+      messages: 1000,
+      consumers: 2,
+      endpoint: inject('emulatorEndpoint'),
+      prefix: `chaos${randomUUID().slice(0, 8)}`,
+    });
 
     // Assess: the invariants, and that the plan's faults really happened.
     expect(r.invariants.violations).toEqual([]);
-    expect(r.summary).toMatchObject({ seed, messages: 1000, completed: true, neverSent: 0, inFlight: 0, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: true });
+    expect(r.summary).toMatchObject({
+      seed,
+      messages: 1000,
+      completed: true,
+      neverSent: 0,
+      inFlight: 0,
+      doubleAwards: 0,
+      lostAwards: 0,
+      unaccounted: 0,
+      invariantHolds: true,
+    });
     expect(r.summary.deadLettered).toBe(r.summary.expectedDeadLettered);
     expect(r.summary.expectedDeadLettered).toBeGreaterThan(0);
-    // Every message goes to the three groups of ORDER_TOPIC but the rebalance replay (points only); some come back again.
+    // Every message goes to the three groups of ORDER_TOPIC but the rebalance replay (points only); some come back
+    // again.
     const replayed = r.workload.compositions['point-consumer-group']!.replayed!;
     expect(r.summary.deliveries).toBeGreaterThan((r.summary.messages - replayed) * 3 + replayed);
     expect(Object.keys(r.summary.groups)).toEqual(CONSUMER_GROUPS.map((g) => g.group));
@@ -55,7 +72,9 @@ describe.concurrent('chaos run (seed 20240101, 1,000 messages, 2 consumers per g
     const c = composeWorkload(plugins, { seed: 6, messages: 200 });
 
     // Assess
-    expect(a.phases.map((p) => p.messages.map((m) => m.body))).toEqual(b.phases.map((p) => p.messages.map((m) => m.body)));
+    expect(a.phases.map((p) => p.messages.map((m) => m.body))).toEqual(
+      b.phases.map((p) => p.messages.map((m) => m.body)),
+    );
     expect(a.phases.flatMap((p) => p.messages).length).toBe(200);
     expect(c.phases[0]!.messages[0]!.body).not.toBe(a.phases[0]!.messages[0]!.body);
   });
@@ -66,13 +85,26 @@ describe.concurrent('npm run chaos', () => {
     // Prepare
     const run = (args: string[]) =>
       new Promise<{ code: number; stdout: string }>((resolve) =>
-        execFile('npx', ['tsx', 'scripts/chaos.ts', ...args], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }, (error, stdout) =>
-          resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
+        execFile(
+          'npx',
+          ['tsx', 'scripts/chaos.ts', ...args],
+          { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 },
+          (error, stdout) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
         ),
       );
 
     // Act
-    const ok = await run(['--seed', '3', '--messages', '60', '--consumers', '1', '--json', '--endpoint', inject('emulatorEndpoint')]);
+    const ok = await run([
+      '--seed',
+      '3',
+      '--messages',
+      '60',
+      '--consumers',
+      '1',
+      '--json',
+      '--endpoint',
+      inject('emulatorEndpoint'),
+    ]);
     const bad = await run(['--messages', 'lots']);
 
     // Assess
@@ -93,7 +125,17 @@ describe.concurrent('npm run chaos', () => {
       'groups',
     ]);
     expect(Object.keys(last.groups)).toEqual(CONSUMER_GROUPS.map((g) => g.group));
-    expect(last).toMatchObject({ seed: 3, messages: 60, completed: true, neverSent: 0, inFlight: 0, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: true });
+    expect(last).toMatchObject({
+      seed: 3,
+      messages: 60,
+      completed: true,
+      neverSent: 0,
+      inFlight: 0,
+      doubleAwards: 0,
+      lostAwards: 0,
+      unaccounted: 0,
+      invariantHolds: true,
+    });
     expect(ok.code).toBe(0);
     expect(bad.code).toBe(2);
   }, 240_000);
@@ -103,18 +145,41 @@ describe.concurrent('npm run chaos', () => {
     // for quiet, and a crashed batch alone is invisible for the 5 s visibility timeout.
     const run = (args: string[]) =>
       new Promise<{ code: number; stdout: string }>((resolve) =>
-        execFile('npx', ['tsx', 'scripts/chaos.ts', ...args], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }, (error, stdout) =>
-          resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
+        execFile(
+          'npx',
+          ['tsx', 'scripts/chaos.ts', ...args],
+          { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 },
+          (error, stdout) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout }),
         ),
       );
 
     // Act
-    const cut = await run(['--seed', '4', '--messages', '600', '--consumers', '1', '--max-run-seconds', '5', '--json', '--endpoint', inject('emulatorEndpoint')]);
+    const cut = await run([
+      '--seed',
+      '4',
+      '--messages',
+      '600',
+      '--consumers',
+      '1',
+      '--max-run-seconds',
+      '5',
+      '--json',
+      '--endpoint',
+      inject('emulatorEndpoint'),
+    ]);
 
     // Assess: the summary says what did not happen, and nothing unsent or in flight counts as lost.
     const last = JSON.parse(cut.stdout.trimEnd().split('\n').at(-1)!);
     expect(cut.code).toBe(3);
-    expect(last).toMatchObject({ seed: 4, messages: 600, completed: false, doubleAwards: 0, lostAwards: 0, unaccounted: 0, invariantHolds: false });
+    expect(last).toMatchObject({
+      seed: 4,
+      messages: 600,
+      completed: false,
+      doubleAwards: 0,
+      lostAwards: 0,
+      unaccounted: 0,
+      invariantHolds: false,
+    });
     expect(last.neverSent).toBeGreaterThan(0);
     expect(cut.stdout).toContain('INCOMPLETE');
     expect(cut.stdout).not.toContain('VIOLATION');

@@ -7,18 +7,26 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { MALFORMED_ENVELOPE, type ChaosMessage } from '../../scripts/chaos/chaos-plugin.ts';
-import { runChaos, type ChaosResult } from '../../scripts/chaos/chaos-run.ts';
-import { NO_SDK_FAULTS, type ConsumerFactory, type GroupCrashPlan } from '../../scripts/chaos/fault-plan.ts';
-import type { ConflictingPayment, InvalidBody, OrderFinished, OrderPaid } from '../../scripts/chaos/order-topic.ts';
-import type { ChaosWorkload } from '../../scripts/chaos/workload.ts';
-import { faultsInOrder, injectFaults, type FaultKind } from '../../scripts/instrumentation/fault-injection.ts';
 import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
 import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
-import { trafficMessage } from '../../scripts/local/traffic.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
-import { commitRendezvous, couponConsumer, statusWithoutHoldBack, weakPointsConsumer, weakStatusConsumer, type PointsWeakness, type StatusWeakness } from './weakened-consumers.ts';
+import { type ChaosMessage, MALFORMED_ENVELOPE } from '../../scripts/chaos/chaos-plugin.ts';
+import { type ChaosResult, runChaos } from '../../scripts/chaos/chaos-run.ts';
+import { type ConsumerFactory, type GroupCrashPlan, NO_SDK_FAULTS } from '../../scripts/chaos/fault-plan.ts';
+import type { ConflictingPayment, InvalidBody, OrderFinished, OrderPaid } from '../../scripts/chaos/order-topic.ts';
+import type { ChaosWorkload } from '../../scripts/chaos/workload.ts';
+import { type FaultKind, faultsInOrder, injectFaults } from '../../scripts/instrumentation/fault-injection.ts';
+import { trafficMessage } from '../../scripts/local/traffic.ts';
+import {
+  commitRendezvous,
+  couponConsumer,
+  type PointsWeakness,
+  type StatusWeakness,
+  statusWithoutHoldBack,
+  weakPointsConsumer,
+  weakStatusConsumer,
+} from './weakened-consumers.ts';
 
 process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED = 'true';
@@ -28,10 +36,21 @@ const COUPONS = 'coupon-consumer-group';
 const STATUS = 'order-status-consumer-group';
 const ids = new MsgIdGenerator('0A0C0A06', 0x0c4a);
 
-/** An ORDER_TOPIC envelope standing for `fact`, keyed by its order number as the chaos producers key theirs (one order, one message group). */
-function orderTopic<F extends ChaosMessage['fact']>(tags: string, body: Record<string, unknown>, fact: F, msgId = ids.next()): ChaosMessage<F> {
+/**
+ * An ORDER_TOPIC envelope standing for `fact`, keyed by its order number as the chaos producers key theirs (one order,
+ * one message group).
+ */
+function orderTopic<F extends ChaosMessage['fact']>(
+  tags: string,
+  body: Record<string, unknown>,
+  fact: F,
+  msgId = ids.next(),
+): ChaosMessage<F> {
   const keys = typeof body.orderNo === 'string' ? [body.orderNo] : [];
-  return { ...trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags, keys, body: JSON.stringify(body) })), fact };
+  return {
+    ...trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags, keys, body: JSON.stringify(body) })),
+    fact,
+  };
 }
 
 /** An order: its PAID (the first copy's msgId unless another is given), its FINISHED, a conflicting PAID. */
@@ -39,9 +58,21 @@ function newOrder(orderNo: string, userId = 'u1', points = 100) {
   const paidMsgId = ids.next();
   const finishedMsgId = ids.next();
   return {
-    paid: (msgId = paidMsgId) => orderTopic<OrderPaid>('PAID', { orderNo, userId, points }, { kind: 'order-paid', orderNo, userId, points }, msgId),
-    finished: () => orderTopic<OrderFinished>('FINISHED', { orderNo }, { kind: 'order-finished', orderNo }, finishedMsgId),
-    conflicting: () => orderTopic<ConflictingPayment>('PAID', { orderNo, userId: 'u9', points: 999 }, { kind: 'conflicting-payment', orderNo }),
+    paid: (msgId = paidMsgId) =>
+      orderTopic<OrderPaid>(
+        'PAID',
+        { orderNo, userId, points },
+        { kind: 'order-paid', orderNo, userId, points },
+        msgId,
+      ),
+    finished: () =>
+      orderTopic<OrderFinished>('FINISHED', { orderNo }, { kind: 'order-finished', orderNo }, finishedMsgId),
+    conflicting: () =>
+      orderTopic<ConflictingPayment>(
+        'PAID',
+        { orderNo, userId: 'u9', points: 999 },
+        { kind: 'conflicting-payment', orderNo },
+      ),
     paidMsgId,
   };
 }
@@ -58,11 +89,21 @@ interface Scenario {
   maxRunMs?: number;
 }
 
-/** The scenario through the chaos run; what each copy must come to is its group's plug-in's to say, from the copies' facts. */
+/**
+ * The scenario through the chaos run; what each copy must come to is its group's plug-in's to say, from the copies'
+ * facts.
+ */
 function run(s: Scenario): Promise<ChaosResult> {
   const phases = s.phases.map((p, i) => ({ name: `phase ${i + 1}`, ...p }));
-  const workload: ChaosWorkload = { seed: 1, messages: phases.reduce((n, p) => n + p.messages.length, 0), phases, compositions: {} };
-  const crashes = Object.fromEntries(Object.entries(s.crashes ?? {}).map(([g, c]) => [g, { afterCommit: [], atCrashPoint: [], ...c }]));
+  const workload: ChaosWorkload = {
+    seed: 1,
+    messages: phases.reduce((n, p) => n + p.messages.length, 0),
+    phases,
+    compositions: {},
+  };
+  const crashes = Object.fromEntries(
+    Object.entries(s.crashes ?? {}).map(([g, c]) => [g, { afterCommit: [], atCrashPoint: [], ...c }]),
+  );
   return runChaos({
     seed: 1,
     messages: workload.messages,
@@ -86,8 +127,13 @@ async function realAndWeakened(scenario: (weak: boolean) => Scenario) {
   return { real, weak };
 }
 
-/** The real points consumer (packed, as deployed) or a weakened one, optionally with SDK faults on its first commits. */
-function points(weakness: PointsWeakness, options: { faults?: FaultKind[]; raceCommits?: number } = {}): ConsumerFactory {
+/**
+ * The real points consumer (packed, as deployed) or a weakened one, optionally with SDK faults on its first commits.
+ */
+function points(
+  weakness: PointsWeakness,
+  options: { faults?: FaultKind[]; raceCommits?: number } = {},
+): ConsumerFactory {
   return (deps) => {
     if (options.faults) injectFaults(deps.dynamoDb, faultsInOrder('TransactWriteItemsCommand', options.faults));
     if (options.raceCommits) commitRendezvous(deps.dynamoDb, options.raceCommits);
@@ -216,7 +262,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
       groups: [COUPONS],
       phases: [{ messages: [order.paid()] }],
       crashes: { [COUPONS]: { atCrashPoint: ['SOCL1'] } },
-      replace: { [COUPONS]: weak ? couponConsumer({ neverExpires: true }) : (deps) => createCouponConsumer({ ...deps, leaseMarginMs: 500 }) },
+      replace: {
+        [COUPONS]: weak
+          ? couponConsumer({ neverExpires: true })
+          : (deps) => createCouponConsumer({ ...deps, leaseMarginMs: 500 }),
+      },
       visibilityTimeoutSeconds: 3,
       maxRunMs: weak ? 10_000 : 60_000,
     });
@@ -229,7 +279,13 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     expect(real.faults.processCrashes).toBe(1);
     // The stranded order never settles: the run cannot complete, and says so (an order still
     // in flight is not judged lost; it is the run that failed to finish).
-    expect(weak.summary).toMatchObject({ completed: false, inFlight: 1, neverSent: 0, doubleAwards: 0, invariantHolds: false });
+    expect(weak.summary).toMatchObject({
+      completed: false,
+      inFlight: 1,
+      neverSent: 0,
+      doubleAwards: 0,
+      invariantHolds: false,
+    });
   }, 120_000);
 
   it("unknown outcome (write applied, answer lost, SDK retries) — guarded by the dedup record's conditional put, which tells the retry it was done", async () => {
@@ -274,7 +330,12 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
   it('TransactionConflict — guarded by reading the cancellation reasons (a conflict is retried, not taken for a duplicate)', async () => {
     // Prepare: four conflicts in a row: more than the in-invocation retries.
     const order = newOrder('SOTC1');
-    const faults: FaultKind[] = ['transactionConflict', 'transactionConflict', 'transactionConflict', 'transactionConflict'];
+    const faults: FaultKind[] = [
+      'transactionConflict',
+      'transactionConflict',
+      'transactionConflict',
+      'transactionConflict',
+    ];
     const scenario = (weak: boolean): Scenario => ({
       groups: [POINTS],
       phases: [{ messages: [order.paid()] }],
@@ -314,8 +375,15 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
   it('poison: malformed envelopes and bad bodies — guarded by permanent classification: dead-lettered at once with code and reason (the real consumers, all three groups)', async () => {
     // Prepare: one body that is not an envelope, one envelope whose body breaks every schema, one valid order.
     const order = newOrder('SOPB1');
-    const malformed: ChaosMessage = { ...trafficMessage('{"specversion":"1.0","data":'), fact: { kind: MALFORMED_ENVELOPE } };
-    const badBody = orderTopic<InvalidBody>('PAID', { orderNo: 'SOPB2', userId: 'u1', points: -1 }, { kind: 'invalid-body' });
+    const malformed: ChaosMessage = {
+      ...trafficMessage('{"specversion":"1.0","data":'),
+      fact: { kind: MALFORMED_ENVELOPE },
+    };
+    const badBody = orderTopic<InvalidBody>(
+      'PAID',
+      { orderNo: 'SOPB2', userId: 'u1', points: -1 },
+      { kind: 'invalid-body' },
+    );
 
     // Act
     const r = await run({
@@ -336,7 +404,11 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     const order = newOrder('SOLP1');
     const scenario = (weak: boolean): Scenario => ({
       groups: [STATUS],
-      phases: [{ messages: [order.paid()] }, { messages: [order.finished()], afterQuiet: true }, { messages: [order.paid(ids.next())], afterQuiet: true }],
+      phases: [
+        { messages: [order.paid()] },
+        { messages: [order.finished()], afterQuiet: true },
+        { messages: [order.paid(ids.next())], afterQuiet: true },
+      ],
       replace: { [STATUS]: status(weak ? 'unconditional-transition' : 'none') },
     });
 
@@ -361,11 +433,20 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     });
 
     // Act
-    const [real, illegal, dropped] = await Promise.all([run(scenario('none')), run(scenario('not-yet-is-illegal')), run(scenario('not-yet-is-done'))]);
+    const [real, illegal, dropped] = await Promise.all([
+      run(scenario('none')),
+      run(scenario('not-yet-is-illegal')),
+      run(scenario('not-yet-is-done')),
+    ]);
 
-    // Assess: the real consumer spent the FINISHED's attempts while its PAID waited, then applied the PAID; the weakened ones dead-letter or lose it.
+    // Assess: the real consumer spent the FINISHED's attempts while its PAID waited, then applied the PAID; the
+    // weakened ones dead-letter or lose it.
     expectHolds(real);
-    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ paid: 1, overtaken: 0, illegalTransitionDeadLetters: 0 });
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({
+      paid: 1,
+      overtaken: 0,
+      illegalTransitionDeadLetters: 0,
+    });
     expect(real.summary.groups[STATUS]!.detail.heldBack).toBeGreaterThanOrEqual(1);
     expect(real.summary.deadLettered).toBe(1);
     expect(illegal.summary.groups[STATUS]!.detail.illegalTransitionDeadLetters).toBe(1);
@@ -391,10 +472,19 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
     // Assess
     expectHolds(real);
     expect(real.faults.injectedFailures).toBe(1);
-    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1, heldBack: 1, overtaken: 0, appliedOutOfOrder: 0 });
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({
+      finished: 1,
+      heldBack: 1,
+      overtaken: 0,
+      appliedOutOfOrder: 0,
+    });
     expect(weak.faults.injectedFailures).toBe(1);
     expect(weak.summary.groups[STATUS]!.detail.overtaken).toBeGreaterThanOrEqual(1);
-    expect(weak.invariants.violations).toContainEqual(expect.stringMatching(/order SOHB1: event 2 \(\w+\) was attempted on attempt 1 before an earlier event was applied/));
+    expect(weak.invariants.violations).toContainEqual(
+      expect.stringMatching(
+        /order SOHB1: event 2 \(\w+\) was attempted on attempt 1 before an earlier event was applied/,
+      ),
+    );
     expect(weak.summary.invariantHolds).toBe(false);
   }, 120_000);
 

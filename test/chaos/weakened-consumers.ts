@@ -4,28 +4,32 @@
  * Never used outside `test/chaos/`.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import type { MiddlewareStack } from '@smithy/types';
+import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { createSqs } from '../../lib/aws/clients.ts';
-import type { ConsumerFactory } from '../../scripts/chaos/fault-plan.ts';
 import { consumerGroup } from '../../lib/config/resources.ts';
 import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { CouponClient } from '../../lib/coupons/coupon-client.ts';
 import { IllegalTransitionError, NotYetApplicableError } from '../../lib/idempotency/errors.ts';
 import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
 import { fingerprintOf, recordId } from '../../lib/idempotency/record.ts';
 import type { ConsumerMessage } from '../../lib/idempotency/settlement.ts';
-import type { ConsumptionStrategy } from '../../lib/idempotency/strategy.ts';
 import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
 import { stateTransitionStrategy, type TransitionRequest } from '../../lib/idempotency/strategies/state-transition.ts';
-import { dedupRecordPut, transactionalStrategy, type TransactionalResult } from '../../lib/idempotency/strategies/transactional.ts';
-import { CouponClient } from '../../lib/coupons/coupon-client.ts';
-import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
+import {
+  dedupRecordPut,
+  type TransactionalResult,
+  transactionalStrategy,
+} from '../../lib/idempotency/strategies/transactional.ts';
+import type { ConsumptionStrategy } from '../../lib/idempotency/strategy.ts';
 import { parseOrderEvent, parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
 import { transitionRequest } from '../../lib/orders/order-status.ts';
 import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
-import { orderPaidFingerprintFields, parseOrderPaid, type OrderPaid } from '../../lib/points/order-paid.ts';
+import { type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
 import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import type { ConsumerFactory } from '../../scripts/chaos/fault-plan.ts';
+import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 
 const POINTS = 'point-consumer-group';
 const COUPONS = 'coupon-consumer-group';
@@ -60,7 +64,11 @@ export type PointsWeakness =
  * before committing (a check, for check-then-act) when their commits race. The
  * interleaving that breaks check-then-act, forced instead of hoped for.
  */
-export function commitRendezvous<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, parties: number, timeoutMs = 3000): void {
+export function commitRendezvous<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  parties: number,
+  timeoutMs = 3000,
+): void {
   let arrived = 0;
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
@@ -80,18 +88,35 @@ export function commitRendezvous<I extends object, O extends object>(client: { m
 
 export function weakPointsConsumer(weakness: Exclude<PointsWeakness, 'none'>): ConsumerFactory {
   return (deps: Deps) => {
-    const tables = { idempotency: deps.tables.idempotency!, ledger: deps.tables.ledger!, accounts: deps.tables.accounts! };
+    const tables = {
+      idempotency: deps.tables.idempotency!,
+      ledger: deps.tables.ledger!,
+      accounts: deps.tables.accounts!,
+    };
     const client = deps.dynamoDb;
-    const base = transactionalStrategy({ client, tableName: tables.idempotency, group: POINTS, ttlSeconds: deps.ttlSeconds });
+    const base = transactionalStrategy({
+      client,
+      tableName: tables.idempotency,
+      group: POINTS,
+      ttlSeconds: deps.ttlSeconds,
+    });
     const byMsgId = weakness === 'keyed-by-msg-id';
     const strategy = weakened(weakness, base, client, tables.idempotency);
     return consumerHandler<OrderPaid & { msgId: string }, TransactionalResult>({
       definition: consumerGroup(POINTS),
       parsePayload: (body, message) => ({ ...parseOrderPaid(body), msgId: message.msgId }),
       keyOf: (order) => (byMsgId ? order.msgId : order.orderNo),
-      fingerprintFields: (order) => (weakness === 'order-only-fingerprint' ? { orderNo: order.orderNo } : { orderNo: order.orderNo, userId: order.userId, points: order.points }),
+      fingerprintFields: (order) =>
+        weakness === 'order-only-fingerprint'
+          ? { orderNo: order.orderNo }
+          : { orderNo: order.orderNo, userId: order.userId, points: order.points },
       strategy,
-      failures: new FailureRouter({ sqs: createSqs(deps.aws), group: POINTS, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+      failures: new FailureRouter({
+        sqs: createSqs(deps.aws),
+        group: POINTS,
+        deadLetterQueueUrl: deps.deadLetterQueueUrl,
+        schedule: deps.schedule,
+      }),
       business: (msg) => ({ writes: award(msg.payload, msg.message.msgId, tables, weakness, byMsgId) }),
       onReport: deps.onReport,
     });
@@ -99,14 +124,24 @@ export function weakPointsConsumer(weakness: Exclude<PointsWeakness, 'none'>): C
 }
 
 function award(order: OrderPaid, msgId: string, tables: PointTables, weakness: PointsWeakness, byMsgId: boolean) {
-  const writes = awardWrites(order, { msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(order)) }, tables, new Date());
+  const writes = awardWrites(
+    order,
+    { msgId, fingerprint: fingerprintOf(orderPaidFingerprintFields(order)) },
+    tables,
+    new Date(),
+  );
   const ledger = writes[0]!.item.Put!;
   if (byMsgId) (ledger.Item as Record<string, unknown>).entryId = `AWARD#${msgId}`;
   if (weakness === 'unconditional-writes' || weakness === 'check-then-act') delete ledger.ConditionExpression;
   return writes;
 }
 
-function weakened(weakness: Exclude<PointsWeakness, 'none'>, base: Strategy, client: Deps['dynamoDb'], tableName: string): Strategy {
+function weakened(
+  weakness: Exclude<PointsWeakness, 'none'>,
+  base: Strategy,
+  client: Deps['dynamoDb'],
+  tableName: string,
+): Strategy {
   const unconditionalCommit = async <P>(msg: ConsumerMessage<P>, result: TransactionalResult) => {
     const record = dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now());
     delete record.Put!.ConditionExpression;
@@ -124,7 +159,9 @@ function weakened(weakness: Exclude<PointsWeakness, 'none'>, base: Strategy, cli
       return {
         ...base,
         async begin(msg) {
-          const { Item } = await client.send(new GetCommand({ TableName: tableName, Key: { id: recordId(POINTS, msg.key) }, ConsistentRead: true }));
+          const { Item } = await client.send(
+            new GetCommand({ TableName: tableName, Key: { id: recordId(POINTS, msg.key) }, ConsistentRead: true }),
+          );
           if (Item) return { proceed: false, settlement: { outcome: 'duplicate', reason: 'dedup-record-exists' } };
           return { proceed: true };
         },
@@ -135,9 +172,14 @@ function weakened(weakness: Exclude<PointsWeakness, 'none'>, base: Strategy, cli
         ...base,
         async begin(msg) {
           try {
-            await client.send(new PutCommand({ ...dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now()).Put! } as never));
+            await client.send(
+              new PutCommand({
+                ...dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now()).Put!,
+              } as never),
+            );
           } catch (error) {
-            if ((error as Error).name === 'ConditionalCheckFailedException') return { proceed: false, settlement: { outcome: 'duplicate', reason: 'dedup-record-exists' } };
+            if ((error as Error).name === 'ConditionalCheckFailedException')
+              return { proceed: false, settlement: { outcome: 'duplicate', reason: 'dedup-record-exists' } };
             throw error;
           }
           return { proceed: true };
@@ -165,7 +207,11 @@ function weakened(weakness: Exclude<PointsWeakness, 'none'>, base: Strategy, cli
           try {
             return await base.commit(msg, result);
           } catch (error) {
-            if (error instanceof TransactionCanceledException || (error as { code?: string }).code === 'TransactionConflict') return { outcome: 'duplicate', reason: 'dedup-record-exists' };
+            if (
+              error instanceof TransactionCanceledException ||
+              (error as { code?: string }).code === 'TransactionConflict'
+            )
+              return { outcome: 'duplicate', reason: 'dedup-record-exists' };
             throw error;
           }
         },
@@ -186,9 +232,24 @@ export function couponConsumer(options: { neverExpires: boolean }): ConsumerFact
       parsePayload: parseOrderPaidEvent,
       keyOf: (order) => order.orderNo,
       fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId }),
-      strategy: leaseStrategy({ client: deps.dynamoDb, tableName: deps.tables.idempotency!, group: COUPONS, ttlSeconds: deps.ttlSeconds, marginMs: options.neverExpires ? 3_600_000 : 500 }),
-      failures: new FailureRouter({ sqs: createSqs(deps.aws), group: COUPONS, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: IMMEDIATE }),
-      business: (msg, context) => coupons.grant({ orderNo: msg.payload.orderNo, userId: msg.payload.userId }, { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() }),
+      strategy: leaseStrategy({
+        client: deps.dynamoDb,
+        tableName: deps.tables.idempotency!,
+        group: COUPONS,
+        ttlSeconds: deps.ttlSeconds,
+        marginMs: options.neverExpires ? 3_600_000 : 500,
+      }),
+      failures: new FailureRouter({
+        sqs: createSqs(deps.aws),
+        group: COUPONS,
+        deadLetterQueueUrl: deps.deadLetterQueueUrl,
+        schedule: IMMEDIATE,
+      }),
+      business: (msg, context) =>
+        coupons.grant(
+          { orderNo: msg.payload.orderNo, userId: msg.payload.userId },
+          { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() },
+        ),
       onReport: deps.onReport,
     });
   };
@@ -211,9 +272,18 @@ export function weakStatusConsumer(weakness: StatusWeakness): ConsumerFactory {
       keyOf: (event) => `${event.orderNo}#${event.kind}`,
       fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
       strategy: stateTransitionStrategy({ client: deps.dynamoDb }),
-      failures: new FailureRouter({ sqs: createSqs(deps.aws), group: STATUS, deadLetterQueueUrl: deps.deadLetterQueueUrl, schedule: deps.schedule }),
+      failures: new FailureRouter({
+        sqs: createSqs(deps.aws),
+        group: STATUS,
+        deadLetterQueueUrl: deps.deadLetterQueueUrl,
+        schedule: deps.schedule,
+      }),
       failureCounts: { client: deps.dynamoDb, tableName: deps.tables.idempotency! },
-      business: (msg) => weakenedTransition(weakness, transitionRequest(msg.payload, { tableName: deps.tables.orders!, msgId: msg.message.msgId, now: new Date() })),
+      business: (msg) =>
+        weakenedTransition(
+          weakness,
+          transitionRequest(msg.payload, { tableName: deps.tables.orders!, msgId: msg.message.msgId, now: new Date() }),
+        ),
       onReport: deps.onReport,
     });
 }
@@ -221,7 +291,14 @@ export function weakStatusConsumer(weakness: StatusWeakness): ConsumerFactory {
 function weakenedTransition(weakness: StatusWeakness, request: TransitionRequest): TransitionRequest {
   if (weakness === 'unconditional-transition') {
     const { ':from': _from, ...values } = request.update.ExpressionAttributeValues!;
-    return { ...request, update: { ...request.update, ConditionExpression: 'attribute_exists(orderNo)', ExpressionAttributeValues: values } };
+    return {
+      ...request,
+      update: {
+        ...request.update,
+        ConditionExpression: 'attribute_exists(orderNo)',
+        ExpressionAttributeValues: values,
+      },
+    };
   }
   return {
     ...request,
@@ -245,6 +322,10 @@ function weakenedTransition(weakness: StatusWeakness, request: TransitionRequest
 export function statusWithoutHoldBack(): ConsumerFactory {
   return (deps) => {
     const handler = createOrderStatusConsumer(deps);
-    return (event, context) => handler({ Records: event.Records.map((r) => ({ ...r, attributes: { ...r.attributes, MessageGroupId: r.messageId } })) }, context);
+    return (event, context) =>
+      handler(
+        { Records: event.Records.map((r) => ({ ...r, attributes: { ...r.attributes, MessageGroupId: r.messageId } })) },
+        context,
+      );
   };
 }

@@ -11,7 +11,10 @@ describe('bad-input corpus through the points consumer (emulator)', () => {
   it.each(CORPUS)('$name → $expected, batch-mates unaffected, nothing lost', async (c) => {
     // Prepare: the case between two good orders of another user
     const f = await pointsFixture();
-    const mates = [orderEnvelope({ orderNo: `SO-MATE-A-${c.name.length}`, userId: 'mate', points: 1 }), orderEnvelope({ orderNo: `SO-MATE-B-${c.name.length}`, userId: 'mate', points: 2 })];
+    const mates = [
+      orderEnvelope({ orderNo: `SO-MATE-A-${c.name.length}`, userId: 'mate', points: 1 }),
+      orderEnvelope({ orderNo: `SO-MATE-B-${c.name.length}`, userId: 'mate', points: 2 }),
+    ];
     // Act
     const record = sqsRecord(c.body, f.resources.queues['point-consumer-group']!.source.arn);
     const response = await f.invoke([mates[0]!, record, mates[1]!]);

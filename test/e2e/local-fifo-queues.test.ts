@@ -3,7 +3,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
-import { FIFO_QUEUE_ATTRIBUTES, consumerGroup } from '../../lib/config/resources.ts';
+import { consumerGroup, FIFO_QUEUE_ATTRIBUTES } from '../../lib/config/resources.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { LocalBridge } from '../../scripts/local/local-bridge.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
@@ -16,7 +16,9 @@ const POINTS = consumerGroup('point-consumer-group');
 
 /** The emulator accepts a `.fifo` name on a standard queue, so only the queue's own attributes say what it is. */
 async function attributesOf(sqs: ReturnType<typeof createSqs>, queueUrl: string) {
-  const { Attributes = {} } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }));
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['All'] }),
+  );
   return Attributes;
 }
 
@@ -26,7 +28,9 @@ describe('the local run on FIFO queues', () => {
 
   it("creates an orderly group's source queue and DLQ as FIFO, with the derived redrive count; a concurrent group's stay standard", async () => {
     // Act
-    const { queues } = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, { groups: [ORDER_STATUS.group, POINTS.group] });
+    const { queues } = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, {
+      groups: [ORDER_STATUS.group, POINTS.group],
+    });
 
     // Assess
     const orderly = queues[ORDER_STATUS.group]!;
@@ -35,8 +39,14 @@ describe('the local run on FIFO queues', () => {
       expect(url).toMatch(/\.fifo$/);
       expect(await attributesOf(sqs, url)).toMatchObject(FIFO_QUEUE_ATTRIBUTES);
     }
-    const redrive = JSON.parse((await attributesOf(sqs, orderly.source.url)).RedrivePolicy!) as { maxReceiveCount: number; deadLetterTargetArn: string };
-    expect(redrive).toEqual({ maxReceiveCount: lifetimesOf(ORDER_STATUS).lifetimes.queues.maxReceiveCount, deadLetterTargetArn: orderly.deadLetter.arn });
+    const redrive = JSON.parse((await attributesOf(sqs, orderly.source.url)).RedrivePolicy!) as {
+      maxReceiveCount: number;
+      deadLetterTargetArn: string;
+    };
+    expect(redrive).toEqual({
+      maxReceiveCount: lifetimesOf(ORDER_STATUS).lifetimes.queues.maxReceiveCount,
+      deadLetterTargetArn: orderly.deadLetter.arn,
+    });
     expect(redrive.maxReceiveCount).toBe(171);
     expect(queues[POINTS.group]!.fifo).toBe(false);
     expect((await attributesOf(sqs, queues[POINTS.group]!.source.url)).FifoQueue).toBeUndefined();
@@ -47,7 +57,16 @@ describe('the local run on FIFO queues', () => {
     const resources = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, { groups: [ORDER_STATUS.group] });
     const queue = resources.queues[ORDER_STATUS.group]!;
     const ids = new MsgIdGenerator();
-    const event = (tags: string, orderNo: string) => trafficMessage(writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags, keys: [orderNo], body: JSON.stringify({ orderNo }) }));
+    const event = (tags: string, orderNo: string) =>
+      trafficMessage(
+        writeEnvelope({
+          topic: 'ORDER_TOPIC',
+          msgId: ids.next(),
+          tags,
+          keys: [orderNo],
+          body: JSON.stringify({ orderNo }),
+        }),
+      );
     const paid = event('PAID', 'SO1');
     const finished = event('FINISHED', 'SO1');
     const other = event('PAID', 'SO2');
@@ -79,6 +98,9 @@ describe('the local run on FIFO queues', () => {
     expect(so1.map((r) => r.body)).toEqual([paid.body, finished.body]);
     expect(so1.map((r) => r.MessageDeduplicationId)).toEqual([paid.msgId, finished.msgId]);
     for (const r of seen) expect(r.SequenceNumber).toMatch(/^\d+$/);
-    expect(seen.find((r) => r.body === other.body)).toMatchObject({ MessageGroupId: 'SO2', MessageDeduplicationId: other.msgId });
+    expect(seen.find((r) => r.body === other.body)).toMatchObject({
+      MessageGroupId: 'SO2',
+      MessageDeduplicationId: other.msgId,
+    });
   });
 });

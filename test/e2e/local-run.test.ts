@@ -16,7 +16,17 @@ interface Summary {
   filtered: number;
   deadLettered: number;
   retried: number;
-  groups: Record<string, { delivered: number; processed: number; duplicatesSuppressed: number; filtered: number; deadLettered: number; retried: number }>;
+  groups: Record<
+    string,
+    {
+      delivered: number;
+      processed: number;
+      duplicatesSuppressed: number;
+      filtered: number;
+      deadLettered: number;
+      retried: number;
+    }
+  >;
   awarded: Record<string, number>;
   balances: Record<string, number>;
   invariantHolds: boolean;
@@ -31,9 +41,14 @@ interface Summary {
 /** Runs the command itself, as a person would: `npx tsx scripts/local-run.ts …`. */
 function localRun(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('npx', ['tsx', 'scripts/local-run.ts', ...args], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FORCE_COLOR: '0' } }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      'npx',
+      ['tsx', 'scripts/local-run.ts', ...args],
+      { cwd: ROOT, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FORCE_COLOR: '0' } },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -50,9 +65,14 @@ function trafficFile() {
   const ids = new MsgIdGenerator('0A000001', 0x0101);
   const lines: string[] = [];
   const orders: Array<{ orderNo: string; userId: string; points: number; line: string }> = [];
-  const envelope = (body: string, tags: string, topic = 'ORDER_TOPIC') => writeEnvelope({ topic, msgId: ids.next(), tags, body });
+  const envelope = (body: string, tags: string, topic = 'ORDER_TOPIC') =>
+    writeEnvelope({ topic, msgId: ids.next(), tags, body });
   for (let i = 0; i < 40; i++) {
-    const order = { orderNo: `SO2024010112000${String(i).padStart(5, '0')}`, userId: `u${(i * 7) % 9}`, points: 5 + ((i * 37) % 200) };
+    const order = {
+      orderNo: `SO2024010112000${String(i).padStart(5, '0')}`,
+      userId: `u${(i * 7) % 9}`,
+      points: 5 + ((i * 37) % 200),
+    };
     const line = envelope(JSON.stringify(order), 'PAID');
     orders.push({ ...order, line });
     lines.push(line);
@@ -60,12 +80,18 @@ function trafficFile() {
   // The bridge delivered some messages twice: the same line, same msgId.
   for (const o of orders.slice(3, 11)) lines.push(o.line);
   // The application re-sent some orders after a timeout: new msgId, same content.
-  for (const o of orders.slice(20, 26)) lines.push(envelope(JSON.stringify({ orderNo: o.orderNo, userId: o.userId, points: o.points }), 'PAID'));
+  for (const o of orders.slice(20, 26))
+    lines.push(envelope(JSON.stringify({ orderNo: o.orderNo, userId: o.userId, points: o.points }), 'PAID'));
   // Other tags of the topic: the points group subscribes to PAID only.
-  for (const o of orders.slice(0, 5)) lines.push(envelope(JSON.stringify({ orderNo: o.orderNo, status: 'FINISHED' }), 'FINISHED'));
-  lines.push(envelope(JSON.stringify({ orderNo: 'SO-X1' }), 'CANCELLED'), envelope(JSON.stringify({ orderNo: 'SO-X2' }), 'CREATED'));
+  for (const o of orders.slice(0, 5))
+    lines.push(envelope(JSON.stringify({ orderNo: o.orderNo, status: 'FINISHED' }), 'FINISHED'));
+  lines.push(
+    envelope(JSON.stringify({ orderNo: 'SO-X1' }), 'CANCELLED'),
+    envelope(JSON.stringify({ orderNo: 'SO-X2' }), 'CREATED'),
+  );
   // Bad lines: not JSON, JSON that is not an envelope, an envelope with an invalid msgId.
-  // The writer refuses an invalid msgId, so that line is a valid envelope edited the way a broken producer would send it.
+  // The writer refuses an invalid msgId, so that line is a valid envelope edited the way a broken producer would send
+  // it.
   const badMsgId = JSON.parse(envelope('{}', 'PAID'));
   badMsgId.data.msgId = 'not-a-msg-id';
   lines.push('{"specversion":"1.0", truncated', JSON.stringify({ hello: 'world' }), JSON.stringify(badMsgId));
@@ -88,36 +114,78 @@ function trafficFile() {
   return {
     path,
     awarded,
-    expected: { routed: lines.length - 1, processed: 40, duplicatesSuppressed: 8 + 6, filtered: 5 + 2, deadLettered: 3 + 1, unrouted: 1, badLines: 3, blankLines: 1 },
+    expected: {
+      routed: lines.length - 1,
+      processed: 40,
+      duplicatesSuppressed: 8 + 6,
+      filtered: 5 + 2,
+      deadLettered: 3 + 1,
+      unrouted: 1,
+      badLines: 3,
+      blankLines: 1,
+    },
   };
 }
 
 // Concurrent: each test is a separate command on its own resources, and mostly waits
 // (the scenario's retry delays and visibility timeouts).
 describe.concurrent('npm start (the local run), driven as a command', () => {
-  it('replays a file with duplicates, re-sends, filtered tags and bad lines, and the JSON summary matches the file', { timeout: 180_000 }, async () => {
+  it('replays a file with duplicates, re-sends, filtered tags and bad lines, and the JSON summary matches the file', {
+    timeout: 180_000,
+  }, async () => {
     // Prepare
     const file = trafficFile();
 
-    // Act: its own emulator, like a newcomer's first run; a long visibility timeout so a slow shared machine cannot turn a batch into a retry.
-    const run = await localRun(['--events', file.path, '--json', '--groups', POINTS, '--consumers', '2', '--visibility-timeout', '30']);
+    // Act: its own emulator, like a newcomer's first run; a long visibility timeout so a slow shared machine cannot
+    // turn a batch into a retry.
+    const run = await localRun([
+      '--events',
+      file.path,
+      '--json',
+      '--groups',
+      POINTS,
+      '--consumers',
+      '2',
+      '--visibility-timeout',
+      '30',
+    ]);
 
     // Assess
     expect(run.code, run.stderr).toBe(0);
     const s = lastJsonLine(run.stdout);
     const e = file.expected;
-    expect(s).toMatchObject({ delivered: e.routed, processed: e.processed, duplicatesSuppressed: e.duplicatesSuppressed, filtered: e.filtered, deadLettered: e.deadLettered, retried: 0 });
-    expect(s.groups[POINTS]).toMatchObject({ delivered: e.routed, processed: e.processed, duplicatesSuppressed: e.duplicatesSuppressed, filtered: e.filtered, deadLettered: e.deadLettered });
+    expect(s).toMatchObject({
+      delivered: e.routed,
+      processed: e.processed,
+      duplicatesSuppressed: e.duplicatesSuppressed,
+      filtered: e.filtered,
+      deadLettered: e.deadLettered,
+      retried: 0,
+    });
+    expect(s.groups[POINTS]).toMatchObject({
+      delivered: e.routed,
+      processed: e.processed,
+      duplicatesSuppressed: e.duplicatesSuppressed,
+      filtered: e.filtered,
+      deadLettered: e.deadLettered,
+    });
     expect(s.awarded).toEqual(file.awarded);
     expect(s.balances).toEqual(file.awarded);
     expect(s.invariantHolds).toBe(true);
-    expect(s.input).toEqual({ lines: e.routed + e.unrouted + e.blankLines, envelopes: e.routed + e.unrouted - e.badLines, badLines: e.badLines, blankLines: e.blankLines });
+    expect(s.input).toEqual({
+      lines: e.routed + e.unrouted + e.blankLines,
+      envelopes: e.routed + e.unrouted - e.badLines,
+      badLines: e.badLines,
+      blankLines: e.blankLines,
+    });
     expect(s.bridge).toMatchObject({ unrouted: e.unrouted, redelivered: 0, rejected: 0 });
     expect(s.deadLetterQueue).toBe(e.deadLettered);
     expect(s.completed).toBe(true);
   });
 
-  it('with redeliveries and more consumers, awards each order once and the account balances', { timeout: 180_000 }, async () => {
+  it('with redeliveries and more consumers, awards each order once and the account balances', {
+    timeout: 180_000,
+  }, async () => {
     // Prepare
     const file = trafficFile();
 
@@ -153,7 +221,9 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(s.invariantHolds).toBe(true);
   });
 
-  it('with no arguments replays the incident: the order is awarded once, the crash and the malformed message are accounted for', { timeout: 180_000 }, async () => {
+  it('with no arguments replays the incident: the order is awarded once, the crash and the malformed message are accounted for', {
+    timeout: 180_000,
+  }, async () => {
     // Act
     const run = await localRun(['--json']);
 
@@ -165,13 +235,18 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(s.invariantHolds).toBe(true);
     const points = s.groups[POINTS]!;
     expect(points.deadLettered).toBe(1);
-    // Two extra copies of the incident order, 25 replayed by the rebalance (3 of them filtered), and the crashed batch again.
+    // Two extra copies of the incident order, 25 replayed by the rebalance (3 of them filtered), and the crashed batch
+    // again.
     expect(points.duplicatesSuppressed).toBeGreaterThanOrEqual(2 + 22 + 1);
-    expect(points.processed + points.duplicatesSuppressed + points.filtered + points.deadLettered).toBe(points.delivered - points.retried);
+    expect(points.processed + points.duplicatesSuppressed + points.filtered + points.deadLettered).toBe(
+      points.delivered - points.retried,
+    );
     expect(s).toMatchObject({ completed: true, neverSent: 0, inFlight: 0 });
   });
 
-  it('says a run cut short by its time limit is incomplete, how much was never sent or still in flight, and exits 3', { timeout: 180_000 }, async () => {
+  it('says a run cut short by its time limit is incomplete, how much was never sent or still in flight, and exits 3', {
+    timeout: 180_000,
+  }, async () => {
     // Prepare: the incident's later phases wait for quiet, and its crashed batch is invisible for 5 s.
     // Act
     const run = await localRun(['--json', '--max-run-seconds', '3', '--endpoint', inject('emulatorEndpoint')]);

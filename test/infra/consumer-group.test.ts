@@ -3,14 +3,16 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { ConsumerTables } from '../../infra/tables.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 
-/** One group in a bare stack, with a bus: cheaper than the whole app when only the construct's switches are under test. */
+/**
+ * One group in a bare stack, with a bus: cheaper than the whole app when only the construct's switches are under test.
+ */
 function synthGroup(filterAtEventSource: boolean | undefined, definition: ConsumerGroupDefinition = points): Template {
   const stack = new Stack(new App(), 'GroupOnly');
   new RocketMQConsumerGroup(stack, 'Points', {
@@ -25,8 +27,12 @@ function synthGroup(filterAtEventSource: boolean | undefined, definition: Consum
   return Template.fromStack(stack);
 }
 
-const filteredOutAlarms = (template: Template) => Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'FilteredOutEventCount' } }));
-const routePattern = (template: Template) => JSON.parse(JSON.stringify(Object.values(template.findResources('AWS::Events::Rule'))[0]!.Properties.EventPattern));
+const filteredOutAlarms = (template: Template) =>
+  Object.values(
+    template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'FilteredOutEventCount' } }),
+  );
+const routePattern = (template: Template) =>
+  JSON.parse(JSON.stringify(Object.values(template.findResources('AWS::Events::Rule'))[0]!.Properties.EventPattern));
 
 describe('RocketMQConsumerGroup: where the tag filter runs, and what shows its drops', () => {
   let filtered: Template;
@@ -39,8 +45,15 @@ describe('RocketMQConsumerGroup: where the tag filter runs, and what shows its d
   });
 
   it('filters on the tag in the event source by default, and routes only the subscribed tags from the bus', () => {
-    filtered.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FilterCriteria: { Filters: Match.anyValue() }, MetricsConfig: { Metrics: ['EventCount'] } });
-    expect(routePattern(filtered)).toEqual({ source: [{ prefix: 'rocketmq.' }], 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: tagRoutePatterns('ORDER_TOPIC', 'PAID') } });
+    filtered.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FilterCriteria: { Filters: Match.anyValue() },
+      MetricsConfig: { Metrics: ['EventCount'] },
+    });
+    expect(routePattern(filtered)).toEqual({
+      source: [{ prefix: 'rocketmq.' }],
+      'detail-type': ['mq:Topic:SendMessage'],
+      detail: { $or: tagRoutePatterns('ORDER_TOPIC', 'PAID') },
+    });
   });
 
   it('alarms on the first message the filter drops, to the alarm topic, with the event source mapping’s own metric', () => {
@@ -69,12 +82,16 @@ describe('RocketMQConsumerGroup: where the tag filter runs, and what shows its d
     const mappings = Object.values(unfiltered.findResources('AWS::Lambda::EventSourceMapping'));
     expect(mappings).toHaveLength(1);
     expect(mappings[0]!.Properties.FilterCriteria).toBeUndefined();
-    expect(routePattern(unfiltered).detail).toEqual({ $or: [{ data: { topic: ['ORDER_TOPIC'] } }, { topic: ['ORDER_TOPIC'] }] });
+    expect(routePattern(unfiltered).detail).toEqual({
+      $or: [{ data: { topic: ['ORDER_TOPIC'] } }, { topic: ['ORDER_TOPIC'] }],
+    });
     expect(filteredOutAlarms(unfiltered)).toEqual([]);
   });
 
   it('a group subscribed to * has no filter, so no such alarm either', () => {
-    expect(Object.values(everything.findResources('AWS::Lambda::EventSourceMapping'))[0]!.Properties.FilterCriteria).toBeUndefined();
+    expect(
+      Object.values(everything.findResources('AWS::Lambda::EventSourceMapping'))[0]!.Properties.FilterCriteria,
+    ).toBeUndefined();
     expect(filteredOutAlarms(everything)).toEqual([]);
   });
 });

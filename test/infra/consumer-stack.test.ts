@@ -1,13 +1,21 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { consumerGroup } from '../../lib/config/resources.ts';
-import { RocketMQConsumersStack } from '../../infra/consumer-stack.ts';
 import { tuningOf } from '../../infra/consumer-group.ts';
-import { serviceAccess, ServiceSettingError, serviceSettingSchema, type ServiceSetting } from '../../infra/outside-service.ts';
+import { RocketMQConsumersStack } from '../../infra/consumer-stack.ts';
+import {
+  type ServiceSetting,
+  ServiceSettingError,
+  serviceAccess,
+  serviceSettingSchema,
+} from '../../infra/outside-service.ts';
+import { consumerGroup } from '../../lib/config/resources.ts';
 
 const COUPONS = consumerGroup('coupon-consumer-group');
-const BEARER: ServiceSetting = { url: 'https://coupons.example.com', auth: { kind: 'bearer', secretName: 'unit/coupon-service-token' } };
+const BEARER: ServiceSetting = {
+  url: 'https://coupons.example.com',
+  auth: { kind: 'bearer', secretName: 'unit/coupon-service-token' },
+};
 
 function synth(props: Partial<ConstructorParameters<typeof RocketMQConsumersStack>[2]>) {
   const app = new App();
@@ -22,7 +30,9 @@ function synth(props: Partial<ConstructorParameters<typeof RocketMQConsumersStac
 const couponService = (setting: ServiceSetting) => synth({ services: { 'coupon-service': setting } });
 
 function couponFunction(template: Template) {
-  return Object.values(template.findResources('AWS::Lambda::Function')).find((f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP === COUPONS.group)!;
+  return Object.values(template.findResources('AWS::Lambda::Function')).find(
+    (f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP === COUPONS.group,
+  )!;
 }
 
 /** The coupon function's statements other than logs, tables and queues: what its outside calls may do. */
@@ -31,7 +41,9 @@ function callStatements(template: Template) {
   return Object.values(template.findResources('AWS::IAM::Policy'))
     .filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId))
     .flatMap((p) => p.Properties.PolicyDocument.Statement)
-    .filter((s: { Action: string | string[] }) => [s.Action].flat().some((a) => /^(secretsmanager|execute-api|lambda):/.test(a)));
+    .filter((s: { Action: string | string[] }) =>
+      [s.Action].flat().some((a) => /^(secretsmanager|execute-api|lambda):/.test(a)),
+    );
 }
 
 describe('a group takes its outside services and sizing from the catalogue and the stage, never from special cases', () => {
@@ -49,62 +61,132 @@ describe('a group takes its outside services and sizing from the catalogue and t
     const fn = couponFunction(template);
     expect(fn.Properties.Environment.Variables.COUPON_SERVICE_URL).toBe('https://coupons.example.com');
     expect(fn.Properties.Timeout).toBe(20);
-    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 4, ScalingConfig: { MaximumConcurrency: 40 } });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 4,
+      ScalingConfig: { MaximumConcurrency: 40 },
+    });
   });
 });
 
 describe('the coupon call’s credentials, from the stage settings', () => {
   it('bearer: names the secret in the environment, and the function may read that secret and no other', () => {
     const template = Template.fromStack(couponService(BEARER));
-    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({ kind: 'bearer', secretId: 'unit/coupon-service-token' });
+    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({
+      kind: 'bearer',
+      secretId: 'unit/coupon-service-token',
+    });
     const statements = callStatements(template);
     expect(statements).toHaveLength(1);
-    expect(statements[0]).toMatchObject({ Effect: 'Allow', Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'] });
+    expect(statements[0]).toMatchObject({
+      Effect: 'Allow',
+      Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+    });
     expect(JSON.stringify(statements[0].Resource)).toContain(':secret:unit/coupon-service-token-??????');
   });
 
   it('sigv4 to an execute-api endpoint: derives the region and may invoke exactly the grant method of that API and stage', () => {
-    const template = Template.fromStack(couponService({ url: 'https://a1b2c3d4e5.execute-api.ap-northeast-1.amazonaws.com/prod', auth: { kind: 'sigv4', service: 'execute-api' } }));
-    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({ kind: 'sigv4', service: 'execute-api', region: 'ap-northeast-1' });
+    const template = Template.fromStack(
+      couponService({
+        url: 'https://a1b2c3d4e5.execute-api.ap-northeast-1.amazonaws.com/prod',
+        auth: { kind: 'sigv4', service: 'execute-api' },
+      }),
+    );
+    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({
+      kind: 'sigv4',
+      service: 'execute-api',
+      region: 'ap-northeast-1',
+    });
     expect(callStatements(template)).toEqual([
       {
         Effect: 'Allow',
         Action: 'execute-api:Invoke',
-        Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':execute-api:ap-northeast-1:123456789012:a1b2c3d4e5/prod/POST/v1/coupon-grants']] },
+        Resource: {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':execute-api:ap-northeast-1:123456789012:a1b2c3d4e5/prod/POST/v1/coupon-grants',
+            ],
+          ],
+        },
       },
     ]);
   });
 
   it('sigv4 behind a custom domain: takes the method ARN as given, and its region for signing', () => {
     const resourceArn = 'arn:aws:execute-api:ap-southeast-1:210987654321:z9y8x7w6v5/live/POST/v1/coupon-grants';
-    const template = Template.fromStack(couponService({ url: 'https://coupons.example.com', auth: { kind: 'sigv4', service: 'execute-api', resourceArn } }));
-    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toMatchObject({ region: 'ap-southeast-1' });
-    expect(callStatements(template)).toEqual([{ Effect: 'Allow', Action: 'execute-api:Invoke', Resource: resourceArn }]);
+    const template = Template.fromStack(
+      couponService({
+        url: 'https://coupons.example.com',
+        auth: { kind: 'sigv4', service: 'execute-api', resourceArn },
+      }),
+    );
+    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toMatchObject({
+      region: 'ap-southeast-1',
+    });
+    expect(callStatements(template)).toEqual([
+      { Effect: 'Allow', Action: 'execute-api:Invoke', Resource: resourceArn },
+    ]);
   });
 
   it('sigv4 to a function URL: may invoke that function through its URL (InvokeFunctionUrl with AWS_IAM, and InvokeFunction) and nothing else', () => {
     const resourceArn = 'arn:aws:lambda:ap-northeast-1:210987654321:function:coupon-service:live';
-    const template = Template.fromStack(couponService({ url: 'https://abcdefghij0123456789abcdefghij01.lambda-url.ap-northeast-1.on.aws/', auth: { kind: 'sigv4', service: 'lambda', resourceArn } }));
-    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({ kind: 'sigv4', service: 'lambda', region: 'ap-northeast-1' });
+    const template = Template.fromStack(
+      couponService({
+        url: 'https://abcdefghij0123456789abcdefghij01.lambda-url.ap-northeast-1.on.aws/',
+        auth: { kind: 'sigv4', service: 'lambda', resourceArn },
+      }),
+    );
+    expect(JSON.parse(couponFunction(template).Properties.Environment.Variables.COUPON_SERVICE_AUTH)).toEqual({
+      kind: 'sigv4',
+      service: 'lambda',
+      region: 'ap-northeast-1',
+    });
     expect(callStatements(template)).toEqual([
-      { Effect: 'Allow', Action: 'lambda:InvokeFunctionUrl', Resource: resourceArn, Condition: { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } } },
+      {
+        Effect: 'Allow',
+        Action: 'lambda:InvokeFunctionUrl',
+        Resource: resourceArn,
+        Condition: { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } },
+      },
       { Effect: 'Allow', Action: 'lambda:InvokeFunction', Resource: resourceArn },
     ]);
   });
 
   it.each([
-    ['a plain URL (the earlier form: no credentials)', 'https://coupons.example.com', 'services.coupon-service needs credentials'],
-    ['credentials none off loopback', { url: 'https://coupons.example.com', auth: { kind: 'none' } }, "auth 'none' is for a loopback stand-in only"],
-    ['a token over plain http', { ...BEARER, url: 'http://coupons.example.com' }, 'services.coupon-service must use https'],
+    [
+      'a plain URL (the earlier form: no credentials)',
+      'https://coupons.example.com',
+      'services.coupon-service needs credentials',
+    ],
+    [
+      'credentials none off loopback',
+      { url: 'https://coupons.example.com', auth: { kind: 'none' } },
+      "auth 'none' is for a loopback stand-in only",
+    ],
+    [
+      'a token over plain http',
+      { ...BEARER, url: 'http://coupons.example.com' },
+      'services.coupon-service must use https',
+    ],
     [
       'an execute-api ARN that names another API than the URL',
       {
         url: 'https://a1b2c3d4e5.execute-api.ap-northeast-1.amazonaws.com/prod',
-        auth: { kind: 'sigv4', service: 'execute-api', resourceArn: 'arn:aws:execute-api:ap-northeast-1:123456789012:zzzzzzzzzz/prod/POST/v1/coupon-grants' },
+        auth: {
+          kind: 'sigv4',
+          service: 'execute-api',
+          resourceArn: 'arn:aws:execute-api:ap-northeast-1:123456789012:zzzzzzzzzz/prod/POST/v1/coupon-grants',
+        },
       },
       'services.coupon-service.auth.resourceArn names API zzzzzzzzzz in ap-northeast-1 but services.coupon-service.url is API a1b2c3d4e5 in ap-northeast-1',
     ],
-    ['a custom domain without the API’s ARN', { url: 'https://coupons.example.com', auth: { kind: 'sigv4', service: 'execute-api' } }, 'services.coupon-service.auth.resourceArn is required'],
+    [
+      'a custom domain without the API’s ARN',
+      { url: 'https://coupons.example.com', auth: { kind: 'sigv4', service: 'execute-api' } },
+      'services.coupon-service.auth.resourceArn is required',
+    ],
     [
       'a function URL without the function’s ARN',
       { url: 'https://abc.lambda-url.ap-northeast-1.on.aws', auth: { kind: 'sigv4', service: 'lambda' } },
@@ -112,7 +194,14 @@ describe('the coupon call’s credentials, from the stage settings', () => {
     ],
     [
       'a function ARN in another region than its URL',
-      { url: 'https://abc.lambda-url.ap-northeast-1.on.aws', auth: { kind: 'sigv4', service: 'lambda', resourceArn: 'arn:aws:lambda:us-east-1:123456789012:function:coupons' } },
+      {
+        url: 'https://abc.lambda-url.ap-northeast-1.on.aws',
+        auth: {
+          kind: 'sigv4',
+          service: 'lambda',
+          resourceArn: 'arn:aws:lambda:us-east-1:123456789012:function:coupons',
+        },
+      },
       'is in us-east-1 but the function URL is in ap-northeast-1',
     ],
     [

@@ -4,18 +4,33 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import type { PipelineStack } from '../../infra/pipeline-stack.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
-import { CONSUMER_GROUPS, DLQ_RETENTION_DAYS, TABLES, TABLE_ENV, deadLetterQueueName, queueName, tableName, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/resources.ts';
+import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  DLQ_RETENTION_DAYS,
+  deadLetterQueueName,
+  queueName,
+  TABLE_ENV,
+  TABLES,
+  type TableKey,
+  tableName,
+} from '../../lib/config/resources.ts';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-telemetry.ts';
 import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
 import { recordId } from '../../lib/idempotency/record.ts';
+import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
-type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
+type Resource = {
+  Type: string;
+  Properties: Record<string, any>;
+  DeletionPolicy?: string;
+  UpdateReplacePolicy?: string;
+};
 
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
 const settings = cdkJson.context.rocketmq;
@@ -43,7 +58,8 @@ const getAtt = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
 const ref = (id: string) => ({ Ref: id });
 const tableId = (key: TableKey) => single('AWS::DynamoDB::Table', (p) => p.TableName === tableName(prefix, key));
 const queueId = (name: string) => single('AWS::SQS::Queue', (p) => p.QueueName === name);
-const functionOf = (group: string) => single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === group);
+const functionOf = (group: string) =>
+  single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === group);
 const alarmTopicId = () => single('AWS::SNS::Topic', () => true);
 
 /** Every IAM statement attached to a function's role. */
@@ -68,7 +84,9 @@ beforeAll(() => {
   consumers = Template.fromStack(pipeline.test.consumers);
   pipelineTemplate = Template.fromStack(pipeline);
   resources = consumers.toJSON().Resources;
-  console.info(`infra synth (pipeline + test + prod stages, ${CONSUMER_GROUPS.length + 1} functions each): ${synthSeconds.toFixed(1)} s`);
+  console.info(
+    `infra synth (pipeline + test + prod stages, ${CONSUMER_GROUPS.length + 1} functions each): ${synthSeconds.toFixed(1)} s`,
+  );
 });
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
@@ -85,29 +103,44 @@ describe('cdk-nag AwsSolutions', () => {
       expect(acknowledged.reason.length, acknowledged.ruleName).toBeGreaterThan(80);
     }
     // The consumer stacks are checked too (their two acknowledgements show up for both stages).
-    const stagePaths = nag.suppressedViolations.flatMap((v: any) => v.violatingConstructs.map((c: any) => c.constructPath));
-    expect(stagePaths).toContain('RocketMqConsumersPipeline/Test/Consumers/AlarmRouting/NotifierDeadLetterQueue/Resource');
+    const stagePaths = nag.suppressedViolations.flatMap((v: any) =>
+      v.violatingConstructs.map((c: any) => c.constructPath),
+    );
+    expect(stagePaths).toContain(
+      'RocketMqConsumersPipeline/Test/Consumers/AlarmRouting/NotifierDeadLetterQueue/Resource',
+    );
     expect(stagePaths).toContain('RocketMqConsumersPipeline/Prod/Consumers/AlarmRouting/DingTalkRobot/Resource');
   });
 });
 
 describe('tables', () => {
-  it.each(Object.keys(TABLES) as TableKey[])('%s has the catalogue keys, on-demand billing, PITR and encryption', (key) => {
-    const def = TABLES[key] as (typeof TABLES)[TableKey] & { sortKey?: string; ttlAttribute?: string };
-    const table = resources[tableId(key)]!;
-    expect(table.Properties.KeySchema).toEqual([{ AttributeName: def.partitionKey, KeyType: 'HASH' }, ...(def.sortKey ? [{ AttributeName: def.sortKey, KeyType: 'RANGE' }] : [])]);
-    expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
-    expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
-    expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
-    expect(table.Properties.TimeToLiveSpecification).toEqual(def.ttlAttribute ? { AttributeName: def.ttlAttribute, Enabled: true } : undefined);
-    if (def.holdsBusinessData) {
-      expect(table.Properties.DeletionProtectionEnabled).toBe(true);
-      expect(table.DeletionPolicy).toBe('Retain');
-    }
-  });
+  it.each(Object.keys(TABLES) as TableKey[])(
+    '%s has the catalogue keys, on-demand billing, PITR and encryption',
+    (key) => {
+      const def = TABLES[key] as (typeof TABLES)[TableKey] & { sortKey?: string; ttlAttribute?: string };
+      const table = resources[tableId(key)]!;
+      expect(table.Properties.KeySchema).toEqual([
+        { AttributeName: def.partitionKey, KeyType: 'HASH' },
+        ...(def.sortKey ? [{ AttributeName: def.sortKey, KeyType: 'RANGE' }] : []),
+      ]);
+      expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
+      expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+      expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+      expect(table.Properties.TimeToLiveSpecification).toEqual(
+        def.ttlAttribute ? { AttributeName: def.ttlAttribute, Enabled: true } : undefined,
+      );
+      if (def.holdsBusinessData) {
+        expect(table.Properties.DeletionProtectionEnabled).toBe(true);
+        expect(table.DeletionPolicy).toBe('Retain');
+      }
+    },
+  );
 
   it('gives the dedup table its TTL on the expiry attribute', () => {
-    expect(resources[tableId('idempotency')]!.Properties.TimeToLiveSpecification).toEqual({ AttributeName: 'expiresAt', Enabled: true });
+    expect(resources[tableId('idempotency')]!.Properties.TimeToLiveSpecification).toEqual({
+      AttributeName: 'expiresAt',
+      Enabled: true,
+    });
   });
 });
 
@@ -118,7 +151,10 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
     const dlq = queueId(deadLetterQueueName(prefix, def.group));
     const source = resources[queueId(queueName(prefix, def.group))]!;
     // Concurrent: RocketMQ's 17 deliveries. Orderly: 10 × 17 + 1, after every count of its own.
-    expect(source.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: getAtt(dlq), maxReceiveCount: orderly ? 171 : 17 });
+    expect(source.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: getAtt(dlq),
+      maxReceiveCount: orderly ? 171 : 17,
+    });
     expect(resources[dlq]!.Properties.MessageRetentionPeriod).toBe(DLQ_RETENTION_DAYS * 86_400);
     // Four days of backlog plus the retry window: RocketMQ's 4h45m40s, or 16 intervals of 3 s.
     expect(source.Properties.MessageRetentionPeriod).toBe(4 * 86_400 + (orderly ? 48 : 17_140));
@@ -129,7 +165,9 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
       consumers.hasResourceProperties('AWS::SQS::QueuePolicy', {
         Queues: [ref(id)],
         PolicyDocument: {
-          Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ]),
         },
       });
     }
@@ -148,7 +186,8 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
     expect(fn.LoggingConfig).toMatchObject({ LogFormat: 'JSON' });
     const env = fn.Environment.Variables;
     for (const key of def.tables) expect(env[TABLE_ENV[key]]).toEqual(ref(tableId(key)));
-    for (const key of Object.keys(TABLES) as TableKey[]) if (!(def.tables as readonly string[]).includes(key)) expect(env[TABLE_ENV[key]]).toBeUndefined();
+    for (const key of Object.keys(TABLES) as TableKey[])
+      if (!(def.tables as readonly string[]).includes(key)) expect(env[TABLE_ENV[key]]).toBeUndefined();
     expect(env.DEAD_LETTER_QUEUE_URL).toEqual(ref(queueId(deadLetterQueueName(prefix, def.group))));
     expect('COUPON_SERVICE_URL' in env).toBe(def.group === 'coupon-consumer-group');
     expect('COUPON_SERVICE_AUTH' in env).toBe(def.group === 'coupon-consumer-group');
@@ -172,24 +211,34 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
 
   it('may write only its own tables, and never with a * resource', () => {
     const own = new Set(def.tables.map((key) => tableId(key)));
-    const dataStatements = statementsOf(functionOf(def.group)).filter((s) => actionsOf(s).some((a) => a.startsWith('dynamodb:')));
+    const dataStatements = statementsOf(functionOf(def.group)).filter((s) =>
+      actionsOf(s).some((a) => a.startsWith('dynamodb:')),
+    );
     const touched = dataStatements.flatMap(resourcesOf).map((r: any) => r['Fn::GetAtt']?.[0]);
     expect(new Set(touched)).toEqual(own);
     for (const s of dataStatements) {
-      expect(actionsOf(s).every((a) => ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'].includes(a))).toBe(true);
+      expect(
+        actionsOf(s).every((a) =>
+          ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'].includes(a),
+        ),
+      ).toBe(true);
     }
   });
 
   it('may touch only its own records of the shared idempotency table (dynamodb:LeadingKeys)', () => {
     const idempotency = tableId('idempotency');
-    const onTable = statementsOf(functionOf(def.group)).filter((s: any) => resourcesOf(s).some((r: any) => r['Fn::GetAtt']?.[0] === idempotency));
+    const onTable = statementsOf(functionOf(def.group)).filter((s: any) =>
+      resourcesOf(s).some((r: any) => r['Fn::GetAtt']?.[0] === idempotency),
+    );
     if (!(def.tables as readonly string[]).includes('idempotency')) {
       expect(onTable).toEqual([]);
       return;
     }
     expect(onTable).toHaveLength(1);
     expect(resourcesOf(onTable[0]!)).toEqual([getAtt(idempotency)]);
-    expect((onTable[0] as any).Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${def.group}#*`] } });
+    expect((onTable[0] as any).Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${def.group}#*`] },
+    });
     expect(recordId(def.group, 'SO1')).toMatch(new RegExp(`^${def.group}#`));
   });
 
@@ -199,9 +248,19 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
   });
 
   it('raises every alarm to the alarm topic, for ALARM and OK, with missing data not breaching and a runbook link', () => {
-    const alarms = logicalIds('AWS::CloudWatch::Alarm', (p) => p.AlarmName.startsWith(`${prefix}-${def.group}-`)).map((id) => resources[id]!.Properties);
+    const alarms = logicalIds('AWS::CloudWatch::Alarm', (p) => p.AlarmName.startsWith(`${prefix}-${def.group}-`)).map(
+      (id) => resources[id]!.Properties,
+    );
     expect(alarms.map((a) => a.AlarmName.slice(`${prefix}-${def.group}-`.length)).sort()).toEqual(
-      ['dead-letters', 'filtered-out', 'function-errors', 'function-throttles', orderly ? 'blocked-group' : 'oldest-message-age', 'payload-conflicts', 'permanent-errors'].sort(),
+      [
+        'dead-letters',
+        'filtered-out',
+        'function-errors',
+        'function-throttles',
+        orderly ? 'blocked-group' : 'oldest-message-age',
+        'payload-conflicts',
+        'permanent-errors',
+      ].sort(),
     );
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([ref(alarmTopicId())]);
@@ -211,8 +270,14 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
       expect(alarm.AlarmDescription).toContain('What to do:');
     }
     const dlqAlarm = alarms.find((a) => a.AlarmName.endsWith('dead-letters'))!;
-    expect(dlqAlarm).toMatchObject({ MetricName: 'ApproximateNumberOfMessagesVisible', Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
-    expect(dlqAlarm.Dimensions).toEqual([{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId(deadLetterQueueName(prefix, def.group)), 'QueueName'] } }]);
+    expect(dlqAlarm).toMatchObject({
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+    expect(dlqAlarm.Dimensions).toEqual([
+      { Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId(deadLetterQueueName(prefix, def.group)), 'QueueName'] } },
+    ]);
   });
 
   it('alarms on the consumer metrics with exactly the dimensions Powertools emits', () => {
@@ -231,7 +296,10 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
   });
 
   it('alarms on every message its event source filter drops, by the mapping’s own metric', () => {
-    const mapping = single('AWS::Lambda::EventSourceMapping', (p) => JSON.stringify(p.FunctionName) === JSON.stringify(ref(functionOf(def.group))));
+    const mapping = single(
+      'AWS::Lambda::EventSourceMapping',
+      (p) => JSON.stringify(p.FunctionName) === JSON.stringify(ref(functionOf(def.group))),
+    );
     expect(resources[mapping]!.Properties.MetricsConfig).toEqual({ Metrics: ['EventCount'] });
     consumers.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: `${prefix}-${def.group}-filtered-out`,
@@ -245,12 +313,17 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
 
   it('routes its topic, with only its tags, from the EventBridge bus to its source queue, unless it is orderly (EventBridge does not keep order)', () => {
     const target = getAtt(queueId(queueName(prefix, def.group)));
-    const routes = logicalIds('AWS::Events::Rule', (p) => p.Targets?.some((t: any) => JSON.stringify(t.Arn) === JSON.stringify(target)));
+    const routes = logicalIds('AWS::Events::Rule', (p) =>
+      p.Targets?.some((t: any) => JSON.stringify(t.Arn) === JSON.stringify(target)),
+    );
     expect(routes).toHaveLength(orderly ? 0 : 1);
     if (orderly) return;
     consumers.hasResourceProperties('AWS::Events::Rule', {
       EventBusName: ref(single('AWS::Events::EventBus', () => true)),
-      EventPattern: { 'detail-type': ['mq:Topic:SendMessage'], detail: { $or: tagRoutePatterns(def.topic, def.tagExpression) } },
+      EventPattern: {
+        'detail-type': ['mq:Topic:SendMessage'],
+        detail: { $or: tagRoutePatterns(def.topic, def.tagExpression) },
+      },
       Targets: [Match.objectLike({ Arn: target })],
     });
   });
@@ -262,16 +335,32 @@ describe('alarm routing', () => {
     expect(resources[alarmTopicId()]!.Properties.KmsMasterKeyId).toEqual(getAtt(keyId));
     expect(resources[keyId]!.Properties.EnableKeyRotation).toBe(true);
     expect(resources[keyId]!.Properties.KeyPolicy.Statement).toContainEqual(
-      expect.objectContaining({ Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: ['kms:Decrypt', 'kms:GenerateDataKey*'] }),
+      expect.objectContaining({
+        Principal: { Service: 'cloudwatch.amazonaws.com' },
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      }),
     );
   });
 
   it("lets CloudWatch publish, and use the key, only for this deployment's alarms, and every alarm is named so", () => {
     const ownAlarms = {
       StringEquals: { 'aws:SourceAccount': settings.stages.test.account },
-      ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:cloudwatch:${settings.stages.test.region}:${settings.stages.test.account}:alarm:${prefix}-*`]] } },
+      ArnLike: {
+        'aws:SourceArn': {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              `:cloudwatch:${settings.stages.test.region}:${settings.stages.test.account}:alarm:${prefix}-*`,
+            ],
+          ],
+        },
+      },
     };
-    const keyStatements = resources[single('AWS::KMS::Key', () => true)]!.Properties.KeyPolicy.Statement.filter((st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com');
+    const keyStatements = resources[single('AWS::KMS::Key', () => true)]!.Properties.KeyPolicy.Statement.filter(
+      (st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com',
+    );
     const topicStatements = Object.values(resources)
       .filter((r) => r.Type === 'AWS::SNS::TopicPolicy')
       .flatMap((r) => r.Properties.PolicyDocument.Statement)
@@ -285,7 +374,10 @@ describe('alarm routing', () => {
   });
 
   it('subscribes the notifier, with its own DLQ for failed deliveries and failed invocations', () => {
-    const notifier = single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier');
+    const notifier = single(
+      'AWS::Lambda::Function',
+      (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier',
+    );
     const dlq = queueId(`${prefix}-alarm-notifier-dlq`);
     consumers.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'lambda',
@@ -297,15 +389,24 @@ describe('alarm routing', () => {
       FunctionName: ref(notifier),
       DestinationConfig: { OnFailure: { Destination: getAtt(dlq) } },
     });
-    expect(resources[notifier]!.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], ReservedConcurrentExecutions: 2 });
+    expect(resources[notifier]!.Properties).toMatchObject({
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      ReservedConcurrentExecutions: 2,
+    });
   });
 
   it('names the DingTalk secret in the environment, never its value, and may read only that secret', () => {
-    const notifier = single('AWS::Lambda::Function', (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier');
+    const notifier = single(
+      'AWS::Lambda::Function',
+      (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier',
+    );
     const secret = single('AWS::SecretsManager::Secret', () => true);
     const env = resources[notifier]!.Properties.Environment.Variables;
     expect(env.DINGTALK_SECRET_ID).toEqual(ref(secret));
-    expect(env[ALARM_STORM_TABLE.tableNameEnv]).toEqual(ref(single('AWS::DynamoDB::Table', (p) => p.TableName === undefined)));
+    expect(env[ALARM_STORM_TABLE.tableNameEnv]).toEqual(
+      ref(single('AWS::DynamoDB::Table', (p) => p.TableName === undefined)),
+    );
     expect(resources[secret]!.Properties.SecretString).toBeUndefined();
     expect(JSON.stringify(consumers.toJSON())).not.toMatch(/access_token=|"SEC[0-9a-f]{20,}/);
     const secretReads = statementsOf(notifier).filter((s) => actionsOf(s).some((a) => a.startsWith('secretsmanager:')));
@@ -313,8 +414,14 @@ describe('alarm routing', () => {
   });
 
   it('raises alarms about the notifier itself', () => {
-    consumers.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `${prefix}-alarm-notifier-dead-letters`, AlarmActions: [ref(alarmTopicId())] });
-    consumers.hasResourceProperties('AWS::CloudWatch::Alarm', { AlarmName: `${prefix}-alarm-notifier-errors`, AlarmActions: [ref(alarmTopicId())] });
+    consumers.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: `${prefix}-alarm-notifier-dead-letters`,
+      AlarmActions: [ref(alarmTopicId())],
+    });
+    consumers.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: `${prefix}-alarm-notifier-errors`,
+      AlarmActions: [ref(alarmTopicId())],
+    });
   });
 });
 
@@ -324,7 +431,8 @@ describe('the deployment as a whole', () => {
       .filter((r) => r.Type === 'AWS::IAM::Policy')
       .flatMap((r) => r.Properties.PolicyDocument.Statement);
     for (const s of statements) {
-      if (actionsOf(s).some((a) => /^(dynamodb|sqs|sns|secretsmanager|kms|s3):/.test(a))) expect(resourcesOf(s)).not.toContain('*');
+      if (actionsOf(s).some((a) => /^(dynamodb|sqs|sns|secretsmanager|kms|s3):/.test(a)))
+        expect(resourcesOf(s)).not.toContain('*');
     }
   });
 
@@ -337,7 +445,14 @@ describe('the deployment as a whole', () => {
   it('has one dashboard with every group on it', () => {
     const body = JSON.stringify(resources[single('AWS::CloudWatch::Dashboard', () => true)]!.Properties.DashboardBody);
     for (const def of CONSUMER_GROUPS) expect(body).toContain(def.group);
-    for (const name of [ConsumerMetric.processed, ConsumerMetric.duplicates, ConsumerMetric.conflicts, ConsumerMetric.retried, ConsumerMetric.heldBack]) expect(body).toContain(name);
+    for (const name of [
+      ConsumerMetric.processed,
+      ConsumerMetric.duplicates,
+      ConsumerMetric.conflicts,
+      ConsumerMetric.retried,
+      ConsumerMetric.heldBack,
+    ])
+      expect(body).toContain(name);
   });
 
   it('links every alarm to a section that exists in docs/runbook.md', () => {
@@ -357,12 +472,21 @@ describe('the deployment as a whole', () => {
 
 describe('pipeline', () => {
   it('runs install, the tests and cdk synth, then test, a manual approval and production', () => {
-    const [synthProject] = Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project', { Properties: { Description: Match.stringLikeRegexp('Synth') } }));
+    const [synthProject] = Object.values(
+      pipelineTemplate.findResources('AWS::CodeBuild::Project', {
+        Properties: { Description: Match.stringLikeRegexp('Synth') },
+      }),
+    );
     const buildSpec = JSON.parse((synthProject as Resource).Properties.Source.BuildSpec);
     const commands = [...buildSpec.phases.install.commands, ...buildSpec.phases.build.commands];
-    expect(commands).toEqual(expect.arrayContaining(['npm ci --no-audit --no-fund', 'npm run emulator:setup', 'npm test', 'npm run lint:cfn']));
+    expect(commands).toEqual(
+      expect.arrayContaining(['npm ci --no-audit --no-fund', 'npm run emulator:setup', 'npm test', 'npm run lint:cfn']),
+    );
     const [codePipeline] = Object.values(pipelineTemplate.findResources('AWS::CodePipeline::Pipeline')) as Resource[];
-    const stages = codePipeline!.Properties.Stages.map((s: any) => ({ name: s.Name, actions: s.Actions.map((a: any) => a.ActionTypeId.Category) }));
+    const stages = codePipeline!.Properties.Stages.map((s: any) => ({
+      name: s.Name,
+      actions: s.Actions.map((a: any) => a.ActionTypeId.Category),
+    }));
     expect(stages.map((s: any) => s.name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets', 'Test', 'Prod']);
     expect(stages.find((s: any) => s.name === 'Prod').actions[0]).toBe('Approval');
     expect(stages.find((s: any) => s.name === 'Test').actions).not.toContain('Approval');
@@ -373,9 +497,13 @@ describe('pipeline', () => {
     const lock = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'package-lock.json'), 'utf8'));
     const version = (pkg: string) => lock.packages[`node_modules/${pkg}`].version as string;
     // Build specs are JSON strings, some inside Fn::Join: search the whole template's text.
-    const installs = [...JSON.stringify(pipelineTemplate.toJSON()).matchAll(/npm install -g ([^"\\]+)/g)].map((m) => m[1]!);
+    const installs = [...JSON.stringify(pipelineTemplate.toJSON()).matchAll(/npm install -g ([^"\\]+)/g)].map(
+      (m) => m[1]!,
+    );
     expect(installs.length).toBeGreaterThan(0);
-    expect(new Set(installs)).toEqual(new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]));
+    expect(new Set(installs)).toEqual(
+      new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]),
+    );
     // Python tools come only from the pinned requirements (moto, the emulator's HTTP server and cfn-lint, each ==).
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
     const requirements = readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator/requirements.txt'), 'utf8')

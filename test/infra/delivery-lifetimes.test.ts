@@ -2,11 +2,11 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
+import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
+import { ConsumerTables } from '../../infra/tables.ts';
 import { CONSUMER_ENV } from '../../lib/config/consumer-environment.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/retry-schedule.ts';
-import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
-import { ConsumerTables } from '../../infra/tables.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 
@@ -22,8 +22,10 @@ function synth(definition: ConsumerGroupDefinition): Template {
   return Template.fromStack(stack);
 }
 
-const sourceQueueOf = (t: Template) => Object.values(t.findResources('AWS::SQS::Queue')).find((q) => q.Properties.RedrivePolicy)!;
-const environmentOf = (t: Template) => Object.values(t.findResources('AWS::Lambda::Function'))[0]!.Properties.Environment.Variables;
+const sourceQueueOf = (t: Template) =>
+  Object.values(t.findResources('AWS::SQS::Queue')).find((q) => q.Properties.RedrivePolicy)!;
+const environmentOf = (t: Template) =>
+  Object.values(t.findResources('AWS::Lambda::Function'))[0]!.Properties.Environment.Variables;
 
 describe('one schedule decides the redrive count, the retentions and the record TTL (synth)', () => {
   it('derives maxReceiveCount and the source retention from a 20-retry schedule instead of keeping 17', () => {
@@ -44,7 +46,9 @@ describe('one schedule decides the redrive count, the retentions and the record 
 
   it('refuses a schedule longer than any SQS retention can carry, naming both numbers', () => {
     const elevenDays = Array.from({ length: 22 }, () => 12 * 3600);
-    expect(() => synth({ ...points, retryDelaysSeconds: elevenDays })).toThrow(/point-consumer-group: the DLQ keeps messages 1209600s, not longer than the source queue's 1296000s/);
+    expect(() => synth({ ...points, retryDelaysSeconds: elevenDays })).toThrow(
+      /point-consumer-group: the DLQ keeps messages 1209600s, not longer than the source queue's 1296000s/,
+    );
   });
 
   it('refuses a record TTL shorter than source retention + DLQ retention + a redrive retry window', () => {

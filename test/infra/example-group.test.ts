@@ -1,9 +1,9 @@
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../lib/config/resources.ts';
 import { RocketMQConsumersStack } from '../../infra/consumer-stack.ts';
-import { REFUNDS, consumer } from '../fixtures/example-group/handler.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../lib/config/resources.ts';
+import { consumer, REFUNDS } from '../fixtures/example-group/handler.ts';
 
 /**
  * docs/adding-a-consumer-group.md, proven: a catalogue entry and its handler module, and the
@@ -18,7 +18,12 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
       prefix,
       runbookUrl: 'https://example.com/runbook.md',
       groups: [...CONSUMER_GROUPS, REFUNDS],
-      services: { 'coupon-service': { url: 'https://coupons.example.com', auth: { kind: 'bearer', secretName: 'unit/coupon-service-token' } } },
+      services: {
+        'coupon-service': {
+          url: 'https://coupons.example.com',
+          auth: { kind: 'bearer', secretName: 'unit/coupon-service-token' },
+        },
+      },
     });
     template = Template.fromStack(stack);
   });
@@ -36,7 +41,9 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
   });
 
   it('gets a function deployed for its group, fed by its queue with a filter on its tag, with its catalogue tuning', () => {
-    template.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: Match.objectLike({ CONSUMER_GROUP: REFUNDS.group, ORDERS_TABLE: Match.anyValue() }) } });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ CONSUMER_GROUP: REFUNDS.group, ORDERS_TABLE: Match.anyValue() }) },
+    });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FilterCriteria: { Filters: Match.arrayWith([{ Pattern: '{"body":{"data":{"tags":["REFUNDED"]}}}' }]) },
       ScalingConfig: { MaximumConcurrency: 4 },
@@ -44,21 +51,39 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
   });
 
   it('may touch only the orders table', () => {
-    const fn = Object.entries(template.findResources('AWS::Lambda::Function')).find(([, f]) => f.Properties.Environment?.Variables?.CONSUMER_GROUP === REFUNDS.group)!;
+    const fn = Object.entries(template.findResources('AWS::Lambda::Function')).find(
+      ([, f]) => f.Properties.Environment?.Variables?.CONSUMER_GROUP === REFUNDS.group,
+    )!;
     const roleId = fn[1].Properties.Role['Fn::GetAtt'][0];
-    const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId));
-    const dynamo = policies.flatMap((p) => p.Properties.PolicyDocument.Statement).filter((s: { Action: string | string[] }) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')));
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
+      p.Properties.Roles.some((r: { Ref: string }) => r.Ref === roleId),
+    );
+    const dynamo = policies
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((s: { Action: string | string[] }) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')));
     const tables = JSON.stringify(dynamo.map((s: { Resource: unknown }) => s.Resource));
     expect(tables).toContain('Orders');
     expect(tables).not.toMatch(/Idempotency|PointLedger|PointAccounts/);
   });
 
   it('gets its seven alarms and a dashboard row', () => {
-    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties.AlarmName as string);
-    expect(alarms.filter((n) => n.startsWith(`${prefix}-${REFUNDS.group}-`)).sort()).toEqual(
-      ['dead-letters', 'filtered-out', 'function-errors', 'function-throttles', 'oldest-message-age', 'payload-conflicts', 'permanent-errors'].map((a) => `${prefix}-${REFUNDS.group}-${a}`),
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
+      (a) => a.Properties.AlarmName as string,
     );
-    const dashboard = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]!.Properties.DashboardBody);
+    expect(alarms.filter((n) => n.startsWith(`${prefix}-${REFUNDS.group}-`)).sort()).toEqual(
+      [
+        'dead-letters',
+        'filtered-out',
+        'function-errors',
+        'function-throttles',
+        'oldest-message-age',
+        'payload-conflicts',
+        'permanent-errors',
+      ].map((a) => `${prefix}-${REFUNDS.group}-${a}`),
+    );
+    const dashboard = JSON.stringify(
+      Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]!.Properties.DashboardBody,
+    );
     expect(dashboard).toContain(`### ${REFUNDS.group}`);
   });
 });

@@ -4,15 +4,17 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
+import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
 const base = cdkJson.context.rocketmq;
 const COUPONS = 'coupon-consumer-group';
 
-/** The coupon group placed in a VPC in the test stage, as a team would write it in cdk.json, its service on port 8443. */
+/**
+ * The coupon group placed in a VPC in the test stage, as a team would write it in cdk.json, its service on port 8443.
+ */
 const VPC = {
   vpcId: 'vpc-0a1b2c3d4e5f60718',
   subnets: [
@@ -30,11 +32,23 @@ beforeAll(() => {
   outdir = mkdtempSync(path.join(tmpdir(), 'cdk-vpc-test-'));
   const test = {
     ...base.stages.test,
-    services: { 'coupon-service': { ...base.stages.test.services['coupon-service'], url: 'https://coupons.test.example.com:8443' } },
+    services: {
+      'coupon-service': {
+        ...base.stages.test.services['coupon-service'],
+        url: 'https://coupons.test.example.com:8443',
+      },
+    },
     groups: { [COUPONS]: { maxConcurrency: 30, vpc: VPC } },
   };
   // As the CLI synthesises: cdk-nag runs and throws on an unacknowledged finding.
-  const built = buildApp(new App({ outdir, context: { rocketmq: { ...base, stages: { ...base.stages, test } } }, analyticsReporting: true, stackTraces: false }));
+  const built = buildApp(
+    new App({
+      outdir,
+      context: { rocketmq: { ...base, stages: { ...base.stages, test } } },
+      analyticsReporting: true,
+      stackTraces: false,
+    }),
+  );
   built.app.synth();
   template = Template.fromStack(built.pipeline.test.consumers);
   resources = template.toJSON().Resources;
@@ -42,8 +56,16 @@ beforeAll(() => {
 
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-const functionOf = (group: string) => Object.entries(resources).find(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment?.Variables?.CONSUMER_GROUP === group)!;
-const ec2Arn = (resource: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:ec2:${base.stages.test.region}:${base.stages.test.account}:${resource}`]] });
+const functionOf = (group: string) =>
+  Object.entries(resources).find(
+    ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment?.Variables?.CONSUMER_GROUP === group,
+  )!;
+const ec2Arn = (resource: string) => ({
+  'Fn::Join': [
+    '',
+    ['arn:', { Ref: 'AWS::Partition' }, `:ec2:${base.stages.test.region}:${base.stages.test.account}:${resource}`],
+  ],
+});
 
 describe('a consumer group placed in a VPC by the stage settings', () => {
   it('runs its function in the given subnets with its own security group and the given ones; the other groups stay outside', () => {
@@ -53,8 +75,12 @@ describe('a consumer group placed in a VPC by the stage settings', () => {
       SubnetIds: VPC.subnets.map((s) => s.id),
       SecurityGroupIds: [{ 'Fn::GetAtt': [ownGroup, 'GroupId'] }, 'sg-0a1b2c3d4e5f60719'],
     });
-    for (const group of ['point-consumer-group', 'order-status-consumer-group']) expect(functionOf(group)[1].Properties.VpcConfig).toBeUndefined();
-    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionName: { Ref: functionOf(COUPONS)[0] }, ScalingConfig: { MaximumConcurrency: 30 } });
+    for (const group of ['point-consumer-group', 'order-status-consumer-group'])
+      expect(functionOf(group)[1].Properties.VpcConfig).toBeUndefined();
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: functionOf(COUPONS)[0] },
+      ScalingConfig: { MaximumConcurrency: 30 },
+    });
   });
 
   it('lets the function out only to HTTPS (the AWS APIs) and its service’s port, and lets nothing in', () => {
@@ -73,7 +99,9 @@ describe('a consumer group placed in a VPC by the stage settings', () => {
     const roleId = coupons.Properties.Role['Fn::GetAtt'][0];
     expect(resources[roleId]!.Properties.ManagedPolicyArns).toBeUndefined();
     const statements = Object.values(resources)
-      .filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleId))
+      .filter(
+        (r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((role: { Ref: string }) => role.Ref === roleId),
+      )
       .flatMap((r) => r.Properties.PolicyDocument.Statement)
       .filter((s) => [s.Action].flat().some((a: string) => a.startsWith('ec2:')));
     const [ownGroup] = Object.entries(resources).find(([, r]) => r.Type === 'AWS::EC2::SecurityGroup')!;
@@ -84,11 +112,25 @@ describe('a consumer group placed in a VPC by the stage settings', () => {
         Resource: [
           ec2Arn('network-interface/*'),
           ...VPC.subnets.map((s) => ec2Arn(`subnet/${s.id}`)),
-          { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:ec2:${base.stages.test.region}:${base.stages.test.account}:security-group/`, { 'Fn::GetAtt': [ownGroup, 'GroupId'] }]] },
+          {
+            'Fn::Join': [
+              '',
+              [
+                'arn:',
+                { Ref: 'AWS::Partition' },
+                `:ec2:${base.stages.test.region}:${base.stages.test.account}:security-group/`,
+                { 'Fn::GetAtt': [ownGroup, 'GroupId'] },
+              ],
+            ],
+          },
           ec2Arn('security-group/sg-0a1b2c3d4e5f60719'),
         ],
       },
-      { Effect: 'Allow', Action: ['ec2:DeleteNetworkInterface', 'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses'], Resource: ec2Arn('network-interface/*') },
+      {
+        Effect: 'Allow',
+        Action: ['ec2:DeleteNetworkInterface', 'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses'],
+        Resource: ec2Arn('network-interface/*'),
+      },
       { Effect: 'Allow', Action: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'], Resource: '*' },
     ]);
   });
@@ -98,7 +140,9 @@ describe('a consumer group placed in a VPC by the stage settings', () => {
     const nag = report.pluginReports.find((p: { pluginName: string }) => p.pluginName === 'AwsSolutions');
     expect(nag.violations).toEqual([]);
     const onRole = nag.suppressedViolations.filter((v: { violatingConstructs: Array<{ constructPath: string }> }) =>
-      v.violatingConstructs.some((c) => c.constructPath.startsWith('RocketMqConsumersPipeline/Test/Consumers/CouponConsumerGroup/Consumer/Role')),
+      v.violatingConstructs.some((c) =>
+        c.constructPath.startsWith('RocketMqConsumersPipeline/Test/Consumers/CouponConsumerGroup/Consumer/Role'),
+      ),
     );
     expect(onRole.map((v: { ruleName: string }) => v.ruleName).sort()).toEqual([
       'AwsSolutions-IAM5[Resource::*]',

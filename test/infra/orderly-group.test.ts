@@ -3,11 +3,11 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSUMER_ENV } from '../../lib/config/consumer-environment.ts';
-import { CONSUMER_GROUPS, FIFO_QUEUE_ATTRIBUTES, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/config/telemetry-names.ts';
-import { RocketMQConsumerGroup, type ConsumerTuning } from '../../infra/consumer-group.ts';
+import { type ConsumerTuning, RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { ConsumerTables } from '../../infra/tables.ts';
+import { CONSUMER_ENV } from '../../lib/config/consumer-environment.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition, FIFO_QUEUE_ATTRIBUTES } from '../../lib/config/resources.ts';
+import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/config/telemetry-names.ts';
 
 const orderStatus = CONSUMER_GROUPS.find((g) => g.group === 'order-status-consumer-group')!;
 /** The order-status group as an orderly group declares itself. */
@@ -37,11 +37,19 @@ describe('RocketMQConsumerGroup for an orderly group (synth)', () => {
   });
 
   it('gets a FIFO source queue and a FIFO DLQ: .fifo names, no content-based deduplication, per-group throughput', () => {
-    const fifo = { FifoQueue: true, ContentBasedDeduplication: false, DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' };
+    const fifo = {
+      FifoQueue: true,
+      ContentBasedDeduplication: false,
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+    };
     // The CDK props say what lib/config's attributes (the local emulator's) say.
     expect(Object.fromEntries(Object.entries(fifo).map(([k, v]) => [k, String(v)]))).toEqual(FIFO_QUEUE_ATTRIBUTES);
     expect(source().Properties).toMatchObject({ QueueName: 'unit-order-status-consumer-group.fifo', ...fifo });
-    expect(deadLetterQueue().Properties).toMatchObject({ QueueName: 'unit-order-status-consumer-group-dlq.fifo', ...fifo });
+    expect(deadLetterQueue().Properties).toMatchObject({
+      QueueName: 'unit-order-status-consumer-group-dlq.fifo',
+      ...fifo,
+    });
   });
 
   it('redrives after 10 × 17 + 1 receives, so SQS never dead-letters a held-back message before its own count does', () => {
@@ -61,10 +69,16 @@ describe('RocketMQConsumerGroup for an orderly group (synth)', () => {
 
   it('alarms on a blocked message group to the alarm topic: the older of SQS’s and the consumer’s message ages, past the retry policy’s time', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
-    expect(alarms.map((a) => a.AlarmName).filter((n: string) => /oldest|blocked/.test(n))).toEqual(['unit-order-status-consumer-group-blocked-group']);
+    expect(alarms.map((a) => a.AlarmName).filter((n: string) => /oldest|blocked/.test(n))).toEqual([
+      'unit-order-status-consumer-group-blocked-group',
+    ]);
     const blocked = alarms.find((a) => a.AlarmName.endsWith('blocked-group'))!;
     // 17 deliveries of up to 30 s, and 16 intervals of 3 s
-    expect(blocked).toMatchObject({ Threshold: 17 * 30 + 16 * 3, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' });
+    expect(blocked).toMatchObject({
+      Threshold: 17 * 30 + 16 * 3,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
+    });
     expect(blocked.AlarmDescription).toContain('https://example.com/runbook.md#blocked-message-group');
     const topic = Object.keys(template.findResources('AWS::SNS::Topic'))[0]!;
     expect(blocked.AlarmActions).toEqual([{ Ref: topic }]);
@@ -72,10 +86,22 @@ describe('RocketMQConsumerGroup for an orderly group (synth)', () => {
     expect(blocked.Metrics).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ Expression: 'MAX([FILL(oldest, 0), FILL(returned, 0)])', ReturnData: true }),
-        expect.objectContaining({ Id: 'oldest', MetricStat: expect.objectContaining({ Metric: expect.objectContaining({ MetricName: 'ApproximateAgeOfOldestMessage' }), Stat: 'Maximum' }) }),
+        expect.objectContaining({
+          Id: 'oldest',
+          MetricStat: expect.objectContaining({
+            Metric: expect.objectContaining({ MetricName: 'ApproximateAgeOfOldestMessage' }),
+            Stat: 'Maximum',
+          }),
+        }),
         expect.objectContaining({
           Id: 'returned',
-          MetricStat: expect.objectContaining({ Metric: expect.objectContaining({ Namespace: METRICS_NAMESPACE, MetricName: ConsumerMetric.messageGroupWait }), Stat: 'Maximum' }),
+          MetricStat: expect.objectContaining({
+            Metric: expect.objectContaining({
+              Namespace: METRICS_NAMESPACE,
+              MetricName: ConsumerMetric.messageGroupWait,
+            }),
+            Stat: 'Maximum',
+          }),
         }),
       ]),
     );
@@ -88,7 +114,11 @@ describe('RocketMQConsumerGroup for an orderly group (synth)', () => {
 
   it.each([
     ['a batch over 10', { batchSize: 20 }, /batchSize is 20 but ordering is 'orderly'/],
-    ['a batching window', { maxBatchingWindow: Duration.seconds(5) }, /maxBatchingWindowSeconds is 5 but ordering is 'orderly'/],
+    [
+      'a batching window',
+      { maxBatchingWindow: Duration.seconds(5) },
+      /maxBatchingWindowSeconds is 5 but ordering is 'orderly'/,
+    ],
     ['packing', { packing: true }, /packing is on \(tuning.packing \/ CONSUMER_PACKING\) but ordering is 'orderly'/],
   ])('refuses %s at synth, naming both settings', (_, tuning, message) => {
     expect(() => synth(orderly, tuning)).toThrow(message);

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { CreateEventBusCommand, PutEventsCommand, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
+import {
+  CreateEventBusCommand,
+  PutEventsCommand,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
 import { EVENT_FILTER_QUOTA, tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
@@ -8,11 +13,15 @@ import { ROCKETMQ_EVENT_TYPE } from '../../lib/config/telemetry-names.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 import { writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 
-const envelope = (tags?: string, topic = 'ORDER_TOPIC') => writeEnvelope({ topic, msgId: '0A1B2C3D2A9F18B4AAC24517FD7B0005', body: '{}', tags });
-const eventBridge = (detail: unknown) => JSON.stringify({ version: '0', 'detail-type': 'mq:Topic:SendMessage', source: 'bridge', detail });
+const envelope = (tags?: string, topic = 'ORDER_TOPIC') =>
+  writeEnvelope({ topic, msgId: '0A1B2C3D2A9F18B4AAC24517FD7B0005', body: '{}', tags });
+const eventBridge = (detail: unknown) =>
+  JSON.stringify({ version: '0', 'detail-type': 'mq:Topic:SendMessage', source: 'bridge', detail });
 /** Lambda's matching for the shapes used here: nested objects, and arrays of allowed strings. */
 const matches = (pattern: any, value: any): boolean =>
-  Array.isArray(pattern) ? pattern.includes(value) : typeof value === 'object' && value !== null && Object.entries(pattern).every(([k, p]) => matches(p, value[k]));
+  Array.isArray(pattern)
+    ? pattern.includes(value)
+    : typeof value === 'object' && value !== null && Object.entries(pattern).every(([k, p]) => matches(p, value[k]));
 const admitted = (tagExpression: string, body: string) => {
   const patterns = tagFilterPatterns(tagExpression);
   return patterns.length === 0 || patterns.some((p) => matches(p, { body: JSON.parse(body) }));
@@ -58,10 +67,14 @@ describe('the bus rule of a filtered group (emulator EventBridge)', () => {
     const name = `route-${randomUUID().slice(0, 8)}`;
     await events.send(new CreateEventBusCommand({ Name: name }));
     const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }));
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
     const pattern = { 'detail-type': [ROCKETMQ_EVENT_TYPE], detail: { $or: tagRoutePatterns('ORDER_TOPIC', 'PAID') } };
     await events.send(new PutRuleCommand({ Name: name, EventBusName: name, EventPattern: JSON.stringify(pattern) }));
-    await events.send(new PutTargetsCommand({ Rule: name, EventBusName: name, Targets: [{ Id: 'queue', Arn: Attributes!.QueueArn! }] }));
+    await events.send(
+      new PutTargetsCommand({ Rule: name, EventBusName: name, Targets: [{ Id: 'queue', Arn: Attributes!.QueueArn! }] }),
+    );
     const paid = JSON.parse(envelope('PAID'));
     const details: Record<string, unknown> = {
       'PAID, CloudEvent': paid,
@@ -86,17 +99,31 @@ describe('the bus rule of a filtered group (emulator EventBridge)', () => {
     );
     const delivered: string[] = [];
     for (let polls = 0; polls < 5; polls++) {
-      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: polls === 0 ? 1 : 0 }));
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: polls === 0 ? 1 : 0,
+        }),
+      );
       delivered.push(...Messages.map((m) => m.Body!));
     }
     // Assess: the queue gets exactly the subscribed messages, and the event source filter lets
     // each through but the one shape its quota of five patterns leaves out: that one it drops, and alarms.
     const labels = (bodies: string[]) => bodies.map((body) => JSON.parse(body).detail.label).sort();
-    expect(labels(delivered)).toEqual(['PAID, Alibaba style', 'PAID, CloudEvent', 'PAID, bare data', 'PAID, bare data, Alibaba style']);
+    expect(labels(delivered)).toEqual([
+      'PAID, Alibaba style',
+      'PAID, CloudEvent',
+      'PAID, bare data',
+      'PAID, bare data, Alibaba style',
+    ]);
     expect(labels(delivered.filter((body) => !admitted('PAID', body)))).toEqual(['PAID, bare data, Alibaba style']);
   });
 
   it('routes the whole topic for a group subscribed to *', () => {
-    expect(tagRoutePatterns('ORDER_TOPIC', '*')).toEqual([{ data: { topic: ['ORDER_TOPIC'] } }, { topic: ['ORDER_TOPIC'] }]);
+    expect(tagRoutePatterns('ORDER_TOPIC', '*')).toEqual([
+      { data: { topic: ['ORDER_TOPIC'] } },
+      { topic: ['ORDER_TOPIC'] },
+    ]);
   });
 });

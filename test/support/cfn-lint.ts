@@ -19,6 +19,9 @@ export async function cfnLint(templates: readonly string[]): Promise<{ code: num
   const bin = path.join(path.dirname(await ensurePythonEnvironment()), 'cfn-lint');
   return promisify(execFile)(bin, ['--non-zero-exit-code', 'error', '--format', 'parseable', ...templates]).then(
     (r) => ({ code: 0, out: r.stdout }),
-    (e: { code: number | string; stdout?: string; stderr?: string }) => ({ code: e.code, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+    (e: { code: number | string; stdout?: string; stderr?: string }) => ({
+      code: e.code,
+      out: `${e.stdout ?? ''}${e.stderr ?? ''}`,
+    }),
   );
 }

@@ -22,7 +22,10 @@ type Behaviour =
  * `token()`), or a SigV4 signature that verifies with these credentials, checked by signing the
  * request again with the same library. A refusal is 401 (bearer) or 403 (SigV4, as API Gateway).
  */
-export type ServiceAccess = { kind: 'none' } | { kind: 'bearer'; token: () => string } | { kind: 'sigv4'; service: string; region: string; credentials: AwsCredentialIdentity };
+export type ServiceAccess =
+  | { kind: 'none' }
+  | { kind: 'bearer'; token: () => string }
+  | { kind: 'sigv4'; service: string; region: string; credentials: AwsCredentialIdentity };
 
 export interface HeldAnswer {
   /** Resolves when the held request has arrived (and its coupon was granted). */
@@ -70,7 +73,15 @@ export async function startFakeCouponService(access: ServiceAccess = { kind: 'no
     } catch {
       body = undefined;
     }
-    const record = (status: number) => received.push({ idempotencyKey: key, authorization: req.headers.authorization, path: req.url, body, status, at: Date.now() });
+    const record = (status: number) =>
+      received.push({
+        idempotencyKey: key,
+        authorization: req.headers.authorization,
+        path: req.url,
+        body,
+        status,
+        at: Date.now(),
+      });
     const reply = (status: number, json: unknown) => {
       record(status);
       answer(res, status, json);
@@ -78,7 +89,8 @@ export async function startFakeCouponService(access: ServiceAccess = { kind: 'no
     const refusal = await refusalOf(access, req, text);
     if (refusal) return reply(refusal, { message: 'credentials refused' });
     if (req.method !== 'POST' || req.url !== COUPON_GRANT_PATH) return reply(404, { message: 'not found' });
-    if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined) return reply(400, { message: 'Idempotency-Key, orderNo and userId are required' });
+    if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined)
+      return reply(400, { message: 'Idempotency-Key, orderNo and userId are required' });
 
     const behaviour = script.shift() ?? { kind: 'grant' };
     if (behaviour.kind === 'redirect') {
@@ -87,7 +99,8 @@ export async function startFakeCouponService(access: ServiceAccess = { kind: 'no
     }
     if (behaviour.kind === 'fail') {
       record(behaviour.status);
-      if (behaviour.text === undefined) return answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
+      if (behaviour.text === undefined)
+        return answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
       return res.writeHead(behaviour.status, { 'content-type': 'text/plain; charset=utf-8' }).end(behaviour.text);
     }
     let couponId = couponsByKey.get(key);
@@ -119,11 +132,17 @@ export async function startFakeCouponService(access: ServiceAccess = { kind: 'no
     /** Coupons actually granted for this key (0 or 1: the service deduplicates). */
     grants: (key: string) => (couponsByKey.has(key) ? 1 : 0),
     couponFor: (key: string) => couponsByKey.get(key),
-    /** The next `times` requests fail with `status` (default 503) and grant nothing; `text` replaces the JSON error body. */
+    /**
+     * The next `times` requests fail with `status` (default 503) and grant nothing; `text` replaces the JSON error
+     * body.
+     */
     failNext(times = 1, status = 503, text?: string) {
       for (let i = 0; i < times; i++) script.push({ kind: 'fail', status, text });
     },
-    /** The next request grants nothing and is answered `status` (default 307, "repeat the POST there") with this Location. */
+    /**
+     * The next request grants nothing and is answered `status` (default 307, "repeat the POST there") with this
+     * Location.
+     */
     redirectNext(location: string, status = 307) {
       script.push({ kind: 'redirect', status, location });
     },
@@ -155,15 +174,27 @@ async function refusalOf(access: ServiceAccess, req: IncomingMessage, body: stri
   return (await sigV4Verifies(access, req, body)) ? undefined : 403;
 }
 
-/** Signs the request again, as received, with the expected credentials and the request's own time: the signatures must be equal. */
-async function sigV4Verifies(access: Extract<ServiceAccess, { kind: 'sigv4' }>, req: IncomingMessage, body: string): Promise<boolean> {
+/**
+ * Signs the request again, as received, with the expected credentials and the request's own time: the signatures must
+ * be equal.
+ */
+async function sigV4Verifies(
+  access: Extract<ServiceAccess, { kind: 'sigv4' }>,
+  req: IncomingMessage,
+  body: string,
+): Promise<boolean> {
   const authorization = req.headers.authorization ?? '';
   const signedHeaders = /SignedHeaders=([^,]+)/.exec(authorization)?.[1]?.split(';');
   const amzDate = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(header(req.headers, 'x-amz-date'));
   if (!signedHeaders?.includes('host') || !amzDate) return false;
   const [, y, mo, d, h, mi, sec] = amzDate;
   const url = new URL(req.url ?? '/', `http://${req.headers.host}`);
-  const signer = new SignatureV4({ service: access.service, region: access.region, credentials: access.credentials, sha256: Sha256 });
+  const signer = new SignatureV4({
+    service: access.service,
+    region: access.region,
+    credentials: access.credentials,
+    sha256: Sha256,
+  });
   const again = await signer.sign(
     {
       method: req.method ?? 'GET',

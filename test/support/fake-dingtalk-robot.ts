@@ -45,7 +45,8 @@ export class FakeDingTalkRobot {
   private secret: string | undefined;
   private constructor(
     private readonly server: Server,
-    private readonly options: Required<Omit<FakeRobotOptions, 'secret' | 'keyword'>> & Pick<FakeRobotOptions, 'secret' | 'keyword'>,
+    private readonly options: Required<Omit<FakeRobotOptions, 'secret' | 'keyword'>> &
+      Pick<FakeRobotOptions, 'secret' | 'keyword'>,
   ) {
     this.secret = options.secret;
   }
@@ -162,7 +163,11 @@ export class FakeDingTalkRobot {
       const given = Buffer.from(r.sign ?? '', 'base64');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return [310000, 'sign not match'];
     }
-    if (r.body?.msgtype !== 'markdown' || typeof r.body.markdown?.title !== 'string' || typeof r.body.markdown.text !== 'string') {
+    if (
+      r.body?.msgtype !== 'markdown' ||
+      typeof r.body.markdown?.title !== 'string' ||
+      typeof r.body.markdown.text !== 'string'
+    ) {
       return [400105, 'invalid msgtype or message body'];
     }
     if (Buffer.byteLength(text, 'utf8') > 20_000) return [460101, 'message too long, exceed 20000 bytes'];

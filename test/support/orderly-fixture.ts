@@ -3,6 +3,7 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
+import { createOrderStatusConsumer, ORDER_STATUS } from '../../functions/order-status-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
 import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
@@ -10,7 +11,6 @@ import { recordId } from '../../lib/idempotency/record.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
 import type { Order } from '../../lib/orders/order-status.ts';
 import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
-import { createOrderStatusConsumer, ORDER_STATUS } from '../../functions/order-status-consumer/handler.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
 import { pollOnce } from '../../scripts/local/sqs-poller.ts';
 import { readAllMessages } from './queue-reading.ts';
@@ -51,15 +51,35 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
     /** Sends as the bridge does: the message group, and the RocketMQ msgId as deduplication id. */
     send: async (messageGroupId: string, body: string) => {
       const msgId = (JSON.parse(body) as { data: { msgId: string } }).data.msgId;
-      await sqs.send(new SendMessageCommand({ QueueUrl: source.url, MessageBody: body, MessageGroupId: messageGroupId, MessageDeduplicationId: msgId }));
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: source.url,
+          MessageBody: body,
+          MessageGroupId: messageGroupId,
+          MessageDeduplicationId: msgId,
+        }),
+      );
     },
     /** One Lambda-like poll: receive up to 10, invoke, delete what the handler did not return. */
     poll: () => pollFifo(sqs, source, handler),
-    createOrder: (orderNo: string, status = 'WAIT_PAY') => dynamoDb.send(new PutCommand({ TableName: tables.orders, Item: { orderNo, status, userId: '88372' } })),
-    order: async (orderNo: string) => (await dynamoDb.send(new GetCommand({ TableName: tables.orders, Key: { orderNo }, ConsistentRead: true }))).Item as (Order & Record<string, unknown>) | undefined,
+    createOrder: (orderNo: string, status = 'WAIT_PAY') =>
+      dynamoDb.send(new PutCommand({ TableName: tables.orders, Item: { orderNo, status, userId: '88372' } })),
+    order: async (orderNo: string) =>
+      (await dynamoDb.send(new GetCommand({ TableName: tables.orders, Key: { orderNo }, ConsistentRead: true })))
+        .Item as (Order & Record<string, unknown>) | undefined,
     /** The failure count the consumer keeps for one SQS message (0 when it never failed). */
     failuresOf: async (sqsMessageId: string) =>
-      Number((await dynamoDb.send(new GetCommand({ TableName: tables.idempotency, Key: { id: recordId(ORDER_STATUS.group, `failures#${sqsMessageId}`) }, ConsistentRead: true }))).Item?.failures ?? 0),
+      Number(
+        (
+          await dynamoDb.send(
+            new GetCommand({
+              TableName: tables.idempotency,
+              Key: { id: recordId(ORDER_STATUS.group, `failures#${sqsMessageId}`) },
+              ConsistentRead: true,
+            }),
+          )
+        ).Item?.failures ?? 0,
+      ),
     deadLetters: () => readAllMessages(sqs, deadLetter.url),
   };
 }
@@ -70,7 +90,11 @@ export interface FifoPoll {
   response?: SQSBatchResponse;
 }
 
-async function pollFifo(sqs: SQSClient, queue: { url: string; arn: string }, handler: ConsumerHandler): Promise<FifoPoll> {
+async function pollFifo(
+  sqs: SQSClient,
+  queue: { url: string; arn: string },
+  handler: ConsumerHandler,
+): Promise<FifoPoll> {
   let response: SQSBatchResponse | undefined;
   const { records = [] } = await pollOnce({
     sqs,

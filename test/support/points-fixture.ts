@@ -1,19 +1,23 @@
-import { readAllMessages } from './queue-reading.ts';
-import { sqsRecord as localSqsRecord } from '../../scripts/local/sqs-record.ts';
 import { randomUUID } from 'node:crypto';
-import { QueryCommand, ScanCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
+import {
+  createPointsConsumer,
+  POINTS_GROUP,
+  type PointsConsumerDeps,
+} from '../../functions/points-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { provisionLocal, type LocalResources } from '../../scripts/local/provision.ts';
-import { lambdaContext } from '../../scripts/local/lambda-context.ts';
-import { pollOnce } from '../../scripts/local/sqs-poller.ts';
-import { MsgIdGenerator, writeEnvelope, type EnvelopeFields } from '../../lib/rocketmq/envelope-writer.ts';
-import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import { createPointsConsumer, POINTS_GROUP, type PointsConsumerDeps } from '../../functions/points-consumer/handler.ts';
 import type { LedgerEntry } from '../../lib/points/ledger.ts';
+import { type EnvelopeFields, MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import { lambdaContext } from '../../scripts/local/lambda-context.ts';
+import { type LocalResources, provisionLocal } from '../../scripts/local/provision.ts';
+import { pollOnce } from '../../scripts/local/sqs-poller.ts';
+import { sqsRecord as localSqsRecord } from '../../scripts/local/sqs-record.ts';
+import { readAllMessages } from './queue-reading.ts';
 
 export interface OrderFields {
   orderNo: string;
@@ -55,7 +59,9 @@ export const IMMEDIATE_RETRIES = new RetrySchedule(Array.from({ length: 16 }, ()
 export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {}) {
   const endpoint = inject('emulatorEndpoint');
   const aws = emulatorConfig(endpoint);
-  const resources: LocalResources = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, { groups: [POINTS_GROUP] });
+  const resources: LocalResources = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, {
+    groups: [POINTS_GROUP],
+  });
   const queue = resources.queues[POINTS_GROUP]!;
   const dynamoDb = createDynamoDb(aws);
   const sqs = createSqs(aws);
@@ -78,23 +84,45 @@ export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {})
     sqs,
     /** Invokes the handler directly with records built from the bodies. */
     invoke: (bodies: Array<string | SQSRecord>) =>
-      handler({ Records: bodies.map((b) => (typeof b === 'string' ? sqsRecord(b, queue.source.arn) : b)) } satisfies SQSEvent, lambdaContext('points-consumer', 30_000)),
+      handler(
+        { Records: bodies.map((b) => (typeof b === 'string' ? sqsRecord(b, queue.source.arn) : b)) } satisfies SQSEvent,
+        lambdaContext('points-consumer', 30_000),
+      ),
     send: async (...bodies: string[]) => {
-      for (const body of bodies) await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
+      for (const body of bodies)
+        await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
     },
     /** Polls the source queue like Lambda until it is empty. */
     drain: async (maxPolls = 200) => {
       for (let i = 0; i < maxPolls; i++) {
-        const r = await pollOnce({ sqs, queueUrl: queue.source.url, queueArn: queue.source.arn, handler, functionName: 'points-consumer' });
+        const r = await pollOnce({
+          sqs,
+          queueUrl: queue.source.url,
+          queueArn: queue.source.arn,
+          handler,
+          functionName: 'points-consumer',
+        });
         if (r.received === 0) return;
       }
       throw new Error('queue did not drain');
     },
     ledger: async (userId: string): Promise<LedgerEntry[]> =>
-      ((await dynamoDb.send(new QueryCommand({ TableName: resources.tables.ledger, KeyConditionExpression: 'userId = :u', ExpressionAttributeValues: { ':u': userId }, ConsistentRead: true })))
-        .Items ?? []) as LedgerEntry[],
+      ((
+        await dynamoDb.send(
+          new QueryCommand({
+            TableName: resources.tables.ledger,
+            KeyConditionExpression: 'userId = :u',
+            ExpressionAttributeValues: { ':u': userId },
+            ConsistentRead: true,
+          }),
+        )
+      ).Items ?? []) as LedgerEntry[],
     balance: async (userId: string): Promise<number> =>
-      ((await dynamoDb.send(new GetCommand({ TableName: resources.tables.accounts, Key: { userId }, ConsistentRead: true }))).Item?.balance as number | undefined) ?? 0,
+      ((
+        await dynamoDb.send(
+          new GetCommand({ TableName: resources.tables.accounts, Key: { userId }, ConsistentRead: true }),
+        )
+      ).Item?.balance as number | undefined) ?? 0,
     /** Every account balance equals the sum of its ledger; returns the users that differ. */
     ledgerMismatches: async (): Promise<string[]> => {
       const ledger = (await dynamoDb.send(new ScanCommand({ TableName: resources.tables.ledger }))).Items ?? [];

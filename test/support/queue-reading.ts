@@ -10,14 +10,35 @@ export interface ReadMessage {
 export async function readAllMessages(sqs: SQSClient, queueUrl: string): Promise<ReadMessage[]> {
   const out: ReadMessage[] = [];
   for (;;) {
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        MessageAttributeNames: ['All'],
+        VisibilityTimeout: 60,
+      }),
+    );
     if (Messages.length === 0) return out;
-    for (const m of Messages) out.push({ body: m.Body!, attributes: Object.fromEntries(Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? ''])) });
+    for (const m of Messages)
+      out.push({
+        body: m.Body!,
+        attributes: Object.fromEntries(
+          Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? '']),
+        ),
+      });
   }
 }
 
 /** Messages in a queue: visible, and in flight (received, or delayed by a visibility change). */
 export async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<{ visible: number; inFlight: number }> {
-  const { Attributes = {} } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
-  return { visible: Number(Attributes.ApproximateNumberOfMessages), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible) };
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return {
+    visible: Number(Attributes.ApproximateNumberOfMessages),
+    inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible),
+  };
 }

@@ -36,7 +36,10 @@ export function denyingStatements(statements: readonly PolicyStatement[], reques
   return statements.filter((s) => s.Effect === 'Deny' && applies(s, request)).map((s, i) => s.Sid ?? `#${i}`);
 }
 
-/** Whether some Allow statement grants the request (a service principal needs one; an IAM role of the account may use its identity policy). */
+/**
+ * Whether some Allow statement grants the request (a service principal needs one; an IAM role of the account may use
+ * its identity policy).
+ */
 export function allowingStatements(statements: readonly PolicyStatement[], request: PolicyRequest): string[] {
   return statements.filter((s) => s.Effect === 'Allow' && applies(s, request)).map((s, i) => s.Sid ?? `#${i}`);
 }
@@ -46,7 +49,9 @@ function applies(statement: PolicyStatement, request: PolicyRequest): boolean {
     principalMatches(statement.Principal, request.principal) &&
     list(statement.Action).some((a) => wildcard(a, request.action)) &&
     (statement.Resource === undefined || list(statement.Resource).some((r) => wildcard(r, request.resource))) &&
-    Object.entries(statement.Condition ?? {}).every(([operator, keys]) => Object.entries(keys).every(([key, values]) => conditionMatches(operator, request.context[key], list(values))))
+    Object.entries(statement.Condition ?? {}).every(([operator, keys]) =>
+      Object.entries(keys).every(([key, values]) => conditionMatches(operator, request.context[key], list(values))),
+    )
   );
 }
 

@@ -15,7 +15,11 @@ export interface TransactionRendezvous {
  * requests fail, so a test can never pass on a race that did not happen. Later transactions
  * (after the rendezvous met) pass straight through.
  */
-export function transactionRendezvous<I extends object, O extends object>(client: { middlewareStack: MiddlewareStack<I, O> }, parties: number, timeoutMs = 5_000): TransactionRendezvous {
+export function transactionRendezvous<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  parties: number,
+  timeoutMs = 5_000,
+): TransactionRendezvous {
   const state = { arrived: 0, met: false };
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
@@ -30,7 +34,11 @@ export function transactionRendezvous<I extends object, O extends object>(client
       }
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`rendezvous: ${state.arrived} of ${parties} transactions arrived within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(new Error(`rendezvous: ${state.arrived} of ${parties} transactions arrived within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       });
       try {
         await Promise.race([gate, timeout]);

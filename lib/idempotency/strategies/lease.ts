@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ConsumptionError, LeaseHeldError, PayloadConflictError } from '../errors.ts';
-import { RecordStatus, recordId, type DedupRecord } from '../record.ts';
+import { type DedupRecord, RecordStatus, recordId } from '../record.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { BeginResult, ConsumptionStrategy } from '../strategy.ts';
 import { DEFAULT_RECORD_TTL_SECONDS } from './transactional.ts';
@@ -65,7 +65,9 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
               'SET #status = :inProgress, leaseUntil = :leaseUntil, holder = :holder, fingerprint = :fp, #key = :key, #group = :group, ' +
               'firstMsgId = if_not_exists(firstMsgId, :msgId), createdAt = if_not_exists(createdAt, :nowIso), expiresAt = :expiresAt ' +
               'ADD #token :one',
-            ConditionExpression: 'attribute_not_exists(id) OR expiresAt < :nowSeconds OR ' + '(fingerprint = :fp AND (#status = :retryable OR (#status = :inProgress AND leaseUntil < :nowMs)))',
+            ConditionExpression:
+              'attribute_not_exists(id) OR expiresAt < :nowSeconds OR ' +
+              '(fingerprint = :fp AND (#status = :retryable OR (#status = :inProgress AND leaseUntil < :nowMs)))',
             ExpressionAttributeNames: { '#status': 'status', '#key': 'key', '#group': 'group', '#token': 'token' },
             ExpressionAttributeValues: {
               ':inProgress': RecordStatus.IN_PROGRESS,
@@ -99,7 +101,12 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
         if (existing.status === RecordStatus.COMPLETED) {
           return {
             proceed: false,
-            settlement: { outcome: 'duplicate', reason: 'lease-completed', winnerMsgId: existing.lastMsgId ?? existing.firstMsgId, result: existing.result },
+            settlement: {
+              outcome: 'duplicate',
+              reason: 'lease-completed',
+              winnerMsgId: existing.lastMsgId ?? existing.firstMsgId,
+              result: existing.result,
+            },
           };
         }
         throw new LeaseHeldError(msg.key, existing.leaseUntil ?? 0);
@@ -112,7 +119,8 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
           new UpdateCommand({
             TableName: options.tableName,
             Key: key(msg),
-            UpdateExpression: 'SET #status = :completed, #result = :result, lastMsgId = :msgId REMOVE leaseUntil, holder',
+            UpdateExpression:
+              'SET #status = :completed, #result = :result, lastMsgId = :msgId REMOVE leaseUntil, holder',
             // Tokens are unique per acquisition, so COMPLETED with our token can only be our
             // own completion, applied once already (an SDK retry after a lost answer).
             ConditionExpression: '#token = :token AND (#status = :inProgress OR #status = :completed)',
@@ -146,7 +154,11 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
             UpdateExpression: 'SET #status = :retryable REMOVE leaseUntil, holder',
             ConditionExpression: '#token = :token AND #status = :inProgress',
             ExpressionAttributeNames: { '#status': 'status', '#token': 'token' },
-            ExpressionAttributeValues: { ':retryable': RecordStatus.RETRYABLE, ':inProgress': RecordStatus.IN_PROGRESS, ':token': msg.leaseToken },
+            ExpressionAttributeValues: {
+              ':retryable': RecordStatus.RETRYABLE,
+              ':inProgress': RecordStatus.IN_PROGRESS,
+              ':token': msg.leaseToken,
+            },
           }),
         );
       } catch {

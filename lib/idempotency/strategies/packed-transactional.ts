@@ -1,11 +1,28 @@
-import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
+import { type CancellationReason, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { jitter, mapLimit, sleep as wait } from '../concurrency.ts';
-import { classify, TransientFailureError, type ConsumptionError } from '../errors.ts';
+import { type ConsumptionError, classify, TransientFailureError } from '../errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { ConsumptionStrategy } from '../strategy.ts';
-import { DEFAULT_RECORD_TTL_SECONDS, dedupRecordPut, explainCancellation, transactionalStrategy, type TransactionalOptions, type TransactionalResult } from './transactional.ts';
-import { affinityOrder, CONTENTION_CODES, contendedCode, halves, isValidation, itemIdentity, pack, type PackedTransaction, type PackEntry } from './transaction-packing.ts';
+import {
+  affinityOrder,
+  CONTENTION_CODES,
+  contendedCode,
+  halves,
+  isValidation,
+  itemIdentity,
+  type PackEntry,
+  type PackedTransaction,
+  pack,
+} from './transaction-packing.ts';
+import {
+  DEFAULT_RECORD_TTL_SECONDS,
+  dedupRecordPut,
+  explainCancellation,
+  type TransactionalOptions,
+  type TransactionalResult,
+  transactionalStrategy,
+} from './transactional.ts';
 
 /** DynamoDB's limits for one `TransactWriteItems`: 100 actions, 4 MB of items. */
 export const MAX_TRANSACTION_ACTIONS = 100;
@@ -23,7 +40,10 @@ export interface PackedTransactionalOptions extends TransactionalOptions {
   maxActions?: number;
   /** Estimated item bytes per transaction; default 3.5 MB, headroom under the 4 MB limit. */
   maxBytes?: number;
-  /** Rounds of split-and-retry after `TransactionConflict` or throttling before a record fails; default 3 (the middleware's default). */
+  /**
+   * Rounds of split-and-retry after `TransactionConflict` or throttling before a record fails; default 3 (the
+   * middleware's default).
+   */
   contentionRetries?: number;
   /** Base of the exponential backoff between those rounds; default 25 ms, jittered. */
   backoffMs?: number;
@@ -33,7 +53,11 @@ export interface PackedTransactionalOptions extends TransactionalOptions {
 }
 
 /** Whole-request errors that mean "too fast": retried smaller and later. */
-const THROTTLING_ERRORS = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded']);
+const THROTTLING_ERRORS = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+]);
 
 /**
  * Batch packing: the commits of the records of one SQS batch go into as few
@@ -57,7 +81,9 @@ const THROTTLING_ERRORS = new Set(['ProvisionedThroughputExceededException', 'Th
  * they touch are split and retried with exponential backoff, and fail as transient (the
  * same outcome as per-record mode) when the retries are spent.
  */
-export function packedTransactionalStrategy(options: PackedTransactionalOptions): ConsumptionStrategy<TransactionalResult> {
+export function packedTransactionalStrategy(
+  options: PackedTransactionalOptions,
+): ConsumptionStrategy<TransactionalResult> {
   const perRecord = transactionalStrategy(options);
   const now = options.now ?? Date.now;
   const ttlSeconds = options.ttlSeconds ?? DEFAULT_RECORD_TTL_SECONDS;
@@ -71,7 +97,10 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
 
   return {
     ...perRecord,
-    async commitBatch<P>(msgs: readonly ConsumerMessage<P>[], results: readonly TransactionalResult[]): Promise<Settlement[]> {
+    async commitBatch<P>(
+      msgs: readonly ConsumerMessage<P>[],
+      results: readonly TransactionalResult[],
+    ): Promise<Settlement[]> {
       const settlements: Settlement[] = new Array(msgs.length);
       const entries: PackEntry<P>[] = msgs.map((msg, index) => ({ index, msg, result: results[index]! }));
 
@@ -81,7 +110,12 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
 
       /** Commits `batch`: packs it, sends the transactions, and follows up until every record is settled. */
       const run = async (batch: PackEntry<P>[], attempt: number): Promise<void> => {
-        const transactions = pack(batch, { maxActions, maxBytes, identify, dedupPut: (m) => dedupRecordPut(m, options, ttlSeconds, now()) });
+        const transactions = pack(batch, {
+          maxActions,
+          maxBytes,
+          identify,
+          dedupPut: (m) => dedupRecordPut(m, options, ttlSeconds, now()),
+        });
         await mapLimit(transactions, concurrency, (tx) => send(tx, attempt));
       };
 
@@ -91,7 +125,10 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
           for (const entry of tx.entries) settlements[entry.index] = { outcome: 'processed' };
           return;
         } catch (error) {
-          if (error instanceof TransactionCanceledException && error.CancellationReasons?.length === tx.actions.length) {
+          if (
+            error instanceof TransactionCanceledException &&
+            error.CancellationReasons?.length === tx.actions.length
+          ) {
             return explain(tx, error.CancellationReasons, attempt, error);
           }
           const failure = classify(error);
@@ -113,7 +150,12 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
       };
 
       /** Reads the cancellation reasons action by action and gives each record its share. */
-      const explain = async (tx: PackedTransaction<P>, reasons: CancellationReason[], attempt: number, error: unknown) => {
+      const explain = async (
+        tx: PackedTransaction<P>,
+        reasons: CancellationReason[],
+        attempt: number,
+        error: unknown,
+      ) => {
         const innocent: PackEntry<P>[] = [];
         // Contended records grouped by the first contended item they touch: records that share
         // a hot item (merged into one increment) are retried together, because two smaller
@@ -142,8 +184,14 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
           // Cancelled with nothing to blame: retry as contention so the loop spends its budget and ends.
           return retryContended(innocent, attempt, classify(error), true);
         }
-        const failure = new TransientFailureError(`transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`, contendedCode(reasons));
-        await Promise.all([innocent.length > 0 ? run(innocent, attempt) : undefined, ...[...contended.values()].map((group) => retryContended(group, attempt, failure, false))]);
+        const failure = new TransientFailureError(
+          `transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`,
+          contendedCode(reasons),
+        );
+        await Promise.all([
+          innocent.length > 0 ? run(innocent, attempt) : undefined,
+          ...[...contended.values()].map((group) => retryContended(group, attempt, failure, false)),
+        ]);
       };
 
       /**
@@ -151,7 +199,12 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
        * whole-request throttle (`halve`) is retried in two smaller transactions; records
        * grouped on one hot item stay together (see above).
        */
-      const retryContended = async (batch: PackEntry<P>[], attempt: number, failure: ConsumptionError, halve: boolean): Promise<void> => {
+      const retryContended = async (
+        batch: PackEntry<P>[],
+        attempt: number,
+        failure: ConsumptionError,
+        halve: boolean,
+      ): Promise<void> => {
         if (attempt >= contentionRetries) {
           for (const entry of batch) fail(entry, failure);
           return;
@@ -163,7 +216,11 @@ export function packedTransactionalStrategy(options: PackedTransactionalOptions)
 
       await run(affinityOrder(entries), 0);
       // Every path above settles each record; this only guards the contract (one settlement per record).
-      for (const entry of entries) settlements[entry.index] ??= { outcome: 'failed', error: new TransientFailureError(`record ${entry.msg.key} was not settled by packing`, 'PACKING_UNSETTLED') };
+      for (const entry of entries)
+        settlements[entry.index] ??= {
+          outcome: 'failed',
+          error: new TransientFailureError(`record ${entry.msg.key} was not settled by packing`, 'PACKING_UNSETTLED'),
+        };
       return settlements;
     },
   };

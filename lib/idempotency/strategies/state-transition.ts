@@ -1,5 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { UpdateCommand, type DynamoDBDocumentClient, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { BeginResult, ConsumptionStrategy } from '../strategy.ts';
@@ -21,7 +21,9 @@ export interface TransitionRequest {
  * moved on and changes nothing. One conditional write per message; a failed condition
  * returns the current item at no read cost (ALL_OLD).
  */
-export function stateTransitionStrategy(options: { client: DynamoDBDocumentClient }): ConsumptionStrategy<TransitionRequest> {
+export function stateTransitionStrategy(options: {
+  client: DynamoDBDocumentClient;
+}): ConsumptionStrategy<TransitionRequest> {
   return {
     recordTtlSeconds: Number.POSITIVE_INFINITY,
     async begin(): Promise<BeginResult> {
@@ -29,7 +31,9 @@ export function stateTransitionStrategy(options: { client: DynamoDBDocumentClien
     },
     async commit<P>(_msg: ConsumerMessage<P>, request: TransitionRequest): Promise<Settlement> {
       try {
-        await options.client.send(new UpdateCommand({ ...request.update, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+        await options.client.send(
+          new UpdateCommand({ ...request.update, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+        );
         return { outcome: 'processed' };
       } catch (error) {
         if (error instanceof ConditionalCheckFailedException) {

@@ -1,7 +1,7 @@
 import type { CancellationReason } from '@aws-sdk/client-dynamodb';
 import { canonicalJson } from '../record.ts';
 import type { ConsumerMessage } from '../settlement.ts';
-import type { TransactionalResult, TransactItem } from './transactional.ts';
+import type { TransactItem, TransactionalResult } from './transactional.ts';
 
 /**
  * The packer's pure part: how the commits of one SQS batch are laid out in
@@ -11,7 +11,12 @@ import type { TransactionalResult, TransactItem } from './transactional.ts';
  */
 
 /** Cancellation codes that say "not now", not "not this": the record is retried, never settled from them. */
-export const CONTENTION_CODES = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded', 'RequestLimitExceeded']);
+export const CONTENTION_CODES = new Set([
+  'TransactionConflict',
+  'ThrottlingError',
+  'ProvisionedThroughputExceeded',
+  'RequestLimitExceeded',
+]);
 
 export interface PackEntry<P> {
   readonly index: number;
@@ -68,7 +73,14 @@ export function emptyTransaction<P>(): PackedTransaction<P> {
   return { actions: [], entries: [], slots: new Map() };
 }
 
-function tryPlace<P>(tx: PackedTransaction<P>, identities: Map<string, number>, bytes: number, entry: PackEntry<P>, items: TransactItem[], limits: PackLimits<P>) {
+function tryPlace<P>(
+  tx: PackedTransaction<P>,
+  identities: Map<string, number>,
+  bytes: number,
+  entry: PackEntry<P>,
+  items: TransactItem[],
+  limits: PackLimits<P>,
+) {
   const plan = planPlacement(tx, identities, items, limits.identify);
   if (!plan) return undefined;
   if (tx.actions.length + plan.newActions > limits.maxActions) return undefined;
@@ -77,7 +89,12 @@ function tryPlace<P>(tx: PackedTransaction<P>, identities: Map<string, number>, 
 }
 
 /** Would `items` fit without a second non-mergeable action on an item already in `tx`? */
-export function planPlacement<P>(tx: PackedTransaction<P>, identities: Map<string, number>, items: TransactItem[], identify: (i: TransactItem) => string) {
+export function planPlacement<P>(
+  tx: PackedTransaction<P>,
+  identities: Map<string, number>,
+  items: TransactItem[],
+  identify: (i: TransactItem) => string,
+) {
   let newActions = 0;
   let bytes = 0;
   const own = new Set<string>();
@@ -96,7 +113,14 @@ export function planPlacement<P>(tx: PackedTransaction<P>, identities: Map<strin
   return { newActions, bytes };
 }
 
-export function place<P>(tx: PackedTransaction<P>, identities: Map<string, number>, entry: PackEntry<P>, items: TransactItem[], identify: (i: TransactItem) => string, force: boolean) {
+export function place<P>(
+  tx: PackedTransaction<P>,
+  identities: Map<string, number>,
+  entry: PackEntry<P>,
+  items: TransactItem[],
+  identify: (i: TransactItem) => string,
+  force: boolean,
+) {
   const slots: number[] = [];
   let bytes = 0;
   const own = new Set<string>();
@@ -179,22 +203,30 @@ export function parseIncrement(expression: string): { add: [string, string][]; s
 
 export function mergeIncrements(into: TransactItem, next: TransactItem): TransactItem {
   const { add } = parseIncrement(into.Update!.UpdateExpression!)!;
-  const values: Record<string, unknown> = { ...into.Update!.ExpressionAttributeValues, ...next.Update!.ExpressionAttributeValues };
+  const values: Record<string, unknown> = {
+    ...into.Update!.ExpressionAttributeValues,
+    ...next.Update!.ExpressionAttributeValues,
+  };
   for (const [, placeholder] of add) {
-    values[placeholder] = (into.Update!.ExpressionAttributeValues![placeholder] as number) + (next.Update!.ExpressionAttributeValues![placeholder] as number);
+    values[placeholder] =
+      (into.Update!.ExpressionAttributeValues![placeholder] as number) +
+      (next.Update!.ExpressionAttributeValues![placeholder] as number);
   }
   return { Update: { ...into.Update!, ExpressionAttributeValues: values } };
 }
 
 /** Item bytes as DynamoDB counts them, approximated from the JSON (names plus values); generous for numbers. */
 export function estimatedBytes(item: TransactItem): number {
-  const body = item.Put?.Item ?? item.Update?.ExpressionAttributeValues ?? item.Delete?.Key ?? item.ConditionCheck?.Key ?? {};
+  const body =
+    item.Put?.Item ?? item.Update?.ExpressionAttributeValues ?? item.Delete?.Key ?? item.ConditionCheck?.Key ?? {};
   return Buffer.byteLength(JSON.stringify(body)) + 100;
 }
 
 export function contendedCode(reasons: CancellationReason[]): string {
   const codes = reasons.map((r) => r.Code ?? 'None');
-  return codes.includes('TransactionConflict') ? 'TransactionConflict' : (codes.find((c) => CONTENTION_CODES.has(c)) ?? 'TransactionCanceled');
+  return codes.includes('TransactionConflict')
+    ? 'TransactionConflict'
+    : (codes.find((c) => CONTENTION_CODES.has(c)) ?? 'TransactionCanceled');
 }
 
 export function isValidation(error: unknown): boolean {

@@ -1,9 +1,13 @@
-import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
-import { TransactWriteCommand, type DynamoDBDocumentClient, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { type CancellationReason, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { DEFAULT_RECORD_TTL_SECONDS } from '../../config/delivery-lifetimes.ts';
 import { PayloadConflictError, TransientFailureError, WriteRejectedError } from '../errors.ts';
-import { RecordStatus, recordId, type DedupRecord } from '../record.ts';
+import { type DedupRecord, RecordStatus, recordId } from '../record.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { BeginResult, ConsumptionStrategy } from '../strategy.ts';
 
@@ -70,7 +74,8 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
         );
         return { outcome: 'processed' };
       } catch (error) {
-        if (error instanceof TransactionCanceledException) return explainCancellation(msg, result, error.CancellationReasons ?? []);
+        if (error instanceof TransactionCanceledException)
+          return explainCancellation(msg, result, error.CancellationReasons ?? []);
         throw error;
       }
     },
@@ -84,7 +89,12 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
  * The conditional put of a record's dedup record: the first action of its transaction.
  * Shared with packing, so both modes write the same record under the same condition.
  */
-export function dedupRecordPut<P>(msg: ConsumerMessage<P>, options: Pick<TransactionalOptions, 'tableName' | 'group'>, ttlSeconds: number, nowMs: number): TransactItem {
+export function dedupRecordPut<P>(
+  msg: ConsumerMessage<P>,
+  options: Pick<TransactionalOptions, 'tableName' | 'group'>,
+  ttlSeconds: number,
+  nowMs: number,
+): TransactItem {
   const record: DedupRecord = {
     id: recordId(options.group, msg.key),
     key: msg.key,
@@ -111,7 +121,11 @@ export function dedupRecordPut<P>(msg: ConsumerMessage<P>, options: Pick<Transac
  * Reasons come in action order: [0] is the dedup record, [i] is declared write i-1.
  * Returns the settlement, or throws the classified error the record fails with.
  */
-export function explainCancellation<P>(msg: ConsumerMessage<P>, result: TransactionalResult, reasons: CancellationReason[]): Settlement {
+export function explainCancellation<P>(
+  msg: ConsumerMessage<P>,
+  result: TransactionalResult,
+  reasons: CancellationReason[],
+): Settlement {
   const dedup = reasons[0];
   if (dedup?.Code === 'ConditionalCheckFailed') {
     const existing = dedup.Item ? (unmarshall(dedup.Item) as Partial<DedupRecord>) : {};
@@ -124,18 +138,26 @@ export function explainCancellation<P>(msg: ConsumerMessage<P>, result: Transact
   if (failedWrite > 0) {
     const write = result.writes[failedWrite - 1];
     if (write?.conditionFailureMeansDone) {
-      const existing = write.fingerprintAttribute && reasons[failedWrite]?.Item ? unmarshall(reasons[failedWrite]!.Item!) : undefined;
+      const existing =
+        write.fingerprintAttribute && reasons[failedWrite]?.Item ? unmarshall(reasons[failedWrite]!.Item!) : undefined;
       const fingerprint = existing?.[write.fingerprintAttribute!];
       // Entries written before fingerprints were stored carry none: they can only be taken as the same effect.
       if (typeof fingerprint === 'string' && fingerprint !== msg.fingerprint) {
-        throw new PayloadConflictError(msg.key, fingerprint, msg.fingerprint, typeof existing?.msgId === 'string' ? existing.msgId : undefined);
+        throw new PayloadConflictError(
+          msg.key,
+          fingerprint,
+          msg.fingerprint,
+          typeof existing?.msgId === 'string' ? existing.msgId : undefined,
+        );
       }
       return { outcome: 'duplicate', reason: 'effect-already-present' };
     }
     throw new WriteRejectedError(`declared write ${failedWrite - 1} was rejected by its condition`);
   }
   const codes = reasons.map((r) => r.Code ?? 'None');
-  const code = codes.includes('TransactionConflict') ? 'TransactionConflict' : (codes.find((c) => c !== 'None') ?? 'TransactionCanceled');
+  const code = codes.includes('TransactionConflict')
+    ? 'TransactionConflict'
+    : (codes.find((c) => c !== 'None') ?? 'TransactionCanceled');
   if (code === 'ValidationError') throw new WriteRejectedError(`transaction rejected: ${codes.join(', ')}`);
   throw new TransientFailureError(`transaction cancelled: ${codes.join(', ')}`, code);
 }

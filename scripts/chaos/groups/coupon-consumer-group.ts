@@ -11,11 +11,17 @@
  *   bodies as INVALID_PAYLOAD.
  */
 import { scanTable } from '../../../lib/aws/table-scan.ts';
-import { RecordStatus, recordId, type DedupRecord } from '../../../lib/idempotency/record.ts';
+import { type DedupRecord, RecordStatus, recordId } from '../../../lib/idempotency/record.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
-import { orderNoOf, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupVerdict } from '../chaos-plugin.ts';
+import {
+  type ChaosMessage,
+  type ChaosPlugin,
+  type ExpectedDeadLetter,
+  type GroupVerdict,
+  orderNoOf,
+} from '../chaos-plugin.ts';
 import { plainAttribute } from '../crash-points.ts';
-import { orderTopicFact, OrderTopicProducer } from '../order-topic.ts';
+import { OrderTopicProducer, orderTopicFact } from '../order-topic.ts';
 import { redeliverLater } from '../workload.ts';
 
 const GROUP = 'coupon-consumer-group';
@@ -39,8 +45,17 @@ export const chaosPlugin: ChaosPlugin = {
     for (const [i, order] of producer.orders(composition.orders, 'C', random).orders.entries()) {
       stream.push(producer.paid(order));
       // Spread evenly over the orders, exactly `racingResends` of them.
-      if (Math.floor(((i + 1) * composition.racingResends) / composition.orders) > Math.floor((i * composition.racingResends) / composition.orders)) {
-        stream.push(producer.resent(order, new Date(producer.bornBase + 10_000_000 + i).toISOString(), 'application re-send right behind its original (new msgId)'));
+      if (
+        Math.floor(((i + 1) * composition.racingResends) / composition.orders) >
+        Math.floor((i * composition.racingResends) / composition.orders)
+      ) {
+        stream.push(
+          producer.resent(
+            order,
+            new Date(producer.bornBase + 10_000_000 + i).toISOString(),
+            'application re-send right behind its original (new msgId)',
+          ),
+        );
       }
     }
     redeliverLater(stream, composition.redeliveries, random);
@@ -56,7 +71,8 @@ export const chaosPlugin: ChaosPlugin = {
       if (fact.kind === 'order-paid') {
         orders.add(fact.orderNo);
         msgIds.add(message.msgId!);
-      } else if (fact.kind === 'conflicting-payment') deadLetters.push({ body: message.body, code: 'PAYLOAD_CONFLICT' });
+      } else if (fact.kind === 'conflicting-payment')
+        deadLetters.push({ body: message.body, code: 'PAYLOAD_CONFLICT' });
       else if (fact.kind === 'invalid-body') deadLetters.push({ body: message.body, code: 'INVALID_PAYLOAD' });
     }
     return {
@@ -64,7 +80,8 @@ export const chaosPlugin: ChaosPlugin = {
       crashTargets: { msgIds: [...msgIds], keys: [...orders] },
       judge: async ({ dynamoDb, tables, unsettled }): Promise<GroupVerdict> => {
         const records = new Map<string, Partial<DedupRecord>>();
-        for (const r of await scanTable<Record<string, unknown>>(dynamoDb, tables.idempotency)) if (r.group === GROUP) records.set(String(r.key), r as Partial<DedupRecord>);
+        for (const r of await scanTable<Record<string, unknown>>(dynamoDb, tables.idempotency))
+          if (r.group === GROUP) records.set(String(r.key), r as Partial<DedupRecord>);
         const pending = new Set(unsettled.map((m) => orderNoOf(m.fact)));
         const violations: string[] = [];
         let lostEffects = 0;
@@ -77,14 +94,19 @@ export const chaosPlugin: ChaosPlugin = {
             continue;
           }
           lostEffects++;
-          violations.push(`order ${orderNo}: coupon record is ${r ? `${r.status} without a completed grant` : 'missing'}`);
+          violations.push(
+            `order ${orderNo}: coupon record is ${r ? `${r.status} without a completed grant` : 'missing'}`,
+          );
         }
         return { doubleEffects: 0, lostEffects, violations, notJudged, detail: { orders: orders.size } };
       },
     };
   },
 
-  /** The lease holder dies after the coupon call, before the `UpdateItem` that completes its record: the lease stays IN_PROGRESS. */
+  /**
+   * The lease holder dies after the coupon call, before the `UpdateItem` that completes its record: the lease stays
+   * IN_PROGRESS.
+   */
   crashPoint(keys) {
     const pending = new Map(keys.map((k) => [recordId(GROUP, k), k]));
     return (command, input) => {

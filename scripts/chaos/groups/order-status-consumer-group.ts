@@ -28,13 +28,19 @@
  */
 import { scanTable } from '../../../lib/aws/table-scan.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../../../lib/idempotency/failure-router.ts';
-import { ORDER_TRANSITIONS, OrderStatus, type Order } from '../../../lib/orders/order-status.ts';
+import { ORDER_TRANSITIONS, type Order, OrderStatus } from '../../../lib/orders/order-status.ts';
 import type { Delivery } from '../../local/delivery-account.ts';
 import { seedOrders } from '../../local/order-seeding.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
-import { orderNoOf, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupVerdict } from '../chaos-plugin.ts';
+import {
+  type ChaosMessage,
+  type ChaosPlugin,
+  type ExpectedDeadLetter,
+  type GroupVerdict,
+  orderNoOf,
+} from '../chaos-plugin.ts';
 import { crashInsideConditionalUpdate, updateAttribute } from '../crash-points.ts';
-import { orderTopicFact, OrderTopicProducer } from '../order-topic.ts';
+import { OrderTopicProducer, orderTopicFact } from '../order-topic.ts';
 import { redeliverLater } from '../workload.ts';
 
 const GROUP = 'order-status-consumer-group';
@@ -78,11 +84,15 @@ export const chaosPlugin: ChaosPlugin = {
     const { orders } = producer.orders(composition.orders, 'S', random);
     const slotted = orders.flatMap((order, i) => [
       { slot: 3 * i, message: producer.paid(order) },
-      { slot: 3 * i + 3 * (1 + Math.floor(random() * 4)) + 1, message: producer.finished(order.orderNo, new Date(producer.bornBase + 20_000_000 + i).toISOString()) },
+      {
+        slot: 3 * i + 3 * (1 + Math.floor(random() * 4)) + 1,
+        message: producer.finished(order.orderNo, new Date(producer.bornBase + 20_000_000 + i).toISOString()),
+      },
     ]);
     const stream: ChaosMessage[] = slotted.sort((a, b) => a.slot - b.slot).map((s) => s.message);
     redeliverLater(stream, composition.redeliveries, random);
-    for (let i = 0; i < composition.invalidBodies; i++) stream.splice(Math.floor(random() * (stream.length + 1)), 0, producer.invalidFinished(i));
+    for (let i = 0; i < composition.invalidBodies; i++)
+      stream.splice(Math.floor(random() * (stream.length + 1)), 0, producer.invalidFinished(i));
     const paidOf = new Map(stream.filter((m) => m.fact.kind === 'order-paid').map((m) => [orderNoOf(m.fact), m]));
     const late = Array.from({ length: composition.latePaid }, (_, i) => ({
       ...paidOf.get(orders[Math.floor((i + 0.5) * (orders.length / composition.latePaid))]!.orderNo)!,
@@ -113,10 +123,15 @@ export const chaosPlugin: ChaosPlugin = {
       if (seen.has(message.msgId!)) continue;
       seen.add(message.msgId!);
       if (fact.kind !== 'conflicting-payment') committing.push(message.msgId!);
-      events.get(fact.orderNo)!.push({ msgId: message.msgId!, body: message.body, to: fact.kind === 'order-finished' ? OrderStatus.FINISHED : OrderStatus.PAID });
+      events.get(fact.orderNo)!.push({
+        msgId: message.msgId!,
+        body: message.body,
+        to: fact.kind === 'order-finished' ? OrderStatus.FINISHED : OrderStatus.PAID,
+      });
     }
     const expected = new Map([...events].map(([orderNo, list]) => [orderNo, applyInOrder(list)]));
-    for (const order of expected.values()) for (const e of order.neverApplicable) deadLetters.push({ body: e.body, code: 'RETRIES_EXHAUSTED' });
+    for (const order of expected.values())
+      for (const e of order.neverApplicable) deadLetters.push({ body: e.body, code: 'RETRIES_EXHAUSTED' });
     const keys = [...events].flatMap(([orderNo, list]) => [...new Set(list.map((e) => transitionKey(orderNo, e.to)))]);
     return {
       deadLetters,
@@ -124,12 +139,16 @@ export const chaosPlugin: ChaosPlugin = {
         msgIds: committing,
         keys,
         // A PAID followed by its FINISHED: failing it must hold the FINISHED back.
-        failures: [...events].filter(([, list]) => list[0]?.to === OrderStatus.PAID && list.some((e) => e.to === OrderStatus.FINISHED)).map(([orderNo]) => transitionKey(orderNo, OrderStatus.PAID)),
+        failures: [...events]
+          .filter(([, list]) => list[0]?.to === OrderStatus.PAID && list.some((e) => e.to === OrderStatus.FINISHED))
+          .map(([orderNo]) => transitionKey(orderNo, OrderStatus.PAID)),
       },
       // The order service created every order before it was paid or finished.
       seedTables: (dynamoDb, tables) => seedOrders(dynamoDb, tables.orders, [...events.keys()]),
       judge: async ({ dynamoDb, tables, deadLetters: letters, unsettled, deliveries }): Promise<GroupVerdict> => {
-        const rows = new Map((await scanTable<Partial<Order>>(dynamoDb, tables.orders)).map((r) => [String(r.orderNo), r]));
+        const rows = new Map(
+          (await scanTable<Partial<Order>>(dynamoDb, tables.orders)).map((r) => [String(r.orderNo), r]),
+        );
         const pending = new Set(unsettled.map((m) => orderNoOf(m.fact)));
         const attempts = attemptsByOrder(deliveries, events);
         const verdict = { doubleEffects: 0, lostEffects: 0, violations: [] as string[], notJudged: 0 };
@@ -140,7 +159,9 @@ export const chaosPlugin: ChaosPlugin = {
           appliedOutOfOrder: 0,
           overtaken: 0,
           heldBack: deliveries.filter((d) => d.outcome.kind === 'retried' && d.outcome.code === 'HELD_BACK').length,
-          illegalTransitionDeadLetters: letters.filter((l) => l.attributes[DEAD_LETTER_ATTRIBUTES.code] === 'ILLEGAL_TRANSITION').length,
+          illegalTransitionDeadLetters: letters.filter(
+            (l) => l.attributes[DEAD_LETTER_ATTRIBUTES.code] === 'ILLEGAL_TRANSITION',
+          ).length,
         };
         for (const orderNo of events.keys()) {
           if (pending.has(orderNo)) {
@@ -163,12 +184,17 @@ export const chaosPlugin: ChaosPlugin = {
     };
   },
 
-  /** Keys are the consumer's own (`SO1#PAID`): the update moving the order to that state is applied, and the process dies. */
+  /**
+   * Keys are the consumer's own (`SO1#PAID`): the update moving the order to that state is applied, and the process
+   * dies.
+   */
   crashPoint: (keys) =>
     crashInsideConditionalUpdate(keys, (update) => {
       const orderNo = updateAttribute(update, 'Key', 'orderNo');
       // The group's other updates (its failure counts) are keyed by `id`.
-      return typeof orderNo === 'string' ? transitionKey(orderNo, String(updateAttribute(update, 'ExpressionAttributeValues', ':to'))) : undefined;
+      return typeof orderNo === 'string'
+        ? transitionKey(orderNo, String(updateAttribute(update, 'ExpressionAttributeValues', ':to')))
+        : undefined;
     }),
 };
 
@@ -192,14 +218,19 @@ function applyInOrder(events: readonly OrderEvent[]): ExpectedOrder {
   return { status: LIFECYCLE[at]!, ...(lastTransition ? { lastTransition } : {}), neverApplicable };
 }
 
-/** An attempt of one of an order's events, as the consumer reported it: its place in producer order and what it came to. */
+/**
+ * An attempt of one of an order's events, as the consumer reported it: its place in producer order and what it came to.
+ */
 interface Attempt {
   readonly index: number;
   readonly delivery: Delivery;
 }
 
 /** Each order's attempts in the order their invocations ended. */
-function attemptsByOrder(deliveries: readonly Delivery[], events: ReadonlyMap<string, readonly OrderEvent[]>): Map<string, Attempt[]> {
+function attemptsByOrder(
+  deliveries: readonly Delivery[],
+  events: ReadonlyMap<string, readonly OrderEvent[]>,
+): Map<string, Attempt[]> {
   const where = new Map<string, { orderNo: string; index: number }>();
   for (const [orderNo, list] of events) for (const [index, e] of list.entries()) where.set(e.msgId, { orderNo, index });
   const out = new Map<string, Attempt[]>();
@@ -212,23 +243,34 @@ function attemptsByOrder(deliveries: readonly Delivery[], events: ReadonlyMap<st
 }
 
 /** One order judged by the ordering invariant (rules 1 and 2 above); each finding is a violation. */
-function orderingFindings(orderNo: string, expected: ExpectedOrder, row: Partial<Order> | undefined, attempts: readonly Attempt[]) {
+function orderingFindings(
+  orderNo: string,
+  expected: ExpectedOrder,
+  row: Partial<Order> | undefined,
+  attempts: readonly Attempt[],
+) {
   const double: string[] = [];
   const lost: string[] = [];
   const other: string[] = [];
   const status = row?.status;
   // 1. The final status is the last event's in producer order, made by that very event.
   if (!row) lost.push(`order ${orderNo}: its row is gone`);
-  else if (!LIFECYCLE.includes(String(status))) other.push(`order ${orderNo}: status ${status} is not in the lifecycle`);
+  else if (!LIFECYCLE.includes(String(status)))
+    other.push(`order ${orderNo}: status ${status} is not in the lifecycle`);
   else if (status !== expected.status) {
     const behind = LIFECYCLE.indexOf(String(status)) < LIFECYCLE.indexOf(expected.status);
     // Behind, yet stamped with the expected state's time: it got there and was moved back.
-    const movedBack = behind && row[ORDER_TRANSITIONS[expected.status as keyof typeof ORDER_TRANSITIONS].stampedAt] !== undefined;
+    const movedBack =
+      behind && row[ORDER_TRANSITIONS[expected.status as keyof typeof ORDER_TRANSITIONS].stampedAt] !== undefined;
     (behind && !movedBack ? lost : double).push(
-      movedBack ? `order ${orderNo}: moved back from ${expected.status} to ${status}` : `order ${orderNo}: is ${status}, but its events in producer order end at ${expected.status}`,
+      movedBack
+        ? `order ${orderNo}: moved back from ${expected.status} to ${status}`
+        : `order ${orderNo}: is ${status}, but its events in producer order end at ${expected.status}`,
     );
   } else if (expected.lastTransition && row.statusMsgId !== expected.lastTransition) {
-    other.push(`order ${orderNo}: ${status} was set by ${row.statusMsgId}, not by ${expected.lastTransition}, the first event in producer order to move it there`);
+    other.push(
+      `order ${orderNo}: ${status} was set by ${row.statusMsgId}, not by ${expected.lastTransition}, the first event in producer order to move it there`,
+    );
   }
   // 2. Applied in producer order, never attempted ahead of a predecessor.
   let outOfOrder = 0;
@@ -239,13 +281,17 @@ function orderingFindings(orderNo: string, expected: ExpectedOrder, row: Partial
     if (outcome.kind === 'processed') {
       if (index < latest) {
         outOfOrder++;
-        other.push(`order ${orderNo}: event ${index + 1} (${delivery.msgId}) was applied after event ${latest + 1}, a later one in producer order`);
+        other.push(
+          `order ${orderNo}: event ${index + 1} (${delivery.msgId}) was applied after event ${latest + 1}, a later one in producer order`,
+        );
       }
       latest = Math.max(latest, index);
     }
     if (index > 0 && outcome.kind === 'retried' && outcome.code === 'NOT_YET_APPLICABLE') {
       overtaken++;
-      other.push(`order ${orderNo}: event ${index + 1} (${delivery.msgId}) was attempted on attempt ${delivery.attempt} before an earlier event was applied`);
+      other.push(
+        `order ${orderNo}: event ${index + 1} (${delivery.msgId}) was attempted on attempt ${delivery.attempt} before an earlier event was applied`,
+      );
     }
   }
   return { double, lost, other, outOfOrder, overtaken };

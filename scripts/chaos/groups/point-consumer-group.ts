@@ -13,9 +13,15 @@
 import { scanTable } from '../../../lib/aws/table-scan.ts';
 import { LedgerEntryKind } from '../../../lib/points/ledger.ts';
 import { seededRandom, shuffle } from '../../local/seeded-random.ts';
-import { orderNoOf, type ChaosMessage, type ChaosPlugin, type ExpectedDeadLetter, type GroupVerdict } from '../chaos-plugin.ts';
+import {
+  type ChaosMessage,
+  type ChaosPlugin,
+  type ExpectedDeadLetter,
+  type GroupVerdict,
+  orderNoOf,
+} from '../chaos-plugin.ts';
 import { plainAttribute } from '../crash-points.ts';
-import { orderTopicFact, OrderTopicProducer, type OrderPaid } from '../order-topic.ts';
+import { type OrderPaid, OrderTopicProducer, orderTopicFact } from '../order-topic.ts';
 
 const GROUP = 'point-consumer-group';
 
@@ -49,8 +55,10 @@ export const chaosPlugin: ChaosPlugin = {
     const originals = orders.map((o) => producer.paid(o));
 
     const phase1: ChaosMessage[] = [...originals];
-    for (let i = 0; i < composition.redeliveries; i++) phase1.push({ ...pick(originals), label: 'redelivery (same msgId)' });
-    for (let i = 0; i < composition.resends; i++) phase1.push(producer.resent(pick(orders), new Date(producer.bornBase + 10_000_000 + i).toISOString()));
+    for (let i = 0; i < composition.redeliveries; i++)
+      phase1.push({ ...pick(originals), label: 'redelivery (same msgId)' });
+    for (let i = 0; i < composition.resends; i++)
+      phase1.push(producer.resent(pick(orders), new Date(producer.bornBase + 10_000_000 + i).toISOString()));
     for (let i = 0; i < composition.malformedEnvelopes; i++) phase1.push(producer.malformedEnvelope(i));
     for (let i = 0; i < composition.invalidBodies; i++) phase1.push(producer.invalidPaid(i, pick(users)));
     shuffle(phase1, random);
@@ -84,7 +92,8 @@ export const chaosPlugin: ChaosPlugin = {
       if (fact.kind === 'order-paid') {
         orders.set(fact.orderNo, fact);
         msgIds.add(message.msgId!);
-      } else if (fact.kind === 'conflicting-payment') deadLetters.push({ body: message.body, code: 'PAYLOAD_CONFLICT' });
+      } else if (fact.kind === 'conflicting-payment')
+        deadLetters.push({ body: message.body, code: 'PAYLOAD_CONFLICT' });
       else if (fact.kind === 'invalid-body') deadLetters.push({ body: message.body, code: 'INVALID_PAYLOAD' });
     }
     return {
@@ -127,7 +136,12 @@ export const chaosPlugin: ChaosPlugin = {
             violations.push(`order ${order.orderNo} (${order.points} points to ${order.userId}) was never awarded`);
           }
         }
-        const accounts = new Map((await scanTable<Record<string, unknown>>(dynamoDb, tables.accounts)).map((a) => [String(a.userId), Number(a.balance ?? 0)]));
+        const accounts = new Map(
+          (await scanTable<Record<string, unknown>>(dynamoDb, tables.accounts)).map((a) => [
+            String(a.userId),
+            Number(a.balance ?? 0),
+          ]),
+        );
         for (const userId of new Set([...accounts.keys(), ...ledgerSum.keys(), ...expectedBalances.keys()])) {
           const balance = accounts.get(userId) ?? 0;
           const sum = ledgerSum.get(userId) ?? 0;
@@ -140,15 +154,26 @@ export const chaosPlugin: ChaosPlugin = {
             violations.push(`account ${userId}: balance ${balance} but its ledger sums to ${sum}`);
           } else if (balance !== expected && !pendingUsers.has(userId)) {
             balanceMismatches++;
-            violations.push(`account ${userId}: balance ${balance} but the workload's paid orders add up to ${expected}`);
+            violations.push(
+              `account ${userId}: balance ${balance} but the workload's paid orders add up to ${expected}`,
+            );
           }
         }
-        return { doubleEffects, lostEffects, violations, notJudged, detail: { orders: orders.size, users: expectedBalances.size, balanceMismatches } };
+        return {
+          doubleEffects,
+          lostEffects,
+          violations,
+          notJudged,
+          detail: { orders: orders.size, users: expectedBalances.size, balanceMismatches },
+        };
       },
     };
   },
 
-  /** The process dies right before the `TransactWriteItems` that would commit the order: its dedup record (`key`) or its ledger entry (`orderNo`). */
+  /**
+   * The process dies right before the `TransactWriteItems` that would commit the order: its dedup record (`key`) or its
+   * ledger entry (`orderNo`).
+   */
   crashPoint(keys) {
     const pending = new Set(keys);
     return (command, input) => {

@@ -1,6 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 
 const ENTRY = fileURLToPath(new URL('./bridge-child.ts', import.meta.url));
 
@@ -32,7 +32,8 @@ export class BridgeChildProcess {
       }
       for (const wake of this.#waiters) wake();
     });
-    // Powertools writes warnings and errors to stderr: its JSON lines are collected too, the rest kept as a tail for failures.
+    // Powertools writes warnings and errors to stderr: its JSON lines are collected too, the rest kept as a tail for
+    // failures.
     createInterface({ input: this.#child.stderr! }).on('line', (line) => {
       this.#stderr = `${this.#stderr}${line}\n`.slice(-4000);
       if (!line.startsWith('{')) return;
@@ -60,10 +61,26 @@ export class BridgeChildProcess {
         const value = probe(this.lines);
         if (value !== undefined) return finish(() => resolve(value));
         if (this.#child.exitCode !== null || this.#child.signalCode !== null) {
-          finish(() => reject(new Error(`bridge exited while waiting for ${what}; stderr: ${this.#stderr}; last lines: ${JSON.stringify(this.lines.slice(-5))}`)));
+          finish(() =>
+            reject(
+              new Error(
+                `bridge exited while waiting for ${what}; stderr: ${this.#stderr}; last lines: ${JSON.stringify(this.lines.slice(-5))}`,
+              ),
+            ),
+          );
         }
       };
-      const timer = setTimeout(() => finish(() => reject(new Error(`timed out waiting for ${what}; stderr: ${this.#stderr}; last lines: ${JSON.stringify(this.lines.slice(-5))}`))), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          finish(() =>
+            reject(
+              new Error(
+                `timed out waiting for ${what}; stderr: ${this.#stderr}; last lines: ${JSON.stringify(this.lines.slice(-5))}`,
+              ),
+            ),
+          ),
+        timeoutMs,
+      );
       const finish = (settle: () => void) => {
         clearTimeout(timer);
         this.#waiters = this.#waiters.filter((w) => w !== check);
@@ -84,7 +101,9 @@ export function forwardedMsgIds(lines: Record<string, unknown>[]): string[] {
   return lines.filter((l) => l.message === 'forwarded').flatMap((l) => l.msgIds as string[]);
 }
 
-/** The msgIds a faulted bridge reported holding, forwarded and not acked (`BRIDGE_FAULT`, default `crash-before-ack`). */
+/**
+ * The msgIds a faulted bridge reported holding, forwarded and not acked (`BRIDGE_FAULT`, default `crash-before-ack`).
+ */
 export function faultedMsgIds(lines: Record<string, unknown>[], fault = 'crash-before-ack'): string[] {
   return lines.filter((l) => l.fault === fault).flatMap((l) => l.msgIds as string[]);
 }

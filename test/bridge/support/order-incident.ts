@@ -25,7 +25,10 @@ export interface Order {
 export interface IncidentCluster {
   readonly version: string;
   /** The connection part of the bridge configuration (protocol, endpoint, cluster name). */
-  readonly connection: Pick<BridgeConfigInput, 'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName' | 'sslEnabled'>;
+  readonly connection: Pick<
+    BridgeConfigInput,
+    'protocol' | 'proxyEndpoint' | 'nameServer' | 'clusterName' | 'sslEnabled'
+  >;
   /**
    * Sends one order as a PAID message with its order number as key and resolves with the msgId.
    * The client's own retries keep the msgId; a rejection means the send is in doubt.
@@ -68,7 +71,10 @@ export interface IncidentResult {
 
 const USERS = 8;
 
-export async function replayOrderIncident(cluster: IncidentCluster, options: { orders: number; resendEvery: number }): Promise<IncidentResult> {
+export async function replayOrderIncident(
+  cluster: IncidentCluster,
+  options: { orders: number; resendEvery: number },
+): Promise<IncidentResult> {
   const started = Date.now();
   const points = await pointsFixture();
   const queue = points.resources.queues[POINTS_GROUP]!;
@@ -79,7 +85,15 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
       invisibleDurationMs: 10_000,
       awaitDurationMs: 5_000,
       health: { host: '127.0.0.1', port: 0 },
-      routes: [{ group: POINTS_GROUP, topic: ORDER_TOPIC, tagExpression: 'PAID', target: { kind: 'sqs', queueUrl: queue.source.url }, dlqUrl: queue.deadLetter.url }],
+      routes: [
+        {
+          group: POINTS_GROUP,
+          topic: ORDER_TOPIC,
+          tagExpression: 'PAID',
+          target: { kind: 'sqs', queueUrl: queue.source.url },
+          dlqUrl: queue.deadLetter.url,
+        },
+      ],
     };
     const child = new BridgeChildProcess({
       BRIDGE_CONFIG: JSON.stringify(config),
@@ -96,8 +110,15 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
   try {
     // Bridge 1 forwards and acks normally until 60 % of the orders went through, then dies with
     // SIGKILL between the forward of a batch and its ack / offset commit.
-    const first = startBridge({ BRIDGE_FAULT: 'sigkill-before-ack', BRIDGE_FAULT_AFTER: String(Math.floor(options.orders * 0.6)) });
-    await first.waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 120_000);
+    const first = startBridge({
+      BRIDGE_FAULT: 'sigkill-before-ack',
+      BRIDGE_FAULT_AFTER: String(Math.floor(options.orders * 0.6)),
+    });
+    await first.waitFor(
+      'bridge started',
+      (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined),
+      120_000,
+    );
     // Its replacement starts as soon as it is gone, as ECS would start a new task; and like ECS,
     // another one when a task exits during startup (one started while the restarted broker has
     // not yet registered its topics with the name server finds no route and exits).
@@ -105,7 +126,11 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
       for (let attempt = 1; ; attempt++) {
         const next = startBridge();
         const started = await next
-          .waitFor('bridge started', (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined), 120_000)
+          .waitFor(
+            'bridge started',
+            (lines) => (lines.some((l) => l.message === 'bridge started') ? true : undefined),
+            120_000,
+          )
           .then(
             () => true,
             (err: Error) => {
@@ -122,7 +147,13 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
     let consuming = true;
     const consumer = (async () => {
       while (consuming) {
-        const poll = await pollOnce({ sqs: points.sqs, queueUrl: queue.source.url, queueArn: queue.source.arn, handler: points.handler, functionName: 'points-consumer' });
+        const poll = await pollOnce({
+          sqs: points.sqs,
+          queueUrl: queue.source.url,
+          queueArn: queue.source.arn,
+          handler: points.handler,
+          functionName: 'points-consumer',
+        });
         if (poll.received === 0) await sleep(200);
       }
     })();
@@ -198,7 +229,9 @@ export async function replayOrderIncident(cluster: IncidentCluster, options: { o
       ledger.set(userId, (await points.ledger(userId)).map((e) => e.orderNo).sort());
       balances.set(userId, { expected: expectedBalance.get(userId)!, actual: await points.balance(userId) });
     }
-    const faultLine = bridges[0]!.lines.find((l) => l.fault === 'sigkill-before-ack') as { msgIds: string[] } | undefined;
+    const faultLine = bridges[0]!.lines.find((l) => l.fault === 'sigkill-before-ack') as
+      | { msgIds: string[] }
+      | undefined;
     const figures: IncidentFigures = {
       version: cluster.version,
       orders: options.orders,

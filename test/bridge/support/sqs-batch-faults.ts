@@ -14,8 +14,18 @@ export function failBatchEntries(sqs: SQSClient, shouldFail: (body: string) => b
       if (failing.length === 0) return next(args);
       const kept = input.Entries.filter((e) => !failing.includes(e));
       const output =
-        kept.length > 0 ? ((await next({ ...args, input: { ...input, Entries: kept } as never })).output as { Successful?: unknown[]; Failed?: unknown[] }) : { Successful: [], Failed: [] };
-      const failed = failing.map((e) => ({ Id: e.Id, SenderFault: false, Code: code, Message: 'injected entry failure' }));
+        kept.length > 0
+          ? ((await next({ ...args, input: { ...input, Entries: kept } as never })).output as {
+              Successful?: unknown[];
+              Failed?: unknown[];
+            })
+          : { Successful: [], Failed: [] };
+      const failed = failing.map((e) => ({
+        Id: e.Id,
+        SenderFault: false,
+        Code: code,
+        Message: 'injected entry failure',
+      }));
       return { output: { ...output, Failed: [...(output.Failed ?? []), ...failed] }, response: {} } as never;
     },
     { step: 'initialize', name: 'failBatchEntries' },
@@ -30,8 +40,15 @@ export function failBatchRequests(sqs: SQSClient, shouldFail: (bodies: readonly 
   sqs.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { Entries?: { MessageBody: string }[] };
-      if (context.commandName === 'SendMessageBatchCommand' && input.Entries && shouldFail(input.Entries.map((e) => e.MessageBody))) {
-        throw Object.assign(new Error('injected: SendMessageBatch failed'), { name: 'ServiceUnavailable', $fault: 'server' });
+      if (
+        context.commandName === 'SendMessageBatchCommand' &&
+        input.Entries &&
+        shouldFail(input.Entries.map((e) => e.MessageBody))
+      ) {
+        throw Object.assign(new Error('injected: SendMessageBatch failed'), {
+          name: 'ServiceUnavailable',
+          $fault: 'server',
+        });
       }
       return next(args);
     },

@@ -5,7 +5,14 @@ import { DeliveryBudgetExhaustedError, RobotRejectedError } from '../../../lib/d
 import { RobotClient } from '../../../lib/dingtalk/robot-client.ts';
 import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
 import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
-import { captureOutput, createStormTable, createWebhookSecret, lambdaContext, notifierContainer, updateWebhookSecret } from './notifier-harness.ts';
+import {
+  captureOutput,
+  createStormTable,
+  createWebhookSecret,
+  lambdaContext,
+  notifierContainer,
+  updateWebhookSecret,
+} from './notifier-harness.ts';
 import { SteppingClock } from './test-clocks.ts';
 
 const endpoint = inject('emulatorEndpoint');
@@ -30,7 +37,12 @@ async function setup(options: { keyword?: string; atMobiles?: string[]; storedSe
   const clock = new SteppingClock();
   const secret = `SEC${randomUUID().replaceAll('-', '')}`;
   const accessToken = randomUUID().replaceAll('-', '');
-  const robot = await FakeDingTalkRobot.start({ accessToken, secret, clock, ...(options.keyword ? { keyword: options.keyword } : {}) });
+  const robot = await FakeDingTalkRobot.start({
+    accessToken,
+    secret,
+    clock,
+    ...(options.keyword ? { keyword: options.keyword } : {}),
+  });
   robots.push(robot);
   const secretId = await createWebhookSecret(sm, {
     webhookUrl: robot.webhookUrl,
@@ -88,7 +100,10 @@ describe('alarm notifier against a fake DingTalk robot', () => {
 
   it('renders an alarm name carrying markdown and links inert', async () => {
     const { handler, robot } = await setup();
-    await handler(snsEvent(dlqAlarmJson({ AlarmName: 'a](https://evil.example)[<font color=red>x</font>' })), lambdaContext());
+    await handler(
+      snsEvent(dlqAlarmJson({ AlarmName: 'a](https://evil.example)[<font color=red>x</font>' })),
+      lambdaContext(),
+    );
     const text = robot.delivered[0]!.body!.markdown!.text!;
     const targets = [...text.matchAll(/\]\(([^)]*)\)/g)].map((m) => m[1]);
     expect(targets).toHaveLength(1);
@@ -108,8 +123,13 @@ describe('alarm notifier against a fake DingTalk robot', () => {
     // Prepare: another system posted 21 messages with the same robot within a minute.
     const { handler, robot, clock, secret } = await setup();
     const intruder = new RobotClient({ clock });
-    const noise = { msgtype: 'markdown' as const, markdown: { title: 'noise', text: 'noise' }, at: { atMobiles: [], isAtAll: false as const } };
-    for (let i = 0; i < 21; i++) await intruder.send({ webhookUrl: robot.webhookUrl, secret }, noise).catch(() => undefined);
+    const noise = {
+      msgtype: 'markdown' as const,
+      markdown: { title: 'noise', text: 'noise' },
+      at: { atMobiles: [], isAtAll: false as const },
+    };
+    for (let i = 0; i < 21; i++)
+      await intruder.send({ webhookUrl: robot.webhookUrl, secret }, noise).catch(() => undefined);
     const before = robot.received.length;
     const event = snsEvent(dlqAlarmJson());
     // Act: the first invocation meets the ban; Lambda retries the same event after the ban ends.
@@ -123,7 +143,9 @@ describe('alarm notifier against a fake DingTalk robot', () => {
     const ours = robot.delivered.filter((r) => r.body?.markdown?.title !== 'noise');
     expect(ours).toHaveLength(1);
     expect(ours[0]!.body?.markdown?.text).toContain('orders-consumer-dlq-not-empty');
-    expect(output!.metricNames()).toEqual(expect.arrayContaining(['RobotThrottled', 'AlarmDeliveryDeferred', 'MessagesSent']));
+    expect(output!.metricNames()).toEqual(
+      expect.arrayContaining(['RobotThrottled', 'AlarmDeliveryDeferred', 'MessagesSent']),
+    );
   });
 
   it('with a wrong secret: one attempt, refresh, errcode logged, alarm-of-last-resort metric, invocation fails', async () => {

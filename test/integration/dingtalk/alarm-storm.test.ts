@@ -4,14 +4,23 @@ import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../l
 import { dlqAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
 import { seededRandom } from '../../../scripts/local/seeded-random.ts';
 import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
-import { captureOutput, createStormTable, createWebhookSecret, lambdaContext, notifierContainer } from './notifier-harness.ts';
+import {
+  captureOutput,
+  createStormTable,
+  createWebhookSecret,
+  lambdaContext,
+  notifierContainer,
+} from './notifier-harness.ts';
 import { AcceleratedClock } from './test-clocks.ts';
 
 const endpoint = inject('emulatorEndpoint');
 const db = createDynamoDb(emulatorConfig(endpoint));
 const sm = createSecretsManager(emulatorConfig(endpoint));
 
-/** The moments at which the alarms are raised and the dispatchers' jitter: the same on every run, so a failure can be replayed. */
+/**
+ * The moments at which the alarms are raised and the dispatchers' jitter: the same on every run, so a failure can be
+ * replayed.
+ */
 const STORM_SEED = 20240618;
 
 describe('alarm storm', () => {
@@ -29,12 +38,16 @@ describe('alarm storm', () => {
     await robot.stop();
   });
 
-  it(`delivers 100 alarms raised within one minute without a ban and without losing any (seed ${STORM_SEED})`, { timeout: 120_000 }, async () => {
+  it(`delivers 100 alarms raised within one minute without a ban and without losing any (seed ${STORM_SEED})`, {
+    timeout: 120_000,
+  }, async () => {
     // Prepare: ten warm containers sharing the robot's secret and the storm table.
     const tableName = await createStormTable(db);
     const secretId = await createWebhookSecret(sm, { webhookUrl: robot.webhookUrl, secret: 'SECstorm' });
     // Each container jitters its waits with its own seeded generator, as each Lambda container has its own.
-    const containers = Array.from({ length: 10 }, (_, c) => notifierContainer({ db, sm, tableName, secretId, clock, random: seededRandom(STORM_SEED + 1 + c) }));
+    const containers = Array.from({ length: 10 }, (_, c) =>
+      notifierContainer({ db, sm, tableName, secretId, clock, random: seededRandom(STORM_SEED + 1 + c) }),
+    );
     const names = Array.from({ length: 100 }, (_, i) => `consumer-group-${String(i).padStart(3, '0')}-dlq-not-empty`);
     const random = seededRandom(STORM_SEED);
     const raisedAt = names.map(() => random() * 60_000);
@@ -65,6 +78,9 @@ describe('alarm storm', () => {
     }
     expect(robot.delivered.length).toBeLessThan(30);
     expect(output.metricNames()).toContain('SummariesSent');
-    console.log(`storm: ${robot.delivered.length} messages for 100 alarms, at most ${robot.maxRequestsInAnyMinute()} in any minute, ` + `done after ${elapsedMinutes.toFixed(2)} virtual minutes`);
+    console.log(
+      `storm: ${robot.delivered.length} messages for 100 alarms, at most ${robot.maxRequestsInAnyMinute()} in any minute, ` +
+        `done after ${elapsedMinutes.toFixed(2)} virtual minutes`,
+    );
   });
 });

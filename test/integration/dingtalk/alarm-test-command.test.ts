@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { writeFile, mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,11 +10,20 @@ import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** The operator command exactly as `npm run alarm:test --` runs it (tsx under this Node), with its environment and standard input. */
-function alarmTest(args: string[], given: { env?: Record<string, string>; stdin?: string } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+/**
+ * The operator command exactly as `npm run alarm:test --` runs it (tsx under this Node), with its environment and
+ * standard input.
+ */
+function alarmTest(
+  args: string[],
+  given: { env?: Record<string, string>; stdin?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, ['--import', 'tsx', 'scripts/alarm-test.ts', ...args], { cwd: ROOT, env: { ...process.env, ...given.env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    const child = execFile(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/alarm-test.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, ...given.env } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
     child.stdin?.end(given.stdin ?? '');
   });
@@ -44,13 +53,29 @@ describe('npm run alarm:test', () => {
     const dir = await mkdtemp(join(tmpdir(), 'alarm-test-'));
     const file = join(dir, 'event.json');
     await writeFile(file, JSON.stringify(snsEvent(metricMathAlarmJson())));
-    const { code } = await alarmTest(['--webhook', robot.webhookUrl, '--secret', secret, '--keyword', '告警', '--event', file]);
+    const { code } = await alarmTest([
+      '--webhook',
+      robot.webhookUrl,
+      '--secret',
+      secret,
+      '--keyword',
+      '告警',
+      '--event',
+      file,
+    ]);
     expect(code).toBe(0);
     expect(robot.delivered.at(-1)?.body?.markdown?.text).toContain('payments-consumer-error-rate');
   });
 
   it('prints DingTalk errcode and errmsg and exits non-zero for a wrong secret', async () => {
-    const { code, stdout } = await alarmTest(['--webhook', robot.webhookUrl, '--secret', 'SECwrong', '--keyword', '告警']);
+    const { code, stdout } = await alarmTest([
+      '--webhook',
+      robot.webhookUrl,
+      '--secret',
+      'SECwrong',
+      '--keyword',
+      '告警',
+    ]);
     expect(stdout).toContain('errcode=310000 errmsg=sign not match');
     expect(code).not.toBe(0);
   });
@@ -63,7 +88,9 @@ describe('npm run alarm:test', () => {
 
   it('takes the robot from the environment', async () => {
     // Act
-    const { code, stdout } = await alarmTest(['--keyword', '告警'], { env: { DINGTALK_WEBHOOK_URL: robot.webhookUrl, DINGTALK_SECRET: secret } });
+    const { code, stdout } = await alarmTest(['--keyword', '告警'], {
+      env: { DINGTALK_WEBHOOK_URL: robot.webhookUrl, DINGTALK_SECRET: secret },
+    });
     // Assess
     expect(stdout).toContain('errcode=0 errmsg=ok');
     expect(code).toBe(0);
@@ -80,8 +107,16 @@ describe('npm run alarm:test', () => {
   });
 
   it.each([
-    ['both as arguments', [`--webhook`, `https://oapi.dingtalk.com/robot/send?access_token=${TOKEN}`, '--secret', 'SECnot-for-argv'], {}],
-    ['the secret as an argument', ['--secret', 'SECnot-for-argv'], { DINGTALK_WEBHOOK_URL: `https://oapi.dingtalk.com/robot/send?access_token=${TOKEN}` }],
+    [
+      'both as arguments',
+      [`--webhook`, `https://oapi.dingtalk.com/robot/send?access_token=${TOKEN}`, '--secret', 'SECnot-for-argv'],
+      {},
+    ],
+    [
+      'the secret as an argument',
+      ['--secret', 'SECnot-for-argv'],
+      { DINGTALK_WEBHOOK_URL: `https://oapi.dingtalk.com/robot/send?access_token=${TOKEN}` },
+    ],
   ])('refuses a real robot’s credentials given %s, says how to pass them, sends nothing', async (_name, args, env) => {
     // Act
     const { code, stdout, stderr } = await alarmTest(args, { env });
@@ -95,7 +130,9 @@ describe('npm run alarm:test', () => {
   });
 
   it('refuses a webhook over plain http that is not a loopback host, naming the rule', async () => {
-    const { code, stderr } = await alarmTest([], { env: { DINGTALK_WEBHOOK_URL: `http://oapi.dingtalk.com/robot/send?access_token=${TOKEN}` } });
+    const { code, stderr } = await alarmTest([], {
+      env: { DINGTALK_WEBHOOK_URL: `http://oapi.dingtalk.com/robot/send?access_token=${TOKEN}` },
+    });
     expect(code).toBe(64);
     expect(stderr).toContain('webhookUrl must use https; http is accepted only for a loopback host');
     expect(stderr).not.toContain(TOKEN);

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { vi } from 'vitest';
 import { createAlarmNotifierHandler } from '../../../functions/alarm-notifier/handler.ts';
 import { AlarmNotifier } from '../../../lib/dingtalk/alarm-notifier.ts';
-import { ALARM_STORM_TABLE } from '../../../lib/dingtalk/alarm-storm-table.ts';
 import type { DispatchPolicy } from '../../../lib/dingtalk/alarm-storm.ts';
+import { ALARM_STORM_TABLE } from '../../../lib/dingtalk/alarm-storm-table.ts';
 import type { Clock } from '../../../lib/dingtalk/clock.ts';
 import { powertoolsDeliveryMetrics } from '../../../lib/dingtalk/notifier-metrics.ts';
 import { DynamoDbPendingAlarms } from '../../../lib/dingtalk/pending-alarms.ts';

@@ -4,24 +4,32 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  type AttributeValue,
   BatchWriteItemCommand,
   CreateTableCommand,
+  type CreateTableCommandInput,
   DescribeTableCommand,
   DynamoDBClient,
   PutItemCommand,
   QueryCommand,
   ScanCommand,
+  type TransactWriteItem,
   TransactWriteItemsCommand,
   UpdateItemCommand,
-  type AttributeValue,
   type UpdateItemCommandInput,
-  type CreateTableCommandInput,
-  type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { EmulatorUnavailableError, startEmulator, type Emulator } from '../../../scripts/emulator/emulator.ts';
+import { type Emulator, EmulatorUnavailableError, startEmulator } from '../../../scripts/emulator/emulator.ts';
 
 type Item = Record<string, AttributeValue>;
 
@@ -135,7 +143,12 @@ async function transact(ddb: DynamoDBClient, TransactItems: TransactWriteItem[])
     await ddb.send(new TransactWriteItemsCommand({ TransactItems }));
     return { ok: true };
   } catch (err) {
-    const e = err as { name: string; message: string; CancellationReasons?: unknown; $metadata?: { httpStatusCode?: number } };
+    const e = err as {
+      name: string;
+      message: string;
+      CancellationReasons?: unknown;
+      $metadata?: { httpStatusCode?: number };
+    };
     return { name: e.name, message: e.message, status: e.$metadata?.httpStatusCode, reasons: e.CancellationReasons };
   }
 }
@@ -158,8 +171,18 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
       await ddb.send(new CreateTableCommand(simpleTable(S)));
       await ddb.send(new CreateTableCommand(compositeTable(C)));
       for (let i = 0; i < 6; i++) {
-        await ddb.send(new PutItemCommand({ TableName: S, Item: { pk: { S: `p${i}` }, v: { N: String(i) }, status: { S: i % 2 ? 'open' : 'done' } } }));
-        await ddb.send(new PutItemCommand({ TableName: C, Item: { pk: { S: `p${i % 3}` }, sk: { N: String(i) }, v: { N: String(i) }, lsiKey: { S: `l${i}` } } }));
+        await ddb.send(
+          new PutItemCommand({
+            TableName: S,
+            Item: { pk: { S: `p${i}` }, v: { N: String(i) }, status: { S: i % 2 ? 'open' : 'done' } },
+          }),
+        );
+        await ddb.send(
+          new PutItemCommand({
+            TableName: C,
+            Item: { pk: { S: `p${i % 3}` }, sk: { N: String(i) }, v: { N: String(i) }, lsiKey: { S: `l${i}` } },
+          }),
+        );
       }
     }
 
@@ -172,53 +195,151 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
       // Committed: put, update, delete, condition check across both tables.
       [
         { Put: { TableName: S, Item: { pk: { S: 'new1' }, v: { N: '1' }, status: { S: 'open' } }, ...mustNotExist } },
-        { Update: { TableName: C, Key: cKey(1), UpdateExpression: 'SET v = v + :one, lsiKey = :l', ExpressionAttributeValues: { ':one': { N: '1' }, ':l': { S: 'moved' } } } },
+        {
+          Update: {
+            TableName: C,
+            Key: cKey(1),
+            UpdateExpression: 'SET v = v + :one, lsiKey = :l',
+            ExpressionAttributeValues: { ':one': { N: '1' }, ':l': { S: 'moved' } },
+          },
+        },
         { Delete: { TableName: S, Key: sKey(5) } },
         { ConditionCheck: { TableName: C, Key: cKey(2), ...mustExist } },
       ],
       // Cancelled on the first action (ALL_OLD on an existing item -> Item in the reason).
       [
-        { Put: { TableName: S, Item: { pk: { S: 'p0' }, v: { N: '99' }, status: { S: 'open' } }, ...mustNotExist, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+        {
+          Put: {
+            TableName: S,
+            Item: { pk: { S: 'p0' }, v: { N: '99' }, status: { S: 'open' } },
+            ...mustNotExist,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
         { Delete: { TableName: S, Key: sKey(1) } },
-        { Update: { TableName: C, Key: cKey(3), UpdateExpression: 'SET status = :s', ExpressionAttributeValues: { ':s': { S: 'x' } } } },
+        {
+          Update: {
+            TableName: C,
+            Key: cKey(3),
+            UpdateExpression: 'SET status = :s',
+            ExpressionAttributeValues: { ':s': { S: 'x' } },
+          },
+        },
       ],
       // Cancelled on the last action, after the others were applied (they must be undone).
       [
         { Put: { TableName: S, Item: { pk: { S: 'new2' }, v: { N: '2' }, status: { S: 'open' } } } },
-        { Update: { TableName: S, Key: sKey(2), UpdateExpression: 'SET status = :s REMOVE v', ExpressionAttributeValues: { ':s': { S: 'open' } } } },
+        {
+          Update: {
+            TableName: S,
+            Key: sKey(2),
+            UpdateExpression: 'SET status = :s REMOVE v',
+            ExpressionAttributeValues: { ':s': { S: 'open' } },
+          },
+        },
         { Delete: { TableName: C, Key: cKey(4) } },
-        { Update: { TableName: C, Key: { pk: { S: 'fresh' }, sk: { N: '1' } }, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': { N: '7' } } } },
-        { ConditionCheck: { TableName: S, Key: sKey(3), ConditionExpression: 'v > :big', ExpressionAttributeValues: { ':big': { N: '100' } }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+        {
+          Update: {
+            TableName: C,
+            Key: { pk: { S: 'fresh' }, sk: { N: '1' } },
+            UpdateExpression: 'SET v = :v',
+            ExpressionAttributeValues: { ':v': { N: '7' } },
+          },
+        },
+        {
+          ConditionCheck: {
+            TableName: S,
+            Key: sKey(3),
+            ConditionExpression: 'v > :big',
+            ExpressionAttributeValues: { ':big': { N: '100' } },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
       ],
       // Cancelled in the middle, two failing conditions, ALL_OLD on an absent item (no Item).
       [
-        { Update: { TableName: S, Key: sKey(4), UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': { N: '40' } } } },
-        { Delete: { TableName: S, Key: { pk: { S: 'absent' } }, ...mustExist, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+        {
+          Update: {
+            TableName: S,
+            Key: sKey(4),
+            UpdateExpression: 'SET v = :v',
+            ExpressionAttributeValues: { ':v': { N: '40' } },
+          },
+        },
+        {
+          Delete: {
+            TableName: S,
+            Key: { pk: { S: 'absent' } },
+            ...mustExist,
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
         { Put: { TableName: C, Item: { pk: { S: 'p1' }, sk: { N: '1' }, v: { N: '0' } } } },
-        { Delete: { TableName: C, Key: cKey(0), ConditionExpression: 'v = :nine', ExpressionAttributeValues: { ':nine': { N: '9' } }, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+        {
+          Delete: {
+            TableName: C,
+            Key: cKey(0),
+            ConditionExpression: 'v = :nine',
+            ExpressionAttributeValues: { ':nine': { N: '9' } },
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          },
+        },
       ],
       // Update expression that fails while executing (ADD to a string), after moto created the item.
       [
         { Put: { TableName: S, Item: { pk: { S: 'new3' }, v: { N: '3' } } } },
-        { Update: { TableName: C, Key: { pk: { S: 'ghost' }, sk: { N: '9' } }, UpdateExpression: 'SET lsiKey = :l', ExpressionAttributeValues: { ':l': { S: 'g' } } } },
-        { Update: { TableName: S, Key: sKey(0), UpdateExpression: 'ADD status :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
+        {
+          Update: {
+            TableName: C,
+            Key: { pk: { S: 'ghost' }, sk: { N: '9' } },
+            UpdateExpression: 'SET lsiKey = :l',
+            ExpressionAttributeValues: { ':l': { S: 'g' } },
+          },
+        },
+        {
+          Update: {
+            TableName: S,
+            Key: sKey(0),
+            UpdateExpression: 'ADD status :one',
+            ExpressionAttributeValues: { ':one': { N: '1' } },
+          },
+        },
       ],
       // Missing table in the middle: a cancellation reason (Delete/ConditionCheck) ...
-      [{ Put: { TableName: S, Item: { pk: { S: 'new4' }, v: { N: '4' } } } }, { Delete: { TableName: `no-such-table-${run}`, Key: sKey(0) } }],
+      [
+        { Put: { TableName: S, Item: { pk: { S: 'new4' }, v: { N: '4' } } } },
+        { Delete: { TableName: `no-such-table-${run}`, Key: sKey(0) } },
+      ],
       // ... or a request error before anything runs (Put).
-      [{ Put: { TableName: S, Item: { pk: { S: 'new5' }, v: { N: '5' } } } }, { Put: { TableName: `no-such-table-${run}`, Item: sKey(0) } }],
+      [
+        { Put: { TableName: S, Item: { pk: { S: 'new5' }, v: { N: '5' } } } },
+        { Put: { TableName: `no-such-table-${run}`, Item: sKey(0) } },
+      ],
       // Two actions on one item: ValidationException after the first action was applied.
       [
         { Put: { TableName: S, Item: { pk: { S: 'new6' }, v: { N: '6' } } } },
-        { Update: { TableName: S, Key: sKey(1), UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': { N: '11' } } } },
+        {
+          Update: {
+            TableName: S,
+            Key: sKey(1),
+            UpdateExpression: 'SET v = :v',
+            ExpressionAttributeValues: { ':v': { N: '11' } },
+          },
+        },
         { ConditionCheck: { TableName: S, Key: sKey(1), ...mustExist } },
       ],
       // Missing range key in a Delete key: validation error mid-transaction.
-      [{ Put: { TableName: C, Item: { pk: { S: 'p2' }, sk: { N: '77' }, v: { N: '7' } } } }, { Delete: { TableName: C, Key: { pk: { S: 'p2' } } } }],
+      [
+        { Put: { TableName: C, Item: { pk: { S: 'p2' }, sk: { N: '77' }, v: { N: '7' } } } },
+        { Delete: { TableName: C, Key: { pk: { S: 'p2' } } } },
+      ],
       // More than 100 actions.
       Array.from({ length: 101 }, (_, i) => ({ Put: { TableName: S, Item: { pk: { S: `bulk${i}` } } } })),
       // Committed again, so later cancellations roll back to a changed state.
-      [{ Put: { TableName: S, Item: { pk: { S: 'p1' }, v: { N: '100' }, status: { S: 'done' } } } }, { Delete: { TableName: C, Key: cKey(5), ...mustExist } }],
+      [
+        { Put: { TableName: S, Item: { pk: { S: 'p1' }, v: { N: '100' }, status: { S: 'done' } } } },
+        { Delete: { TableName: C, Key: cKey(5), ...mustExist } },
+      ],
     ];
 
     // Seeded random transactions on a small key space, so actions collide with each other.
@@ -241,13 +362,27 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
           {},
           mustExist,
           mustNotExist,
-          { ConditionExpression: 'v < :lim', ExpressionAttributeValues: { ':lim': { N: String(Math.floor(rnd() * 6)) } } },
+          {
+            ConditionExpression: 'v < :lim',
+            ExpressionAttributeValues: { ':lim': { N: String(Math.floor(rnd() * 6)) } },
+          },
         ]);
         const rv = rnd() < 0.5 ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {};
         const status = { S: pick(['open', 'done']) };
         switch (pick(['Put', 'Update', 'Delete', 'ConditionCheck'])) {
           case 'Put':
-            actions.push({ Put: { TableName, Item: { ...Key, v: { N: String(Math.floor(rnd() * 6)) }, ...(onSimple ? { status } : { lsiKey: { S: `l${i}` } }) }, ...cond, ...rv } });
+            actions.push({
+              Put: {
+                TableName,
+                Item: {
+                  ...Key,
+                  v: { N: String(Math.floor(rnd() * 6)) },
+                  ...(onSimple ? { status } : { lsiKey: { S: `l${i}` } }),
+                },
+                ...cond,
+                ...rv,
+              },
+            });
             break;
           case 'Update':
             actions.push({
@@ -256,8 +391,14 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
                 Key,
                 ...cond,
                 ...rv,
-                UpdateExpression: onSimple ? 'SET v = if_not_exists(v, :one) + :one, status = :s' : 'SET v = if_not_exists(v, :one) + :one',
-                ExpressionAttributeValues: { ...cond.ExpressionAttributeValues, ':one': { N: '1' }, ...(onSimple ? { ':s': status } : {}) },
+                UpdateExpression: onSimple
+                  ? 'SET v = if_not_exists(v, :one) + :one, status = :s'
+                  : 'SET v = if_not_exists(v, :one) + :one',
+                ExpressionAttributeValues: {
+                  ...cond.ExpressionAttributeValues,
+                  ':one': { N: '1' },
+                  ...(onSimple ? { ':s': status } : {}),
+                },
               },
             });
             break;
@@ -265,7 +406,15 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
             actions.push({ Delete: { TableName, Key, ...cond, ...rv } });
             break;
           default:
-            actions.push({ ConditionCheck: { TableName, Key, ...rv, ...cond, ConditionExpression: cond.ConditionExpression ?? mustExist.ConditionExpression } });
+            actions.push({
+              ConditionCheck: {
+                TableName,
+                Key,
+                ...rv,
+                ...cond,
+                ConditionExpression: cond.ConditionExpression ?? mustExist.ConditionExpression,
+              },
+            });
         }
       }
       return actions.length ? actions : [{ ConditionCheck: { TableName: S, Key: sKey(0), ...mustExist } }];
@@ -285,7 +434,14 @@ describe('differential: launcher (item-level rollback + lock) vs stock moto', ()
           }),
         ),
         scanAll(ddb, C),
-        ddb.send(new QueryCommand({ TableName: C, IndexName: 'byLsiKey', KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': { S: 'p1' } } })),
+        ddb.send(
+          new QueryCommand({
+            TableName: C,
+            IndexName: 'byLsiKey',
+            KeyConditionExpression: 'pk = :p',
+            ExpressionAttributeValues: { ':p': { S: 'p1' } },
+          }),
+        ),
       ]);
       // Index reads keep moto's order (GSI/LSI key order), so they are compared as returned.
       return { simple, simpleGsi: simpleGsi.Items, composite, compositeLsi: compositeLsi.Items };
@@ -331,8 +487,10 @@ describe('differential: UpdateItem on the launcher (memoised parse, pickled work
     const updates: Omit<UpdateItemCommandInput, 'TableName'>[] = [
       {
         Key: { pk: { S: 'a' } },
-        // Every attribute type, binary ones too (the launcher writes the others as they come and leaves binary to moto's serializer).
-        UpdateExpression: 'SET v = :one, tags = :tags, doc = :doc, flags = :flags, payload = :blob, payloads = :blobs, nums = :nums, gone = :null',
+        // Every attribute type, binary ones too (the launcher writes the others as they come and leaves binary to
+        // moto's serializer).
+        UpdateExpression:
+          'SET v = :one, tags = :tags, doc = :doc, flags = :flags, payload = :blob, payloads = :blobs, nums = :nums, gone = :null',
         ExpressionAttributeValues: {
           ':one': { N: '1' },
           ':tags': { L: [{ S: 'x' }, { N: '2' }, { M: { deep: { BOOL: false } } }] },
@@ -380,7 +538,11 @@ describe('differential: UpdateItem on the launcher (memoised parse, pickled work
         ReturnValues: 'ALL_NEW',
       },
       // Errors: arithmetic on a string, an undefined placeholder, overlapping paths, the key itself.
-      { Key: { pk: { S: 'b' } }, UpdateExpression: 'SET statusMsgId = statusMsgId + :one', ExpressionAttributeValues: { ':one': { N: '1' } } },
+      {
+        Key: { pk: { S: 'b' } },
+        UpdateExpression: 'SET statusMsgId = statusMsgId + :one',
+        ExpressionAttributeValues: { ':one': { N: '1' } },
+      },
       { Key: { pk: { S: 'b' } }, UpdateExpression: 'SET v = :missing' },
       {
         Key: { pk: { S: 'a' } },
@@ -413,7 +575,9 @@ describe('differential: UpdateItem on the launcher (memoised parse, pickled work
           outcomes[name].push(outcome);
         }
       }
-      outcomes[name].push((await ddb.send(new ScanCommand({ TableName: T }))).Items?.sort((x, y) => x.pk!.S!.localeCompare(y.pk!.S!)));
+      outcomes[name].push(
+        (await ddb.send(new ScanCommand({ TableName: T }))).Items?.sort((x, y) => x.pk!.S!.localeCompare(y.pk!.S!)),
+      );
     }
     expect(outcomes.launcher).toEqual(outcomes.stock);
     // The run exercised successes and each kind of refusal, not only one path.
@@ -430,7 +594,13 @@ describe('keep-alive on the launcher', () => {
     // moto raises a KeyError on a placeholder the request does not define.
     const crash = await ddb
       .send(
-        new UpdateItemCommand({ TableName: T, Key: { pk: { S: 'a' } }, UpdateExpression: 'SET v = :one', ConditionExpression: 'v <> :undefined', ExpressionAttributeValues: { ':one': { N: '1' } } }),
+        new UpdateItemCommand({
+          TableName: T,
+          Key: { pk: { S: 'a' } },
+          UpdateExpression: 'SET v = :one',
+          ConditionExpression: 'v <> :undefined',
+          ExpressionAttributeValues: { ':one': { N: '1' } },
+        }),
       )
       .catch((e: Error & { $metadata?: { httpStatusCode?: number } }) => e);
     expect(crash).toMatchObject({ name: 'InternalServerError', $metadata: { httpStatusCode: 500 } });
@@ -450,14 +620,16 @@ describe('concurrency on the launcher', () => {
       Array.from({ length: writers }, async (_, w) => {
         for (let j = 0; j < perWriter; j++) {
           const value = `put-${w}-${j}`;
-          const put = ddb.send(new PutItemCommand({ TableName, Item: { pk: { S: key(w, j) }, value: { S: value } } })).then(
-            (r) => {
-              if (r.$metadata.httpStatusCode === 200) acknowledged.set(key(w, j), value);
-            },
-            () => {
-              failed++;
-            },
-          );
+          const put = ddb
+            .send(new PutItemCommand({ TableName, Item: { pk: { S: key(w, j) }, value: { S: value } } }))
+            .then(
+              (r) => {
+                if (r.$metadata.httpStatusCode === 200) acknowledged.set(key(w, j), value);
+              },
+              () => {
+                failed++;
+              },
+            );
           // Touches this writer's latest key and a neighbour's, then fails on a missing item.
           const tx = ddb
             .send(
@@ -473,7 +645,13 @@ describe('concurrency on the launcher', () => {
                       ExpressionAttributeValues: { ':x': { S: 'from-cancelled-tx' } },
                     },
                   },
-                  { ConditionCheck: { TableName, Key: { pk: { S: `missing-${w}-${j}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+                  {
+                    ConditionCheck: {
+                      TableName,
+                      Key: { pk: { S: `missing-${w}-${j}` } },
+                      ConditionExpression: 'attribute_exists(pk)',
+                    },
+                  },
                 ],
               }),
             )
@@ -501,7 +679,9 @@ describe('concurrency on the launcher', () => {
     const writers = 16;
     const perWriter = 15;
     const r = await race(ddbLauncher, T, writers, perWriter);
-    console.log(`[concurrency] launcher: ${r.acknowledged} acknowledged puts, ${r.cancelled} cancelled transactions, ${r.failed} other failures, ${r.lost.length} lost`);
+    console.log(
+      `[concurrency] launcher: ${r.acknowledged} acknowledged puts, ${r.cancelled} cancelled transactions, ${r.failed} other failures, ${r.lost.length} lost`,
+    );
     expect(r.failed).toBe(0);
     expect(r.cancelled).toBe(writers * perWriter);
     expect(r.acknowledged).toBe(writers * perWriter);
@@ -513,17 +693,32 @@ describe('concurrency on the launcher', () => {
 });
 
 describe('SQS under concurrent requests on the launcher', () => {
-  const sqsOf = (endpoint: string) => new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  const sqsOf = (endpoint: string) =>
+    new SQSClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
 
-  /** Senders, receivers that delete what they get, and attribute readers, all at once, as the local run's pollers and bridge are. */
+  /**
+   * Senders, receivers that delete what they get, and attribute readers, all at once, as the local run's pollers and
+   * bridge are.
+   */
   async function drainConcurrently(sqs: SQSClient, name: string) {
-    const url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '60' } }))).QueueUrl!;
+    const url = (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '60' } })))
+      .QueueUrl!;
     const received = new Map<string, number>();
     const failedDeletes: string[] = [];
     let sending = true;
     const senders = Array.from({ length: 4 }, async (_, s) => {
       for (let b = 0; b < 100; b++) {
-        await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: Array.from({ length: 10 }, (_, i) => ({ Id: `e${i}`, MessageBody: `s${s}-${b}-${i}` })) }));
+        await sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: url,
+            Entries: Array.from({ length: 10 }, (_, i) => ({ Id: `e${i}`, MessageBody: `s${s}-${b}-${i}` })),
+          }),
+        );
       }
     });
     // Bounded: a message the emulator lost would otherwise keep the receivers polling until the test times out.
@@ -536,7 +731,12 @@ describe('SQS under concurrent requests on the launcher', () => {
         const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
         for (const m of Messages) received.set(m.Body!, (received.get(m.Body!) ?? 0) + 1);
         if (Messages.length === 0) return;
-        const { Failed = [] } = await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
+        const { Failed = [] } = await sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: url,
+            Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })),
+          }),
+        );
         failedDeletes.push(...Failed.map((f) => f.Code ?? 'failed'));
       }),
     );
@@ -548,11 +748,18 @@ describe('SQS under concurrent requests on the launcher', () => {
     await Promise.all(senders);
     sending = false;
     await Promise.all([...receivers, ...readers]);
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
     return { received, failedDeletes, left: Attributes };
   }
 
-  it('loses no send and no delete, and hands every message out once (unserialised moto lost 50 deletes, or a message, per run)', { timeout: 120_000 }, async () => {
+  it('loses no send and no delete, and hands every message out once (unserialised moto lost 50 deletes, or a message, per run)', {
+    timeout: 120_000,
+  }, async () => {
     const r = await drainConcurrently(sqsOf(launcher.endpoint), `sqs-conc-${run}`);
     expect(r.received.size).toBe(4000);
     expect([...r.received.values()].filter((n) => n > 1)).toEqual([]);
@@ -577,15 +784,39 @@ describe('SQS under concurrent requests on the launcher', () => {
 });
 
 describe('SQS FIFO deduplication on the launcher', () => {
-  const sqsOf = (endpoint: string) => new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  const sqsOf = (endpoint: string) =>
+    new SQSClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
 
   /** Sends a, b, consumes both, re-sends a (same deduplication id) and c; returns what arrives after. */
   async function resendAfterDelete(sqs: SQSClient, name: string, attributes: Record<string, string> = {}) {
-    const url = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: { FifoQueue: 'true', ...attributes } }))).QueueUrl!;
-    const send = (body: string, group = 'order-1') => sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body, MessageGroupId: group, MessageDeduplicationId: `id-${body}` }));
+    const url = (
+      await sqs.send(
+        new CreateQueueCommand({ QueueName: `${name}.fifo`, Attributes: { FifoQueue: 'true', ...attributes } }),
+      )
+    ).QueueUrl!;
+    const send = (body: string, group = 'order-1') =>
+      sqs.send(
+        new SendMessageCommand({
+          QueueUrl: url,
+          MessageBody: body,
+          MessageGroupId: group,
+          MessageDeduplicationId: `id-${body}`,
+        }),
+      );
     const takeAll = async () => {
       const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
-      if (Messages.length > 0) await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: url, Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })) }));
+      if (Messages.length > 0)
+        await sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: url,
+            Entries: Messages.map((m, i) => ({ Id: `d${i}`, ReceiptHandle: m.ReceiptHandle! })),
+          }),
+        );
       return Messages.map((m) => m.Body);
     };
     await send('a');
@@ -605,7 +836,10 @@ describe('SQS FIFO deduplication on the launcher', () => {
   });
 
   it('keeps ids per message group under the messageGroup deduplication scope', async () => {
-    const scoped = await resendAfterDelete(sqsOf(launcher.endpoint), `fifo-scope-${run}`, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+    const scoped = await resendAfterDelete(sqsOf(launcher.endpoint), `fifo-scope-${run}`, {
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+    });
     expect(scoped.after).toEqual(['c']);
     // The same id in another group is another message.
     await scoped.send('a', 'order-2');
@@ -623,21 +857,60 @@ describe('TransactWriteItems on a 2,000-item table', () => {
       await ddb.send(new CreateTableCommand(simpleTable(T)));
       const batches = Array.from({ length: ITEMS / 25 }, (_, b) =>
         Array.from({ length: 25 }, (_, i) => ({
-          PutRequest: { Item: { pk: { S: `seed-${b * 25 + i}` }, v: { N: String(i) }, status: { S: 'open' }, pad: { S: 'x'.repeat(100) } } },
+          PutRequest: {
+            Item: {
+              pk: { S: `seed-${b * 25 + i}` },
+              v: { N: String(i) },
+              status: { S: 'open' },
+              pad: { S: 'x'.repeat(100) },
+            },
+          },
         })),
       );
       for (const batch of batches) await ddb.send(new BatchWriteItemCommand({ RequestItems: { [T]: batch } }));
     };
     await Promise.all([seed(ddbLauncher), seed(ddbStock)]);
     const committed = (i: number): TransactWriteItem[] => [
-      { Put: { TableName: T, Item: { pk: { S: `t-${i}` }, v: { N: '1' } }, ConditionExpression: 'attribute_not_exists(pk)' } },
-      { Update: { TableName: T, Key: { pk: { S: `seed-${i}` } }, UpdateExpression: 'SET v = v + :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
-      { ConditionCheck: { TableName: T, Key: { pk: { S: `seed-${i + 1}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+      {
+        Put: {
+          TableName: T,
+          Item: { pk: { S: `t-${i}` }, v: { N: '1' } },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      },
+      {
+        Update: {
+          TableName: T,
+          Key: { pk: { S: `seed-${i}` } },
+          UpdateExpression: 'SET v = v + :one',
+          ExpressionAttributeValues: { ':one': { N: '1' } },
+        },
+      },
+      {
+        ConditionCheck: {
+          TableName: T,
+          Key: { pk: { S: `seed-${i + 1}` } },
+          ConditionExpression: 'attribute_exists(pk)',
+        },
+      },
     ];
     const cancelled = (i: number): TransactWriteItem[] => [
       { Put: { TableName: T, Item: { pk: { S: `c-${i}` }, v: { N: '1' } } } },
-      { Update: { TableName: T, Key: { pk: { S: `seed-${i + 100}` } }, UpdateExpression: 'SET v = v + :one', ExpressionAttributeValues: { ':one': { N: '1' } } } },
-      { ConditionCheck: { TableName: T, Key: { pk: { S: `absent-${i}` } }, ConditionExpression: 'attribute_exists(pk)' } },
+      {
+        Update: {
+          TableName: T,
+          Key: { pk: { S: `seed-${i + 100}` } },
+          UpdateExpression: 'SET v = v + :one',
+          ExpressionAttributeValues: { ':one': { N: '1' } },
+        },
+      },
+      {
+        ConditionCheck: {
+          TableName: T,
+          Key: { pk: { S: `absent-${i}` } },
+          ConditionExpression: 'attribute_exists(pk)',
+        },
+      },
     ];
     // Act: five of each on both
     const outcomes = { launcher: [] as unknown[], stock: [] as unknown[] };
@@ -651,7 +924,9 @@ describe('TransactWriteItems on a 2,000-item table', () => {
     // Assess: the committed ones committed, the cancelled ones were cancelled on their check, on both
     expect(outcomes.launcher).toEqual(outcomes.stock);
     expect(outcomes.launcher.filter((o) => (o as { ok?: boolean }).ok)).toHaveLength(5);
-    expect(outcomes.launcher.filter((o) => (o as { name?: string }).name === 'TransactionCanceledException')).toHaveLength(5);
+    expect(
+      outcomes.launcher.filter((o) => (o as { name?: string }).name === 'TransactionCanceledException'),
+    ).toHaveLength(5);
     const [afterLauncher, afterStock] = await Promise.all([scanAll(ddbLauncher, T), scanAll(ddbStock, T)]);
     expect(afterLauncher).toEqual(afterStock);
     expect(afterLauncher).toHaveLength(ITEMS + 5);
@@ -674,7 +949,9 @@ describe('startup failures and process hygiene', () => {
   it('reports missing emulator packages as EmulatorUnavailableError, naming the module, with the install command', async () => {
     const err = await startEmulator({ python: noMotoPython }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EmulatorUnavailableError);
-    expect((err as Error).message).toMatch(/the emulator's Python packages \(moto, cheroot\) are not installed for .*No module named 'cheroot'/);
+    expect((err as Error).message).toMatch(
+      /the emulator's Python packages \(moto, cheroot\) are not installed for .*No module named 'cheroot'/,
+    );
     expect((err as Error).message).toContain(`${noMotoPython} -m pip install -r scripts/emulator/requirements.txt`);
     expect((err as Error).message.split('\n')).toHaveLength(1);
   });
@@ -683,7 +960,9 @@ describe('startup failures and process hygiene', () => {
     const saved = process.env.EMULATOR_PYTHON;
     process.env.EMULATOR_PYTHON = noMotoPython;
     try {
-      await expect(startEmulator()).rejects.toThrow(`${noMotoPython} -m pip install -r scripts/emulator/requirements.txt`);
+      await expect(startEmulator()).rejects.toThrow(
+        `${noMotoPython} -m pip install -r scripts/emulator/requirements.txt`,
+      );
     } finally {
       if (saved === undefined) delete process.env.EMULATOR_PYTHON;
       else process.env.EMULATOR_PYTHON = saved;
@@ -724,10 +1003,16 @@ describe('startup failures and process hygiene', () => {
       await createDynamoDb(aws).send(new CreateTableCommand(table));
       await createSqs(aws).send(new CreateQueueCommand({ QueueName: 'split' }));
       // The table lives in the DynamoDB process only; the other process has none.
-      await expect(client(emu.dynamoDbEndpoint).send(new DescribeTableCommand({ TableName: 'split' }))).resolves.toBeDefined();
-      await expect(client(emu.endpoint).send(new DescribeTableCommand({ TableName: 'split' }))).rejects.toThrow(/not found|ResourceNotFound/i);
+      await expect(
+        client(emu.dynamoDbEndpoint).send(new DescribeTableCommand({ TableName: 'split' })),
+      ).resolves.toBeDefined();
+      await expect(client(emu.endpoint).send(new DescribeTableCommand({ TableName: 'split' }))).rejects.toThrow(
+        /not found|ResourceNotFound/i,
+      );
       await emu.reset();
-      await expect(client(emu.dynamoDbEndpoint).send(new DescribeTableCommand({ TableName: 'split' }))).rejects.toThrow(/not found|ResourceNotFound/i);
+      await expect(client(emu.dynamoDbEndpoint).send(new DescribeTableCommand({ TableName: 'split' }))).rejects.toThrow(
+        /not found|ResourceNotFound/i,
+      );
     } finally {
       await emu.stop();
     }
@@ -746,7 +1031,9 @@ describe('startup failures and process hygiene', () => {
     const module = fileURLToPath(new URL('../../../scripts/emulator/emulator.ts', import.meta.url));
     const script = `const { startEmulator } = await import(${JSON.stringify(module)});
       const e = await startEmulator(); console.log(e.endpoint); setInterval(() => {}, 1000);`;
-    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const endpoint = await new Promise<string>((resolve, reject) => {
       parent.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
       parent.once('exit', (code) => reject(new Error(`parent exited early (${code})`)));

@@ -7,10 +7,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ensurePythonEnvironment,
+  type PythonEnvironmentOptions,
   PythonNotFoundError,
   RequirementsInstallError,
   VirtualEnvironmentCreationError,
-  type PythonEnvironmentOptions,
 } from '../../../scripts/emulator/python-environment.ts';
 
 // Real venv and pip, with a tiny pure-Python package (six, one module) from the package index in
@@ -30,7 +30,11 @@ async function scenario(name: string, requirements: string) {
   const file = join(root, `${name}.txt`);
   await writeFile(file, requirements);
   const progress: string[] = [];
-  const options: PythonEnvironmentOptions = { directory: join(root, name), requirements: file, onProgress: (line) => progress.push(line) };
+  const options: PythonEnvironmentOptions = {
+    directory: join(root, name),
+    requirements: file,
+    onProgress: (line) => progress.push(line),
+  };
   return { file, progress, options };
 }
 
@@ -69,7 +73,9 @@ describe('an environment from first use to a changed pin', () => {
     python = await ensurePythonEnvironment(s.options);
 
     expect(await sixVersion(python)).toBe('1.16.0');
-    expect(s.progress).toEqual([expect.stringMatching(/^emulator: installing six 1\.16\.0 into \S+life \(first run only\)…$/)]);
+    expect(s.progress).toEqual([
+      expect.stringMatching(/^emulator: installing six 1\.16\.0 into \S+life \(first run only\)…$/),
+    ]);
     await expect(readFile(stamp, 'utf8')).resolves.toMatch(/^[0-9a-f]{64}\n$/);
   });
 
@@ -94,7 +100,9 @@ describe('an environment from first use to a changed pin', () => {
     const rebuilt = await ensurePythonEnvironment(s.options);
 
     expect(rebuilt).toBe(python);
-    expect(s.progress).toEqual([expect.stringMatching(/^emulator: reinstalling six 1\.17\.0 into \S+ \(life\.txt changed\)…$/)]);
+    expect(s.progress).toEqual([
+      expect.stringMatching(/^emulator: reinstalling six 1\.17\.0 into \S+ \(life\.txt changed\)…$/),
+    ]);
     expect(await sixVersion(rebuilt)).toBe('1.17.0');
     await run(rebuilt, ['-m', 'pip', '--version']); // the emptied environment got its pip back
   });
@@ -108,7 +116,9 @@ describe('concurrent first use', () => {
       console.log(await ensurePythonEnvironment(${JSON.stringify({ directory: s.options.directory, requirements: s.file })}));`;
 
     // Act
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let childStdout = '';
     let childStderr = '';
     child.stdout.on('data', (d: Buffer) => (childStdout += d.toString()));
@@ -143,13 +153,17 @@ describe('a base Python that cannot make the environment', () => {
     expect((err as VirtualEnvironmentCreationError).message).toMatch(
       /ensurepip is not available: on Debian\/Ubuntu, sudo apt-get install python3-venv; run by hand: \S+python-without-ensurepip -m venv /,
     );
-    expect((err as VirtualEnvironmentCreationError).command).toMatch(/python-without-ensurepip -m venv \S+no-ensurepip$/);
+    expect((err as VirtualEnvironmentCreationError).command).toMatch(
+      /python-without-ensurepip -m venv \S+no-ensurepip$/,
+    );
   });
 
   it('a missing base Python is PythonNotFoundError', async () => {
     const s = await scenario('no-python', 'six==1.16.0\n');
 
-    const err = await ensurePythonEnvironment({ ...s.options, basePython: join(root, 'no-such-python') }).catch((e: unknown) => e);
+    const err = await ensurePythonEnvironment({ ...s.options, basePython: join(root, 'no-such-python') }).catch(
+      (e: unknown) => e,
+    );
 
     expect(err).toBeInstanceOf(PythonNotFoundError);
     expect((err as Error).message).toMatch(/cannot run "\S+no-such-python".*install Python 3 with its venv module/);

@@ -5,15 +5,15 @@ import {
   DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
+  type Message,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
   SQSClient,
-  type Message,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../../scripts/emulator/emulator.ts';
+import { type Emulator, startEmulator } from '../../../scripts/emulator/emulator.ts';
 
 /**
  * The launcher replaces moto's SQS queue counts (scripts/emulator/hot_paths.py). This file
@@ -46,7 +46,12 @@ let sqsStock: SQSClient;
 
 function client(endpoint: string) {
   // One attempt: a retry must never hide an error from the comparison.
-  return new SQSClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  return new SQSClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
 }
 
 beforeAll(async () => {
@@ -91,15 +96,23 @@ async function outcome<T>(call: () => Promise<T>): Promise<T | { error: string; 
   }
 }
 
-const COUNTS = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
+const COUNTS = [
+  'ApproximateNumberOfMessages',
+  'ApproximateNumberOfMessagesNotVisible',
+  'ApproximateNumberOfMessagesDelayed',
+] as const;
 
 const ops = {
   async counts(side: Side, queue: string) {
-    const { Attributes } = await side.sqs.send(new GetQueueAttributesCommand({ QueueUrl: side.urls[queue], AttributeNames: [...COUNTS] }));
+    const { Attributes } = await side.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: side.urls[queue], AttributeNames: [...COUNTS] }),
+    );
     return Attributes;
   },
   async allAttributes(side: Side, queue: string) {
-    const { Attributes = {} } = await side.sqs.send(new GetQueueAttributesCommand({ QueueUrl: side.urls[queue], AttributeNames: ['All'] }));
+    const { Attributes = {} } = await side.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: side.urls[queue], AttributeNames: ['All'] }),
+    );
     // Timestamps and ARNs differ between two servers started apart; everything else must not.
     const { CreatedTimestamp, LastModifiedTimestamp, QueueArn, RedrivePolicy, Policy, ...rest } = Attributes;
     return { ...rest, hasRedrivePolicy: RedrivePolicy !== undefined };
@@ -120,7 +133,10 @@ const ops = {
   },
   async delete(side: Side, queue: string, labels: string[]) {
     const { Successful = [], Failed = [] } = await side.sqs.send(
-      new DeleteMessageBatchCommand({ QueueUrl: side.urls[queue], Entries: labels.map((l, i) => ({ Id: `d${i}`, ReceiptHandle: side.handles.get(l) ?? `not-a-handle-${i}` })) }),
+      new DeleteMessageBatchCommand({
+        QueueUrl: side.urls[queue],
+        Entries: labels.map((l, i) => ({ Id: `d${i}`, ReceiptHandle: side.handles.get(l) ?? `not-a-handle-${i}` })),
+      }),
     );
     return { ok: Successful.map((s) => s.Id).sort(), failed: Failed.map((f) => [f.Id, f.Code]).sort() };
   },
@@ -128,7 +144,11 @@ const ops = {
     const { Successful = [], Failed = [] } = await side.sqs.send(
       new ChangeMessageVisibilityBatchCommand({
         QueueUrl: side.urls[queue],
-        Entries: labels.map((l, i) => ({ Id: `v${i}`, ReceiptHandle: side.handles.get(l) ?? `not-a-handle-${i}`, VisibilityTimeout: seconds })),
+        Entries: labels.map((l, i) => ({
+          Id: `v${i}`,
+          ReceiptHandle: side.handles.get(l) ?? `not-a-handle-${i}`,
+          VisibilityTimeout: seconds,
+        })),
       }),
     );
     return { ok: Successful.map((s) => s.Id).sort(), failed: Failed.map((f) => [f.Id, f.Code]).sort() };
@@ -161,10 +181,16 @@ class Lockstep {
 }
 
 async function createQueues(sqs: SQSClient, prefix: string): Promise<Record<string, string>> {
-  const make = async (name: string, attributes: Record<string, string> = {}) => (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;
-  const arnOf = async (url: string) => (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+  const make = async (name: string, attributes: Record<string, string> = {}) =>
+    (await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl!;
+  const arnOf = async (url: string) =>
+    (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!
+      .QueueArn!;
   const dlq = await make(`${prefix}-dlq`);
-  const source = await make(`${prefix}-src`, { VisibilityTimeout: '1', RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await arnOf(dlq), maxReceiveCount: 3 }) });
+  const source = await make(`${prefix}-src`, {
+    VisibilityTimeout: '1',
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: await arnOf(dlq), maxReceiveCount: 3 }),
+  });
   const fifoDlq = await make(`${prefix}-dlq.fifo`, { FifoQueue: 'true' });
   const fifo = await make(`${prefix}-src.fifo`, {
     FifoQueue: 'true',
@@ -198,9 +224,11 @@ async function lockstep(act: string) {
 }
 
 /** The three counts of each of `queues` (only queues this act alone touches: the acts run concurrently). */
-const countsOf = (queues: string[]) => async (side: Side) => Object.fromEntries(await Promise.all(queues.map(async (q) => [q, await ops.counts(side, q)] as const)));
+const countsOf = (queues: string[]) => async (side: Side) =>
+  Object.fromEntries(await Promise.all(queues.map(async (q) => [q, await ops.counts(side, q)] as const)));
 
-const stepAnswer = <T>(transcript: unknown[], step: string) => (transcript.find((s) => (s as { step: string }).step === step) as { answer: T }).answer;
+const stepAnswer = <T>(transcript: unknown[], step: string) =>
+  (transcript.find((s) => (s as { step: string }).step === step) as { answer: T }).answer;
 
 // The acts use separate queues and run concurrently: most of each is waiting for the grid.
 describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto', ACT, () => {
@@ -223,7 +251,11 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
             Entries: [
               { Id: 'a', MessageBody: 'm-a' },
               { Id: 'b', MessageBody: 'm-b', DelaySeconds: 1 },
-              { Id: 'c', MessageBody: 'm-c', MessageAttributes: { kind: { DataType: 'String', StringValue: 'poison' } } },
+              {
+                Id: 'c',
+                MessageBody: 'm-c',
+                MessageAttributes: { kind: { DataType: 'String', StringValue: 'poison' } },
+              },
               { Id: 'd', MessageBody: 'm-d', DelaySeconds: 1 },
               { Id: 'e', MessageBody: 'm-e' },
               { Id: 'f', MessageBody: 'm-f' },
@@ -249,13 +281,28 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
     }
     await run.step(
       'delete r3.0 with a stale handle (r1.0), then the current one, then twice',
-      async (s) => [await ops.delete(s, 'source', ['r1.0']), await ops.delete(s, 'source', ['r3.0']), await ops.delete(s, 'source', ['r3.0'])],
+      async (s) => [
+        await ops.delete(s, 'source', ['r1.0']),
+        await ops.delete(s, 'source', ['r3.0']),
+        await ops.delete(s, 'source', ['r3.0']),
+      ],
       { wait: false },
     );
-    await run.step('DeleteMessage with an invalid handle', (s) => s.sqs.send(new DeleteMessageCommand({ QueueUrl: s.urls.source, ReceiptHandle: 'x'.repeat(185) })), { wait: false });
+    await run.step(
+      'DeleteMessage with an invalid handle',
+      (s) => s.sqs.send(new DeleteMessageCommand({ QueueUrl: s.urls.source, ReceiptHandle: 'x'.repeat(185) })),
+      { wait: false },
+    );
     await run.step(
       'ChangeMessageVisibility beyond 12 h',
-      (s) => s.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: s.urls.source, ReceiptHandle: s.handles.get('t3.0') ?? 'x', VisibilityTimeout: 43_201 })),
+      (s) =>
+        s.sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: s.urls.source,
+            ReceiptHandle: s.handles.get('t3.0') ?? 'x',
+            VisibilityTimeout: 43_201,
+          }),
+        ),
       { wait: false },
     );
     for (let i = 0; i < 3; i++) {
@@ -279,7 +326,8 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
 
     // Act
     await run.step('fifo: send A1 A2 B1, A1 again (deduplicated)', async (s) => {
-      const send = (body: string, group: string) => s.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.fifo, MessageBody: body, MessageGroupId: group }));
+      const send = (body: string, group: string) =>
+        s.sqs.send(new SendMessageCommand({ QueueUrl: s.urls.fifo, MessageBody: body, MessageGroupId: group }));
       for (const [b, g] of [
         ['A1', 'A'],
         ['A2', 'A'],
@@ -290,20 +338,32 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
       return 'sent';
     });
     await run.step('fifo: receive 1 (A1)', (s) => ops.receive(s, 'fifo', 'f1', 1));
-    await run.step('fifo: receive 10 (B1 only: group A held back)', (s) => ops.receive(s, 'fifo', 'f2', 10), { wait: false });
+    await run.step('fifo: receive 10 (B1 only: group A held back)', (s) => ops.receive(s, 'fifo', 'f2', 10), {
+      wait: false,
+    });
     await run.step('fifo: counts', all, { wait: false });
     await run.step('fifo: counts 0.67 s later', all);
-    await run.step('fifo: receive 10 while A1 and B1 are in flight', (s) => ops.receive(s, 'fifo', 'f2b', 10), { wait: false });
+    await run.step('fifo: receive 10 while A1 and B1 are in flight', (s) => ops.receive(s, 'fifo', 'f2b', 10), {
+      wait: false,
+    });
     await run.step('fifo: after A1 times out, receive 10', (s) => ops.receive(s, 'fifo', 'f3', 10));
     await run.step('fifo: counts', all);
     await run.step('fifo: delete A1 and B1', (s) => ops.delete(s, 'fifo', ['f3.0', 'f2.0']));
     await run.step('fifo: receive 10', (s) => ops.receive(s, 'fifo', 'f4', 10));
-    for (let i = 0; i < 4; i++) await run.step(`fifo redrive ${i}: receive 10, counts`, async (s) => [await ops.receive(s, 'fifo', `fz${i}`, 10, 0), await all(s)]);
+    for (let i = 0; i < 4; i++)
+      await run.step(`fifo redrive ${i}: receive 10, counts`, async (s) => [
+        await ops.receive(s, 'fifo', `fz${i}`, 10, 0),
+        await all(s),
+      ]);
     await run.step('fifo DLQ', (s) => ops.receive(s, 'fifoDlq', 'fdlq', 10, 31));
 
     // Assess
     expect(run.launcher).toEqual(run.stock);
-    expect(stepAnswer<Array<{ body: string }>>(run.stock, 'fifo: receive 10 (B1 only: group A held back)').map((m) => m.body)).toEqual(['B1']);
+    expect(
+      stepAnswer<Array<{ body: string }>>(run.stock, 'fifo: receive 10 (B1 only: group A held back)').map(
+        (m) => m.body,
+      ),
+    ).toEqual(['B1']);
     expect(stepAnswer<Array<{ body: string }>>(run.stock, 'fifo DLQ').map((m) => m.body)).toEqual(['A2']);
   });
 
@@ -314,23 +374,45 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
 
     // Act
     await run.step('delayed queue: send 3, counts', async (s) => {
-      await s.sqs.send(new SendMessageBatchCommand({ QueueUrl: s.urls.delayed, Entries: ['x', 'y', 'z'].map((b) => ({ Id: b, MessageBody: b })) }));
+      await s.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: s.urls.delayed,
+          Entries: ['x', 'y', 'z'].map((b) => ({ Id: b, MessageBody: b })),
+        }),
+      );
       return [await all(s), await ops.receive(s, 'delayed', 'dl0', 10)];
     });
-    await run.step('delayed queue: still delayed', async (s) => [await all(s), await ops.receive(s, 'delayed', 'dl1', 10)]);
+    await run.step('delayed queue: still delayed', async (s) => [
+      await all(s),
+      await ops.receive(s, 'delayed', 'dl1', 10),
+    ]);
     await run.step('delayed queue: set retention 60 s and delay 0, read All', async (s) => {
-      await s.sqs.send(new SetQueueAttributesCommand({ QueueUrl: s.urls.delayed, Attributes: { MessageRetentionPeriod: '60', DelaySeconds: '0' } }));
+      await s.sqs.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: s.urls.delayed,
+          Attributes: { MessageRetentionPeriod: '60', DelaySeconds: '0' },
+        }),
+      );
       return ops.allAttributes(s, 'delayed');
     });
-    await run.step('delayed queue: now visible', async (s) => [await all(s), await ops.receive(s, 'delayed', 'dl2', 10)]);
+    await run.step('delayed queue: now visible', async (s) => [
+      await all(s),
+      await ops.receive(s, 'delayed', 'dl2', 10),
+    ]);
     await run.step('attributes: All on every queue, names one by one, an unknown name', async (s) => [
       await Promise.all(['source', 'dlq', 'fifo', 'fifoDlq', 'delayed'].map((q) => ops.allAttributes(s, q))),
       await Promise.all(
         ['ApproximateNumberOfMessages', 'VisibilityTimeout', 'FifoQueue', 'DelaySeconds', 'MessageRetentionPeriod'].map(
-          async (n) => (await s.sqs.send(new GetQueueAttributesCommand({ QueueUrl: s.urls.fifo, AttributeNames: [n as never] }))).Attributes,
+          async (n) =>
+            (await s.sqs.send(new GetQueueAttributesCommand({ QueueUrl: s.urls.fifo, AttributeNames: [n as never] })))
+              .Attributes,
         ),
       ),
-      await outcome(() => s.sqs.send(new GetQueueAttributesCommand({ QueueUrl: s.urls.source, AttributeNames: ['NoSuchAttribute' as never] }))),
+      await outcome(() =>
+        s.sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: s.urls.source, AttributeNames: ['NoSuchAttribute' as never] }),
+        ),
+      ),
     ]);
 
     // Assess
@@ -346,7 +428,12 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
     // is slow with a backlog, so a second such call in the same step would run late there.
     await run.step('backlog: send 200 (no deadlines)', async (s) => {
       for (let i = 0; i < 20; i++) {
-        await s.sqs.send(new SendMessageBatchCommand({ QueueUrl: s.urls.backlog, Entries: Array.from({ length: 10 }, (_, j) => ({ Id: `e${j}`, MessageBody: `b-${i * 10 + j}` })) }));
+        await s.sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: s.urls.backlog,
+            Entries: Array.from({ length: 10 }, (_, j) => ({ Id: `e${j}`, MessageBody: `b-${i * 10 + j}` })),
+          }),
+        );
       }
       return ops.counts(s, 'backlog');
     });
@@ -357,12 +444,25 @@ describe.concurrent('differential: launcher SQS (one-pass counts) vs stock moto'
       // calls, so a call the busy machine delays cannot land on the other side of one (the
       // standard-queue test covers short deadlines, on a queue small enough to answer fast).
       const visibility = [0, 31][Math.floor(random() * 2)]!;
-      const deletes = [...new Set(Array.from({ length: Math.floor(random() * 6) }, () => `k${Math.floor(random() * (i + 1))}.${Math.floor(random() * 10)}`))];
+      const deletes = [
+        ...new Set(
+          Array.from(
+            { length: Math.floor(random() * 6) },
+            () => `k${Math.floor(random() * (i + 1))}.${Math.floor(random() * 10)}`,
+          ),
+        ),
+      ];
       const hide = `k${Math.floor(random() * (i + 1))}.${Math.floor(random() * 10)}`;
-      await run.step(`backlog ${i}: receive ${max} (visibility ${visibility})`, (s) => ops.receive(s, 'backlog', `k${i}`, max, visibility));
-      await run.step(`backlog ${i}: delete ${deletes.join(' ')}`, (s) => ops.delete(s, 'backlog', deletes), { wait: false });
+      await run.step(`backlog ${i}: receive ${max} (visibility ${visibility})`, (s) =>
+        ops.receive(s, 'backlog', `k${i}`, max, visibility),
+      );
+      await run.step(`backlog ${i}: delete ${deletes.join(' ')}`, (s) => ops.delete(s, 'backlog', deletes), {
+        wait: false,
+      });
       // 31 s outlasts the test, so this call sets no deadline the grid must keep clear of.
-      await run.step(`backlog ${i}: hide ${hide} for 31 s`, (s) => ops.changeVisibility(s, 'backlog', [hide], 31), { wait: false });
+      await run.step(`backlog ${i}: hide ${hide} for 31 s`, (s) => ops.changeVisibility(s, 'backlog', [hide], 31), {
+        wait: false,
+      });
       await run.step(`backlog ${i}: counts`, (s) => ops.counts(s, 'backlog'), { wait: false });
     }
 

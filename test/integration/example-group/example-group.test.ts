@@ -22,9 +22,14 @@ import { queueDepth } from '../../support/queue-reading.ts';
 const CATALOGUE = [...CONSUMER_GROUPS, REFUNDS];
 const ids = new MsgIdGenerator('0A0E0A01', 0x0e0a);
 const envelope = (topic: string, tags: string, body: Record<string, unknown>) =>
-  trafficMessage(writeEnvelope({ topic, msgId: ids.next(), tags, keys: [String(body.orderNo)], body: JSON.stringify(body) }));
+  trafficMessage(
+    writeEnvelope({ topic, msgId: ids.next(), tags, keys: [String(body.orderNo)], body: JSON.stringify(body) }),
+  );
 
-/** Runs the operations command line in-process against the run's deployment, as a script would (no terminal, writes confirmed with --yes). */
+/**
+ * Runs the operations command line in-process against the run's deployment, as a script would (no terminal, writes
+ * confirmed with --yes).
+ */
 async function ops(endpoint: string, prefix: string, argv: string[]) {
   let stdout = '';
   let stderr = '';
@@ -49,8 +54,20 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
       catalogue: CATALOGUE,
       phases: [
         { name: 'orders', messages: [paid('SOEG1'), paid('SOEG2')] },
-        { name: 'one finishes', messages: [envelope('ORDER_TOPIC', 'FINISHED', { orderNo: 'SOEG1' })], afterQuiet: true },
-        { name: 'refunds', messages: [refund, envelope('REFUND_TOPIC', 'REFUNDED', { orderNo: 'SOEG2' }), { ...refund, label: 'redelivery' }], afterQuiet: true },
+        {
+          name: 'one finishes',
+          messages: [envelope('ORDER_TOPIC', 'FINISHED', { orderNo: 'SOEG1' })],
+          afterQuiet: true,
+        },
+        {
+          name: 'refunds',
+          messages: [
+            refund,
+            envelope('REFUND_TOPIC', 'REFUNDED', { orderNo: 'SOEG2' }),
+            { ...refund, label: 'redelivery' },
+          ],
+          afterQuiet: true,
+        },
       ],
       endpoint,
       prefix,
@@ -58,9 +75,19 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
     const { result } = run;
     await run.close();
     const dynamoDb = createDynamoDb(emulatorConfig(endpoint));
-    const statusOf = async (orderNo: string) => (await dynamoDb.send(new GetCommand({ TableName: result.resources.tables.orders, Key: { orderNo } }))).Item?.status;
+    const statusOf = async (orderNo: string) =>
+      (await dynamoDb.send(new GetCommand({ TableName: result.resources.tables.orders, Key: { orderNo } }))).Item
+        ?.status;
     const list = await ops(endpoint, prefix, ['dlq', 'list', '--group', REFUNDS.group]);
-    const redrive = await ops(endpoint, prefix, ['dlq', 'redrive', '--group', REFUNDS.group, '--reason', 'ILLEGAL_TRANSITION', '--yes']);
+    const redrive = await ops(endpoint, prefix, [
+      'dlq',
+      'redrive',
+      '--group',
+      REFUNDS.group,
+      '--reason',
+      'ILLEGAL_TRANSITION',
+      '--yes',
+    ]);
     const audit = await ops(endpoint, prefix, ['audit']);
 
     // Assess: its queues, named as the CDK app names them, fed by the bridge from its topic.
@@ -71,12 +98,22 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
     expect(result.bridge.enqueued[REFUNDS.group]).toBe(3);
     expect(result.deadLetters.map((d) => d.group)).toEqual([REFUNDS.group]);
     // Its handler: one refund applied, its redelivery a duplicate, the unfinished order's refund dead-lettered.
-    expect(result.account.countsOf(REFUNDS.group)).toMatchObject({ delivered: 3, processed: 1, duplicatesSuppressed: 1, deadLettered: 1 });
+    expect(result.account.countsOf(REFUNDS.group)).toMatchObject({
+      delivered: 3,
+      processed: 1,
+      duplicatesSuppressed: 1,
+      deadLettered: 1,
+    });
     expect(await statusOf('SOEG1')).toBe('REFUNDED');
     expect(await statusOf('SOEG2')).toBe('PAID');
     // ops: its dead letter with code, reason and decoded envelope; redriven to its source queue.
     expect(list.code).toBe(0);
-    expect(list.json().messages).toMatchObject([{ failure: { code: 'ILLEGAL_TRANSITION', key: 'SOEG2#REFUNDED', group: REFUNDS.group }, envelope: { topic: 'REFUND_TOPIC', tags: 'REFUNDED' } }]);
+    expect(list.json().messages).toMatchObject([
+      {
+        failure: { code: 'ILLEGAL_TRANSITION', key: 'SOEG2#REFUNDED', group: REFUNDS.group },
+        envelope: { topic: 'REFUND_TOPIC', tags: 'REFUNDED' },
+      },
+    ]);
     expect(redrive.stderr).not.toContain('ops:');
     expect(redrive.code).toBe(0);
     expect(redrive.json()).toMatchObject({ moved: 1, to: queueName(prefix, REFUNDS.group) });
@@ -91,7 +128,16 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
     // Prepare: the fixture's plug-in next to the product's; the weakened refund update drops
     // its condition, so a refund of an order that never finished creates a REFUNDED row.
     const chaos = (replace?: Record<string, ConsumerFactory>) =>
-      runChaos({ catalogue: CATALOGUE, plugins: [chaosPlugin], seed: 7, messages: 200, consumers: 2, endpoint: inject('emulatorEndpoint'), prefix: `egc${randomUUID().slice(0, 8)}`, replace });
+      runChaos({
+        catalogue: CATALOGUE,
+        plugins: [chaosPlugin],
+        seed: 7,
+        messages: 200,
+        consumers: 2,
+        endpoint: inject('emulatorEndpoint'),
+        prefix: `egc${randomUUID().slice(0, 8)}`,
+        replace,
+      });
     const unconditionalRefund: ConsumerFactory = (deps) => {
       interceptCommands(
         deps.dynamoDb,
@@ -121,7 +167,10 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
     expect(refunds.detail.refunded).toBeGreaterThan(0);
     expect(refunds.deadLettered).toBe(refunds.expectedDeadLettered);
     expect(real.plan.crashes[REFUNDS.group]!.atCrashPoint.length).toBeGreaterThan(0);
-    expect(weak.summary.groups[REFUNDS.group]).toMatchObject({ invariantHolds: false, doubleEffects: weak.workload.compositions[REFUNDS.group]!.unfinished });
+    expect(weak.summary.groups[REFUNDS.group]).toMatchObject({
+      invariantHolds: false,
+      doubleEffects: weak.workload.compositions[REFUNDS.group]!.unfinished,
+    });
     expect(weak.invariants.missingDeadLetters).toBe(weak.workload.compositions[REFUNDS.group]!.unfinished);
     expect(
       Object.entries(weak.summary.groups)

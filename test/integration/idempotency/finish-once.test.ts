@@ -1,10 +1,16 @@
-import { describe, expect, it } from 'vitest';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { FailureRouter, rocketmqConsumer, transactionalStrategy, type ConsumerContext, type TransactionalResult } from '../../../lib/idempotency/index.ts';
+import {
+  type ConsumerContext,
+  FailureRouter,
+  rocketmqConsumer,
+  type TransactionalResult,
+  transactionalStrategy,
+} from '../../../lib/idempotency/index.ts';
+import { type OrderPaid, parseOrderPaid } from '../../../lib/points/order-paid.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
-import { parseOrderPaid, type OrderPaid } from '../../../lib/points/order-paid.ts';
 import { IMMEDIATE_RETRIES, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 
 describe('a batch is finished once', () => {
@@ -26,7 +32,10 @@ describe('a batch is finished once', () => {
     // Act
     let response: SQSBatchResponse;
     try {
-      response = await f.invoke([orderEnvelope({ orderNo: 'SO-ONCE-BAD', userId: '7301', points: -1 }), orderEnvelope({ orderNo: 'SO-ONCE-OK', userId: '7301', points: 40 })]);
+      response = await f.invoke([
+        orderEnvelope({ orderNo: 'SO-ONCE-BAD', userId: '7301', points: -1 }),
+        orderEnvelope({ orderNo: 'SO-ONCE-OK', userId: '7301', points: 40 }),
+      ]);
     } finally {
       console.error = original;
     }
@@ -53,8 +62,17 @@ describe('a crashed batch is answered without cutting the other middlewares shor
           tagExpression: 'PAID',
           parsePayload: parseOrderPaid,
           keyOf: (order) => order.orderNo,
-          strategy: transactionalStrategy({ client: f.dynamoDb, tableName: f.resources.tables.idempotency, group: POINTS_GROUP }),
-          failures: new FailureRouter({ sqs: f.sqs, group: POINTS_GROUP, deadLetterQueueUrl: queue.deadLetter.url, schedule: IMMEDIATE_RETRIES }),
+          strategy: transactionalStrategy({
+            client: f.dynamoDb,
+            tableName: f.resources.tables.idempotency,
+            group: POINTS_GROUP,
+          }),
+          failures: new FailureRouter({
+            sqs: f.sqs,
+            group: POINTS_GROUP,
+            deadLetterQueueUrl: queue.deadLetter.url,
+            schedule: IMMEDIATE_RETRIES,
+          }),
         }),
       )
       .handler(async () => {

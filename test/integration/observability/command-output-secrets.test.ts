@@ -6,11 +6,18 @@ import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** The operator command as `npm run alarm:test --` runs it, with stdout AND stderr kept (operators paste both into tickets). */
+/**
+ * The operator command as `npm run alarm:test --` runs it, with stdout AND stderr kept (operators paste both into
+ * tickets).
+ */
 function alarmTest(args: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve) =>
-    execFile(process.execPath, ['--import', 'tsx', 'scripts/alarm-test.ts', ...args], { cwd: ROOT, env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'DEBUG' } }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: `${stdout}\n${stderr}` }),
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/alarm-test.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'DEBUG' } },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: `${stdout}\n${stderr}` }),
     ),
   );
 }
@@ -34,7 +41,18 @@ describe('npm run alarm:test output never contains the DingTalk secret or webhoo
     ['delivered', () => ['--webhook', robot.webhookUrl, '--secret', secret, '--keyword', '告警'], 0],
     ['wrong secret (310000)', () => ['--webhook', robot.webhookUrl, '--secret', `${secret}x`, '--keyword', '告警'], 1],
     ['keyword missing', () => ['--webhook', robot.webhookUrl, '--secret', secret], 1],
-    ['robot unreachable', () => ['--webhook', `http://127.0.0.1:9/robot/send?access_token=${accessToken}`, '--secret', secret, '--keyword', '告警'], 1],
+    [
+      'robot unreachable',
+      () => [
+        '--webhook',
+        `http://127.0.0.1:9/robot/send?access_token=${accessToken}`,
+        '--secret',
+        secret,
+        '--keyword',
+        '告警',
+      ],
+      1,
+    ],
   ] as const)(
     '%s',
     async (_name, args, exit) => {

@@ -28,17 +28,39 @@ describe('consumer logs (emulator)', () => {
     const body = orderEnvelope({ orderNo: 'SO-LOG-1', userId: 5, points: 7 }, { msgId });
     // Act: processed, duplicate, filtered, dead-lettered
     await f.invoke([body]);
-    await f.invoke([body, orderEnvelope({ orderNo: 'SO-LOG-2', userId: 5, points: 7 }, { tags: 'FINISHED' }), 'not json']);
+    await f.invoke([
+      body,
+      orderEnvelope({ orderNo: 'SO-LOG-2', userId: 5, points: 7 }, { tags: 'FINISHED' }),
+      'not json',
+    ]);
     // Assess
     const records = lines.filter((l) => typeof l.outcome === 'string');
     expect(records).toHaveLength(4);
     expect(records.map((l) => l.outcome).sort()).toEqual(['duplicate', 'failed', 'filtered', 'processed']);
     for (const line of records) {
-      expect(line).toMatchObject({ group: 'point-consumer-group', service: 'point-consumer-group', level: expect.any(String) });
+      expect(line).toMatchObject({
+        group: 'point-consumer-group',
+        service: 'point-consumer-group',
+        level: expect.any(String),
+      });
       expect(line).toHaveProperty('disposition');
     }
-    expect(records.find((l) => l.outcome === 'processed')).toMatchObject({ msgId, key: 'SO-LOG-1', disposition: 'ack' });
-    expect(records.find((l) => l.outcome === 'duplicate')).toMatchObject({ msgId, key: 'SO-LOG-1', reason: 'dedup-record-exists', winnerMsgId: msgId });
-    expect(records.find((l) => l.outcome === 'failed')).toMatchObject({ errorCode: 'INVALID_ENVELOPE', errorClass: 'permanent', disposition: 'dead-letter', level: 'ERROR' });
+    expect(records.find((l) => l.outcome === 'processed')).toMatchObject({
+      msgId,
+      key: 'SO-LOG-1',
+      disposition: 'ack',
+    });
+    expect(records.find((l) => l.outcome === 'duplicate')).toMatchObject({
+      msgId,
+      key: 'SO-LOG-1',
+      reason: 'dedup-record-exists',
+      winnerMsgId: msgId,
+    });
+    expect(records.find((l) => l.outcome === 'failed')).toMatchObject({
+      errorCode: 'INVALID_ENVELOPE',
+      errorClass: 'permanent',
+      disposition: 'dead-letter',
+      level: 'ERROR',
+    });
   });
 });

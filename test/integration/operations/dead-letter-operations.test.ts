@@ -1,9 +1,14 @@
-import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
-import { ops, terminalAnswering, type PointsFixture } from './operations-fixture.ts';
+import { ops, type PointsFixture, terminalAnswering } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];
 const OUTAGE_ORDERS = [
@@ -32,12 +37,19 @@ async function deadLetteredFixture() {
     { step: 'initialize', name: 'dynamoDbOutage' },
   );
   // The 17th delivery: retries spent, so the router dead-letters with RETRIES_EXHAUSTED.
-  await f.invoke(OUTAGE_ORDERS.map((o, i) => sqsRecord(orderEnvelope(o, { msgId: OUTAGE_MSG_IDS[i] }), queue.source.arn, 17)));
+  await f.invoke(
+    OUTAGE_ORDERS.map((o, i) => sqsRecord(orderEnvelope(o, { msgId: OUTAGE_MSG_IDS[i] }), queue.source.arn, 17)),
+  );
   outage = false;
   await f.invoke([orderEnvelope({ orderNo: 'SO-CONFLICT', userId: 'u-8', points: 10 })]);
   await f.invoke([orderEnvelope({ orderNo: 'SO-CONFLICT', userId: 'u-8', points: 1000 })]);
   await f.invoke([MALFORMED]);
-  await f.sqs.send(new SendMessageCommand({ QueueUrl: queue.deadLetter.url, MessageBody: orderEnvelope({ orderNo: 'SO-CRASH', userId: 'u-9', points: 5 }) }));
+  await f.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: queue.deadLetter.url,
+      MessageBody: orderEnvelope({ orderNo: 'SO-CRASH', userId: 'u-9', points: 5 }),
+    }),
+  );
   return f;
 }
 
@@ -124,7 +136,11 @@ describe('ops dlq (emulator)', () => {
     const redriven = f.reports.filter((r) => OUTAGE_MSG_IDS.includes(r.msgId ?? ''));
     expect(redriven.map((r) => r.settlement.outcome)).toEqual(['failed', 'failed', 'processed', 'processed']);
     const left: Listed[] = (await ops(f, ['dlq', 'list', ...GROUP, '--json'])).json().messages;
-    expect(left.map((m) => m.failure?.code ?? 'redrive-policy').sort()).toEqual(['INVALID_ENVELOPE', 'PAYLOAD_CONFLICT', 'redrive-policy']);
+    expect(left.map((m) => m.failure?.code ?? 'redrive-policy').sort()).toEqual([
+      'INVALID_ENVELOPE',
+      'PAYLOAD_CONFLICT',
+      'redrive-policy',
+    ]);
     expect(await f.ledgerMismatches()).toEqual([]);
   });
 
@@ -149,7 +165,10 @@ describe('ops dlq (emulator)', () => {
     const sqs = createSqs({ ...emulatorConfig(f.resources.endpoint), maxAttempts: 1 });
     sqs.middlewareStack.add(
       (next) => async (args) => {
-        if ((args.input as { QueueUrl?: string; MessageBody?: string }).QueueUrl === sourceUrl && 'MessageBody' in (args.input as object)) {
+        if (
+          (args.input as { QueueUrl?: string; MessageBody?: string }).QueueUrl === sourceUrl &&
+          'MessageBody' in (args.input as object)
+        ) {
           throw Object.assign(new Error('connect ETIMEDOUT'), { name: 'TimeoutError' });
         }
         return next(args);
@@ -172,12 +191,24 @@ describe('ops dlq (emulator)', () => {
     const f = await deadLetteredFixture();
     // Act
     await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1', '--yes']);
-    const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.resources.queues['point-consumer-group']!.source.url, MessageAttributeNames: ['All'], WaitTimeSeconds: 1 }));
+    const { Messages = [] } = await f.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: f.resources.queues['point-consumer-group']!.source.url,
+        MessageAttributeNames: ['All'],
+        WaitTimeSeconds: 1,
+      }),
+    );
     // Assess
     expect(Messages).toHaveLength(1);
-    expect(Object.keys(Messages[0]!.MessageAttributes ?? {}).sort()).toEqual(['redrive-count', 'redriven-at', 'redriven-from-dlq']);
+    expect(Object.keys(Messages[0]!.MessageAttributes ?? {}).sort()).toEqual([
+      'redrive-count',
+      'redriven-at',
+      'redriven-from-dlq',
+    ]);
     expect(Messages[0]!.MessageAttributes!['redrive-count']!.StringValue).toBe('1');
-    expect(Messages[0]!.MessageAttributes!['redriven-from-dlq']!.StringValue).toBe(`${f.resources.prefix}-point-consumer-group-dlq`);
+    expect(Messages[0]!.MessageAttributes!['redriven-from-dlq']!.StringValue).toBe(
+      `${f.resources.prefix}-point-consumer-group-dlq`,
+    );
   });
 
   it('escapes terminal control sequences in list and show, neutralises CSV formulas, and keeps --json exact', async () => {
@@ -190,7 +221,13 @@ describe('ops dlq (emulator)', () => {
     await f.sqs.send(
       new SendMessageCommand({
         QueueUrl: f.resources.queues['point-consumer-group']!.deadLetter.url,
-        MessageBody: writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID\u001b[8m', keys: [formulaKey], body: hostileBody }),
+        MessageBody: writeEnvelope({
+          topic: 'ORDER_TOPIC',
+          msgId,
+          tags: 'PAID\u001b[8m',
+          keys: [formulaKey],
+          body: hostileBody,
+        }),
       }),
     );
     // Act
@@ -203,16 +240,32 @@ describe('ops dlq (emulator)', () => {
     expect(list.stdout).toContain('ORDER_TOPIC:PAID\\u001b[8m');
     expect(show.stdout).toContain('\\u001b]0;pwned\\u0007\\u001b[2Jnot json\\u000dOK \\u009b31mred gnp\\u202eexe');
     expect(csv.stdout).toContain(`"'=HYPERLINK(""http://evil.example"",""x"")"`);
-    expect(json.json().messages[0].envelope).toMatchObject({ body: hostileBody, keys: [formulaKey], tags: 'PAID\u001b[8m' });
+    expect(json.json().messages[0].envelope).toMatchObject({
+      body: hostileBody,
+      keys: [formulaKey],
+      tags: 'PAID\u001b[8m',
+    });
   });
 
   it('holds back a letter whose recorded source queue is not the redrive target, with the reason', async () => {
     // Prepare: a second group's queue given as the target by mistake
     const f = await deadLetteredFixture();
-    const { QueueUrl: otherUrl } = await f.sqs.send(new CreateQueueCommand({ QueueName: `${f.resources.prefix}-coupon-consumer-group` }));
+    const { QueueUrl: otherUrl } = await f.sqs.send(
+      new CreateQueueCommand({ QueueName: `${f.resources.prefix}-coupon-consumer-group` }),
+    );
     const ownArn = f.resources.queues['point-consumer-group']!.source.arn;
     // Act
-    const run = await ops(f, ['dlq', 'redrive', ...GROUP, '--key', 'SO-OUT-1', '--source-queue-url', otherUrl!, '--yes', '--json']);
+    const run = await ops(f, [
+      'dlq',
+      'redrive',
+      ...GROUP,
+      '--key',
+      'SO-OUT-1',
+      '--source-queue-url',
+      otherUrl!,
+      '--yes',
+      '--json',
+    ]);
     // Assess
     expect(run.code).toBe(1);
     expect(run.json()).toMatchObject({ moved: 0, selected: [] });
@@ -231,14 +284,18 @@ describe('ops dlq (emulator)', () => {
     const prefix = f.resources.prefix;
     // Act
     const script = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED']);
-    const declined = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED'], { stdin: terminalAnswering('no') });
+    const declined = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED'], {
+      stdin: terminalAnswering('no'),
+    });
     // Assess
     for (const run of [script, declined]) {
       expect(run.code).toBe(2);
       expect(run.stderr).toContain('About to write in AWS account 123456789012, region us-east-1:');
       expect(run.stderr).toMatch(new RegExp(`send to: +${prefix}-point-consumer-group\n`));
       expect(run.stderr).toMatch(new RegExp(`delete from: +${prefix}-point-consumer-group-dlq\n`));
-      expect(run.stderr).toContain('dead letters selected by --reason RETRIES_EXHAUSTED: each sent to the source queue, then deleted from the DLQ');
+      expect(run.stderr).toContain(
+        'dead letters selected by --reason RETRIES_EXHAUSTED: each sent to the source queue, then deleted from the DLQ',
+      );
     }
     expect(script.stderr).toContain('add --yes to confirm in a script');
     expect(declined.stderr).toContain('Proceed? [y/N] ');

@@ -11,10 +11,10 @@ import {
   importLegacyAward,
   loseNthTransactionAnswer,
   ops,
+  type PointsFixture,
   reverseByHand,
   reviewedPlan,
   terminalAnswering,
-  type PointsFixture,
 } from './operations-fixture.ts';
 
 /** Three excess awards: u-1's SO-1001 imported twice more, u-2's SO-2001 once more. */
@@ -25,14 +25,37 @@ async function incidentLedger() {
     { orderNo: 'SO-1002', userId: 'u-1', points: 120 },
     { orderNo: 'SO-2001', userId: 'u-2', points: 50 },
   ]);
-  await importLegacyAward(f, { userId: 'u-1', orderNo: 'SO-1001', points: 300, entryId: 'IMPORT#0001', createdAt: '2099-01-01T00:00:00.000Z' });
-  await importLegacyAward(f, { userId: 'u-1', orderNo: 'SO-1001', points: 300, entryId: 'IMPORT#0002', createdAt: '2099-01-02T00:00:00.000Z' });
-  await importLegacyAward(f, { userId: 'u-2', orderNo: 'SO-2001', points: 50, entryId: 'IMPORT#0003', createdAt: '2099-01-01T00:00:00.000Z' });
+  await importLegacyAward(f, {
+    userId: 'u-1',
+    orderNo: 'SO-1001',
+    points: 300,
+    entryId: 'IMPORT#0001',
+    createdAt: '2099-01-01T00:00:00.000Z',
+  });
+  await importLegacyAward(f, {
+    userId: 'u-1',
+    orderNo: 'SO-1001',
+    points: 300,
+    entryId: 'IMPORT#0002',
+    createdAt: '2099-01-02T00:00:00.000Z',
+  });
+  await importLegacyAward(f, {
+    userId: 'u-2',
+    orderNo: 'SO-2001',
+    points: 50,
+    entryId: 'IMPORT#0003',
+    createdAt: '2099-01-01T00:00:00.000Z',
+  });
   return f;
 }
 
 async function snapshot(f: PointsFixture) {
-  return { u1: await f.ledger('u-1'), u2: await f.ledger('u-2'), b1: await f.balance('u-1'), b2: await f.balance('u-2') };
+  return {
+    u1: await f.ledger('u-1'),
+    u2: await f.ledger('u-2'),
+    b1: await f.balance('u-1'),
+    b2: await f.balance('u-2'),
+  };
 }
 
 const reversalsOf = <E extends { kind: string }>(entries: E[]) => entries.filter((e) => e.kind === 'REVERSAL');
@@ -50,7 +73,9 @@ describe('ops reverse (emulator)', () => {
     expect(run.code).toBe(1);
     const report = run.json();
     expect(report.applied).toBe(false);
-    expect(report.outcomes.map((o: { reversedEntryId: string; status: string }) => [o.reversedEntryId, o.status])).toEqual([
+    expect(
+      report.outcomes.map((o: { reversedEntryId: string; status: string }) => [o.reversedEntryId, o.status]),
+    ).toEqual([
       ['IMPORT#0001', 'planned'],
       ['IMPORT#0002', 'planned'],
       ['IMPORT#0003', 'planned'],
@@ -70,8 +95,20 @@ describe('ops reverse (emulator)', () => {
     expect(await f.balance('u-1')).toBe(420); // 300 + 120, as if awarded once
     expect(await f.balance('u-2')).toBe(50);
     expect(reversalsOf(await f.ledger('u-1'))).toEqual([
-      expect.objectContaining({ entryId: 'REVERSAL#IMPORT#0001', kind: 'REVERSAL', points: -300, reverses: 'IMPORT#0001', orderNo: 'SO-1001', keptEntryId: 'AWARD#SO-1001' }),
-      expect.objectContaining({ entryId: 'REVERSAL#IMPORT#0002', kind: 'REVERSAL', points: -300, reverses: 'IMPORT#0002' }),
+      expect.objectContaining({
+        entryId: 'REVERSAL#IMPORT#0001',
+        kind: 'REVERSAL',
+        points: -300,
+        reverses: 'IMPORT#0001',
+        orderNo: 'SO-1001',
+        keptEntryId: 'AWARD#SO-1001',
+      }),
+      expect.objectContaining({
+        entryId: 'REVERSAL#IMPORT#0002',
+        kind: 'REVERSAL',
+        points: -300,
+        reverses: 'IMPORT#0002',
+      }),
     ]);
     const audit = await ops(f, ['audit', '--json']);
     expect(audit.code).toBe(0);
@@ -106,7 +143,9 @@ describe('ops reverse (emulator)', () => {
     expect(reversalsOf([...midway.u1, ...midway.u2])).toHaveLength(1);
     expect(midway.b1).toBe(420 + 300);
     expect(rerun.code).toBe(0);
-    expect(rerun.json().outcomes.map((o: { reversedEntryId: string; status: string }) => [o.reversedEntryId, o.status])).toEqual([
+    expect(
+      rerun.json().outcomes.map((o: { reversedEntryId: string; status: string }) => [o.reversedEntryId, o.status]),
+    ).toEqual([
       ['IMPORT#0002', 'written'],
       ['IMPORT#0003', 'written'],
     ]);
@@ -129,7 +168,10 @@ describe('ops reverse (emulator)', () => {
     const rerun = await ops(f, [...applyPlan(plan), '--json']);
     expect(lost.code).toBe(2);
     expect(rerun.code).toBe(0);
-    expect(rerun.json().outcomes.map((o: { reversedEntryId: string }) => o.reversedEntryId)).toEqual(['IMPORT#0002', 'IMPORT#0003']);
+    expect(rerun.json().outcomes.map((o: { reversedEntryId: string }) => o.reversedEntryId)).toEqual([
+      'IMPORT#0002',
+      'IMPORT#0003',
+    ]);
     expect([await f.balance('u-1'), await f.balance('u-2')]).toEqual([420, 50]);
     expect(reversalsOf(await f.ledger('u-1'))).toHaveLength(2);
   });
@@ -138,8 +180,18 @@ describe('ops reverse (emulator)', () => {
     const f = await incidentLedger();
     const tables = { ledger: f.resources.tables.ledger, accounts: f.resources.tables.accounts };
     const audit = await runLedgerAudit({ dynamoDb: f.dynamoDb, tables });
-    const first = await reverseDoubleAwards({ dynamoDb: f.dynamoDb, tables, doubleAwards: audit.doubleAwards, apply: true });
-    const second = await reverseDoubleAwards({ dynamoDb: f.dynamoDb, tables, doubleAwards: audit.doubleAwards, apply: true });
+    const first = await reverseDoubleAwards({
+      dynamoDb: f.dynamoDb,
+      tables,
+      doubleAwards: audit.doubleAwards,
+      apply: true,
+    });
+    const second = await reverseDoubleAwards({
+      dynamoDb: f.dynamoDb,
+      tables,
+      doubleAwards: audit.doubleAwards,
+      apply: true,
+    });
     expect(first.outcomes.map((o) => o.status)).toEqual(['written', 'written', 'written']);
     expect(second.outcomes.map((o) => o.status)).toEqual(['already-reversed', 'already-reversed', 'already-reversed']);
     expect(second.perUser).toEqual([]);
@@ -166,8 +218,18 @@ describe('ops reverse (emulator)', () => {
     const f = await incidentLedger();
     const tables = { ledger: f.resources.tables.ledger, accounts: f.resources.tables.accounts };
     const audit = await runLedgerAudit({ dynamoDb: f.dynamoDb, tables });
-    await f.dynamoDb.send(new PutCommand({ TableName: tables.ledger, Item: { userId: 'u-2', entryId: 'IMPORT#0003', kind: 'AWARD', orderNo: 'SO-2001', points: 500 } }));
-    const report = await reverseDoubleAwards({ dynamoDb: f.dynamoDb, tables, doubleAwards: audit.doubleAwards, apply: true });
+    await f.dynamoDb.send(
+      new PutCommand({
+        TableName: tables.ledger,
+        Item: { userId: 'u-2', entryId: 'IMPORT#0003', kind: 'AWARD', orderNo: 'SO-2001', points: 500 },
+      }),
+    );
+    const report = await reverseDoubleAwards({
+      dynamoDb: f.dynamoDb,
+      tables,
+      doubleAwards: audit.doubleAwards,
+      apply: true,
+    });
     expect(report.outcomes.map((o) => [o.reversedEntryId, o.status])).toEqual([
       ['IMPORT#0001', 'written'],
       ['IMPORT#0002', 'written'],
@@ -199,23 +261,37 @@ describe('ops reverse --apply writes only what was reviewed and confirmed (emula
     const saved = JSON.parse(await readFile(plan, 'utf8'));
     const dryRun = await ops(f, ['reverse', '--plan', plan]);
     const run = await ops(f, applyPlan(plan));
-    expect(saved.reversals.map((r: { reversedEntryId: string }) => r.reversedEntryId)).toEqual(['IMPORT#0001', 'IMPORT#0002', 'IMPORT#0003']);
+    expect(saved.reversals.map((r: { reversedEntryId: string }) => r.reversedEntryId)).toEqual([
+      'IMPORT#0001',
+      'IMPORT#0002',
+      'IMPORT#0003',
+    ]);
     expect(saved.ledgerTableArn).toBe(`arn:aws:dynamodb:us-east-1:123456789012:table/${f.resources.tables.ledger}`);
     expect(dryRun.stdout).toContain(`Plan ${saved.digest} saved to ${plan}.`);
-    expect(run.stderr).toContain(`3 reversal(s) of the reviewed plan ${saved.digest}: 650 points taken back from 2 user(s)`);
+    expect(run.stderr).toContain(
+      `3 reversal(s) of the reviewed plan ${saved.digest}: 650 points taken back from 2 user(s)`,
+    );
   });
 
   it('refuses, writing nothing, when the ledger calls for a reversal the plan does not hold', async () => {
     // Prepare: reviewed, then one more legacy duplicate arrives
     const f = await incidentLedger();
     const plan = await reviewedPlan(f);
-    await importLegacyAward(f, { userId: 'u-1', orderNo: 'SO-1002', points: 120, entryId: 'IMPORT#0004', createdAt: '2099-01-03T00:00:00.000Z' });
+    await importLegacyAward(f, {
+      userId: 'u-1',
+      orderNo: 'SO-1002',
+      points: 120,
+      entryId: 'IMPORT#0004',
+      createdAt: '2099-01-03T00:00:00.000Z',
+    });
     const before = await snapshot(f);
     // Act
     const run = await ops(f, applyPlan(plan));
     // Assess
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('the ledger changed since the plan was reviewed: 1 reversal(s) not in it, e.g. u-1/IMPORT#0004 (120 points, DOUBLE_AWARD)');
+    expect(run.stderr).toContain(
+      'the ledger changed since the plan was reviewed: 1 reversal(s) not in it, e.g. u-1/IMPORT#0004 (120 points, DOUBLE_AWARD)',
+    );
     expect(await snapshot(f)).toEqual(before);
   });
 
@@ -234,7 +310,9 @@ describe('ops reverse --apply writes only what was reviewed and confirmed (emula
     const tampered = await ops(f, applyPlan(edited));
     // Assess
     expect(elsewhere.code).toBe(2);
-    expect(elsewhere.stderr).toContain(`the plan was made for arn:aws:dynamodb:us-east-1:123456789012:table/${other.resources.tables.ledger}`);
+    expect(elsewhere.stderr).toContain(
+      `the plan was made for arn:aws:dynamodb:us-east-1:123456789012:table/${other.resources.tables.ledger}`,
+    );
     expect(tampered.code).toBe(2);
     expect(tampered.stderr).toContain('was edited after the dry run wrote it');
     expect(await snapshot(f)).toEqual(before);

@@ -38,7 +38,10 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     // Assess 2: the 30-day record is still there: a conflict again, B gets nothing
     expect(named.code).toBe(0);
     expect(named.stdout).toContain('Moved 1 message(s) back to the source queue.');
-    expect(f.reports[2]).toMatchObject({ attempt: 1, settlement: { outcome: 'failed', error: { code: 'PAYLOAD_CONFLICT' } } });
+    expect(f.reports[2]).toMatchObject({
+      attempt: 1,
+      settlement: { outcome: 'failed', error: { code: 'PAYLOAD_CONFLICT' } },
+    });
     expect(await f.balance('A')).toBe(300);
     expect(await f.balance('B')).toBe(0);
     expect((await opsAt(['audit'])).code).toBe(0);
@@ -49,8 +52,19 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     // Assess 3
     expect(late.code).toBe(1);
     expect(late.json().moved).toBe(0);
-    expect(late.json().heldBack[0].why).toMatch(/^first delivered 74[34]h ago, past the redrive horizon of 715h \(record TTL minus a retry window\)/);
-    const forced = await opsAt(['dlq', 'redrive', ...GROUP, '--reason', 'PAYLOAD_CONFLICT', '--force', '--dry-run', '--json']);
+    expect(late.json().heldBack[0].why).toMatch(
+      /^first delivered 74[34]h ago, past the redrive horizon of 715h \(record TTL minus a retry window\)/,
+    );
+    const forced = await opsAt([
+      'dlq',
+      'redrive',
+      ...GROUP,
+      '--reason',
+      'PAYLOAD_CONFLICT',
+      '--force',
+      '--dry-run',
+      '--json',
+    ]);
     expect(forced.json().selected).toHaveLength(1);
     expect(await f.balance('B')).toBe(0);
   });
@@ -59,18 +73,28 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     // Prepare: A was awarded SO-Y by the consumer; an old path awarded B the same order
     const f = await pointsFixture();
     await awardThroughConsumer(f, [{ orderNo: 'SO-Y', userId: 'A', points: 300 }]);
-    await importLegacyAward(f, { userId: 'B', orderNo: 'SO-Y', points: 300, entryId: 'AWARD#SO-Y', createdAt: '2026-11-30T09:00:00.000Z' });
+    await importLegacyAward(f, {
+      userId: 'B',
+      orderNo: 'SO-Y',
+      points: 300,
+      entryId: 'AWARD#SO-Y',
+      createdAt: '2026-11-30T09:00:00.000Z',
+    });
 
     // Act + Assess: the audit sees it (it used to group by user and order only)
     const audit = await ops(f, ['audit', '--json']);
     expect(audit.code).toBe(1);
-    expect(audit.json().crossUserAwards).toEqual([expect.objectContaining({ orderNo: 'SO-Y', users: ['A', 'B'], points: 600 })]);
+    expect(audit.json().crossUserAwards).toEqual([
+      expect.objectContaining({ orderNo: 'SO-Y', users: ['A', 'B'], points: 600 }),
+    ]);
     expect((await ops(f, ['audit'])).stdout).toContain('Orders awarded to more than one user (1)');
 
     // Without a choice nothing is planned, so nothing is reversed
     const undecided = await ops(f, ['reverse']);
     expect(undecided.code).toBe(1);
-    expect(undecided.stdout).toContain('Not reversed, awarded to A, B: SO-Y. Name the rightful user: --rightful SO-Y=<user>.');
+    expect(undecided.stdout).toContain(
+      'Not reversed, awarded to A, B: SO-Y. Name the rightful user: --rightful SO-Y=<user>.',
+    );
     expect((await ops(f, ['reverse', '--apply', '--plan', await reviewedPlan(f), '--yes'])).code).toBe(1);
     expect(await f.balance('B')).toBe(300);
 
@@ -81,7 +105,9 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
 
     // Dry run, then apply: B's award is reversed, A's stays
     const dry = await ops(f, ['reverse', '--rightful', 'SO-Y=A', '--json']);
-    expect(dry.json().outcomes).toEqual([expect.objectContaining({ userId: 'B', reason: 'CROSS_USER_AWARD', keptUserId: 'A', status: 'planned' })]);
+    expect(dry.json().outcomes).toEqual([
+      expect.objectContaining({ userId: 'B', reason: 'CROSS_USER_AWARD', keptUserId: 'A', status: 'planned' }),
+    ]);
     const plan = await reviewedPlan(f, ['--rightful', 'SO-Y=A']);
     expect((await ops(f, ['reverse', '--apply', '--plan', plan, '--yes'])).code).toBe(0);
     expect(await f.balance('A')).toBe(300);
@@ -101,11 +127,24 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     // Prepare
     const f = await pointsFixture();
     await awardThroughConsumer(f, [{ orderNo: 'SO-Z', userId: 'A', points: 300 }]);
-    await importLegacyAward(f, { userId: 'B', orderNo: 'SO-Z', points: 300, entryId: 'AWARD#SO-Z', createdAt: '2026-11-30T09:00:00.000Z' });
+    await importLegacyAward(f, {
+      userId: 'B',
+      orderNo: 'SO-Z',
+      points: 300,
+      entryId: 'AWARD#SO-Z',
+      createdAt: '2026-11-30T09:00:00.000Z',
+    });
     const tables = { ledger: f.resources.tables.ledger, accounts: f.resources.tables.accounts };
     const audit = await runLedgerAudit({ dynamoDb: f.dynamoDb, tables });
     const run = (user: string) =>
-      reverseDoubleAwards({ dynamoDb: f.dynamoDb, tables, doubleAwards: audit.doubleAwards, crossUserAwards: audit.crossUserAwards, rightful: new Map([['SO-Z', user]]), apply: true });
+      reverseDoubleAwards({
+        dynamoDb: f.dynamoDb,
+        tables,
+        doubleAwards: audit.doubleAwards,
+        crossUserAwards: audit.crossUserAwards,
+        rightful: new Map([['SO-Z', user]]),
+        apply: true,
+      });
     // Act
     const first = await run('A');
     const second = await run('B');

@@ -19,7 +19,14 @@ describe('ops audit (emulator)', () => {
     const run = await ops(f, ['audit', '--json']);
     // Assess
     expect(run.code).toBe(0);
-    expect(run.json()).toMatchObject({ clean: true, ledgerEntries: 3, accounts: 2, users: 2, balanceMismatches: [], doubleAwards: [] });
+    expect(run.json()).toMatchObject({
+      clean: true,
+      ledgerEntries: 3,
+      accounts: 2,
+      users: 2,
+      balanceMismatches: [],
+      doubleAwards: [],
+    });
     expect(run.stderr).toBe(''); // not a terminal: no progress bar
   });
 
@@ -27,8 +34,20 @@ describe('ops audit (emulator)', () => {
     const f = await pointsFixture();
     await awardThroughConsumer(f, ORDERS);
     const consumerRow = (await f.ledger('u-1')).find((e) => e.orderNo === 'SO-1001')!;
-    await importLegacyAward(f, { userId: 'u-1', orderNo: 'SO-1001', points: 300, entryId: 'IMPORT#0001', createdAt: '2099-01-01T00:00:00.000Z' });
-    await importLegacyAward(f, { userId: 'u-1', orderNo: 'SO-1001', points: 300, entryId: 'IMPORT#0002', createdAt: '2099-01-02T00:00:00.000Z' });
+    await importLegacyAward(f, {
+      userId: 'u-1',
+      orderNo: 'SO-1001',
+      points: 300,
+      entryId: 'IMPORT#0001',
+      createdAt: '2099-01-01T00:00:00.000Z',
+    });
+    await importLegacyAward(f, {
+      userId: 'u-1',
+      orderNo: 'SO-1001',
+      points: 300,
+      entryId: 'IMPORT#0002',
+      createdAt: '2099-01-02T00:00:00.000Z',
+    });
     const run = await ops(f, ['audit', '--json']);
     expect(run.code).toBe(1);
     const report = run.json();
@@ -52,7 +71,9 @@ describe('ops audit (emulator)', () => {
     const table = await ops(f, ['audit']);
     const csv = await ops(f, ['audit', '--csv']);
     expect(json.code).toBe(1);
-    expect(json.json().balanceMismatches).toEqual([{ userId: 'u-2', balance: 5050, ledgerSum: 50, difference: 5000, ledgerEntries: 1 }]);
+    expect(json.json().balanceMismatches).toEqual([
+      { userId: 'u-2', balance: 5050, ledgerSum: 50, difference: 5000, ledgerEntries: 1 },
+    ]);
     expect(json.json().doubleAwards).toEqual([]);
     expect(table.code).toBe(1);
     expect(table.stdout).toMatch(/u-2\s+5050\s+50\s+\+5000\s+1/);
@@ -65,11 +86,25 @@ describe('ops audit (emulator)', () => {
   it('counts reversals: two awards and one reversal of an order is clean', async () => {
     const f = await pointsFixture();
     await awardThroughConsumer(f, ORDERS);
-    await importLegacyAward(f, { userId: 'u-2', orderNo: 'SO-2001', points: 50, entryId: 'IMPORT#0009', createdAt: '2099-01-01T00:00:00.000Z' });
+    await importLegacyAward(f, {
+      userId: 'u-2',
+      orderNo: 'SO-2001',
+      points: 50,
+      entryId: 'IMPORT#0009',
+      createdAt: '2099-01-01T00:00:00.000Z',
+    });
     await f.dynamoDb.send(
       new PutCommand({
         TableName: f.resources.tables.ledger,
-        Item: { userId: 'u-2', entryId: 'REVERSAL#IMPORT#0009', kind: 'REVERSAL', orderNo: 'SO-2001', points: -50, reverses: 'IMPORT#0009', createdAt: '2099-01-03T00:00:00.000Z' },
+        Item: {
+          userId: 'u-2',
+          entryId: 'REVERSAL#IMPORT#0009',
+          kind: 'REVERSAL',
+          orderNo: 'SO-2001',
+          points: -50,
+          reverses: 'IMPORT#0009',
+          createdAt: '2099-01-03T00:00:00.000Z',
+        },
       }),
     );
     await setBalance(f, 'u-2', 50);
@@ -88,7 +123,10 @@ describe('ops audit (emulator)', () => {
 
 describe('auditLedger rules', () => {
   it('flags a user with ledger entries but no account, and an account with no ledger', () => {
-    const report = auditLedger([{ userId: 'a', entryId: 'AWARD#1', kind: 'AWARD', orderNo: '1', points: 10 }], [{ userId: 'b', balance: 7 }]);
+    const report = auditLedger(
+      [{ userId: 'a', entryId: 'AWARD#1', kind: 'AWARD', orderNo: '1', points: 10 }],
+      [{ userId: 'b', balance: 7 }],
+    );
     expect(report.balanceMismatches).toEqual([
       { userId: 'a', balance: null, ledgerSum: 10, difference: -10, ledgerEntries: 1 },
       { userId: 'b', balance: 7, ledgerSum: 0, difference: 7, ledgerEntries: 0 },

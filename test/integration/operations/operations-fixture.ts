@@ -2,9 +2,9 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { runOps, type OpsIo } from '../../../scripts/ops.ts';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type OpsIo, runOps } from '../../../scripts/ops.ts';
 import { orderEnvelope, type pointsFixture } from '../../support/points-fixture.ts';
 
 export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
@@ -13,7 +13,11 @@ export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
  * Runs the real command line in-process against the fixture's deployment, capturing its output.
  * Standard input is not a terminal unless `io.stdin` says so, as in a script.
  */
-export async function ops(f: PointsFixture, argv: string[], io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'stdin' | 'now'> = {}) {
+export async function ops(
+  f: PointsFixture,
+  argv: string[],
+  io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'stdin' | 'now'> = {},
+) {
   let stdout = '';
   let stderr = '';
   const code = await runOps([...argv, '--endpoint', f.resources.endpoint, '--prefix', f.resources.prefix], {
@@ -25,7 +29,10 @@ export async function ops(f: PointsFixture, argv: string[], io: Pick<OpsIo, 'dyn
 }
 
 /** Awards through the real points consumer: the ledger a clean production run leaves. */
-export async function awardThroughConsumer(f: PointsFixture, orders: Array<{ orderNo: string; userId: string; points: number }>) {
+export async function awardThroughConsumer(
+  f: PointsFixture,
+  orders: Array<{ orderNo: string; userId: string; points: number }>,
+) {
   const response = await f.invoke(orders.map((o) => orderEnvelope(o)));
   if (response.batchItemFailures.length > 0) throw new Error('the consumer failed a record');
 }
@@ -34,8 +41,13 @@ export async function awardThroughConsumer(f: PointsFixture, orders: Array<{ ord
  * What the legacy importer did: a second AWARD row for an order under its own entry id,
  * and the balance raised with it, so the balance still matches the ledger sum.
  */
-export async function importLegacyAward(f: PointsFixture, row: { userId: string; orderNo: string; points: number; entryId: string; createdAt: string }) {
-  await f.dynamoDb.send(new PutCommand({ TableName: f.resources.tables.ledger, Item: { ...row, kind: 'AWARD', msgId: 'legacy-import' } }));
+export async function importLegacyAward(
+  f: PointsFixture,
+  row: { userId: string; orderNo: string; points: number; entryId: string; createdAt: string },
+) {
+  await f.dynamoDb.send(
+    new PutCommand({ TableName: f.resources.tables.ledger, Item: { ...row, kind: 'AWARD', msgId: 'legacy-import' } }),
+  );
   await f.dynamoDb.send(
     new UpdateCommand({
       TableName: f.resources.tables.accounts,
@@ -47,7 +59,14 @@ export async function importLegacyAward(f: PointsFixture, row: { userId: string;
 }
 
 export async function setBalance(f: PointsFixture, userId: string, balance: number) {
-  await f.dynamoDb.send(new UpdateCommand({ TableName: f.resources.tables.accounts, Key: { userId }, UpdateExpression: 'SET balance = :b', ExpressionAttributeValues: { ':b': balance } }));
+  await f.dynamoDb.send(
+    new UpdateCommand({
+      TableName: f.resources.tables.accounts,
+      Key: { userId },
+      UpdateExpression: 'SET balance = :b',
+      ExpressionAttributeValues: { ':b': balance },
+    }),
+  );
 }
 
 /** Fails the nth TransactWriteItems sent through `client` before it reaches DynamoDB (a crash mid-run). */
@@ -80,7 +99,10 @@ export function loseNthTransactionAnswer(client: DynamoDBDocumentClient, n: numb
 }
 
 /** A reversal someone wrote by hand before the tool existed, with its balance decrement. */
-export async function reverseByHand(f: PointsFixture, entry: { userId: string; orderNo: string; reverses: string; points: number }) {
+export async function reverseByHand(
+  f: PointsFixture,
+  entry: { userId: string; orderNo: string; reverses: string; points: number },
+) {
   await f.dynamoDb.send(
     new PutCommand({
       TableName: f.resources.tables.ledger,
@@ -96,7 +118,12 @@ export async function reverseByHand(f: PointsFixture, entry: { userId: string; o
     }),
   );
   await f.dynamoDb.send(
-    new UpdateCommand({ TableName: f.resources.tables.accounts, Key: { userId: entry.userId }, UpdateExpression: 'ADD balance :p', ExpressionAttributeValues: { ':p': -entry.points } }),
+    new UpdateCommand({
+      TableName: f.resources.tables.accounts,
+      Key: { userId: entry.userId },
+      UpdateExpression: 'ADD balance :p',
+      ExpressionAttributeValues: { ':p': -entry.points },
+    }),
   );
 }
 

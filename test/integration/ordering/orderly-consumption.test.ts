@@ -2,16 +2,19 @@ import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageComma
 import { describe, expect, it } from 'vitest';
 import { orderlySchedule } from '../../../lib/config/delivery-lifetimes.ts';
 import { redriveDeadLetters } from '../../../lib/operations/dead-letter-redrive.ts';
-import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
 import { orderlyFixture } from '../../support/orderly-fixture.ts';
+import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 
-const paid = (orderNo: string, msgId = newMsgId()) => orderEnvelope({ orderNo, userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' }, { msgId, tags: 'PAID' });
-const finished = (orderNo: string) => orderEnvelope({ orderNo, finishedAt: '2020-07-12T09:00:00Z' }, { tags: 'FINISHED' });
+const paid = (orderNo: string, msgId = newMsgId()) =>
+  orderEnvelope({ orderNo, userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' }, { msgId, tags: 'PAID' });
+const finished = (orderNo: string) =>
+  orderEnvelope({ orderNo, finishedAt: '2020-07-12T09:00:00Z' }, { tags: 'FINISHED' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Retries at once: every record comes back on the next poll. */
 const IMMEDIATE = orderlySchedule({ intervalSeconds: 0 });
-const statusOf = async (f: Awaited<ReturnType<typeof orderlyFixture>>, orderNo: string) => (await f.order(orderNo))?.status;
+const statusOf = async (f: Awaited<ReturnType<typeof orderlyFixture>>, orderNo: string) =>
+  (await f.order(orderNo))?.status;
 
 describe('orderly consumption on the emulator’s FIFO queues (order-status group)', () => {
   it('the second of three messages in one group fails: the third is not applied until the second succeeds; another group in the same batch commits meanwhile', async () => {
@@ -38,9 +41,13 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     expect(third.response?.batchItemFailures).toEqual([]);
     expect(await Promise.all(['SO-2', 'SO-3'].map((o) => statusOf(f, o)))).toEqual(['PAID', 'PAID']);
     const so3 = f.reports.filter((r) => r.key === 'SO-3#PAID');
-    expect(so3.map((r) => (r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome))).toEqual(['HELD_BACK', 'HELD_BACK', 'processed']);
+    expect(
+      so3.map((r) => (r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome)),
+    ).toEqual(['HELD_BACK', 'HELD_BACK', 'processed']);
     const so2Applied = f.reports.findIndex((r) => r.key === 'SO-2#PAID' && r.settlement.outcome === 'processed');
-    expect(f.reports.findIndex((r) => r.key === 'SO-3#PAID' && r.settlement.outcome === 'processed')).toBeGreaterThan(so2Applied);
+    expect(f.reports.findIndex((r) => r.key === 'SO-3#PAID' && r.settlement.outcome === 'processed')).toBeGreaterThan(
+      so2Applied,
+    );
     expect((await f.order('SO-3'))!.statusUpdatedAt! >= (await f.order('SO-2'))!.statusUpdatedAt!).toBe(true);
   });
 
@@ -59,7 +66,13 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     const followerRecord = third.records.find((r) => r.body.includes('SO-Y'))!;
     expect(followerRecord.attributes.ApproximateReceiveCount).toBe('3');
     const follower = f.reports.filter((r) => r.key === 'SO-Y#PAID');
-    expect(follower.map((r) => [r.attempt, r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome, r.disposition.action])).toEqual([
+    expect(
+      follower.map((r) => [
+        r.attempt,
+        r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome,
+        r.disposition.action,
+      ]),
+    ).toEqual([
       [1, 'HELD_BACK', 'retry'],
       [1, 'HELD_BACK', 'retry'],
       [1, 'NOT_YET_APPLICABLE', 'retry'],
@@ -108,9 +121,19 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     ]);
     expect(polls[2]!.response?.batchItemFailures).toEqual([]);
     expect(await statusOf(f, 'SO-NEXT')).toBe('PAID');
-    const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.deadLetter.url, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'], VisibilityTimeout: 60 }));
+    const { Messages = [] } = await f.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: f.deadLetter.url,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+        VisibilityTimeout: 60,
+      }),
+    );
     expect(Messages).toHaveLength(1);
-    expect(Messages[0]!.Attributes).toMatchObject({ MessageGroupId: 'USER-1', MessageDeduplicationId: polls[0]!.records[0]!.messageId });
+    expect(Messages[0]!.Attributes).toMatchObject({
+      MessageGroupId: 'USER-1',
+      MessageDeduplicationId: polls[0]!.records[0]!.messageId,
+    });
     expect(Messages[0]!.MessageAttributes).toMatchObject({
       'failure-code': { StringValue: 'RETRIES_EXHAUSTED' },
       attempt: { StringValue: '3' },
@@ -158,7 +181,9 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     await f.createOrder('SO-9');
     await f.poll();
     // Assess
-    expect(f.reports.map((r) => [r.key, r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome])).toEqual([
+    expect(
+      f.reports.map((r) => [r.key, r.settlement.outcome === 'failed' ? r.settlement.error.code : r.settlement.outcome]),
+    ).toEqual([
       ['SO-9#PAID', 'NOT_YET_APPLICABLE'],
       ['SO-9#FINISHED', 'HELD_BACK'],
       ['SO-9#PAID', 'processed'],
@@ -186,7 +211,10 @@ describe('orderly consumption on the emulator’s FIFO queues (order-status grou
     const waitedMs = Date.now() - failedAt;
     // Assess: nothing of the group while SO-LATE was invisible, then both, in order, about 2 s later
     expect(early.records).toEqual([]);
-    expect(back!.records.map((r) => (r.body.includes('SO-LATE') ? 'SO-LATE' : 'SO-AFTER'))).toEqual(['SO-LATE', 'SO-AFTER']);
+    expect(back!.records.map((r) => (r.body.includes('SO-LATE') ? 'SO-LATE' : 'SO-AFTER'))).toEqual([
+      'SO-LATE',
+      'SO-AFTER',
+    ]);
     expect(waitedMs).toBeGreaterThanOrEqual(1_900);
     expect(waitedMs).toBeLessThan(10_000);
     expect(f.reports.find((r) => r.key === 'SO-LATE#PAID')!.disposition).toEqual({ action: 'retry', delaySeconds: 2 });
@@ -201,11 +229,26 @@ describe('the emulator’s FIFO queues (what the tests above rely on)', () => {
     await f.send('A', paid('SO-A2'));
     await f.send('B', paid('SO-B1'));
     const receive = async (max: number) =>
-      (await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.source.url, MaxNumberOfMessages: max, MessageSystemAttributeNames: ['MessageGroupId'], VisibilityTimeout: 30 }))).Messages ?? [];
+      (
+        await f.sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: f.source.url,
+            MaxNumberOfMessages: max,
+            MessageSystemAttributeNames: ['MessageGroupId'],
+            VisibilityTimeout: 30,
+          }),
+        )
+      ).Messages ?? [];
     // Act
     const [a1] = await receive(1);
     const whileInFlight = await receive(10);
-    await f.sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: f.source.url, ReceiptHandle: a1!.ReceiptHandle!, VisibilityTimeout: 0 }));
+    await f.sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: f.source.url,
+        ReceiptHandle: a1!.ReceiptHandle!,
+        VisibilityTimeout: 0,
+      }),
+    );
     const afterRelease = await receive(10);
     // Assess
     expect(a1!.Body).toContain('SO-A1');
@@ -214,13 +257,23 @@ describe('the emulator’s FIFO queues (what the tests above rely on)', () => {
   });
 
   it('absorb a second send with the same deduplication id (the RocketMQ msgId) while the first is still queued', async () => {
-    // moto forgets a deduplication id once its message is deleted (AWS keeps it five minutes), so only this half is shown here.
+    // moto forgets a deduplication id once its message is deleted (AWS keeps it five minutes), so only this half is
+    // shown here.
     const f = await orderlyFixture({ schedule: IMMEDIATE });
     const body = paid('SO-DUP');
     await f.send('SO-DUP', body);
     await f.send('SO-DUP', body);
-    await f.sqs.send(new SendMessageCommand({ QueueUrl: f.source.url, MessageBody: paid('SO-DUP'), MessageGroupId: 'SO-DUP', MessageDeduplicationId: newMsgId() }));
-    const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.source.url, MaxNumberOfMessages: 10, VisibilityTimeout: 30 }));
+    await f.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: f.source.url,
+        MessageBody: paid('SO-DUP'),
+        MessageGroupId: 'SO-DUP',
+        MessageDeduplicationId: newMsgId(),
+      }),
+    );
+    const { Messages = [] } = await f.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: f.source.url, MaxNumberOfMessages: 10, VisibilityTimeout: 30 }),
+    );
     expect(Messages).toHaveLength(2);
   });
 });

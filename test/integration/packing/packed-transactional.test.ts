@@ -1,10 +1,10 @@
-import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
 import { ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { MiddlewareStack } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { RoundTripCounter, type RoundTrip } from '../../../scripts/instrumentation/round-trip-counter.ts';
 import { awardEntryId } from '../../../lib/points/ledger.ts';
+import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
+import { type RoundTrip, RoundTripCounter } from '../../../scripts/instrumentation/round-trip-counter.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 
 /** A packed points consumer on fresh resources, with every DynamoDB request it sends recorded. */
@@ -29,14 +29,19 @@ async function packedConsumer() {
 }
 
 const award = (orderNo: string, userId: string, points: number) => orderEnvelope({ orderNo, userId, points });
-const outcomesByKey = (reports: { key?: string; settlement: { outcome: string } }[]) => Object.fromEntries(reports.map((r) => [r.key, r.settlement.outcome]));
+const outcomesByKey = (reports: { key?: string; settlement: { outcome: string } }[]) =>
+  Object.fromEntries(reports.map((r) => [r.key, r.settlement.outcome]));
 
 /**
  * Throws a cancellation with `TransactionConflict` on every action touching `userId`'s account,
  * for the first `times` transactions that touch it. Installed after the round-trip counter,
  * so each conflicted attempt is counted as the round trip it would be.
  */
-function conflictOnAccount<I extends object, O extends object>(f: { dynamoDb: { middlewareStack: MiddlewareStack<I, O> } }, userId: string, times: number) {
+function conflictOnAccount<I extends object, O extends object>(
+  f: { dynamoDb: { middlewareStack: MiddlewareStack<I, O> } },
+  userId: string,
+  times: number,
+) {
   let left = times;
   interceptCommands(
     f.dynamoDb,
@@ -44,10 +49,18 @@ function conflictOnAccount<I extends object, O extends object>(f: { dynamoDb: { 
     async ({ name, input }, send) => {
       const items = input.TransactItems as Array<{ Update?: { Key?: { userId?: { S?: string } } } }> | undefined;
       if (name === 'TransactWriteItemsCommand' && items && left > 0) {
-        const reasons = items.map((i) => (i.Update?.Key?.userId?.S === userId ? { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' } : { Code: 'None' }));
+        const reasons = items.map((i) =>
+          i.Update?.Key?.userId?.S === userId
+            ? { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }
+            : { Code: 'None' },
+        );
         if (reasons.some((r) => r.Code === 'TransactionConflict')) {
           left--;
-          throw new TransactionCanceledException({ message: 'Transaction cancelled [TransactionConflict] (injected)', $metadata: { httpStatusCode: 400 }, CancellationReasons: reasons });
+          throw new TransactionCanceledException({
+            message: 'Transaction cancelled [TransactionConflict] (injected)',
+            $metadata: { httpStatusCode: 400 },
+            CancellationReasons: reasons,
+          });
         }
       }
       return send();
@@ -60,7 +73,10 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
   it('commits a batch of 10 awards in one transaction, merging one account’s increments', async () => {
     // Prepare
     const f = await packedConsumer();
-    const batch = [...Array.from({ length: 4 }, (_, i) => award(`SO-M-${i}`, 'u-merge', 10 + i)), ...Array.from({ length: 6 }, (_, i) => award(`SO-S-${i}`, `u-${i}`, 5))];
+    const batch = [
+      ...Array.from({ length: 4 }, (_, i) => award(`SO-M-${i}`, 'u-merge', 10 + i)),
+      ...Array.from({ length: 6 }, (_, i) => award(`SO-S-${i}`, `u-${i}`, 5)),
+    ];
     // Act
     const response = await f.invoke(batch);
     // Assess: 10 dedup puts + 10 ledger puts + 7 balance updates (4 increments of u-merge merged into one)
@@ -83,7 +99,9 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     expect(response.batchItemFailures).toEqual([]);
     expect(f.counter.total).toBe(1);
     expect(f.transactions()[0]!.error).toBe('TransactionCanceledException');
-    expect(f.reports.map((r) => r.settlement)).toEqual(Array(10).fill(expect.objectContaining({ outcome: 'duplicate', reason: 'dedup-record-exists' })));
+    expect(f.reports.map((r) => r.settlement)).toEqual(
+      Array(10).fill(expect.objectContaining({ outcome: 'duplicate', reason: 'dedup-record-exists' })),
+    );
     expect(await Promise.all(['u-0', 'u-1', 'u-2'].map((u) => f.balance(u)))).toEqual(balances);
     expect(await f.ledgerMismatches()).toEqual([]);
   });
@@ -125,16 +143,34 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     // Prepare: the award of SO-B is in the ledger and the balance, but its dedup record is gone (expired, deleted)
     const f = await packedConsumer();
     await f.dynamoDb.send(
-      new PutCommand({ TableName: f.resources.tables.ledger, Item: { userId: 'u-1', entryId: awardEntryId('SO-B'), kind: 'AWARD', orderNo: 'SO-B', points: 20, createdAt: new Date().toISOString() } }),
+      new PutCommand({
+        TableName: f.resources.tables.ledger,
+        Item: {
+          userId: 'u-1',
+          entryId: awardEntryId('SO-B'),
+          kind: 'AWARD',
+          orderNo: 'SO-B',
+          points: 20,
+          createdAt: new Date().toISOString(),
+        },
+      }),
     );
-    await f.dynamoDb.send(new PutCommand({ TableName: f.resources.tables.accounts, Item: { userId: 'u-1', balance: 20, updatedAt: new Date().toISOString() } }));
+    await f.dynamoDb.send(
+      new PutCommand({
+        TableName: f.resources.tables.accounts,
+        Item: { userId: 'u-1', balance: 20, updatedAt: new Date().toISOString() },
+      }),
+    );
     f.reset();
     // Act
     const response = await f.invoke([award('SO-A', 'u-1', 10), award('SO-B', 'u-1', 20), award('SO-C', 'u-1', 30)]);
     // Assess: SO-B's ledger put failed its condition; SO-A and SO-C commit with a merged increment of 40
     expect(response.batchItemFailures).toEqual([]);
     expect(f.transactions().map((t) => t.error ?? 'ok')).toEqual(['TransactionCanceledException', 'ok']);
-    expect(f.reports.find((r) => r.key === 'SO-B')!.settlement).toEqual({ outcome: 'duplicate', reason: 'effect-already-present' });
+    expect(f.reports.find((r) => r.key === 'SO-B')!.settlement).toEqual({
+      outcome: 'duplicate',
+      reason: 'effect-already-present',
+    });
     expect(await f.balance('u-1')).toBe(60);
     expect(await f.ledger('u-1')).toHaveLength(3);
     expect(await f.ledgerMismatches()).toEqual([]);
@@ -144,7 +180,12 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     // Prepare: the first two transactions that touch u-hot's balance lose a conflict
     const f = await packedConsumer();
     conflictOnAccount(f, 'u-hot', 2);
-    const batch = [award('SO-1', 'u-hot', 1), award('SO-2', 'u-a', 2), award('SO-3', 'u-hot', 3), award('SO-4', 'u-b', 4)];
+    const batch = [
+      award('SO-1', 'u-hot', 1),
+      award('SO-2', 'u-a', 2),
+      award('SO-3', 'u-hot', 3),
+      award('SO-4', 'u-b', 4),
+    ];
     // Act
     const response = await f.invoke(batch);
     // Assess: u-a and u-b commit in the first follow-up; u-hot's records are retried until the conflict passes
@@ -165,17 +206,29 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     f.dynamoDb.middlewareStack.addRelativeTo(
       ((next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) => async (args: unknown) => {
         if (context.commandName === 'TransactWriteItemsCommand' && throttles-- > 0) {
-          throw new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput (injected)', $metadata: { httpStatusCode: 400 } });
+          throw new ProvisionedThroughputExceededException({
+            message: 'Rate of requests exceeds the allowed throughput (injected)',
+            $metadata: { httpStatusCode: 400 },
+          });
         }
         return next(args);
       }) as never,
       { relation: 'after', toMiddleware: 'roundTripCounter', name: 'throttleFirst' },
     );
     // Act
-    const response = await f.invoke([award('SO-T-1', 'u-1', 1), award('SO-T-2', 'u-2', 2), award('SO-T-3', 'u-3', 3), award('SO-T-4', 'u-4', 4)]);
+    const response = await f.invoke([
+      award('SO-T-1', 'u-1', 1),
+      award('SO-T-2', 'u-2', 2),
+      award('SO-T-3', 'u-3', 3),
+      award('SO-T-4', 'u-4', 4),
+    ]);
     // Assess: 3 throttled attempts of the whole batch, then two halves
     expect(response.batchItemFailures).toEqual([]);
-    expect(f.transactions().map((t) => t.error ?? 'ok')).toEqual([...Array(3).fill('ProvisionedThroughputExceededException'), 'ok', 'ok']);
+    expect(f.transactions().map((t) => t.error ?? 'ok')).toEqual([
+      ...Array(3).fill('ProvisionedThroughputExceededException'),
+      'ok',
+      'ok',
+    ]);
     expect(f.sizes().slice(3)).toEqual([6, 6]);
     expect(f.outcomes()).toEqual(Array(4).fill('processed'));
     expect(await f.ledgerMismatches()).toEqual([]);
@@ -186,7 +239,9 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     conflictOnAccount(f, 'u-hot', 1_000);
     const response = await f.invoke([award('SO-1', 'u-hot', 1), award('SO-2', 'u-a', 2)]);
     expect(outcomesByKey(f.reports)).toEqual({ 'SO-1': 'failed', 'SO-2': 'processed' });
-    expect(f.reports.find((r) => r.key === 'SO-1')!.settlement).toMatchObject({ error: { code: 'TransactionConflict', classification: 'transient' } });
+    expect(f.reports.find((r) => r.key === 'SO-1')!.settlement).toMatchObject({
+      error: { code: 'TransactionConflict', classification: 'transient' },
+    });
     expect(response.batchItemFailures).toHaveLength(1);
     expect(await f.balance('u-hot')).toBe(0);
     expect(await f.ledger('u-hot')).toEqual([]);

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, emulatorConfig } from '../../../lib/aws/clients.ts';
-import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { RoundTripCounter, type RoundTrip } from '../../../scripts/instrumentation/round-trip-counter.ts';
-import { itemBytes } from '../../../scripts/instrumentation/write-units.ts';
 import { fingerprintOf } from '../../../lib/idempotency/record.ts';
 import type { ConsumerMessage } from '../../../lib/idempotency/settlement.ts';
 import { packedTransactionalStrategy } from '../../../lib/idempotency/strategies/packed-transactional.ts';
 import type { TransactionalResult } from '../../../lib/idempotency/strategies/transactional.ts';
-import { provisionLocal } from '../../../scripts/local/provision.ts';
-import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import { awardWrites } from '../../../lib/points/ledger.ts';
+import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
+import { type RoundTrip, RoundTripCounter } from '../../../scripts/instrumentation/round-trip-counter.ts';
+import { itemBytes } from '../../../scripts/instrumentation/write-units.ts';
+import { provisionLocal } from '../../../scripts/local/provision.ts';
 import { orderEnvelope, sqsRecord } from '../../support/points-fixture.ts';
 
 /** The packed strategy on its own (no middleware), on fresh tables, every request recorded. */
@@ -25,18 +25,44 @@ async function packer(options: { maxBytes?: number } = {}) {
     client,
     tableName: resources.tables.idempotency,
     group: 'point-consumer-group',
-    keyAttributes: { [resources.tables.idempotency]: ['id'], [resources.tables.ledger]: ['userId', 'entryId'], [resources.tables.accounts]: ['userId'] },
+    keyAttributes: {
+      [resources.tables.idempotency]: ['id'],
+      [resources.tables.ledger]: ['userId', 'entryId'],
+      [resources.tables.accounts]: ['userId'],
+    },
     ...options,
   });
-  const message = (orderNo: string, userId: string, points: number): ConsumerMessage<{ orderNo: string; userId: string; points: number }> => {
+  const message = (
+    orderNo: string,
+    userId: string,
+    points: number,
+  ): ConsumerMessage<{ orderNo: string; userId: string; points: number }> => {
     const payload = { orderNo, userId, points };
-    return { record: sqsRecord('', 'arn'), message: parseEnvelope(orderEnvelope(payload)), payload, key: orderNo, fingerprint: fingerprintOf(payload), attempt: 1 };
+    return {
+      record: sqsRecord('', 'arn'),
+      message: parseEnvelope(orderEnvelope(payload)),
+      payload,
+      key: orderNo,
+      fingerprint: fingerprintOf(payload),
+      attempt: 1,
+    };
   };
   const award = (msg: ReturnType<typeof message>): TransactionalResult => ({
-    writes: awardWrites(msg.payload, { msgId: msg.message.msgId, fingerprint: msg.fingerprint }, resources.tables, new Date()),
+    writes: awardWrites(
+      msg.payload,
+      { msgId: msg.message.msgId, fingerprint: msg.fingerprint },
+      resources.tables,
+      new Date(),
+    ),
   });
-  const balance = async (userId: string) => ((await client.send(new GetCommand({ TableName: resources.tables.accounts, Key: { userId } }))).Item?.balance as number | undefined) ?? 0;
-  const sizes = () => trips.filter((t) => t.command === 'TransactWriteItemsCommand').map((t) => (t.input.TransactItems as unknown[]).length);
+  const balance = async (userId: string) =>
+    ((await client.send(new GetCommand({ TableName: resources.tables.accounts, Key: { userId } }))).Item?.balance as
+      | number
+      | undefined) ?? 0;
+  const sizes = () =>
+    trips
+      .filter((t) => t.command === 'TransactWriteItemsCommand')
+      .map((t) => (t.input.TransactItems as unknown[]).length);
   return { strategy, resources, message, award, balance, sizes, trips };
 }
 
@@ -71,7 +97,17 @@ describe('batch packing limits (emulator)', () => {
     const noteBytes = [1_100, 200, 900, 400, 1_000, 300, 800, 600];
     const padded = (msg: (typeof msgs)[number], i: number): TransactionalResult => {
       const [ledger, ...rest] = p.award(msg).writes;
-      return { writes: [{ ...ledger!, item: { Put: { ...ledger!.item.Put!, Item: { ...ledger!.item.Put!.Item, note: 'n'.repeat(noteBytes[i]!) } } } }, ...rest] };
+      return {
+        writes: [
+          {
+            ...ledger!,
+            item: {
+              Put: { ...ledger!.item.Put!, Item: { ...ledger!.item.Put!.Item, note: 'n'.repeat(noteBytes[i]!) } },
+            },
+          },
+          ...rest,
+        ],
+      };
     };
     // Act
     const settlements = await p.strategy.commitBatch!(msgs, msgs.map(padded));
@@ -80,7 +116,8 @@ describe('batch packing limits (emulator)', () => {
     const bytes = sent.map((t) => transactionItemBytes(t.input.TransactItems as WireAction[]));
     expect(sent.every((t) => t.error === undefined)).toBe(true);
     expect(bytes.length).toBeGreaterThan(1);
-    for (const [i, b] of bytes.entries()) expect(b, `transaction ${i} of ${JSON.stringify(bytes)}`).toBeLessThanOrEqual(LIMIT);
+    for (const [i, b] of bytes.entries())
+      expect(b, `transaction ${i} of ${JSON.stringify(bytes)}`).toBeLessThanOrEqual(LIMIT);
     // … and it still packs: fewer transactions than records, the whole batch's bytes beyond one transaction
     expect(bytes.length).toBeLessThan(msgs.length);
     expect(bytes.reduce((a, b) => a + b, 0)).toBeGreaterThan(LIMIT);
@@ -120,7 +157,11 @@ describe('batch packing limits (emulator)', () => {
     const msgs = [p.message('SO-S-1', 'u-s', 5), p.message('SO-S-2', 'u-s', 7), p.message('SO-S-3', 'u-s', 11)];
     const settlements = await p.strategy.commitBatch!(msgs, msgs.map(p.award));
     expect(settlements.map((s) => s.outcome)).toEqual(['processed', 'processed', 'processed']);
-    const updates = (p.trips[0]!.input.TransactItems as Array<{ Update?: { ExpressionAttributeValues: Record<string, { N?: string }> } }>).filter((a) => a.Update);
+    const updates = (
+      p.trips[0]!.input.TransactItems as Array<{
+        Update?: { ExpressionAttributeValues: Record<string, { N?: string }> };
+      }>
+    ).filter((a) => a.Update);
     expect(updates).toHaveLength(1);
     expect(updates[0]!.Update!.ExpressionAttributeValues[':points']).toEqual({ N: '23' });
     expect(await p.balance('u-s')).toBe(23);

@@ -9,7 +9,10 @@ describe.each([
     // Prepare
     const f = await pointsFixture({ packing });
     // Act
-    const response = await f.invoke([orderEnvelope({ orderNo: 'SO-FREE-1', userId: '7101', points: 0 }), orderEnvelope({ orderNo: 'SO-PAID-1', userId: '7101', points: 50 })]);
+    const response = await f.invoke([
+      orderEnvelope({ orderNo: 'SO-FREE-1', userId: '7101', points: 0 }),
+      orderEnvelope({ orderNo: 'SO-PAID-1', userId: '7101', points: 50 }),
+    ]);
     // Assess
     expect(response.batchItemFailures).toEqual([]);
     expect(f.outcomes()).toEqual(['processed', 'processed']);
@@ -34,7 +37,9 @@ describe.each([
     const f = await pointsFixture({ packing });
     await f.invoke([orderEnvelope({}, { body })]);
     expect(f.reports[0]!.settlement).toMatchObject({ outcome: 'failed', error: { code: 'INVALID_PAYLOAD' } });
-    expect((f.reports[0]!.settlement as { error: Error }).error.message).toMatch(/userId above 2\^53 - 1 loses digits as a JSON number: send it as a string/);
+    expect((f.reports[0]!.settlement as { error: Error }).error.message).toMatch(
+      /userId above 2\^53 - 1 loses digits as a JSON number: send it as a string/,
+    );
   });
 
   it('accepts the same large id sent as a string', async () => {

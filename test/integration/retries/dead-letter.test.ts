@@ -29,7 +29,9 @@ describe('dead-lettering like RocketMQ’s %DLQ% (emulator, zero-delay schedule)
       attempt: '17',
       'source-queue': f.queue.source.arn,
     });
-    expect(dlq[0]!.attributes['failure-reason']).toMatch(/^NOT_YET_APPLICABLE: order SO202007051422310088 does not exist yet/);
+    expect(dlq[0]!.attributes['failure-reason']).toMatch(
+      /^NOT_YET_APPLICABLE: order SO202007051422310088 does not exist yet/,
+    );
     expect(JSON.parse(dlq[0]!.body).data.msgId).toBe(msgId);
     expect(await f.sourceDepth()).toEqual({ visible: 0, inFlight: 0 });
   });
@@ -43,9 +45,14 @@ describe('dead-lettering like RocketMQ’s %DLQ% (emulator, zero-delay schedule)
     await f.drain();
     // Assess
     expect(f.reports).toHaveLength(1);
-    expect(f.reports[0]).toMatchObject({ attempt: 1, disposition: { action: 'dead-letter', code: 'ILLEGAL_TRANSITION' } });
+    expect(f.reports[0]).toMatchObject({
+      attempt: 1,
+      disposition: { action: 'dead-letter', code: 'ILLEGAL_TRANSITION' },
+    });
     const dlq = await f.deadLetters();
-    expect(dlq.map((d) => [d.attributes['failure-code'], d.attributes['failure-class'], d.attributes.attempt])).toEqual([['ILLEGAL_TRANSITION', 'permanent', '1']]);
+    expect(dlq.map((d) => [d.attributes['failure-code'], d.attributes['failure-class'], d.attributes.attempt])).toEqual(
+      [['ILLEGAL_TRANSITION', 'permanent', '1']],
+    );
     expect(await f.sourceDepth()).toEqual({ visible: 0, inFlight: 0 });
     expect((await f.order(ORDER_NO))!.status).toBe('CANCELLED');
   });
@@ -53,7 +60,9 @@ describe('dead-lettering like RocketMQ’s %DLQ% (emulator, zero-delay schedule)
   it('still reaches the DLQ through the queue’s redrive policy when the function crashes on every delivery', async () => {
     // Prepare: a handler that dies before it can route anything; the queue hands the message back at once
     const f = await orderStatusFixture();
-    await f.sqs.send(new SetQueueAttributesCommand({ QueueUrl: f.queue.source.url, Attributes: { VisibilityTimeout: '0' } }));
+    await f.sqs.send(
+      new SetQueueAttributesCommand({ QueueUrl: f.queue.source.url, Attributes: { VisibilityTimeout: '0' } }),
+    );
     await f.send(orderEnvelope({ orderNo: ORDER_NO, userId: 88372, points: 300 }, { tags: 'PAID' }));
     let deliveries = 0;
     const crashing = async () => {
@@ -62,7 +71,13 @@ describe('dead-lettering like RocketMQ’s %DLQ% (emulator, zero-delay schedule)
     };
     // Act
     for (let i = 0; i < f.queue.maxReceiveCount + 10; i++) {
-      const r = await pollOnce({ sqs: f.sqs, queueUrl: f.queue.source.url, queueArn: f.queue.source.arn, handler: crashing, functionName: 'order-status-consumer' });
+      const r = await pollOnce({
+        sqs: f.sqs,
+        queueUrl: f.queue.source.url,
+        queueArn: f.queue.source.arn,
+        handler: crashing,
+        functionName: 'order-status-consumer',
+      });
       if (r.received === 0 && (await f.sourceDepth()).visible === 0) break;
     }
     // Assess: maxReceiveCount deliveries, then SQS moved it; no reason attributes on this path.

@@ -1,17 +1,21 @@
-import { inject } from 'vitest';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
+import { COUPONS, createCouponConsumer } from '../../../functions/coupon-consumer/handler.ts';
+import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
+import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../../../lib/aws/clients.ts';
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
-import { COUPONS, createCouponConsumer } from '../../../functions/coupon-consumer/handler.ts';
-import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
-import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
 
 /** Enough configuration to build a consumer; nothing is called at build time. */
 const deps = () => ({
   aws: emulatorConfig(inject('emulatorEndpoint')),
-  tables: { idempotency: 'unused-idempotency', ledger: 'unused-ledger', accounts: 'unused-accounts', orders: 'unused-orders' },
+  tables: {
+    idempotency: 'unused-idempotency',
+    ledger: 'unused-ledger',
+    accounts: 'unused-accounts',
+    orders: 'unused-orders',
+  },
   deadLetterQueueUrl: 'http://127.0.0.1/queue/unused-dlq',
   schedule: new RetrySchedule(),
   couponServiceUrl: 'http://127.0.0.1:9/',
@@ -33,13 +37,17 @@ describe('idempotency records outlive every copy of a message (checked at start-
     ['not a number', Number.NaN],
   ])('refuses records that live %s', (_, ttlSeconds) => {
     expect(() => createCouponConsumer({ ...deps(), ttlSeconds })).toThrow(InvalidConsumerConfigError);
-    expect(() => createPointsConsumer({ ...deps(), ttlSeconds })).toThrow(/a copy of a message can come back for 1589480s/);
+    expect(() => createPointsConsumer({ ...deps(), ttlSeconds })).toThrow(
+      /a copy of a message can come back for 1589480s/,
+    );
   });
 
   it('refuses a schedule longer than the default 30-day records can cover', () => {
     const twelveHours = new RetrySchedule(Array.from({ length: 16 }, () => 12 * 3600)); // 8 days
     expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(InvalidConsumerConfigError);
-    expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(/idempotency records live 2592000s but a copy of a message can come back for 2937600s/);
+    expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(
+      /idempotency records live 2592000s but a copy of a message can come back for 2937600s/,
+    );
   });
 
   it('refuses the misconfiguration read from the environment before any message is touched', async () => {
@@ -51,17 +59,24 @@ describe('idempotency records outlive every copy of a message (checked at start-
       COUPON_SERVICE_URL: 'http://127.0.0.1:9/',
     };
     // Act + Assess
-    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(COUPONS, env), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
-      /idempotency records live 3600s but a copy of a message can come back/,
-    );
-    expect(() => createCouponConsumer({ ...consumerConfigFromEnv(COUPONS, { ...env, IDEMPOTENCY_TTL_SECONDS: 'seven days' }), couponServiceUrl: env.COUPON_SERVICE_URL })).toThrow(
-      InvalidConsumerConfigError,
-    );
+    expect(() =>
+      createCouponConsumer({ ...consumerConfigFromEnv(COUPONS, env), couponServiceUrl: env.COUPON_SERVICE_URL }),
+    ).toThrow(/idempotency records live 3600s but a copy of a message can come back/);
+    expect(() =>
+      createCouponConsumer({
+        ...consumerConfigFromEnv(COUPONS, { ...env, IDEMPOTENCY_TTL_SECONDS: 'seven days' }),
+        couponServiceUrl: env.COUPON_SERVICE_URL,
+      }),
+    ).toThrow(InvalidConsumerConfigError);
   });
 
   it('refuses a coupon consumer without a usable coupon service URL', () => {
-    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: '' })).toThrow(/COUPON_SERVICE_URL must be an http\(s\) URL/);
-    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: 'ftp://coupons' })).toThrow(InvalidConsumerConfigError);
+    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: '' })).toThrow(
+      /COUPON_SERVICE_URL must be an http\(s\) URL/,
+    );
+    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: 'ftp://coupons' })).toThrow(
+      InvalidConsumerConfigError,
+    );
   });
 
   it('puts no limit on the state-transition consumer, which keeps no records', () => {

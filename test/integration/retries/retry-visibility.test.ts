@@ -1,13 +1,14 @@
 import { ReceiveMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { orderEnvelope } from '../../support/points-fixture.ts';
 import { orderStatusFixture } from '../strategies/consumer-fixtures.ts';
 import { recordCommands } from './sdk-faults.ts';
 
 /** A PAID event for an order that does not exist: a transient failure on every delivery. */
-const overtakingPaid = (orderNo: string, reconsumeTimes = 0) => orderEnvelope({ orderNo, userId: 88372, points: 300 }, { tags: 'PAID', reconsumeTimes });
+const overtakingPaid = (orderNo: string, reconsumeTimes = 0) =>
+  orderEnvelope({ orderNo, userId: 88372, points: 300 }, { tags: 'PAID', reconsumeTimes });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -16,13 +17,27 @@ describe('retries on RocketMQ’s schedule: the visibility delay per attempt (em
     // Prepare: the default schedule; the queue's own visibility timeout shortened to 1 s so
     // that a message still invisible after 2.5 s is invisible because of the router's change
     const f = await orderStatusFixture({ schedule: new RetrySchedule() });
-    await f.sqs.send(new SetQueueAttributesCommand({ QueueUrl: f.queue.source.url, Attributes: { VisibilityTimeout: '1' } }));
+    await f.sqs.send(
+      new SetQueueAttributesCommand({ QueueUrl: f.queue.source.url, Attributes: { VisibilityTimeout: '1' } }),
+    );
     const sent = recordCommands(f.sqs);
-    await f.send(overtakingPaid('SO-ATTEMPT-1', 0), overtakingPaid('SO-ATTEMPT-2', 1), overtakingPaid('SO-ATTEMPT-16', 15));
+    await f.send(
+      overtakingPaid('SO-ATTEMPT-1', 0),
+      overtakingPaid('SO-ATTEMPT-2', 1),
+      overtakingPaid('SO-ATTEMPT-16', 15),
+    );
     // Act: one Lambda-like poll receives the three (first receive of each)
-    const poll = await pollOnce({ sqs: f.sqs, queueUrl: f.queue.source.url, queueArn: f.queue.source.arn, handler: f.handler, functionName: 'order-status-consumer' });
+    const poll = await pollOnce({
+      sqs: f.sqs,
+      queueUrl: f.queue.source.url,
+      queueArn: f.queue.source.arn,
+      handler: f.handler,
+      functionName: 'order-status-consumer',
+    });
     await sleep(2_500);
-    const { Messages = [] } = await f.sqs.send(new ReceiveMessageCommand({ QueueUrl: f.queue.source.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+    const { Messages = [] } = await f.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: f.queue.source.url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+    );
     // Assess: what the router asked of SQS …
     expect(poll).toMatchObject({ received: 3, failed: 3, deleted: 0 });
     const byKey = Object.fromEntries(f.reports.map((r) => [r.key, [r.attempt, r.disposition]]));
@@ -32,7 +47,9 @@ describe('retries on RocketMQ’s schedule: the visibility delay per attempt (em
       'SO-ATTEMPT-16#PAID': [16, { action: 'retry', delaySeconds: 7200 }],
     });
     const visibilityChanges = sent.filter((c) => c.name === 'ChangeMessageVisibilityCommand');
-    expect(visibilityChanges.map((c) => Number(c.input.VisibilityTimeout)).sort((a, b) => a - b)).toEqual([10, 30, 7200]);
+    expect(visibilityChanges.map((c) => Number(c.input.VisibilityTimeout)).sort((a, b) => a - b)).toEqual([
+      10, 30, 7200,
+    ]);
     expect(new Set(visibilityChanges.map((c) => c.input.QueueUrl))).toEqual(new Set([f.queue.source.url]));
     // … and what the emulator's queue did: all three are still in flight past the queue's 1 s timeout
     expect(Messages).toEqual([]);
@@ -43,11 +60,22 @@ describe('retries on RocketMQ’s schedule: the visibility delay per attempt (em
     // Prepare: a 3 s schedule; the queue's own visibility timeout raised to 60 s, so a message
     // back within 30 s is back because of the router's visibility change, not the queue's timeout
     const DELAY_SECONDS = 3;
-    const f = await orderStatusFixture({ schedule: new RetrySchedule(Array.from({ length: 16 }, () => DELAY_SECONDS)) });
-    await f.sqs.send(new SetQueueAttributesCommand({ QueueUrl: f.queue.source.url, Attributes: { VisibilityTimeout: '60' } }));
+    const f = await orderStatusFixture({
+      schedule: new RetrySchedule(Array.from({ length: 16 }, () => DELAY_SECONDS)),
+    });
+    await f.sqs.send(
+      new SetQueueAttributesCommand({ QueueUrl: f.queue.source.url, Attributes: { VisibilityTimeout: '60' } }),
+    );
     const sent = recordCommands(f.sqs);
     await f.send(overtakingPaid('SO-SHORT-DELAY'));
-    const poll = () => pollOnce({ sqs: f.sqs, queueUrl: f.queue.source.url, queueArn: f.queue.source.arn, handler: f.handler, functionName: 'order-status-consumer' });
+    const poll = () =>
+      pollOnce({
+        sqs: f.sqs,
+        queueUrl: f.queue.source.url,
+        queueArn: f.queue.source.arn,
+        handler: f.handler,
+        functionName: 'order-status-consumer',
+      });
     // Act: the first delivery fails; poll like Lambda until the message comes back
     const first = await poll();
     const emptyPollsAt: number[] = [];
@@ -65,7 +93,9 @@ describe('retries on RocketMQ’s schedule: the visibility delay per attempt (em
     // Assess: the router changed this delivery's visibility to the scheduled delay, and SQS accepted it …
     expect(first).toMatchObject({ received: 1, failed: 1, deleted: 0 });
     expect(f.reports[0]!.disposition).toEqual({ action: 'retry', delaySeconds: DELAY_SECONDS });
-    const change = sent.find((c) => c.name === 'ChangeMessageVisibilityCommand' && c.input.ReceiptHandle === first.records![0]!.receiptHandle);
+    const change = sent.find(
+      (c) => c.name === 'ChangeMessageVisibilityCommand' && c.input.ReceiptHandle === first.records![0]!.receiptHandle,
+    );
     expect(change).toMatchObject({ input: { QueueUrl: f.queue.source.url, VisibilityTimeout: DELAY_SECONDS } });
     expect(change!.error).toBeUndefined();
     // … so the message stayed invisible for the delay (polled and not received while it ran; SQS
@@ -87,8 +117,14 @@ describe('retries on RocketMQ’s schedule: the visibility delay per attempt (em
     await f.drain();
     // Assess
     expect(f.reports).toHaveLength(1);
-    expect(f.reports[0]).toMatchObject({ attempt: 17, disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' } });
+    expect(f.reports[0]).toMatchObject({
+      attempt: 17,
+      disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' },
+    });
     expect(sent.filter((c) => c.name === 'ChangeMessageVisibilityCommand')).toEqual([]);
-    expect((await f.deadLetters())[0]!.attributes).toMatchObject({ attempt: '17', 'failure-code': 'RETRIES_EXHAUSTED' });
+    expect((await f.deadLetters())[0]!.attributes).toMatchObject({
+      attempt: '17',
+      'failure-code': 'RETRIES_EXHAUSTED',
+    });
   });
 });

@@ -1,6 +1,7 @@
 import type { MiddlewareStack } from '@smithy/types';
 import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
-import { injectFaults, type FaultKind } from '../../../scripts/instrumentation/fault-injection.ts';
+import { type FaultKind, injectFaults } from '../../../scripts/instrumentation/fault-injection.ts';
+
 /** Any AWS SDK v3 client (the DynamoDB document client shares its base client's stack). */
 type AnyClient<I extends object = object, O extends object = object> = { middlewareStack: MiddlewareStack<I, O> };
 
@@ -29,9 +30,13 @@ export interface FaultOptions {
  * answer) through `scripts/instrumentation/fault-injection.ts`, inside the SDK's retry loop, the way the
  * fault would reach the consumer from AWS. Returns a counter of faults injected.
  */
-export function injectFault<I extends object, O extends object>(client: AnyClient<I, O>, options: FaultOptions): { readonly injected: number; readonly calls: number } {
+export function injectFault<I extends object, O extends object>(
+  client: AnyClient<I, O>,
+  options: FaultOptions,
+): { readonly injected: number; readonly calls: number } {
   const state = { injected: 0, calls: 0 };
-  const matches = (name: string, input: Record<string, unknown>) => (typeof options.command === 'string' ? name === options.command : options.command(name, input));
+  const matches = (name: string, input: Record<string, unknown>) =>
+    typeof options.command === 'string' ? name === options.command : options.command(name, input);
   injectFaults(client, (name, input) => {
     if (!matches(name, input)) return undefined;
     state.calls++;
@@ -76,5 +81,9 @@ export function recordCommands<I extends object, O extends object>(client: AnyCl
 
 /** An AWS service error as the SDK raises it, recognisable by name to the SDK's retry strategy and to `classify`. */
 export function awsError(name: string, message = name, httpStatusCode = 400): Error {
-  return Object.assign(new Error(message), { name, $fault: httpStatusCode >= 500 ? 'server' : 'client', $metadata: { httpStatusCode } });
+  return Object.assign(new Error(message), {
+    name,
+    $fault: httpStatusCode >= 500 ? 'server' : 'client',
+    $metadata: { httpStatusCode },
+  });
 }

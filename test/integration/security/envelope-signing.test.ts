@@ -1,17 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
+import { POINTS } from '../../../functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { SecretSigningKeys } from '../../../lib/aws/signing-key-secret.ts';
-import { CONSUMER_ENV, consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import { InvalidSigningKeyError, signEnvelope, type SigningKeyRing } from '../../../lib/rocketmq/envelope-signature.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
-import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
 import { CONSUMER_GROUPS, TABLE_ENV } from '../../../lib/config/resources.ts';
-import { provisionLocal } from '../../../scripts/local/provision.ts';
-import { loadRegistration } from '../../../scripts/local/local-consumers.ts';
+import { CONSUMER_ENV, consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
+import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
+import { InvalidSigningKeyError, type SigningKeyRing, signEnvelope } from '../../../lib/rocketmq/envelope-signature.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
-import { POINTS } from '../../../functions/points-consumer/handler.ts';
+import { loadRegistration } from '../../../scripts/local/local-consumers.ts';
+import { provisionLocal } from '../../../scripts/local/provision.ts';
 import { orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 
 const aws = () => emulatorConfig(inject('emulatorEndpoint'));
@@ -35,16 +35,20 @@ const signed = (body: string, key: Uint8Array) => JSON.stringify(signEnvelope(JS
 const ORDER = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 
 describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consumer acts only on envelopes the bridge signed (emulator)', () => {
-  const signedFixture = (secretName: string) => pointsFixture({ envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secretName) });
+  const signedFixture = (secretName: string) =>
+    pointsFixture({ envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secretName) });
 
   it('reads the key ring from the function environment the CDK app writes', () => {
     const env = {
       ...Object.fromEntries(POINTS.tables.map((t) => [TABLE_ENV[t], `table-${t}`])),
       [CONSUMER_ENV.deadLetterQueueUrl]: 'http://127.0.0.1/dlq',
-      [CONSUMER_ENV.envelopeSigningSecret]: 'arn:aws:secretsmanager:ap-northeast-1:222222222222:secret:rmq-test/envelope-signing-key-AbCdEf',
+      [CONSUMER_ENV.envelopeSigningSecret]:
+        'arn:aws:secretsmanager:ap-northeast-1:222222222222:secret:rmq-test/envelope-signing-key-AbCdEf',
     };
     expect(consumerConfigFromEnv(POINTS, env).envelopeKeys).toBeInstanceOf(SecretSigningKeys);
-    expect(consumerConfigFromEnv(POINTS, { ...env, [CONSUMER_ENV.envelopeSigningSecret]: '' }).envelopeKeys).toBeUndefined();
+    expect(
+      consumerConfigFromEnv(POINTS, { ...env, [CONSUMER_ENV.envelopeSigningSecret]: '' }).envelopeKeys,
+    ).toBeUndefined();
   });
 
   it('awards a signed envelope, and dead-letters an unsigned one sent straight to the queue as UNAUTHENTICATED_MESSAGE without awarding', async () => {
@@ -52,15 +56,18 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     const secret = await signingSecret();
     const f = await signedFixture(secret.name);
     // Act: the forged message names another order, so an award from it would show
-    await f.send(signed(orderEnvelope(ORDER), secret.key), orderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-1', points: 1_000_000 }));
+    await f.send(
+      signed(orderEnvelope(ORDER), secret.key),
+      orderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-1', points: 1_000_000 }),
+    );
     await f.drain();
     // Assess
     expect(await f.ledger('88372')).toMatchObject([{ orderNo: ORDER.orderNo, points: 300 }]);
     expect(await f.balance('88372')).toBe(300);
     const letters = await f.deadLetters();
-    expect(letters.map((l) => [l.attributes['failure-code'], l.attributes['failure-class'], l.attributes['failure-reason']])).toEqual([
-      ['UNAUTHENTICATED_MESSAGE', 'permanent', 'the envelope is not signed'],
-    ]);
+    expect(
+      letters.map((l) => [l.attributes['failure-code'], l.attributes['failure-class'], l.attributes['failure-reason']]),
+    ).toEqual([['UNAUTHENTICATED_MESSAGE', 'permanent', 'the envelope is not signed']]);
     // Nothing of an unauthenticated envelope is trusted: no msgId or key is recorded for it.
     expect(letters[0]!.attributes['rocketmq-msg-id']).toBeUndefined();
   });
@@ -90,7 +97,9 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     const secret = await signingSecret();
     let now = Date.now();
     const clock = { now: () => now };
-    const f = await pointsFixture({ envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secret.name, clock) });
+    const f = await pointsFixture({
+      envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secret.name, clock),
+    });
     const bridge = new SecretSigningKeys(createSecretsManager(aws()), secret.name, clock);
     await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-BEFORE' }), await bridge.current())]);
     // Act: rotate; one minute later the bridge's TTL has not ended; six minutes later every TTL has
@@ -99,7 +108,10 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     const stillOld = await bridge.current();
     now += 5 * 60_000;
     const signingKey = await bridge.current();
-    const response = await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-NEW-KEY' }), signingKey), signed(orderEnvelope({ ...ORDER, orderNo: 'SO-OLD-KEY' }), secret.key)]);
+    const response = await f.invoke([
+      signed(orderEnvelope({ ...ORDER, orderNo: 'SO-NEW-KEY' }), signingKey),
+      signed(orderEnvelope({ ...ORDER, orderNo: 'SO-OLD-KEY' }), secret.key),
+    ]);
     // Assess
     expect(stillOld).toEqual(secret.key);
     expect(signingKey).toEqual(next);
@@ -110,10 +122,14 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
 
   it('a consumer that meets a key it has not loaded reads the secret again before refusing', async () => {
     const secret = await signingSecret();
-    const f = await pointsFixture({ envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secret.name, { minReloadMs: 0 }) });
+    const f = await pointsFixture({
+      envelopeKeys: new SecretSigningKeys(createSecretsManager(aws()), secret.name, { minReloadMs: 0 }),
+    });
     await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-BEFORE' }), secret.key)]);
     const next = await secret.rotate('r'.repeat(64));
-    expect((await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-AFTER' }), next)])).batchItemFailures).toEqual([]);
+    expect(
+      (await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-AFTER' }), next)])).batchItemFailures,
+    ).toEqual([]);
     expect((await f.ledger('88372')).map((e) => e.orderNo).sort()).toEqual(['SO-AFTER', 'SO-BEFORE']);
   });
 
@@ -122,7 +138,13 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     const f = await signedFixture(secret.name);
     const event = JSON.parse(signed(orderEnvelope(ORDER), secret.key));
     const reordered = Object.fromEntries(Object.entries(event).reverse());
-    const wrapped = JSON.stringify({ version: '0', id: randomUUID(), 'detail-type': 'mq:Topic:SendMessage', source: 'rocketmq.DefaultCluster', detail: reordered });
+    const wrapped = JSON.stringify({
+      version: '0',
+      id: randomUUID(),
+      'detail-type': 'mq:Topic:SendMessage',
+      source: 'rocketmq.DefaultCluster',
+      detail: reordered,
+    });
     expect((await f.invoke([wrapped])).batchItemFailures).toEqual([]);
     expect(f.outcomes()).toEqual(['processed']);
   });
@@ -140,7 +162,11 @@ describe('the signing key in Secrets Manager (emulator)', () => {
     const secret = await signingSecret();
     const start = Date.now();
     let now = start;
-    const keys = new SecretSigningKeys(createSecretsManager(aws()), secret.name, { minReloadMs: 30_000, activationDelayMs: 0, now: () => now });
+    const keys = new SecretSigningKeys(createSecretsManager(aws()), secret.name, {
+      minReloadMs: 30_000,
+      activationDelayMs: 0,
+      now: () => now,
+    });
     expect(await keys.accepted()).toEqual([secret.key]);
     const next = await secret.rotate('n'.repeat(64));
     now = start + 10_000;
@@ -156,7 +182,9 @@ describe('the signing key in Secrets Manager (emulator)', () => {
   it('refuses a key shorter than 32 bytes, naming the secret', async () => {
     const secret = await signingSecret('short-key');
     const keys = new SecretSigningKeys(createSecretsManager(aws()), secret.name);
-    await expect(keys.current()).rejects.toThrow(`the envelope signing key ${secret.name} (AWSCURRENT) has 9 bytes; at least 32 are needed`);
+    await expect(keys.current()).rejects.toThrow(
+      `the envelope signing key ${secret.name} (AWSCURRENT) has 9 bytes; at least 32 are needed`,
+    );
   });
 });
 
@@ -166,7 +194,9 @@ describe('every group of the catalogue refuses an unsigned envelope when its fun
 
   it.each(CONSUMER_GROUPS.map((g) => [g.group, g]))('%s', async (_name, definition) => {
     // Prepare: the group's own handler module, as the local run and Lambda build it
-    const resources = await provisionLocal(inject('emulatorEndpoint'), `s${randomUUID().slice(0, 8)}`, { groups: [definition.group] });
+    const resources = await provisionLocal(inject('emulatorEndpoint'), `s${randomUUID().slice(0, 8)}`, {
+      groups: [definition.group],
+    });
     const reports: RecordReport[] = [];
     const registration = await loadRegistration(definition);
     const handler = registration.create({
@@ -180,7 +210,10 @@ describe('every group of the catalogue refuses an unsigned envelope when its fun
     });
     const envelope = (signed: boolean) => {
       const body = orderEnvelope({ orderNo: `SO-${randomUUID().slice(0, 8)}` }, { topic: definition.topic });
-      return sqsRecord(signed ? JSON.stringify(signEnvelope(JSON.parse(body), KEY)) : body, resources.queues[definition.group]!.source.arn);
+      return sqsRecord(
+        signed ? JSON.stringify(signEnvelope(JSON.parse(body), KEY)) : body,
+        resources.queues[definition.group]!.source.arn,
+      );
     };
     const [unsigned, signedRecord] = [envelope(false), envelope(true)];
     // Act

@@ -1,25 +1,33 @@
-import { queueDepth, readAllMessages } from '../../support/queue-reading.ts';
 import { randomUUID } from 'node:crypto';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { trafficMessage } from '../../../scripts/local/traffic.ts';
-import { messageGroupOf } from '../../../lib/rocketmq/message-group.ts';
-import { consumerGroup } from '../../../lib/config/resources.ts';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
+import {
+  COUPON_GROUP,
+  type CouponConsumerDeps,
+  createCouponConsumer,
+} from '../../../functions/coupon-consumer/handler.ts';
+import {
+  createOrderStatusConsumer,
+  ORDER_STATUS_GROUP,
+  type OrderStatusConsumerDeps,
+} from '../../../functions/order-status-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
+import { consumerGroup } from '../../../lib/config/resources.ts';
+import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
 import type { ConsumerHandler } from '../../../lib/consumer/consumer-handler.ts';
-import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
-import { provisionLocal, type LocalResources } from '../../../scripts/local/provision.ts';
-import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
-import { recordId, type DedupRecord } from '../../../lib/idempotency/record.ts';
+import { type DedupRecord, recordId } from '../../../lib/idempotency/record.ts';
 import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
 import type { Order } from '../../../lib/orders/order-status.ts';
-import { COUPON_GROUP, createCouponConsumer, type CouponConsumerDeps } from '../../../functions/coupon-consumer/handler.ts';
-import { createOrderStatusConsumer, ORDER_STATUS_GROUP, type OrderStatusConsumerDeps } from '../../../functions/order-status-consumer/handler.ts';
-import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
-import { startFakeCouponService, type ServiceAccess } from '../../support/fake-coupon-service.ts';
+import { messageGroupOf } from '../../../lib/rocketmq/message-group.ts';
+import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { type LocalResources, provisionLocal } from '../../../scripts/local/provision.ts';
+import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
+import { trafficMessage } from '../../../scripts/local/traffic.ts';
+import { type ServiceAccess, startFakeCouponService } from '../../support/fake-coupon-service.ts';
 import { IMMEDIATE_RETRIES, inMessageGroup, sqsRecord } from '../../support/points-fixture.ts';
+import { queueDepth, readAllMessages } from '../../support/queue-reading.ts';
 
 /** Queue, clients and the Lambda-like ways of feeding one consumer group. */
 async function groupFixture(group: string) {
@@ -37,7 +45,15 @@ async function groupFixture(group: string) {
     dynamoDb,
     sqs,
     reports,
-    base: { aws, tables: resources.tables, deadLetterQueueUrl: queue.deadLetter.url, schedule: IMMEDIATE_RETRIES, dynamoDb, sqs, onReport: (r: RecordReport) => reports.push(r) },
+    base: {
+      aws,
+      tables: resources.tables,
+      deadLetterQueueUrl: queue.deadLetter.url,
+      schedule: IMMEDIATE_RETRIES,
+      dynamoDb,
+      sqs,
+      onReport: (r: RecordReport) => reports.push(r),
+    },
     /** A record as Lambda delivers it; from an orderly group's FIFO queue it carries its message group. */
     record: (body: string, receiveCount = 1): SQSRecord => {
       const record = sqsRecord(body, queue.source.arn, receiveCount);
@@ -65,13 +81,22 @@ async function groupFixture(group: string) {
 /** Invokes a handler with records built from bodies (or given records), with a Lambda-like context. */
 function invoker(handler: ConsumerHandler, functionName: string, record: (body: string) => SQSRecord) {
   return (bodies: Array<string | SQSRecord>, options: { timeoutMs?: number; handler?: ConsumerHandler } = {}) =>
-    (options.handler ?? handler)({ Records: bodies.map((b) => (typeof b === 'string' ? record(b) : b)) } satisfies SQSEvent, lambdaContext(functionName, options.timeoutMs ?? 30_000));
+    (options.handler ?? handler)(
+      { Records: bodies.map((b) => (typeof b === 'string' ? record(b) : b)) } satisfies SQSEvent,
+      lambdaContext(functionName, options.timeoutMs ?? 30_000),
+    );
 }
 
 function drainer(g: Awaited<ReturnType<typeof groupFixture>>, handler: () => ConsumerHandler, functionName: string) {
   return async (maxPolls = 200) => {
     for (let i = 0; i < maxPolls; i++) {
-      const r = await pollOnce({ sqs: g.sqs, queueUrl: g.queue.source.url, queueArn: g.queue.source.arn, handler: handler(), functionName });
+      const r = await pollOnce({
+        sqs: g.sqs,
+        queueUrl: g.queue.source.url,
+        queueArn: g.queue.source.arn,
+        handler: handler(),
+        functionName,
+      });
       if (r.received === 0) return i;
     }
     throw new Error('queue did not drain');
@@ -83,11 +108,16 @@ function drainer(g: Awaited<ReturnType<typeof groupFixture>>, handler: () => Con
  * anyone in and is called without credentials, unless `calls` says who it admits and how the
  * consumer authenticates.
  */
-export async function couponFixture(overrides: Partial<CouponConsumerDeps> = {}, calls: { access?: ServiceAccess; auth?: ServiceAuth } = {}) {
+export async function couponFixture(
+  overrides: Partial<CouponConsumerDeps> = {},
+  calls: { access?: ServiceAccess; auth?: ServiceAuth } = {},
+) {
   const g = await groupFixture(COUPON_GROUP);
   const service = await startFakeCouponService(calls.access);
   onTestFinished(() => service.close());
-  const endpoint = calls.auth ? { services: { 'coupon-service': { url: service.url, auth: calls.auth } } } : { couponServiceUrl: service.url };
+  const endpoint = calls.auth
+    ? { services: { 'coupon-service': { url: service.url, auth: calls.auth } } }
+    : { couponServiceUrl: service.url };
   const deps: CouponConsumerDeps = { ...g.base, ...endpoint, couponReserveMs: 500, ...overrides };
   /** Another instance of the function (another execution environment), e.g. with its own clock. */
   const instance = (more: Partial<CouponConsumerDeps> = {}) => createCouponConsumer({ ...deps, ...more });
@@ -100,9 +130,15 @@ export async function couponFixture(overrides: Partial<CouponConsumerDeps> = {},
     invoke: invoker(handler, 'coupon-consumer', (b) => g.record(b)),
     drain: drainer(g, () => handler, 'coupon-consumer'),
     dedupRecord: async (key: string) =>
-      (await g.dynamoDb.send(new GetCommand({ TableName: g.resources.tables.idempotency, Key: { id: recordId(COUPON_GROUP, key) }, ConsistentRead: true }))).Item as
-        | (DedupRecord & { holder?: string })
-        | undefined,
+      (
+        await g.dynamoDb.send(
+          new GetCommand({
+            TableName: g.resources.tables.idempotency,
+            Key: { id: recordId(COUPON_GROUP, key) },
+            ConsistentRead: true,
+          }),
+        )
+      ).Item as (DedupRecord & { holder?: string }) | undefined,
   };
 }
 
@@ -117,13 +153,24 @@ export async function orderStatusFixture(overrides: Partial<OrderStatusConsumerD
     invoke: invoker(handler, 'order-status-consumer', (b) => g.record(b)),
     drain: drainer(g, () => handler, 'order-status-consumer'),
     createOrder: (orderNo: string, status = 'WAIT_PAY', extra: Record<string, unknown> = {}) =>
-      g.dynamoDb.send(new PutCommand({ TableName: g.resources.tables.orders, Item: { orderNo, status, userId: '88372', createdAt: new Date().toISOString(), ...extra } })),
+      g.dynamoDb.send(
+        new PutCommand({
+          TableName: g.resources.tables.orders,
+          Item: { orderNo, status, userId: '88372', createdAt: new Date().toISOString(), ...extra },
+        }),
+      ),
     order: async (orderNo: string) =>
-      (await g.dynamoDb.send(new GetCommand({ TableName: g.resources.tables.orders, Key: { orderNo }, ConsistentRead: true }))).Item as (Order & Record<string, unknown>) | undefined,
+      (
+        await g.dynamoDb.send(
+          new GetCommand({ TableName: g.resources.tables.orders, Key: { orderNo }, ConsistentRead: true }),
+        )
+      ).Item as (Order & Record<string, unknown>) | undefined,
   };
 }
 
-/** The message group the bridge gives a body on the order-status group's FIFO queue, or one group for unreadable bodies. */
+/**
+ * The message group the bridge gives a body on the order-status group's FIFO queue, or one group for unreadable bodies.
+ */
 function groupOf(body: string): string {
   const facts = trafficMessage(body).orderingFacts;
   return facts ? messageGroupOf(facts, consumerGroup('order-status-consumer-group').messageGroupFrom) : 'unreadable';

@@ -1,5 +1,5 @@
-import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
+import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
 import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { ANSWER_EXCERPT_CHARS, MAX_ANSWER_BYTES } from '../../../lib/coupons/coupon-client.ts';
@@ -9,7 +9,11 @@ import { couponFixture } from './consumer-fixtures.ts';
 const ORDER = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 const KEY = ORDER.orderNo;
 /** The example credentials of the AWS SigV4 documentation, with a session token as a Lambda role has. */
-const TEST_CREDENTIALS = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', sessionToken: 'session-token-of-the-role' };
+const TEST_CREDENTIALS = {
+  accessKeyId: 'AKIDEXAMPLE',
+  secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
+  sessionToken: 'session-token-of-the-role',
+};
 
 /** Control and format characters (escapes, bidi overrides) that would reach a terminal or a log viewer raw. */
 const RAW_CONTROL = /[\p{Cc}\p{Cf}]/u;
@@ -22,7 +26,10 @@ describe('the coupon call: credentials, redirects and the service’s own words 
       const secrets = createSecretsManager(emulatorConfig(inject('emulatorEndpoint')));
       await secrets.send(new CreateSecretCommand({ Name: secretId, SecretString: 'token-A\n' }));
       let admitted = 'token-A';
-      const f = await couponFixture({}, { access: { kind: 'bearer', token: () => admitted }, auth: { kind: 'bearer', secretId } });
+      const f = await couponFixture(
+        {},
+        { access: { kind: 'bearer', token: () => admitted }, auth: { kind: 'bearer', secretId } },
+      );
       // Act: one grant with the first token; then the token is rotated in the secret and at the service
       const first = await f.invoke([orderEnvelope(ORDER)]);
       await secrets.send(new PutSecretValueCommand({ SecretId: secretId, SecretString: 'token-B' }));
@@ -42,13 +49,19 @@ describe('the coupon call: credentials, redirects and the service’s own words 
     it('does not repeat the call when the secret still holds the refused token: a transient failure that names no token', async () => {
       // Prepare: the service admits a token the secret does not hold
       const secretId = `coupon-token-${randomUUID()}`;
-      const f = await couponFixture({}, { access: { kind: 'bearer', token: () => 'token-C' }, auth: { kind: 'bearer', secretId } });
+      const f = await couponFixture(
+        {},
+        { access: { kind: 'bearer', token: () => 'token-C' }, auth: { kind: 'bearer', secretId } },
+      );
       await createSecretsManager(f.aws).send(new CreateSecretCommand({ Name: secretId, SecretString: 'token-B' }));
       // Act
       const response = await f.invoke([orderEnvelope(ORDER)]);
       // Assess
       expect(response.batchItemFailures).toHaveLength(1);
-      expect(f.reports[0]!.settlement).toMatchObject({ outcome: 'failed', error: { code: 'COUPON_SERVICE_CREDENTIALS', classification: 'transient' } });
+      expect(f.reports[0]!.settlement).toMatchObject({
+        outcome: 'failed',
+        error: { code: 'COUPON_SERVICE_CREDENTIALS', classification: 'transient' },
+      });
       expect(JSON.stringify(f.reports)).not.toContain('token-B');
       expect(f.service.requests(KEY)).toBe(1);
       expect(await f.dedupRecord(KEY)).toMatchObject({ status: 'RETRYABLE' });
@@ -57,8 +70,13 @@ describe('the coupon call: credentials, redirects and the service’s own words 
     it('fails transiently, without calling the service, while the secret holds no usable token, and never quotes it', async () => {
       // Prepare: a value with a line break would split the Authorization header
       const secretId = `coupon-token-${randomUUID()}`;
-      const f = await couponFixture({}, { access: { kind: 'bearer', token: () => 'x' }, auth: { kind: 'bearer', secretId } });
-      await createSecretsManager(f.aws).send(new CreateSecretCommand({ Name: secretId, SecretString: 'abc\r\nX-Injected: yes' }));
+      const f = await couponFixture(
+        {},
+        { access: { kind: 'bearer', token: () => 'x' }, auth: { kind: 'bearer', secretId } },
+      );
+      await createSecretsManager(f.aws).send(
+        new CreateSecretCommand({ Name: secretId, SecretString: 'abc\r\nX-Injected: yes' }),
+      );
       // Act
       const response = await f.invoke([orderEnvelope(ORDER)]);
       // Assess
@@ -72,11 +90,19 @@ describe('the coupon call: credentials, redirects and the service’s own words 
   });
 
   describe('SigV4 with the function’s credentials', () => {
-    const access = { kind: 'sigv4', service: 'execute-api', region: 'ap-northeast-1', credentials: TEST_CREDENTIALS } as const;
+    const access = {
+      kind: 'sigv4',
+      service: 'execute-api',
+      region: 'ap-northeast-1',
+      credentials: TEST_CREDENTIALS,
+    } as const;
 
     it('signs the grant so that the service, signing it again with the same credentials, gets the same signature', async () => {
       // Prepare
-      const f = await couponFixture({ awsCredentials: async () => TEST_CREDENTIALS }, { access, auth: { kind: 'sigv4', service: 'execute-api', region: 'ap-northeast-1' } });
+      const f = await couponFixture(
+        { awsCredentials: async () => TEST_CREDENTIALS },
+        { access, auth: { kind: 'sigv4', service: 'execute-api', region: 'ap-northeast-1' } },
+      );
       // Act
       const response = await f.invoke([orderEnvelope(ORDER)]);
       // Assess
@@ -100,7 +126,10 @@ describe('the coupon call: credentials, redirects and the service’s own words 
       const response = await f.invoke([orderEnvelope(ORDER)]);
       // Assess
       expect(response.batchItemFailures).toHaveLength(1);
-      expect(f.reports[0]!.settlement).toMatchObject({ outcome: 'failed', error: { code: 'COUPON_SERVICE_CREDENTIALS', classification: 'transient' } });
+      expect(f.reports[0]!.settlement).toMatchObject({
+        outcome: 'failed',
+        error: { code: 'COUPON_SERVICE_CREDENTIALS', classification: 'transient' },
+      });
       expect(f.service.received.map((r) => r.status)).toEqual([403]);
       expect(f.service.grants(KEY)).toBe(0);
     });
@@ -115,8 +144,13 @@ describe('the coupon call: credentials, redirects and the service’s own words 
     const retried = await f.invoke([orderEnvelope(ORDER)]);
     // Assess
     expect(response.batchItemFailures).toHaveLength(1);
-    expect(f.reports[0]!.settlement).toMatchObject({ outcome: 'failed', error: { code: 'COUPON_SERVICE_REDIRECT', classification: 'transient' } });
-    expect((f.reports[0]!.settlement as { error: { message: string } }).error.message).toContain('307 (Location "http://127.0.0.1');
+    expect(f.reports[0]!.settlement).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'COUPON_SERVICE_REDIRECT', classification: 'transient' },
+    });
+    expect((f.reports[0]!.settlement as { error: { message: string } }).error.message).toContain(
+      '307 (Location "http://127.0.0.1',
+    );
     expect(f.reports[0]!.disposition.action).toBe('retry');
     expect(retried.batchItemFailures).toEqual([]);
     expect(f.service.received.map((r) => [r.path, r.status])).toEqual([

@@ -21,7 +21,13 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     expect(f.service.received).toHaveLength(1);
     expect(f.service.received[0]).toMatchObject({ idempotencyKey: KEY, body: { orderNo: KEY, userId: '88372' } });
     const record = await f.dedupRecord(KEY);
-    expect(record).toMatchObject({ status: 'COMPLETED', token: 1, result: couponId, firstMsgId: msgId, lastMsgId: msgId });
+    expect(record).toMatchObject({
+      status: 'COMPLETED',
+      token: 1,
+      result: couponId,
+      firstMsgId: msgId,
+      lastMsgId: msgId,
+    });
     expect(record!.leaseUntil).toBeUndefined();
   });
 
@@ -55,16 +61,25 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     const during = await f.invoke([duplicate]);
     held.release();
     await first;
-    const after = await f.invoke([{ ...duplicate, attributes: { ...duplicate.attributes, ApproximateReceiveCount: '2' } }]);
+    const after = await f.invoke([
+      { ...duplicate, attributes: { ...duplicate.attributes, ApproximateReceiveCount: '2' } },
+    ]);
     // Assess
     expect(during.batchItemFailures).toEqual([{ itemIdentifier: duplicate.messageId }]);
     const whileHeld = f.reports.find((r) => r.sqsMessageId === duplicate.messageId)!;
-    expect(whileHeld.settlement).toMatchObject({ outcome: 'failed', error: { code: 'LEASE_HELD', classification: 'transient' } });
+    expect(whileHeld.settlement).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'LEASE_HELD', classification: 'transient' },
+    });
     expect(whileHeld.disposition.action).toBe('retry');
     // Retried when the holder's lease (its 30 s deadline + 5 s margin) ends, not at the schedule's 0 s.
     expect(whileHeld.disposition).toMatchObject({ delaySeconds: expect.toSatisfy((s: number) => s >= 30 && s <= 36) });
     expect(after.batchItemFailures).toEqual([]);
-    expect(f.reports.at(-1)!.settlement).toMatchObject({ outcome: 'duplicate', reason: 'lease-completed', result: f.service.couponFor(KEY) });
+    expect(f.reports.at(-1)!.settlement).toMatchObject({
+      outcome: 'duplicate',
+      reason: 'lease-completed',
+      result: f.service.couponFor(KEY),
+    });
     expect(f.service.requests(KEY)).toBe(1);
     expect(await f.deadLetters()).toEqual([]);
   });
@@ -81,7 +96,10 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     const retried = await f.invoke([orderEnvelope(ORDER)]);
     // Assess
     expect(failed.batchItemFailures).toHaveLength(1);
-    expect(f.reports[0]!.settlement).toMatchObject({ outcome: 'failed', error: { code: 'COUPON_SERVICE_UNAVAILABLE', classification: 'transient' } });
+    expect(f.reports[0]!.settlement).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'COUPON_SERVICE_UNAVAILABLE', classification: 'transient' },
+    });
     expect(afterFailure).toMatchObject({ status: 'RETRYABLE', token: 1 });
     expect(afterFailure!.leaseUntil).toBeUndefined();
     expect(retried.batchItemFailures).toEqual([]);
@@ -135,12 +153,24 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     expect(takeover.batchItemFailures).toEqual([]);
     expect(afterTakeover).toMatchObject({ status: 'COMPLETED', token: 2, lastMsgId: takeoverMsgId });
     const zombieReport = f.reports.find((r) => r.sqsMessageId === zombieMsg.messageId)!;
-    expect(zombieReport.settlement).toMatchObject({ outcome: 'failed', error: { code: 'LEASE_LOST', classification: 'transient' } });
+    expect(zombieReport.settlement).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'LEASE_LOST', classification: 'transient' },
+    });
     expect(zombieResponse.batchItemFailures).toEqual([{ itemIdentifier: zombieMsg.messageId }]);
-    expect(await f.dedupRecord(KEY)).toMatchObject({ status: 'COMPLETED', token: 2, lastMsgId: takeoverMsgId, result: f.service.couponFor(KEY) });
+    expect(await f.dedupRecord(KEY)).toMatchObject({
+      status: 'COMPLETED',
+      token: 2,
+      lastMsgId: takeoverMsgId,
+      result: f.service.couponFor(KEY),
+    });
     // The zombie's redelivery settles as a duplicate with the stored coupon
     await f.invoke([{ ...zombieMsg, attributes: { ...zombieMsg.attributes, ApproximateReceiveCount: '2' } }]);
-    expect(f.reports.at(-1)!.settlement).toMatchObject({ outcome: 'duplicate', reason: 'lease-completed', result: f.service.couponFor(KEY) });
+    expect(f.reports.at(-1)!.settlement).toMatchObject({
+      outcome: 'duplicate',
+      reason: 'lease-completed',
+      result: f.service.couponFor(KEY),
+    });
     // Two calls reached the service (A's and B's); the Idempotency-Key kept it to one coupon
     expect(f.service.requests(KEY)).toBe(2);
     expect(f.service.grants(KEY)).toBe(1);
@@ -157,7 +187,9 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     expect(f.reports[1]!.settlement).toMatchObject({ outcome: 'failed', error: { code: 'PAYLOAD_CONFLICT' } });
     expect(f.reports[1]!.disposition).toEqual({ action: 'dead-letter', code: 'PAYLOAD_CONFLICT' });
     const dlq = await f.deadLetters();
-    expect(dlq.map((d) => d.attributes)).toEqual([expect.objectContaining({ 'failure-code': 'PAYLOAD_CONFLICT', 'idempotency-key': KEY, attempt: '1' })]);
+    expect(dlq.map((d) => d.attributes)).toEqual([
+      expect.objectContaining({ 'failure-code': 'PAYLOAD_CONFLICT', 'idempotency-key': KEY, attempt: '1' }),
+    ]);
     expect(f.service.requests(KEY)).toBe(1);
   });
 
@@ -171,7 +203,11 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     expect(response.batchItemFailures).toEqual([]);
     expect(f.reports[0]!.disposition).toEqual({ action: 'dead-letter', code: 'COUPON_GRANT_REJECTED' });
     const [dead] = await f.deadLetters();
-    expect(dead!.attributes).toMatchObject({ 'failure-class': 'permanent', 'consumer-group': 'coupon-consumer-group', attempt: '1' });
+    expect(dead!.attributes).toMatchObject({
+      'failure-class': 'permanent',
+      'consumer-group': 'coupon-consumer-group',
+      attempt: '1',
+    });
     expect(dead!.attributes['failure-reason']).toMatch(/422/);
     expect(await f.dedupRecord(KEY)).toMatchObject({ status: 'RETRYABLE' });
   });
@@ -232,7 +268,8 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
     const fault = injectFault(f.dynamoDb, {
       command: (name, input) => name === 'UpdateItemCommand' && String(input.UpdateExpression).includes('ADD'),
       times: 2,
-      error: () => awsError('ProvisionedThroughputExceededException', 'Rate of requests exceeds the allowed throughput.'),
+      error: () =>
+        awsError('ProvisionedThroughputExceededException', 'Rate of requests exceeds the allowed throughput.'),
     });
     // Act
     const response = await f.invoke([orderEnvelope(ORDER)]);

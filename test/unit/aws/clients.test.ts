@@ -3,7 +3,9 @@ import { configFromEnv, emulatorConfig } from '../../../lib/aws/clients.ts';
 
 describe('where the AWS clients send their calls', () => {
   it('takes DynamoDB’s own endpoint from AWS_ENDPOINT_URL_DYNAMODB, the SDK’s name for it', () => {
-    expect(configFromEnv({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566', AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:4567' })).toEqual({
+    expect(
+      configFromEnv({ AWS_ENDPOINT_URL: 'http://127.0.0.1:4566', AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:4567' }),
+    ).toEqual({
       endpoint: 'http://127.0.0.1:4566',
       dynamoDbEndpoint: 'http://127.0.0.1:4567',
     });
@@ -13,7 +15,12 @@ describe('where the AWS clients send their calls', () => {
   });
 
   it('leaves DynamoDB on the main endpoint when both are one', () => {
-    expect(emulatorConfig('http://127.0.0.1:4566', 'http://127.0.0.1:4566')).toEqual({ endpoint: 'http://127.0.0.1:4566', region: 'us-east-1' });
-    expect(emulatorConfig('http://127.0.0.1:4566', 'http://127.0.0.1:4567')).toMatchObject({ dynamoDbEndpoint: 'http://127.0.0.1:4567' });
+    expect(emulatorConfig('http://127.0.0.1:4566', 'http://127.0.0.1:4566')).toEqual({
+      endpoint: 'http://127.0.0.1:4566',
+      region: 'us-east-1',
+    });
+    expect(emulatorConfig('http://127.0.0.1:4566', 'http://127.0.0.1:4567')).toMatchObject({
+      dynamoDbEndpoint: 'http://127.0.0.1:4567',
+    });
   });
 });

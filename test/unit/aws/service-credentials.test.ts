@@ -55,7 +55,9 @@ describe('a bearer token kept in Secrets Manager', () => {
     const { client, state } = secrets(Object.assign(new Error('denied'), { name: 'AccessDeniedException' }));
     const token = new SecretBearerToken(client, 'coupon-token');
     // Act + Assess
-    await expect(token.authorize()).rejects.toThrow(new ServiceCredentialsError('the bearer token secret coupon-token could not be read: AccessDeniedException'));
+    await expect(token.authorize()).rejects.toThrow(
+      new ServiceCredentialsError('the bearer token secret coupon-token could not be read: AccessDeniedException'),
+    );
     state.value = 'token-A';
     expect(await token.authorize()).toEqual({ authorization: 'Bearer token-A' });
   });
@@ -69,14 +71,20 @@ describe('a bearer token kept in Secrets Manager', () => {
     const token = new SecretBearerToken(secrets(value).client, 'coupon-token');
     const refusal = await token.authorize().catch((error: Error) => error);
     expect(refusal).toBeInstanceOf(ServiceCredentialsError);
-    expect((refusal as Error).message).toBe('the secret coupon-token does not hold a bearer token (RFC 6750 token characters only)');
+    expect((refusal as Error).message).toBe(
+      'the secret coupon-token does not hold a bearer token (RFC 6750 token characters only)',
+    );
   });
 });
 
 describe('SigV4 signing with the function’s credentials', () => {
   it('adds the signature headers, never host (fetch sets it from the URL), and says a refusal is not for renewal', async () => {
     // Prepare
-    const signer = new SigV4Signer({ service: 'lambda', region: 'ap-northeast-1', credentials: async () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret', sessionToken: 'session' }) });
+    const signer = new SigV4Signer({
+      service: 'lambda',
+      region: 'ap-northeast-1',
+      credentials: async () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret', sessionToken: 'session' }),
+    });
     // Act
     const headers = await signer.authorize({
       method: 'POST',
@@ -85,13 +93,24 @@ describe('SigV4 signing with the function’s credentials', () => {
       body: '{}',
     });
     // Assess
-    expect(Object.keys(headers).sort()).toEqual(['authorization', 'x-amz-content-sha256', 'x-amz-date', 'x-amz-security-token']);
+    expect(Object.keys(headers).sort()).toEqual([
+      'authorization',
+      'x-amz-content-sha256',
+      'x-amz-date',
+      'x-amz-security-token',
+    ]);
     expect(headers.authorization).toContain('/ap-northeast-1/lambda/aws4_request, SignedHeaders=content-type;host;');
     expect(await signer.renew()).toBe(false);
   });
 
   it('fails with a named error, not a signature, when there are no credentials', async () => {
-    const signer = new SigV4Signer({ service: 'execute-api', region: 'ap-northeast-1', credentials: async () => Promise.reject(new Error('no credentials in the chain')) });
-    await expect(signer.authorize({ method: 'POST', url: new URL('https://x.example.com/'), headers: {}, body: '' })).rejects.toThrow(ServiceCredentialsError);
+    const signer = new SigV4Signer({
+      service: 'execute-api',
+      region: 'ap-northeast-1',
+      credentials: async () => Promise.reject(new Error('no credentials in the chain')),
+    });
+    await expect(
+      signer.authorize({ method: 'POST', url: new URL('https://x.example.com/'), headers: {}, body: '' }),
+    ).rejects.toThrow(ServiceCredentialsError);
   });
 });

@@ -5,7 +5,14 @@ import { sqsText } from '../../../lib/aws/sqs-text.ts';
 const allowed = (s: string) =>
   [...s].every((c) => {
     const p = c.codePointAt(0)!;
-    return p === 0x9 || p === 0xa || p === 0xd || (p >= 0x20 && p <= 0xd7ff) || (p >= 0xe000 && p <= 0xfffd) || (p >= 0x10000 && p <= 0x10ffff);
+    return (
+      p === 0x9 ||
+      p === 0xa ||
+      p === 0xd ||
+      (p >= 0x20 && p <= 0xd7ff) ||
+      (p >= 0xe000 && p <= 0xfffd) ||
+      (p >= 0x10000 && p <= 0x10ffff)
+    );
   });
 
 describe('sqsText', () => {

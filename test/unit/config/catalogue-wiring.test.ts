@@ -13,7 +13,9 @@ import { HandlerModuleError, loadRegistration } from '../../../scripts/local/loc
 const ROOT = resolve(import.meta.dirname, '../../..');
 
 /** What the catalogue entry's module exports, loaded the way the local run and esbuild find it: by the entry path. */
-async function moduleOf(def: ConsumerGroupDefinition): Promise<Partial<{ consumer: ConsumerModule; handler: unknown }>> {
+async function moduleOf(
+  def: ConsumerGroupDefinition,
+): Promise<Partial<{ consumer: ConsumerModule; handler: unknown }>> {
   return import(pathToFileURL(resolve(ROOT, def.entry)).href);
 }
 
@@ -29,7 +31,9 @@ describe.each(CONSUMER_GROUPS)('catalogue entry $group', (def) => {
   it('is registered with the local run, found through its entry alone, with the needs of its entry', async () => {
     const registration = await loadRegistration(def);
     expect(registration.definition).toBe(def);
-    expect(registration.usesCouponService).toBe(('services' in def ? (def.services as readonly string[]) : []).includes('coupon-service'));
+    expect(registration.usesCouponService).toBe(
+      ('services' in def ? (def.services as readonly string[]) : []).includes('coupon-service'),
+    );
     expect(registration.needsOrders).toBe((def.tables as readonly string[]).includes('orders'));
   });
 
@@ -49,10 +53,26 @@ describe('the local run refuses a catalogue entry its handler module does not de
   const [points, coupons] = CONSUMER_GROUPS;
 
   it.each([
-    ['a module that does not exist', { ...points, entry: 'functions/nowhere/handler.ts' }, 'its handler module functions/nowhere/handler.ts does not exist'],
-    ['a module without a consumer export', { ...points, entry: 'lib/config/resources.ts' }, 'lib/config/resources.ts exports no `consumer`'],
-    ['a module defined for another group', { ...coupons, entry: points.entry }, 'exports a consumer defined for consumer group point-consumer-group'],
-    ['a module defined for a copy of the entry', { ...points }, 'exports a consumer defined for a copy of its catalogue entry'],
+    [
+      'a module that does not exist',
+      { ...points, entry: 'functions/nowhere/handler.ts' },
+      'its handler module functions/nowhere/handler.ts does not exist',
+    ],
+    [
+      'a module without a consumer export',
+      { ...points, entry: 'lib/config/resources.ts' },
+      'lib/config/resources.ts exports no `consumer`',
+    ],
+    [
+      'a module defined for another group',
+      { ...coupons, entry: points.entry },
+      'exports a consumer defined for consumer group point-consumer-group',
+    ],
+    [
+      'a module defined for a copy of the entry',
+      { ...points },
+      'exports a consumer defined for a copy of its catalogue entry',
+    ],
   ])('%s', async (_, definition, message) => {
     await expect(loadRegistration(definition)).rejects.toThrow(HandlerModuleError);
     await expect(loadRegistration(definition)).rejects.toThrow(message);
@@ -63,18 +83,30 @@ describe('the chaos run refuses a group without a plug-in', () => {
   it('names the file it expected', async () => {
     const unplugged = { ...CONSUMER_GROUPS[0], group: 'unplugged-consumer-group' };
     await expect(loadChaosPlugins([unplugged])).rejects.toThrow(MissingChaosPluginError);
-    await expect(loadChaosPlugins([unplugged])).rejects.toThrow('consumer group unplugged-consumer-group has no chaos plug-in: expected scripts/chaos/groups/unplugged-consumer-group.ts');
+    await expect(loadChaosPlugins([unplugged])).rejects.toThrow(
+      'consumer group unplugged-consumer-group has no chaos plug-in: expected scripts/chaos/groups/unplugged-consumer-group.ts',
+    );
   });
 });
 
 describe('a function deployed for one group never runs as another', () => {
   it('refuses at cold start when CONSUMER_GROUP names another group, naming both', () => {
     const [points, coupons] = CONSUMER_GROUPS;
-    const env = { [CONSUMER_ENV.group]: coupons.group, IDEMPOTENCY_TABLE: 'i', LEDGER_TABLE: 'l', ACCOUNTS_TABLE: 'a', DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:1/q' };
+    const env = {
+      [CONSUMER_ENV.group]: coupons.group,
+      IDEMPOTENCY_TABLE: 'i',
+      LEDGER_TABLE: 'l',
+      ACCOUNTS_TABLE: 'a',
+      DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:1/q',
+    };
     expect(() => consumerConfigFromEnv(points, env)).toThrow(InvalidConsumerConfigError);
     expect(() => consumerConfigFromEnv(points, env)).toThrow(
       'this function was deployed for consumer group coupon-consumer-group (CONSUMER_GROUP) but runs the handler of point-consumer-group (functions/points-consumer/handler.ts)',
     );
-    expect(consumerConfigFromEnv(points, { ...env, [CONSUMER_ENV.group]: points.group }).tables).toEqual({ idempotency: 'i', ledger: 'l', accounts: 'a' });
+    expect(consumerConfigFromEnv(points, { ...env, [CONSUMER_ENV.group]: points.group }).tables).toEqual({
+      idempotency: 'i',
+      ledger: 'l',
+      accounts: 'a',
+    });
   });
 });

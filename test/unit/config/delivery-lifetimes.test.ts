@@ -1,14 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { createPointsConsumer, POINTS } from '../../../functions/points-consumer/handler.ts';
 import { createOrderStatusConsumer, ORDER_STATUS } from '../../../functions/order-status-consumer/handler.ts';
+import { createPointsConsumer, POINTS } from '../../../functions/points-consumer/handler.ts';
 import { lifetimeEnvironment } from '../../../lib/config/consumer-environment.ts';
-import { DEFAULT_RECORD_TTL_SECONDS, DeliveryLifetimes, IncoherentLifetimesError, lifetimesOf, type LifetimeSettings } from '../../../lib/config/delivery-lifetimes.ts';
+import {
+  DEFAULT_RECORD_TTL_SECONDS,
+  DeliveryLifetimes,
+  IncoherentLifetimesError,
+  type LifetimeSettings,
+  lifetimesOf,
+} from '../../../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../lib/config/resources.ts';
 import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 
-/** The environment the CDK app gives a function of `settings` (a points function by default), then `overrides` as if edited by hand. */
+/**
+ * The environment the CDK app gives a function of `settings` (a points function by default), then `overrides` as if
+ * edited by hand.
+ */
 function deployedEnvironment(overrides: Record<string, string>, settings: LifetimeSettings = {}): NodeJS.ProcessEnv {
   const { lifetimes, recordTtlSeconds } = lifetimesOf(settings);
   return {
@@ -26,7 +35,11 @@ function deployedEnvironment(overrides: Record<string, string>, settings: Lifeti
 describe('DeliveryLifetimes', () => {
   it("derives, for RocketMQ's schedule, 17 receives, 4 days + 4h45m40s of source retention and an 18.4-day minimum TTL", () => {
     const { lifetimes, recordTtlSeconds } = lifetimesOf({});
-    expect(lifetimes.queues).toEqual({ maxReceiveCount: 17, sourceRetentionSeconds: 4 * 86_400 + 17_140, deadLetterRetentionSeconds: 14 * 86_400 });
+    expect(lifetimes.queues).toEqual({
+      maxReceiveCount: 17,
+      sourceRetentionSeconds: 4 * 86_400 + 17_140,
+      deadLetterRetentionSeconds: 14 * 86_400,
+    });
     expect(lifetimes.minimumRecordTtlSeconds).toBe(4 * 86_400 + 17_140 + 14 * 86_400 + 17_140);
     expect(recordTtlSeconds).toBe(DEFAULT_RECORD_TTL_SECONDS);
     expect(lifetimes.redriveHorizonSeconds(recordTtlSeconds)).toBe(30 * 86_400 - 17_140);
@@ -34,7 +47,9 @@ describe('DeliveryLifetimes', () => {
 
   it('defaults the TTL to the minimum rounded up to days when a long schedule needs more than 30 days', () => {
     // Nine 12 h retries: 4.5 days of retries → minimum 4 + 4.5 + 14 + 4.5 = 27 days … still under 30
-    expect(lifetimesOf({ retryDelaysSeconds: Array.from({ length: 9 }, () => 43_200) }).recordTtlSeconds).toBe(30 * 86_400);
+    expect(lifetimesOf({ retryDelaysSeconds: Array.from({ length: 9 }, () => 43_200) }).recordTtlSeconds).toBe(
+      30 * 86_400,
+    );
     const lifetimes = new DeliveryLifetimes(new RetrySchedule(Array.from({ length: 12 }, () => 43_200)), {
       maxReceiveCount: 13,
       sourceRetentionSeconds: 13 * 86_400,
@@ -45,17 +60,35 @@ describe('DeliveryLifetimes', () => {
   });
 
   it.each([
-    ['too few receives', { maxReceiveCount: 17 }, 21, /maxReceiveCount is 17 but the retry schedule \(20 retries, 21 deliveries over 24340s\) needs at least 21/],
+    [
+      'too few receives',
+      { maxReceiveCount: 17 },
+      21,
+      /maxReceiveCount is 17 but the retry schedule \(20 retries, 21 deliveries over 24340s\) needs at least 21/,
+    ],
     [
       'too short a source retention',
       { sourceRetentionSeconds: 86_400 },
       17,
       /source queue keeps messages 86400s but the retry schedule \(16 retries, 17 deliveries over 17140s\) needs at least 103540s/,
     ],
-    ['a DLQ that keeps less than the source', { deadLetterRetentionSeconds: 3 * 86_400 }, 17, /DLQ keeps messages 259200s, not longer than the source queue's 362740s/],
+    [
+      'a DLQ that keeps less than the source',
+      { deadLetterRetentionSeconds: 3 * 86_400 },
+      17,
+      /DLQ keeps messages 259200s, not longer than the source queue's 362740s/,
+    ],
   ])('refuses %s, naming both numbers', (_, queues, deliveries, message) => {
-    const schedule = new RetrySchedule(deliveries === 21 ? [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200, 1800, 1800, 1800, 1800] : undefined);
-    const base = { maxReceiveCount: deliveries, sourceRetentionSeconds: 4 * 86_400 + schedule.totalDelaySeconds, deadLetterRetentionSeconds: 14 * 86_400 };
+    const schedule = new RetrySchedule(
+      deliveries === 21
+        ? [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200, 1800, 1800, 1800, 1800]
+        : undefined,
+    );
+    const base = {
+      maxReceiveCount: deliveries,
+      sourceRetentionSeconds: 4 * 86_400 + schedule.totalDelaySeconds,
+      deadLetterRetentionSeconds: 14 * 86_400,
+    };
     expect(() => new DeliveryLifetimes(schedule, { ...base, ...queues })).toThrow(IncoherentLifetimesError);
     expect(() => new DeliveryLifetimes(schedule, { ...base, ...queues })).toThrow(message);
   });
@@ -71,7 +104,10 @@ describe('the cold start refuses settings that disagree with each other', () => 
   });
 
   it('refuses a 20-retry schedule on a queue that redrives after 17 receives', () => {
-    const env = deployedEnvironment({ RETRY_DELAYS_SECONDS: '10,30,60,120,180,240,300,360,420,480,540,600,1200,1800,3600,7200,1800,1800,1800,1800', SOURCE_RETENTION_SECONDS: String(6 * 86_400) });
+    const env = deployedEnvironment({
+      RETRY_DELAYS_SECONDS: '10,30,60,120,180,240,300,360,420,480,540,600,1200,1800,3600,7200,1800,1800,1800,1800',
+      SOURCE_RETENTION_SECONDS: String(6 * 86_400),
+    });
     const build = () => createPointsConsumer(consumerConfigFromEnv(POINTS, env));
     expect(build).toThrow(InvalidConsumerConfigError);
     expect(build).toThrow(
@@ -82,12 +118,17 @@ describe('the cold start refuses settings that disagree with each other', () => 
 
   it('refuses a schedule longer than the source queue keeps messages', () => {
     const env = deployedEnvironment({ SOURCE_RETENTION_SECONDS: String(4 * 3600) });
-    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(/source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/);
+    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(
+      /source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/,
+    );
   });
 
   it('starts the orderly order-status group with the environment the CDK app derives for it', () => {
     const env = deployedEnvironment({}, ORDER_STATUS);
-    expect(env).toMatchObject({ RETRY_DELAYS_SECONDS: Array.from({ length: 16 }, () => '3').join(','), SOURCE_MAX_RECEIVE_COUNT: '171' });
+    expect(env).toMatchObject({
+      RETRY_DELAYS_SECONDS: Array.from({ length: 16 }, () => '3').join(','),
+      SOURCE_MAX_RECEIVE_COUNT: '171',
+    });
     expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).not.toThrow();
   });
 
@@ -102,11 +143,15 @@ describe('the cold start refuses settings that disagree with each other', () => 
   it('refuses packing switched on by hand for an orderly group, naming both settings', () => {
     const env = deployedEnvironment({ CONSUMER_PACKING: 'on' }, ORDER_STATUS);
     expect(() => consumerConfigFromEnv(ORDER_STATUS, env)).toThrow(InvalidConsumerConfigError);
-    expect(() => consumerConfigFromEnv(ORDER_STATUS, env)).toThrow(/order-status-consumer-group: packing is on \(tuning.packing \/ CONSUMER_PACKING\) but ordering is 'orderly'/);
+    expect(() => consumerConfigFromEnv(ORDER_STATUS, env)).toThrow(
+      /order-status-consumer-group: packing is on \(tuning.packing \/ CONSUMER_PACKING\) but ordering is 'orderly'/,
+    );
   });
 
   it('refuses a 7-day record TTL (the old default) against a 14-day DLQ', () => {
     const env = deployedEnvironment({ IDEMPOTENCY_TTL_SECONDS: String(7 * 86_400) });
-    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(/idempotency records live 604800s but a copy of a message can come back for 1589480s/);
+    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(
+      /idempotency records live 604800s but a copy of a message can come back for 1589480s/,
+    );
   });
 });

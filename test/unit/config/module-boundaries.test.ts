@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 const ROOT = resolve(import.meta.dirname, '../../..');
 
 /** Every static or dynamic import specifier of a TypeScript file. */
-const importsOf = (file: string) => [...readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'([^']+)'/g)].map((m) => m[1]!);
+const importsOf = (file: string) =>
+  [...readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|import\s+)'([^']+)'/g)].map((m) => m[1]!);
 const tsFilesUnder = (dir: string): string[] =>
   readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile() && e.name.endsWith('.ts'))
@@ -22,21 +23,30 @@ describe('production code stands apart from tooling', () => {
   // benchmark instrumentation and fixtures live under scripts/; handler modules under functions/
   // import lib/, never the other way round.
   it.each(tsFilesUnder('lib'))('%s imports only lib/ and packages', (file) => {
-    for (const target of relativeImportsOf(file)) expect(target, `${relative(ROOT, file)} imports ${target}`).toMatch(/^lib\//);
+    for (const target of relativeImportsOf(file))
+      expect(target, `${relative(ROOT, file)} imports ${target}`).toMatch(/^lib\//);
   });
 
   it.each([...tsFilesUnder('functions'), ...tsFilesUnder('bridge')])('%s imports no tooling or tests', (file) => {
-    for (const target of relativeImportsOf(file)) expect(target, `${relative(ROOT, file)} imports ${target}`).not.toMatch(/^(scripts|test)\//);
+    for (const target of relativeImportsOf(file))
+      expect(target, `${relative(ROOT, file)} imports ${target}`).not.toMatch(/^(scripts|test)\//);
   });
 });
 
 describe('the CDK app reads names and constants from lib/config, not from runtime modules', () => {
   it.each(tsFilesUnder('infra'))('%s imports from lib/ only lib/config and named pure modules', (file) => {
     const fromLib = relativeImportsOf(file).filter((t) => t.startsWith('lib/'));
-    for (const target of fromLib) expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/tag-expression|rocketmq\/message-group|dingtalk\/alarm-storm-table)\.ts$/);
+    for (const target of fromLib)
+      expect(target).toMatch(
+        /^lib\/(config\/[\w-]+|rocketmq\/tag-expression|rocketmq\/message-group|dingtalk\/alarm-storm-table)\.ts$/,
+      );
   });
 
-  it.each(tsFilesUnder('lib/config'))('%s imports nothing from outside lib/config but the retry schedule and the message group source', (file) => {
-    for (const target of relativeImportsOf(file)) expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/retry-schedule|rocketmq\/message-group)\.ts$/);
-  });
+  it.each(tsFilesUnder('lib/config'))(
+    '%s imports nothing from outside lib/config but the retry schedule and the message group source',
+    (file) => {
+      for (const target of relativeImportsOf(file))
+        expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/retry-schedule|rocketmq\/message-group)\.ts$/);
+    },
+  );
 });

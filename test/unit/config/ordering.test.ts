@@ -2,13 +2,19 @@ import { describe, expect, it } from 'vitest';
 import {
   DeliveryLifetimes,
   IncoherentLifetimesError,
-  ORDERLY_MAX_ATTEMPTS,
-  ORDERLY_RETRY_INTERVAL_SECONDS,
   lifetimesOf,
   minimumReceiveCount,
+  ORDERLY_MAX_ATTEMPTS,
+  ORDERLY_RETRY_INTERVAL_SECONDS,
   orderlySchedule,
 } from '../../../lib/config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, assertOrderingFits, deadLetterQueueName, queueName, type ConsumerGroupDefinition } from '../../../lib/config/resources.ts';
+import {
+  assertOrderingFits,
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  deadLetterQueueName,
+  queueName,
+} from '../../../lib/config/resources.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 
 describe('an orderly group’s retry policy, derived from one statement', () => {
@@ -41,9 +47,21 @@ describe('an orderly group’s retry policy, derived from one statement', () => 
   });
 
   it.each([
-    ['growing delays on an orderly group', { ordering: 'orderly' as const, retryDelaysSeconds: [10, 30] }, "consumer group g: retryDelaysSeconds is set but ordering is 'orderly'"],
-    ['an orderly policy on a concurrent group', { orderlyRetry: { intervalSeconds: 1 } }, "consumer group g: orderlyRetry is set but ordering is not 'orderly'"],
-    ['a maximum of one attempt', { ordering: 'orderly' as const, orderlyRetry: { maxAttempts: 1 } }, 'consumer group g: orderlyRetry.maxAttempts is 1 but must be a whole number of at least 2'],
+    [
+      'growing delays on an orderly group',
+      { ordering: 'orderly' as const, retryDelaysSeconds: [10, 30] },
+      "consumer group g: retryDelaysSeconds is set but ordering is 'orderly'",
+    ],
+    [
+      'an orderly policy on a concurrent group',
+      { orderlyRetry: { intervalSeconds: 1 } },
+      "consumer group g: orderlyRetry is set but ordering is not 'orderly'",
+    ],
+    [
+      'a maximum of one attempt',
+      { ordering: 'orderly' as const, orderlyRetry: { maxAttempts: 1 } },
+      'consumer group g: orderlyRetry.maxAttempts is 1 but must be a whole number of at least 2',
+    ],
   ])('refuses %s, naming both settings', (_, settings, message) => {
     expect(() => lifetimesOf({ group: 'g', ...settings })).toThrow(IncoherentLifetimesError);
     expect(() => lifetimesOf({ group: 'g', ...settings })).toThrow(message);
@@ -51,18 +69,40 @@ describe('an orderly group’s retry policy, derived from one statement', () => 
 
   it('refuses queues that would let SQS dead-letter a held-back message before its own count', () => {
     const schedule = orderlySchedule();
-    const queues = { maxReceiveCount: 170, sourceRetentionSeconds: 4 * 86_400, deadLetterRetentionSeconds: 14 * 86_400 };
-    expect(() => new DeliveryLifetimes(schedule, queues, 'orderly')).toThrow(/maxReceiveCount is 170 but an orderly group .* needs at least 171/);
+    const queues = {
+      maxReceiveCount: 170,
+      sourceRetentionSeconds: 4 * 86_400,
+      deadLetterRetentionSeconds: 14 * 86_400,
+    };
+    expect(() => new DeliveryLifetimes(schedule, queues, 'orderly')).toThrow(
+      /maxReceiveCount is 170 but an orderly group .* needs at least 171/,
+    );
     expect(() => new DeliveryLifetimes(schedule, { ...queues, maxReceiveCount: 171 }, 'orderly')).not.toThrow();
   });
 });
 
 describe('what an orderly group’s event source and function cannot be', () => {
   it.each([
-    ['packing', { packing: true, tables: ['idempotency'] as const }, "consumer group g: packing is on (tuning.packing / CONSUMER_PACKING) but ordering is 'orderly'"],
-    ['a batch over 10', { batchSize: 11, tables: ['idempotency'] as const }, "consumer group g: batchSize is 11 but ordering is 'orderly': Lambda reads at most 10 records a batch from a FIFO queue"],
-    ['a batching window', { maxBatchingWindowSeconds: 1 }, "consumer group g: maxBatchingWindowSeconds is 1 but ordering is 'orderly': Lambda allows no batching window on a FIFO queue"],
-    ['no idempotency table for its counts', { tables: ['orders'] as const }, "consumer group g: tables does not list 'idempotency' but ordering is 'orderly'"],
+    [
+      'packing',
+      { packing: true, tables: ['idempotency'] as const },
+      "consumer group g: packing is on (tuning.packing / CONSUMER_PACKING) but ordering is 'orderly'",
+    ],
+    [
+      'a batch over 10',
+      { batchSize: 11, tables: ['idempotency'] as const },
+      "consumer group g: batchSize is 11 but ordering is 'orderly': Lambda reads at most 10 records a batch from a FIFO queue",
+    ],
+    [
+      'a batching window',
+      { maxBatchingWindowSeconds: 1 },
+      "consumer group g: maxBatchingWindowSeconds is 1 but ordering is 'orderly': Lambda allows no batching window on a FIFO queue",
+    ],
+    [
+      'no idempotency table for its counts',
+      { tables: ['orders'] as const },
+      "consumer group g: tables does not list 'idempotency' but ordering is 'orderly'",
+    ],
   ])('refuses %s', (_, settings, message) => {
     expect(() => assertOrderingFits('g', 'orderly', settings)).toThrow(message);
     expect(() => assertOrderingFits('g', 'concurrent', settings)).not.toThrow();
@@ -72,17 +112,30 @@ describe('what an orderly group’s event source and function cannot be', () => 
     expect(() => assertOrderingFits('g', 'concurrent', { messageGroupFrom: { from: 'key' } })).toThrow(
       "consumer group g: messageGroupFrom is set but ordering is not 'orderly': only an orderly group's messages travel in message groups",
     );
-    expect(() => assertOrderingFits('g', 'orderly', { messageGroupFrom: { from: 'key' }, tables: ['idempotency'] })).not.toThrow();
+    expect(() =>
+      assertOrderingFits('g', 'orderly', { messageGroupFrom: { from: 'key' }, tables: ['idempotency'] }),
+    ).not.toThrow();
   });
 
-  it.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('accepts the catalogue entry $group as it stands', (def) => {
-    expect(() => assertOrderingFits(def.group, def.ordering, { ...def.tuning, tables: def.tables, messageGroupFrom: def.messageGroupFrom })).not.toThrow();
-    expect(() => lifetimesOf(def)).not.toThrow();
-  });
+  it.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])(
+    'accepts the catalogue entry $group as it stands',
+    (def) => {
+      expect(() =>
+        assertOrderingFits(def.group, def.ordering, {
+          ...def.tuning,
+          tables: def.tables,
+          messageGroupFrom: def.messageGroupFrom,
+        }),
+      ).not.toThrow();
+      expect(() => lifetimesOf(def)).not.toThrow();
+    },
+  );
 
   it('names an orderly group’s queues with the .fifo suffix SQS requires', () => {
     expect(queueName('rmq-prod', 'order-status-consumer-group')).toBe('rmq-prod-order-status-consumer-group.fifo');
-    expect(deadLetterQueueName('rmq-prod', 'order-status-consumer-group')).toBe('rmq-prod-order-status-consumer-group-dlq.fifo');
+    expect(deadLetterQueueName('rmq-prod', 'order-status-consumer-group')).toBe(
+      'rmq-prod-order-status-consumer-group-dlq.fifo',
+    );
     expect(queueName('rmq-prod', 'point-consumer-group')).toBe('rmq-prod-point-consumer-group');
     expect(queueName('p', 'not-in-the-catalogue', 'orderly')).toBe('p-not-in-the-catalogue.fifo');
   });

@@ -20,6 +20,8 @@ describe('lazyHandler', () => {
   });
 
   it('in Lambda, refuses a bad configuration during init, before any message is received', () => {
-    expect(() => lazyHandler(refuse, { AWS_LAMBDA_FUNCTION_NAME: 'points-consumer' })).toThrow(InvalidConsumerConfigError);
+    expect(() => lazyHandler(refuse, { AWS_LAMBDA_FUNCTION_NAME: 'points-consumer' })).toThrow(
+      InvalidConsumerConfigError,
+    );
   });
 });

@@ -42,20 +42,33 @@ describe('alarm event parsing', () => {
       threshold: 5,
       metrics: [
         { id: 'rate', expression: '100 * errors / invocations', returnData: true },
-        { id: 'errors', metricName: 'Errors', namespace: 'AWS/Lambda', stat: 'Sum', dimensions: [{ name: 'FunctionName', value: 'payments-consumer' }] },
+        {
+          id: 'errors',
+          metricName: 'Errors',
+          namespace: 'AWS/Lambda',
+          stat: 'Sum',
+          dimensions: [{ name: 'FunctionName', value: 'payments-consumer' }],
+        },
         { id: 'invocations', metricName: 'Invocations' },
       ],
     });
   });
 
   it('treats a null description as absent and keeps OK transitions', () => {
-    const [n] = parseSnsEvent(snsEvent(dlqAlarmJson({ AlarmDescription: null, NewStateValue: 'OK', OldStateValue: 'ALARM' })));
+    const [n] = parseSnsEvent(
+      snsEvent(dlqAlarmJson({ AlarmDescription: null, NewStateValue: 'OK', OldStateValue: 'ALARM' })),
+    );
     expect(n).toMatchObject({ kind: 'alarm', alarm: { description: null, state: 'OK', previousState: 'ALARM' } });
   });
 
   it('keeps a non-JSON publish as an unrecognized message instead of dropping it', () => {
     const [n] = parseSnsEvent(snsEvent('hello from the console', { subject: 'test publish' }));
-    expect(n).toMatchObject({ kind: 'unrecognized', subject: 'test publish', body: 'hello from the console', problem: 'the message is not JSON' });
+    expect(n).toMatchObject({
+      kind: 'unrecognized',
+      subject: 'test publish',
+      body: 'hello from the console',
+      problem: 'the message is not JSON',
+    });
   });
 
   it('keeps JSON that is not an alarm as an unrecognized message naming what is missing', () => {

@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { parseSnsEvent, type AlarmNotification } from '../../../lib/dingtalk/alarm-event.ts';
-import { bodyBytes, formatTime, renderNotification, renderSummary } from '../../../lib/dingtalk/alarm-message.ts';
 import { alarmConsoleUrl } from '../../../lib/dingtalk/alarm-console-link.ts';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent, type CloudWatchAlarmJson } from '../../../scripts/fixtures/sample-alarm-event.ts';
+import { type AlarmNotification, parseSnsEvent } from '../../../lib/dingtalk/alarm-event.ts';
+import { bodyBytes, formatTime, renderNotification, renderSummary } from '../../../lib/dingtalk/alarm-message.ts';
+import {
+  type CloudWatchAlarmJson,
+  dlqAlarmJson,
+  metricMathAlarmJson,
+  snsEvent,
+} from '../../../scripts/fixtures/sample-alarm-event.ts';
 
 const options = { timeZone: 'Asia/Shanghai', keyword: '告警', atMobiles: ['13800000000', '13900000000'] };
 
@@ -31,14 +36,19 @@ describe('alarm message', () => {
     expect(text).toContain('AWS/SQS / ApproximateNumberOfMessagesVisible');
     expect(text).toContain('QueueName = orders-consumer-dlq');
     expect(text).toContain('2026-11-30 11:24:34 (Asia/Shanghai, GMT+8)');
-    expect(linkTargets(text)).toEqual(['https://ap-northeast-1.console.aws.amazon.com/cloudwatch/home?region=ap-northeast-1#alarmsV2:alarm/orders-consumer-dlq-not-empty']);
+    expect(linkTargets(text)).toEqual([
+      'https://ap-northeast-1.console.aws.amazon.com/cloudwatch/home?region=ap-northeast-1#alarmsV2:alarm/orders-consumer-dlq-not-empty',
+    ]);
     expect(message.at.atMobiles).toEqual(['13800000000', '13900000000']);
     expect(text).toContain('@13800000000 @13900000000');
     expect(text).toContain('告警');
   });
 
   it('marks recovery (OK) differently and mentions nobody', () => {
-    const message = renderNotification(notification(metricMathAlarmJson({ NewStateValue: 'OK', OldStateValue: 'ALARM' })), options);
+    const message = renderNotification(
+      notification(metricMathAlarmJson({ NewStateValue: 'OK', OldStateValue: 'ALARM' })),
+      options,
+    );
     expect(message.markdown.title).toContain('🟢 OK');
     expect(message.markdown.text).toContain('(was 🔴 ALARM)');
     expect(message.markdown.text).toContain('rate = 100 ∗ errors / invocations');
@@ -93,7 +103,9 @@ describe('alarm message', () => {
 
   it('folds many alarms into one summary that fits, reporting which ones it took', () => {
     // Prepare
-    const many = Array.from({ length: 60 }, (_, i) => notification(dlqAlarmJson({ AlarmName: `consumer-${i}-dlq-not-empty`, NewStateReason: 'r'.repeat(3_000) })));
+    const many = Array.from({ length: 60 }, (_, i) =>
+      notification(dlqAlarmJson({ AlarmName: `consumer-${i}-dlq-not-empty`, NewStateReason: 'r'.repeat(3_000) })),
+    );
     // Act
     const { message, included } = renderSummary(many, options);
     // Assess
@@ -106,11 +118,19 @@ describe('alarm message', () => {
 
   it('links to the alarm in the region of its ARN, or of its display name, or the fallback', () => {
     const name = 'a (b)';
-    expect(alarmConsoleUrl({ alarmName: name, alarmArn: 'arn:aws-cn:cloudwatch:cn-north-1:1:alarm:a (b)', regionName: null })).toBe(
-      'https://cn-north-1.console.amazonaws.cn/cloudwatch/home?region=cn-north-1#alarmsV2:alarm/a%20%28b%29',
+    expect(
+      alarmConsoleUrl({
+        alarmName: name,
+        alarmArn: 'arn:aws-cn:cloudwatch:cn-north-1:1:alarm:a (b)',
+        regionName: null,
+      }),
+    ).toBe('https://cn-north-1.console.amazonaws.cn/cloudwatch/home?region=cn-north-1#alarmsV2:alarm/a%20%28b%29');
+    expect(alarmConsoleUrl({ alarmName: name, alarmArn: null, regionName: 'Europe (Frankfurt)' })).toContain(
+      'region=eu-central-1',
     );
-    expect(alarmConsoleUrl({ alarmName: name, alarmArn: null, regionName: 'Europe (Frankfurt)' })).toContain('region=eu-central-1');
-    expect(alarmConsoleUrl({ alarmName: name, alarmArn: null, regionName: 'Nowhere' }, 'us-west-2')).toContain('region=us-west-2');
+    expect(alarmConsoleUrl({ alarmName: name, alarmArn: null, regionName: 'Nowhere' }, 'us-west-2')).toContain(
+      'region=us-west-2',
+    );
     expect(alarmConsoleUrl({ alarmName: name, alarmArn: null, regionName: null })).toBeNull();
   });
 });

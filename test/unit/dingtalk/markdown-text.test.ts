@@ -14,7 +14,12 @@ describe('untrusted text in DingTalk markdown', () => {
     ['a mailto: link', 'mailto:ops@evil', /mailto:/i, 'mailto꞉ops@evil'],
     ['a MAILTO: link in capitals', 'MAILTO:ops@evil', /mailto:/i, 'MAILTO꞉ops@evil'],
     ['a tel: link', 'tel:+8613800000000', /tel:/i, 'tel꞉+8613800000000'],
-    ['named HTML entities', '&lt;font color=red&gt;boom&lt;/font&gt;', ENTITY, '＆lt;font color=red＆gt;boom＆lt;/font＆gt;'],
+    [
+      'named HTML entities',
+      '&lt;font color=red&gt;boom&lt;/font&gt;',
+      ENTITY,
+      '＆lt;font color=red＆gt;boom＆lt;/font＆gt;',
+    ],
     ['numeric HTML entities', '&#60;a href=x&#x3E;', ENTITY, '＆#60;a href=x＆#x3E;'],
     ['_ emphasis', '_urgent_ and __bold__', /_/, 'ˍurgentˍ and ˍˍboldˍˍ'],
     ['intraword _', 'point_consumer_group', /_/, 'pointˍconsumerˍgroup'],

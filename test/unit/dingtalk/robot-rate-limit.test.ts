@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BUCKET_POLICY, takeToken, type BucketState } from '../../../lib/dingtalk/robot-rate-limit.ts';
 import { classifyErrcode } from '../../../lib/dingtalk/robot-client.ts';
+import { type BucketState, DEFAULT_BUCKET_POLICY, takeToken } from '../../../lib/dingtalk/robot-rate-limit.ts';
 
 /** Grants within any window of `windowMs` (sliding). */
 function maxInWindow(times: number[], windowMs: number): number {
@@ -37,7 +37,8 @@ describe('robot token bucket', () => {
 
   it('says when the next permit will be available', () => {
     let state: BucketState | null = null;
-    for (let i = 0; i < DEFAULT_BUCKET_POLICY.capacity; i++) state = takeToken(state, 1_000, DEFAULT_BUCKET_POLICY).next;
+    for (let i = 0; i < DEFAULT_BUCKET_POLICY.capacity; i++)
+      state = takeToken(state, 1_000, DEFAULT_BUCKET_POLICY).next;
     const { permit } = takeToken(state, 1_000, DEFAULT_BUCKET_POLICY);
     expect(permit).toEqual({ granted: false, retryAt: 1_000 + DEFAULT_BUCKET_POLICY.refillIntervalMs });
   });

@@ -32,6 +32,8 @@ describe('robot signature', () => {
   });
 
   it('redacts the access token for logs', () => {
-    expect(redactedWebhook('https://oapi.dingtalk.com/robot/send?access_token=abc123')).toBe('https://oapi.dingtalk.com/robot/send');
+    expect(redactedWebhook('https://oapi.dingtalk.com/robot/send?access_token=abc123')).toBe(
+      'https://oapi.dingtalk.com/robot/send',
+    );
   });
 });

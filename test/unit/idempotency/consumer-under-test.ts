@@ -2,13 +2,18 @@ import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidPayloadError } from '../../../lib/idempotency/errors.ts';
 import { FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../lib/idempotency/failure-router.ts';
-import { forEachMessage, rocketmqConsumer, type ConsumerContext, type RocketMQConsumerOptions } from '../../../lib/idempotency/index.ts';
+import {
+  type ConsumerContext,
+  forEachMessage,
+  type RocketMQConsumerOptions,
+  rocketmqConsumer,
+} from '../../../lib/idempotency/index.ts';
 import type { ConsumerMessage, RecordReport } from '../../../lib/idempotency/settlement.ts';
 import type { ConsumptionStrategy } from '../../../lib/idempotency/strategy.ts';
+import { type EnvelopeFields, MsgIdGenerator, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { sqsRecord } from '../../../scripts/local/sqs-record.ts';
-import { MsgIdGenerator, writeEnvelope, type EnvelopeFields } from '../../../lib/rocketmq/envelope-writer.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { recordingSqs, type SqsAnswer } from './recording-sqs.ts';
 
 export const GROUP = 'points-consumer-group';
@@ -28,7 +33,8 @@ export function parseAward(body: string): Award {
   if (typeof value !== 'object' || value === null) throw new InvalidPayloadError('body is not an object');
   const { orderNo, points, note } = value as Record<string, unknown>;
   if (typeof orderNo !== 'string' || orderNo === '') throw new InvalidPayloadError('orderNo is required');
-  if (!Number.isInteger(points) || (points as number) <= 0) throw new InvalidPayloadError('points must be a positive integer');
+  if (!Number.isInteger(points) || (points as number) <= 0)
+    throw new InvalidPayloadError('points must be a positive integer');
   return { orderNo, points: points as number, ...(typeof note === 'string' ? { note } : {}) };
 }
 
@@ -36,22 +42,46 @@ const ids = new MsgIdGenerator();
 let sqsIds = 0;
 
 /** An SQS record holding the bridge envelope of one `ORDER_TOPIC` message (tag `PAID` unless told). */
-export function awardRecord(order: Record<string, unknown>, options: { envelope?: Partial<EnvelopeFields>; receiveCount?: number; redriveCount?: number; messageId?: string } = {}): SQSRecord {
-  const body = writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order), ...options.envelope });
+export function awardRecord(
+  order: Record<string, unknown>,
+  options: {
+    envelope?: Partial<EnvelopeFields>;
+    receiveCount?: number;
+    redriveCount?: number;
+    messageId?: string;
+  } = {},
+): SQSRecord {
+  const body = writeEnvelope({
+    topic: 'ORDER_TOPIC',
+    msgId: ids.next(),
+    tags: 'PAID',
+    body: JSON.stringify(order),
+    ...options.envelope,
+  });
   return rawRecord(body, options);
 }
 
 /** An SQS record with any body at all (an envelope the bridge never wrote). */
-export function rawRecord(body: string, options: { receiveCount?: number; redriveCount?: number; messageId?: string } = {}): SQSRecord {
-  const record = sqsRecord(body, SOURCE_ARN, { messageId: options.messageId ?? `m-${++sqsIds}`, receiveCount: options.receiveCount ?? 1 });
+export function rawRecord(
+  body: string,
+  options: { receiveCount?: number; redriveCount?: number; messageId?: string } = {},
+): SQSRecord {
+  const record = sqsRecord(body, SOURCE_ARN, {
+    messageId: options.messageId ?? `m-${++sqsIds}`,
+    receiveCount: options.receiveCount ?? 1,
+  });
   if (options.redriveCount === undefined) return record;
-  return { ...record, messageAttributes: { [REDRIVE_COUNT_ATTRIBUTE]: { dataType: 'Number', stringValue: String(options.redriveCount) } } };
+  return {
+    ...record,
+    messageAttributes: { [REDRIVE_COUNT_ATTRIBUTE]: { dataType: 'Number', stringValue: String(options.redriveCount) } },
+  };
 }
 
 /** The business as the middleware's handler sees it. */
 export type Business<R> = (msg: ConsumerMessage<Award>, context: Context) => Promise<R> | R;
 
-export interface ConsumerSetup<R> extends Partial<Omit<RocketMQConsumerOptions<Award, R>, 'strategy' | 'failures' | 'parsePayload' | 'keyOf'>> {
+export interface ConsumerSetup<R>
+  extends Partial<Omit<RocketMQConsumerOptions<Award, R>, 'strategy' | 'failures' | 'parsePayload' | 'keyOf'>> {
   strategy: ConsumptionStrategy<R>;
   business?: Business<R>;
   /** The Middy handler behind the middleware; default `forEachMessage(business)`. */
@@ -71,7 +101,12 @@ export function consumerUnderTest<R>(setup: ConsumerSetup<R>) {
   const reports: RecordReport[] = [];
   const businessCalls: ConsumerMessage<Award>[] = [];
   const { sqs, sent, inputsOf } = recordingSqs(sqsAnswer);
-  const failures = new FailureRouter({ sqs, group: GROUP, deadLetterQueueUrl: DLQ_URL, schedule: schedule ?? new RetrySchedule() });
+  const failures = new FailureRouter({
+    sqs,
+    group: GROUP,
+    deadLetterQueueUrl: DLQ_URL,
+    schedule: schedule ?? new RetrySchedule(),
+  });
   const run: Business<R> = (msg, context) => {
     businessCalls.push(msg);
     if (!business) throw new Error('this test gives the business nothing to do');
@@ -99,7 +134,8 @@ export function consumerUnderTest<R>(setup: ConsumerSetup<R>) {
     businessCalls,
     sent,
     inputsOf,
-    invoke: (records: SQSRecord[], context: Context = lambdaContext('consumer-under-test', 30_000)) => consumer({ Records: records }, context),
+    invoke: (records: SQSRecord[], context: Context = lambdaContext('consumer-under-test', 30_000)) =>
+      consumer({ Records: records }, context),
     /** The report of one SQS record. */
     reportOf: (record: SQSRecord) => reports.find((r) => r.sqsMessageId === record.messageId),
   };

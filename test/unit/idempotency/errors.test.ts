@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
-  classify,
   ConsumptionError,
+  classify,
   IllegalTransitionError,
   InvalidMessageError,
   InvalidPayloadError,
@@ -34,12 +34,18 @@ describe('the failure classes', () => {
   it('asks no retry delay of its own, except a held lease, which asks to wait until it ends', () => {
     expect(new TransientFailureError('slow').retryNotBefore).toBeUndefined();
     expect(new LeaseHeldError('SO1', 1_700_000_000_000).retryNotBefore).toBe(1_700_000_000_000);
-    expect(new LeaseHeldError('SO1', 1_700_000_000_000).message).toBe('key SO1 is being processed by another invocation until 2023-11-14T22:13:20.000Z');
+    expect(new LeaseHeldError('SO1', 1_700_000_000_000).message).toBe(
+      'key SO1 is being processed by another invocation until 2023-11-14T22:13:20.000Z',
+    );
   });
 
   it('names the first msgId of a conflicting key, or says it is unknown', () => {
-    expect(new PayloadConflictError('SO1', 'fp-a', 'fp-b', 'MSG-A').message).toBe('key SO1 was first consumed with different content (msgId MSG-A)');
-    expect(new PayloadConflictError('SO1', 'fp-a', 'fp-b', undefined).message).toBe('key SO1 was first consumed with different content (msgId unknown)');
+    expect(new PayloadConflictError('SO1', 'fp-a', 'fp-b', 'MSG-A').message).toBe(
+      'key SO1 was first consumed with different content (msgId MSG-A)',
+    );
+    expect(new PayloadConflictError('SO1', 'fp-a', 'fp-b', undefined).message).toBe(
+      'key SO1 was first consumed with different content (msgId unknown)',
+    );
   });
 });
 
@@ -71,8 +77,16 @@ describe('classify', () => {
 
   it('takes any other error as transient UNEXPECTED_ERROR, keeping its name in the message', () => {
     const error = new TypeError("Cannot read properties of undefined (reading 'points')");
-    expect(classify(error)).toMatchObject({ classification: 'transient', code: 'UNEXPECTED_ERROR', message: "TypeError: Cannot read properties of undefined (reading 'points')", cause: error });
-    expect(classify(serviceError('ValidationException', 'bad key'))).toMatchObject({ code: 'UNEXPECTED_ERROR', message: 'ValidationException: bad key' });
+    expect(classify(error)).toMatchObject({
+      classification: 'transient',
+      code: 'UNEXPECTED_ERROR',
+      message: "TypeError: Cannot read properties of undefined (reading 'points')",
+      cause: error,
+    });
+    expect(classify(serviceError('ValidationException', 'bad key'))).toMatchObject({
+      code: 'UNEXPECTED_ERROR',
+      message: 'ValidationException: bad key',
+    });
   });
 
   it.each([
@@ -80,6 +94,11 @@ describe('classify', () => {
     ['undefined', undefined, 'Error: undefined'],
     ['an object', { status: 503 }, 'Error: [object Object]'],
   ])('takes a thrown value that is not an Error (%s) as transient UNEXPECTED_ERROR', (_name, thrown, message) => {
-    expect(classify(thrown)).toMatchObject({ classification: 'transient', code: 'UNEXPECTED_ERROR', message, cause: thrown });
+    expect(classify(thrown)).toMatchObject({
+      classification: 'transient',
+      code: 'UNEXPECTED_ERROR',
+      message,
+      cause: thrown,
+    });
   });
 });

@@ -1,10 +1,14 @@
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { InvalidPayloadError, LeaseHeldError, TransientFailureError } from '../../../lib/idempotency/errors.ts';
-import { DEAD_LETTER_ATTRIBUTES, FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../lib/idempotency/failure-router.ts';
-import { sqsRecord } from '../../../scripts/local/sqs-record.ts';
+import {
+  DEAD_LETTER_ATTRIBUTES,
+  FailureRouter,
+  REDRIVE_COUNT_ATTRIBUTE,
+} from '../../../lib/idempotency/failure-router.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
-import { recordingSqs, serviceError, type SqsAnswer } from './recording-sqs.ts';
+import { sqsRecord } from '../../../scripts/local/sqs-record.ts';
+import { recordingSqs, type SqsAnswer, serviceError } from './recording-sqs.ts';
 
 const GROUP = 'points-consumer-group';
 const SOURCE_ARN = `arn:aws:sqs:us-east-1:123456789012:${GROUP}`;
@@ -25,7 +29,10 @@ function routerUnderTest(options: { answer?: SqsAnswer; schedule?: RetrySchedule
   return { router, ...stub };
 }
 
-const record = (overrides: Partial<SQSRecord> = {}): SQSRecord => ({ ...sqsRecord('{"order":"SO1"}', SOURCE_ARN, { messageId: 'm-1' }), ...overrides });
+const record = (overrides: Partial<SQSRecord> = {}): SQSRecord => ({
+  ...sqsRecord('{"order":"SO1"}', SOURCE_ARN, { messageId: 'm-1' }),
+  ...overrides,
+});
 const transient = new TransientFailureError('DynamoDB throttled the write', 'ThrottlingException');
 const permanent = new InvalidPayloadError('points must be a positive integer');
 
@@ -50,7 +57,10 @@ describe('FailureRouter: a transient failure waits its turn on the RocketMQ sche
     expect(disposition).toEqual({ action: 'retry', delaySeconds });
     expect(sent).toEqual([
       { command: 'GetQueueUrlCommand', input: { QueueName: GROUP, QueueOwnerAWSAccountId: '123456789012' } },
-      { command: 'ChangeMessageVisibilityCommand', input: { QueueUrl: SOURCE_URL, ReceiptHandle: 'rh-m-1', VisibilityTimeout: delaySeconds } },
+      {
+        command: 'ChangeMessageVisibilityCommand',
+        input: { QueueUrl: SOURCE_URL, ReceiptHandle: 'rh-m-1', VisibilityTimeout: delaySeconds },
+      },
     ]);
   });
 
@@ -70,12 +80,18 @@ describe('FailureRouter: a transient failure waits its turn on the RocketMQ sche
 
   it('keeps the scheduled delay when the lease ends sooner', async () => {
     const { router } = routerUnderTest();
-    expect(await router.route(record(), new LeaseHeldError('SO1', NOW + 2_000), { attempt: 3 })).toEqual({ action: 'retry', delaySeconds: 60 });
+    expect(await router.route(record(), new LeaseHeldError('SO1', NOW + 2_000), { attempt: 3 })).toEqual({
+      action: 'retry',
+      delaySeconds: 60,
+    });
   });
 
   it('never asks SQS for more than its 12-hour visibility limit, however long the lease', async () => {
     const { router } = routerUnderTest();
-    expect(await router.route(record(), new LeaseHeldError('SO1', NOW + 13 * 3600_000), { attempt: 1 })).toEqual({ action: 'retry', delaySeconds: 12 * 3600 });
+    expect(await router.route(record(), new LeaseHeldError('SO1', NOW + 13 * 3600_000), { attempt: 1 })).toEqual({
+      action: 'retry',
+      delaySeconds: 12 * 3600,
+    });
   });
 
   it('reads the wall clock when it is given none', async () => {
@@ -91,7 +107,10 @@ describe('FailureRouter: a transient failure waits its turn on the RocketMQ sche
 
   it('still reports the record for retry when the visibility change fails (it comes back after the queue’s own timeout)', async () => {
     // Prepare
-    const { router, inputsOf } = routerUnderTest({ answer: ({ command }) => (command === 'ChangeMessageVisibilityCommand' ? serviceError('ReceiptHandleIsInvalid') : undefined) });
+    const { router, inputsOf } = routerUnderTest({
+      answer: ({ command }) =>
+        command === 'ChangeMessageVisibilityCommand' ? serviceError('ReceiptHandleIsInvalid') : undefined,
+    });
     // Act
     const disposition = await router.route(record(), transient, { attempt: 2 });
     // Assess: attempted, failed, still a retry; nothing dead-lettered
@@ -115,12 +134,19 @@ describe('FailureRouter: the source queue URL', () => {
       { QueueName: GROUP, QueueOwnerAWSAccountId: '123456789012' },
       { QueueName: 'order-status-consumer-group', QueueOwnerAWSAccountId: '210987654321' },
     ]);
-    expect(inputsOf('ChangeMessageVisibilityCommand').map((i) => i.QueueUrl)).toEqual([SOURCE_URL, SOURCE_URL, 'https://sqs.us-east-1.amazonaws.com/210987654321/order-status-consumer-group']);
+    expect(inputsOf('ChangeMessageVisibilityCommand').map((i) => i.QueueUrl)).toEqual([
+      SOURCE_URL,
+      SOURCE_URL,
+      'https://sqs.us-east-1.amazonaws.com/210987654321/order-status-consumer-group',
+    ]);
   });
 
   it('is looked up again after a failed look-up instead of caching the failure', async () => {
     // Prepare: the first look-up fails
-    const { router, inputsOf } = routerUnderTest({ answer: ({ command }, before) => (command === 'GetQueueUrlCommand' && before === 0 ? serviceError('ServiceUnavailable') : undefined) });
+    const { router, inputsOf } = routerUnderTest({
+      answer: ({ command }, before) =>
+        command === 'GetQueueUrlCommand' && before === 0 ? serviceError('ServiceUnavailable') : undefined,
+    });
     // Act
     const first = await router.route(record(), transient, { attempt: 1 });
     const second = await router.route(record(), transient, { attempt: 1 });
@@ -178,13 +204,18 @@ describe('FailureRouter: dead letters carry their reason', () => {
   it('follows a configured schedule: one retry, then the DLQ', async () => {
     const { router } = routerUnderTest({ schedule: new RetrySchedule([5]) });
     expect(await router.route(record(), transient, { attempt: 1 })).toEqual({ action: 'retry', delaySeconds: 5 });
-    expect(await router.route(record(), transient, { attempt: 2 })).toEqual({ action: 'dead-letter', code: 'RETRIES_EXHAUSTED' });
+    expect(await router.route(record(), transient, { attempt: 2 })).toEqual({
+      action: 'dead-letter',
+      code: 'RETRIES_EXHAUSTED',
+    });
   });
 
   it('leaves out what it does not know, and keeps a redriven letter’s redrive count', async () => {
     // Prepare: an unreadable envelope (no msgId, no key) that `ops dlq redrive` already sent back twice
     const { router, inputsOf } = routerUnderTest();
-    const redriven = record({ messageAttributes: { [REDRIVE_COUNT_ATTRIBUTE]: { dataType: 'Number', stringValue: '2' } } });
+    const redriven = record({
+      messageAttributes: { [REDRIVE_COUNT_ATTRIBUTE]: { dataType: 'Number', stringValue: '2' } },
+    });
     // Act
     await router.route(redriven, permanent, { attempt: 1 });
     // Assess
@@ -225,7 +256,9 @@ describe('FailureRouter: dead letters carry their reason', () => {
 
   it('keeps the record in the source queue (retry-dead-letter) when the DLQ send fails, never acknowledging it', async () => {
     // Prepare
-    const { router, inputsOf } = routerUnderTest({ answer: ({ command }) => (command === 'SendMessageCommand' ? serviceError('KmsThrottled') : undefined) });
+    const { router, inputsOf } = routerUnderTest({
+      answer: ({ command }) => (command === 'SendMessageCommand' ? serviceError('KmsThrottled') : undefined),
+    });
     // Act
     const permanentFate = await router.route(record(), permanent, { attempt: 1 });
     const exhaustedFate = await router.route(record(), transient, { attempt: 17 });

@@ -1,7 +1,7 @@
+import { DEFAULT_RECORD_TTL_SECONDS } from '../../../lib/config/delivery-lifetimes.ts';
 import { PayloadConflictError } from '../../../lib/idempotency/errors.ts';
 import type { ConsumerMessage, Settlement } from '../../../lib/idempotency/settlement.ts';
 import type { BeginResult, ConsumptionStrategy } from '../../../lib/idempotency/strategy.ts';
-import { DEFAULT_RECORD_TTL_SECONDS } from '../../../lib/config/delivery-lifetimes.ts';
 
 /** What the in-memory store holds per business key once its effect is committed. */
 export interface CommittedEffect<R> {
@@ -49,7 +49,8 @@ export function inMemoryStrategy<R>(script: StrategyScript<R> = {}) {
       committed.set(msg.key, { msgId: msg.message.msgId, fingerprint: msg.fingerprint, value });
       return { outcome: 'processed' };
     }
-    if (existing.fingerprint !== msg.fingerprint) throw new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.msgId);
+    if (existing.fingerprint !== msg.fingerprint)
+      throw new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.msgId);
     return { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: existing.msgId };
   };
 
@@ -62,7 +63,10 @@ export function inMemoryStrategy<R>(script: StrategyScript<R> = {}) {
       if (scripted) return scripted;
       const existing = committed.get(msg.key);
       if (existing?.fingerprint === msg.fingerprint) {
-        return { proceed: false, settlement: { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: existing.msgId } };
+        return {
+          proceed: false,
+          settlement: { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: existing.msgId },
+        };
       }
       return { proceed: true };
     },
@@ -83,7 +87,10 @@ export function inMemoryStrategy<R>(script: StrategyScript<R> = {}) {
   };
   if (script.commitBatch) {
     const packs = script.commitBatch;
-    strategy.commitBatch = async <P>(msgs: readonly ConsumerMessage<P>[], values: readonly R[]): Promise<Settlement[]> => {
+    strategy.commitBatch = async <P>(
+      msgs: readonly ConsumerMessage<P>[],
+      values: readonly R[],
+    ): Promise<Settlement[]> => {
       calls.push({ op: 'commitBatch', keys: msgs.map((m) => m.key) });
       const scripted = packs(msgs, values);
       if (scripted instanceof Error) throw scripted;
@@ -97,6 +104,7 @@ export function inMemoryStrategy<R>(script: StrategyScript<R> = {}) {
     committed,
     calls,
     /** The keys of the calls of one kind, in order. */
-    keysOf: (op: StrategyCall['op']) => calls.filter((c) => c.op === op).flatMap((c) => ('keys' in c ? c.keys : [c.key])),
+    keysOf: (op: StrategyCall['op']) =>
+      calls.filter((c) => c.op === op).flatMap((c) => ('keys' in c ? c.keys : [c.key])),
   };
 }

@@ -3,8 +3,8 @@ import { marshall, type NativeAttributeValue } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { LeaseHeldError, PayloadConflictError } from '../../../lib/idempotency/errors.ts';
 import type { ConsumerMessage } from '../../../lib/idempotency/settlement.ts';
-import { leaseStrategy, LeaseLostError } from '../../../lib/idempotency/strategies/lease.ts';
-import { recordingDynamoDb, type DynamoDbAnswer } from './recording-dynamodb.ts';
+import { LeaseLostError, leaseStrategy } from '../../../lib/idempotency/strategies/lease.ts';
+import { type DynamoDbAnswer, recordingDynamoDb } from './recording-dynamodb.ts';
 import { serviceError } from './recording-sqs.ts';
 
 /**
@@ -13,7 +13,16 @@ import { serviceError } from './recording-sqs.ts';
  */
 const msg = (leaseToken?: number): ConsumerMessage<unknown> => ({
   record: { messageId: 'm-1' } as ConsumerMessage<unknown>['record'],
-  message: { msgId: 'MSG-NEW', topic: 'ORDER_TOPIC', tags: 'PAID', keys: ['SO1'], body: '{}', reconsumeTimes: 0, systemProperties: {}, userProperties: {} },
+  message: {
+    msgId: 'MSG-NEW',
+    topic: 'ORDER_TOPIC',
+    tags: 'PAID',
+    keys: ['SO1'],
+    body: '{}',
+    reconsumeTimes: 0,
+    systemProperties: {},
+    userProperties: {},
+  },
   payload: {},
   key: 'SO1',
   fingerprint: 'fp-new',
@@ -22,42 +31,82 @@ const msg = (leaseToken?: number): ConsumerMessage<unknown> => ({
 });
 
 const refused = (item?: Record<string, NativeAttributeValue>) =>
-  new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {}, ...(item ? { Item: marshall(item) } : {}) });
+  new ConditionalCheckFailedException({
+    message: 'The conditional request failed',
+    $metadata: {},
+    ...(item ? { Item: marshall(item) } : {}),
+  });
 
 function strategyAnswering(answer: DynamoDbAnswer) {
   const dynamoDb = recordingDynamoDb(answer);
-  return { ...dynamoDb, strategy: leaseStrategy({ client: dynamoDb.client, tableName: 'dedup', group: 'coupon-consumer-group', now: () => 1_000_000 }) };
+  return {
+    ...dynamoDb,
+    strategy: leaseStrategy({
+      client: dynamoDb.client,
+      tableName: 'dedup',
+      group: 'coupon-consumer-group',
+      now: () => 1_000_000,
+    }),
+  };
 }
 
 /** The value the strategy sent for one placeholder, as native JavaScript. */
-const sentValue = (input: Record<string, unknown> | undefined, placeholder: string) => (input?.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[placeholder];
+const sentValue = (input: Record<string, unknown> | undefined, placeholder: string) =>
+  (input?.ExpressionAttributeValues as Record<string, unknown> | undefined)?.[placeholder];
 
 describe('leaseStrategy.begin: answers the emulator never gives', () => {
   it('proceeds with its own lease when the SDK retried an acquisition whose answer was lost', async () => {
     // Prepare: the retry is refused, and the record it finds is its own acquisition (same holder id)
-    const { strategy } = strategyAnswering(({ input }) => refused({ id: 'g#SO1', status: 'IN_PROGRESS', holder: sentValue(input, ':holder'), token: 4, fingerprint: 'fp-new', leaseUntil: 2_000_000 }));
+    const { strategy } = strategyAnswering(({ input }) =>
+      refused({
+        id: 'g#SO1',
+        status: 'IN_PROGRESS',
+        holder: sentValue(input, ':holder'),
+        token: 4,
+        fingerprint: 'fp-new',
+        leaseUntil: 2_000_000,
+      }),
+    );
     // Act / Assess
     expect(await strategy.begin(msg(), 1_500_000)).toEqual({ proceed: true, leaseToken: 4 });
   });
 
   it('waits for a live lease held by another acquisition, and for at least the schedule when the record names no end', async () => {
-    const { strategy } = strategyAnswering(() => refused({ id: 'g#SO1', status: 'IN_PROGRESS', holder: 'someone-else', token: 4, fingerprint: 'fp-new' }));
+    const { strategy } = strategyAnswering(() =>
+      refused({ id: 'g#SO1', status: 'IN_PROGRESS', holder: 'someone-else', token: 4, fingerprint: 'fp-new' }),
+    );
     await expect(strategy.begin(msg(), 1_500_000)).rejects.toThrow(LeaseHeldError);
     await expect(strategy.begin(msg(), 1_500_000)).rejects.toMatchObject({ leaseUntil: 0, retryNotBefore: 0 });
   });
 
   it('replays a completed record’s result, naming its first msgId when it records no completing one', async () => {
-    const { strategy } = strategyAnswering(() => refused({ id: 'g#SO1', status: 'COMPLETED', token: 2, fingerprint: 'fp-new', firstMsgId: 'MSG-FIRST', result: { couponId: 'C-9' } }));
+    const { strategy } = strategyAnswering(() =>
+      refused({
+        id: 'g#SO1',
+        status: 'COMPLETED',
+        token: 2,
+        fingerprint: 'fp-new',
+        firstMsgId: 'MSG-FIRST',
+        result: { couponId: 'C-9' },
+      }),
+    );
     expect(await strategy.begin(msg(), 1_500_000)).toEqual({
       proceed: false,
-      settlement: { outcome: 'duplicate', reason: 'lease-completed', winnerMsgId: 'MSG-FIRST', result: { couponId: 'C-9' } },
+      settlement: {
+        outcome: 'duplicate',
+        reason: 'lease-completed',
+        winnerMsgId: 'MSG-FIRST',
+        result: { couponId: 'C-9' },
+      },
     });
   });
 
   it('never takes a refusal that carries no record for a duplicate it cannot prove: a conflict, for a person to judge', async () => {
     const { strategy } = strategyAnswering(() => refused());
     await expect(strategy.begin(msg(), 1_500_000)).rejects.toThrow(PayloadConflictError);
-    await expect(strategy.begin(msg(), 1_500_000)).rejects.toThrow('key SO1 was first consumed with different content (msgId unknown)');
+    await expect(strategy.begin(msg(), 1_500_000)).rejects.toThrow(
+      'key SO1 was first consumed with different content (msgId unknown)',
+    );
   });
 
   it('lets any other failure through for the middleware to classify', async () => {

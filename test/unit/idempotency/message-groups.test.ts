@@ -8,7 +8,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('messageGroups', () => {
   it('splits a batch into its message groups, each in arrival order, groups in the order they first appear', () => {
-    expect(messageGroups(['a1', 'b1', 'a2', 'c1', 'b2', 'a3'], groupOf)).toEqual([['a1', 'a2', 'a3'], ['b1', 'b2'], ['c1']]);
+    expect(messageGroups(['a1', 'b1', 'a2', 'c1', 'b2', 'a3'], groupOf)).toEqual([
+      ['a1', 'a2', 'a3'],
+      ['b1', 'b2'],
+      ['c1'],
+    ]);
   });
 
   it('makes an item without a group a group of its own', () => {
@@ -25,7 +29,10 @@ describe('messageGroups', () => {
 
 describe('consumeInOrder', () => {
   /** Runs the groups, recording when each item starts and ends; `blocking` items block their group. */
-  async function run(groups: string[][], options: { limit?: number; blocking?: string[]; delayMs?: Record<string, number> } = {}) {
+  async function run(
+    groups: string[][],
+    options: { limit?: number; blocking?: string[]; delayMs?: Record<string, number> } = {},
+  ) {
     const events: string[] = [];
     const heldBack: Array<[string, string]> = [];
     await consumeInOrder(

@@ -3,11 +3,19 @@ import { fingerprintOf } from '../../../lib/idempotency/record.ts';
 
 /** The fingerprint tells a duplicate (same business content) from a conflict (different content). */
 describe('fingerprintOf', () => {
-  const order = { orderNo: 'SO202007051422310088', userId: '88372', points: 300, items: [{ sku: 'A-1', qty: 2 }], paidAt: '2020-07-05T14:22:31Z' };
+  const order = {
+    orderNo: 'SO202007051422310088',
+    userId: '88372',
+    points: 300,
+    items: [{ sku: 'A-1', qty: 2 }],
+    paidAt: '2020-07-05T14:22:31Z',
+  };
 
   it('gives the same fingerprint to the same payload with its JSON keys in another order, at every depth', () => {
     // Prepare: the producer serialised the same order with its fields, and a nested object's, in another order
-    const reordered = JSON.parse('{"paidAt":"2020-07-05T14:22:31Z","items":[{"qty":2,"sku":"A-1"}],"points":300,"userId":"88372","orderNo":"SO202007051422310088"}');
+    const reordered = JSON.parse(
+      '{"paidAt":"2020-07-05T14:22:31Z","items":[{"qty":2,"sku":"A-1"}],"points":300,"userId":"88372","orderNo":"SO202007051422310088"}',
+    );
     // Act
     const [a, b] = [fingerprintOf(order), fingerprintOf(reordered)];
     // Assess
@@ -35,6 +43,8 @@ describe('fingerprintOf', () => {
       { sku: 'A-1', qty: 2 },
       { sku: 'B-2', qty: 1 },
     ];
-    expect(fingerprintOf({ ...order, items: [...lines].reverse() })).not.toBe(fingerprintOf({ ...order, items: lines }));
+    expect(fingerprintOf({ ...order, items: [...lines].reverse() })).not.toBe(
+      fingerprintOf({ ...order, items: lines }),
+    );
   });
 });

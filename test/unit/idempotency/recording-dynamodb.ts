@@ -3,7 +3,10 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SentCommand } from './recording-sqs.ts';
 
 /** What the stub answers: output fields as the document client returns them (native values), or an error to throw. */
-export type DynamoDbAnswer = (sent: SentCommand, sameCommandsBefore: number) => Record<string, unknown> | Error | undefined;
+export type DynamoDbAnswer = (
+  sent: SentCommand,
+  sameCommandsBefore: number,
+) => Record<string, unknown> | Error | undefined;
 
 /**
  * A real `DynamoDBDocumentClient` whose base client answers each command in-process: for
@@ -14,10 +17,17 @@ export type DynamoDbAnswer = (sent: SentCommand, sameCommandsBefore: number) => 
  */
 export function recordingDynamoDb(answer: DynamoDbAnswer) {
   const sent: SentCommand[] = [];
-  const base = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' }, maxAttempts: 1 });
+  const base = new DynamoDBClient({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' },
+    maxAttempts: 1,
+  });
   base.middlewareStack.add(
     (_next, context) => async (args) => {
-      const request: SentCommand = { command: context.commandName ?? 'unknown', input: args.input as Record<string, unknown> };
+      const request: SentCommand = {
+        command: context.commandName ?? 'unknown',
+        input: args.input as Record<string, unknown>,
+      };
       const before = sent.filter((s) => s.command === request.command).length;
       sent.push(request);
       const answered = answer(request, before) ?? {};
@@ -26,5 +36,9 @@ export function recordingDynamoDb(answer: DynamoDbAnswer) {
     },
     { step: 'initialize', name: 'recordingDynamoDb' },
   );
-  return { client: DynamoDBDocumentClient.from(base), sent, inputsOf: (command: string) => sent.filter((s) => s.command === command).map((s) => s.input) };
+  return {
+    client: DynamoDBDocumentClient.from(base),
+    sent,
+    inputsOf: (command: string) => sent.filter((s) => s.command === command).map((s) => s.input),
+  };
 }

@@ -16,10 +16,17 @@ export type SqsAnswer = (sent: SentCommand, sameCommandsBefore: number) => Recor
  */
 export function recordingSqs(answer: SqsAnswer = () => undefined) {
   const sent: SentCommand[] = [];
-  const sqs = new SQSClient({ region: 'us-east-1', credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' }, maxAttempts: 1 });
+  const sqs = new SQSClient({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' },
+    maxAttempts: 1,
+  });
   sqs.middlewareStack.add(
     (_next, context) => async (args) => {
-      const request: SentCommand = { command: context.commandName ?? 'unknown', input: args.input as Record<string, unknown> };
+      const request: SentCommand = {
+        command: context.commandName ?? 'unknown',
+        input: args.input as Record<string, unknown>,
+      };
       const before = sent.filter((s) => s.command === request.command).length;
       sent.push(request);
       const answered = answer(request, before) ?? defaultAnswer(request);
@@ -37,7 +44,10 @@ export function recordingSqs(answer: SqsAnswer = () => undefined) {
 }
 
 function defaultAnswer(sent: SentCommand): Record<string, unknown> {
-  if (sent.command === 'GetQueueUrlCommand') return { QueueUrl: `https://sqs.us-east-1.amazonaws.com/${String(sent.input.QueueOwnerAWSAccountId)}/${String(sent.input.QueueName)}` };
+  if (sent.command === 'GetQueueUrlCommand')
+    return {
+      QueueUrl: `https://sqs.us-east-1.amazonaws.com/${String(sent.input.QueueOwnerAWSAccountId)}/${String(sent.input.QueueName)}`,
+    };
   return {};
 }
 

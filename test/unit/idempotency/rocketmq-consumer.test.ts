@@ -1,24 +1,32 @@
 import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../lib/idempotency/failure-router.ts';
 import {
+  type ConsumerContext,
+  type ConsumerMessage,
   forEachMessage,
   InvalidConsumerConfigError,
   InvalidPayloadError,
   PayloadConflictError,
-  rocketmqConsumer,
-  TransientFailureError,
-  type ConsumerContext,
-  type ConsumerMessage,
   type RecordReport,
+  rocketmqConsumer,
   type Settlement,
+  TransientFailureError,
 } from '../../../lib/idempotency/index.ts';
-import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../lib/idempotency/failure-router.ts';
 import { fingerprintOf } from '../../../lib/idempotency/record.ts';
-import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
-import { awardRecord, consumerUnderTest, DLQ_URL, GROUP, parseAward, rawRecord, type Award } from './consumer-under-test.ts';
+import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import {
+  type Award,
+  awardRecord,
+  consumerUnderTest,
+  DLQ_URL,
+  GROUP,
+  parseAward,
+  rawRecord,
+} from './consumer-under-test.ts';
 import { inMemoryStrategy } from './in-memory-strategy.ts';
 import { recordingSqs, serviceError } from './recording-sqs.ts';
 
@@ -28,9 +36,15 @@ interface Grant {
 }
 const grant = (msg: { payload: Award }): Grant => ({ points: msg.payload.points });
 
-const failureOf = (report: RecordReport | undefined) => (report?.settlement as Extract<Settlement, { outcome: 'failed' }> | undefined)?.error;
+const failureOf = (report: RecordReport | undefined) =>
+  (report?.settlement as Extract<Settlement, { outcome: 'failed' }> | undefined)?.error;
 const letterAttributes = (input: Record<string, unknown> | undefined) =>
-  Object.fromEntries(Object.entries((input?.MessageAttributes ?? {}) as Record<string, { StringValue: string }>).map(([k, v]) => [k, v.StringValue]));
+  Object.fromEntries(
+    Object.entries((input?.MessageAttributes ?? {}) as Record<string, { StringValue: string }>).map(([k, v]) => [
+      k,
+      v.StringValue,
+    ]),
+  );
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -47,7 +61,12 @@ describe('rocketmqConsumer: reading a record before any effect', () => {
     const response = await c.invoke([finished, untagged]);
     // Assess
     expect(response).toEqual({ batchItemFailures: [] });
-    expect(c.reportOf(finished)).toMatchObject({ group: GROUP, settlement: { outcome: 'filtered', tag: 'FINISHED' }, disposition: { action: 'ack' }, attempt: 1 });
+    expect(c.reportOf(finished)).toMatchObject({
+      group: GROUP,
+      settlement: { outcome: 'filtered', tag: 'FINISHED' },
+      disposition: { action: 'ack' },
+      attempt: 1,
+    });
     expect(c.reportOf(finished)?.msgId).toMatch(/^[0-9A-F]{32}$/);
     expect(c.reportOf(finished)?.key).toBeUndefined();
     expect(c.reportOf(untagged)?.settlement).toEqual({ outcome: 'filtered', tag: undefined });
@@ -65,12 +84,21 @@ describe('rocketmqConsumer: reading a record before any effect', () => {
     const response = await c.invoke([garbage]);
     // Assess: acknowledged (in the DLQ now), with the parser's reason; no msgId known
     expect(response.batchItemFailures).toEqual([]);
-    expect(c.reportOf(garbage)).toMatchObject({ attempt: 3, disposition: { action: 'dead-letter', code: 'INVALID_ENVELOPE' } });
+    expect(c.reportOf(garbage)).toMatchObject({
+      attempt: 3,
+      disposition: { action: 'dead-letter', code: 'INVALID_ENVELOPE' },
+    });
     expect(c.reportOf(garbage)?.msgId).toBeUndefined();
-    expect(failureOf(c.reportOf(garbage))).toMatchObject({ classification: 'permanent', message: 'invalid RocketMQ envelope: body is not JSON' });
+    expect(failureOf(c.reportOf(garbage))).toMatchObject({
+      classification: 'permanent',
+      message: 'invalid RocketMQ envelope: body is not JSON',
+    });
     const [letter] = c.inputsOf('SendMessageCommand');
     expect(letter).toMatchObject({ QueueUrl: DLQ_URL, MessageBody: 'hello' });
-    expect(letterAttributes(letter)).toMatchObject({ [DEAD_LETTER_ATTRIBUTES.code]: 'INVALID_ENVELOPE', [DEAD_LETTER_ATTRIBUTES.attempt]: '3' });
+    expect(letterAttributes(letter)).toMatchObject({
+      [DEAD_LETTER_ATTRIBUTES.code]: 'INVALID_ENVELOPE',
+      [DEAD_LETTER_ATTRIBUTES.attempt]: '3',
+    });
     expect(store.calls).toEqual([]);
   });
 
@@ -112,10 +140,20 @@ describe('rocketmqConsumer: reading a record before any effect', () => {
     await c.invoke([record]);
     // Assess
     expect(c.businessCalls).toHaveLength(1);
-    expect(c.businessCalls[0]).toMatchObject({ record, payload: { orderNo: 'SO1', points: 10 }, key: 'SO1', attempt: 1, message: { topic: 'ORDER_TOPIC', tags: 'PAID', keys: ['SO1'] } });
+    expect(c.businessCalls[0]).toMatchObject({
+      record,
+      payload: { orderNo: 'SO1', points: 10 },
+      key: 'SO1',
+      attempt: 1,
+      message: { topic: 'ORDER_TOPIC', tags: 'PAID', keys: ['SO1'] },
+    });
     expect(c.businessCalls[0]!.fingerprint).toMatch(/^[0-9a-f]{32}$/);
     expect(store.committed.get('SO1')).toMatchObject({ value: { points: 10 } });
-    expect(c.reportOf(record)).toMatchObject({ key: 'SO1', settlement: { outcome: 'processed' }, disposition: { action: 'ack' } });
+    expect(c.reportOf(record)).toMatchObject({
+      key: 'SO1',
+      settlement: { outcome: 'processed' },
+      disposition: { action: 'ack' },
+    });
   });
 });
 
@@ -125,7 +163,14 @@ describe('rocketmqConsumer: the attempt on RocketMQ’s schedule', () => {
   };
 
   it.each([
-    { name: 'a first delivery', receiveCount: 1, reconsumeTimes: 0, redriveCount: undefined, attempt: 1, disposition: { action: 'retry', delaySeconds: 10 } },
+    {
+      name: 'a first delivery',
+      receiveCount: 1,
+      reconsumeTimes: 0,
+      redriveCount: undefined,
+      attempt: 1,
+      disposition: { action: 'retry', delaySeconds: 10 },
+    },
     {
       name: 'SQS receives plus the retries RocketMQ made before the bridge',
       receiveCount: 2,
@@ -142,18 +187,38 @@ describe('rocketmqConsumer: the attempt on RocketMQ’s schedule', () => {
       attempt: 17,
       disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' },
     },
-    { name: 'a redriven letter: a fresh schedule, whatever its envelope says', receiveCount: 1, reconsumeTimes: 16, redriveCount: 1, attempt: 1, disposition: { action: 'retry', delaySeconds: 10 } },
-    { name: 'a redrive count of 0: not redriven', receiveCount: 1, reconsumeTimes: 16, redriveCount: 0, attempt: 17, disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' } },
-  ])('counts $name as attempt $attempt', async ({ receiveCount, reconsumeTimes, redriveCount, attempt, disposition }) => {
-    // Prepare
-    const c = consumerUnderTest({ strategy: inMemoryStrategy<Grant>().strategy, business: failing });
-    const record = awardRecord({ orderNo: 'SO1', points: 10 }, { envelope: { reconsumeTimes }, receiveCount, ...(redriveCount === undefined ? {} : { redriveCount }) });
-    // Act
-    await c.invoke([record]);
-    // Assess
-    expect(c.businessCalls[0]?.attempt).toBe(attempt);
-    expect(c.reportOf(record)).toMatchObject({ attempt, disposition });
-  });
+    {
+      name: 'a redriven letter: a fresh schedule, whatever its envelope says',
+      receiveCount: 1,
+      reconsumeTimes: 16,
+      redriveCount: 1,
+      attempt: 1,
+      disposition: { action: 'retry', delaySeconds: 10 },
+    },
+    {
+      name: 'a redrive count of 0: not redriven',
+      receiveCount: 1,
+      reconsumeTimes: 16,
+      redriveCount: 0,
+      attempt: 17,
+      disposition: { action: 'dead-letter', code: 'RETRIES_EXHAUSTED' },
+    },
+  ])(
+    'counts $name as attempt $attempt',
+    async ({ receiveCount, reconsumeTimes, redriveCount, attempt, disposition }) => {
+      // Prepare
+      const c = consumerUnderTest({ strategy: inMemoryStrategy<Grant>().strategy, business: failing });
+      const record = awardRecord(
+        { orderNo: 'SO1', points: 10 },
+        { envelope: { reconsumeTimes }, receiveCount, ...(redriveCount === undefined ? {} : { redriveCount }) },
+      );
+      // Act
+      await c.invoke([record]);
+      // Assess
+      expect(c.businessCalls[0]?.attempt).toBe(attempt);
+      expect(c.reportOf(record)).toMatchObject({ attempt, disposition });
+    },
+  );
 
   it.each([
     ['no receive count at all', undefined],
@@ -164,7 +229,10 @@ describe('rocketmqConsumer: the attempt on RocketMQ’s schedule', () => {
     const record = awardRecord({ orderNo: 'SO1', points: 10 }, { envelope: { reconsumeTimes: 2 } });
     const { attributes: _none, ...withoutAttributes } = record;
     // A local runner may hand over a record without the attributes Lambda always sets.
-    const odd = count === undefined ? (withoutAttributes as SQSRecord) : { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: count } };
+    const odd =
+      count === undefined
+        ? (withoutAttributes as SQSRecord)
+        : { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: count } };
     // Act
     await c.invoke([odd]);
     // Assess
@@ -187,7 +255,10 @@ describe('rocketmqConsumer: copies of one key in one batch', () => {
     const winnerMsgId = c.reportOf(first!)?.msgId;
     expect(c.reportOf(first!)?.settlement).toEqual({ outcome: 'processed' });
     for (const copy of [second!, third!]) {
-      expect(c.reportOf(copy)).toMatchObject({ settlement: { outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId }, disposition: { action: 'ack' } });
+      expect(c.reportOf(copy)).toMatchObject({
+        settlement: { outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId },
+        disposition: { action: 'ack' },
+      });
     }
   });
 
@@ -204,13 +275,21 @@ describe('rocketmqConsumer: copies of one key in one batch', () => {
     expect(c.reportOf(other)?.disposition).toEqual({ action: 'dead-letter', code: 'PAYLOAD_CONFLICT' });
     const conflict = failureOf(c.reportOf(other));
     expect(conflict).toBeInstanceOf(PayloadConflictError);
-    expect(conflict).toMatchObject({ key: 'SO1', existingMsgId: c.reportOf(first)?.msgId, existingFingerprint: c.businessCalls[0]!.fingerprint });
+    expect(conflict).toMatchObject({
+      key: 'SO1',
+      existingMsgId: c.reportOf(first)?.msgId,
+      existingFingerprint: c.businessCalls[0]!.fingerprint,
+    });
   });
 
   it('tells duplicates from conflicts by the fingerprint fields only, when the consumer names them', async () => {
     // Prepare: the copies differ in a note the business ignores
     const store = inMemoryStrategy<Grant>();
-    const c = consumerUnderTest({ strategy: store.strategy, business: grant, fingerprintFields: (a) => ({ orderNo: a.orderNo, points: a.points }) });
+    const c = consumerUnderTest({
+      strategy: store.strategy,
+      business: grant,
+      fingerprintFields: (a) => ({ orderNo: a.orderNo, points: a.points }),
+    });
     const first = awardRecord({ orderNo: 'SO1', points: 10, note: 'first send' });
     const resent = awardRecord({ orderNo: 'SO1', points: 10, note: 'resent by the shop' });
     // Act
@@ -235,9 +314,14 @@ describe('rocketmqConsumer: copies of one key in one batch', () => {
     const response = await c.invoke([first, copy, conflicting]);
     // Assess: all three come back; the copies are judged on their own next time
     expect(c.businessCalls).toHaveLength(1);
-    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual([first, copy, conflicting].map((r) => r.messageId).sort());
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(
+      [first, copy, conflicting].map((r) => r.messageId).sort(),
+    );
     for (const later of [copy, conflicting]) {
-      expect(failureOf(c.reportOf(later))).toMatchObject({ code: 'IN_BATCH_LEADER_FAILED', classification: 'transient' });
+      expect(failureOf(c.reportOf(later))).toMatchObject({
+        code: 'IN_BATCH_LEADER_FAILED',
+        classification: 'transient',
+      });
     }
   });
 
@@ -251,7 +335,11 @@ describe('rocketmqConsumer: copies of one key in one batch', () => {
     await c.invoke([again!, copy!]);
     // Assess
     expect(c.reportOf(again!)?.settlement).toMatchObject({ outcome: 'duplicate', reason: 'dedup-record-exists' });
-    expect(c.reportOf(copy!)?.settlement).toMatchObject({ outcome: 'duplicate', reason: 'in-batch-duplicate', winnerMsgId: c.reportOf(again!)?.msgId });
+    expect(c.reportOf(copy!)?.settlement).toMatchObject({
+      outcome: 'duplicate',
+      reason: 'in-batch-duplicate',
+      winnerMsgId: c.reportOf(again!)?.msgId,
+    });
     expect(c.businessCalls).toHaveLength(1);
   });
 });
@@ -269,7 +357,11 @@ describe('rocketmqConsumer: the strategy’s begin', () => {
     expect(response.batchItemFailures).toEqual([]);
     expect(c.businessCalls).toHaveLength(1);
     expect(store.keysOf('commit')).toEqual(['SO1']);
-    expect(c.reports.at(-1)).toMatchObject({ sqsMessageId: 'm-redelivered', settlement: { outcome: 'duplicate', reason: 'dedup-record-exists' }, disposition: { action: 'ack' } });
+    expect(c.reports.at(-1)).toMatchObject({
+      sqsMessageId: 'm-redelivered',
+      settlement: { outcome: 'duplicate', reason: 'dedup-record-exists' },
+      disposition: { action: 'ack' },
+    });
   });
 
   it('hands the lease token begin returned to the business and to commit', async () => {
@@ -285,14 +377,23 @@ describe('rocketmqConsumer: the strategy’s begin', () => {
 
   it('fails a record whose begin throws, classified, and runs the business for the others', async () => {
     // Prepare: SO1's begin is throttled past the SDK's retries
-    const store = inMemoryStrategy<Grant>({ begin: (msg) => (msg.key === 'SO1' ? serviceError('ProvisionedThroughputExceededException', 'rate exceeded') : undefined) });
+    const store = inMemoryStrategy<Grant>({
+      begin: (msg) =>
+        msg.key === 'SO1' ? serviceError('ProvisionedThroughputExceededException', 'rate exceeded') : undefined,
+    });
     const c = consumerUnderTest({ strategy: store.strategy, business: grant });
-    const [throttled, fine] = [awardRecord({ orderNo: 'SO1', points: 10 }), awardRecord({ orderNo: 'SO2', points: 20 })];
+    const [throttled, fine] = [
+      awardRecord({ orderNo: 'SO1', points: 10 }),
+      awardRecord({ orderNo: 'SO2', points: 20 }),
+    ];
     // Act
     const response = await c.invoke([throttled!, fine!]);
     // Assess
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: throttled!.messageId }]);
-    expect(failureOf(c.reportOf(throttled!))).toMatchObject({ code: 'ProvisionedThroughputExceededException', classification: 'transient' });
+    expect(failureOf(c.reportOf(throttled!))).toMatchObject({
+      code: 'ProvisionedThroughputExceededException',
+      classification: 'transient',
+    });
     expect(c.businessCalls.map((m) => m.key)).toEqual(['SO2']);
     expect(store.keysOf('abort')).toEqual([]);
   });
@@ -317,7 +418,9 @@ describe('rocketmqConsumer: the strategy’s begin', () => {
 describe('rocketmqConsumer: commit, per record', () => {
   it('aborts and retries a record whose commit fails transiently, and commits its batch-mates', async () => {
     // Prepare
-    const store = inMemoryStrategy<Grant>({ commit: (msg) => (msg.key === 'SO1' ? serviceError('InternalServerError', 'DynamoDB 500') : undefined) });
+    const store = inMemoryStrategy<Grant>({
+      commit: (msg) => (msg.key === 'SO1' ? serviceError('InternalServerError', 'DynamoDB 500') : undefined),
+    });
     const c = consumerUnderTest({ strategy: store.strategy, business: grant });
     const [failing, fine] = [awardRecord({ orderNo: 'SO1', points: 10 }), awardRecord({ orderNo: 'SO2', points: 20 })];
     // Act
@@ -325,14 +428,19 @@ describe('rocketmqConsumer: commit, per record', () => {
     // Assess
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: failing!.messageId }]);
     expect(store.keysOf('abort')).toEqual(['SO1']);
-    expect(store.calls.find((call) => call.op === 'abort')).toMatchObject({ error: { code: 'InternalServerError', classification: 'transient' } });
+    expect(store.calls.find((call) => call.op === 'abort')).toMatchObject({
+      error: { code: 'InternalServerError', classification: 'transient' },
+    });
     expect([...store.committed.keys()]).toEqual(['SO2']);
-    expect(c.inputsOf('ChangeMessageVisibilityCommand')).toEqual([expect.objectContaining({ ReceiptHandle: failing!.receiptHandle, VisibilityTimeout: 10 })]);
+    expect(c.inputsOf('ChangeMessageVisibilityCommand')).toEqual([
+      expect.objectContaining({ ReceiptHandle: failing!.receiptHandle, VisibilityTimeout: 10 }),
+    ]);
   });
 
   it('retries a commit cancelled by TransactionConflict inside the invocation, then settles it', async () => {
     // Prepare: the first two commits meet another transaction on the same item
-    const conflict = () => new TransientFailureError('transaction cancelled: None, TransactionConflict', 'TransactionConflict');
+    const conflict = () =>
+      new TransientFailureError('transaction cancelled: None, TransactionConflict', 'TransactionConflict');
     const store = inMemoryStrategy<Grant>({ commit: (_msg, _value, call) => (call <= 2 ? conflict() : undefined) });
     const c = consumerUnderTest({ strategy: store.strategy, business: grant });
     const record = awardRecord({ orderNo: 'SO1', points: 10 });
@@ -347,7 +455,9 @@ describe('rocketmqConsumer: commit, per record', () => {
 
   it('fails the record as TransactionConflict (retried on the schedule) once the in-invocation retries are spent', async () => {
     // Prepare
-    const store = inMemoryStrategy<Grant>({ commit: () => new TransientFailureError('transaction cancelled: TransactionConflict', 'TransactionConflict') });
+    const store = inMemoryStrategy<Grant>({
+      commit: () => new TransientFailureError('transaction cancelled: TransactionConflict', 'TransactionConflict'),
+    });
     const c = consumerUnderTest({ strategy: store.strategy, business: grant, conflictRetries: 1 });
     const record = awardRecord({ orderNo: 'SO1', points: 10 });
     // Act
@@ -394,21 +504,32 @@ describe('rocketmqConsumer: commit, per record', () => {
         return grant(msg);
       },
     });
-    const [crashing, refused, fine] = [awardRecord({ orderNo: 'SO1', points: 1 }), awardRecord({ orderNo: 'SO2', points: 2 }), awardRecord({ orderNo: 'SO3', points: 3 })];
+    const [crashing, refused, fine] = [
+      awardRecord({ orderNo: 'SO1', points: 1 }),
+      awardRecord({ orderNo: 'SO2', points: 2 }),
+      awardRecord({ orderNo: 'SO3', points: 3 }),
+    ];
     // Act
     const response = await c.invoke([crashing!, refused!, fine!]);
     // Assess
     expect(store.keysOf('commit')).toEqual(['SO3']);
     expect(store.keysOf('abort').sort()).toEqual(['SO1', 'SO2']);
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: crashing!.messageId }]);
-    expect(failureOf(c.reportOf(crashing!))).toMatchObject({ code: 'UNEXPECTED_ERROR', message: 'Error: points rate table unavailable' });
+    expect(failureOf(c.reportOf(crashing!))).toMatchObject({
+      code: 'UNEXPECTED_ERROR',
+      message: 'Error: points rate table unavailable',
+    });
     expect(c.reportOf(refused!)?.disposition).toEqual({ action: 'dead-letter', code: 'INVALID_PAYLOAD' });
   });
 
   it('reports a record whose dead letter cannot be sent as a batch item failure, so it is never lost', async () => {
     // Prepare
     const store = inMemoryStrategy<Grant>();
-    const c = consumerUnderTest({ strategy: store.strategy, business: grant, sqsAnswer: ({ command }) => (command === 'SendMessageCommand' ? serviceError('ServiceUnavailable') : undefined) });
+    const c = consumerUnderTest({
+      strategy: store.strategy,
+      business: grant,
+      sqsAnswer: ({ command }) => (command === 'SendMessageCommand' ? serviceError('ServiceUnavailable') : undefined),
+    });
     const bad = awardRecord({ orderNo: 'SO1', points: -1 });
     // Act
     const response = await c.invoke([bad]);
@@ -425,7 +546,8 @@ describe('rocketmqConsumer: commit, packed', () => {
       commitBatch: (msgs) =>
         msgs.map((m): Settlement => {
           if (m.key === 'SO3') return { outcome: 'duplicate', reason: 'effect-already-present' };
-          if (m.key === 'SO4') return { outcome: 'failed', error: new TransientFailureError('contended', 'TransactionConflict') };
+          if (m.key === 'SO4')
+            return { outcome: 'failed', error: new TransientFailureError('contended', 'TransactionConflict') };
           return { outcome: 'processed' };
         }),
     });
@@ -441,18 +563,24 @@ describe('rocketmqConsumer: commit, packed', () => {
     // Act
     const response = await c.invoke([...records, copyOfSo2]);
     // Assess: one batch commit of the three that succeeded, never a per-record commit
-    expect(store.calls.filter((call) => call.op === 'commitBatch')).toEqual([{ op: 'commitBatch', keys: ['SO2', 'SO3', 'SO4'] }]);
+    expect(store.calls.filter((call) => call.op === 'commitBatch')).toEqual([
+      { op: 'commitBatch', keys: ['SO2', 'SO3', 'SO4'] },
+    ]);
     expect(store.keysOf('commit')).toEqual([]);
     expect(store.keysOf('abort')).toEqual(['SO1', 'SO4']);
     expect(c.reportOf(records[1]!)?.settlement).toEqual({ outcome: 'processed' });
     expect(c.reportOf(records[2]!)?.settlement).toEqual({ outcome: 'duplicate', reason: 'effect-already-present' });
     expect(c.reportOf(copyOfSo2)?.settlement).toMatchObject({ outcome: 'duplicate', reason: 'in-batch-duplicate' });
-    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual([records[0]!.messageId, records[3]!.messageId].sort());
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(
+      [records[0]!.messageId, records[3]!.messageId].sort(),
+    );
   });
 
   it('fails and aborts every record of the pack when the batch commit throws', async () => {
     // Prepare
-    const store = inMemoryStrategy<Grant>({ commitBatch: () => serviceError('RequestLimitExceeded', 'account throughput exceeded') });
+    const store = inMemoryStrategy<Grant>({
+      commitBatch: () => serviceError('RequestLimitExceeded', 'account throughput exceeded'),
+    });
     const c = consumerUnderTest({ strategy: store.strategy, business: grant });
     const records = ['SO1', 'SO2'].map((orderNo) => awardRecord({ orderNo, points: 5 }));
     // Act
@@ -460,7 +588,8 @@ describe('rocketmqConsumer: commit, packed', () => {
     // Assess
     expect(store.keysOf('abort')).toEqual(['SO1', 'SO2']);
     expect(response.batchItemFailures).toHaveLength(2);
-    for (const r of records) expect(failureOf(c.reportOf(r))).toMatchObject({ code: 'RequestLimitExceeded', classification: 'transient' });
+    for (const r of records)
+      expect(failureOf(c.reportOf(r))).toMatchObject({ code: 'RequestLimitExceeded', classification: 'transient' });
   });
 
   it('does not call the batch commit when no business succeeded', async () => {
@@ -490,7 +619,11 @@ describe('rocketmqConsumer: a handler that throws (onError)', () => {
         throw new Error('points rate table unavailable');
       },
     });
-    store.committed.set('SO-DONE', { msgId: 'EARLIER', fingerprint: fingerprintOf({ orderNo: 'SO-DONE', points: 1 }), value: { points: 1 } });
+    store.committed.set('SO-DONE', {
+      msgId: 'EARLIER',
+      fingerprint: fingerprintOf({ orderNo: 'SO-DONE', points: 1 }),
+      value: { points: 1 },
+    });
     const award = awardRecord({ orderNo: 'SO1', points: 10 });
     const filtered = awardRecord({ orderNo: 'SO2', points: 10 }, { envelope: { tags: 'FINISHED' } });
     const bad = awardRecord({ orderNo: 'SO3', points: 0 });
@@ -500,12 +633,20 @@ describe('rocketmqConsumer: a handler that throws (onError)', () => {
     // Assess
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: award.messageId }] });
     const crashed = failureOf(c.reportOf(award));
-    expect(crashed).toMatchObject({ code: 'HANDLER_CRASHED', classification: 'transient', message: 'handler failed: points rate table unavailable' });
+    expect(crashed).toMatchObject({
+      code: 'HANDLER_CRASHED',
+      classification: 'transient',
+      message: 'handler failed: points rate table unavailable',
+    });
     expect(crashed?.cause).toBeInstanceOf(Error);
     expect(store.calls.find((call) => call.op === 'abort')).toMatchObject({ key: 'SO1', error: crashed });
     expect(c.reportOf(filtered)?.disposition).toEqual({ action: 'ack' });
     expect(c.reportOf(bad)?.disposition).toEqual({ action: 'dead-letter', code: 'INVALID_PAYLOAD' });
-    expect(c.reportOf(duplicate)?.settlement).toEqual({ outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: 'EARLIER' });
+    expect(c.reportOf(duplicate)?.settlement).toEqual({
+      outcome: 'duplicate',
+      reason: 'dedup-record-exists',
+      winnerMsgId: 'EARLIER',
+    });
     expect(store.keysOf('abort')).toEqual(['SO1']);
     expect(c.reports).toHaveLength(4);
   });
@@ -534,7 +675,9 @@ describe('rocketmqConsumer: a handler that throws (onError)', () => {
     const response = await c.invoke([award]);
     // Assess
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: award.messageId }]);
-    expect(failureOf(c.reportOf(award))?.message).toMatch(/must set one result per message on context\.rocketmq\.results/);
+    expect(failureOf(c.reportOf(award))?.message).toMatch(
+      /must set one result per message on context\.rocketmq\.results/,
+    );
     expect(store.keysOf('commit')).toEqual([]);
   });
 
@@ -549,7 +692,10 @@ describe('rocketmqConsumer: a handler that throws (onError)', () => {
       },
     });
     // Act
-    const response = await c.invoke([awardRecord({ orderNo: 'SO1', points: 1 }), awardRecord({ orderNo: 'SO2', points: 2 })]);
+    const response = await c.invoke([
+      awardRecord({ orderNo: 'SO1', points: 1 }),
+      awardRecord({ orderNo: 'SO2', points: 2 }),
+    ]);
     // Assess
     expect(response.batchItemFailures).toHaveLength(2);
     expect(store.committed.size).toBe(0);
@@ -562,12 +708,18 @@ describe('rocketmqConsumer: a handler that throws (onError)', () => {
       abort: (_msg, _error, call) => (call === 1 ? new Error('abort lost its connection') : undefined),
     });
     const c = consumerUnderTest({ strategy: store.strategy, business: grant, concurrency: 1 });
-    const [committed, crashed] = [awardRecord({ orderNo: 'SO1', points: 1 }), awardRecord({ orderNo: 'SO2', points: 2 })];
+    const [committed, crashed] = [
+      awardRecord({ orderNo: 'SO1', points: 1 }),
+      awardRecord({ orderNo: 'SO2', points: 2 }),
+    ];
     // Act
     const response = await c.invoke([committed!, crashed!]);
     // Assess: SO1 stays processed; SO2 is aborted again and retried as HANDLER_CRASHED
     expect(c.reportOf(committed!)?.settlement).toEqual({ outcome: 'processed' });
-    expect(failureOf(c.reportOf(crashed!))).toMatchObject({ code: 'HANDLER_CRASHED', message: 'handler failed: abort lost its connection' });
+    expect(failureOf(c.reportOf(crashed!))).toMatchObject({
+      code: 'HANDLER_CRASHED',
+      message: 'handler failed: abort lost its connection',
+    });
     expect(store.keysOf('abort')).toEqual(['SO2', 'SO2']);
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: crashed!.messageId }]);
   });
@@ -608,7 +760,11 @@ describe('rocketmqConsumer: a batch is routed once', () => {
         if (observed.length === 1) throw new Error('metrics buffer full');
       },
     });
-    const [award, retried, bad] = [awardRecord({ orderNo: 'SO1', points: 1 }), awardRecord({ orderNo: 'SO2', points: 2 }), awardRecord({ orderNo: 'SO3', points: -3 })];
+    const [award, retried, bad] = [
+      awardRecord({ orderNo: 'SO1', points: 1 }),
+      awardRecord({ orderNo: 'SO2', points: 2 }),
+      awardRecord({ orderNo: 'SO3', points: -3 }),
+    ];
     // Act
     const response = await c.invoke([award!, retried!, bad!]);
     // Assess: every record observed once; one letter, one visibility change; the routed answer stands
@@ -618,7 +774,11 @@ describe('rocketmqConsumer: a batch is routed once', () => {
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: retried!.messageId }] });
     expect(store.keysOf('abort')).toEqual(['SO2']);
     expect(log).toHaveBeenCalledOnce();
-    expect(JSON.parse(String(log.mock.calls[0]![0]))).toMatchObject({ message: 'consumer batch settled, then failed after routing', group: GROUP, error: 'Error: metrics buffer full' });
+    expect(JSON.parse(String(log.mock.calls[0]![0]))).toMatchObject({
+      message: 'consumer batch settled, then failed after routing',
+      group: GROUP,
+      error: 'Error: metrics buffer full',
+    });
   });
 
   it('answers the same when the packed path’s observer throws', async () => {
@@ -652,7 +812,12 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
   const options = { group: GROUP, tagExpression: 'PAID', parsePayload: parseAward, keyOf: (a: Award) => a.orderNo };
 
   it('refuses dedup records that expire while a copy of a message can still come back', () => {
-    const build = () => rocketmqConsumer({ ...options, strategy: inMemoryStrategy<Grant>({ recordTtlSeconds: 7 * 86_400 }).strategy, failures: failures() });
+    const build = () =>
+      rocketmqConsumer({
+        ...options,
+        strategy: inMemoryStrategy<Grant>({ recordTtlSeconds: 7 * 86_400 }).strategy,
+        failures: failures(),
+      });
     expect(build).toThrow(InvalidConsumerConfigError);
     expect(build).toThrow(/consumer group points-consumer-group: idempotency records live 604800s/);
   });
@@ -660,7 +825,9 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
   it('refuses queues that cannot carry the schedule, and accepts queues that can', () => {
     const strategy = inMemoryStrategy<Grant>({ recordTtlSeconds: Number.POSITIVE_INFINITY }).strategy;
     const queues = { maxReceiveCount: 17, sourceRetentionSeconds: 9 * 86_400, deadLetterRetentionSeconds: 14 * 86_400 };
-    expect(() => rocketmqConsumer({ ...options, strategy, failures: failures(), queues: { ...queues, maxReceiveCount: 5 } })).toThrow(/maxReceiveCount is 5/);
+    expect(() =>
+      rocketmqConsumer({ ...options, strategy, failures: failures(), queues: { ...queues, maxReceiveCount: 5 } }),
+    ).toThrow(/maxReceiveCount is 5/);
     expect(() => rocketmqConsumer({ ...options, strategy, failures: failures(), queues })).not.toThrow();
   });
 
@@ -668,11 +835,20 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
     // Prepare: a router whose schedule is missing (a hand-built stand-in)
     const broken = Object.assign(Object.create(FailureRouter.prototype) as FailureRouter, { schedule: undefined });
     // Act / Assess
-    expect(() => rocketmqConsumer({ ...options, strategy: inMemoryStrategy<Grant>().strategy, failures: broken })).toThrow(TypeError);
+    expect(() =>
+      rocketmqConsumer({ ...options, strategy: inMemoryStrategy<Grant>().strategy, failures: broken }),
+    ).toThrow(TypeError);
   });
 
   it('refuses an invalid tag expression', () => {
-    expect(() => rocketmqConsumer({ ...options, tagExpression: '||', strategy: inMemoryStrategy<Grant>().strategy, failures: failures() })).toThrow(/invalid tag expression/);
+    expect(() =>
+      rocketmqConsumer({
+        ...options,
+        tagExpression: '||',
+        strategy: inMemoryStrategy<Grant>().strategy,
+        failures: failures(),
+      }),
+    ).toThrow(/invalid tag expression/);
   });
 });
 
@@ -689,7 +865,14 @@ describe('forEachMessage', () => {
       rocketmq: {
         messages: [1, 2, 3].map((n): ConsumerMessage<{ n: number }> => {
           const record = awardRecord({ orderNo: `SO${n}`, points: n });
-          return { record, message: parseEnvelope(record.body), payload: { n }, key: `SO${n}`, fingerprint: `fp-${n}`, attempt: 1 };
+          return {
+            record,
+            message: parseEnvelope(record.body),
+            payload: { n },
+            key: `SO${n}`,
+            fingerprint: `fp-${n}`,
+            attempt: 1,
+          };
         }),
       },
     };
@@ -718,7 +901,10 @@ describe('RetrySchedule on the consumer: a short configured schedule', () => {
       },
       schedule: new RetrySchedule([1, 2]),
     });
-    const [second, third] = [awardRecord({ orderNo: 'SO1', points: 1 }, { receiveCount: 2 }), awardRecord({ orderNo: 'SO2', points: 1 }, { receiveCount: 3 })];
+    const [second, third] = [
+      awardRecord({ orderNo: 'SO1', points: 1 }, { receiveCount: 2 }),
+      awardRecord({ orderNo: 'SO2', points: 1 }, { receiveCount: 3 }),
+    ];
     // Act
     await c.invoke([second!, third!]);
     // Assess

@@ -3,7 +3,10 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError } from '../../../lib/idempotency/errors.ts';
 import type { ConsumerMessage, Settlement } from '../../../lib/idempotency/settlement.ts';
-import { stateTransitionStrategy, type TransitionRequest } from '../../../lib/idempotency/strategies/state-transition.ts';
+import {
+  stateTransitionStrategy,
+  type TransitionRequest,
+} from '../../../lib/idempotency/strategies/state-transition.ts';
 import { recordingDynamoDb } from './recording-dynamodb.ts';
 import { serviceError } from './recording-sqs.ts';
 
@@ -46,9 +49,19 @@ describe('stateTransitionStrategy', () => {
     // Prepare
     seen.length = 0;
     const paid = stateTransitionStrategy({
-      client: recordingDynamoDb(() => new ConditionalCheckFailedException({ message: 'refused', $metadata: {}, Item: marshall({ orderNo: 'SO1', status: 'PAID' }) })).client,
+      client: recordingDynamoDb(
+        () =>
+          new ConditionalCheckFailedException({
+            message: 'refused',
+            $metadata: {},
+            Item: marshall({ orderNo: 'SO1', status: 'PAID' }),
+          }),
+      ).client,
     });
-    const absent = stateTransitionStrategy({ client: recordingDynamoDb(() => new ConditionalCheckFailedException({ message: 'refused', $metadata: {} })).client });
+    const absent = stateTransitionStrategy({
+      client: recordingDynamoDb(() => new ConditionalCheckFailedException({ message: 'refused', $metadata: {} }))
+        .client,
+    });
     // Act / Assess
     expect(await paid.commit(msg, pay)).toEqual({ outcome: 'duplicate', reason: 'state-already-advanced' });
     await expect(absent.commit(msg, pay)).rejects.toThrow(IllegalTransitionError);
@@ -57,6 +70,8 @@ describe('stateTransitionStrategy', () => {
 
   it('lets any other failure through for the middleware to classify', async () => {
     const throttled = serviceError('ThrottlingException');
-    await expect(stateTransitionStrategy({ client: recordingDynamoDb(() => throttled).client }).commit(msg, pay)).rejects.toBe(throttled);
+    await expect(
+      stateTransitionStrategy({ client: recordingDynamoDb(() => throttled).client }).commit(msg, pay),
+    ).rejects.toBe(throttled);
   });
 });

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { ConsumerMessage } from '../../../lib/idempotency/settlement.ts';
-import type { TransactItem } from '../../../lib/idempotency/strategies/transactional.ts';
 import {
   affinityOrder,
   CONTENTION_CODES,
@@ -12,12 +11,13 @@ import {
   itemIdentity,
   mergeIncrements,
   mergeKeyOf,
+  type PackEntry,
+  type PackLimits,
   pack,
   parseIncrement,
   planPlacement,
-  type PackEntry,
-  type PackLimits,
 } from '../../../lib/idempotency/strategies/transaction-packing.ts';
+import type { TransactItem } from '../../../lib/idempotency/strategies/transactional.ts';
 
 const KEYS = { dedup: ['id'], ledger: ['userId', 'entryId'], accounts: ['userId'] } as const;
 const identify = itemIdentity(KEYS);
@@ -25,19 +25,41 @@ const NOW = '2026-11-30T12:00:00.000Z';
 
 /** The award of one order as the points business declares it: a ledger entry and a balance increment. */
 const ledgerPut = (orderNo: string, userId: string, points: number): TransactItem => ({
-  Put: { TableName: 'ledger', Item: { userId, entryId: orderNo, points }, ConditionExpression: 'attribute_not_exists(entryId)' },
+  Put: {
+    TableName: 'ledger',
+    Item: { userId, entryId: orderNo, points },
+    ConditionExpression: 'attribute_not_exists(entryId)',
+  },
 });
 const balanceIncrement = (userId: string, points: number, now = NOW): TransactItem => ({
-  Update: { TableName: 'accounts', Key: { userId }, UpdateExpression: 'ADD balance :points SET updatedAt = :now', ExpressionAttributeValues: { ':points': points, ':now': now } },
+  Update: {
+    TableName: 'accounts',
+    Key: { userId },
+    UpdateExpression: 'ADD balance :points SET updatedAt = :now',
+    ExpressionAttributeValues: { ':points': points, ':now': now },
+  },
 });
 const dedupPut = (msg: ConsumerMessage<unknown>): TransactItem => ({
-  Put: { TableName: 'dedup', Item: { id: `points#${msg.key}`, fingerprint: msg.fingerprint }, ConditionExpression: 'attribute_not_exists(id)' },
+  Put: {
+    TableName: 'dedup',
+    Item: { id: `points#${msg.key}`, fingerprint: msg.fingerprint },
+    ConditionExpression: 'attribute_not_exists(id)',
+  },
 });
 
 function message(key: string): ConsumerMessage<unknown> {
   return {
     record: { messageId: `m-${key}` } as ConsumerMessage<unknown>['record'],
-    message: { msgId: `MSG-${key}`, topic: 'ORDER_TOPIC', tags: 'PAID', keys: [key], body: '{}', reconsumeTimes: 0, systemProperties: {}, userProperties: {} },
+    message: {
+      msgId: `MSG-${key}`,
+      topic: 'ORDER_TOPIC',
+      tags: 'PAID',
+      keys: [key],
+      body: '{}',
+      reconsumeTimes: 0,
+      systemProperties: {},
+      userProperties: {},
+    },
     payload: {},
     key,
     fingerprint: `fp-${key}`,
@@ -50,9 +72,16 @@ let nextIndex = 0;
 function entry(key: string, ...items: TransactItem[]): PackEntry<unknown> {
   return { index: nextIndex++, msg: message(key), result: { writes: items.map((item) => ({ item })) } };
 }
-const award = (orderNo: string, userId: string, points: number) => entry(orderNo, ledgerPut(orderNo, userId, points), balanceIncrement(userId, points));
+const award = (orderNo: string, userId: string, points: number) =>
+  entry(orderNo, ledgerPut(orderNo, userId, points), balanceIncrement(userId, points));
 
-const limits = (overrides: Partial<PackLimits<unknown>> = {}): PackLimits<unknown> => ({ maxActions: 100, maxBytes: 3.5 * 1024 * 1024, identify, dedupPut, ...overrides });
+const limits = (overrides: Partial<PackLimits<unknown>> = {}): PackLimits<unknown> => ({
+  maxActions: 100,
+  maxBytes: 3.5 * 1024 * 1024,
+  identify,
+  dedupPut,
+  ...overrides,
+});
 
 describe('itemIdentity: what DynamoDB means by one item', () => {
   it('names a Put by its table and declared key attributes only', () => {
@@ -69,7 +98,16 @@ describe('itemIdentity: what DynamoDB means by one item', () => {
   it.each([
     ['Update', { Update: { TableName: 'accounts', Key: { userId: 'u1' }, UpdateExpression: 'SET x = :x' } }],
     ['Delete', { Delete: { TableName: 'accounts', Key: { userId: 'u1' } } }],
-    ['ConditionCheck', { ConditionCheck: { TableName: 'accounts', Key: { userId: 'u1' }, ConditionExpression: 'attribute_exists(userId)' } }],
+    [
+      'ConditionCheck',
+      {
+        ConditionCheck: {
+          TableName: 'accounts',
+          Key: { userId: 'u1' },
+          ConditionExpression: 'attribute_exists(userId)',
+        },
+      },
+    ],
   ] as const)('names a %s by its table and key', (_op, item) => {
     expect(identify(item as TransactItem)).toBe('accounts|{"userId":"u1"}');
   });
@@ -116,23 +154,55 @@ describe('parseIncrement: updates that can be summed', () => {
 
 describe('mergeKeyOf: which actions on one item merge', () => {
   it('gives two increments of one account with one expression the same key', () => {
-    expect(mergeKeyOf(balanceIncrement('u1', 10))).toBe(mergeKeyOf(balanceIncrement('u1', 25, '2026-12-01T00:00:00.000Z')));
-    expect(mergeKeyOf(balanceIncrement('u1', 10))).toBe('accounts|{"userId":"u1"}|ADD balance :points SET updatedAt = :now|{}');
+    expect(mergeKeyOf(balanceIncrement('u1', 10))).toBe(
+      mergeKeyOf(balanceIncrement('u1', 25, '2026-12-01T00:00:00.000Z')),
+    );
+    expect(mergeKeyOf(balanceIncrement('u1', 10))).toBe(
+      'accounts|{"userId":"u1"}|ADD balance :points SET updatedAt = :now|{}',
+    );
   });
 
   it('keeps increments of different accounts, or with different names, apart', () => {
-    const named: TransactItem = { Update: { ...balanceIncrement('u1', 1).Update!, ExpressionAttributeNames: { '#b': 'balance' } } };
+    const named: TransactItem = {
+      Update: { ...balanceIncrement('u1', 1).Update!, ExpressionAttributeNames: { '#b': 'balance' } },
+    };
     expect(mergeKeyOf(balanceIncrement('u2', 10))).not.toBe(mergeKeyOf(balanceIncrement('u1', 10)));
     expect(mergeKeyOf(named)).not.toBe(mergeKeyOf(balanceIncrement('u1', 1)));
   });
 
   it.each([
     ['a Put', ledgerPut('SO1', 'u1', 10)],
-    ['a conditional update', { Update: { ...balanceIncrement('u1', 1).Update!, ConditionExpression: 'balance >= :zero' } }],
+    [
+      'a conditional update',
+      { Update: { ...balanceIncrement('u1', 1).Update!, ConditionExpression: 'balance >= :zero' } },
+    ],
     ['an update without an expression', { Update: { TableName: 'accounts', Key: { userId: 'u1' } } }],
-    ['a SET-only update', { Update: { TableName: 'accounts', Key: { userId: 'u1' }, UpdateExpression: 'SET tier = :gold', ExpressionAttributeValues: { ':gold': 'GOLD' } } }],
-    ['an ADD of a string set', { Update: { TableName: 'accounts', Key: { userId: 'u1' }, UpdateExpression: 'ADD tags :t', ExpressionAttributeValues: { ':t': new Set(['vip']) } } }],
-    ['an ADD whose value is missing', { Update: { TableName: 'accounts', Key: { userId: 'u1' }, UpdateExpression: 'ADD balance :p' } }],
+    [
+      'a SET-only update',
+      {
+        Update: {
+          TableName: 'accounts',
+          Key: { userId: 'u1' },
+          UpdateExpression: 'SET tier = :gold',
+          ExpressionAttributeValues: { ':gold': 'GOLD' },
+        },
+      },
+    ],
+    [
+      'an ADD of a string set',
+      {
+        Update: {
+          TableName: 'accounts',
+          Key: { userId: 'u1' },
+          UpdateExpression: 'ADD tags :t',
+          ExpressionAttributeValues: { ':t': new Set(['vip']) },
+        },
+      },
+    ],
+    [
+      'an ADD whose value is missing',
+      { Update: { TableName: 'accounts', Key: { userId: 'u1' }, UpdateExpression: 'ADD balance :p' } },
+    ],
   ] as const)('never merges %s', (_name, item) => {
     expect(mergeKeyOf(item as TransactItem)).toBeUndefined();
   });
@@ -144,7 +214,12 @@ describe('mergeIncrements', () => {
     const merged = mergeIncrements(balanceIncrement('u1', 10, 'first'), balanceIncrement('u1', 32, 'second'));
     // Assess
     expect(merged).toEqual({
-      Update: { TableName: 'accounts', Key: { userId: 'u1' }, UpdateExpression: 'ADD balance :points SET updatedAt = :now', ExpressionAttributeValues: { ':points': 42, ':now': 'second' } },
+      Update: {
+        TableName: 'accounts',
+        Key: { userId: 'u1' },
+        UpdateExpression: 'ADD balance :points SET updatedAt = :now',
+        ExpressionAttributeValues: { ':points': 42, ':now': 'second' },
+      },
     });
   });
 });
@@ -153,9 +228,17 @@ describe('estimatedBytes', () => {
   it('counts the JSON of what the action writes or names, plus 100 bytes of overhead', () => {
     const put = ledgerPut('SO1', 'u1', 10);
     expect(estimatedBytes(put)).toBe(Buffer.byteLength(JSON.stringify(put.Put!.Item)) + 100);
-    expect(estimatedBytes(balanceIncrement('u1', 10))).toBe(Buffer.byteLength(JSON.stringify({ ':points': 10, ':now': NOW })) + 100);
-    expect(estimatedBytes({ Delete: { TableName: 't', Key: { id: 'é' } } })).toBe(Buffer.byteLength('{"id":"é"}') + 100);
-    expect(estimatedBytes({ ConditionCheck: { TableName: 't', Key: { id: 'x' }, ConditionExpression: 'attribute_exists(id)' } })).toBe(Buffer.byteLength('{"id":"x"}') + 100);
+    expect(estimatedBytes(balanceIncrement('u1', 10))).toBe(
+      Buffer.byteLength(JSON.stringify({ ':points': 10, ':now': NOW })) + 100,
+    );
+    expect(estimatedBytes({ Delete: { TableName: 't', Key: { id: 'é' } } })).toBe(
+      Buffer.byteLength('{"id":"é"}') + 100,
+    );
+    expect(
+      estimatedBytes({
+        ConditionCheck: { TableName: 't', Key: { id: 'x' }, ConditionExpression: 'attribute_exists(id)' },
+      }),
+    ).toBe(Buffer.byteLength('{"id":"x"}') + 100);
     expect(estimatedBytes({ Update: { TableName: 't', Key: { id: 'x' }, UpdateExpression: 'REMOVE flag' } })).toBe(102);
   });
 });
@@ -191,11 +274,18 @@ describe('contendedCode and the cancellation codes', () => {
   });
 
   it('takes contention as "not now", never a condition failure or a validation error', () => {
-    expect([...CONTENTION_CODES].sort()).toEqual(['ProvisionedThroughputExceeded', 'RequestLimitExceeded', 'ThrottlingError', 'TransactionConflict']);
+    expect([...CONTENTION_CODES].sort()).toEqual([
+      'ProvisionedThroughputExceeded',
+      'RequestLimitExceeded',
+      'ThrottlingError',
+      'TransactionConflict',
+    ]);
   });
 
   it('recognises the SDK’s ValidationException, and nothing else, as validation', () => {
-    expect(isValidation(Object.assign(new Error('two actions on one item'), { name: 'ValidationException' }))).toBe(true);
+    expect(isValidation(Object.assign(new Error('two actions on one item'), { name: 'ValidationException' }))).toBe(
+      true,
+    );
     expect(isValidation(new Error('ValidationException'))).toBe(false);
     expect(isValidation({ name: 'ValidationException' })).toBe(false);
   });
@@ -204,7 +294,13 @@ describe('contendedCode and the cancellation codes', () => {
 describe('affinityOrder', () => {
   it('puts records that increment the same item next to each other, keeping batch order otherwise', () => {
     // Prepare: u2, u1, u2, a record with no increment, u1
-    const batch = [award('SO1', 'u2', 1), award('SO2', 'u1', 1), award('SO3', 'u2', 1), entry('SO4', ledgerPut('SO4', 'u9', 1)), award('SO5', 'u1', 1)];
+    const batch = [
+      award('SO1', 'u2', 1),
+      award('SO2', 'u1', 1),
+      award('SO3', 'u2', 1),
+      entry('SO4', ledgerPut('SO4', 'u9', 1)),
+      award('SO5', 'u1', 1),
+    ];
     // Act
     const ordered = affinityOrder(batch).map((e) => e.msg.key);
     // Assess: records without an increment first, then u1's, then u2's, each in batch order
@@ -218,7 +314,12 @@ describe('planPlacement', () => {
     const [tx] = pack([award('SO1', 'u1', 10)], limits());
     const identities = new Map(tx!.actions.map((a, i) => [identify(a.item), i]));
     // Act
-    const plan = planPlacement(tx!, identities, [dedupPut(message('SO2')), ledgerPut('SO2', 'u1', 5), balanceIncrement('u1', 5)], identify);
+    const plan = planPlacement(
+      tx!,
+      identities,
+      [dedupPut(message('SO2')), ledgerPut('SO2', 'u1', 5), balanceIncrement('u1', 5)],
+      identify,
+    );
     // Assess
     expect(plan?.newActions).toBe(2);
     expect(plan?.bytes).toBeGreaterThan(300);
@@ -228,12 +329,16 @@ describe('planPlacement', () => {
     const [tx] = pack([award('SO1', 'u1', 10)], limits());
     const identities = new Map(tx!.actions.map((a, i) => [identify(a.item), i]));
     expect(planPlacement(tx!, identities, [ledgerPut('SO1', 'u1', 10)], identify)).toBeUndefined();
-    const conditional: TransactItem = { Update: { ...balanceIncrement('u1', 1).Update!, ConditionExpression: 'attribute_exists(userId)' } };
+    const conditional: TransactItem = {
+      Update: { ...balanceIncrement('u1', 1).Update!, ConditionExpression: 'attribute_exists(userId)' },
+    };
     expect(planPlacement(tx!, identities, [conditional], identify)).toBeUndefined();
   });
 
   it('places anything in an empty transaction', () => {
-    expect(planPlacement(emptyTransaction(), new Map(), [ledgerPut('SO1', 'u1', 1), balanceIncrement('u1', 1)], identify)).toMatchObject({ newActions: 2 });
+    expect(
+      planPlacement(emptyTransaction(), new Map(), [ledgerPut('SO1', 'u1', 1), balanceIncrement('u1', 1)], identify),
+    ).toMatchObject({ newActions: 2 });
   });
 });
 
@@ -269,7 +374,11 @@ describe('pack: greedy first-fit in batch order', () => {
 
   it('moves a record that would put a second action on an item to the next transaction', () => {
     // Prepare: both records write the same ledger entry (one item), which DynamoDB refuses in one transaction
-    const batch = [entry('SO1', ledgerPut('SO-SHARED', 'u1', 1)), entry('SO2', ledgerPut('SO-SHARED', 'u1', 1)), entry('SO3', ledgerPut('SO3', 'u1', 1))];
+    const batch = [
+      entry('SO1', ledgerPut('SO-SHARED', 'u1', 1)),
+      entry('SO2', ledgerPut('SO-SHARED', 'u1', 1)),
+      entry('SO3', ledgerPut('SO3', 'u1', 1)),
+    ];
     // Act
     const transactions = pack(batch, limits());
     // Assess: first-fit in order, no look-back: SO3 joins SO2's transaction
@@ -296,7 +405,10 @@ describe('pack: greedy first-fit in batch order', () => {
   it('keeps every transaction within the byte budget', () => {
     // Prepare: each award is about 420 estimated bytes; the budget holds two
     const batch = Array.from({ length: 5 }, (_, i) => award(`SO${i}`, `u${i}`, 1));
-    const one = [dedupPut(batch[0]!.msg), ...batch[0]!.result.writes.map((w) => w.item)].reduce((sum, item) => sum + estimatedBytes(item), 0);
+    const one = [dedupPut(batch[0]!.msg), ...batch[0]!.result.writes.map((w) => w.item)].reduce(
+      (sum, item) => sum + estimatedBytes(item),
+      0,
+    );
     // Act
     const transactions = pack(batch, limits({ maxBytes: one * 2 + 10 }));
     // Assess
@@ -305,7 +417,9 @@ describe('pack: greedy first-fit in batch order', () => {
 
   it('still gives a record bigger than the byte budget a transaction of its own (DynamoDB judges it as it would per record)', () => {
     // Prepare: a 2 KB entry against a 1 KB budget, between two small ones
-    const big = entry('SO-BIG', { Put: { TableName: 'ledger', Item: { userId: 'u1', entryId: 'SO-BIG', note: 'x'.repeat(2048) } } });
+    const big = entry('SO-BIG', {
+      Put: { TableName: 'ledger', Item: { userId: 'u1', entryId: 'SO-BIG', note: 'x'.repeat(2048) } },
+    });
     const batch = [award('SO1', 'u1', 1), big, award('SO2', 'u2', 1)];
     // Act
     const transactions = pack(batch, limits({ maxBytes: 1024 }));
@@ -337,7 +451,13 @@ describe('pack: greedy first-fit in batch order', () => {
     const [tx] = pack([twice, award('SO2', 'u1', 5)], limits());
     // Assess: dedup, inc, inc for SO1; SO2's increment merges into the last one it saw
     expect(tx!.slots.get(twice.index)).toEqual([0, 1, 2]);
-    expect(tx!.actions.map((a) => a.item.Update?.ExpressionAttributeValues?.[':points'])).toEqual([undefined, 1, 7, undefined, undefined]);
+    expect(tx!.actions.map((a) => a.item.Update?.ExpressionAttributeValues?.[':points'])).toEqual([
+      undefined,
+      1,
+      7,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('packs nothing from an empty batch', () => {

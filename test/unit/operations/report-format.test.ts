@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderCsv, terminalSafe, type Cell } from '../../../lib/operations/report-format.ts';
+import { type Cell, renderCsv, terminalSafe } from '../../../lib/operations/report-format.ts';
 
 const csvOf = (cell: Cell) =>
   renderCsv([{ header: 'v', value: (c: Cell) => c }], [cell])

@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { confirmWrite, WriteNotConfirmedError, type WriteSummary } from '../../../lib/operations/write-confirmation.ts';
 
 const summary: WriteSummary = {
-  location: { arn: 'arn:aws:dynamodb:ap-northeast-1:210987654321:table/prod-point-ledger', account: '210987654321', region: 'ap-northeast-1' },
+  location: {
+    arn: 'arn:aws:dynamodb:ap-northeast-1:210987654321:table/prod-point-ledger',
+    account: '210987654321',
+    region: 'ap-northeast-1',
+  },
   resources: [
     ['ledger table', 'prod-point-ledger'],
     ['accounts table', 'prod-point-accounts'],
@@ -33,7 +37,10 @@ describe('confirmWrite', () => {
   it('shows the account, the region and every resource before anything else', async () => {
     const { shown } = await outcome(true, undefined);
     expect(shown).toBe(
-      'About to write in AWS account 210987654321, region ap-northeast-1:\n' + '  ledger table:   prod-point-ledger\n' + '  accounts table: prod-point-accounts\n' + '  3 reversal(s)\n',
+      'About to write in AWS account 210987654321, region ap-northeast-1:\n' +
+        '  ledger table:   prod-point-ledger\n' +
+        '  accounts table: prod-point-accounts\n' +
+        '  3 reversal(s)\n',
     );
   });
 

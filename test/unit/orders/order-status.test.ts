@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { IllegalTransitionError, InvalidPayloadError, NotYetApplicableError, TransientFailureError } from '../../../lib/idempotency/errors.ts';
+import {
+  IllegalTransitionError,
+  InvalidPayloadError,
+  NotYetApplicableError,
+  TransientFailureError,
+} from '../../../lib/idempotency/errors.ts';
 import { parseOrderEvent } from '../../../lib/orders/order-events.ts';
-import { ORDER_TRANSITIONS, explainRejection, judgeRejection, transitionRequest } from '../../../lib/orders/order-status.ts';
+import {
+  explainRejection,
+  judgeRejection,
+  ORDER_TRANSITIONS,
+  transitionRequest,
+} from '../../../lib/orders/order-status.ts';
 
 describe('order status transitions (pure)', () => {
   it.each([
@@ -24,15 +34,23 @@ describe('order status transitions (pure)', () => {
   });
 
   it('turns each verdict into a settlement or a classified error', () => {
-    expect(explainRejection(ORDER_TRANSITIONS.PAID, 'SO1', { orderNo: 'SO1', status: 'FINISHED', statusMsgId: 'M1' })).toEqual({
+    expect(
+      explainRejection(ORDER_TRANSITIONS.PAID, 'SO1', { orderNo: 'SO1', status: 'FINISHED', statusMsgId: 'M1' }),
+    ).toEqual({
       outcome: 'duplicate',
       reason: 'state-already-advanced',
       winnerMsgId: 'M1',
     });
     expect(() => explainRejection(ORDER_TRANSITIONS.PAID, 'SO1', undefined)).toThrow(NotYetApplicableError);
-    expect(() => explainRejection(ORDER_TRANSITIONS.FINISHED, 'SO1', { orderNo: 'SO1', status: 'WAIT_PAY' })).toThrow(NotYetApplicableError);
-    expect(() => explainRejection(ORDER_TRANSITIONS.FINISHED, 'SO1', { orderNo: 'SO1', status: 'REFUNDED' })).toThrow(IllegalTransitionError);
-    expect(() => explainRejection(ORDER_TRANSITIONS.PAID, 'SO1', { orderNo: 'SO1', status: 'WAIT_PAY' })).toThrow(TransientFailureError);
+    expect(() => explainRejection(ORDER_TRANSITIONS.FINISHED, 'SO1', { orderNo: 'SO1', status: 'WAIT_PAY' })).toThrow(
+      NotYetApplicableError,
+    );
+    expect(() => explainRejection(ORDER_TRANSITIONS.FINISHED, 'SO1', { orderNo: 'SO1', status: 'REFUNDED' })).toThrow(
+      IllegalTransitionError,
+    );
+    expect(() => explainRejection(ORDER_TRANSITIONS.PAID, 'SO1', { orderNo: 'SO1', status: 'WAIT_PAY' })).toThrow(
+      TransientFailureError,
+    );
   });
 
   it('builds the conditional update with the precondition in the ConditionExpression', () => {
@@ -45,27 +63,45 @@ describe('order status transitions (pure)', () => {
       Key: { orderNo: 'SO1' },
       ConditionExpression: 'attribute_exists(orderNo) AND #status = :from',
       ExpressionAttributeNames: { '#status': 'status', '#stampedAt': 'paidAt' },
-      ExpressionAttributeValues: { ':from': 'WAIT_PAY', ':to': 'PAID', ':stamp': '2020-07-05T14:22:31Z', ':msgId': 'M1' },
+      ExpressionAttributeValues: {
+        ':from': 'WAIT_PAY',
+        ':to': 'PAID',
+        ':stamp': '2020-07-05T14:22:31Z',
+        ':msgId': 'M1',
+      },
     });
   });
 
   it('stamps FINISHED with the broker’s born time when the body has no finishedAt', () => {
     const born = Date.parse('2020-07-12T09:00:00Z');
-    const request = transitionRequest({ kind: 'FINISHED', orderNo: 'SO1' }, { tableName: 'orders', msgId: 'M2', bornTimestamp: born, now: new Date() });
-    expect(request.update.ExpressionAttributeValues).toMatchObject({ ':from': 'PAID', ':to': 'FINISHED', ':stamp': '2020-07-12T09:00:00.000Z' });
+    const request = transitionRequest(
+      { kind: 'FINISHED', orderNo: 'SO1' },
+      { tableName: 'orders', msgId: 'M2', bornTimestamp: born, now: new Date() },
+    );
+    expect(request.update.ExpressionAttributeValues).toMatchObject({
+      ':from': 'PAID',
+      ':to': 'FINISHED',
+      ':stamp': '2020-07-12T09:00:00.000Z',
+    });
   });
 });
 
 describe('order event bodies', () => {
   it('reads PAID and FINISHED bodies by tag', () => {
-    expect(parseOrderEvent('{"orderNo":"SO1","userId":88372,"points":300,"paidAt":"2020-07-05T14:22:31Z"}', 'PAID')).toEqual({
+    expect(
+      parseOrderEvent('{"orderNo":"SO1","userId":88372,"points":300,"paidAt":"2020-07-05T14:22:31Z"}', 'PAID'),
+    ).toEqual({
       kind: 'PAID',
       orderNo: 'SO1',
       userId: '88372',
       points: 300,
       paidAt: '2020-07-05T14:22:31Z',
     });
-    expect(parseOrderEvent('{"orderNo":"SO1","finishedAt":"2020-07-12T09:00:00Z"}', 'FINISHED')).toEqual({ kind: 'FINISHED', orderNo: 'SO1', finishedAt: '2020-07-12T09:00:00Z' });
+    expect(parseOrderEvent('{"orderNo":"SO1","finishedAt":"2020-07-12T09:00:00Z"}', 'FINISHED')).toEqual({
+      kind: 'FINISHED',
+      orderNo: 'SO1',
+      finishedAt: '2020-07-12T09:00:00Z',
+    });
   });
 
   it.each([

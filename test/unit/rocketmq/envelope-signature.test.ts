@@ -1,8 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { assertSigningKey, InvalidSigningKeyError, signatureRefusal, signatureRefusals, signEnvelope, type SigningKeyRing } from '../../../lib/rocketmq/envelope-signature.ts';
-import { buildEnvelope, serializeEnvelope, type Envelope } from '../../../lib/rocketmq/envelope-writer.ts';
 import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
+import {
+  assertSigningKey,
+  InvalidSigningKeyError,
+  type SigningKeyRing,
+  signatureRefusal,
+  signatureRefusals,
+  signEnvelope,
+} from '../../../lib/rocketmq/envelope-signature.ts';
+import { buildEnvelope, type Envelope, serializeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 
 const KEY = Buffer.from('k'.repeat(32));
 const OTHER = Buffer.from('o'.repeat(32));
@@ -30,15 +37,26 @@ describe('envelope signatures', () => {
     const signed = signEnvelope(envelope(), KEY);
     const reordered = Object.fromEntries(Object.entries(signed).reverse());
     expect(signatureRefusal(body(reordered), [KEY])).toBeUndefined();
-    expect(signatureRefusal(body({ 'detail-type': 'mq:Topic:SendMessage', source: 'rocketmq.c', detail: reordered }), [KEY])).toBeUndefined();
+    expect(
+      signatureRefusal(body({ 'detail-type': 'mq:Topic:SendMessage', source: 'rocketmq.c', detail: reordered }), [KEY]),
+    ).toBeUndefined();
   });
 
   it.each([
-    ['the body', (e: Envelope) => ({ ...e, data: { ...e.data, body: '{"orderNo":"SO1","userId":1,"points":1000000}' } })],
+    [
+      'the body',
+      (e: Envelope) => ({ ...e, data: { ...e.data, body: '{"orderNo":"SO1","userId":1,"points":1000000}' } }),
+    ],
     ['the tag', (e: Envelope) => ({ ...e, data: { ...e.data, tags: 'REFUND' } })],
     ['the keys', (e: Envelope) => ({ ...e, data: { ...e.data, keys: ['SO2'] } })],
     ['a user property', (e: Envelope) => ({ ...e, data: { ...e.data, userProperties: { channel: 'web' } } })],
-    ['the message group', (e: Envelope) => ({ ...e, data: { ...e.data, systemProperties: { ...e.data.systemProperties, __SHARDINGKEY: 'SO2' } } })],
+    [
+      'the message group',
+      (e: Envelope) => ({
+        ...e,
+        data: { ...e.data, systemProperties: { ...e.data.systemProperties, __SHARDINGKEY: 'SO2' } },
+      }),
+    ],
     ['an added field', (e: Envelope) => ({ ...e, extra: true })],
   ])('refuses an envelope whose %s changed after signing', (_what, change) => {
     const tampered = change(signEnvelope(envelope(), KEY));
@@ -49,9 +67,15 @@ describe('envelope signatures', () => {
     expect(signatureRefusal(serializeEnvelope(envelope()), [KEY])).toBe('the envelope is not signed');
     expect(signatureRefusal('[1,2]', [KEY])).toBe('the envelope is not signed');
     expect(signatureRefusal(body({ 'detail-type': 'x', detail: 'text' }), [KEY])).toBe('the envelope is not signed');
-    expect(signatureRefusal(body({ ...envelope(), signature: 'rsa:abc' }), [KEY])).toBe("the envelope's signature is not an hmac-sha256 signature");
-    expect(signatureRefusal(body({ ...envelope(), signature: 42 }), [KEY])).toBe("the envelope's signature is not an hmac-sha256 signature");
-    expect(signatureRefusal(body({ ...envelope(), signature: 'hmac-sha256:AAAA' }), [KEY])).toBe("the envelope's signature matches none of the signing keys");
+    expect(signatureRefusal(body({ ...envelope(), signature: 'rsa:abc' }), [KEY])).toBe(
+      "the envelope's signature is not an hmac-sha256 signature",
+    );
+    expect(signatureRefusal(body({ ...envelope(), signature: 42 }), [KEY])).toBe(
+      "the envelope's signature is not an hmac-sha256 signature",
+    );
+    expect(signatureRefusal(body({ ...envelope(), signature: 'hmac-sha256:AAAA' }), [KEY])).toBe(
+      "the envelope's signature matches none of the signing keys",
+    );
     const signed = body(signEnvelope(envelope(), OTHER));
     expect(signatureRefusal(signed, [KEY])).toBe("the envelope's signature matches none of the signing keys");
     expect(signatureRefusal(signed, [KEY, OTHER])).toBeUndefined();
@@ -97,12 +121,16 @@ describe('checking a batch against a key ring', () => {
 
   it('reloads once on a miss, then judges again with the new keys', async () => {
     const { keyRing, state } = ring([KEY], [OTHER, KEY]);
-    expect(await signatureRefusals([signedWith(KEY), signedWith(OTHER), serializeEnvelope(envelope())], keyRing)).toEqual(new Map([[2, 'the envelope is not signed']]));
+    expect(
+      await signatureRefusals([signedWith(KEY), signedWith(OTHER), serializeEnvelope(envelope())], keyRing),
+    ).toEqual(new Map([[2, 'the envelope is not signed']]));
     expect(state.reloads).toBe(1);
   });
 
   it('refuses when the reload brings nothing new', async () => {
     const { keyRing } = ring([KEY], undefined);
-    expect(await signatureRefusals([signedWith(OTHER)], keyRing)).toEqual(new Map([[0, "the envelope's signature matches none of the signing keys"]]));
+    expect(await signatureRefusals([signedWith(OTHER)], keyRing)).toEqual(
+      new Map([[0, "the envelope's signature matches none of the signing keys"]]),
+    );
   });
 });

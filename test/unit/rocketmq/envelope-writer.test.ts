@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ENVELOPE_LIMITS, InvalidEnvelopeError, parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
-import { buildEnvelope, MsgIdGenerator, serializeEnvelope, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
+import {
+  buildEnvelope,
+  MsgIdGenerator,
+  serializeEnvelope,
+  writeEnvelope,
+} from '../../../lib/rocketmq/envelope-writer.ts';
 
 const MSG_ID = '0A1B2C3D2A9F18B4AAC2000000010001';
 
@@ -23,8 +28,18 @@ describe('writeEnvelope', () => {
     });
     // Assess: the wire form (queue 0 and offset 0 are values, not absences) …
     const wire = JSON.parse(text);
-    expect(wire).toMatchObject({ source: 'rocketmq://prod-cluster', subject: 'ORDER_TOPIC', time: '2020-07-05T06:22:31.117Z', id: MSG_ID });
-    expect(wire.data).toMatchObject({ queueId: 0, queueOffset: 0, brokerName: 'broker-a', systemProperties: { UNIQ_KEY: MSG_ID, KEYS: 'SO1 U7', TAGS: 'PAID' } });
+    expect(wire).toMatchObject({
+      source: 'rocketmq://prod-cluster',
+      subject: 'ORDER_TOPIC',
+      time: '2020-07-05T06:22:31.117Z',
+      id: MSG_ID,
+    });
+    expect(wire.data).toMatchObject({
+      queueId: 0,
+      queueOffset: 0,
+      brokerName: 'broker-a',
+      systemProperties: { UNIQ_KEY: MSG_ID, KEYS: 'SO1 U7', TAGS: 'PAID' },
+    });
     // … and what a consumer sees
     expect(parseEnvelope(text)).toMatchObject({
       msgId: MSG_ID,
@@ -73,14 +88,27 @@ describe('writeEnvelope: what the bridge adds', () => {
     });
     // Assess: the event's time is the store time; the group is RocketMQ 4's sharding key
     expect(envelope.time).toBe(new Date(2_000).toISOString());
-    expect(envelope.data).toMatchObject({ bornTimestamp: 1_000, storeTimestamp: 2_000, bornHost: '10.27.44.61:53211', storeHost: '10.27.44.70:10911' });
+    expect(envelope.data).toMatchObject({
+      bornTimestamp: 1_000,
+      storeTimestamp: 2_000,
+      bornHost: '10.27.44.61:53211',
+      storeHost: '10.27.44.70:10911',
+    });
     expect(envelope.data.systemProperties).toEqual({ UNIQ_KEY: MSG_ID, __SHARDINGKEY: 'user-88372' });
-    expect(parseEnvelope(serializeEnvelope(envelope))).toMatchObject({ offsetMsgId: '0A1B2C4600002A9F0000000000012E45', storeTimestamp: 2_000, bornHost: '10.27.44.61:53211' });
+    expect(parseEnvelope(serializeEnvelope(envelope))).toMatchObject({
+      offsetMsgId: '0A1B2C4600002A9F0000000000012E45',
+      storeTimestamp: 2_000,
+      bornHost: '10.27.44.61:53211',
+    });
   });
 
   it('leaves out empty broker and host names, and takes the clock it is given for the birth time', () => {
-    const envelope = buildEnvelope({ topic: 'T', msgId: MSG_ID, body: 'x', brokerName: '', bornHost: '', storeHost: '' }, () => 42_000);
-    for (const absent of ['brokerName', 'bornHost', 'storeHost', 'storeTimestamp', 'offsetMsgId']) expect(envelope.data).not.toHaveProperty(absent);
+    const envelope = buildEnvelope(
+      { topic: 'T', msgId: MSG_ID, body: 'x', brokerName: '', bornHost: '', storeHost: '' },
+      () => 42_000,
+    );
+    for (const absent of ['brokerName', 'bornHost', 'storeHost', 'storeTimestamp', 'offsetMsgId'])
+      expect(envelope.data).not.toHaveProperty(absent);
     expect(envelope.data.bornTimestamp).toBe(42_000);
     expect(envelope.time).toBe(new Date(42_000).toISOString());
   });
@@ -90,7 +118,10 @@ describe('writeEnvelope: what the bridge adds', () => {
     const text = new TextEncoder().encode('{"note":"积分 ✓"}');
     const binary = new Uint8Array([0xff, 0xfe, 0x00, 0x41]);
     // Act
-    const [asText, asBase64] = [buildEnvelope({ topic: 'T', msgId: MSG_ID, body: text }), buildEnvelope({ topic: 'T', msgId: MSG_ID, body: binary })];
+    const [asText, asBase64] = [
+      buildEnvelope({ topic: 'T', msgId: MSG_ID, body: text }),
+      buildEnvelope({ topic: 'T', msgId: MSG_ID, body: binary }),
+    ];
     // Assess
     expect(asText.data).toMatchObject({ bodyEncoding: 'utf8', body: '{"note":"积分 ✓"}' });
     expect(asBase64.data).toMatchObject({ bodyEncoding: 'base64', body: Buffer.from(binary).toString('base64') });
@@ -119,7 +150,8 @@ function refusal(act: () => unknown): Error | undefined {
 
 describe('writeEnvelope at RocketMQ’s limits', () => {
   /** UNIQ_KEY, KEYS and TAGS as the commit log encodes them, computed here independently of the parser. */
-  const propertyBytes = (tags: string, keys: string) => Buffer.byteLength(`UNIQ_KEY\u0001${MSG_ID}\u0002KEYS\u0001${keys}\u0002TAGS\u0001${tags}\u0002`);
+  const propertyBytes = (tags: string, keys: string) =>
+    Buffer.byteLength(`UNIQ_KEY\u0001${MSG_ID}\u0002KEYS\u0001${keys}\u0002TAGS\u0001${tags}\u0002`);
   const fullTag = 'P'.repeat(ENVELOPE_LIMITS.propertiesBytes - propertyBytes('', 'SO1'));
   const atLimit = { topic: 'T'.repeat(127), msgId: MSG_ID, body: '{}', tags: fullTag, keys: ['SO1'] };
 
@@ -136,7 +168,11 @@ describe('writeEnvelope at RocketMQ’s limits', () => {
   it.each([
     ['a topic one character too long', { topic: 'T'.repeat(128) }, { topic: 'T'.repeat(128) }],
     ['a topic RocketMQ would not name', { topic: 'ORDER.TOPIC' }, { topic: 'ORDER.TOPIC' }],
-    ['properties one byte over', { tags: `${fullTag}P` }, { tags: `${fullTag}P`, systemProperties: system(`${fullTag}P`) }],
+    [
+      'properties one byte over',
+      { tags: `${fullTag}P` },
+      { tags: `${fullTag}P`, systemProperties: system(`${fullTag}P`) },
+    ],
     [
       'user properties over the rest of the budget',
       { tags: 'PAID', userProperties: { trace: 'x'.repeat(32_767) } },

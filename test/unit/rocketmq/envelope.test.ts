@@ -50,12 +50,28 @@ describe('parseEnvelope', () => {
   });
 
   it('accepts an EventBridge event whose detail is the CloudEvent', () => {
-    const wrapped = { version: '0', id: 'e1', 'detail-type': 'mq:Topic:SendMessage', source: 'rocketmq.bridge', detail: cloudEvent };
-    expect(parseEnvelope(JSON.stringify(wrapped))).toMatchObject({ msgId: data.msgId, source: 'rocketmq://prod-cluster', body: data.body });
+    const wrapped = {
+      version: '0',
+      id: 'e1',
+      'detail-type': 'mq:Topic:SendMessage',
+      source: 'rocketmq.bridge',
+      detail: cloudEvent,
+    };
+    expect(parseEnvelope(JSON.stringify(wrapped))).toMatchObject({
+      msgId: data.msgId,
+      source: 'rocketmq://prod-cluster',
+      body: data.body,
+    });
   });
 
   it('accepts an EventBridge event whose detail is the data object', () => {
-    const wrapped = { version: '0', id: 'e1', 'detail-type': 'mq:Topic:SendMessage', source: 'rocketmq.bridge', detail: data };
+    const wrapped = {
+      version: '0',
+      id: 'e1',
+      'detail-type': 'mq:Topic:SendMessage',
+      source: 'rocketmq.bridge',
+      detail: data,
+    };
     const m = parseEnvelope(JSON.stringify(wrapped));
     expect(m).toMatchObject({ msgId: data.msgId, tags: 'PAID', keys: ['SO202007051422310088'] });
     expect(m.source).toBeUndefined();
@@ -63,27 +79,48 @@ describe('parseEnvelope', () => {
 
   it('decodes base64 bodies, including multi-byte UTF-8', () => {
     const body = '{"orderNo":"SO1","note":"积分 ✓"}';
-    const event = { ...cloudEvent, data: { ...data, bodyEncoding: 'base64', body: Buffer.from(body).toString('base64') } };
+    const event = {
+      ...cloudEvent,
+      data: { ...data, bodyEncoding: 'base64', body: Buffer.from(body).toString('base64') },
+    };
     expect(parseEnvelope(JSON.stringify(event)).body).toBe(body);
   });
 
   it('rejects base64 that is not base64, and base64 that is not UTF-8', () => {
     const notBase64 = { ...cloudEvent, data: { ...data, bodyEncoding: 'base64', body: 'not base64!' } };
     expect(() => parseEnvelope(JSON.stringify(notBase64))).toThrow(/not valid base64/);
-    const binary = { ...cloudEvent, data: { ...data, bodyEncoding: 'base64', body: Buffer.from([0xff, 0xfe, 0x00]).toString('base64') } };
+    const binary = {
+      ...cloudEvent,
+      data: { ...data, bodyEncoding: 'base64', body: Buffer.from([0xff, 0xfe, 0x00]).toString('base64') },
+    };
     expect(() => parseEnvelope(JSON.stringify(binary))).toThrow(/not UTF-8/);
   });
 
   it('takes keys from systemProperties.KEYS (space-separated) when data.keys is absent', () => {
     const { keys: _keys, ...rest } = data;
-    const event = { ...cloudEvent, data: { ...rest, systemProperties: { ...data.systemProperties, KEYS: 'SO1  SO2 SO1' } } };
+    const event = {
+      ...cloudEvent,
+      data: { ...rest, systemProperties: { ...data.systemProperties, KEYS: 'SO1  SO2 SO1' } },
+    };
     expect(parseEnvelope(JSON.stringify(event)).keys).toEqual(['SO1', 'SO2']);
   });
 
   it('defaults optional fields: no tag, no keys, reconsumeTimes 0', () => {
-    const minimal = { specversion: '1.0', id: 'x', type: 'mq:Topic:SendMessage', data: { topic: 'T', msgId: data.msgId, body: 'hello' } };
+    const minimal = {
+      specversion: '1.0',
+      id: 'x',
+      type: 'mq:Topic:SendMessage',
+      data: { topic: 'T', msgId: data.msgId, body: 'hello' },
+    };
     const m = parseEnvelope(JSON.stringify(minimal));
-    expect(m).toMatchObject({ tags: undefined, keys: [], reconsumeTimes: 0, body: 'hello', systemProperties: {}, userProperties: {} });
+    expect(m).toMatchObject({
+      tags: undefined,
+      keys: [],
+      reconsumeTimes: 0,
+      body: 'hello',
+      systemProperties: {},
+      userProperties: {},
+    });
   });
 
   it('takes the tag from systemProperties.TAGS when data.tags is absent', () => {
@@ -97,11 +134,19 @@ describe('parseEnvelope', () => {
     ['a JSON array', '[]', /root|expected object/],
     ['wrong type', JSON.stringify({ ...cloudEvent, type: 'other' }), /type/],
     ['missing msgId', JSON.stringify({ ...cloudEvent, data: { ...data, msgId: undefined } }), /data\.msgId/],
-    ['msgId not hex', JSON.stringify({ ...cloudEvent, data: { ...data, msgId: 'hello-world-not-hex-at-all-00000' } }), /hex/],
+    [
+      'msgId not hex',
+      JSON.stringify({ ...cloudEvent, data: { ...data, msgId: 'hello-world-not-hex-at-all-00000' } }),
+      /hex/,
+    ],
     ['missing topic', JSON.stringify({ ...cloudEvent, data: { ...data, topic: undefined } }), /data\.topic/],
     ['missing body', JSON.stringify({ ...cloudEvent, data: { ...data, body: undefined } }), /data\.body/],
     ['numeric body', JSON.stringify({ ...cloudEvent, data: { ...data, body: 42 } }), /data\.body/],
-    ['EventBridge wrapper around garbage', JSON.stringify({ 'detail-type': 'x', detail: 'garbage' }), /expected object/],
+    [
+      'EventBridge wrapper around garbage',
+      JSON.stringify({ 'detail-type': 'x', detail: 'garbage' }),
+      /expected object/,
+    ],
     ['negative queueOffset', JSON.stringify({ ...cloudEvent, data: { ...data, queueOffset: -1 } }), /queueOffset/],
   ])('rejects %s with a classified reason', (_name, body, reason) => {
     expect(() => parseEnvelope(body)).toThrow(InvalidEnvelopeError);
@@ -110,8 +155,17 @@ describe('parseEnvelope', () => {
 
   it('round-trips what the envelope writer produces', () => {
     const msgId = new MsgIdGenerator().next(Date.UTC(2020, 6, 5, 6, 22, 31, 117));
-    const m = parseEnvelope(writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID', keys: ['SO1'], body: '{}', reconsumeTimes: 2 }));
-    expect(m).toMatchObject({ msgId, topic: 'ORDER_TOPIC', tags: 'PAID', keys: ['SO1'], body: '{}', reconsumeTimes: 2 });
+    const m = parseEnvelope(
+      writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID', keys: ['SO1'], body: '{}', reconsumeTimes: 2 }),
+    );
+    expect(m).toMatchObject({
+      msgId,
+      topic: 'ORDER_TOPIC',
+      tags: 'PAID',
+      keys: ['SO1'],
+      body: '{}',
+      reconsumeTimes: 2,
+    });
   });
 
   it('generates msgIds in RocketMQ layout: ip, pid, class-loader hash, ms since month start, counter', () => {
@@ -137,28 +191,66 @@ function refusal(envelope: unknown): InvalidEnvelopeError | undefined {
 
 const withData = (fields: Record<string, unknown>) => ({ ...cloudEvent, data: { ...data, ...fields } });
 /** Properties as RocketMQ's commit log encodes them, computed here independently of the parser. */
-const encodedBytes = (properties: Record<string, string>) => Object.entries(properties).reduce((n, [name, value]) => n + Buffer.byteLength(`${name}\u0001${value}\u0002`), 0);
+const encodedBytes = (properties: Record<string, string>) =>
+  Object.entries(properties).reduce((n, [name, value]) => n + Buffer.byteLength(`${name}\u0001${value}\u0002`), 0);
 
 describe('envelope limits', () => {
   it.each([
-    ['a topic of 128 characters', withData({ topic: 'T'.repeat(128) }), /^invalid RocketMQ envelope: data\.topic: Too big: expected string to have <=127 characters$/],
-    ['a topic with a dot', withData({ topic: 'ORDER.TOPIC' }), /data\.topic: topic may hold only %\|a-zA-Z0-9_- \(RocketMQ TopicValidator\)/],
+    [
+      'a topic of 128 characters',
+      withData({ topic: 'T'.repeat(128) }),
+      /^invalid RocketMQ envelope: data\.topic: Too big: expected string to have <=127 characters$/,
+    ],
+    [
+      'a topic with a dot',
+      withData({ topic: 'ORDER.TOPIC' }),
+      /data\.topic: topic may hold only %\|a-zA-Z0-9_- \(RocketMQ TopicValidator\)/,
+    ],
     [
       'a 300,000-character tag',
       withData({ tags: 'P'.repeat(300_000), keys: [], systemProperties: {} }),
       /data: properties take 300006 bytes .*over the broker's 32767 \(largest: TAGS, 300006 bytes\)$/,
     ],
-    ['a tag of 11,000 three-byte characters', withData({ tags: '积'.repeat(11_000), keys: [], systemProperties: {} }), /properties take 33006 bytes/],
+    [
+      'a tag of 11,000 three-byte characters',
+      withData({ tags: '积'.repeat(11_000), keys: [], systemProperties: {} }),
+      /properties take 33006 bytes/,
+    ],
     [
       'keys whose KEYS property is too long',
-      withData({ keys: Array.from({ length: 3_000 }, (_, i) => `SO${String(i).padStart(10, '0')}`), systemProperties: {} }),
+      withData({
+        keys: Array.from({ length: 3_000 }, (_, i) => `SO${String(i).padStart(10, '0')}`),
+        systemProperties: {},
+      }),
       /properties take \d+ bytes.*\(largest: KEYS/,
     ],
-    ['keys given as one string', withData({ keys: 'K'.repeat(40_000), systemProperties: {} }), /\(largest: KEYS, 40006 bytes\)/],
-    ['2,000 small user properties', withData({ userProperties: Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`p${i}`, 'v'.repeat(12)])) }), /properties take \d+ bytes/],
-    ['a 300,000-character property name', withData({ userProperties: { ['n'.repeat(300_000)]: 'v' } }), /\(largest: "n{40}"… \(300000 characters\), 300003 bytes\)$/],
-    ['an id of 257 characters', { ...cloudEvent, id: 'i'.repeat(257) }, /^invalid RocketMQ envelope: id: Too big: expected string to have <=256 characters$/],
-    ['a source of 257 characters', { ...cloudEvent, source: `rocketmq://${'c'.repeat(246)}` }, /^invalid RocketMQ envelope: source: Too big/],
+    [
+      'keys given as one string',
+      withData({ keys: 'K'.repeat(40_000), systemProperties: {} }),
+      /\(largest: KEYS, 40006 bytes\)/,
+    ],
+    [
+      '2,000 small user properties',
+      withData({
+        userProperties: Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`p${i}`, 'v'.repeat(12)])),
+      }),
+      /properties take \d+ bytes/,
+    ],
+    [
+      'a 300,000-character property name',
+      withData({ userProperties: { ['n'.repeat(300_000)]: 'v' } }),
+      /\(largest: "n{40}"… \(300000 characters\), 300003 bytes\)$/,
+    ],
+    [
+      'an id of 257 characters',
+      { ...cloudEvent, id: 'i'.repeat(257) },
+      /^invalid RocketMQ envelope: id: Too big: expected string to have <=256 characters$/,
+    ],
+    [
+      'a source of 257 characters',
+      { ...cloudEvent, source: `rocketmq://${'c'.repeat(246)}` },
+      /^invalid RocketMQ envelope: source: Too big/,
+    ],
     ['a broker name of 257 characters', withData({ brokerName: 'b'.repeat(257) }), /data\.brokerName: Too big/],
   ])('refuses %s', (_name, envelope, reason) => {
     expect(refusal(envelope)?.message).toMatch(reason);
@@ -172,14 +264,31 @@ describe('envelope limits', () => {
     expect(encodedBytes({ ...unique, TAGS: tags })).toBe(32_767);
     // Act + Assess
     expect(refusal(envelope)).toBeUndefined();
-    expect(refusal(withData({ topic: 'T'.repeat(127), tags: `${tags}P`, keys: [], systemProperties: { ...unique, TAGS: `${tags}P` } }))?.message).toMatch(/properties take 32768 bytes/);
+    expect(
+      refusal(
+        withData({
+          topic: 'T'.repeat(127),
+          tags: `${tags}P`,
+          keys: [],
+          systemProperties: { ...unique, TAGS: `${tags}P` },
+        }),
+      )?.message,
+    ).toMatch(/properties take 32768 bytes/);
   });
 
   it('counts a tag and keys given only as fields, as RocketMQ holds them among the properties', () => {
     const full = ENVELOPE_LIMITS.propertiesBytes - encodedBytes({ KEYS: 'SO1 SO2' });
-    const fits = withData({ tags: 'P'.repeat(full - encodedBytes({ TAGS: '' })), keys: 'SO1 SO2', systemProperties: {} });
+    const fits = withData({
+      tags: 'P'.repeat(full - encodedBytes({ TAGS: '' })),
+      keys: 'SO1 SO2',
+      systemProperties: {},
+    });
     expect(refusal(fits)).toBeUndefined();
-    expect(refusal(withData({ tags: 'P'.repeat(full - encodedBytes({ TAGS: '' }) + 1), keys: 'SO1 SO2', systemProperties: {} }))).toBeInstanceOf(InvalidEnvelopeError);
+    expect(
+      refusal(
+        withData({ tags: 'P'.repeat(full - encodedBytes({ TAGS: '' }) + 1), keys: 'SO1 SO2', systemProperties: {} }),
+      ),
+    ).toBeInstanceOf(InvalidEnvelopeError);
   });
 
   it('quotes at most a bounded, escaped excerpt of a hostile property name, and drops a malformed msgId', () => {
@@ -200,8 +309,12 @@ describe('envelope limits', () => {
   });
 
   it('prints short, plain property names as they are and quotes others whole', () => {
-    expect(refusal(withData({ userProperties: { traceId: { nested: true } } }))?.message).toContain('data.userProperties.traceId: ');
-    expect(refusal(withData({ userProperties: { 'trace.id': [] } }))?.message).toContain('data.userProperties."trace.id": ');
+    expect(refusal(withData({ userProperties: { traceId: { nested: true } } }))?.message).toContain(
+      'data.userProperties.traceId: ',
+    );
+    expect(refusal(withData({ userProperties: { 'trace.id': [] } }))?.message).toContain(
+      'data.userProperties."trace.id": ',
+    );
     expect(excerpt('a\u0085b\u{e0001}')).toBe('"a\\u{85}b\\u{e0001}"');
   });
 });

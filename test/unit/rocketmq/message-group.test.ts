@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { messageGroupOf, type MessageGroupFacts } from '../../../lib/rocketmq/message-group.ts';
+import { type MessageGroupFacts, messageGroupOf } from '../../../lib/rocketmq/message-group.ts';
 
 const message: MessageGroupFacts = {
   topic: 'ORDER_TOPIC',

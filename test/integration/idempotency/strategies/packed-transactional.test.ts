@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, emulatorConfig } from '../../../../lib/aws/clients.ts';
-import { RoundTripCounter, type RoundTrip } from '../../../../scripts/instrumentation/round-trip-counter.ts';
 import { fingerprintOf } from '../../../../lib/idempotency/record.ts';
 import type { ConsumerMessage } from '../../../../lib/idempotency/settlement.ts';
 import { packedTransactionalStrategy } from '../../../../lib/idempotency/strategies/packed-transactional.ts';
 import type { TransactionalResult } from '../../../../lib/idempotency/strategies/transactional.ts';
-import { provisionLocal } from '../../../../scripts/local/provision.ts';
 import { parseEnvelope } from '../../../../lib/rocketmq/envelope.ts';
+import { type RoundTrip, RoundTripCounter } from '../../../../scripts/instrumentation/round-trip-counter.ts';
+import { provisionLocal } from '../../../../scripts/local/provision.ts';
 import { orderEnvelope, sqsRecord } from '../../../support/points-fixture.ts';
 
 type Order = { orderNo: string; userId: string };
@@ -21,13 +21,31 @@ describe('packed transactions: two puts on one item the packer cannot see (emula
     const resources = await provisionLocal(endpoint, `pv${randomUUID().slice(0, 8)}`, { groups: [] });
     const client = createDynamoDb(emulatorConfig(endpoint));
     const profiles = resources.tables.accounts;
-    const strategy = packedTransactionalStrategy({ client, tableName: resources.tables.idempotency, group: 'profile-consumer-group', keyAttributes: { [resources.tables.idempotency]: ['id'] } });
+    const strategy = packedTransactionalStrategy({
+      client,
+      tableName: resources.tables.idempotency,
+      group: 'profile-consumer-group',
+      keyAttributes: { [resources.tables.idempotency]: ['id'] },
+    });
     const message = (orderNo: string, userId: string): ConsumerMessage<Order> => {
       const payload = { orderNo, userId };
-      return { record: sqsRecord('', 'arn'), message: parseEnvelope(orderEnvelope(payload)), payload, key: orderNo, fingerprint: fingerprintOf(payload), attempt: 1 };
+      return {
+        record: sqsRecord('', 'arn'),
+        message: parseEnvelope(orderEnvelope(payload)),
+        payload,
+        key: orderNo,
+        fingerprint: fingerprintOf(payload),
+        attempt: 1,
+      };
     };
     const latestOrder = (msg: ConsumerMessage<Order>): TransactionalResult => ({
-      writes: [{ item: { Put: { TableName: profiles, Item: { userId: msg.payload.userId, lastOrderNo: msg.payload.orderNo } } } }],
+      writes: [
+        {
+          item: {
+            Put: { TableName: profiles, Item: { userId: msg.payload.userId, lastOrderNo: msg.payload.orderNo } },
+          },
+        },
+      ],
     });
     // SO-V1 was committed by an earlier delivery; its copy comes back with SO-V2 of the same user
     const v1 = message('SO-V1', 'u-v');
@@ -46,7 +64,8 @@ describe('packed transactions: two puts on one item the packer cannot see (emula
           .map((a) => a.Put!.Item.key!.S),
         error: t.error ?? 'committed',
       }));
-    const byOrders = (a: { orders: string[] }, b: { orders: string[] }) => b.orders.length - a.orders.length || a.orders.join().localeCompare(b.orders.join());
+    const byOrders = (a: { orders: string[] }, b: { orders: string[] }) =>
+      b.orders.length - a.orders.length || a.orders.join().localeCompare(b.orders.join());
     expect(sent.sort(byOrders)).toEqual([
       { orders: ['SO-V1', 'SO-V2', 'SO-V3', 'SO-V4'], error: 'ValidationException' },
       { orders: ['SO-V1', 'SO-V2'], error: 'ValidationException' },
@@ -54,9 +73,15 @@ describe('packed transactions: two puts on one item the packer cannot see (emula
       { orders: ['SO-V1'], error: 'TransactionCanceledException' },
       { orders: ['SO-V2'], error: 'committed' },
     ]);
-    expect(settlements).toEqual([{ outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: v1.message.msgId }, { outcome: 'processed' }, { outcome: 'processed' }, { outcome: 'processed' }]);
+    expect(settlements).toEqual([
+      { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: v1.message.msgId },
+      { outcome: 'processed' },
+      { outcome: 'processed' },
+      { outcome: 'processed' },
+    ]);
     // The duplicate wrote nothing: the profile holds SO-V2, written once after SO-V1
-    const profile = async (userId: string) => (await client.send(new GetCommand({ TableName: profiles, Key: { userId }, ConsistentRead: true }))).Item;
+    const profile = async (userId: string) =>
+      (await client.send(new GetCommand({ TableName: profiles, Key: { userId }, ConsistentRead: true }))).Item;
     expect(await profile('u-v')).toEqual({ userId: 'u-v', lastOrderNo: 'SO-V2' });
     expect(await profile('u-w')).toEqual({ userId: 'u-w', lastOrderNo: 'SO-V3' });
     expect(await profile('u-x')).toEqual({ userId: 'u-x', lastOrderNo: 'SO-V4' });
