@@ -156,15 +156,7 @@ export class RocketMQBridgeService extends Construct {
         ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
           file: 'bridge/Dockerfile',
           // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild).
-          exclude: [
-            '*',
-            '!package.json',
-            '!package-lock.json',
-            '!bridge',
-            '!lib',
-            'bridge/.rocketmq',
-            'bridge/rocketmq',
-          ],
+          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib'],
         }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
       environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },

@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Message, Producer as RemotingProducer } from 'ali-ons';
 import { Producer } from 'rocketmq-client-nodejs';
 import { type BridgeConfigInput, RocketMQProtocol } from '../../bridge/bridge-config.ts';
-import { startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
-import { startLocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
+import { startLocalRocketMQ } from '../rocketmq/local-rocketmq.ts';
+import { startLocalRocketMQ4 } from '../rocketmq/local-rocketmq-4.ts';
 
 /**
  * The broker side of the bridge benchmark: a throw-away local RocketMQ (5.5.0 through its proxy,

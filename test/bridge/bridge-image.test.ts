@@ -8,11 +8,11 @@ import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
 import { type BridgeImageContext, stageBridgeImageContext } from '../../scripts/bridge-image-context.ts';
 import { type ReplayedImage, replayDockerfile, startImageCommand } from '../../scripts/dockerfile-replay.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-process.ts';
 
 /**

@@ -11,10 +11,10 @@ import { Consumer, Message, Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bridge } from '../../bridge/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-config.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../bridge/rocketmq/local-rocketmq-4.ts';
 import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/envelope-writer.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 

@@ -9,12 +9,12 @@ import {
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig } from '../../lib/aws/clients.ts';
 import { SecretSigningKeys } from '../../lib/aws/signing-key-secret.ts';
 import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
 import { signatureRefusal } from '../../lib/rocketmq/envelope-signature.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
 import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
 

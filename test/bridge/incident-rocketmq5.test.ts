@@ -1,8 +1,8 @@
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../bridge/rocketmq/local-rocketmq.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 
 /**

@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
  * The official Apache RocketMQ server jars (name server, proxy, broker and their dependencies),
  * fetched once from Maven Central by a small pom per release into a gitignored folder per release.
  */
-export const ROCKETMQ_LIB_DIR = fileURLToPath(new URL('../.rocketmq/lib/', import.meta.url));
+export const ROCKETMQ_LIB_DIR = fileURLToPath(new URL('../../.rocketmq/lib/', import.meta.url));
 const POM_DIR = fileURLToPath(new URL('./', import.meta.url));
 
 export interface RocketMQRelease {
@@ -17,7 +17,7 @@ export interface RocketMQRelease {
   readonly requiredJars: readonly RegExp[];
 }
 
-/** Name server + proxy in local mode (embedded broker): `bridge/rocketmq/pom.xml`. */
+/** Name server + proxy in local mode (embedded broker): `scripts/rocketmq/pom.xml`. */
 export const ROCKETMQ_5: RocketMQRelease = {
   version: '5.5.0',
   pom: `${POM_DIR}pom.xml`,
@@ -25,11 +25,11 @@ export const ROCKETMQ_5: RocketMQRelease = {
   requiredJars: [/^rocketmq-namesrv-5\..*\.jar$/, /^rocketmq-proxy-5\..*\.jar$/, /^rocketmq-broker-5\..*\.jar$/],
 };
 
-/** Name server + broker (+ mqadmin), the incident's release line: `bridge/rocketmq/pom-4.7.1.xml`. */
+/** Name server + broker (+ mqadmin), the incident's release line: `scripts/rocketmq/pom-4.7.1.xml`. */
 export const ROCKETMQ_4: RocketMQRelease = {
   version: '4.7.1',
   pom: `${POM_DIR}pom-4.7.1.xml`,
-  libDir: fileURLToPath(new URL('../.rocketmq/lib-4.7.1/', import.meta.url)),
+  libDir: fileURLToPath(new URL('../../.rocketmq/lib-4.7.1/', import.meta.url)),
   requiredJars: [/^rocketmq-namesrv-4\.7\.1\.jar$/, /^rocketmq-broker-4\.7\.1\.jar$/, /^rocketmq-tools-4\.7\.1\.jar$/],
 };
 
