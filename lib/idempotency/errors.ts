@@ -42,6 +42,16 @@ export class UnauthenticatedMessageError extends ConsumptionError {
   readonly code = 'UNAUTHENTICATED_MESSAGE';
 }
 
+/**
+ * A signed envelope of a topic the consumer group does not subscribe to: a route or a sender
+ * put it on the wrong queue. Acting on it would apply another topic's body as this group's business.
+ */
+export class UnsubscribedTopicError extends ConsumptionError {
+  override readonly name = 'UnsubscribedTopicError';
+  readonly classification = 'permanent';
+  readonly code = 'UNSUBSCRIBED_TOPIC';
+}
+
 /** The same business key arrived with different business content: someone must decide which is right. */
 export class PayloadConflictError extends ConsumptionError {
   override readonly name = 'PayloadConflictError';

@@ -21,6 +21,7 @@ export {
   PayloadConflictError,
   TransientFailureError,
   UnauthenticatedMessageError,
+  UnsubscribedTopicError,
   WriteRejectedError,
 } from './errors.ts';
 export { FailureCounter, type FailureCounterOptions } from './failure-counter.ts';
