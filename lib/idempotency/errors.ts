@@ -52,6 +52,16 @@ export class UnsubscribedTopicError extends ConsumptionError {
   readonly code = 'UNSUBSCRIBED_TOPIC';
 }
 
+/**
+ * A signed envelope stored longer ago than the group's redrive horizon: the dedup record its first
+ * delivery wrote may have expired, so this copy cannot be told from a new message.
+ */
+export class PastRedriveHorizonError extends ConsumptionError {
+  override readonly name = 'PastRedriveHorizonError';
+  readonly classification = 'permanent';
+  readonly code = 'PAST_REDRIVE_HORIZON';
+}
+
 /** The same business key arrived with different business content: someone must decide which is right. */
 export class PayloadConflictError extends ConsumptionError {
   override readonly name = 'PayloadConflictError';

@@ -18,6 +18,7 @@ export {
   InvalidPayloadError,
   LeaseHeldError,
   NotYetApplicableError,
+  PastRedriveHorizonError,
   PayloadConflictError,
   TransientFailureError,
   UnauthenticatedMessageError,

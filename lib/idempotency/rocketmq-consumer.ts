@@ -8,7 +8,7 @@ import {
   type QueueLifetimes,
 } from '../config/delivery-lifetimes.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
-import { topicRefusal } from '../rocketmq/envelope-admission.ts';
+import { storeTimeRefusal, topicRefusal } from '../rocketmq/envelope-admission.ts';
 import { type SigningKeyRing, signatureRefusals } from '../rocketmq/envelope-signature.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
 import { jitter, mapLimit, sleep } from './concurrency.ts';
@@ -17,6 +17,7 @@ import {
   HeldBackError,
   InvalidConsumerConfigError,
   InvalidMessageError,
+  PastRedriveHorizonError,
   PayloadConflictError,
   TransientFailureError,
   UnauthenticatedMessageError,
@@ -146,6 +147,7 @@ export function rocketmqConsumer<P, R>(
   const fingerprintFields = options.fingerprintFields ?? ((p: P) => p);
   const lifetimes = assertRecordsOutliveRetries(options);
   const counter = failureCounterOf(options, lifetimes);
+  const horizonSeconds = lifetimes.redriveHorizonSeconds(options.strategy.recordTtlSeconds);
 
   const prepare = (
     record: SQSRecord,
@@ -200,6 +202,8 @@ export function rocketmqConsumer<P, R>(
   const admissionRefusal = (message: RocketMQMessage) => {
     const topic = options.topic === undefined ? undefined : topicRefusal(message, options.topic);
     if (topic) return new UnsubscribedTopicError(topic);
+    const age = storeTimeRefusal(message, horizonSeconds, now());
+    if (age) return new PastRedriveHorizonError(age);
     return undefined;
   };
 

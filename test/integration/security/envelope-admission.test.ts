@@ -61,3 +61,44 @@ describe('every group of the catalogue refuses a signed envelope of a topic it d
     expect(g.reports.map((r) => r.disposition)).toEqual([{ action: 'dead-letter', code: 'UNSUBSCRIBED_TOPIC' }]);
   });
 });
+
+describe('the groups that keep dedup records refuse a signed envelope stored before their redrive horizon (emulator)', () => {
+  type Definition = (typeof CONSUMER_GROUPS)[number];
+  const keepsRecords = CONSUMER_GROUPS.filter((g) => g.group !== 'order-status-consumer-group');
+
+  /** A signed envelope of the group's topic and tag, stored (and born) `daysAgo` days ago. */
+  const storedDaysAgo = (g: Awaited<ReturnType<typeof groupUnderTest>>, def: Definition, daysAgo: number) => {
+    const storeTimestamp = Date.now() - daysAgo * 86_400_000;
+    const tags = def.tagExpression.split('||')[0]!.trim();
+    return g.record(
+      orderEnvelope(
+        { orderNo: `SO-${randomUUID().slice(0, 8)}`, userId: 88372, points: 300 },
+        { topic: def.topic, tags, storeTimestamp, bornTimestamp: storeTimestamp },
+      ),
+    );
+  };
+
+  it.each(keepsRecords.map((g) => [g.group, g]))('%s: 31 days, past its 30-day records', async (_name, definition) => {
+    // Prepare
+    const g = await groupUnderTest(definition);
+    const old = storedDaysAgo(g, definition, 31);
+    // Act
+    const response = await g.invoke([old]);
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    const [letter] = await g.deadLetters();
+    expect(letter?.attributes['failure-code']).toBe('PAST_REDRIVE_HORIZON');
+    expect(letter?.attributes['failure-reason']).toMatch(/^the message was stored 31d ago \(/);
+    expect(letter?.attributes['rocketmq-msg-id']).toMatch(/^[0-9A-F]{32}$/);
+    expect(g.reports.map((r) => r.disposition)).toEqual([{ action: 'dead-letter', code: 'PAST_REDRIVE_HORIZON' }]);
+  });
+
+  it("order-status-consumer-group: its idempotency is the order's state, which never expires, so age refuses nothing", async () => {
+    const definition = CONSUMER_GROUPS.find((g) => g.group === 'order-status-consumer-group')!;
+    const g = await groupUnderTest(definition);
+    await g.invoke([storedDaysAgo(g, definition, 365)]);
+    const settlement = g.reports[0]!.settlement;
+    // The order was never created: retried as not yet applicable, like any other PAID for an unknown order.
+    expect(settlement.outcome === 'failed' && settlement.error.code).toBe('NOT_YET_APPLICABLE');
+  });
+});

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_RECORD_TTL_SECONDS } from '../../../lib/config/delivery-lifetimes.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../../../lib/idempotency/failure-router.ts';
 import type { RecordReport, Settlement } from '../../../lib/idempotency/index.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { type Award, awardRecord, consumerUnderTest } from './consumer-under-test.ts';
 import { inMemoryStrategy } from './in-memory-strategy.ts';
 
@@ -57,5 +59,36 @@ describe('rocketmqConsumer: envelopes the group does not admit', () => {
     const refund = awardRecord({ orderNo: 'SO1', points: 10 }, { envelope: { topic: 'REFUND_TOPIC' } });
     await c.invoke([refund]);
     expect(c.reportOf(refund)?.settlement).toMatchObject({ outcome: 'processed' });
+  });
+
+  it("dead-letters a genuine envelope stored longer ago than the group's redrive horizon as PAST_REDRIVE_HORIZON", async () => {
+    // Prepare: the horizon is the record TTL minus the retry schedule's length, on the consumer's clock
+    const now = Date.UTC(2026, 11, 1);
+    const horizonMs = (DEFAULT_RECORD_TTL_SECONDS - new RetrySchedule().totalDelaySeconds) * 1000;
+    const store = inMemoryStrategy<Grant>();
+    const c = consumerUnderTest({ strategy: store.strategy, business: grant, now: () => now });
+    const stale = awardRecord({ orderNo: 'SO1', points: 10 }, { envelope: { storeTimestamp: now - horizonMs - 1 } });
+    const atHorizon = awardRecord({ orderNo: 'SO2', points: 10 }, { envelope: { storeTimestamp: now - horizonMs } });
+    // Act
+    const response = await c.invoke([stale, atHorizon]);
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect(c.reportOf(stale)).toMatchObject({ disposition: { action: 'dead-letter', code: 'PAST_REDRIVE_HORIZON' } });
+    expect(failureOf(c.reportOf(stale))).toMatchObject({ classification: 'permanent' });
+    expect(failureOf(c.reportOf(stale))?.message).toMatch(/^the message was stored 29d 19h 14m ago/);
+    expect(c.reportOf(atHorizon)?.settlement).toMatchObject({ outcome: 'processed' });
+    expect(c.businessCalls.map((m) => m.key)).toEqual(['SO2']);
+  });
+
+  it('derives the horizon from the record TTL the strategy keeps: a longer TTL admits older envelopes', async () => {
+    const now = Date.UTC(2026, 11, 1);
+    const store = inMemoryStrategy<Grant>({ recordTtlSeconds: 60 * 86_400 });
+    const c = consumerUnderTest({ strategy: store.strategy, business: grant, now: () => now });
+    const fortyDays = awardRecord(
+      { orderNo: 'SO1', points: 10 },
+      { envelope: { storeTimestamp: now - 40 * 86_400_000 } },
+    );
+    await c.invoke([fortyDays]);
+    expect(c.reportOf(fortyDays)?.settlement).toMatchObject({ outcome: 'processed' });
   });
 });
