@@ -34,6 +34,11 @@ export interface LocalRocketMQ4Options {
   readonly allowExposedPorts?: boolean;
   /** Turns ACL on (`aclEnable`, `conf/plain_acl.yml`) with one account that may publish and subscribe everything. */
   readonly acl?: { readonly accessKey: string; readonly secretKey: string };
+  /**
+   * More `broker.conf` settings, e.g. `messageDelayLevel: '1s 1s 2s …'` so that `%RETRY%` and
+   * `%DLQ%` are reached in seconds, or `fileReservedTime`.
+   */
+  readonly brokerSettings?: Readonly<Record<string, string>>;
 }
 
 export interface LocalRocketMQ4 {
@@ -84,7 +89,15 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
     const namesrvPort = await freePort();
     const brokerPort = await freeBrokerPort();
     const namesrvAddr = `127.0.0.1:${namesrvPort}`;
-    writeConfig(home, { clusterName, brokerName, namesrvAddr, namesrvPort, brokerPort, acl: options.acl });
+    writeConfig(home, {
+      clusterName,
+      brokerName,
+      namesrvAddr,
+      namesrvPort,
+      brokerPort,
+      acl: options.acl,
+      brokerSettings: options.brokerSettings,
+    });
     seedTopics(join(home, 'store'), options.topics);
 
     const started = Date.now();
@@ -130,6 +143,7 @@ interface Ports {
   namesrvPort: number;
   brokerPort: number;
   acl: LocalRocketMQ4Options['acl'];
+  brokerSettings: LocalRocketMQ4Options['brokerSettings'];
 }
 
 function writeConfig(home: string, p: Ports): void {
@@ -158,6 +172,7 @@ function writeConfig(home: string, p: Ports): void {
       'mappedFileSizeConsumeQueue=300000',
       'autoCreateTopicEnable=false',
       ...(p.acl ? ['aclEnable=true'] : []),
+      ...Object.entries(p.brokerSettings ?? {}).map(([name, value]) => `${name}=${value}`),
       '',
     ].join('\n'),
   );
