@@ -118,6 +118,7 @@ migrate import (docs/migration.md):
                            an interrupted run resumes from it.
   --rejects <file>         Every row not imported, as JSON lines.
   --concurrency <n>        Writes in flight (default 16).
+  --page-size <n>          Rows read and checkpointed at a time (default 1000).
   --idempotency-table <name>
   --dry-run                Read and check the source; touch no AWS resource.
 
@@ -177,6 +178,7 @@ const OPTIONS = {
   checkpoint: { type: 'string' },
   rejects: { type: 'string' },
   concurrency: { type: 'string' },
+  'page-size': { type: 'string' },
   'idempotency-table': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;

@@ -46,6 +46,19 @@ const checkpointSchema = z.object({
   complete: z.boolean(),
   counts: countsSchema,
   invalidReasons: z.record(z.string(), z.number()),
+  /** The report's first rows not imported, so a resumed run's report still shows them. */
+  rejected: z
+    .array(
+      z.object({
+        kind: z.enum(['invalid', 'conflicting', 'awarded-natively']),
+        ref: z.string(),
+        orderNo: z.string().optional(),
+        userId: z.string().optional(),
+        points: z.union([z.number(), z.string()]).optional(),
+        reason: z.string(),
+      }),
+    )
+    .default([]),
 });
 export type ImportCheckpoint = z.infer<typeof checkpointSchema>;
 

@@ -69,6 +69,9 @@ export function checkLegacyRow(row: LegacyRow): RowCheck {
   if (!hasUser && !hasPoints) return { ok: true, award: { ref: row.ref, orderNo: key.data, awardedAt: row.awardedAt } };
   if (row.userId == null) return { ok: false, reason: 'userId is empty' };
   if (row.points == null) return { ok: false, reason: 'points is empty' };
+  // A BIGINT column comes as text (no digits lost above 2^53); as text the consumer's rules would let a sign through.
+  if (typeof row.userId === 'string' && /^-\d+$/.test(row.userId.trim()))
+    return { ok: false, reason: 'userId must not be negative' };
   const user = userIdSchema.safeParse(row.userId);
   if (!user.success) return { ok: false, reason: issueOf(user) };
   const awarded = points.safeParse(numeric(row.points));

@@ -68,6 +68,8 @@ export interface LegacyImportOptions {
   /** Rows of each kind kept in the report; the rest only in `onRejected`. */
   readonly examples?: number;
   readonly onRejected?: (row: RejectedRow) => Promise<void>;
+  /** Called once the checkpoint is read: `resumed` says whether this run continues an interrupted one. */
+  readonly onBegin?: (resumed: boolean) => Promise<void>;
   readonly onProgress?: (progress: ImportProgress) => void;
   readonly now?: () => number;
 }
@@ -107,7 +109,7 @@ export async function runLegacyImport(options: LegacyImportOptions): Promise<Imp
     startedAt: resumed?.startedAt ?? new Date(started).toISOString(),
     counts: resumed ? { ...resumed.counts } : emptyCounts(),
     invalidReasons: { ...(resumed?.invalidReasons ?? {}) } as Record<string, number>,
-    rejected: [] as RejectedRow[],
+    rejected: [...(resumed?.rejected ?? [])] as RejectedRow[],
     wouldWrite: 0,
     position: resumed?.position,
     readBefore: resumed?.counts.read ?? 0,
@@ -119,6 +121,7 @@ export async function runLegacyImport(options: LegacyImportOptions): Promise<Imp
     ledger: options.ledger,
     horizon: options.horizon,
   };
+  await options.onBegin?.(resumed !== undefined);
   const estimatedTotal = await options.source.estimateRows().catch(() => undefined);
   const report = (): ImportReport => reportOf(options, state, resumed, started, now());
   const save = (complete: boolean) => options.checkpoint?.save(checkpointOf(options.importKey, state, now(), complete));
@@ -223,13 +226,7 @@ async function reject(options: LegacyImportOptions, state: RunState, row: Reject
 
 function checkpointOf(
   importKey: string,
-  state: {
-    runId: string;
-    startedAt: string;
-    position?: string;
-    counts: ImportCounts;
-    invalidReasons: Record<string, number>;
-  },
+  state: RunState & { runId: string; startedAt: string; position?: string },
   nowMs: number,
   complete: boolean,
 ): ImportCheckpoint {
@@ -243,6 +240,7 @@ function checkpointOf(
     complete,
     counts: state.counts,
     invalidReasons: state.invalidReasons,
+    rejected: state.rejected,
   };
 }
 

@@ -42,6 +42,7 @@ export interface MigrateImportValues {
   checkpoint?: string;
   rejects?: string;
   concurrency?: string;
+  'page-size'?: string;
   'idempotency-table'?: string;
   'dry-run'?: boolean;
   quiet?: boolean;
@@ -96,6 +97,7 @@ export function sourceSpecOf(v: MigrateImportValues): LegacySourceSpec {
     pattern: v.pattern,
     keyTtlSeconds: number(v['key-ttl'], 'key-ttl'),
     password: process.env.LEGACY_PASSWORD,
+    pageSize: number(v['page-size'], 'page-size'),
   };
 }
 
@@ -173,7 +175,6 @@ export async function migrateImport(v: MigrateImportValues, ctx: MigrateContext)
         ctx.confirmation,
       );
     }
-    if (v.rejects) await writeFile(v.rejects, '');
     const bar = new ProgressBar(ctx.stderr, { quiet: v.quiet });
     const table = `${source.kind} source`;
     let report: ImportReport;
@@ -196,6 +197,10 @@ export async function migrateImport(v: MigrateImportValues, ctx: MigrateContext)
         checkpoint,
         importKey,
         concurrency: number(v.concurrency, 'concurrency'),
+        // A resumed run adds to the rejects file of the run it continues; a new run starts it afresh.
+        onBegin: async (resumed) => {
+          if (v.rejects && !resumed) await writeFile(v.rejects, '');
+        },
         onRejected: v.rejects ? (row) => appendFile(v.rejects!, `${JSON.stringify(row)}\n`) : undefined,
         onProgress: (p) => bar.update({ table, scanned: p.read, estimatedTotal: p.estimatedTotal }),
         now: () => ctx.now().getTime(),
