@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createSqs } from '../lib/aws/clients.ts';
+import type { CrossSystemReport } from '../lib/migration/cross-system-audit.ts';
 import {
   redriveWriteSummary,
   renderAudit,
@@ -51,6 +52,7 @@ import {
   queueLocation,
   tableLocation,
 } from '../lib/operations/write-confirmation.ts';
+import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
@@ -91,6 +93,9 @@ Output:
 
 audit / reverse:
   --segments <n>           Parallel scan segments (default 4).
+  --legacy-source <store>  Also every order awarded both here and in the legacy store, or to
+                           another user here (read only; --table, --map, --time-zone, --pattern
+                           as for migrate import). reverse compensates them in this ledger.
 dlq:
   --visibility-timeout <s> How long read messages stay hidden (list/show default 30, redrive 120).
   --limit <n>              At most n messages.
@@ -180,6 +185,7 @@ const OPTIONS = {
   concurrency: { type: 'string' },
   'page-size': { type: 'string' },
   'idempotency-table': { type: 'string' },
+  'legacy-source': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -290,13 +296,13 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
       onProgress: (p) => bar.update(p),
       onTableDone: (p) => bar.done(p),
     });
-    return { tables, report };
+    return { tables, ...(await withLegacyAudit(report, v, { dynamoDb: dynamoDb(), tables, segments })) };
   };
 
   switch (command) {
     case 'audit': {
-      const { tables, report } = await audit();
-      print(renderAudit(report, tables, format));
+      const { tables, report, crossSystem } = await audit();
+      print(renderAudit(report, tables, format, crossSystem));
       return isClean(report) ? ExitCode.OK : ExitCode.FINDINGS;
     }
     case 'reverse':
@@ -331,7 +337,7 @@ async function reverse(
     format: OutputFormat;
     now: () => Date;
     dynamoDb: DynamoDBDocumentClient;
-    audit: () => Promise<{ tables: PointTableNames; report: AuditReport }>;
+    audit: () => Promise<{ tables: PointTableNames; report: AuditReport; crossSystem?: CrossSystemReport }>;
     print: (text: string) => void;
     confirmation: ConfirmationChannel;
   },
@@ -345,9 +351,9 @@ async function reverse(
   if (apply && v.rightful)
     throw new UsageError('with --apply the --rightful choices come from the plan; leave them out');
   const reviewed = apply ? await readReversalPlan(v.plan!) : undefined;
-  const { tables, report: audited } = await ctx.audit();
+  const { tables, report: audited, crossSystem } = await ctx.audit();
   const ledger = v.plan ? await tableLocation(ctx.dynamoDb, tables.ledger) : undefined;
-  if (reviewed) checkPlanTarget(reviewed, ledger!.arn, tables);
+  if (reviewed) checkPlanTarget(reviewed, ledger!.arn, tables, crossSystem?.source);
   const rightful = reviewed ? new Map(Object.entries(reviewed.rightful)) : rightfulOf(v.rightful);
   const report = await reverseDoubleAwards({
     dynamoDb: ctx.dynamoDb,
@@ -370,6 +376,7 @@ async function reverse(
       tables,
       rightful: Object.fromEntries(rightful),
       reversals,
+      ...(crossSystem ? { legacySource: crossSystem.source } : {}),
     });
     await writeReversalPlan(v.plan, plan);
     saved = { file: v.plan, digest: plan.digest };

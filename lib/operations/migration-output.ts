@@ -1,3 +1,4 @@
+import type { CrossSystemAward, CrossSystemReport } from '../migration/cross-system-audit.ts';
 import type { ImportReport, RejectedRow } from '../migration/legacy-import.ts';
 import { type Column, type OutputFormat, renderCsv, renderTable } from './report-format.ts';
 
@@ -75,5 +76,43 @@ export function renderImport(report: ImportReport, format: OutputFormat): string
       '',
       `Delta import, once the legacy consumers are stopped: the same command with --since ${report.deltaSince}.`,
     );
+  return out.join('\n');
+}
+
+/** The cross-system part of `ops audit --legacy-source`: every order with more than one award in force across both. */
+export function renderCrossSystem(report: CrossSystemReport): string {
+  const out = [
+    `Against the legacy store: ${report.source}`,
+    `Read ${report.legacyRows} legacy awards (${report.legacyInvalid} invalid, ${report.moved} moved into this ledger, ${report.compensated} compensated here).`,
+  ];
+  if (report.inBothSystems.length === 0) {
+    out.push('No order is awarded in both systems.');
+    return out.join('\n');
+  }
+  const twice = report.inBothSystems.filter((c) => c.sameUser).length;
+  out.push(
+    '',
+    `Orders awarded in both systems (${report.inBothSystems.length}: ${twice} to the same user, ${report.inBothSystems.length - twice} to another user here):`,
+    renderTable<CrossSystemAward>(
+      [
+        { header: 'order', value: (c) => c.orderNo },
+        {
+          header: 'legacy award',
+          value: (c) =>
+            `${c.legacy.ref} ${c.legacy.userId ?? '(no user: a key)'}${c.legacy.points === undefined ? '' : `:${c.legacy.points}`}`,
+        },
+        { header: 'awards here', value: (c) => c.native.map((n) => `${n.userId}:${n.points} ${n.entryId}`).join(' ') },
+        { header: 'excess points', value: (c) => c.excessPoints, align: 'right' },
+        {
+          header: 'to do',
+          value: (c) =>
+            c.sameUser
+              ? 'reverse the awards here (reverse --legacy-source)'
+              : `name the rightful user: --rightful ${c.orderNo}=<user>`,
+        },
+      ],
+      report.inBothSystems,
+    ),
+  );
   return out.join('\n');
 }

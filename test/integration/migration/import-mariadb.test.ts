@@ -1,46 +1,23 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Connection } from 'mysql2/promise';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type LocalMariaDb, startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
-import { insertLegacyAwards, OpsProcess, recordsOf } from './migration-fixture.ts';
+import { insertLegacyAwards, mariaDbForFile, migrateImportArgs, OpsProcess, recordsOf } from './migration-fixture.ts';
 
 /**
  * `ops migrate import` against a real MariaDB holding the article's table, written as the legacy
  * consumer writes it (create_time in the server's +08:00), into emulator DynamoDB; then the real
  * points consumer meets copies of the imported orders.
  */
-let mariaDb: LocalMariaDb;
-let db: Connection;
-
-beforeAll(async () => {
-  mariaDb = await startLocalMariaDb();
-  db = await mariaDb.connect();
-}, 120_000);
-
-afterAll(async () => {
-  await mariaDb?.stop();
-});
+const mariaDb = mariaDbForFile();
 
 beforeEach(async () => {
-  await db.query('TRUNCATE t_point_record');
+  await mariaDb.db.query('TRUNCATE t_point_record');
 });
 
-const importArgs = (ledger: 'moved' | 'kept', ...more: string[]) => [
-  'migrate',
-  'import',
-  '--source',
-  mariaDb.url,
-  '--group',
-  'point-consumer-group',
-  '--ledger',
-  ledger,
-  '--yes',
-  ...more,
-];
+const importArgs = (ledger: 'moved' | 'kept', ...more: string[]) => migrateImportArgs(mariaDb.url, ledger, ...more);
 
 async function checkpointPath(): Promise<string> {
   return join(await mkdtemp(join(tmpdir(), 'import-checkpoint-')), 'checkpoint.json');
@@ -50,7 +27,7 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
   it('writes records the points consumer honours: a copy is a legacy duplicate, other content a PAYLOAD_CONFLICT', async () => {
     // Prepare
     const f = await pointsFixture();
-    await insertLegacyAwards(db, [
+    await insertLegacyAwards(mariaDb.db, [
       { orderNo: 'SO202007051422310088', userId: 88372, points: 300 },
       { orderNo: 'SO-2', userId: '9007199254740993', points: 5 },
     ]);
@@ -81,7 +58,7 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
       userId: 1000 + (i % 40),
       points: 1 + (i % 7),
     }));
-    await insertLegacyAwards(db, rows);
+    await insertLegacyAwards(mariaDb.db, rows);
     const checkpoint = await checkpointPath();
     const args = importArgs('moved', '--checkpoint', checkpoint, '--page-size', '100', '--concurrency', '4', '--json');
 
@@ -121,7 +98,7 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
       { orderNo: 'SO-C', userId: '2', points: 300 },
       { orderNo: 'SO-N', userId: '3', points: 30 },
     ]);
-    await insertLegacyAwards(db, [
+    await insertLegacyAwards(mariaDb.db, [
       { orderNo: 'SO-C', userId: 1, points: 300 },
       { orderNo: 'SO-N', userId: 3, points: 30 },
       { orderNo: 'SO 1', userId: 4, points: 1 },
@@ -168,7 +145,7 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
     // Prepare: two rows an hour before the backfill, two a minute after, in Beijing wall-clock time
     const f = await pointsFixture();
     const backfillStart = new Date('2026-11-30T02:00:00Z'); // 10:00 in Beijing
-    await insertLegacyAwards(db, [
+    await insertLegacyAwards(mariaDb.db, [
       { orderNo: 'SO-OLD1', userId: 1, points: 1, createTime: '2026-11-30 09:00:00' },
       { orderNo: 'SO-OLD2', userId: 1, points: 1, createTime: '2026-11-30 09:59:59' },
       { orderNo: 'SO-NEW1', userId: 1, points: 1, createTime: '2026-11-30 10:00:00' },

@@ -3,10 +3,47 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Connection } from 'mysql2/promise';
+import { afterAll, beforeAll } from 'vitest';
 import type { DedupRecord } from '../../../lib/idempotency/index.ts';
+import { type LocalMariaDb, startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';
 import type { PointsFixture } from '../operations/operations-fixture.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
+
+/** A throw-away MariaDB holding the article's table, for one test file: started before its tests, stopped after. */
+export function mariaDbForFile(): { readonly url: string; readonly db: Connection } {
+  let server: LocalMariaDb | undefined;
+  let db: Connection | undefined;
+  beforeAll(async () => {
+    server = await startLocalMariaDb();
+    db = await server.connect();
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return {
+    get url() {
+      return server!.url;
+    },
+    get db() {
+      return db!;
+    },
+  };
+}
+
+/** `ops migrate import` of the legacy consumer group's state, confirmed. */
+export const migrateImportArgs = (source: string, ledger: 'moved' | 'kept', ...more: string[]) => [
+  'migrate',
+  'import',
+  '--source',
+  source,
+  '--group',
+  'point-consumer-group',
+  '--ledger',
+  ledger,
+  '--yes',
+  ...more,
+];
 
 /** The article's consumer's rows, as its transaction inserts them (create_time: the server's local time). */
 export async function insertLegacyAwards(
