@@ -36,7 +36,7 @@ export function renderImport(report: ImportReport, format: OutputFormat): string
         [
           'awarded natively',
           c.awardedNatively,
-          'the consumer here awarded a copy before the import: ops audit --legacy',
+          'the consumer here awarded a copy before the import: ops audit --legacy-source',
         ],
         ['conflicting', c.conflicting, 'another user or other points than what is there'],
         ['past the horizon', c.pastHorizon, 'no copy can arrive any more: nothing to write'],
