@@ -235,9 +235,13 @@ describe('route forwarder on the emulator SQS', () => {
     expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).msgId)).toEqual([small.msgId]);
     const [notice, ...more] = await drain(sqs, dlqUrl);
     expect(more).toEqual([]);
-    expect(notice!.attributes[DEAD_LETTER_REASON_ATTRIBUTE]).toBe('BODY_TOO_LARGE');
+    expect(notice!.attributes).toEqual({
+      [DEAD_LETTER_REASON_ATTRIBUTE]: 'BODY_TOO_LARGE',
+      'dead-letter-kind': 'bridge-notice',
+    });
     const body = JSON.parse(notice!.body);
     expect(body).toMatchObject({
+      deadletterkind: 'bridge-notice',
       deadletterreason: 'BODY_TOO_LARGE',
       data: { msgId: huge.msgId, queueOffset: huge.queueOffset, body: '', bodyOmitted: true },
     });
