@@ -338,6 +338,7 @@ function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle
     queueId: msg.queueId,
     queueOffset: msg.queueOffset,
     brokerName: mq.brokerName,
-    deliveryAttempt: (msg.reconsumeTimes ?? 0) + 1,
+    // Only a send-back raises it, and the bridge never sends back: a failed forward stays in hand.
+    reconsumeTimes: msg.reconsumeTimes ?? 0,
   };
 }

@@ -139,7 +139,7 @@ function message(i: number, groups: number): ReceivedMessage {
     queueId: i % 8,
     queueOffset: i,
     brokerName: 'broker-a',
-    deliveryAttempt: 1,
+    reconsumeTimes: 0,
   };
 }
 
