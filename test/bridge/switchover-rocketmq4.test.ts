@@ -11,9 +11,9 @@ import { BrokerProbe } from './support/broker-probe.ts';
 import { allocationOf, isRebalanceOf } from './support/client-rebalance.ts';
 import {
   type GroupSwitchover,
+  ORDER_TOPIC,
   replaySwitchover,
   type SentOrder,
-  SWITCHOVER_TOPIC,
   type SwitchoverResult,
   until,
 } from './support/master-slave-switchover.ts';
@@ -23,9 +23,10 @@ import { orderServiceProducer, sendOrdered } from './support/rocketmq4-producer.
 /**
  * RocketMQ 4.7.1 as the incident ran it: one broker group of an `ASYNC_MASTER` and a `SLAVE`
  * (same brokerName, real JVMs), a name server, the bridge as child processes, the consumers on
- * the emulator. One cluster for both scenarios of the file.
+ * the emulator. One cluster for both scenarios of the file, on the topic both consumer groups
+ * subscribe to (a consumer dead-letters an envelope of another topic); the switchover's groups
+ * start where the orderly scenario's events end.
  */
-const ORDERLY_TOPIC = 'ORDER_STATUS_TOPIC';
 const QUEUE_IDS = [0, 1, 2, 3];
 
 let rocketMq: LocalRocketMQ4 | undefined;
@@ -34,10 +35,7 @@ let probe: BrokerProbe | undefined;
 
 beforeAll(async () => {
   rocketMq = await startLocalRocketMQ4({
-    topics: [
-      { name: SWITCHOVER_TOPIC, queues: QUEUE_IDS.length },
-      { name: ORDERLY_TOPIC, queues: QUEUE_IDS.length },
-    ],
+    topics: [{ name: ORDER_TOPIC, queues: QUEUE_IDS.length }],
     slave: true,
   });
   console.info(`local RocketMQ ${rocketMq.version} master + slave up in ${rocketMq.startupMs} ms`);
@@ -141,7 +139,7 @@ describe('RocketMQ 4.7.1 → two bridge tasks sharing an orderly queue during a 
       [
         {
           group,
-          topic: ORDERLY_TOPIC,
+          topic: ORDER_TOPIC,
           tagExpression: 'PAID || FINISHED',
           fifo: true,
           target: { kind: 'sqs', queueUrl: f.source.url },
@@ -168,7 +166,7 @@ describe('RocketMQ 4.7.1 → two bridge tasks sharing an orderly queue during a 
         kind === 'PAID'
           ? { orderNo: order, userId: 88372, points: 300, paidAt: new Date().toISOString() }
           : { orderNo: order, finishedAt: new Date().toISOString() };
-      const message = new Message(ORDERLY_TOPIC, kind, JSON.stringify(body));
+      const message = new Message(ORDER_TOPIC, kind, JSON.stringify(body));
       message.keys = [order];
       message.properties.__SHARDINGKEY = order;
       message.properties.UNIQ_KEY = ids.next();
@@ -213,21 +211,21 @@ describe('RocketMQ 4.7.1 → two bridge tasks sharing an orderly queue during a 
       const mark = first.lines.length;
       await first.waitFor(
         'a rebalance of the first task',
-        (lines) => (lines.slice(mark).some(isRebalanceOf(ORDERLY_TOPIC)) ? true : undefined),
+        (lines) => (lines.slice(mark).some(isRebalanceOf(ORDER_TOPIC)) ? true : undefined),
         15_000,
       );
       second.kill('SIGUSR2');
       await second.waitFor('the second task started', started, 30_000);
       const secondQueues = await second.waitFor(
         'the second task’s allocation',
-        (lines) => allocationOf(lines, ORDERLY_TOPIC),
+        (lines) => allocationOf(lines, ORDER_TOPIC),
         10_000,
       );
       const firstMark = first.lines.length;
       const firstQueues = await first.waitFor(
         'the first task giving up queues at its next rebalance',
         (lines) => {
-          const queues = allocationOf(lines.slice(firstMark), ORDERLY_TOPIC);
+          const queues = allocationOf(lines.slice(firstMark), ORDER_TOPIC);
           return queues && queues.length < QUEUE_IDS.length ? queues : undefined;
         },
         20_000,

@@ -19,6 +19,11 @@ declare module 'ali-ons/lib/mq_client_api.js' {
       timeoutMs?: number,
     ): Promise<number>;
     getMaxOffset(addr: string, topic: string, queueId: number, timeoutMs?: number): Promise<number>;
+    /** UPDATE_CONSUMER_OFFSET, one-way: what a consumer sends to commit its offset. */
+    updateConsumerOffsetOneway(
+      addr: string,
+      header: { topic: string; consumerGroup: string; queueId: number; commitOffset: number },
+    ): Promise<void>;
   }
 }
 

@@ -45,6 +45,24 @@ export class BrokerProbe {
     );
   }
 
+  /**
+   * Commits the group's offsets as its consumers would (one-way), then waits until the broker has
+   * them: a group that has consumed everything up to them.
+   */
+  async commitOffsets(brokerAddr: string, group: string, topic: string, offsets: readonly number[]): Promise<void> {
+    await Promise.all(
+      offsets.map((commitOffset, queueId) =>
+        this.#api.updateConsumerOffsetOneway(brokerAddr, { topic, consumerGroup: group, queueId, commitOffset }),
+      ),
+    );
+    for (let attempt = 0; ; attempt++) {
+      const committed = await this.consumerOffsets(brokerAddr, group, topic, [...offsets.keys()]);
+      if (committed.every((o, q) => o === offsets[q])) return;
+      if (attempt >= 40) throw new Error(`${brokerAddr} did not take ${group}'s offsets ${offsets} (has ${committed})`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
   /** Each queue's max offset: one past its newest message. */
   maxOffsets(brokerAddr: string, topic: string, queueIds: readonly number[]): Promise<number[]> {
     return Promise.all(queueIds.map((queueId) => this.#api.getMaxOffset(brokerAddr, topic, queueId, 3_000)));

@@ -26,7 +26,8 @@ import { remotingBridgeConfig } from './remoting-bridge-config.ts';
  *   from the broker, as a consumer restarted during the incident would.
  * The points consumers poll their queues the whole time, as Lambda's event source mapping would.
  */
-export const SWITCHOVER_TOPIC = 'ORDER_TOPIC';
+/** The topic of the orders, and the one the points consumer subscribes to. */
+export const ORDER_TOPIC = 'ORDER_TOPIC';
 
 export interface SwitchoverCluster {
   readonly rocketMq: LocalRocketMQ4;
@@ -119,19 +120,22 @@ export async function replaySwitchover(
   const allTasks = () => groups.flatMap((g) => g.tasks);
   const producer = new OrderProducer(cluster.producer, suffix);
   let consuming = true;
-  const offsets = (addr: string, group: GroupRun) =>
-    probe.consumerOffsets(addr, group.name, SWITCHOVER_TOPIC, queueIds);
+  const offsets = (addr: string, group: GroupRun) => probe.consumerOffsets(addr, group.name, ORDER_TOPIC, queueIds);
   const everyGroupForwarded = (msgIds: readonly string[]) =>
     groups.every((g) => g.forwardedAll(msgIds)) ? true : undefined;
 
   try {
+    // Both groups have consumed whatever the topic already holds, as the incident's long-lived
+    // group had: their offsets stand at the queue ends.
+    const start = await probe.maxOffsets(master, ORDER_TOPIC, queueIds);
+    for (const g of groups) await probe.commitOffsets(master, g.name, ORDER_TOPIC, start);
     await Promise.all([staysUp.start(), staysUp.start(), restarted.start()]);
     // Two tasks started together pull the same queues until both have rebalanced (within 10 s):
     // the switchover starts once each holds queues of its own and together they hold them all.
     await until(
       'the two tasks that stay up holding their own queues',
       async () => {
-        const held = staysUp.tasks.map((t) => allocationOf(t.lines, SWITCHOVER_TOPIC) ?? []);
+        const held = staysUp.tasks.map((t) => allocationOf(t.lines, ORDER_TOPIC) ?? []);
         const all = held.flat().sort((a, b) => a - b);
         return held.every((queues) => queues.length > 0) && all.join() === queueIds.join() ? true : undefined;
       },
@@ -147,7 +151,7 @@ export async function replaySwitchover(
     await producer.sendOrders(0, options.before);
     const beforeIds = producer.sent.map((s) => s.msgId);
     await until('both groups forwarding from the master', async () => everyGroupForwarded(beforeIds), 60_000);
-    const consumed = await probe.maxOffsets(master, SWITCHOVER_TOPIC, queueIds);
+    const consumed = await probe.maxOffsets(master, ORDER_TOPIC, queueIds);
     await until(
       'the master flushing both groups’ offsets',
       async () => {
@@ -165,8 +169,8 @@ export async function replaySwitchover(
       'the slave holding every message',
       async () => {
         const [onMaster, onSlave] = await Promise.all([
-          probe.maxOffsets(master, SWITCHOVER_TOPIC, queueIds),
-          probe.maxOffsets(slave, SWITCHOVER_TOPIC, queueIds),
+          probe.maxOffsets(master, ORDER_TOPIC, queueIds),
+          probe.maxOffsets(slave, ORDER_TOPIC, queueIds),
         ]);
         return onMaster.every((o, q) => onSlave[q] === o) ? onMaster : undefined;
       },
@@ -258,7 +262,7 @@ export async function replaySwitchover(
         forwards: forwardsOf(group.tasks),
         forwardedDuringOutage: forwardedBetween(group.tasks, killedAt, backAt),
         staleReads: group.tasks
-          .flatMap((t) => offsetReads(t.lines, SWITCHOVER_TOPIC))
+          .flatMap((t) => offsetReads(t.lines, ORDER_TOPIC))
           .filter((read) => read.at >= backAt && read.offset < slaveAtEnd[index]![read.queueId]!),
         backlogForwardedAfterMs: backlogForwardedAfterMs[index]!,
         points: group.points,
@@ -310,7 +314,7 @@ class OrderProducer {
       points: 1 + (i % 5),
     };
     for (;;) {
-      const message = new Message(SWITCHOVER_TOPIC, 'PAID', JSON.stringify(order));
+      const message = new Message(ORDER_TOPIC, 'PAID', JSON.stringify(order));
       message.keys = [order.orderNo];
       // A new UNIQ_KEY per send call: a send the application repeats after a failure is a new message.
       message.properties.UNIQ_KEY = this.#ids.next();
@@ -349,7 +353,7 @@ async function groupOf(name: string, rocketMq: LocalRocketMQ4): Promise<GroupRun
   const config = remotingBridgeConfig(rocketMq, [
     {
       group: name,
-      topic: SWITCHOVER_TOPIC,
+      topic: ORDER_TOPIC,
       tagExpression: 'PAID',
       target: { kind: 'sqs', queueUrl: queue.source.url },
       dlqUrl: queue.deadLetter.url,
@@ -394,7 +398,7 @@ async function groupOf(name: string, rocketMq: LocalRocketMQ4): Promise<GroupRun
 function flushedOffsets(storeDir: string, group: string, queueIds: readonly number[]): number[] {
   const file = join(storeDir, 'config', 'consumerOffset.json');
   const table = existsSync(file)
-    ? new RegExp(`"${SWITCHOVER_TOPIC}@${group}":\\{([^}]*)\\}`).exec(readFileSync(file, 'utf8'))
+    ? new RegExp(`"${ORDER_TOPIC}@${group}":\\{([^}]*)\\}`).exec(readFileSync(file, 'utf8'))
     : null;
   const offsets = new Map(
     (table?.[1] ?? '')
