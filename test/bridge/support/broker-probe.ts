@@ -46,20 +46,30 @@ export class BrokerProbe {
   }
 
   /**
-   * Commits the group's offsets as its consumers would (one-way), then waits until the broker has
-   * them: a group that has consumed everything up to them.
+   * Commits the group's offsets as its consumers would (one-way), until the broker has them all: a
+   * group that has consumed everything up to them. The 4.7.1 broker creates a group's offset table
+   * on its first commit without a lock (`ConsumerOffsetManager.commitOffset`: get, null, put), so
+   * of several first commits handled at once only one may survive; those are sent again.
    */
   async commitOffsets(brokerAddr: string, group: string, topic: string, offsets: readonly number[]): Promise<void> {
-    await Promise.all(
-      offsets.map((commitOffset, queueId) =>
-        this.#api.updateConsumerOffsetOneway(brokerAddr, { topic, consumerGroup: group, queueId, commitOffset }),
-      ),
-    );
-    for (let attempt = 0; ; attempt++) {
-      const committed = await this.consumerOffsets(brokerAddr, group, topic, [...offsets.keys()]);
-      if (committed.every((o, q) => o === offsets[q])) return;
-      if (attempt >= 40) throw new Error(`${brokerAddr} did not take ${group}'s offsets ${offsets} (has ${committed})`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    const queueIds = [...offsets.keys()];
+    let missing = queueIds;
+    for (let attempt = 0; missing.length > 0; attempt++) {
+      if (attempt >= 20)
+        throw new Error(`${brokerAddr} did not take ${group}'s offsets ${offsets} on queues ${missing}`);
+      await Promise.all(
+        missing.map((queueId) =>
+          this.#api.updateConsumerOffsetOneway(brokerAddr, {
+            topic,
+            consumerGroup: group,
+            queueId,
+            commitOffset: offsets[queueId]!,
+          }),
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const committed = await this.consumerOffsets(brokerAddr, group, topic, queueIds);
+      missing = queueIds.filter((q) => committed[q] !== offsets[q]);
     }
   }
 
