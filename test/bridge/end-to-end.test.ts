@@ -19,7 +19,12 @@ import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope
 import { signatureRefusal } from '../../lib/rocketmq/envelope-signature.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
-import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
+import {
+  BridgeChildProcess,
+  bridgeEnv as envFor,
+  faultedMsgIds,
+  forwardedMsgIds,
+} from './support/bridge-child-process.ts';
 import { failBatchEntries } from './support/sqs-batch-faults.ts';
 
 /**
@@ -127,14 +132,7 @@ function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
       },
     ],
   };
-  return {
-    BRIDGE_CONFIG: JSON.stringify(config),
-    AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    ...(fault ? { BRIDGE_FAULT: fault } : {}),
-  };
+  return envFor(config, fault ? { BRIDGE_FAULT: fault } : {});
 }
 
 function startBridge(fault?: 'crash-before-ack'): BridgeChildProcess {
