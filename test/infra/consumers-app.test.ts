@@ -23,6 +23,7 @@ import {
 import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-telemetry.ts';
 import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
 import { recordId } from '../../lib/idempotency/record.ts';
+import { lockedRequirements } from '../../scripts/emulator/python-environment.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 type Resource = {
@@ -493,7 +494,7 @@ describe('pipeline', () => {
     expect(codePipeline!.Properties.Stages[0].Actions[0].ActionTypeId.Provider).toBe('CodeStarSourceConnection');
   });
 
-  it('installs the CDK CLI and cdk-assets the lockfile resolved, and Python tools only as pinned, never the latest', () => {
+  it('installs the CDK CLI and cdk-assets the lockfile resolved, and Python tools only from the hash lock, never the latest', () => {
     const lock = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'package-lock.json'), 'utf8'));
     const version = (pkg: string) => lock.packages[`node_modules/${pkg}`].version as string;
     // Build specs are JSON strings, some inside Fn::Join: search the whole template's text.
@@ -504,13 +505,32 @@ describe('pipeline', () => {
     expect(new Set(installs)).toEqual(
       new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]),
     );
-    // Python tools come only from the pinned requirements (moto, the emulator's HTTP server and cfn-lint, each ==).
+    // Python tools come only from emulator:setup: the three pins chosen (moto, the emulator's HTTP
+    // server and cfn-lint, each ==) and the lock pip-compile made of them, every package hashed.
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
-    const requirements = readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator/requirements.txt'), 'utf8')
+    const read = (file: string) => readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator', file), 'utf8');
+    const chosen = read('requirements.in')
       .split('\n')
       .filter((l) => l && !l.startsWith('#'));
-    for (const line of requirements) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
-    expect(requirements.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint']);
+    for (const line of chosen) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
+    expect(chosen.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint']);
+    const lockText = read('requirements.txt');
+    expect(lockText).toContain('pip-compile --allow-unsafe --generate-hashes');
+    expect(lockText).toContain('scripts/emulator/requirements.in');
+    const locked = lockedRequirements(lockText);
+    expect(locked.length).toBeGreaterThan(50);
+    for (const line of chosen) {
+      const [, name, pinned] = /^([\w-]+)(?:\[[^\]]*\])?==(\S+)$/.exec(line)!;
+      expect(locked.find((r) => r.name === name)).toEqual({ name, version: pinned, direct: true });
+    }
+    // Every requirement of the lock is pinned with at least one sha256, and the lock has no other kind of line.
+    const requirements = lockText
+      .replace(/\\\n/g, ' ')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    expect(requirements).toHaveLength(locked.length);
+    for (const line of requirements) expect(line).toMatch(/^[\w.-]+==\S+( +--hash=sha256:[0-9a-f]{64})+$/);
   });
 
   it('turns termination protection on for each stage stack after deploying it, and fails unless it is on', () => {
