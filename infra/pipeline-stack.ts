@@ -72,11 +72,13 @@ export class PipelineStack extends Stack {
     });
     const synth = new pipelines.ShellStep('Synth', {
       input,
-      // No install scripts: nothing outside package-lock.json's integrity hashes runs or lands.
+      // No install scripts: nothing outside the lockfiles' integrity hashes runs or lands.
       // esbuild needs none (its platform binary is an optional dependency in the lockfile), and
       // the Node that runs the synth is the build image's.
       installCommands: ['npm ci --ignore-scripts --no-audit --no-fund'],
-      commands: ['npm run synth'],
+      // A stage with the bridge needs its image's root filesystem in the build context before the
+      // synth stages it: made from bridge/image/rootfs.lock.json, every byte checked (no-op otherwise).
+      commands: ['npm run bridge:rootfs -- --if-bridge-enabled', 'npm run synth'],
     });
     synth.addStepDependency(tests);
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {

@@ -168,8 +168,9 @@ export class RocketMQBridgeService extends Construct {
         props.image ??
         ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
           file: 'bridge/Dockerfile',
-          // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild).
-          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib'],
+          // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild):
+          // the package files, the sources and the root filesystem `npm run bridge:rootfs` makes.
+          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', '!.bridge-image'],
         }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
       environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },

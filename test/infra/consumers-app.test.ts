@@ -517,7 +517,7 @@ describe('pipeline', () => {
     const [synth] = actionsOf('Build').filter((a) => a.Name === 'Synth');
     const spec = buildSpecOf(projectOf(synth!));
     expect(spec.phases.install.commands).toEqual(['npm ci --ignore-scripts --no-audit --no-fund']);
-    expect(spec.phases.build.commands).toEqual(['npm run synth']);
+    expect(spec.phases.build.commands).toEqual(['npm run bridge:rootfs -- --if-bridge-enabled', 'npm run synth']);
     expect(spec.phases.install['runtime-versions']).toEqual({ nodejs: '24' });
     expect(projectOf(synth!).Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
     // Its output, and only its output, is what self-mutation, the asset steps and both stages take.
