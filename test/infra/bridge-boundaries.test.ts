@@ -5,6 +5,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
+import { denyingStatements, type PolicyStatement } from '../support/resource-policy.ts';
 
 /**
  * What a stage's bridge tasks can reach (issue #25, item 8: egress to HTTPS and the cluster's ports
@@ -27,8 +28,8 @@ const BRIDGE = {
 type Resources = Record<string, { Type: string; Properties: Record<string, any> }>;
 
 /** The stages' templates, Lambda bundling skipped (these assertions read no code). */
-function synth(bridge?: Record<string, unknown>) {
-  const stages = bridge ? { ...base.stages, test: { ...base.stages.test, bridge } } : base.stages;
+function synth(bridge?: Record<string, unknown>, stage: 'test' | 'prod' = 'test') {
+  const stages = bridge ? { ...base.stages, [stage]: { ...base.stages[stage], bridge } } : base.stages;
   const context = { rocketmq: { ...base, stages }, [cx_api.BUNDLING_STACKS]: [] };
   const { pipeline } = buildApp(new App({ context, stackTraces: false }));
   const resources = (stage: 'test' | 'prod') =>
@@ -159,5 +160,60 @@ describe("the bridge's names (item 12)", () => {
     expect(sends.some(([, p]) => p.Properties.Roles.some((r: { Ref: string }) => r.Ref === taskRole))).toBe(true);
     // A stage without the bridge has none of them.
     expect(JSON.stringify(prod)).not.toContain('-bridge-task-');
+  });
+});
+
+describe('the SCP in docs/security.md (item 12)', () => {
+  /** The first JSON block under the item's heading, as an operator would copy it. */
+  function documentedScp(): PolicyStatement[] {
+    const doc = readFileSync(path.join(REPOSITORY_ROOT, 'docs', 'security.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### 12. Who can become the bridge'));
+    const json = /```json\n([\s\S]*?)\n```/.exec(section)![1]!;
+    // An SCP names no principal: it binds every principal of the account (but service-linked roles).
+    return (JSON.parse(json).Statement as PolicyStatement[]).map((s) => ({ ...s, Principal: '*' }));
+  }
+
+  it('denies passing, running, updating and exec-ing into the production bridge to all but CloudFormation, and nothing else', () => {
+    const scp = documentedScp();
+    const { prod } = synth(BRIDGE, 'prod');
+    const { account, region, prefix: prodPrefix } = base.stages.prod;
+    const roleNames = ofType(prod, 'AWS::IAM::Role')
+      .map(([, r]) => r.Properties.RoleName as string | undefined)
+      .filter((n): n is string => n?.startsWith(`${prodPrefix}-bridge-`) ?? false);
+    const [, task] = ofType(prod, 'AWS::ECS::TaskDefinition')[0]!;
+    const [, cluster] = ofType(prod, 'AWS::ECS::Cluster')[0]!;
+    const family = task.Properties.Family as string;
+    const clusterName = cluster.Properties.ClusterName as string;
+    expect(roleNames).toHaveLength(2);
+    const role = (name: string) => `arn:aws:iam::${account}:role/${name}`;
+    const ecs = (resource: string) => `arn:aws:ecs:${region}:${account}:${resource}`;
+    const admin = role('AWSReservedSSO_AdministratorAccess_0123456789abcdef');
+    const deploy = role(`cdk-hnb659fds-deploy-role-${account}-${region}`);
+    const cloudFormation = role(`cdk-hnb659fds-cfn-exec-role-${account}-${region}`);
+    const denied = (principal: string, action: string, resource: string) =>
+      denyingStatements(scp, { principal, action, resource, context: { 'aws:PrincipalArn': principal } }).length > 0;
+
+    const bridgeRequests = [
+      ...roleNames.flatMap((name) => [
+        ['iam:PassRole', role(name)],
+        ['iam:PutRolePolicy', role(name)],
+        ['iam:UpdateAssumeRolePolicy', role(name)],
+      ]),
+      ['ecs:RunTask', ecs(`task-definition/${family}:7`)],
+      ['ecs:StartTask', ecs(`task-definition/${family}:7`)],
+      ['ecs:UpdateService', ecs(`service/${clusterName}/BridgeService-0a1b2c`)],
+      ['ecs:ExecuteCommand', ecs(`task/${clusterName}/0123456789abcdef`)],
+    ] as const;
+    for (const [action, resource] of bridgeRequests) {
+      expect(denied(admin, action, resource), `${action} ${resource} by an administrator`).toBe(true);
+      expect(denied(deploy, action, resource), `${action} ${resource} by the deploy role`).toBe(true);
+      expect(denied(cloudFormation, action, resource), `${action} ${resource} by CloudFormation`).toBe(false);
+    }
+    for (const [action, resource] of [
+      ['iam:PassRole', role(`${prodPrefix}-point-consumer-group-role`)],
+      ['ecs:RunTask', ecs('task-definition/another-app:1')],
+      ['ecs:ExecuteCommand', ecs('task/another-cluster/0123456789abcdef')],
+    ] as const)
+      expect(denied(admin, action, resource), `${action} ${resource}`).toBe(false);
   });
 });
