@@ -15,10 +15,10 @@ import type { ConsumerMessage, RecordReport } from '../idempotency/settlement.ts
 import { consumerTelemetry, METRICS_NAMESPACE } from './consumer-telemetry.ts';
 
 export interface ConsumerHandlerOptions<P, R>
-  extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'ordering'> {
+  extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'topic' | 'ordering'> {
   /**
-   * The group's catalogue entry: its name (records, metrics, DLQ), tag expression and ordering come from there, never
-   * restated.
+   * The group's catalogue entry: its name (records, metrics, DLQ), topic, tag expression and ordering come from there,
+   * never restated.
    */
   definition: ConsumerGroupDefinition;
   business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R;
@@ -32,7 +32,7 @@ export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQS
 
 /** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, the consumer middleware, the business. */
 export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
-  const { group, tagExpression, ordering } = options.definition;
+  const { group, topic, tagExpression, ordering } = options.definition;
   const logger = options.logger ?? new Logger({ serviceName: group });
   const metrics =
     options.metrics ??
@@ -45,6 +45,7 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
       rocketmqConsumer({
         ...options,
         group,
+        topic,
         tagExpression,
         ordering,
         onReport: (report) => {

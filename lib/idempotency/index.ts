@@ -18,9 +18,11 @@ export {
   InvalidPayloadError,
   LeaseHeldError,
   NotYetApplicableError,
+  PastRedriveHorizonError,
   PayloadConflictError,
   TransientFailureError,
   UnauthenticatedMessageError,
+  UnsubscribedTopicError,
   WriteRejectedError,
 } from './errors.ts';
 export { FailureCounter, type FailureCounterOptions } from './failure-counter.ts';

@@ -8,6 +8,7 @@ import {
   type QueueLifetimes,
 } from '../config/delivery-lifetimes.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
+import { storeTimeRefusal, topicRefusal } from '../rocketmq/envelope-admission.ts';
 import { type SigningKeyRing, signatureRefusals } from '../rocketmq/envelope-signature.ts';
 import { TagExpression } from '../rocketmq/tag-expression.ts';
 import { jitter, mapLimit, sleep } from './concurrency.ts';
@@ -16,9 +17,11 @@ import {
   HeldBackError,
   InvalidConsumerConfigError,
   InvalidMessageError,
+  PastRedriveHorizonError,
   PayloadConflictError,
   TransientFailureError,
   UnauthenticatedMessageError,
+  UnsubscribedTopicError,
 } from './errors.ts';
 import { FailureCounter } from './failure-counter.ts';
 import { type FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from './failure-router.ts';
@@ -32,6 +35,11 @@ export interface RocketMQConsumerOptions<P, R> {
   group: string;
   /** RocketMQ tag expression (`*`, `PAID || FINISHED`); non-matching messages are acknowledged as filtered. */
   tagExpression: string;
+  /**
+   * The topic the group subscribes to (the consumer handler gives its catalogue entry's): an envelope of
+   * another topic is dead-lettered as `UNSUBSCRIBED_TOPIC`, whatever its tag.
+   */
+  topic?: string;
   /** Parses and validates the business body; throws `InvalidPayloadError` for bad content. */
   parsePayload: (body: string, message: RocketMQMessage) => P;
   /** The business idempotency key (an order number). Never the msgId: an application re-send has a new one. */
@@ -139,6 +147,7 @@ export function rocketmqConsumer<P, R>(
   const fingerprintFields = options.fingerprintFields ?? ((p: P) => p);
   const lifetimes = assertRecordsOutliveRetries(options);
   const counter = failureCounterOf(options, lifetimes);
+  const horizonSeconds = lifetimes.redriveHorizonSeconds(options.strategy.recordTtlSeconds);
 
   const prepare = (
     record: SQSRecord,
@@ -170,6 +179,11 @@ export function rocketmqConsumer<P, R>(
     // Orderly: the first delivery until the failure count is read (`readAttempts`).
     const attempt = offset + (counter ? 1 : receiveCount);
     const ids = { msgId: message.msgId };
+    const notAdmitted = admissionRefusal(message);
+    if (notAdmitted) {
+      state.reports.set(record, { ...base(record, attempt, { outcome: 'failed', error: notAdmitted }), ...ids });
+      return undefined;
+    }
     if (!tags.matches(message.tags)) {
       state.reports.set(record, { ...base(record, attempt, { outcome: 'filtered', tag: message.tags }), ...ids });
       return undefined;
@@ -182,6 +196,15 @@ export function rocketmqConsumer<P, R>(
       state.reports.set(record, { ...base(record, attempt, { outcome: 'failed', error: classify(error) }), ...ids });
       return undefined;
     }
+  };
+
+  /** Why the group does not act on this authenticated envelope at all (lib/rocketmq/envelope-admission.ts). */
+  const admissionRefusal = (message: RocketMQMessage) => {
+    const topic = options.topic === undefined ? undefined : topicRefusal(message, options.topic);
+    if (topic) return new UnsubscribedTopicError(topic);
+    const age = storeTimeRefusal(message, horizonSeconds, now());
+    if (age) return new PastRedriveHorizonError(age);
+    return undefined;
   };
 
   const base = (record: SQSRecord, attempt: number, settlement: Settlement) => ({
