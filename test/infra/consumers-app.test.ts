@@ -511,6 +511,12 @@ describe('pipeline', () => {
     expect(spec.phases.install['runtime-versions']).toEqual({ nodejs: '24', python: '3.11' });
     expect(spec.artifacts).toBeUndefined();
     expect(tests!.OutputArtifacts).toBeUndefined();
+    // Nor can it change what the synth step hands on: it may read the artifact bucket, not write it.
+    const roleId = projectOf(tests!).Properties.ServiceRole['Fn::GetAtt'][0] as string;
+    const s3 = statementsOfRole(roleId).flatMap((st) => [st.Action].flat().filter((a) => a.startsWith('s3:')));
+    expect(s3.length).toBeGreaterThan(0);
+    for (const action of s3)
+      expect(action, 'the tests step writes no artifact').toMatch(/^s3:(GetObject\*|GetBucket\*|List\*)$/);
   });
 
   it("synthesises what it deploys with install scripts off, on the build image's Node 24, and runs nothing else there", () => {
