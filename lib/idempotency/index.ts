@@ -32,7 +32,7 @@ export {
   type FailureRouterOptions,
   REDRIVE_COUNT_ATTRIBUTE,
 } from './failure-router.ts';
-export { type DedupRecord, fingerprintOf, RecordStatus, recordId } from './record.ts';
+export { type DedupRecord, fingerprintOf, RecordOrigin, RecordStatus, recordId } from './record.ts';
 export {
   type BusinessResults,
   type ConsumerContext,

@@ -1,9 +1,11 @@
+import type { CrossSystemReport } from '../migration/cross-system-audit.ts';
 import { type DeadLetterNotice, refetchCommands } from '../rocketmq/dead-letter-notice.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { bodyLocationText, type LetterKind } from './dead-letter-kind.ts';
 import type { RedriveFilter, RedriveReport } from './dead-letter-redrive.ts';
 import type { PlannedReversal, ReversalReport } from './double-award-reversal.ts';
 import { type AuditReport, type CrossUserAward, isClean } from './ledger-audit.ts';
+import { renderCrossSystem } from './migration-output.ts';
 import type { PointTableNames } from './operations-target.ts';
 import { type Column, type OutputFormat, renderCsv, renderTable } from './report-format.ts';
 import type { ResourceLocation, WriteSummary } from './write-confirmation.ts';
@@ -91,8 +93,18 @@ const FINDING_CSV: Column<FindingRow>[] = (
   ] as const
 ).map((k) => ({ header: k, value: (r: FindingRow) => r[k] }));
 
-export function renderAudit(report: AuditReport, tables: PointTableNames, format: OutputFormat): string {
-  if (format === 'json') return JSON.stringify({ tables, clean: isClean(report), ...report }, null, 2);
+export function renderAudit(
+  report: AuditReport,
+  tables: PointTableNames,
+  format: OutputFormat,
+  crossSystem?: CrossSystemReport,
+): string {
+  if (format === 'json')
+    return JSON.stringify(
+      { tables, clean: isClean(report), ...report, ...(crossSystem ? { crossSystem } : {}) },
+      null,
+      2,
+    );
   if (format === 'csv') return renderCsv(FINDING_CSV, findingRows(report));
   const out = [
     `Ledger audit: ${tables.ledger} against ${tables.accounts}`,
@@ -161,6 +173,7 @@ export function renderAudit(report: AuditReport, tables: PointTableNames, format
       ),
     );
   }
+  if (crossSystem) out.push('', renderCrossSystem(crossSystem));
   const findings = report.balanceMismatches.length + report.doubleAwards.length + report.crossUserAwards.length;
   out.push(
     '',

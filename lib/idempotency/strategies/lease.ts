@@ -3,7 +3,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ConsumptionError, LeaseHeldError, PayloadConflictError } from '../errors.ts';
-import { type DedupRecord, RecordStatus, recordId } from '../record.ts';
+import { type DedupRecord, duplicateReasonOf, RecordStatus, recordId } from '../record.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { BeginResult, ConsumptionStrategy } from '../strategy.ts';
 import { DEFAULT_RECORD_TTL_SECONDS } from './transactional.ts';
@@ -95,15 +95,16 @@ export function leaseStrategy(options: LeaseOptions): ConsumptionStrategy<unknow
         if (existing.status === RecordStatus.IN_PROGRESS && existing.holder === holder) {
           return { proceed: true, leaseToken: existing.token! };
         }
-        if (existing.fingerprint !== msg.fingerprint) {
-          throw new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.firstMsgId);
+        const reason = duplicateReasonOf(existing);
+        if (reason !== 'legacy-record-unverified' && existing.fingerprint !== msg.fingerprint) {
+          throw new PayloadConflictError(msg.key, existing.fingerprint ?? '', msg.fingerprint, existing.firstMsgId);
         }
         if (existing.status === RecordStatus.COMPLETED) {
           return {
             proceed: false,
             settlement: {
               outcome: 'duplicate',
-              reason: 'lease-completed',
+              reason: reason === 'dedup-record-exists' ? 'lease-completed' : reason,
               winnerMsgId: existing.lastMsgId ?? existing.firstMsgId,
               result: existing.result,
             },

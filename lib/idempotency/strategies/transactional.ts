@@ -7,7 +7,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { DEFAULT_RECORD_TTL_SECONDS } from '../../config/delivery-lifetimes.ts';
 import { PayloadConflictError, TransientFailureError, WriteRejectedError } from '../errors.ts';
-import { type DedupRecord, RecordStatus, recordId } from '../record.ts';
+import { type DedupRecord, duplicateReasonOf, RecordStatus, recordId } from '../record.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { BeginResult, ConsumptionStrategy } from '../strategy.ts';
 
@@ -132,7 +132,7 @@ export function explainCancellation<P>(
     if (existing.fingerprint !== undefined && existing.fingerprint !== msg.fingerprint) {
       throw new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.firstMsgId);
     }
-    return { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: existing.firstMsgId };
+    return { outcome: 'duplicate', reason: duplicateReasonOf(existing), winnerMsgId: existing.firstMsgId };
   }
   const failedWrite = reasons.findIndex((r, i) => i > 0 && r.Code === 'ConditionalCheckFailed');
   if (failedWrite > 0) {
