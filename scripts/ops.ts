@@ -99,7 +99,8 @@ dlq redrive:
   --rate <n>               Sends per second at most (default 10).
   --dry-run                Show what would be redriven; send and delete nothing.
   --force                  Also send letters first delivered before the redrive horizon
-                           (record TTL minus a retry window): check them with audit first.
+                           (record TTL minus a retry window and the source queue's
+                           retention): check them with audit first.
   PAYLOAD_CONFLICT letters are held back unless --reason PAYLOAD_CONFLICT names them.
   Letters whose recorded source queue is not the target are held back too.
   Held-back letters stay in the DLQ with the reason; exit 1 when any were held back.

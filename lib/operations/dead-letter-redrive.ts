@@ -59,8 +59,9 @@ export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Da
  * letter SQS's redrive policy moved has no record and goes to the target. A redriven copy
  * is judged by the dedup record its first delivery wrote; once that record has expired the
  * consumer cannot tell it from a new order:
- * - a letter first delivered longer ago than the record TTL minus a retry window could
- *   outlive its record while it is retried again (its schedule starts afresh);
+ * - a letter first delivered longer ago than the record TTL minus a retry window and the
+ *   source queue's retention could outlive its record: the redriven copy is a new message
+ *   of the source queue, which may wait out the backlog allowance and a fresh schedule;
  * - a `PAYLOAD_CONFLICT` letter is the same order with other content (another user, other
  *   points): redriven after the record expired, it would not conflict again, it would
  *   award the order a second time. It goes back only when its reason is named.
@@ -90,7 +91,7 @@ export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Dat
   if (age <= guard.horizonMs) return undefined;
   return (
     `first delivered ${Math.floor(age / 3_600_000)}h ago, past the redrive horizon of ${Math.floor(guard.horizonMs / 3_600_000)}h ` +
-    '(record TTL minus a retry window): its dedup record may expire before the redriven copy is settled, and the order ' +
+    "(record TTL minus a retry window and the source queue's retention): its dedup record may expire before the redriven copy is settled, and the order " +
     'could be applied twice. Check it with ops audit, then redrive with --force'
   );
 }

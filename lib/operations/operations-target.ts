@@ -53,8 +53,8 @@ export interface GroupQueues {
   /** Receives before the source queue's redrive policy moves a message (from the catalogue). */
   maxReceiveCount: number | undefined;
   /**
-   * How old a letter's first delivery may be for a redrive to be safe (record TTL − retry
-   * window, from the catalogue); `undefined` for a group the catalogue does not know.
+   * How old a letter's first delivery may be for a redrive to be safe (record TTL − a retry window
+   * − the source queue's retention, from the catalogue); `undefined` for a group the catalogue does not know.
    */
   redriveHorizonSeconds: number | undefined;
 }
@@ -83,7 +83,7 @@ export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Pro
     deadLetterUrl,
     sourceUrl,
     maxReceiveCount: (await deployedMaxReceiveCount(sqs, sourceUrl)) ?? lifetimes?.lifetimes.queues.maxReceiveCount,
-    redriveHorizonSeconds: lifetimes?.lifetimes.redriveHorizonSeconds(lifetimes.recordTtlSeconds),
+    redriveHorizonSeconds: lifetimes?.lifetimes.letterRedriveHorizonSeconds(lifetimes.recordTtlSeconds),
   };
 }
 
