@@ -99,6 +99,12 @@ export interface QueueLifetimes {
   readonly deadLetterRetentionSeconds: number;
 }
 
+/** `DeliveryLifetimes.copyLifetimeSeconds` of queues as deployed, before they are checked against a schedule. */
+export function copyLifetimeSeconds(queues: QueueLifetimes, ordering: Ordering): number {
+  const archive = ordering === 'concurrent' ? BUS_ARCHIVE_RETENTION_SECONDS : 0;
+  return archive + 2 * queues.sourceRetentionSeconds + queues.deadLetterRetentionSeconds;
+}
+
 /** Two settings that must agree do not: thrown at synth and at cold start, naming both. */
 export class IncoherentLifetimesError extends Error {
   override readonly name = 'IncoherentLifetimesError';
@@ -164,8 +170,7 @@ export class DeliveryLifetimes {
    * week late. A retired signing key is kept as long (`signingKeyRetentionSeconds`).
    */
   get copyLifetimeSeconds(): number {
-    const archive = this.ordering === 'concurrent' ? BUS_ARCHIVE_RETENTION_SECONDS : 0;
-    return archive + 2 * this.queues.sourceRetentionSeconds + this.queues.deadLetterRetentionSeconds;
+    return copyLifetimeSeconds(this.queues, this.ordering);
   }
 
   /**
