@@ -23,6 +23,7 @@ import {
 } from '../lib/operations/command-output.ts';
 import { findDeadLetter, readDeadLetters, releaseDeadLetters } from '../lib/operations/dead-letter-inspection.ts';
 import {
+  deadLetterSourcesOf,
   type RedriveFilter,
   RedriveInterruptedError,
   redriveDeadLetters,
@@ -102,7 +103,9 @@ dlq redrive:
                            (record TTL minus a retry window and the source queue's
                            retention): check them with audit first.
   PAYLOAD_CONFLICT letters are held back unless --reason PAYLOAD_CONFLICT names them.
-  Letters whose recorded source queue is not the target are held back too.
+  Letters are sent only to a queue whose redrive policy moves messages into the DLQ, and
+  only to the one they record (a letter recording none only when there is one such queue);
+  a FIFO letter only in the message group its envelope gives. Others are held back too.
   Held-back letters stay in the DLQ with the reason; exit 1 when any were held back.
 `;
 
@@ -399,6 +402,8 @@ async function dlq(
             targetQueueArn: source.arn,
             horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
             force: v.force === true,
+            deadLetterSourceArns: await deadLetterSourcesOf(ctx.sqs, queues.deadLetterUrl),
+            messageGroupFrom: queues.messageGroupFrom,
           },
           dryRun,
           ratePerSecond: positiveNumber(v.rate, 'rate', 10),

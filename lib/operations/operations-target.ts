@@ -1,7 +1,14 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { AwsConfig } from '../aws/clients.ts';
 import { lifetimesOf } from '../config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName, tableName } from '../config/resources.ts';
+import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  deadLetterQueueName,
+  queueName,
+  tableName,
+} from '../config/resources.ts';
+import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../rocketmq/message-group.ts';
 import { TargetResolutionError } from './errors.ts';
 
 /**
@@ -57,12 +64,14 @@ export interface GroupQueues {
    * − the source queue's retention, from the catalogue); `undefined` for a group the catalogue does not know.
    */
   redriveHorizonSeconds: number | undefined;
+  /** Where the group's FIFO messages take their message group: its catalogue entry's, else the bridge's default. */
+  messageGroupFrom: MessageGroupSource;
 }
 
 export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Promise<GroupQueues> {
   const group = options.group;
   if (!group) throw new TargetResolutionError('name the consumer group: --group <consumer-group>');
-  const known = CONSUMER_GROUPS.find((g) => g.group === group);
+  const known: ConsumerGroupDefinition | undefined = CONSUMER_GROUPS.find((g) => g.group === group);
   const lookUp = async (name: string, what: string) => {
     if (!options.prefix) {
       throw new TargetResolutionError(
@@ -84,6 +93,7 @@ export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Pro
     sourceUrl,
     maxReceiveCount: (await deployedMaxReceiveCount(sqs, sourceUrl)) ?? lifetimes?.lifetimes.queues.maxReceiveCount,
     redriveHorizonSeconds: lifetimes?.lifetimes.letterRedriveHorizonSeconds(lifetimes.recordTtlSeconds),
+    messageGroupFrom: known?.messageGroupFrom ?? DEFAULT_MESSAGE_GROUP_SOURCE,
   };
 }
 
