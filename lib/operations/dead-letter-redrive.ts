@@ -282,6 +282,10 @@ export interface RedriveOptions {
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
   onMoved?: (letter: DeadLetter) => void;
+  /**
+   * The body a selected letter goes back with (`ops dlq resign`: signed again), or why it stays; default: its own body.
+   */
+  rewrite?: (letter: DeadLetter) => { body: string } | { refusal: string };
 }
 
 /**
@@ -331,9 +335,12 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
       report.examined += letters.length;
       for (const { message, letter } of letters) {
         if (report.selected.length >= limit || !matchesFilter(letter, options.filter, now())) continue;
-        const why = redriveRefusal(letter, guard, now(), letterSystemAttributes(message));
-        if (why) {
-          report.heldBack.push({ letter, why });
+        const rewritten = options.rewrite?.(letter) ?? { body: letter.body };
+        const why =
+          redriveRefusal(letter, guard, now(), letterSystemAttributes(message)) ??
+          ('refusal' in rewritten ? rewritten.refusal : undefined);
+        if (why || 'refusal' in rewritten) {
+          report.heldBack.push({ letter, why: why ?? '' });
           continue;
         }
         report.selected.push(letter);
@@ -342,7 +349,7 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
         if (wait > 0) await sleep(wait);
         lastSend = Date.now();
         try {
-          await sendBack(options, message, letter, guard);
+          await sendBack(options, message, { ...letter, body: rewritten.body }, guard);
         } catch (error) {
           throw new RedriveInterruptedError(report, letter.messageId, error);
         }

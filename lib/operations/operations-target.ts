@@ -6,6 +6,7 @@ import {
   type ConsumerGroupDefinition,
   deadLetterQueueName,
   queueName,
+  signingKeySecretName,
   tableName,
 } from '../config/resources.ts';
 import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../rocketmq/message-group.ts';
@@ -25,6 +26,7 @@ export interface TargetOptions {
   group?: string;
   dlqUrl?: string;
   sourceQueueUrl?: string;
+  signingSecret?: string;
 }
 
 /** `--endpoint` selects the emulator (dummy credentials); otherwise the default credential chain. */
@@ -35,6 +37,14 @@ export function awsConfigOf(options: TargetOptions): AwsConfig {
     // An operator's run may wait out a throttle; the consumers' 3 attempts are tuned for Lambda.
     maxAttempts: 8,
   };
+}
+
+/** The envelope signing key secret: `--signing-secret`, else the one the stack names after the prefix. */
+export function signingSecretOf(options: TargetOptions): string {
+  const secret = options.signingSecret ?? (options.prefix ? signingKeySecretName(options.prefix) : undefined);
+  if (!secret)
+    throw new TargetResolutionError('name the signing key secret: --prefix <deployment prefix>, or --signing-secret');
+  return secret;
 }
 
 export interface PointTableNames {
