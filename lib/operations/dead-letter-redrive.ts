@@ -18,6 +18,7 @@ import {
   receiveDeadLetters,
   releaseDeadLetters,
 } from './dead-letter-inspection.ts';
+import { noticeRedriveRefusal } from './dead-letter-kind.ts';
 import { messageOf, OperationsError } from './errors.ts';
 
 /** Which dead letters to send back. Empty lists and absent bounds match everything. */
@@ -95,6 +96,8 @@ export function redriveRefusal(
   now: Date,
   system: LetterSystemAttributes = {},
 ): string | undefined {
+  // A bridge notice has no body: whatever selected it, it never goes to the consumer.
+  if (letter.notice) return noticeRedriveRefusal(letter.notice);
   const source = sourceRefusal(letter, guard, system);
   if (source) return source;
   const group = redriveMessageGroup(letter, system.messageGroupId, guard.messageGroupFrom);
