@@ -1,9 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
-import { POINTS } from '../../../functions/points-consumer/handler.ts';
+import { consumer, POINTS } from '../../../functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { SecretSigningKeys } from '../../../lib/aws/signing-key-secret.ts';
+import { lifetimeEnvironment } from '../../../lib/config/consumer-environment.ts';
+import { lifetimesOf } from '../../../lib/config/delivery-lifetimes.ts';
 import { CONSUMER_GROUPS, TABLE_ENV } from '../../../lib/config/resources.ts';
 import { CONSUMER_ENV, consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
 import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
@@ -57,6 +59,39 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     expect(() => consumerConfigFromEnv(POINTS, { ...env, [CONSUMER_ENV.envelopeSigningSecret]: '' })).toThrow(
       'ENVELOPE_SIGNING_SECRET is not set',
     );
+  });
+
+  it('a direct invocation of the handler as deployed (configured from its environment) with a forged envelope awards nothing', async () => {
+    // Prepare: the points function built the way Lambda starts it, on the emulator's tables, queues and secret
+    const secret = await signingSecret();
+    const f = await signedFixture(secret.name);
+    const queue = f.resources.queues[POINTS.group]!;
+    const { lifetimes, recordTtlSeconds } = lifetimesOf(POINTS);
+    const env: NodeJS.ProcessEnv = {
+      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+      AWS_REGION: 'us-east-1',
+      [CONSUMER_ENV.group]: POINTS.group,
+      [CONSUMER_ENV.deadLetterQueueUrl]: queue.deadLetter.url,
+      ...Object.fromEntries(POINTS.tables.map((t) => [TABLE_ENV[t], f.resources.tables[t]])),
+      ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
+      [CONSUMER_ENV.envelopeSigningSecret]: secret.name,
+    };
+    const deployed = consumer.create(consumerConfigFromEnv(POINTS, env));
+    const event = (body: string) => ({ Records: [sqsRecord(body, queue.source.arn)] });
+    // Act: lambda:InvokeFunction with a made-up SQS event, past every queue policy; then a genuine one
+    const forged = await deployed(
+      event(orderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-DIRECT', points: 1_000_000 })),
+      lambdaContext('points-consumer', 30_000),
+    );
+    const genuine = await deployed(
+      event(signed(orderEnvelope(ORDER), secret.key)),
+      lambdaContext('points-consumer', 30_000),
+    );
+    // Assess: the forgery is dead-lettered, unread; the genuine envelope shows the handler works
+    expect(forged.batchItemFailures).toEqual([]);
+    expect(genuine.batchItemFailures).toEqual([]);
+    expect(await f.ledger('88372')).toMatchObject([{ orderNo: ORDER.orderNo, points: 300 }]);
+    expect((await f.deadLetters()).map((l) => l.attributes['failure-code'])).toEqual(['UNAUTHENTICATED_MESSAGE']);
   });
 
   it('awards a signed envelope, and dead-letters an unsigned one sent straight to the queue as UNAUTHENTICATED_MESSAGE without awarding', async () => {
