@@ -6,7 +6,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -15,6 +15,7 @@ import { DLQ_RETENTION_DAYS } from '../lib/config/resources.ts';
 import { NOTIFIER_METRICS_NAMESPACE } from '../lib/config/telemetry-names.ts';
 import { ALARM_STORM_TABLE } from '../lib/dingtalk/alarm-storm-table.ts';
 import { ProjectFunction } from './project-function.ts';
+import { ProtectedSecret } from './protected-secret.ts';
 import { alarmNamePattern } from './routed-alarm.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
 
@@ -51,6 +52,8 @@ export class AlarmRouting extends Construct {
   readonly notifier: lambda.IFunction;
   readonly notifierDeadLetterQueue: sqs.Queue;
   readonly webhookSecret: secretsmanager.ISecret;
+  /** The robot's secret under its own key, readable by the notifier (and the operators, for `alarm:test`) alone. */
+  readonly robotSecret: ProtectedSecret;
   readonly stormTable: dynamodb.Table;
   readonly alarms: cloudwatch.Alarm[] = [];
 
@@ -99,15 +102,28 @@ export class AlarmRouting extends Construct {
         conditions: fromOwnAlarms,
       }),
     );
+    // An identity policy with sns:Publish reaches a topic of the account unless the topic says
+    // otherwise: no IAM principal may post a made-up alarm to the on-call group. CloudWatch is an
+    // AWS service (aws:PrincipalIsAWSService), which this Deny leaves to the Allow above.
+    this.topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'OnlyCloudWatchPublishes',
+        effect: iam.Effect.DENY,
+        principals: [new iam.StarPrincipal()],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: { BoolIfExists: { 'aws:PrincipalIsAWSService': 'false' } },
+      }),
+    );
 
-    this.webhookSecret = props.dingTalkSecretName
-      ? secretsmanager.Secret.fromSecretNameV2(this, 'DingTalkRobot', props.dingTalkSecretName)
-      : new secretsmanager.Secret(this, 'DingTalkRobot', {
-          secretName: `${props.prefix}/dingtalk-robot`,
-          description:
-            'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
-          removalPolicy: RemovalPolicy.RETAIN,
-        });
+    this.robotSecret = new ProtectedSecret(this, 'DingTalkRobot', {
+      secretName: props.dingTalkSecretName ?? `${props.prefix}/dingtalk-robot`,
+      description:
+        'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
+      // A secret the stage names already exists; the stack creates its own otherwise.
+      ...(props.dingTalkSecretName ? {} : { generate: {} }),
+    });
+    this.webhookSecret = this.robotSecret.secret;
     Validations.of(this.webhookSecret).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SMG4',
       reason:
@@ -138,6 +154,7 @@ export class AlarmRouting extends Construct {
     });
 
     const notifier = new ProjectFunction(this, 'Notifier', {
+      functionName: `${props.prefix}-${NOTIFIER_SERVICE_NAME}`,
       entry: NOTIFIER_ENTRY,
       description: 'CloudWatch alarms from SNS to the DingTalk robot',
       timeout: Duration.seconds(60),
@@ -159,7 +176,7 @@ export class AlarmRouting extends Construct {
       maxEventAge: Duration.hours(6),
       onFailure: new SqsDestination(this.notifierDeadLetterQueue),
     });
-    this.webhookSecret.grantRead(notifier.role);
+    this.robotSecret.grantRead(notifier.role);
     notifier.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         // BatchWriteItem: delivered alarms become tombstones and leave the backlog in batches.

@@ -1,5 +1,5 @@
-import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
-import type { MessageGroupFacts } from '../../lib/rocketmq/message-group.ts';
+import { InvalidEnvelopeError, parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { type MessageGroupFacts, messageGroupFactsOf } from '../../lib/rocketmq/message-group.ts';
 
 /**
  * One message the bridge hands to SQS. `topic` decides which consumer groups get a copy;
@@ -43,23 +43,11 @@ export function trafficMessage(
 ): TrafficMessage {
   try {
     const message = parseEnvelope(body);
-    return { body, topic: message.topic, msgId: message.msgId, orderingFacts: orderingFactsOf(message), ...extra };
+    return { body, topic: message.topic, msgId: message.msgId, orderingFacts: messageGroupFactsOf(message), ...extra };
   } catch (error) {
     const rejection = error instanceof InvalidEnvelopeError ? error.reason : String(error);
     return { body, topic: undefined, rejection, ...extra };
   }
-}
-
-/** What the bridge derives a message's FIFO message group from, as the envelope carries it. */
-export function orderingFactsOf(message: RocketMQMessage): MessageGroupFacts {
-  return {
-    topic: message.topic,
-    messageGroup: message.systemProperties.__SHARDINGKEY,
-    keys: message.keys,
-    userProperties: message.userProperties,
-    brokerName: message.brokerName,
-    queueId: message.queueId,
-  };
 }
 
 /**
