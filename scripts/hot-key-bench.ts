@@ -23,7 +23,7 @@ import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../lib/aws/clients.ts';
-import type { RecordReport } from '../lib/idempotency/settlement.ts';
+import type { RecordReport } from '../lib/consumer/settlement.ts';
 import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
 import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
 import { type Emulator, startEmulator } from './emulator/emulator.ts';

@@ -3,11 +3,11 @@ import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { serviceCredentials } from '../../lib/aws/service-credentials.ts';
 import { consumerGroup, OUTSIDE_SERVICES } from '../../lib/config/resources.ts';
 import { endpointRefusal, type ServiceEndpoint } from '../../lib/config/service-endpoint.ts';
-import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
-import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/consumer-module.ts';
+import { FailureRouter, InvalidConsumerConfigError, leaseStrategy } from '../../lib/consumer/index.ts';
+import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/lambda/consumer-config.ts';
+import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
+import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/lambda/consumer-module.ts';
 import { CouponClient } from '../../lib/coupons/coupon-client.ts';
-import { FailureRouter, InvalidConsumerConfigError, leaseStrategy } from '../../lib/idempotency/index.ts';
 import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
 
 export const COUPONS = consumerGroup('coupon-consumer-group');

@@ -1,9 +1,9 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { consumerGroup } from '../../lib/config/resources.ts';
-import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
-import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/consumer-module.ts';
-import { FailureRouter, stateTransitionStrategy } from '../../lib/idempotency/index.ts';
+import { FailureRouter, stateTransitionStrategy } from '../../lib/consumer/index.ts';
+import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/lambda/consumer-config.ts';
+import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
+import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/lambda/consumer-module.ts';
 import { parseOrderEvent } from '../../lib/orders/order-events.ts';
 import { transitionRequest } from '../../lib/orders/order-status.ts';
 

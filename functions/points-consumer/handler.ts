@@ -1,9 +1,9 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { consumerGroup, TABLES } from '../../lib/config/resources.ts';
-import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
-import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/consumer-module.ts';
-import { FailureRouter, packedTransactionalStrategy, transactionalStrategy } from '../../lib/idempotency/index.ts';
+import { FailureRouter, packedTransactionalStrategy, transactionalStrategy } from '../../lib/consumer/index.ts';
+import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/lambda/consumer-config.ts';
+import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
+import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/lambda/consumer-module.ts';
 import { awardWrites } from '../../lib/points/ledger.ts';
 import { orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
 

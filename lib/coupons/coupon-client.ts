@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type ServiceCredentials, ServiceCredentialsError } from '../aws/service-credentials.ts';
 import { OUTSIDE_SERVICES } from '../config/resources.ts';
-import { ConsumptionError } from '../idempotency/errors.ts';
+import { ConsumptionError } from '../consumer/failures/errors.ts';
 import { excerpt } from '../rocketmq/envelope.ts';
 import {
   CouponGrantRejectedError,

@@ -4,7 +4,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../idempotency/failure-router.ts';
+import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../consumer/failures/failure-router.ts';
 import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
 
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */

@@ -6,7 +6,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { sqsText } from '../aws/sqs-text.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../consumer/failures/failure-router.ts';
 import {
   type DeadLetter,
   decodeDeadLetter,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { InvalidPayloadError } from '../consumer/failures/errors.ts';
 import { identifier, parseJsonPayload, userIdSchema } from '../consumer/json-payload.ts';
-import { InvalidPayloadError } from '../idempotency/errors.ts';
 
 /** Tags of ORDER_TOPIC that move an order's status. */
 export const OrderEventTag = { PAID: 'PAID', FINISHED: 'FINISHED' } as const;

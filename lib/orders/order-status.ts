@@ -1,6 +1,6 @@
-import { IllegalTransitionError, NotYetApplicableError, TransientFailureError } from '../idempotency/errors.ts';
-import type { Settlement } from '../idempotency/settlement.ts';
-import type { TransitionRequest } from '../idempotency/strategies/state-transition.ts';
+import { IllegalTransitionError, NotYetApplicableError, TransientFailureError } from '../consumer/failures/errors.ts';
+import type { TransitionRequest } from '../consumer/idempotency/state-transition.ts';
+import type { Settlement } from '../consumer/settlement.ts';
 import type { OrderEvent, OrderEventTag } from './order-events.ts';
 
 /** Status of an order, as stored in the `orders` table's `status` attribute. */

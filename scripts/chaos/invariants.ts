@@ -1,6 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../lib/consumer/failures/failure-router.ts';
 import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
 import type { Delivery } from '../local/delivery-account.ts';
 import type { LocalResources } from '../local/provision.ts';

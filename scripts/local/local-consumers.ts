@@ -2,10 +2,10 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import type { ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
-import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import type { ConsumerModule } from '../../lib/consumer/consumer-module.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import type { ConsumerRuntimeConfig } from '../../lib/consumer/lambda/consumer-config.ts';
+import type { ConsumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
+import type { ConsumerModule } from '../../lib/consumer/lambda/consumer-module.ts';
+import type { RecordReport } from '../../lib/consumer/settlement.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../..');
 

@@ -1,5 +1,5 @@
-import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
-import type { DuplicateReason } from '../../lib/idempotency/settlement.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../lib/consumer/failures/failure-router.ts';
+import type { DuplicateReason } from '../../lib/consumer/settlement.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
 import type { TrafficPhase } from './traffic.ts';

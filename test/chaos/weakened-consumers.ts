@@ -9,20 +9,20 @@ import type { MiddlewareStack } from '@smithy/types';
 import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { createSqs } from '../../lib/aws/clients.ts';
 import { consumerGroup } from '../../lib/config/resources.ts';
-import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { CouponClient } from '../../lib/coupons/coupon-client.ts';
-import { IllegalTransitionError, NotYetApplicableError } from '../../lib/idempotency/errors.ts';
-import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
-import { fingerprintOf, recordId } from '../../lib/idempotency/record.ts';
-import type { ConsumerMessage } from '../../lib/idempotency/settlement.ts';
-import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
-import { stateTransitionStrategy, type TransitionRequest } from '../../lib/idempotency/strategies/state-transition.ts';
+import { IllegalTransitionError, NotYetApplicableError } from '../../lib/consumer/failures/errors.ts';
+import { FailureRouter } from '../../lib/consumer/failures/failure-router.ts';
+import { leaseStrategy } from '../../lib/consumer/idempotency/lease.ts';
+import { fingerprintOf, recordId } from '../../lib/consumer/idempotency/record.ts';
+import { stateTransitionStrategy, type TransitionRequest } from '../../lib/consumer/idempotency/state-transition.ts';
+import type { ConsumptionStrategy } from '../../lib/consumer/idempotency/strategy.ts';
 import {
   dedupRecordPut,
   type TransactionalResult,
   transactionalStrategy,
-} from '../../lib/idempotency/strategies/transactional.ts';
-import type { ConsumptionStrategy } from '../../lib/idempotency/strategy.ts';
+} from '../../lib/consumer/idempotency/transactional.ts';
+import { consumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
+import type { ConsumerMessage } from '../../lib/consumer/settlement.ts';
+import { CouponClient } from '../../lib/coupons/coupon-client.ts';
 import { parseOrderEvent, parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
 import { transitionRequest } from '../../lib/orders/order-status.ts';
 import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';

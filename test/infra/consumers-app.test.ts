@@ -20,9 +20,9 @@ import {
   type TableKey,
   tableName,
 } from '../../lib/config/resources.ts';
-import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-telemetry.ts';
+import { recordId } from '../../lib/consumer/idempotency/record.ts';
+import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/lambda/consumer-telemetry.ts';
 import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
-import { recordId } from '../../lib/idempotency/record.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 type Resource = {

@@ -9,7 +9,7 @@ import {
   type PointsConsumerDeps,
 } from '../../functions/points-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import type { RecordReport } from '../../lib/consumer/settlement.ts';
 import type { LedgerEntry } from '../../lib/points/ledger.ts';
 import { type EnvelopeFields, MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';

@@ -11,7 +11,7 @@
  *   bodies as INVALID_PAYLOAD.
  */
 import { scanTable } from '../../../lib/aws/table-scan.ts';
-import { type DedupRecord, RecordStatus, recordId } from '../../../lib/idempotency/record.ts';
+import { type DedupRecord, RecordStatus, recordId } from '../../../lib/consumer/idempotency/record.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

@@ -27,7 +27,7 @@
  * follows: the middleware must hold the FINISHED back (HELD_BACK) until its PAID is applied.
  */
 import { scanTable } from '../../../lib/aws/table-scan.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../../../lib/idempotency/failure-router.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../../lib/consumer/failures/failure-router.ts';
 import { ORDER_TRANSITIONS, type Order, OrderStatus } from '../../../lib/orders/order-status.ts';
 import type { Delivery } from '../../local/delivery-account.ts';
 import { seedOrders } from '../../local/order-seeding.ts';

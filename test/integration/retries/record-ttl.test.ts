@@ -3,8 +3,8 @@ import { COUPONS, createCouponConsumer } from '../../../functions/coupon-consume
 import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
 import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../../../lib/aws/clients.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { InvalidConsumerConfigError } from '../../../lib/consumer/failures/errors.ts';
+import { consumerConfigFromEnv } from '../../../lib/consumer/lambda/consumer-config.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 
 /** Enough configuration to build a consumer; nothing is called at build time. */

@@ -16,9 +16,9 @@ import {
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
 import { consumerGroup } from '../../../lib/config/resources.ts';
 import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
-import type { ConsumerHandler } from '../../../lib/consumer/consumer-handler.ts';
-import { type DedupRecord, recordId } from '../../../lib/idempotency/record.ts';
-import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
+import { type DedupRecord, recordId } from '../../../lib/consumer/idempotency/record.ts';
+import type { ConsumerHandler } from '../../../lib/consumer/lambda/consumer-handler.ts';
+import type { RecordReport } from '../../../lib/consumer/settlement.ts';
 import type { Order } from '../../../lib/orders/order-status.ts';
 import { messageGroupOf } from '../../../lib/rocketmq/message-group.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';

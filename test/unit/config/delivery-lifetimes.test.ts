@@ -10,8 +10,8 @@ import {
   lifetimesOf,
 } from '../../../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../lib/config/resources.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { InvalidConsumerConfigError } from '../../../lib/consumer/failures/errors.ts';
+import { consumerConfigFromEnv } from '../../../lib/consumer/lambda/consumer-config.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 
 /**

@@ -1,0 +1,127 @@
+import { type AwsConfig, configFromEnv, createSecretsManager } from '../../aws/clients.ts';
+import { SecretSigningKeys } from '../../aws/signing-key-secret.ts';
+import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../../config/consumer-environment.ts';
+import { IncoherentLifetimesError, type QueueLifetimes } from '../../config/delivery-lifetimes.ts';
+import {
+  assertOrderingFits,
+  type ConsumerGroupDefinition,
+  OUTSIDE_SERVICES,
+  type OutsideServiceName,
+  TABLE_ENV,
+  type TableKey,
+} from '../../config/resources.ts';
+import { type ServiceAuth, type ServiceEndpoint, serviceAuthSchema } from '../../config/service-endpoint.ts';
+import type { SigningKeyRing } from '../../rocketmq/envelope-signature.ts';
+import { RetrySchedule } from '../../rocketmq/retry-schedule.ts';
+import { InvalidConsumerConfigError } from '../failures/errors.ts';
+
+/** The tables a catalogue entry names, as a type: `deps.tables.ledger` exists exactly when the entry lists it. */
+export type TablesOf<D extends ConsumerGroupDefinition> = D['tables'][number];
+
+/** What every consumer function needs from its deployment, read once at start-up. */
+export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
+  aws: AwsConfig;
+  tables: Record<T, string>;
+  deadLetterQueueUrl: string;
+  schedule: RetrySchedule;
+  ttlSeconds?: number;
+  /** The source queue and DLQ as deployed; the middleware refuses a schedule or TTL they cannot carry. */
+  queueLifetimes?: QueueLifetimes;
+  /** The outside services the group calls, by name; a bare URL is one called without credentials (a local stand-in). */
+  services?: Partial<Record<OutsideServiceName, string | ServiceEndpoint>>;
+  /** Batch packing (transactional groups), from the catalogue's `tuning.packing`. */
+  packing?: boolean;
+  /** Set when envelopes must carry the bridge's signature: the keys it may have signed with. */
+  envelopeKeys?: SigningKeyRing;
+}
+
+export { CONSUMER_ENV };
+
+/**
+ * The configuration of `definition`'s function from its environment, as the CDK app wrote it.
+ * A function deployed for another group (its `CONSUMER_GROUP`) is refused: its metrics would
+ * carry a dimension no alarm watches, and its tag filter would belong to another group.
+ */
+export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
+  definition: D,
+  env: NodeJS.ProcessEnv = process.env,
+): ConsumerRuntimeConfig<TablesOf<D>> {
+  const required = (name: string) => {
+    const value = env[name];
+    if (!value) throw new InvalidConsumerConfigError(`environment variable ${name} is not set`);
+    return value;
+  };
+  const deployedAs = env[CONSUMER_ENV.group];
+  if (deployedAs !== undefined && deployedAs !== definition.group) {
+    throw new InvalidConsumerConfigError(
+      `this function was deployed for consumer group ${deployedAs} (${CONSUMER_ENV.group}) but runs the handler of ${definition.group} (${definition.entry})`,
+    );
+  }
+  const packing =
+    env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on';
+  try {
+    assertOrderingFits(definition.group, definition.ordering, { packing });
+  } catch (error) {
+    if (!(error instanceof IncoherentLifetimesError)) throw error;
+    throw new InvalidConsumerConfigError(error.message, { cause: error });
+  }
+  const ttl = env[CONSUMER_ENV.ttlSeconds];
+  const tables = Object.fromEntries(definition.tables.map((t) => [t, required(TABLE_ENV[t])])) as Record<
+    TablesOf<D>,
+    string
+  >;
+  const aws = configFromEnv(env);
+  const signingSecret = env[CONSUMER_ENV.envelopeSigningSecret];
+  return {
+    aws,
+    tables,
+    deadLetterQueueUrl: required(CONSUMER_ENV.deadLetterQueueUrl),
+    schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
+    ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
+    queueLifetimes: queueLifetimesFromEnvironment(env),
+    services: Object.fromEntries(
+      (definition.services ?? []).map((name) => [
+        name,
+        { url: env[OUTSIDE_SERVICES[name].env] ?? '', auth: serviceAuth(name, env) },
+      ]),
+    ),
+    packing,
+    ...(signingSecret ? { envelopeKeys: new SecretSigningKeys(createSecretsManager(aws), signingSecret) } : {}),
+  };
+}
+
+/** How the function authenticates to an outside service, as the CDK app wrote it (absent: no credentials). */
+function serviceAuth(name: OutsideServiceName, env: NodeJS.ProcessEnv): ServiceAuth {
+  const variable = OUTSIDE_SERVICES[name].authEnv;
+  const text = env[variable];
+  if (text === undefined || text === '') return { kind: 'none' };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new InvalidConsumerConfigError(`environment variable ${variable} is not JSON`);
+  }
+  const parsed = serviceAuthSchema.safeParse(json);
+  if (!parsed.success)
+    throw new InvalidConsumerConfigError(
+      `environment variable ${variable} is not a service authentication (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`,
+    );
+  return parsed.data;
+}
+
+/**
+ * Builds the handler on first use, so importing a handler module (tests, tools) never needs
+ * its environment. In Lambda it is built during init instead: a configuration the consumer
+ * refuses (a missing table, a TTL shorter than the retry window) fails the cold start,
+ * before any message is received.
+ */
+export function lazyHandler<H extends (...args: never[]) => unknown>(
+  build: () => H,
+  env: NodeJS.ProcessEnv = process.env,
+): H {
+  let built: H | undefined = env.AWS_LAMBDA_FUNCTION_NAME ? build() : undefined;
+  return ((...args: Parameters<H>) => {
+    built ??= build();
+    return built(...args);
+  }) as H;
+}

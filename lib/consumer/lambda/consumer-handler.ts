@@ -1,0 +1,57 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { ConsumerGroupDefinition } from '../../config/resources.ts';
+import {
+  type ConsumerContext,
+  forEachMessage,
+  type RocketMQConsumerOptions,
+  rocketmqConsumer,
+} from '../rocketmq-consumer.ts';
+import type { ConsumerMessage, RecordReport } from '../settlement.ts';
+import { consumerTelemetry, METRICS_NAMESPACE } from './consumer-telemetry.ts';
+
+export interface ConsumerHandlerOptions<P, R>
+  extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'ordering'> {
+  /**
+   * The group's catalogue entry: its name (records, metrics, DLQ), tag expression and ordering come from there, never
+   * restated.
+   */
+  definition: ConsumerGroupDefinition;
+  business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R;
+  logger?: Logger;
+  metrics?: Metrics;
+  /** Extra observer of every record's report (the local run's account, tests). */
+  onReport?: (report: RecordReport) => void;
+}
+
+export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+/** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, the consumer middleware, the business. */
+export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
+  const { group, tagExpression, ordering } = options.definition;
+  const logger = options.logger ?? new Logger({ serviceName: group });
+  const metrics =
+    options.metrics ??
+    new Metrics({ namespace: METRICS_NAMESPACE, serviceName: group, defaultDimensions: { ConsumerGroup: group } });
+  const telemetry = consumerTelemetry(logger, metrics);
+  return middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>>()
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics))
+    .use(
+      rocketmqConsumer({
+        ...options,
+        group,
+        tagExpression,
+        ordering,
+        onReport: (report) => {
+          telemetry(report);
+          options.onReport?.(report);
+        },
+      }),
+    )
+    .handler(forEachMessage(options.business));
+}
