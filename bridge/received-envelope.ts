@@ -1,4 +1,4 @@
-import { ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
+import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/envelope.ts';
 import { buildEnvelope, type Envelope } from '../lib/rocketmq/envelope-writer.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 

@@ -22,12 +22,8 @@ import {
   recordIdPrefix,
   TABLE_ENV,
 } from '../lib/config/resources.ts';
-import {
-  BRIDGE_EVENT_SOURCE_PREFIX,
-  ConsumerMetric,
-  METRICS_NAMESPACE,
-  ROCKETMQ_EVENT_TYPE,
-} from '../lib/config/telemetry-names.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX, ConsumerMetric, METRICS_NAMESPACE } from '../lib/config/telemetry-names.ts';
+import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/envelope.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
 import { type ServiceSetting, serviceAccess } from './outside-service.ts';
 import { type FunctionNetwork, ProjectFunction } from './project-function.ts';

@@ -9,8 +9,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } 
 import { describe, expect, inject, it } from 'vitest';
 import { EVENT_FILTER_QUOTA, tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { createEventBridge, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { ROCKETMQ_EVENT_TYPE } from '../../lib/config/telemetry-names.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { parseEnvelope, ROCKETMQ_EVENT_TYPE } from '../../lib/rocketmq/envelope.ts';
 import { writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
 
 const envelope = (tags?: string, topic = 'ORDER_TOPIC') =>
