@@ -9,6 +9,7 @@ import type { PipelineStack } from '../../infra/pipeline-stack.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
+import { ALARM_STORM_TABLE } from '../../lib/config/alarm-storm-table.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
@@ -22,7 +23,6 @@ import {
 } from '../../lib/config/resources.ts';
 import { recordId } from '../../lib/consumer/idempotency/record.ts';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/lambda/consumer-telemetry.ts';
-import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 type Resource = {
