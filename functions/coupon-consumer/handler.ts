@@ -1,7 +1,7 @@
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
 import { serviceCredentials } from '../../lib/aws/service-credentials.ts';
-import { consumerGroup, OUTSIDE_SERVICES } from '../../lib/config/resources.ts';
+import { consumerGroup, OUTSIDE_SERVICES, recordIdPrefix } from '../../lib/config/resources.ts';
 import { endpointRefusal, type ServiceEndpoint } from '../../lib/config/service-endpoint.ts';
 import { FailureRouter, InvalidConsumerConfigError, leaseStrategy } from '../../lib/consumer/index.ts';
 import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/lambda/consumer-config.ts';
@@ -51,6 +51,7 @@ export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler 
       client: dynamoDb,
       tableName: deps.tables.idempotency,
       group: COUPONS.group,
+      recordIdPrefix: recordIdPrefix(COUPONS.group),
       ttlSeconds: deps.ttlSeconds,
       marginMs: deps.leaseMarginMs,
       now,
@@ -63,10 +64,10 @@ export function createCouponConsumer(deps: CouponConsumerDeps): ConsumerHandler 
     }),
     queues: deps.queueLifetimes,
     envelopeKeys: deps.envelopeKeys,
-    business: (msg, context) =>
+    business: (msg, invocation) =>
       coupons.grant(
         { orderNo: msg.payload.orderNo, userId: msg.payload.userId },
-        { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() },
+        { idempotencyKey: msg.key, remainingMs: invocation.remainingMs() },
       ),
     onReport: deps.onReport,
     now,

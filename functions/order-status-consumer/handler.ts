@@ -1,5 +1,5 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
-import { consumerGroup } from '../../lib/config/resources.ts';
+import { consumerGroup, recordIdPrefix } from '../../lib/config/resources.ts';
 import { FailureRouter, stateTransitionStrategy } from '../../lib/consumer/index.ts';
 import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/lambda/consumer-config.ts';
 import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
@@ -43,7 +43,11 @@ export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): Consum
       deadLetterQueueUrl: deps.deadLetterQueueUrl,
       schedule: deps.schedule,
     }),
-    failureCounts: { client: dynamoDb, tableName: deps.tables.idempotency },
+    failureCounts: {
+      client: dynamoDb,
+      tableName: deps.tables.idempotency,
+      recordIdPrefix: recordIdPrefix(ORDER_STATUS.group),
+    },
     queues: deps.queueLifetimes,
     envelopeKeys: deps.envelopeKeys,
     business: (msg) =>

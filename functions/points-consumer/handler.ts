@@ -1,5 +1,5 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
-import { consumerGroup, TABLES } from '../../lib/config/resources.ts';
+import { consumerGroup, recordIdPrefix, TABLES } from '../../lib/config/resources.ts';
 import { FailureRouter, packedTransactionalStrategy, transactionalStrategy } from '../../lib/consumer/index.ts';
 import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/lambda/consumer-config.ts';
 import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
@@ -33,6 +33,7 @@ export function createPointsConsumer(deps: PointsConsumerDeps): ConsumerHandler 
     client: dynamoDb,
     tableName: tables.idempotency,
     group: POINTS.group,
+    recordIdPrefix: recordIdPrefix(POINTS.group),
     ttlSeconds: deps.ttlSeconds,
     now,
   };

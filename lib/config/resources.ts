@@ -44,6 +44,11 @@ export function recordIdPrefix(group: string): string {
   return `${group}#`;
 }
 
+/** The id of a group's record for a business key (what the consumer runtime writes, given the prefix). */
+export function recordId(group: string, key: string): string {
+  return `${recordIdPrefix(group)}${key}`;
+}
+
 /**
  * Services outside the stack a group may call; the stage settings give each its URL and how calls
  * are authenticated (`services` in cdk.json), which the function reads from `env` and `authEnv`.

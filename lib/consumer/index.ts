@@ -1,24 +1,32 @@
 /**
- * The consumer middleware's public surface: what a team uses to write a RocketMQ consumer
- * with exactly-once effects. Import from here, not from the modules behind it.
+ * The consumer runtime: what a team uses to run a RocketMQ consumer group on Lambda with
+ * exactly-once effects. Import from here, never from the modules behind it (a test in
+ * test/unit/config/module-boundaries.test.ts holds every other folder to that).
  *
- *   middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<Order, TransactionalResult>>()
- *     .use(rocketmqConsumer({ group, tagExpression, parsePayload, keyOf, strategy, failures }))
- *     .handler(forEachMessage((msg) => ({ writes: [...] })));
+ *   export const consumer = defineConsumer(entry, { strategy: 'transactional', parsePayload, keyOf, business });
+ *   export const handler = consumer.handler;
+ *
+ * Its parts: the engine (`ConsumerEngine`: prepare → settle → route) and one runner per
+ * consumption mode (`runners/`), idempotency (`idempotency/`: records and strategies),
+ * failures (`failures/`: classification, routing, orderly failure counts), and the Lambda
+ * side (`lambda/`: the Middy middleware, logs and metrics, configuration, the wiring).
  */
 
+export { ConsumerEngine, type ConsumerEngineOptions } from './consumer-engine.ts';
 export {
   ConsumptionError,
+  ContentionError,
   classify,
   type FailureClass,
   HeldBackError,
   IllegalTransitionError,
   InvalidConsumerConfigError,
-  InvalidMessageError,
   InvalidPayloadError,
+  invalidEnvelope,
   LeaseHeldError,
   NotYetApplicableError,
   PayloadConflictError,
+  PermanentFailureError,
   TransientFailureError,
   UnauthenticatedMessageError,
   WriteRejectedError,
@@ -31,23 +39,37 @@ export {
   REDRIVE_COUNT_ATTRIBUTE,
 } from './failures/failure-router.ts';
 export { LeaseLostError, type LeaseOptions, leaseStrategy } from './idempotency/lease.ts';
-export { type PackedTransactionalOptions, packedTransactionalStrategy } from './idempotency/packed-transactional.ts';
-export { type DedupRecord, fingerprintOf, RecordStatus, recordId } from './idempotency/record.ts';
+export {
+  type PackedTransactionalOptions,
+  packedTransactionalStrategy,
+} from './idempotency/packed-transactional.ts';
+export { canonicalJson, type DedupRecord, fingerprintOf, RecordStatus } from './idempotency/record.ts';
 export { stateTransitionStrategy, type TransitionRequest } from './idempotency/state-transition.ts';
 export type { BeginResult, ConsumptionStrategy } from './idempotency/strategy.ts';
 export {
   type DeclaredWrite,
+  dedupRecordPut,
   type TransactItem,
   type TransactionalOptions,
   type TransactionalResult,
   transactionalStrategy,
 } from './idempotency/transactional.ts';
+export { identifier, parseJsonPayload, userIdSchema } from './json-payload.ts';
+export { type ConsumerHandler, type ConsumerHandlerOptions, consumerHandler } from './lambda/consumer-handler.ts';
 export {
-  type BusinessResults,
-  type ConsumerContext,
-  forEachMessage,
-  type RocketMQBatch,
+  type ConsumerInternal,
   type RocketMQConsumerOptions,
   rocketmqConsumer,
-} from './rocketmq-consumer.ts';
-export type { ConsumerMessage, Disposition, DuplicateReason, RecordReport, Settlement } from './settlement.ts';
+} from './lambda/middleware.ts';
+export { messageGroupOf } from './runners/message-groups.ts';
+export type {
+  BatchResult,
+  Business,
+  ConsumerMessage,
+  Disposition,
+  DuplicateReason,
+  Invocation,
+  RecordReport,
+  Settlement,
+} from './settlement.ts';
+export type { ReportObserver } from './steps/report.ts';

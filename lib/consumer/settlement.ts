@@ -1,4 +1,4 @@
-import type { SQSRecord } from 'aws-lambda';
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import type { RocketMQMessage } from '../rocketmq/envelope.ts';
 import type { ConsumptionError } from './failures/errors.ts';
 
@@ -14,6 +14,28 @@ export interface ConsumerMessage<P> {
   readonly attempt: number;
   /** Lease mode: the fencing token this delivery holds. */
   readonly leaseToken?: number;
+}
+
+/** The Lambda invocation a batch is consumed in. */
+export interface Invocation {
+  /** Epoch ms by which the invocation ends: a lease must outlive it, an outside call must end before it. */
+  readonly deadline: number;
+  /** Milliseconds left before the deadline, on the runtime's clock. */
+  remainingMs(): number;
+}
+
+/**
+ * A consumer group's business: what one message means, declared for the strategy to commit
+ * (writes for a transaction, a conditional update) or performed and returned (lease mode's
+ * outside call). The runtime calls it once per message that needs an effect; what it throws
+ * fails that message alone, classified (`classify`).
+ */
+export type Business<P, R> = (msg: ConsumerMessage<P>, invocation: Invocation) => Promise<R> | R;
+
+/** What the runtime answers for one batch: the response Lambda reads, and one report per record. */
+export interface BatchResult {
+  readonly response: SQSBatchResponse;
+  readonly reports: readonly RecordReport[];
 }
 
 /** Why a record needed no effect. */

@@ -1,18 +1,12 @@
-/**
- * Deliberately weakened consumers, for tests only: each removes exactly one protection of
- * the real consumers, so a fault test can show that it fails without that protection.
- * Never used outside `test/chaos/`.
- */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
 import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { createSqs } from '../../lib/aws/clients.ts';
-import { consumerGroup } from '../../lib/config/resources.ts';
+import { consumerGroup, recordId, recordIdPrefix } from '../../lib/config/resources.ts';
 import { IllegalTransitionError, NotYetApplicableError } from '../../lib/consumer/failures/errors.ts';
 import { FailureRouter } from '../../lib/consumer/failures/failure-router.ts';
 import { leaseStrategy } from '../../lib/consumer/idempotency/lease.ts';
-import { fingerprintOf, recordId } from '../../lib/consumer/idempotency/record.ts';
+import { fingerprintOf } from '../../lib/consumer/idempotency/record.ts';
 import { stateTransitionStrategy, type TransitionRequest } from '../../lib/consumer/idempotency/state-transition.ts';
 import type { ConsumptionStrategy } from '../../lib/consumer/idempotency/strategy.ts';
 import {
@@ -98,6 +92,7 @@ export function weakPointsConsumer(weakness: Exclude<PointsWeakness, 'none'>): C
       client,
       tableName: tables.idempotency,
       group: POINTS,
+      recordIdPrefix: recordIdPrefix(POINTS),
       ttlSeconds: deps.ttlSeconds,
     });
     const byMsgId = weakness === 'keyed-by-msg-id';
@@ -143,7 +138,12 @@ function weakened(
   tableName: string,
 ): Strategy {
   const unconditionalCommit = async <P>(msg: ConsumerMessage<P>, result: TransactionalResult) => {
-    const record = dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now());
+    const record = dedupRecordPut(
+      msg,
+      { tableName, group: POINTS, recordIdPrefix: recordIdPrefix(POINTS) },
+      base.recordTtlSeconds,
+      Date.now(),
+    );
     delete record.Put!.ConditionExpression;
     delete record.Put!.ExpressionAttributeValues;
     await client.send(new TransactWriteCommand({ TransactItems: [record, ...result.writes.map((w) => w.item)] }));
@@ -174,7 +174,12 @@ function weakened(
           try {
             await client.send(
               new PutCommand({
-                ...dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now()).Put!,
+                ...dedupRecordPut(
+                  msg,
+                  { tableName, group: POINTS, recordIdPrefix: recordIdPrefix(POINTS) },
+                  base.recordTtlSeconds,
+                  Date.now(),
+                ).Put!,
               } as never),
             );
           } catch (error) {
@@ -193,27 +198,19 @@ function weakened(
       return {
         ...base,
         async commit(msg, result) {
-          try {
-            return await base.commit(msg, result);
-          } catch {
-            return { outcome: 'duplicate', reason: 'effect-already-present' };
-          }
+          const settlement = await base.commit(msg, result).catch(() => undefined);
+          if (settlement && settlement.outcome !== 'failed') return settlement;
+          return { outcome: 'duplicate', reason: 'effect-already-present' };
         },
       };
     case 'cancel-means-done':
       return {
         ...base,
         async commit(msg, result) {
-          try {
-            return await base.commit(msg, result);
-          } catch (error) {
-            if (
-              error instanceof TransactionCanceledException ||
-              (error as { code?: string }).code === 'TransactionConflict'
-            )
-              return { outcome: 'duplicate', reason: 'dedup-record-exists' };
-            throw error;
-          }
+          const settlement = await base.commit(msg, result);
+          if (settlement.outcome === 'failed' && settlement.error.code === 'TransactionConflict')
+            return { outcome: 'duplicate', reason: 'dedup-record-exists' };
+          return settlement;
         },
       };
   }
@@ -236,6 +233,7 @@ export function couponConsumer(options: { neverExpires: boolean }): ConsumerFact
         client: deps.dynamoDb,
         tableName: deps.tables.idempotency!,
         group: COUPONS,
+        recordIdPrefix: recordIdPrefix(COUPONS),
         ttlSeconds: deps.ttlSeconds,
         marginMs: options.neverExpires ? 3_600_000 : 500,
       }),
@@ -245,10 +243,10 @@ export function couponConsumer(options: { neverExpires: boolean }): ConsumerFact
         deadLetterQueueUrl: deps.deadLetterQueueUrl,
         schedule: IMMEDIATE,
       }),
-      business: (msg, context) =>
+      business: (msg, invocation) =>
         coupons.grant(
           { orderNo: msg.payload.orderNo, userId: msg.payload.userId },
-          { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() },
+          { idempotencyKey: msg.key, remainingMs: invocation.remainingMs() },
         ),
       onReport: deps.onReport,
     });
@@ -278,7 +276,11 @@ export function weakStatusConsumer(weakness: StatusWeakness): ConsumerFactory {
         deadLetterQueueUrl: deps.deadLetterQueueUrl,
         schedule: deps.schedule,
       }),
-      failureCounts: { client: deps.dynamoDb, tableName: deps.tables.idempotency! },
+      failureCounts: {
+        client: deps.dynamoDb,
+        tableName: deps.tables.idempotency!,
+        recordIdPrefix: recordIdPrefix(STATUS),
+      },
       business: (msg) =>
         weakenedTransition(
           weakness,

@@ -16,12 +16,12 @@ import {
   DLQ_RETENTION_DAYS,
   deadLetterQueueName,
   queueName,
+  recordId,
   TABLE_ENV,
   TABLES,
   type TableKey,
   tableName,
 } from '../../lib/config/resources.ts';
-import { recordId } from '../../lib/consumer/idempotency/record.ts';
 import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/lambda/consumer-telemetry.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 

@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import { createOrderStatusConsumer, ORDER_STATUS } from '../../functions/order-status-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
-import { recordId } from '../../lib/consumer/idempotency/record.ts';
+import { recordId } from '../../lib/config/resources.ts';
 import type { ConsumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
 import type { RecordReport } from '../../lib/consumer/settlement.ts';
 import type { Order } from '../../lib/orders/order-status.ts';

@@ -1,3 +1,5 @@
+import { InvalidEnvelopeError } from '../../rocketmq/envelope.ts';
+
 /**
  * Every failure of a record is a `ConsumptionError` with a classification that decides
  * its fate: `transient` is retried on RocketMQ's schedule, `permanent` goes straight to
@@ -23,13 +25,6 @@ export class InvalidPayloadError extends ConsumptionError {
   override readonly name = 'InvalidPayloadError';
   readonly classification = 'permanent';
   readonly code = 'INVALID_PAYLOAD';
-}
-
-/** The envelope itself is unusable. */
-export class InvalidMessageError extends ConsumptionError {
-  override readonly name = 'InvalidMessageError';
-  readonly classification = 'permanent';
-  readonly code = 'INVALID_ENVELOPE';
 }
 
 /**
@@ -123,6 +118,52 @@ export class TransientFailureError extends ConsumptionError {
     super(message, options);
     this.code = code;
   }
+}
+
+/** A permanent failure known by its code alone (an envelope the parser refused: `invalidEnvelope`). */
+export class PermanentFailureError extends ConsumptionError {
+  override readonly name = 'PermanentFailureError';
+  readonly classification = 'permanent';
+  readonly code: string;
+  constructor(message: string, code: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/**
+ * Refused because other writes held the same items at that moment: a transaction cancelled by
+ * `TransactionConflict`, or a packed transaction throttled as a whole after the SDK's own retries.
+ * Nothing was written, and the same write a moment later usually succeeds, so the runtime retries
+ * it within the invocation (lib/consumer/steps/contention.ts, the one place that does) before the
+ * record fails as transient. A strategy says what is contention by returning this error; records
+ * with the same `retryTogether` go back in one commit (records that share a hot item would only
+ * conflict with each other apart).
+ */
+export class ContentionError extends ConsumptionError {
+  override readonly name = 'ContentionError';
+  readonly classification = 'transient';
+  readonly code: string;
+  constructor(
+    message: string,
+    code: string,
+    readonly retryTogether?: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/**
+ * An envelope the bridge did not write, or wrote for another reader. One concept, one name per
+ * layer: lib/rocketmq's parser throws `InvalidEnvelopeError` (why the text is not an envelope);
+ * the consumer knows it by its code, `INVALID_ENVELOPE`, which dead letters and alarms carry.
+ * Whatever the parser throws is taken as this: no retry turns an unreadable envelope into one.
+ */
+export function invalidEnvelope(parserError: unknown): ConsumptionError {
+  const reason = parserError instanceof InvalidEnvelopeError ? parserError.message : String(parserError);
+  return new PermanentFailureError(reason, 'INVALID_ENVELOPE', { cause: parserError });
 }
 
 /** The middleware's configuration cannot work; thrown at start-up, never per record. */

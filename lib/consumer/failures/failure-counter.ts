@@ -3,13 +3,14 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { recordId } from '../idempotency/record.ts';
 
 export interface FailureCounterOptions {
   client: DynamoDBDocumentClient;
   /** The idempotency table. */
   tableName: string;
   group: string;
+  /** The group's record-id prefix: counts live under it, where the group's role may write. */
+  recordIdPrefix: string;
   /** How long a count is kept: as long as the source queue can hold its message. */
   ttlSeconds: number;
   now?: () => number;
@@ -89,7 +90,7 @@ export class FailureCounter {
    * would meet a dedup record only for a business key of `failures#` and an SQS message id.
    */
   private idOf(record: SQSRecord): string {
-    return recordId(this.options.group, `failures#${record.messageId}`);
+    return `${this.options.recordIdPrefix}failures#${record.messageId}`;
   }
 }
 

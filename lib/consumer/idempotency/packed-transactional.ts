@@ -1,7 +1,7 @@
 import { type CancellationReason, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { jitter, mapLimit, sleep as wait } from '../concurrency.ts';
-import { type ConsumptionError, classify, TransientFailureError } from '../failures/errors.ts';
+import { mapLimit } from '../concurrency.ts';
+import { type ConsumptionError, ContentionError, classify, TransientFailureError } from '../failures/errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { ConsumptionStrategy } from './strategy.ts';
 import {
@@ -13,12 +13,14 @@ import {
   itemIdentity,
   type PackEntry,
   type PackedTransaction,
+  type PackLimits,
   pack,
 } from './transaction-packing.ts';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
   dedupRecordPut,
   explainCancellation,
+  type TransactItem,
   type TransactionalOptions,
   type TransactionalResult,
   transactionalStrategy,
@@ -40,16 +42,8 @@ export interface PackedTransactionalOptions extends TransactionalOptions {
   maxActions?: number;
   /** Estimated item bytes per transaction; default 3.5 MB, headroom under the 4 MB limit. */
   maxBytes?: number;
-  /**
-   * Rounds of split-and-retry after `TransactionConflict` or throttling before a record fails; default 3 (the
-   * middleware's default).
-   */
-  contentionRetries?: number;
-  /** Base of the exponential backoff between those rounds; default 25 ms, jittered. */
-  backoffMs?: number;
   /** Transactions of one batch in flight at once (only batches beyond one transaction have more). Default 4. */
   concurrency?: number;
-  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Whole-request errors that mean "too fast": retried smaller and later. */
@@ -78,150 +72,142 @@ const THROTTLING_ERRORS = new Set([
  * (duplicate, conflict, effect already present, rejected), and the records whose actions
  * all say `None` are committed in a follow-up transaction. A batch of duplicates therefore
  * costs one round trip. `TransactionConflict` and throttling settle nothing: the records
- * they touch are split and retried with exponential backoff, and fail as transient (the
- * same outcome as per-record mode) when the retries are spent.
+ * they touch come back as `ContentionError`s, grouped so that records sharing a hot item
+ * (and each half of a throttled transaction) are retried together, and the runtime retries
+ * them (lib/consumer/steps/contention.ts).
  */
 export function packedTransactionalStrategy(
   options: PackedTransactionalOptions,
 ): ConsumptionStrategy<TransactionalResult> {
   const perRecord = transactionalStrategy(options);
-  const now = options.now ?? Date.now;
   const ttlSeconds = options.ttlSeconds ?? DEFAULT_RECORD_TTL_SECONDS;
-  const maxActions = Math.min(options.maxActions ?? MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_ACTIONS);
-  const maxBytes = Math.min(options.maxBytes ?? 3.5 * 1024 * 1024, MAX_TRANSACTION_BYTES);
-  const contentionRetries = options.contentionRetries ?? 3;
-  const backoffMs = options.backoffMs ?? 25;
-  const concurrency = options.concurrency ?? 4;
-  const sleep = options.sleep ?? wait;
-  const identify = itemIdentity(options.keyAttributes ?? {});
-
+  const now = options.now ?? Date.now;
+  const packing: Packing = {
+    send: (actions) => options.client.send(new TransactWriteCommand({ TransactItems: actions })).then(() => undefined),
+    limits: {
+      maxActions: Math.min(options.maxActions ?? MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_ACTIONS),
+      maxBytes: Math.min(options.maxBytes ?? 3.5 * 1024 * 1024, MAX_TRANSACTION_BYTES),
+      identify: itemIdentity(options.keyAttributes ?? {}),
+    },
+    dedupPut: (msg) => dedupRecordPut(msg, options, ttlSeconds, now()),
+    concurrency: options.concurrency ?? 4,
+  };
   return {
     ...perRecord,
-    async commitBatch<P>(
-      msgs: readonly ConsumerMessage<P>[],
-      results: readonly TransactionalResult[],
-    ): Promise<Settlement[]> {
-      const settlements: Settlement[] = new Array(msgs.length);
-      const entries: PackEntry<P>[] = msgs.map((msg, index) => ({ index, msg, result: results[index]! }));
-
-      const fail = (entry: PackEntry<P>, error: ConsumptionError) => {
-        settlements[entry.index] = { outcome: 'failed', error };
-      };
-
-      /** Commits `batch`: packs it, sends the transactions, and follows up until every record is settled. */
-      const run = async (batch: PackEntry<P>[], attempt: number): Promise<void> => {
-        const transactions = pack(batch, {
-          maxActions,
-          maxBytes,
-          identify,
-          dedupPut: (m) => dedupRecordPut(m, options, ttlSeconds, now()),
-        });
-        await mapLimit(transactions, concurrency, (tx) => send(tx, attempt));
-      };
-
-      const send = async (tx: PackedTransaction<P>, attempt: number): Promise<void> => {
-        try {
-          await options.client.send(new TransactWriteCommand({ TransactItems: tx.actions.map((a) => a.item) }));
-          for (const entry of tx.entries) settlements[entry.index] = { outcome: 'processed' };
-          return;
-        } catch (error) {
-          if (
-            error instanceof TransactionCanceledException &&
-            error.CancellationReasons?.length === tx.actions.length
-          ) {
-            return explain(tx, error.CancellationReasons, attempt, error);
-          }
-          const failure = classify(error);
-          if (tx.entries.length > 1 && isValidation(error)) {
-            // Two actions on one item the packer could not see (a Put on a table without
-            // declared key attributes): halve until each record stands alone, no backoff.
-            const [a, b] = halves(tx.entries);
-            await Promise.all([run(a, attempt), run(b, attempt)]);
-            return;
-          }
-          if (THROTTLING_ERRORS.has(failure.code)) {
-            // Throttled even after the SDK's own retries: smaller transactions, later. (A
-            // timeout is not retried here: the transaction may have committed, and the
-            // redelivery settles that from the dedup records, as in per-record mode.)
-            return retryContended(tx.entries, attempt, failure, true);
-          }
-          for (const entry of tx.entries) fail(entry, failure);
-        }
-      };
-
-      /** Reads the cancellation reasons action by action and gives each record its share. */
-      const explain = async (
-        tx: PackedTransaction<P>,
-        reasons: CancellationReason[],
-        attempt: number,
-        error: unknown,
-      ) => {
-        const innocent: PackEntry<P>[] = [];
-        // Contended records grouped by the first contended item they touch: records that share
-        // a hot item (merged into one increment) are retried together, because two smaller
-        // transactions on that item at once would only conflict with each other.
-        const contended = new Map<number, PackEntry<P>[]>();
-        for (const entry of tx.entries) {
-          const slots = tx.slots.get(entry.index)!;
-          const codes = slots.map((action) => reasons[action]?.Code ?? 'None');
-          if (codes.every((c) => c === 'None')) innocent.push(entry);
-          else if (codes.every((c) => c === 'None' || CONTENTION_CODES.has(c))) {
-            const hot = slots[codes.findIndex((c) => c !== 'None')]!;
-            contended.set(hot, [...(contended.get(hot) ?? []), entry]);
-          } else {
-            try {
-              settlements[entry.index] = explainCancellation(
-                entry.msg,
-                entry.result,
-                slots.map((action) => reasons[action] ?? {}),
-              );
-            } catch (explained) {
-              fail(entry, classify(explained));
-            }
-          }
-        }
-        if (innocent.length === tx.entries.length) {
-          // Cancelled with nothing to blame: retry as contention so the loop spends its budget and ends.
-          return retryContended(innocent, attempt, classify(error), true);
-        }
-        const failure = new TransientFailureError(
-          `transaction cancelled: ${reasons.map((r) => r.Code ?? 'None').join(', ')}`,
-          contendedCode(reasons),
-        );
-        await Promise.all([
-          innocent.length > 0 ? run(innocent, attempt) : undefined,
-          ...[...contended.values()].map((group) => retryContended(group, attempt, failure, false)),
-        ]);
-      };
-
-      /**
-       * Retries records that met contention, after an exponential, jittered backoff. A
-       * whole-request throttle (`halve`) is retried in two smaller transactions; records
-       * grouped on one hot item stay together (see above).
-       */
-      const retryContended = async (
-        batch: PackEntry<P>[],
-        attempt: number,
-        failure: ConsumptionError,
-        halve: boolean,
-      ): Promise<void> => {
-        if (attempt >= contentionRetries) {
-          for (const entry of batch) fail(entry, failure);
-          return;
-        }
-        await sleep(jitter(backoffMs * 2 ** attempt));
-        const parts = halve && batch.length > 1 ? halves(batch) : [batch];
-        await Promise.all(parts.map((part) => run(part, attempt + 1)));
-      };
-
-      await run(affinityOrder(entries), 0);
-      // Every path above settles each record; this only guards the contract (one settlement per record).
-      for (const entry of entries)
-        settlements[entry.index] ??= {
-          outcome: 'failed',
-          error: new TransientFailureError(`record ${entry.msg.key} was not settled by packing`, 'PACKING_UNSETTLED'),
-        };
-      return settlements;
-    },
+    commitBatch: <P>(msgs: readonly ConsumerMessage<P>[], results: readonly TransactionalResult[]) =>
+      new PackingRound<P>(packing, msgs.length).commit(
+        affinityOrder(msgs.map((msg, index) => ({ index, msg, result: results[index]! }))),
+      ),
   };
+}
+
+/** What one round needs: how to send a transaction, the limits to pack under, transactions in flight at once. */
+interface Packing {
+  send: (actions: TransactItem[]) => Promise<void>;
+  limits: Omit<PackLimits<unknown>, 'dedupPut'>;
+  dedupPut: <P>(msg: ConsumerMessage<P>) => TransactItem;
+  concurrency: number;
+}
+
+/**
+ * One `commitBatch` call: packs the records, sends the transactions, and follows up (records a
+ * cancellation did not blame, halves of a transaction DynamoDB refused as invalid) until every
+ * record is settled or has met contention.
+ */
+class PackingRound<P> {
+  private readonly settlements: Settlement[];
+  private retryGroups = 0;
+
+  constructor(
+    private readonly packing: Packing,
+    size: number,
+  ) {
+    this.settlements = new Array(size);
+  }
+
+  async commit(entries: PackEntry<P>[]): Promise<Settlement[]> {
+    await this.run(entries);
+    // Every path below settles each record; this only guards the contract (one settlement per record).
+    for (const entry of entries)
+      this.settlements[entry.index] ??= {
+        outcome: 'failed',
+        error: new TransientFailureError(`record ${entry.msg.key} was not settled by packing`, 'PACKING_UNSETTLED'),
+      };
+    return this.settlements;
+  }
+
+  private async run(entries: PackEntry<P>[]): Promise<void> {
+    const transactions = pack(entries, { ...this.packing.limits, dedupPut: this.packing.dedupPut });
+    await mapLimit(transactions, this.packing.concurrency, (tx) => this.send(tx));
+  }
+
+  private async send(tx: PackedTransaction<P>): Promise<void> {
+    try {
+      await this.packing.send(tx.actions.map((a) => a.item));
+      for (const entry of tx.entries) this.settlements[entry.index] = { outcome: 'processed' };
+    } catch (error) {
+      if (error instanceof TransactionCanceledException && error.CancellationReasons?.length === tx.actions.length) {
+        return this.explain(tx, error.CancellationReasons, error);
+      }
+      if (tx.entries.length > 1 && isValidation(error)) {
+        // Two actions on one item the packer could not see (a Put on a table without declared
+        // key attributes): halve until each record stands alone, no backoff.
+        await Promise.all(halves(tx.entries).map((half) => this.run(half)));
+        return;
+      }
+      const failure = classify(error);
+      // Throttled even after the SDK's own retries: smaller transactions, later. (A timeout is
+      // not retried here: the transaction may have committed, and the redelivery settles that
+      // from the dedup records, as in per-record mode.)
+      if (THROTTLING_ERRORS.has(failure.code)) return this.halvedContention(tx.entries, failure);
+      for (const entry of tx.entries) this.fail(entry, failure);
+    }
+  }
+
+  /** Reads the cancellation reasons action by action and gives each record its share. */
+  private async explain(tx: PackedTransaction<P>, reasons: CancellationReason[], error: unknown): Promise<void> {
+    const innocent: PackEntry<P>[] = [];
+    // Contended records grouped by the first contended item they touch: records that share a
+    // hot item (merged into one increment) are retried together, because two smaller
+    // transactions on that item at once would only conflict with each other.
+    const contended = new Map<number, PackEntry<P>[]>();
+    for (const entry of tx.entries) {
+      const slots = tx.slots.get(entry.index)!;
+      const codes = slots.map((action) => reasons[action]?.Code ?? 'None');
+      if (codes.every((c) => c === 'None')) innocent.push(entry);
+      else if (codes.every((c) => c === 'None' || CONTENTION_CODES.has(c))) {
+        const hot = slots[codes.findIndex((c) => c !== 'None')]!;
+        contended.set(hot, [...(contended.get(hot) ?? []), entry]);
+      } else {
+        const mine = slots.map((action) => reasons[action] ?? {});
+        this.settlements[entry.index] = explainCancellation(entry.msg, entry.result, mine);
+      }
+    }
+    // Cancelled with nothing to blame: contention all the same, so the retries spend their budget and end.
+    if (innocent.length === tx.entries.length) return this.halvedContention(innocent, classify(error));
+    const listed = reasons.map((r) => r.Code ?? 'None').join(', ');
+    for (const group of contended.values()) {
+      const together = this.retryGroup();
+      const failure = new ContentionError(`transaction cancelled: ${listed}`, contendedCode(reasons), together);
+      for (const entry of group) this.fail(entry, failure);
+    }
+    if (innocent.length > 0) await this.run(innocent);
+  }
+
+  /** Records of a transaction refused as a whole for contention: retried in two halves. */
+  private halvedContention(entries: PackEntry<P>[], failure: ConsumptionError): void {
+    const parts = entries.length > 1 ? halves(entries) : [entries];
+    for (const part of parts) {
+      const contention = new ContentionError(failure.message, failure.code, this.retryGroup(), { cause: failure });
+      for (const entry of part) this.fail(entry, contention);
+    }
+  }
+
+  private retryGroup(): string {
+    return `packed-${++this.retryGroups}`;
+  }
+
+  private fail(entry: PackEntry<P>, error: ConsumptionError): void {
+    this.settlements[entry.index] = { outcome: 'failed', error };
+  }
 }

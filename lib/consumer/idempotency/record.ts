@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { recordIdPrefix } from '../../config/resources.ts';
 
 /**
  * Status of an idempotency record. `as const` object rather than an enum: plain strings on the wire and in DynamoDB.
@@ -16,7 +15,7 @@ export type RecordStatus = (typeof RecordStatus)[keyof typeof RecordStatus];
 
 /** The dedup / idempotency record, one per (consumer group, business key). */
 export interface DedupRecord {
-  /** `<group>#<key>` */
+  /** The group's record-id prefix, then the key (`<group>#<key>` as the catalogue's `recordId` makes it). */
   id: string;
   key: string;
   group: string;
@@ -34,10 +33,6 @@ export interface DedupRecord {
   token?: number;
   /** Lease mode: the (small) result replayed to later duplicates. */
   result?: unknown;
-}
-
-export function recordId(group: string, key: string): string {
-  return `${recordIdPrefix(group)}${key}`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { ConsumptionError } from '../failures/errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
 import type { BeginResult, ConsumptionStrategy } from './strategy.ts';
 
@@ -10,7 +11,8 @@ export interface TransitionRequest {
   /**
    * Called with the item as it was when the precondition failed (undefined if absent).
    * Returns a settlement (e.g. a duplicate: the state already moved on) or throws a
-   * classified error (not yet applicable → retried; illegal → dead-lettered).
+   * classified error (not yet applicable → retried; illegal → dead-lettered), which the
+   * strategy returns as the record's failed settlement.
    */
   readonly explainRejection: (current: Record<string, unknown> | undefined) => Settlement;
 }
@@ -36,12 +38,20 @@ export function stateTransitionStrategy(options: {
         );
         return { outcome: 'processed' };
       } catch (error) {
-        if (error instanceof ConditionalCheckFailedException) {
-          return request.explainRejection(error.Item ? unmarshall(error.Item) : undefined);
-        }
-        throw error;
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        return explainedRejection(request, error.Item ? unmarshall(error.Item) : undefined);
       }
     },
     async abort(): Promise<void> {},
   };
+}
+
+/** The business's reading of the item as it was; a classified error it throws is the record's failure. */
+function explainedRejection(request: TransitionRequest, current: Record<string, unknown> | undefined): Settlement {
+  try {
+    return request.explainRejection(current);
+  } catch (error) {
+    if (error instanceof ConsumptionError) return { outcome: 'failed', error };
+    throw error;
+  }
 }

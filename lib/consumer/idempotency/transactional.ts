@@ -6,9 +6,15 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { DEFAULT_RECORD_TTL_SECONDS } from '../../config/delivery-lifetimes.ts';
-import { PayloadConflictError, TransientFailureError, WriteRejectedError } from '../failures/errors.ts';
+import {
+  type ConsumptionError,
+  ContentionError,
+  PayloadConflictError,
+  TransientFailureError,
+  WriteRejectedError,
+} from '../failures/errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
-import { type DedupRecord, RecordStatus, recordId } from './record.ts';
+import { type DedupRecord, RecordStatus } from './record.ts';
 import type { BeginResult, ConsumptionStrategy } from './strategy.ts';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -39,6 +45,11 @@ export interface TransactionalOptions {
   client: DynamoDBDocumentClient;
   tableName: string;
   group: string;
+  /**
+   * Where the group's record ids start (`<prefix><key>`): the deployment decides it (each
+   * function's role may write only under its own prefix), so the runtime is given it.
+   */
+  recordIdPrefix: string;
   /** Lifetime of a dedup record; 30 days by default, never shorter than any copy of a message can live. */
   ttlSeconds?: number;
   now?: () => number;
@@ -74,9 +85,8 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
         );
         return { outcome: 'processed' };
       } catch (error) {
-        if (error instanceof TransactionCanceledException)
-          return explainCancellation(msg, result, error.CancellationReasons ?? []);
-        throw error;
+        if (!(error instanceof TransactionCanceledException)) throw error;
+        return explainCancellation(msg, result, error.CancellationReasons ?? []);
       }
     },
     async abort(): Promise<void> {
@@ -91,12 +101,12 @@ export function transactionalStrategy(options: TransactionalOptions): Consumptio
  */
 export function dedupRecordPut<P>(
   msg: ConsumerMessage<P>,
-  options: Pick<TransactionalOptions, 'tableName' | 'group'>,
+  options: Pick<TransactionalOptions, 'tableName' | 'group' | 'recordIdPrefix'>,
   ttlSeconds: number,
   nowMs: number,
 ): TransactItem {
   const record: DedupRecord = {
-    id: recordId(options.group, msg.key),
+    id: `${options.recordIdPrefix}${msg.key}`,
     key: msg.key,
     group: options.group,
     status: RecordStatus.COMPLETED,
@@ -118,8 +128,10 @@ export function dedupRecordPut<P>(
 }
 
 /**
- * Reasons come in action order: [0] is the dedup record, [i] is declared write i-1.
- * Returns the settlement, or throws the classified error the record fails with.
+ * Reasons come in action order: [0] is the dedup record, [i] is declared write i-1. Every
+ * cancellation is explained as a settlement: a duplicate, a conflict or a rejected write (failed,
+ * permanent), contention (a `ContentionError`, retried by the runtime) or another transient
+ * failure.
  */
 export function explainCancellation<P>(
   msg: ConsumerMessage<P>,
@@ -127,37 +139,47 @@ export function explainCancellation<P>(
   reasons: CancellationReason[],
 ): Settlement {
   const dedup = reasons[0];
-  if (dedup?.Code === 'ConditionalCheckFailed') {
-    const existing = dedup.Item ? (unmarshall(dedup.Item) as Partial<DedupRecord>) : {};
-    if (existing.fingerprint !== undefined && existing.fingerprint !== msg.fingerprint) {
-      throw new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.firstMsgId);
-    }
-    return { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: existing.firstMsgId };
-  }
+  if (dedup?.Code === 'ConditionalCheckFailed') return explainExistingRecord(msg, dedup);
   const failedWrite = reasons.findIndex((r, i) => i > 0 && r.Code === 'ConditionalCheckFailed');
-  if (failedWrite > 0) {
-    const write = result.writes[failedWrite - 1];
-    if (write?.conditionFailureMeansDone) {
-      const existing =
-        write.fingerprintAttribute && reasons[failedWrite]?.Item ? unmarshall(reasons[failedWrite]!.Item!) : undefined;
-      const fingerprint = existing?.[write.fingerprintAttribute!];
-      // Entries written before fingerprints were stored carry none: they can only be taken as the same effect.
-      if (typeof fingerprint === 'string' && fingerprint !== msg.fingerprint) {
-        throw new PayloadConflictError(
-          msg.key,
-          fingerprint,
-          msg.fingerprint,
-          typeof existing?.msgId === 'string' ? existing.msgId : undefined,
-        );
-      }
-      return { outcome: 'duplicate', reason: 'effect-already-present' };
-    }
-    throw new WriteRejectedError(`declared write ${failedWrite - 1} was rejected by its condition`);
-  }
+  if (failedWrite > 0) return explainRejectedWrite(msg, result.writes[failedWrite - 1], failedWrite - 1, reasons);
   const codes = reasons.map((r) => r.Code ?? 'None');
-  const code = codes.includes('TransactionConflict')
-    ? 'TransactionConflict'
-    : (codes.find((c) => c !== 'None') ?? 'TransactionCanceled');
-  if (code === 'ValidationError') throw new WriteRejectedError(`transaction rejected: ${codes.join(', ')}`);
-  throw new TransientFailureError(`transaction cancelled: ${codes.join(', ')}`, code);
+  const listed = codes.join(', ');
+  if (codes.includes('TransactionConflict')) {
+    return failed(new ContentionError(`transaction cancelled: ${listed}`, 'TransactionConflict'));
+  }
+  const code = codes.find((c) => c !== 'None') ?? 'TransactionCanceled';
+  if (code === 'ValidationError') return failed(new WriteRejectedError(`transaction rejected: ${listed}`));
+  return failed(new TransientFailureError(`transaction cancelled: ${listed}`, code));
 }
+
+/** The dedup record exists: the same content is a duplicate, other content a conflict. */
+function explainExistingRecord<P>(msg: ConsumerMessage<P>, reason: CancellationReason): Settlement {
+  const existing = reason.Item ? (unmarshall(reason.Item) as Partial<DedupRecord>) : {};
+  if (existing.fingerprint !== undefined && existing.fingerprint !== msg.fingerprint) {
+    return failed(new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.firstMsgId));
+  }
+  return { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: existing.firstMsgId };
+}
+
+/** A declared write's own condition failed: done already (same content), a conflict, or a rejected write. */
+function explainRejectedWrite<P>(
+  msg: ConsumerMessage<P>,
+  write: DeclaredWrite | undefined,
+  index: number,
+  reasons: CancellationReason[],
+): Settlement {
+  if (!write?.conditionFailureMeansDone) {
+    return failed(new WriteRejectedError(`declared write ${index} was rejected by its condition`));
+  }
+  const item = reasons[index + 1]?.Item;
+  const existing = write.fingerprintAttribute && item ? unmarshall(item) : undefined;
+  const fingerprint = existing?.[write.fingerprintAttribute!];
+  // Entries written before fingerprints were stored carry none: they can only be taken as the same effect.
+  if (typeof fingerprint === 'string' && fingerprint !== msg.fingerprint) {
+    const existingMsgId = typeof existing?.msgId === 'string' ? existing.msgId : undefined;
+    return failed(new PayloadConflictError(msg.key, fingerprint, msg.fingerprint, existingMsgId));
+  }
+  return { outcome: 'duplicate', reason: 'effect-already-present' };
+}
+
+const failed = (error: ConsumptionError): Settlement => ({ outcome: 'failed', error });

@@ -5,14 +5,9 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { ConsumerGroupDefinition } from '../../config/resources.ts';
-import {
-  type ConsumerContext,
-  forEachMessage,
-  type RocketMQConsumerOptions,
-  rocketmqConsumer,
-} from '../rocketmq-consumer.ts';
-import type { ConsumerMessage, RecordReport } from '../settlement.ts';
+import type { RecordReport } from '../settlement.ts';
 import { consumerTelemetry, METRICS_NAMESPACE } from './consumer-telemetry.ts';
+import { type ConsumerInternal, type RocketMQConsumerOptions, rocketmqConsumer } from './middleware.ts';
 
 export interface ConsumerHandlerOptions<P, R>
   extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'ordering'> {
@@ -21,7 +16,6 @@ export interface ConsumerHandlerOptions<P, R>
    * restated.
    */
   definition: ConsumerGroupDefinition;
-  business: (msg: ConsumerMessage<P>, context: Context) => Promise<R> | R;
   logger?: Logger;
   metrics?: Metrics;
   /** Extra observer of every record's report (the local run's account, tests). */
@@ -30,7 +24,7 @@ export interface ConsumerHandlerOptions<P, R>
 
 export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
-/** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, the consumer middleware, the business. */
+/** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, and the consumer runtime. */
 export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
   const { group, tagExpression, ordering } = options.definition;
   const logger = options.logger ?? new Logger({ serviceName: group });
@@ -38,7 +32,7 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
     options.metrics ??
     new Metrics({ namespace: METRICS_NAMESPACE, serviceName: group, defaultDimensions: { ConsumerGroup: group } });
   const telemetry = consumerTelemetry(logger, metrics);
-  return middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<P, R>>()
+  return middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>()
     .use(injectLambdaContext(logger))
     .use(logMetrics(metrics))
     .use(
@@ -52,6 +46,5 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
           options.onReport?.(report);
         },
       }),
-    )
-    .handler(forEachMessage(options.business));
+    );
 }

@@ -11,7 +11,8 @@
  *   bodies as INVALID_PAYLOAD.
  */
 import { scanTable } from '../../../lib/aws/table-scan.ts';
-import { type DedupRecord, RecordStatus, recordId } from '../../../lib/consumer/idempotency/record.ts';
+import { recordId } from '../../../lib/config/resources.ts';
+import { type DedupRecord, RecordStatus } from '../../../lib/consumer/idempotency/record.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

@@ -6,11 +6,12 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { inject } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
+import { recordId } from '../../../lib/config/resources.ts';
 import { FailureRouter } from '../../../lib/consumer/failures/failure-router.ts';
-import { type DedupRecord, recordId } from '../../../lib/consumer/idempotency/record.ts';
+import type { DedupRecord } from '../../../lib/consumer/idempotency/record.ts';
 import type { ConsumptionStrategy } from '../../../lib/consumer/idempotency/strategy.ts';
-import { type ConsumerContext, forEachMessage, rocketmqConsumer } from '../../../lib/consumer/rocketmq-consumer.ts';
-import type { ConsumerMessage, RecordReport } from '../../../lib/consumer/settlement.ts';
+import { type ConsumerInternal, rocketmqConsumer } from '../../../lib/consumer/lambda/middleware.ts';
+import type { ConsumerMessage, Invocation, RecordReport } from '../../../lib/consumer/settlement.ts';
 import { type OrderPaid, parseOrderPaid } from '../../../lib/points/order-paid.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';
@@ -18,11 +19,7 @@ import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { IMMEDIATE_RETRIES, sqsRecord } from '../../support/points-fixture.ts';
 import { queueDepth, readAllMessages } from '../../support/queue-reading.ts';
 
-export type Business<R> = (msg: ConsumerMessage<OrderPaid>, context: Context) => Promise<R> | R;
-/** The Middy handler under the middleware; by default `forEachMessage(business)`. */
-export type MiddyHandler<R> = (
-  business: Business<R>,
-) => (event: SQSEvent, context: ConsumerContext<OrderPaid, R>) => Promise<SQSBatchResponse>;
+export type Business<R> = (msg: ConsumerMessage<OrderPaid>, invocation: Invocation) => Promise<R> | R;
 
 export interface Deps {
   dynamoDb: ReturnType<typeof createDynamoDb>;
@@ -32,13 +29,12 @@ export interface Deps {
 export interface ConsumerUnderTest<R> {
   strategy: (deps: Deps) => ConsumptionStrategy<R>;
   business: (deps: Deps) => Business<R>;
-  handler?: MiddyHandler<R>;
 }
 
 /**
  * The `rocketmqConsumer` middleware of `lib/consumer` assembled by hand around an
  * `ORDER_TOPIC PAID` payload, on fresh tables and queues of the points group: the strategy,
- * the business, the Middy handler and the failure router's SQS client are the test's to choose.
+ * the business and the failure router's SQS client are the test's to choose.
  */
 export async function consumerFixture<R>(options: ConsumerUnderTest<R>) {
   const endpoint = inject('emulatorEndpoint');
@@ -56,24 +52,23 @@ export async function consumerFixture<R>(options: ConsumerUnderTest<R>) {
   // The failure router's own client, so a test can put faults between it and the DLQ only.
   const routerSqs = createSqs(aws);
   const reports: RecordReport[] = [];
-  const handler = middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<OrderPaid, R>>()
-    .use(
-      rocketmqConsumer<OrderPaid, R>({
+  const handler = middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>().use(
+    rocketmqConsumer<OrderPaid, R>({
+      group: POINTS_GROUP,
+      tagExpression: 'PAID',
+      parsePayload: parseOrderPaid,
+      keyOf: (order) => order.orderNo,
+      strategy: options.strategy(deps),
+      business: options.business(deps),
+      failures: new FailureRouter({
+        sqs: routerSqs,
         group: POINTS_GROUP,
-        tagExpression: 'PAID',
-        parsePayload: parseOrderPaid,
-        keyOf: (order) => order.orderNo,
-        strategy: options.strategy(deps),
-        failures: new FailureRouter({
-          sqs: routerSqs,
-          group: POINTS_GROUP,
-          deadLetterQueueUrl: queue.deadLetter.url,
-          schedule: IMMEDIATE_RETRIES,
-        }),
-        onReport: (r) => reports.push(r),
+        deadLetterQueueUrl: queue.deadLetter.url,
+        schedule: IMMEDIATE_RETRIES,
       }),
-    )
-    .handler((options.handler ?? ((b) => forEachMessage(b)))(options.business(deps)));
+      onReport: (r) => reports.push(r),
+    }),
+  );
 
   return {
     resources,

@@ -1,9 +1,10 @@
 import middy from '@middy/core';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { recordIdPrefix } from '../../../lib/config/resources.ts';
 import {
-  type ConsumerContext,
+  type ConsumerInternal,
   FailureRouter,
   rocketmqConsumer,
   type TransactionalResult,
@@ -48,13 +49,14 @@ describe('a batch is finished once', () => {
   });
 });
 
-describe('a crashed batch is answered without cutting the other middlewares short', () => {
+describe('a batch that fails after routing is answered without cutting the other middlewares short', () => {
   it('lets the onError of middlewares used before it run (metric flush, logger cleanup) and still answers with the routed batch', async () => {
-    // Prepare: an observer in front of the consumer middleware, and a handler that throws
+    // Prepare: an observer in front of the consumer middleware; the business fails (the record is
+    // retried), then the report observer throws after routing
     const f = await pointsFixture();
     const queue = f.resources.queues[POINTS_GROUP]!;
     const ran: string[] = [];
-    const handler = middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<OrderPaid, TransactionalResult>>()
+    const handler = middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>()
       .use({ onError: async () => void ran.push('earlier middleware') })
       .use(
         rocketmqConsumer<OrderPaid, TransactionalResult>({
@@ -66,18 +68,22 @@ describe('a crashed batch is answered without cutting the other middlewares shor
             client: f.dynamoDb,
             tableName: f.resources.tables.idempotency,
             group: POINTS_GROUP,
+            recordIdPrefix: recordIdPrefix(POINTS_GROUP),
           }),
+          business: () => {
+            throw new Error('points rate table unavailable');
+          },
           failures: new FailureRouter({
             sqs: f.sqs,
             group: POINTS_GROUP,
             deadLetterQueueUrl: queue.deadLetter.url,
             schedule: IMMEDIATE_RETRIES,
           }),
+          onReport: () => {
+            throw new Error('metrics sink down');
+          },
         }),
-      )
-      .handler(async () => {
-        throw new Error('points rate table unavailable');
-      });
+      );
     const record = sqsRecord(orderEnvelope({ orderNo: 'SO-ONERR', userId: '7401', points: 5 }), queue.source.arn);
     // Act
     const response = await handler({ Records: [record] }, lambdaContext('points-consumer', 30_000));

@@ -2,29 +2,33 @@ import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { recordIdPrefix } from '../../../lib/config/resources.ts';
 import { TransientFailureError } from '../../../lib/consumer/failures/errors.ts';
-import { leaseStrategy } from '../../../lib/consumer/idempotency/lease.ts';
 import { packedTransactionalStrategy } from '../../../lib/consumer/idempotency/packed-transactional.ts';
-import { RecordStatus } from '../../../lib/consumer/idempotency/record.ts';
 import type { ConsumptionStrategy } from '../../../lib/consumer/idempotency/strategy.ts';
 import { type TransactionalResult, transactionalStrategy } from '../../../lib/consumer/idempotency/transactional.ts';
-import { forEachMessage } from '../../../lib/consumer/rocketmq-consumer.ts';
 import { awardWrites, balanceIncrement } from '../../../lib/points/ledger.ts';
 import { orderEnvelope } from '../../support/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
-import { type Business, consumerFixture, type Deps, type MiddyHandler } from './consumer-fixture.ts';
+import { type Business, consumerFixture, type Deps } from './consumer-fixture.ts';
 
 const award = (orderNo: string, userId: string, points: number) => orderEnvelope({ orderNo, userId, points });
 /** A body the payload parser refuses: a permanent `INVALID_PAYLOAD`. */
 const unreadable = (orderNo: string) => orderEnvelope({ orderNo, userId: 'u-bad', points: 'lots' });
 
 const transactional = (d: Deps): ConsumptionStrategy<TransactionalResult> =>
-  transactionalStrategy({ client: d.dynamoDb, tableName: d.tables.idempotency, group: POINTS_GROUP });
+  transactionalStrategy({
+    client: d.dynamoDb,
+    tableName: d.tables.idempotency,
+    group: POINTS_GROUP,
+    recordIdPrefix: recordIdPrefix(POINTS_GROUP),
+  });
 const packed = (d: Deps): ConsumptionStrategy<TransactionalResult> =>
   packedTransactionalStrategy({
     client: d.dynamoDb,
     tableName: d.tables.idempotency,
     group: POINTS_GROUP,
+    recordIdPrefix: recordIdPrefix(POINTS_GROUP),
     keyAttributes: {
       [d.tables.idempotency]: ['id'],
       [d.tables.ledger]: ['userId', 'entryId'],
@@ -43,99 +47,6 @@ const TRANSACTIONAL_MODES = [
   { mode: 'packed', strategy: packed },
 ] as const;
 
-/**
- * A Middy handler that throws before it reaches `forEachMessage` the first `times` times (a failed cold dependency).
- */
-function crashingHandler<R>(times: number): MiddyHandler<R> {
-  let left = times;
-  return (business) => async (event, context) => {
-    if (left-- > 0) throw new Error('points rate table unavailable');
-    return forEachMessage(business)(event, context);
-  };
-}
-
-describe('the consumer middleware: a handler that throws outside forEachMessage (onError, emulator)', () => {
-  const cases = [
-    { mode: 'transactional, per-record', strategy: transactional, lease: false },
-    { mode: 'transactional, packed', strategy: packed, lease: false },
-    {
-      mode: 'lease',
-      strategy: (d: Deps) =>
-        leaseStrategy({ client: d.dynamoDb, tableName: d.tables.idempotency, group: POINTS_GROUP }),
-      lease: true,
-    },
-  ] as const;
-
-  it.each(cases)(
-    'fails every record it was given as HANDLER_CRASHED, retried, nothing applied; the retry applies each once ($mode)',
-    async ({ strategy, lease }) => {
-      // Prepare: two awards, one message for another tag and one unreadable body, in one batch
-      const granted: string[] = [];
-      const f = await consumerFixture<unknown>({
-        strategy: strategy as (d: Deps) => ConsumptionStrategy<unknown>,
-        business: lease
-          ? () => (msg) => {
-              granted.push(msg.key);
-              return { granted: msg.key };
-            }
-          : (awardBusiness as (d: Deps) => Business<unknown>),
-        handler: crashingHandler(1),
-      });
-      await f.send(
-        award('SO-H1', 'u-h1', 10),
-        award('SO-H2', 'u-h2', 20),
-        orderEnvelope({ orderNo: 'SO-H3', userId: 'u-h3', points: 5 }, { tags: 'FINISHED' }),
-        unreadable('SO-HBAD'),
-      );
-      // Act: the first invocation's handler throws
-      const first = await f.poll();
-      const crashed = [...f.reports];
-      const recordsAfterCrash = await Promise.all(['SO-H1', 'SO-H2'].map((k) => f.dedupRecord(k)));
-      // Assess: the two records the handler was given come back; the others keep their own fate
-      expect(first).toMatchObject({ received: 4, deleted: 2, failed: 2, crashed: false });
-      const handed = crashed.filter((r) => r.key === 'SO-H1' || r.key === 'SO-H2');
-      expect(handed).toHaveLength(2);
-      for (const r of handed) {
-        expect(r.settlement).toMatchObject({
-          outcome: 'failed',
-          error: { code: 'HANDLER_CRASHED', classification: 'transient' },
-        });
-        expect((r.settlement as { error: Error }).error.message).toContain('points rate table unavailable');
-        expect(r.disposition).toEqual({ action: 'retry', delaySeconds: 0 });
-      }
-      expect(crashed.filter((r) => r.settlement.outcome === 'filtered').map((r) => r.disposition)).toEqual([
-        { action: 'ack' },
-      ]);
-      expect(crashed.find((r) => r.key === undefined && r.settlement.outcome === 'failed')?.disposition).toEqual({
-        action: 'dead-letter',
-        code: 'INVALID_PAYLOAD',
-      });
-      if (lease) {
-        // The leases were given back (abort), so the retry need not wait for them to expire
-        expect(recordsAfterCrash.map((r) => r?.status)).toEqual([RecordStatus.RETRYABLE, RecordStatus.RETRYABLE]);
-        expect(granted).toEqual([]);
-      } else {
-        expect(recordsAfterCrash).toEqual([undefined, undefined]);
-        expect(await f.ledgerOf('u-h1')).toEqual([]);
-      }
-      // Act: Lambda delivers the failed records again; the handler works now
-      await f.drain();
-      // Assess: each applied once, at once
-      const retried = f.reports.slice(crashed.length);
-      expect(retried.map((r) => [r.key, r.attempt, r.settlement.outcome]).sort()).toEqual([
-        ['SO-H1', 2, 'processed'],
-        ['SO-H2', 2, 'processed'],
-      ]);
-      if (lease) expect(granted.sort()).toEqual(['SO-H1', 'SO-H2']);
-      else
-        expect([await f.balance('u-h1'), await f.balance('u-h2'), (await f.ledgerOf('u-h1')).length]).toEqual([
-          10, 20, 1,
-        ]);
-      expect(await f.sourceDepth()).toEqual({ visible: 0, inFlight: 0 });
-    },
-  );
-});
-
 describe.each(TRANSACTIONAL_MODES)(
   'the consumer middleware: copies of one key in one batch ($mode, emulator)',
   ({ strategy }) => {
@@ -144,10 +55,10 @@ describe.each(TRANSACTIONAL_MODES)(
       const failing = new Set(['SO-L']);
       const f = await consumerFixture<TransactionalResult>({
         strategy,
-        business: (d) => (msg, context) => {
+        business: (d) => (msg, invocation) => {
           if (failing.has(msg.key))
             throw new TransientFailureError('account lookup timed out', 'ACCOUNT_LOOKUP_TIMEOUT');
-          return awardBusiness(d)(msg, context);
+          return awardBusiness(d)(msg, invocation);
         },
       });
       const [leader, other, follower] = [award('SO-L', 'u-l', 50), award('SO-O', 'u-o', 5), award('SO-L', 'u-l', 50)];

@@ -25,6 +25,7 @@ async function packer(options: { maxBytes?: number } = {}) {
     client,
     tableName: resources.tables.idempotency,
     group: 'point-consumer-group',
+    recordIdPrefix: 'point-consumer-group#',
     keyAttributes: {
       [resources.tables.idempotency]: ['id'],
       [resources.tables.ledger]: ['userId', 'entryId'],

@@ -14,9 +14,9 @@ import {
   type OrderStatusConsumerDeps,
 } from '../../../functions/order-status-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { consumerGroup } from '../../../lib/config/resources.ts';
+import { consumerGroup, recordId } from '../../../lib/config/resources.ts';
 import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
-import { type DedupRecord, recordId } from '../../../lib/consumer/idempotency/record.ts';
+import type { DedupRecord } from '../../../lib/consumer/idempotency/record.ts';
 import type { ConsumerHandler } from '../../../lib/consumer/lambda/consumer-handler.ts';
 import type { RecordReport } from '../../../lib/consumer/settlement.ts';
 import type { Order } from '../../../lib/orders/order-status.ts';

@@ -4,8 +4,8 @@ import { InvalidPayloadError } from '../../../lib/consumer/failures/errors.ts';
 import { FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../lib/consumer/failures/failure-router.ts';
 import type { ConsumptionStrategy } from '../../../lib/consumer/idempotency/strategy.ts';
 import {
-  type ConsumerContext,
-  forEachMessage,
+  type ConsumerInternal,
+  type Invocation,
   type RocketMQConsumerOptions,
   rocketmqConsumer,
 } from '../../../lib/consumer/index.ts';
@@ -77,17 +77,17 @@ export function rawRecord(
   };
 }
 
-/** The business as the middleware's handler sees it. */
-export type Business<R> = (msg: ConsumerMessage<Award>, context: Context) => Promise<R> | R;
+/** The business as the runtime calls it. */
+export type Business<R> = (msg: ConsumerMessage<Award>, invocation: Invocation) => Promise<R> | R;
 
 export interface ConsumerSetup<R>
-  extends Partial<Omit<RocketMQConsumerOptions<Award, R>, 'strategy' | 'failures' | 'parsePayload' | 'keyOf'>> {
+  extends Partial<
+    Omit<RocketMQConsumerOptions<Award, R>, 'strategy' | 'failures' | 'parsePayload' | 'keyOf' | 'business'>
+  > {
   strategy: ConsumptionStrategy<R>;
   business?: Business<R>;
-  /** The Middy handler behind the middleware; default `forEachMessage(business)`. */
-  handler?: (event: SQSEvent, context: ConsumerContext<Award, R>) => Promise<SQSBatchResponse>;
   /** Middlewares used before the consumer's (Powertools' logger and metrics sit there in production). */
-  before?: MiddlewareObj<SQSEvent, SQSBatchResponse, Error, ConsumerContext<Award, R>>[];
+  before?: MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>[];
   sqsAnswer?: SqsAnswer;
   schedule?: RetrySchedule;
 }
@@ -97,7 +97,7 @@ export interface ConsumerSetup<R>
  * stub: no emulator, so every path runs in milliseconds.
  */
 export function consumerUnderTest<R>(setup: ConsumerSetup<R>) {
-  const { strategy, business, handler, before = [], sqsAnswer, schedule, ...options } = setup;
+  const { strategy, business, before = [], sqsAnswer, schedule, ...options } = setup;
   const reports: RecordReport[] = [];
   const businessCalls: ConsumerMessage<Award>[] = [];
   const { sqs, sent, inputsOf } = recordingSqs(sqsAnswer);
@@ -107,27 +107,26 @@ export function consumerUnderTest<R>(setup: ConsumerSetup<R>) {
     deadLetterQueueUrl: DLQ_URL,
     schedule: schedule ?? new RetrySchedule(),
   });
-  const run: Business<R> = (msg, context) => {
+  const run: Business<R> = (msg, invocation) => {
     businessCalls.push(msg);
     if (!business) throw new Error('this test gives the business nothing to do');
-    return business(msg, context);
+    return business(msg, invocation);
   };
-  let wired = middy<SQSEvent, SQSBatchResponse, Error, ConsumerContext<Award, R>>();
+  let wired = middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>();
   for (const middleware of before) wired = wired.use(middleware);
-  const consumer = wired
-    .use(
-      rocketmqConsumer<Award, R>({
-        group: GROUP,
-        tagExpression: 'PAID',
-        parsePayload: parseAward,
-        keyOf: (award) => award.orderNo,
-        strategy,
-        failures,
-        onReport: (r) => reports.push(r),
-        ...options,
-      }),
-    )
-    .handler(handler ?? forEachMessage(run));
+  const consumer = wired.use(
+    rocketmqConsumer<Award, R>({
+      group: GROUP,
+      tagExpression: 'PAID',
+      parsePayload: parseAward,
+      keyOf: (award) => award.orderNo,
+      strategy,
+      business: run,
+      failures,
+      onReport: (r) => reports.push(r),
+      ...options,
+    }),
+  );
 
   return {
     reports,

@@ -84,7 +84,7 @@ function orderlyConsumer(
     business: options.business ?? grant,
     schedule: orderlySchedule(),
     ordering: 'orderly',
-    failureCounts: { client: counts.client, tableName: 'idempotency' },
+    failureCounts: { client: counts.client, tableName: 'idempotency', recordIdPrefix: 'points-consumer-group#' },
     sqsAnswer: options.sqsAnswer,
   });
   return { ...c, store, counts };
@@ -317,6 +317,7 @@ describe('FailureCounter', () => {
       client: counts.client,
       tableName: 'idempotency',
       group: 'points-consumer-group',
+      recordIdPrefix: 'points-consumer-group#',
       ttlSeconds: 100,
       now: () => 1_000_000,
     });
@@ -336,7 +337,13 @@ describe('FailureCounter', () => {
 
   it('lets other errors through', async () => {
     const counts = countTable({ fail: 'UpdateItemCommand' });
-    const counter = new FailureCounter({ client: counts.client, tableName: 'idempotency', group: 'g', ttlSeconds: 1 });
+    const counter = new FailureCounter({
+      client: counts.client,
+      tableName: 'idempotency',
+      group: 'g',
+      recordIdPrefix: 'g#',
+      ttlSeconds: 1,
+    });
     await expect(counter.countFailure(award('A', 'SO-A1'), undefined)).rejects.toThrow('ThrottlingException');
   });
 });
@@ -360,7 +367,7 @@ describe('orderly consumption: configuration refused at start-up', () => {
         strategy: packing.strategy,
         schedule: orderlySchedule(),
         ordering: 'orderly',
-        failureCounts: { client, tableName: 't' },
+        failureCounts: { client, tableName: 't', recordIdPrefix: 'g#' },
       }),
     ).toThrow(/ordering is 'orderly' but the strategy packs \(tuning.packing \/ CONSUMER_PACKING\)/);
   });
@@ -373,7 +380,7 @@ describe('orderly consumption: configuration refused at start-up', () => {
         strategy: inMemoryStrategy<Grant>().strategy,
         schedule: orderlySchedule(),
         ordering: 'orderly',
-        failureCounts: { client, tableName: 't' },
+        failureCounts: { client, tableName: 't', recordIdPrefix: 'g#' },
         queues,
       }),
     ).toThrow(InvalidConsumerConfigError);
@@ -392,31 +399,5 @@ describe('FIFO records on any consumer', () => {
     expect(response.batchItemFailures).toHaveLength(2);
     expect(c.reportOf(a1!)).toMatchObject({ attempt: 4, disposition: { action: 'retry', delaySeconds: 120 } });
     expect(failureOf(c.reportOf(a2!))).toBeInstanceOf(HeldBackError);
-  });
-
-  it('fail as HANDLER_CRASHED when the handler throws, and are refused to a handler that does not hand over the business', async () => {
-    // Prepare
-    const store = inMemoryStrategy<Grant>();
-    const throwing = consumerUnderTest<Grant>({
-      strategy: store.strategy,
-      handler: async () => Promise.reject(new Error('boom')),
-    });
-    const results = consumerUnderTest<Grant>({
-      strategy: store.strategy,
-      handler: async () => ({ batchItemFailures: [] }),
-    });
-    const records = [award('A', 'SO-A1'), award('A', 'SO-A2')];
-    // Act
-    const crashed = await throwing.invoke(records);
-    const refused = await results.invoke(records);
-    // Assess
-    for (const response of [crashed, refused]) expect(response.batchItemFailures).toHaveLength(2);
-    expect(failureOf(throwing.reportOf(records[1]!))).toMatchObject({
-      code: 'HANDLER_CRASHED',
-      message: 'handler failed: boom',
-    });
-    expect(failureOf(results.reportOf(records[0]!))?.message).toMatch(
-      /a FIFO batch is consumed in order by the middleware: the business handler must hand it the business/,
-    );
   });
 });

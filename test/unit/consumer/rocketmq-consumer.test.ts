@@ -2,11 +2,9 @@ import type { MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../lib/consumer/failures/failure-router.ts';
-import { fingerprintOf } from '../../../lib/consumer/idempotency/record.ts';
 import {
-  type ConsumerContext,
-  type ConsumerMessage,
-  forEachMessage,
+  type ConsumerInternal,
+  ContentionError,
   InvalidConsumerConfigError,
   InvalidPayloadError,
   PayloadConflictError,
@@ -15,7 +13,6 @@ import {
   type Settlement,
   TransientFailureError,
 } from '../../../lib/consumer/index.ts';
-import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import {
@@ -440,7 +437,7 @@ describe('rocketmqConsumer: commit, per record', () => {
   it('retries a commit cancelled by TransactionConflict inside the invocation, then settles it', async () => {
     // Prepare: the first two commits meet another transaction on the same item
     const conflict = () =>
-      new TransientFailureError('transaction cancelled: None, TransactionConflict', 'TransactionConflict');
+      new ContentionError('transaction cancelled: None, TransactionConflict', 'TransactionConflict');
     const store = inMemoryStrategy<Grant>({ commit: (_msg, _value, call) => (call <= 2 ? conflict() : undefined) });
     const c = consumerUnderTest({ strategy: store.strategy, business: grant });
     const record = awardRecord({ orderNo: 'SO1', points: 10 });
@@ -456,9 +453,9 @@ describe('rocketmqConsumer: commit, per record', () => {
   it('fails the record as TransactionConflict (retried on the schedule) once the in-invocation retries are spent', async () => {
     // Prepare
     const store = inMemoryStrategy<Grant>({
-      commit: () => new TransientFailureError('transaction cancelled: TransactionConflict', 'TransactionConflict'),
+      commit: () => new ContentionError('transaction cancelled: TransactionConflict', 'TransactionConflict'),
     });
-    const c = consumerUnderTest({ strategy: store.strategy, business: grant, conflictRetries: 1 });
+    const c = consumerUnderTest({ strategy: store.strategy, business: grant, contentionRetries: 1 });
     const record = awardRecord({ orderNo: 'SO1', points: 10 });
     // Act
     const response = await c.invoke([record]);
@@ -610,97 +607,6 @@ describe('rocketmqConsumer: commit, packed', () => {
 });
 
 describe('rocketmqConsumer: a handler that throws (onError)', () => {
-  it('fails every record it handed the business as HANDLER_CRASHED, retried; the others keep their own fate', async () => {
-    // Prepare: one award, a filtered message, an unreadable body and a known duplicate
-    const store = inMemoryStrategy<Grant>();
-    const c = consumerUnderTest<Grant>({
-      strategy: store.strategy,
-      handler: async () => {
-        throw new Error('points rate table unavailable');
-      },
-    });
-    store.committed.set('SO-DONE', {
-      msgId: 'EARLIER',
-      fingerprint: fingerprintOf({ orderNo: 'SO-DONE', points: 1 }),
-      value: { points: 1 },
-    });
-    const award = awardRecord({ orderNo: 'SO1', points: 10 });
-    const filtered = awardRecord({ orderNo: 'SO2', points: 10 }, { envelope: { tags: 'FINISHED' } });
-    const bad = awardRecord({ orderNo: 'SO3', points: 0 });
-    const duplicate = awardRecord({ orderNo: 'SO-DONE', points: 1 });
-    // Act
-    const response = await c.invoke([award, filtered, bad, duplicate]);
-    // Assess
-    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: award.messageId }] });
-    const crashed = failureOf(c.reportOf(award));
-    expect(crashed).toMatchObject({
-      code: 'HANDLER_CRASHED',
-      classification: 'transient',
-      message: 'handler failed: points rate table unavailable',
-    });
-    expect(crashed?.cause).toBeInstanceOf(Error);
-    expect(store.calls.find((call) => call.op === 'abort')).toMatchObject({ key: 'SO1', error: crashed });
-    expect(c.reportOf(filtered)?.disposition).toEqual({ action: 'ack' });
-    expect(c.reportOf(bad)?.disposition).toEqual({ action: 'dead-letter', code: 'INVALID_PAYLOAD' });
-    expect(c.reportOf(duplicate)?.settlement).toEqual({
-      outcome: 'duplicate',
-      reason: 'dedup-record-exists',
-      winnerMsgId: 'EARLIER',
-    });
-    expect(store.keysOf('abort')).toEqual(['SO1']);
-    expect(c.reports).toHaveLength(4);
-  });
-
-  it('names an unknown error when the handler throws something that is not an Error', async () => {
-    // Prepare
-    const c = consumerUnderTest<Grant>({
-      strategy: inMemoryStrategy<Grant>().strategy,
-      handler: async () => {
-        throw 'rate table unavailable';
-      },
-    });
-    const award = awardRecord({ orderNo: 'SO1', points: 10 });
-    // Act
-    await c.invoke([award]);
-    // Assess
-    expect(failureOf(c.reportOf(award))?.message).toBe('handler failed: unknown error');
-  });
-
-  it('treats a handler that sets no results (not forEachMessage) as crashed, saying what is missing', async () => {
-    // Prepare
-    const store = inMemoryStrategy<Grant>();
-    const c = consumerUnderTest<Grant>({ strategy: store.strategy, handler: async () => ({ batchItemFailures: [] }) });
-    const award = awardRecord({ orderNo: 'SO1', points: 10 });
-    // Act
-    const response = await c.invoke([award]);
-    // Assess
-    expect(response.batchItemFailures).toEqual([{ itemIdentifier: award.messageId }]);
-    expect(failureOf(c.reportOf(award))?.message).toMatch(
-      /must set one result per message on context\.rocketmq\.results/,
-    );
-    expect(store.keysOf('commit')).toEqual([]);
-  });
-
-  it('treats results that do not line up with the messages as crashed', async () => {
-    // Prepare: a handler that answers for one message of two
-    const store = inMemoryStrategy<Grant>();
-    const c = consumerUnderTest<Grant>({
-      strategy: store.strategy,
-      handler: async (_event, context) => {
-        context.rocketmq!.results = [{ ok: true, value: { points: 1 } }];
-        return { batchItemFailures: [] };
-      },
-    });
-    // Act
-    const response = await c.invoke([
-      awardRecord({ orderNo: 'SO1', points: 1 }),
-      awardRecord({ orderNo: 'SO2', points: 2 }),
-    ]);
-    // Assess
-    expect(response.batchItemFailures).toHaveLength(2);
-    expect(store.committed.size).toBe(0);
-  });
-
   it('keeps the settlement of a record settled before the crash, and fails only the rest', async () => {
     // Prepare: one record at a time; SO2's commit fails and so does its abort, which throws out of the middleware
     const store = inMemoryStrategy<Grant>({
@@ -727,7 +633,7 @@ describe('rocketmqConsumer: a handler that throws (onError)', () => {
   it('lets the error through when it happened before the middleware read a record (Lambda retries the batch)', async () => {
     // Prepare: a middleware used before the consumer's fails in its before
     const store = inMemoryStrategy<Grant>();
-    const failingSecrets: MiddlewareObj<SQSEvent, SQSBatchResponse, Error, ConsumerContext<Award, Grant>> = {
+    const failingSecrets: MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal> = {
       before: async () => {
         throw new Error('secret unavailable');
       },
@@ -809,7 +715,13 @@ describe('rocketmqConsumer: a batch is routed once', () => {
 
 describe('rocketmqConsumer: configuration refused at start-up', () => {
   const failures = () => new FailureRouter({ sqs: recordingSqs().sqs, group: GROUP, deadLetterQueueUrl: DLQ_URL });
-  const options = { group: GROUP, tagExpression: 'PAID', parsePayload: parseAward, keyOf: (a: Award) => a.orderNo };
+  const options = {
+    group: GROUP,
+    tagExpression: 'PAID',
+    parsePayload: parseAward,
+    keyOf: (a: Award) => a.orderNo,
+    business: grant,
+  };
 
   it('refuses dedup records that expire while a copy of a message can still come back', () => {
     const build = () =>
@@ -849,45 +761,6 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
         failures: failures(),
       }),
     ).toThrow(/invalid tag expression/);
-  });
-});
-
-describe('forEachMessage', () => {
-  it('refuses to run without the middleware in front of it', async () => {
-    const handler = forEachMessage<Award, Grant>(grant);
-    await expect(handler({ Records: [] }, lambdaContext('bare', 1_000))).rejects.toThrow(InvalidConsumerConfigError);
-  });
-
-  it('records each message’s result separately, so one failure never fails its batch-mates', async () => {
-    // Prepare
-    const context: ConsumerContext<{ n: number }, number> = {
-      ...lambdaContext('bare', 1_000),
-      rocketmq: {
-        messages: [1, 2, 3].map((n): ConsumerMessage<{ n: number }> => {
-          const record = awardRecord({ orderNo: `SO${n}`, points: n });
-          return {
-            record,
-            message: parseEnvelope(record.body),
-            payload: { n },
-            key: `SO${n}`,
-            fingerprint: `fp-${n}`,
-            attempt: 1,
-          };
-        }),
-      },
-    };
-    const boom = new Error('two is unlucky');
-    // Act
-    await forEachMessage<{ n: number }, number>(async (msg) => {
-      if (msg.payload.n === 2) throw boom;
-      return msg.payload.n * 10;
-    })({ Records: [] }, context);
-    // Assess
-    expect(context.rocketmq?.results).toEqual([
-      { ok: true, value: 10 },
-      { ok: false, error: boom },
-      { ok: true, value: 30 },
-    ]);
   });
 });
 

@@ -25,6 +25,7 @@ describe('packed transactions: two puts on one item the packer cannot see (emula
       client,
       tableName: resources.tables.idempotency,
       group: 'profile-consumer-group',
+      recordIdPrefix: 'profile-consumer-group#',
       keyAttributes: { [resources.tables.idempotency]: ['id'] },
     });
     const message = (orderNo: string, userId: string): ConsumerMessage<Order> => {

@@ -3,8 +3,8 @@ import {
   ConsumptionError,
   classify,
   IllegalTransitionError,
-  InvalidMessageError,
   InvalidPayloadError,
+  invalidEnvelope,
   LeaseHeldError,
   NotYetApplicableError,
   PayloadConflictError,
@@ -12,12 +12,13 @@ import {
   WriteRejectedError,
 } from '../../../../lib/consumer/failures/errors.ts';
 import { LeaseLostError } from '../../../../lib/consumer/idempotency/lease.ts';
+import { InvalidEnvelopeError } from '../../../../lib/rocketmq/envelope.ts';
 import { serviceError } from '../recording-sqs.ts';
 
 describe('the failure classes', () => {
   it.each([
     [new InvalidPayloadError('bad points'), 'permanent', 'INVALID_PAYLOAD'],
-    [new InvalidMessageError('not JSON'), 'permanent', 'INVALID_ENVELOPE'],
+    [invalidEnvelope(new InvalidEnvelopeError('not JSON')), 'permanent', 'INVALID_ENVELOPE'],
     [new PayloadConflictError('SO1', 'fp-a', 'fp-b', 'MSG-A'), 'permanent', 'PAYLOAD_CONFLICT'],
     [new IllegalTransitionError('FINISHED before PAID'), 'permanent', 'ILLEGAL_TRANSITION'],
     [new WriteRejectedError('condition failed'), 'permanent', 'WRITE_REJECTED'],

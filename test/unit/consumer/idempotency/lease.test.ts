@@ -3,7 +3,8 @@ import { marshall, type NativeAttributeValue } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { LeaseHeldError, PayloadConflictError } from '../../../../lib/consumer/failures/errors.ts';
 import { LeaseLostError, leaseStrategy } from '../../../../lib/consumer/idempotency/lease.ts';
-import type { ConsumerMessage } from '../../../../lib/consumer/settlement.ts';
+import type { BeginResult } from '../../../../lib/consumer/idempotency/strategy.ts';
+import type { ConsumerMessage, Settlement } from '../../../../lib/consumer/settlement.ts';
 import { type DynamoDbAnswer, recordingDynamoDb } from '../recording-dynamodb.ts';
 import { serviceError } from '../recording-sqs.ts';
 
@@ -45,10 +46,17 @@ function strategyAnswering(answer: DynamoDbAnswer) {
       client: dynamoDb.client,
       tableName: 'dedup',
       group: 'coupon-consumer-group',
+      recordIdPrefix: 'coupon-consumer-group#',
       now: () => 1_000_000,
     }),
   };
 }
+
+/** The error of a failed settlement (a begin that settled the record as failed, or a failed commit). */
+const failureOf = (settled: BeginResult | Settlement) => {
+  const settlement = 'proceed' in settled ? (settled.proceed ? undefined : settled.settlement) : settled;
+  return settlement?.outcome === 'failed' ? settlement.error : undefined;
+};
 
 /** The value the strategy sent for one placeholder, as native JavaScript. */
 const sentValue = (input: Record<string, unknown> | undefined, placeholder: string) =>
@@ -75,8 +83,8 @@ describe('leaseStrategy.begin: answers the emulator never gives', () => {
     const { strategy } = strategyAnswering(() =>
       refused({ id: 'g#SO1', status: 'IN_PROGRESS', holder: 'someone-else', token: 4, fingerprint: 'fp-new' }),
     );
-    await expect(strategy.begin(msg(), 1_500_000)).rejects.toThrow(LeaseHeldError);
-    await expect(strategy.begin(msg(), 1_500_000)).rejects.toMatchObject({ leaseUntil: 0, retryNotBefore: 0 });
+    expect(failureOf(await strategy.begin(msg(), 1_500_000))).toBeInstanceOf(LeaseHeldError);
+    expect(failureOf(await strategy.begin(msg(), 1_500_000))).toMatchObject({ leaseUntil: 0, retryNotBefore: 0 });
   });
 
   it('replays a completed record’s result, naming its first msgId when it records no completing one', async () => {
@@ -103,8 +111,8 @@ describe('leaseStrategy.begin: answers the emulator never gives', () => {
 
   it('never takes a refusal that carries no record for a duplicate it cannot prove: a conflict, for a person to judge', async () => {
     const { strategy } = strategyAnswering(() => refused());
-    await expect(strategy.begin(msg(), 1_500_000)).rejects.toThrow(PayloadConflictError);
-    await expect(strategy.begin(msg(), 1_500_000)).rejects.toThrow(
+    expect(failureOf(await strategy.begin(msg(), 1_500_000))).toBeInstanceOf(PayloadConflictError);
+    expect(failureOf(await strategy.begin(msg(), 1_500_000))?.message).toBe(
       'key SO1 was first consumed with different content (msgId unknown)',
     );
   });
@@ -145,7 +153,7 @@ describe('leaseStrategy.commit and abort', () => {
 
   it('fails as LEASE_LOST when its token no longer holds the record, and lets other failures through', async () => {
     const lost = strategyAnswering(() => refused());
-    await expect(lost.strategy.commit(msg(3), { couponId: 'C-1' })).rejects.toThrow(LeaseLostError);
+    expect(failureOf(await lost.strategy.commit(msg(3), { couponId: 'C-1' }))).toBeInstanceOf(LeaseLostError);
     const throttled = serviceError('ProvisionedThroughputExceededException');
     await expect(strategyAnswering(() => throttled).strategy.commit(msg(3), {})).rejects.toBe(throttled);
   });

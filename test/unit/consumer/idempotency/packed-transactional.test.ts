@@ -3,11 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { packedTransactionalStrategy } from '../../../../lib/consumer/idempotency/packed-transactional.ts';
 import { type TransactionalResult, transactionalStrategy } from '../../../../lib/consumer/idempotency/transactional.ts';
 import type { ConsumerMessage } from '../../../../lib/consumer/settlement.ts';
+import { commitRetryingContention } from '../../../../lib/consumer/steps/contention.ts';
 import { type DynamoDbAnswer, recordingDynamoDb } from '../recording-dynamodb.ts';
 
 /**
  * The packed strategy's reading of cancellations the emulator never sends: reasons without
- * a code, and a cancellation that blames no action at all. Its packing, merging, splitting
+ * a code, and a cancellation that blames no action at all, retried as the runtime retries
+ * contention (`commitRetryingContention`). Its packing, merging, splitting
  * and settling against real cancellations run against the emulator in `test/integration/packing`.
  */
 const message = (key: string): ConsumerMessage<unknown> => ({
@@ -40,11 +42,20 @@ function packedAnswering(answer: DynamoDbAnswer, contentionRetries: number) {
     client: dynamoDb.client,
     tableName: 'dedup',
     group: 'points-consumer-group',
-    contentionRetries,
-    sleep: async (ms) => {
-      sleeps.push(ms);
-    },
+    recordIdPrefix: 'points-consumer-group#',
   });
+  const policy = { retries: contentionRetries, backoffMs: 25, sleep: async (ms: number) => void sleeps.push(ms) };
+  /** The strategy's batch commit, its contention retried where the runtime retries it. */
+  const commitBatch = (msgs: ConsumerMessage<unknown>[], values: TransactionalResult[]) =>
+    commitRetryingContention(
+      msgs.map((msg, i) => ({ msg, value: values[i]! })),
+      (items) =>
+        strategy.commitBatch!(
+          items.map((i) => i.msg),
+          items.map((i) => i.value),
+        ),
+      policy,
+    );
   /** The keys whose dedup records each transaction carried, in the order they were sent. */
   const transactions = () =>
     dynamoDb
@@ -54,7 +65,7 @@ function packedAnswering(answer: DynamoDbAnswer, contentionRetries: number) {
           .filter((a) => a.Put?.TableName === 'dedup')
           .map((a) => a.Put!.Item.key),
       );
-  return { strategy, sleeps, transactions };
+  return { commitBatch, sleeps, transactions };
 }
 
 const batch = [message('SO1'), message('SO2')];
@@ -63,12 +74,12 @@ const results = batch.map((m) => ledgerEntry(m.key));
 describe('packedTransactionalStrategy: cancellations the emulator never sends', () => {
   it('retries a cancellation that blames no action as contention, halved after a backoff, and commits', async () => {
     // Prepare: the first transaction is cancelled with four reasons that carry no code
-    const { strategy, sleeps, transactions } = packedAnswering(
+    const { commitBatch, sleeps, transactions } = packedAnswering(
       (_sent, before) => (before === 0 ? cancelled([{}, {}, {}, {}]) : undefined),
       3,
     );
     // Act
-    const settlements = await strategy.commitBatch!(batch, results);
+    const settlements = await commitBatch(batch, results);
     // Assess
     expect(settlements).toEqual([{ outcome: 'processed' }, { outcome: 'processed' }]);
     expect(transactions()).toEqual([['SO1', 'SO2'], ['SO1'], ['SO2']]);
@@ -79,12 +90,12 @@ describe('packedTransactionalStrategy: cancellations the emulator never sends', 
 
   it('fails the records as transient once such cancellations outlast the retries', async () => {
     // Prepare
-    const { strategy, transactions } = packedAnswering(
+    const { commitBatch, transactions } = packedAnswering(
       () => cancelled([{ Code: 'None' }, { Code: 'None' }, { Code: 'None' }, { Code: 'None' }]),
       1,
     );
     // Act
-    const settlements = await strategy.commitBatch!(batch, results);
+    const settlements = await commitBatch(batch, results);
     // Assess: the batch, then its halves once each, then no more
     expect(transactions()).toEqual([['SO1', 'SO2'], ['SO1'], ['SO2']]);
     for (const s of settlements) expect(s).toMatchObject({ outcome: 'failed', error: { classification: 'transient' } });
@@ -92,12 +103,12 @@ describe('packedTransactionalStrategy: cancellations the emulator never sends', 
 
   it('commits the records a cancellation does not blame, and fails a contended one as TransactionConflict, reading a missing code as None', async () => {
     // Prepare: SO2's dedup put met a conflicting transaction; the other reasons carry no code; no retries left
-    const { strategy, transactions } = packedAnswering(
+    const { commitBatch, transactions } = packedAnswering(
       (_sent, before) => (before === 0 ? cancelled([{}, {}, { Code: 'TransactionConflict' }, {}]) : undefined),
       0,
     );
     // Act
-    const [so1, so2] = await strategy.commitBatch!(batch, results);
+    const [so1, so2] = await commitBatch(batch, results);
     // Assess
     expect(so1).toEqual({ outcome: 'processed' });
     expect(so2).toMatchObject({
@@ -113,11 +124,15 @@ describe('transactionalStrategy: a cancellation without reasons', () => {
     const { client } = recordingDynamoDb(
       () => new TransactionCanceledException({ message: 'Transaction cancelled', $metadata: {} }),
     );
-    const strategy = transactionalStrategy({ client, tableName: 'dedup', group: 'points-consumer-group' });
-    await expect(strategy.commit(message('SO1'), ledgerEntry('SO1'))).rejects.toMatchObject({
-      code: 'TransactionCanceled',
-      classification: 'transient',
-      message: 'transaction cancelled: ',
+    const strategy = transactionalStrategy({
+      client,
+      tableName: 'dedup',
+      group: 'points-consumer-group',
+      recordIdPrefix: 'points-consumer-group#',
+    });
+    expect(await strategy.commit(message('SO1'), ledgerEntry('SO1'))).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'TransactionCanceled', classification: 'transient', message: 'transaction cancelled: ' },
     });
   });
 });

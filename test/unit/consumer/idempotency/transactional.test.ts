@@ -1,6 +1,7 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { describe, expect, it } from 'vitest';
 import {
+  ContentionError,
   PayloadConflictError,
   TransientFailureError,
   WriteRejectedError,
@@ -11,7 +12,7 @@ import {
   explainCancellation,
   type TransactionalResult,
 } from '../../../../lib/consumer/idempotency/transactional.ts';
-import type { ConsumerMessage } from '../../../../lib/consumer/settlement.ts';
+import type { ConsumerMessage, Settlement } from '../../../../lib/consumer/settlement.ts';
 
 const msg: ConsumerMessage<unknown> = {
   record: { messageId: 'm-1' } as ConsumerMessage<unknown>['record'],
@@ -54,6 +55,9 @@ const balance: DeclaredWrite = {
 };
 const award: TransactionalResult = { writes: [ledgerEntry, balance] };
 
+/** The error of the failed settlement a cancellation is explained as. */
+const failureOf = (settlement: Settlement) => (settlement.outcome === 'failed' ? settlement.error : undefined);
+
 const none = { Code: 'None' };
 const conditionFailed = (item?: Record<string, unknown>) => ({
   Code: 'ConditionalCheckFailed',
@@ -72,10 +76,12 @@ describe('explainCancellation: the dedup record’s condition failed', () => {
 
   it('is a conflict when the record holds another fingerprint', () => {
     const reasons = [conditionFailed({ id: 'g#SO1', fingerprint: 'fp-old', firstMsgId: 'MSG-FIRST' }), none, none];
-    expect(() => explainCancellation(msg, award, reasons)).toThrow(PayloadConflictError);
-    expect(() => explainCancellation(msg, award, reasons)).toThrow(
-      expect.objectContaining({ existingFingerprint: 'fp-old', fingerprint: 'fp-new', existingMsgId: 'MSG-FIRST' }),
-    );
+    expect(failureOf(explainCancellation(msg, award, reasons))).toBeInstanceOf(PayloadConflictError);
+    expect(failureOf(explainCancellation(msg, award, reasons))).toMatchObject({
+      existingFingerprint: 'fp-old',
+      fingerprint: 'fp-new',
+      existingMsgId: 'MSG-FIRST',
+    });
   });
 
   it('is a duplicate when the answer carries no record, or a record without a fingerprint', () => {
@@ -115,12 +121,15 @@ describe('explainCancellation: a declared write’s condition failed', () => {
       conditionFailed({ userId: 'u1', entryId: 'SO1', fingerprint: 'fp-old', msgId: 7 }),
       none,
     ];
-    expect(() => explainCancellation(msg, award, withMsgId)).toThrow(
-      expect.objectContaining({ code: 'PAYLOAD_CONFLICT', existingFingerprint: 'fp-old', existingMsgId: 'MSG-FIRST' }),
-    );
-    expect(() => explainCancellation(msg, award, withoutMsgId)).toThrow(
-      expect.objectContaining({ code: 'PAYLOAD_CONFLICT', existingMsgId: undefined }),
-    );
+    expect(failureOf(explainCancellation(msg, award, withMsgId))).toMatchObject({
+      code: 'PAYLOAD_CONFLICT',
+      existingFingerprint: 'fp-old',
+      existingMsgId: 'MSG-FIRST',
+    });
+    expect(failureOf(explainCancellation(msg, award, withoutMsgId))).toMatchObject({
+      code: 'PAYLOAD_CONFLICT',
+      existingMsgId: undefined,
+    });
   });
 
   it('is a duplicate when the item carries no fingerprint (written before fingerprints were stored) or the answer no item', () => {
@@ -143,14 +152,16 @@ describe('explainCancellation: a declared write’s condition failed', () => {
   });
 
   it('is a rejected write (permanent) when the write does not say its failure means done', () => {
-    expect(() => explainCancellation(msg, award, [none, none, conditionFailed()])).toThrow(WriteRejectedError);
-    expect(() => explainCancellation(msg, award, [none, none, conditionFailed()])).toThrow(
+    expect(failureOf(explainCancellation(msg, award, [none, none, conditionFailed()]))).toBeInstanceOf(
+      WriteRejectedError,
+    );
+    expect(failureOf(explainCancellation(msg, award, [none, none, conditionFailed()]))?.message).toBe(
       'declared write 1 was rejected by its condition',
     );
   });
 
   it('is a rejected write when the failed action is one the result never declared', () => {
-    expect(() => explainCancellation(msg, award, [none, none, none, conditionFailed()])).toThrow(
+    expect(failureOf(explainCancellation(msg, award, [none, none, none, conditionFailed()]))?.message).toBe(
       'declared write 2 was rejected by its condition',
     );
   });
@@ -166,16 +177,28 @@ describe('explainCancellation: no condition failed', () => {
     [[none, { Code: 'ThrottlingError' }], 'ThrottlingError', 'None, ThrottlingError'],
     [[{}, none], 'TransactionCanceled', 'None, None'],
     [[], 'TransactionCanceled', ''],
-  ])('throws a transient failure for %j coded %s', (reasons, code, listed) => {
-    expect(() => explainCancellation(msg, award, reasons)).toThrow(TransientFailureError);
-    expect(() => explainCancellation(msg, award, reasons)).toThrow(
-      expect.objectContaining({ code, message: `transaction cancelled: ${listed}` }),
+  ])('fails with a transient failure for %j coded %s', (reasons, code, listed) => {
+    expect(failureOf(explainCancellation(msg, award, reasons))).toMatchObject({
+      classification: 'transient',
+      code,
+      message: `transaction cancelled: ${listed}`,
+    });
+  });
+
+  it('fails a TransactionConflict as contention, which the runtime retries, and any other cancellation as not', () => {
+    expect(failureOf(explainCancellation(msg, award, [none, { Code: 'TransactionConflict' }]))).toBeInstanceOf(
+      ContentionError,
+    );
+    expect(failureOf(explainCancellation(msg, award, [none, { Code: 'ThrottlingError' }]))).toBeInstanceOf(
+      TransientFailureError,
     );
   });
 
   it('takes a ValidationError as a rejected (permanent) transaction: retrying sends the same invalid request', () => {
-    expect(() => explainCancellation(msg, award, [none, { Code: 'ValidationError' }])).toThrow(WriteRejectedError);
-    expect(() => explainCancellation(msg, award, [none, { Code: 'ValidationError' }])).toThrow(
+    expect(failureOf(explainCancellation(msg, award, [none, { Code: 'ValidationError' }]))).toBeInstanceOf(
+      WriteRejectedError,
+    );
+    expect(failureOf(explainCancellation(msg, award, [none, { Code: 'ValidationError' }]))?.message).toBe(
       'transaction rejected: None, ValidationError',
     );
   });
@@ -186,7 +209,7 @@ describe('dedupRecordPut', () => {
     // Act
     const put = dedupRecordPut(
       msg,
-      { tableName: 'dedup', group: 'points-consumer-group' },
+      { tableName: 'dedup', group: 'points-consumer-group', recordIdPrefix: 'points-consumer-group#' },
       86_400,
       Date.UTC(2026, 10, 30, 12, 0, 0, 500),
     );

@@ -1,0 +1,32 @@
+import type { RocketMQMessage } from '../../rocketmq/envelope.ts';
+import type { SigningKeyRing } from '../../rocketmq/envelope-signature.ts';
+import type { TagExpression } from '../../rocketmq/tag-expression.ts';
+import type { FailureCounter } from '../failures/failure-counter.ts';
+import type { FailureRouter } from '../failures/failure-router.ts';
+import type { ConsumptionStrategy } from '../idempotency/strategy.ts';
+import type { Business } from '../settlement.ts';
+import type { ContentionPolicy } from './contention.ts';
+
+/**
+ * A consumer group's runtime as its steps read it: the engine's options with their defaults
+ * applied and their checks passed, built once at start-up (`ConsumerEngine`) and passed to
+ * every step, never captured by one.
+ */
+export interface ConsumerSetup<P, R> {
+  readonly group: string;
+  readonly tags: TagExpression;
+  readonly parsePayload: (body: string, message: RocketMQMessage) => P;
+  readonly keyOf: (payload: P) => string;
+  readonly fingerprintFields: (payload: P) => unknown;
+  /** Set when envelopes must carry the bridge's signature: the keys it may have signed with. */
+  readonly envelopeKeys?: SigningKeyRing;
+  readonly strategy: ConsumptionStrategy<R>;
+  readonly business: Business<P, R>;
+  readonly failures: FailureRouter;
+  /** Orderly groups: each message's own failure count, its attempt number. */
+  readonly counter?: FailureCounter;
+  /** Records settled at once (distinct keys only); FIFO batches: message groups at once. */
+  readonly concurrency: number;
+  readonly contention: ContentionPolicy;
+  readonly now: () => number;
+}
