@@ -28,15 +28,21 @@ export class SecretSigningKeys implements SigningKeyRing {
   constructor(
     private readonly client: SecretsManagerClient,
     private readonly secretId: string,
-    options: { ttlMs?: number; minReloadMs?: number; activationDelayMs?: number; now?: () => number } = {},
+    options: {
+      ttlMs?: number;
+      minReloadMs?: number;
+      activationDelayMs?: number;
+      now?: () => number;
+      /** Start reading at once (default true): in Lambda's init phase or the bridge's start, so the first batch does not wait. */
+      prefetch?: boolean;
+    } = {},
   ) {
     const ttlMs = options.ttlMs ?? 5 * 60_000;
     this.minReloadMs = options.minReloadMs ?? 30_000;
     this.activationDelayMs = options.activationDelayMs ?? ttlMs + 60_000;
     this.now = options.now ?? Date.now;
     this.keys = new ExpiringRead(() => this.load(), ttlMs, this.now);
-    // Started during the Lambda init phase (or the bridge's start), so the first batch does not wait for it.
-    void this.keys.get().catch(() => undefined);
+    if (options.prefetch ?? true) void this.keys.get().catch(() => undefined);
   }
 
   async current(): Promise<Uint8Array> {

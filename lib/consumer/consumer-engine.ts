@@ -29,6 +29,11 @@ export interface ConsumerEngineOptions<P, R> {
   group: string;
   /** RocketMQ tag expression (`*`, `PAID || FINISHED`); non-matching messages are acknowledged as filtered. */
   tagExpression: string;
+  /**
+   * The topic the group subscribes to (the consumer handler gives its catalogue entry's): an envelope of
+   * another topic is dead-lettered as `UNSUBSCRIBED_TOPIC`, whatever its tag.
+   */
+  topic?: string;
   /** Parses and validates the business body; throws `InvalidPayloadError` for bad content. */
   parsePayload: (body: string, message: RocketMQMessage) => P;
   /** The business idempotency key (an order number). Never the msgId: an application re-send has a new one. */
@@ -92,7 +97,9 @@ export class ConsumerEngine<P, R> {
     const lifetimes = recordsOutliveRetries(options);
     this.setup = {
       group: options.group,
+      topic: options.topic,
       tags,
+      horizonSeconds: lifetimes.redriveHorizonSeconds(options.strategy.recordTtlSeconds),
       parsePayload: options.parsePayload,
       keyOf: options.keyOf,
       fingerprintFields: options.fingerprintFields ?? ((p: P) => p),

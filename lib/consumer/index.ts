@@ -25,10 +25,12 @@ export {
   invalidEnvelope,
   LeaseHeldError,
   NotYetApplicableError,
+  PastRedriveHorizonError,
   PayloadConflictError,
   PermanentFailureError,
   TransientFailureError,
   UnauthenticatedMessageError,
+  UnsubscribedTopicError,
   WriteRejectedError,
 } from './failures/errors.ts';
 export { FailureCounter, type FailureCounterOptions } from './failures/failure-counter.ts';

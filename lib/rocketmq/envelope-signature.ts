@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
 
 /**
@@ -45,6 +45,38 @@ export function assertSigningKey(key: Uint8Array, name: string): Uint8Array {
     );
   }
   return key;
+}
+
+/** A fresh key as the CDK app's secret holds one: 48 random bytes, 384 bits. */
+export function generateSigningKey(): Uint8Array {
+  return randomBytes(48);
+}
+
+/**
+ * A key ring held in memory: the local run's and the tests' own generated key, which their
+ * bridge stand-ins sign with. A deployed consumer reads its keys from Secrets Manager
+ * (`SecretSigningKeys`); nothing deployed builds one of these.
+ */
+export class StaticSigningKeys implements SigningKeyRing {
+  private readonly keys: readonly Uint8Array[];
+
+  /** `keys[0]` signs; every key is accepted. */
+  constructor(...keys: readonly Uint8Array[]) {
+    if (keys.length === 0) throw new InvalidSigningKeyError('a key ring needs at least one key');
+    this.keys = keys.map((key, i) => assertSigningKey(key, `#${i}`));
+  }
+
+  async current(): Promise<Uint8Array> {
+    return this.keys[0]!;
+  }
+
+  async accepted(): Promise<readonly Uint8Array[]> {
+    return this.keys;
+  }
+
+  async reload(): Promise<boolean> {
+    return false;
+  }
 }
 
 /** The envelope with its signature, made with `key`. */

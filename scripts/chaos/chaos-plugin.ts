@@ -70,8 +70,9 @@ export interface GroupReadout {
   readonly schedule: RetrySchedule;
   /**
    * The group's deliveries in the order their invocations ended, with what each came to (the
-   * consumer's reports). The tables keep only the last transition of an order; an orderly
-   * group's plug-in reads from these the order its events were attempted and applied in.
+   * consumer's reports) and its invocation's span. The tables keep only the last transition of
+   * an order; an orderly group's plug-in reads from these the order its events were attempted
+   * and applied in, where the spans tell it: invocations can overlap (`Delivery.receivedAt`).
    */
   readonly deliveries: readonly Delivery[];
 }

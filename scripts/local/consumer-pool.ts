@@ -116,11 +116,13 @@ export class ConsumerPool {
             })),
           );
           o.occupancy?.settled(o.group, [...(result.deletedIds ?? []), ...(result.goneIds ?? [])]);
+          const span = { receivedAt: result.receivedAt ?? Date.now(), endedAt: Date.now() };
           o.account.recordInvocation(
             o.group,
             result.records ?? [],
             reports,
             result.timedOut ? 'timed-out' : result.crashed ? 'crashed' : 'none',
+            span,
           );
           idle = IDLE_MIN_MS;
           continue;

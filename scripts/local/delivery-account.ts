@@ -35,6 +35,21 @@ export interface Delivery {
   readonly outcome: DeliveryOutcome;
   /** Settled, but the invocation then failed, so SQS was never told: it comes back. */
   readonly unacknowledged: boolean;
+  /**
+   * When its batch was in the poller's hands and when its invocation ended (deletes included),
+   * by the run's clock. Whatever the delivery did happened in between. `deliveries` are in
+   * `endedAt` order, which is not the order their effects were applied in: an invocation can
+   * end long after its commits (a slow return, a delete, an overrun of its visibility timeout
+   * while the message's next delivery runs), so only spans that do not overlap tell which came first.
+   */
+  readonly receivedAt: number;
+  readonly endedAt: number;
+}
+
+/** One invocation's span: when the poller had its batch and when it was done with it. */
+export interface InvocationSpan {
+  readonly receivedAt: number;
+  readonly endedAt: number;
 }
 
 export const emptyCounts = (): DeliveryCounts => ({
@@ -68,6 +83,7 @@ export class DeliveryAccount {
     records: readonly SQSRecord[],
     reports: readonly RecordReport[],
     failure: 'none' | 'crashed' | 'timed-out',
+    span: InvocationSpan,
   ) {
     const inv = this.invocations.get(group)!;
     inv.count++;
@@ -96,6 +112,8 @@ export class DeliveryAccount {
         attempt: report?.attempt ?? receiveCount,
         outcome,
         unacknowledged,
+        receivedAt: span.receivedAt,
+        endedAt: span.endedAt,
       });
       counts.delivered++;
       counts[COUNTER[outcome.kind]]++;

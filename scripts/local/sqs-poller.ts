@@ -32,6 +32,11 @@ export interface PollResult {
   timedOut?: boolean;
   /** The records handed to the handler (empty when nothing was received). */
   records?: SQSRecord[];
+  /**
+   * When the batch was in hand (`Date.now()`), before the handler saw it: nothing of the invocation was applied
+   * earlier.
+   */
+  receivedAt?: number;
   /** SQS message ids deleted after the invocation. */
   deletedIds?: string[];
   /**
@@ -51,6 +56,7 @@ export async function pollOnce(options: PollerOptions): Promise<PollResult> {
   const batchSize = options.batchSize ?? 10;
   const messages = await receiveBatch(options, batchSize);
   if (messages.length === 0) return { received: 0, deleted: 0, failed: 0, crashed: false, records: [], deletedIds: [] };
+  const receivedAt = Date.now();
   const event: SQSEvent = { Records: messages.map((m) => toRecord(m, options.queueArn)) };
   const records = event.Records;
   const timeoutMs = options.timeoutMs ?? 30_000;
@@ -59,7 +65,15 @@ export async function pollOnce(options: PollerOptions): Promise<PollResult> {
   try {
     response = await options.handler(event, lambdaContext(options.functionName, timeoutMs));
   } catch {
-    return { received: messages.length, deleted: 0, failed: messages.length, crashed: true, records, deletedIds: [] };
+    return {
+      received: messages.length,
+      deleted: 0,
+      failed: messages.length,
+      crashed: true,
+      records,
+      receivedAt,
+      deletedIds: [],
+    };
   }
   // A handler cannot be killed here; one that overran its deadline is treated as Lambda
   // treats a timeout: the invocation failed and the whole batch comes back.
@@ -71,6 +85,7 @@ export async function pollOnce(options: PollerOptions): Promise<PollResult> {
       crashed: true,
       timedOut: true,
       records,
+      receivedAt,
       deletedIds: [],
     };
   }
@@ -83,6 +98,7 @@ export async function pollOnce(options: PollerOptions): Promise<PollResult> {
     failed: failed.size,
     crashed: false,
     records,
+    receivedAt,
     deletedIds,
     goneIds,
   };

@@ -6,6 +6,7 @@
  * proof that the test would notice the protection going away.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, inject, it } from 'vitest';
 import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
 import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
@@ -144,6 +145,23 @@ function points(
 /** The real order-status consumer or a weakened one. */
 function status(weakness: StatusWeakness | 'none'): ConsumerFactory {
   return weakness === 'none' ? (deps) => createOrderStatusConsumer(deps) : weakStatusConsumer(weakness);
+}
+
+/**
+ * The real order-status consumer, whose invocation that first receives `msgId` hands back its
+ * answer only after `holdMs`: past the visibility timeout, so the message comes back to another
+ * poller while this invocation still runs, and its reports come last.
+ */
+function statusReturningLate(msgId: string, holdMs: number): ConsumerFactory {
+  return (deps) => {
+    const handler = createOrderStatusConsumer(deps);
+    return async (event, context) => {
+      const response = await handler(event, context);
+      if (event.Records.some((r) => r.attributes.ApproximateReceiveCount === '1' && r.body.includes(msgId)))
+        await sleep(holdMs);
+      return response;
+    };
+  };
 }
 
 const expectHolds = (r: ChaosResult) => {
@@ -486,6 +504,41 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
       ),
     );
     expect(weak.summary.invariantHolds).toBe(false);
+  }, 120_000);
+
+  it("an invocation that outlives its visibility timeout while the next one applies the order's FINISHED — not taken for disorder: the PAID it applied first is reported last; a consumer that does apply FINISHED first is still caught", async () => {
+    // Prepare: the invocation that first receives SOSL1's PAID applies it, then returns only after
+    // its visibility timeout (2 s) has passed, as a descheduled one does on a loaded machine. The
+    // other poller meanwhile receives the PAID again (a duplicate) and applies the FINISHED, and
+    // its invocation ends first. The weakened consumer (no precondition, no hold-back) applies the
+    // FINISHED while the PAID's failed first attempt waits for its retry.
+    const slow = newOrder('SOSL1');
+    const early = newOrder('SOSL2');
+    const [real, weak] = await Promise.all([
+      run({
+        groups: [STATUS],
+        phases: [{ messages: [slow.paid(), slow.finished()] }],
+        consumers: 2,
+        batchSize: 1,
+        replace: { [STATUS]: statusReturningLate(slow.paidMsgId, 4000) },
+      }),
+      run({
+        groups: [STATUS],
+        phases: [{ messages: [early.paid(), early.finished()] }],
+        crashes: { [STATUS]: { failFirstAttempt: ['SOSL2#PAID'] } },
+        replace: { [STATUS]: statusWithoutHoldBack(weakStatusConsumer('unconditional-transition')) },
+      }),
+    ]);
+
+    // Assess: the late report is an outlived invocation's, not an event applied out of order; the
+    // FINISHED applied before its PAID was even received again is.
+    expect(real.faults.processCrashes + real.faults.injectedFailures).toBe(0);
+    expect(real.summary.groups[STATUS]!.detail).toMatchObject({ finished: 1, appliedOutOfOrder: 0, overtaken: 0 });
+    expectHolds(real);
+    expect(weak.summary.groups[STATUS]!.detail.appliedOutOfOrder).toBe(1);
+    expect(weak.invariants.violations).toContainEqual(
+      expect.stringMatching(/order SOSL2: event 1 \(\w+\) was applied after event 2, a later one in producer order/),
+    );
   }, 120_000);
 
   it('crash inside the conditional update (applied, answer lost, process dead) — guarded by the precondition: the returning PAID finds the order moved on and settles as a duplicate, ahead of its FINISHED, which the FIFO queue holds back meanwhile', async () => {

@@ -317,13 +317,15 @@ function weakenedTransition(weakness: StatusWeakness, request: TransitionRequest
 }
 
 /**
- * The real order-status consumer, handed each FIFO record as a message group of its own: a
- * failure no longer holds back the rest of its group (the middleware's `skipGroupOnError`
- * removed; records without a group at all it refuses on an orderly group).
+ * The real order-status consumer (or `factory`'s), handed each FIFO record as a message group
+ * of its own: a failure no longer holds back the rest of its group (the middleware's
+ * `skipGroupOnError` removed; records without a group at all it refuses on an orderly group).
  */
-export function statusWithoutHoldBack(): ConsumerFactory {
+export function statusWithoutHoldBack(
+  factory: ConsumerFactory = (deps) => createOrderStatusConsumer(deps),
+): ConsumerFactory {
   return (deps) => {
-    const handler = createOrderStatusConsumer(deps);
+    const handler = factory(deps);
     return (event, context) =>
       handler(
         { Records: event.Records.map((r) => ({ ...r, attributes: { ...r.attributes, MessageGroupId: r.messageId } })) },

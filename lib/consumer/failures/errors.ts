@@ -37,6 +37,26 @@ export class UnauthenticatedMessageError extends ConsumptionError {
   readonly code = 'UNAUTHENTICATED_MESSAGE';
 }
 
+/**
+ * A signed envelope of a topic the consumer group does not subscribe to: a route or a sender
+ * put it on the wrong queue. Acting on it would apply another topic's body as this group's business.
+ */
+export class UnsubscribedTopicError extends ConsumptionError {
+  override readonly name = 'UnsubscribedTopicError';
+  readonly classification = 'permanent';
+  readonly code = 'UNSUBSCRIBED_TOPIC';
+}
+
+/**
+ * A signed envelope stored longer ago than the group's redrive horizon: the dedup record its first
+ * delivery wrote may have expired, so this copy cannot be told from a new message.
+ */
+export class PastRedriveHorizonError extends ConsumptionError {
+  override readonly name = 'PastRedriveHorizonError';
+  readonly classification = 'permanent';
+  readonly code = 'PAST_REDRIVE_HORIZON';
+}
+
 /** The same business key arrived with different business content: someone must decide which is right. */
 export class PayloadConflictError extends ConsumptionError {
   override readonly name = 'PayloadConflictError';

@@ -40,7 +40,10 @@ export { CONSUMER_ENV };
 /**
  * The configuration of `definition`'s function from its environment, as the CDK app wrote it.
  * A function deployed for another group (its `CONSUMER_GROUP`) is refused: its metrics would
- * carry a dimension no alarm watches, and its tag filter would belong to another group.
+ * carry a dimension no alarm watches, and its tag filter would belong to another group. So is
+ * one without the envelope signing key (`ENVELOPE_SIGNING_SECRET`): a consumer configured from
+ * its environment always checks the bridge's signature. The local run and the tests build their
+ * consumers directly, with a key they generate.
  */
 export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
   definition: D,
@@ -72,6 +75,13 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
   >;
   const aws = configFromEnv(env);
   const signingSecret = env[CONSUMER_ENV.envelopeSigningSecret];
+  if (!signingSecret) {
+    // A deployed function must never act on an envelope the bridge did not sign: without the key it
+    // would accept anything put on its queue, or handed to it by a direct lambda:InvokeFunction.
+    throw new InvalidConsumerConfigError(
+      `environment variable ${CONSUMER_ENV.envelopeSigningSecret} is not set: a consumer started from its environment acts only on envelopes the bridge signed, so it needs the signing key secret`,
+    );
+  }
   return {
     aws,
     tables,
@@ -86,7 +96,10 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
       ]),
     ),
     packing,
-    ...(signingSecret ? { envelopeKeys: new SecretSigningKeys(createSecretsManager(aws), signingSecret) } : {}),
+    envelopeKeys: new SecretSigningKeys(createSecretsManager(aws), signingSecret, {
+      // Read during Lambda's init phase, so the first batch does not wait for it; elsewhere on first use.
+      prefetch: env.AWS_LAMBDA_FUNCTION_NAME !== undefined,
+    }),
   };
 }
 

@@ -10,10 +10,10 @@ import { consumerTelemetry, METRICS_NAMESPACE } from './consumer-telemetry.ts';
 import { type ConsumerInternal, type RocketMQConsumerOptions, rocketmqConsumer } from './middleware.ts';
 
 export interface ConsumerHandlerOptions<P, R>
-  extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'ordering'> {
+  extends Omit<RocketMQConsumerOptions<P, R>, 'onReport' | 'group' | 'tagExpression' | 'topic' | 'ordering'> {
   /**
-   * The group's catalogue entry: its name (records, metrics, DLQ), tag expression and ordering come from there, never
-   * restated.
+   * The group's catalogue entry: its name (records, metrics, DLQ), topic, tag expression and ordering come from there,
+   * never restated.
    */
   definition: ConsumerGroupDefinition;
   logger?: Logger;
@@ -26,7 +26,7 @@ export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQS
 
 /** The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, and the consumer runtime. */
 export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): ConsumerHandler {
-  const { group, tagExpression, ordering } = options.definition;
+  const { group, topic, tagExpression, ordering } = options.definition;
   const logger = options.logger ?? new Logger({ serviceName: group });
   const metrics =
     options.metrics ??
@@ -39,6 +39,7 @@ export function consumerHandler<P, R>(options: ConsumerHandlerOptions<P, R>): Co
       rocketmqConsumer({
         ...options,
         group,
+        topic,
         tagExpression,
         ordering,
         onReport: (report) => {

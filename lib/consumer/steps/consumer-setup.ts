@@ -14,7 +14,11 @@ import type { ContentionPolicy } from './contention.ts';
  */
 export interface ConsumerSetup<P, R> {
   readonly group: string;
+  /** The topic the group subscribes to; without one, no topic is judged. */
+  readonly topic?: string;
   readonly tags: TagExpression;
+  /** Envelopes stored longer ago than this are refused: their dedup records may have expired. */
+  readonly horizonSeconds: number;
   readonly parsePayload: (body: string, message: RocketMQMessage) => P;
   readonly keyOf: (payload: P) => string;
   readonly fingerprintFields: (payload: P) => unknown;

@@ -1,8 +1,16 @@
 import type { SQSRecord } from 'aws-lambda';
 import { parseEnvelope, type RocketMQMessage } from '../../rocketmq/envelope.ts';
+import { storeTimeRefusal, topicRefusal } from '../../rocketmq/envelope-admission.ts';
 import { signatureRefusals } from '../../rocketmq/envelope-signature.ts';
 import { mapLimit } from '../concurrency.ts';
-import { classify, invalidEnvelope, UnauthenticatedMessageError } from '../failures/errors.ts';
+import {
+  type ConsumptionError,
+  classify,
+  invalidEnvelope,
+  PastRedriveHorizonError,
+  UnauthenticatedMessageError,
+  UnsubscribedTopicError,
+} from '../failures/errors.ts';
 import { REDRIVE_COUNT_ATTRIBUTE } from '../failures/failure-router.ts';
 import { fingerprintOf } from '../idempotency/record.ts';
 import type { ConsumerMessage, Invocation } from '../settlement.ts';
@@ -11,13 +19,22 @@ import type { ConsumerSetup } from './consumer-setup.ts';
 
 type PrepareSetup<P> = Pick<
   ConsumerSetup<P, unknown>,
-  'tags' | 'parsePayload' | 'keyOf' | 'fingerprintFields' | 'envelopeKeys' | 'counter' | 'concurrency'
+  | 'topic'
+  | 'tags'
+  | 'horizonSeconds'
+  | 'parsePayload'
+  | 'keyOf'
+  | 'fingerprintFields'
+  | 'envelopeKeys'
+  | 'counter'
+  | 'concurrency'
+  | 'now'
 >;
 
 /**
  * The first step: every record read before anything is trusted or written. A record is refused
- * (unsigned, not an envelope, an unusable payload) or filtered (another tag) and settled here,
- * or it becomes a message with its key, fingerprint and attempt, ready for a runner.
+ * (unsigned, not an envelope, not admitted, an unusable payload) or filtered (another tag) and
+ * settled here, or it becomes a message with its key, fingerprint and attempt, ready for a runner.
  */
 export async function prepareBatch<P>(
   setup: PrepareSetup<P>,
@@ -67,6 +84,11 @@ export function prepareRecord<P>(
   // Orderly: the first delivery until the failure count is read (`readAttempts`).
   const attempt = offset + (setup.counter ? 1 : receiveCount);
   const msgId = message.msgId;
+  const notAdmitted = admissionRefusal(setup, message);
+  if (notAdmitted) {
+    batch.settleRecord(record, { msgId, attempt, settlement: { outcome: 'failed', error: notAdmitted } });
+    return undefined;
+  }
   if (!setup.tags.matches(message.tags)) {
     batch.settleRecord(record, { msgId, attempt, settlement: { outcome: 'filtered', tag: message.tags } });
     return undefined;
@@ -79,6 +101,15 @@ export function prepareRecord<P>(
     batch.settleRecord(record, { msgId, attempt, settlement: { outcome: 'failed', error: classify(error) } });
     return undefined;
   }
+}
+
+/** Why the group does not act on this authenticated envelope at all (lib/rocketmq/envelope-admission.ts). */
+function admissionRefusal<P>(setup: PrepareSetup<P>, message: RocketMQMessage): ConsumptionError | undefined {
+  const topic = setup.topic === undefined ? undefined : topicRefusal(message, setup.topic);
+  if (topic) return new UnsubscribedTopicError(topic);
+  const age = storeTimeRefusal(message, setup.horizonSeconds, setup.now());
+  if (age) return new PastRedriveHorizonError(age);
+  return undefined;
 }
 
 /**

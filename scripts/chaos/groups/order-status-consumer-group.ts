@@ -14,10 +14,12 @@
  *    orders table: the status, and `statusMsgId`, the message that made the last transition,
  *    which must be that event's and not a later duplicate's.
  * 2. No event was applied after a later one, and none was attempted before an earlier one was
- *    applied: from the consumer's reports in the order their invocations ended (the table
- *    keeps only the last transition), the applied events of an order follow producer order,
- *    and no event that has a predecessor in producer order ever found its order not yet at its
- *    predecessor's state (NOT_YET_APPLICABLE): the group let it overtake.
+ *    applied: from the consumer's reports (the table keeps only the last transition), no
+ *    applied event of an order was received only after the invocation that applied a later one
+ *    had ended (invocations that overlap are not ordered by when they end: the one that applied
+ *    the PAID may end after the one that applied the FINISHED), and no event that has a
+ *    predecessor in producer order ever found its order not yet at its predecessor's state
+ *    (NOT_YET_APPLICABLE): the group let it overtake.
  * 3. No ILLEGAL_TRANSITION dead letter, no FINISHED dead-lettered but those rule 1 predicts;
  *    invalid bodies dead-lettered as INVALID_PAYLOAD (malformed envelopes as
  *    INVALID_ENVELOPE); nothing else in the DLQ and nothing left in the source queue (the run
@@ -272,20 +274,26 @@ function orderingFindings(
       `order ${orderNo}: ${status} was set by ${row.statusMsgId}, not by ${expected.lastTransition}, the first event in producer order to move it there`,
     );
   }
-  // 2. Applied in producer order, never attempted ahead of a predecessor.
+  // 2. Applied in producer order, never attempted ahead of a predecessor. An event was applied
+  // after a later one when a later event's invocation had ended before this one's batch was even
+  // received. The order invocations end in says nothing more: one that applied the PAID can end
+  // after the one that applied the FINISHED (it returned slowly, or outlived its visibility
+  // timeout while the next delivery ran), and then the FINISHED's precondition proves the PAID came first.
   let outOfOrder = 0;
   let overtaken = 0;
-  let latest = -1;
+  const applied: Array<{ index: number; endedAt: number }> = [];
   for (const { index, delivery } of attempts) {
     const { outcome } = delivery;
     if (outcome.kind === 'processed') {
-      if (index < latest) {
+      const before = applied.filter((a) => a.index > index && a.endedAt < delivery.receivedAt);
+      if (before.length > 0) {
         outOfOrder++;
+        const latest = Math.max(...before.map((a) => a.index));
         other.push(
           `order ${orderNo}: event ${index + 1} (${delivery.msgId}) was applied after event ${latest + 1}, a later one in producer order`,
         );
       }
-      latest = Math.max(latest, index);
+      applied.push({ index, endedAt: delivery.endedAt });
     }
     if (index > 0 && outcome.kind === 'retried' && outcome.code === 'NOT_YET_APPLICABLE') {
       overtaken++;

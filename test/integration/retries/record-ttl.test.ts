@@ -57,6 +57,7 @@ describe('idempotency records outlive every copy of a message (checked at start-
       DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1/queue/unused-dlq',
       IDEMPOTENCY_TTL_SECONDS: '3600',
       COUPON_SERVICE_URL: 'http://127.0.0.1:9/',
+      ENVELOPE_SIGNING_SECRET: 'rmq-test/envelope-signing-key',
     };
     // Act + Assess
     expect(() =>

@@ -46,9 +46,9 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
         'arn:aws:secretsmanager:ap-northeast-1:222222222222:secret:rmq-test/envelope-signing-key-AbCdEf',
     };
     expect(consumerConfigFromEnv(POINTS, env).envelopeKeys).toBeInstanceOf(SecretSigningKeys);
-    expect(
-      consumerConfigFromEnv(POINTS, { ...env, [CONSUMER_ENV.envelopeSigningSecret]: '' }).envelopeKeys,
-    ).toBeUndefined();
+    expect(() => consumerConfigFromEnv(POINTS, { ...env, [CONSUMER_ENV.envelopeSigningSecret]: '' })).toThrow(
+      'ENVELOPE_SIGNING_SECRET is not set',
+    );
   });
 
   it('awards a signed envelope, and dead-letters an unsigned one sent straight to the queue as UNAUTHENTICATED_MESSAGE without awarding', async () => {

@@ -98,6 +98,7 @@ describe('a function deployed for one group never runs as another', () => {
       LEDGER_TABLE: 'l',
       ACCOUNTS_TABLE: 'a',
       DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:1/q',
+      ENVELOPE_SIGNING_SECRET: 'rmq-test/envelope-signing-key',
     };
     expect(() => consumerConfigFromEnv(points, env)).toThrow(InvalidConsumerConfigError);
     expect(() => consumerConfigFromEnv(points, env)).toThrow(

@@ -27,6 +27,8 @@ function deployedEnvironment(overrides: Record<string, string>, settings: Lifeti
     [TABLE_ENV.orders]: 'orders',
     DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:1/000000000000/dlq',
     AWS_REGION: 'us-east-1',
+    ENVELOPE_SIGNING_SECRET:
+      'arn:aws:secretsmanager:ap-northeast-1:222222222222:secret:rmq-test/envelope-signing-key-AbCdEf',
     ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
     ...overrides,
   };

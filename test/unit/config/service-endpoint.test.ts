@@ -50,6 +50,7 @@ describe('the service endpoint as the deployed environment states it', () => {
     IDEMPOTENCY_TABLE: 'unit-idempotency',
     DEAD_LETTER_QUEUE_URL: 'https://sqs.example/dlq',
     COUPON_SERVICE_URL: 'https://coupons.example.com',
+    ENVELOPE_SIGNING_SECRET: 'rmq-test/envelope-signing-key',
   };
 
   it('reads the URL and the authentication, and takes an absent authentication for none', () => {

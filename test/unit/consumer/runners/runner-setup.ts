@@ -24,6 +24,7 @@ export function runnerSetup<R>(
   const setup: ConsumerSetup<Award, R> = {
     group: GROUP,
     tags: TagExpression.parse('PAID'),
+    horizonSeconds: 86_400,
     parsePayload: parseAward,
     keyOf: (award) => award.orderNo,
     fingerprintFields: (award) => award,
