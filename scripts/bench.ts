@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
+import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../lib/aws/clients.ts';
 import { scanTable } from '../lib/aws/table-scan.ts';
 import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
@@ -197,7 +197,7 @@ async function rigFor(
   const handler: Handler =
     variant === 'powertools'
       ? createPowertoolsPointsConsumer({ dynamoDb: client, tables: resources.tables })
-      : createPointsConsumer({
+      : pointsConsumer.create({
           aws: emulatorConfig(emulator.endpoint),
           tables: resources.tables,
           deadLetterQueueUrl: queue.deadLetter.url,

@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
+import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../lib/aws/clients.ts';
 import type { RecordReport } from '../lib/consumer/settlement.ts';
 import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
@@ -116,7 +116,7 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
     model.attach(client);
     injectLatency(client, s.latencyMs);
     counter.attach(client);
-    return createPointsConsumer({
+    return pointsConsumer.create({
       aws: emulatorConfig(emulator.endpoint),
       tables: resources.tables,
       deadLetterQueueUrl: queue.deadLetter.url,

@@ -57,12 +57,34 @@ export {
   transactionalStrategy,
 } from './idempotency/transactional.ts';
 export { identifier, parseJsonPayload, userIdSchema } from './json-payload.ts';
+export {
+  type ConsumerRuntimeConfig,
+  consumerConfigFromEnv,
+  lazyHandler,
+  type TablesOf,
+} from './lambda/consumer-config.ts';
 export { type ConsumerHandler, type ConsumerHandlerOptions, consumerHandler } from './lambda/consumer-handler.ts';
+export { consumerTelemetry } from './lambda/consumer-telemetry.ts';
+export {
+  type ConsumerConfig,
+  type ConsumerModule,
+  type ConsumerObservers,
+  type ConsumerSpec,
+  type ConsumerWiring,
+  defineConsumer,
+} from './lambda/define-consumer.ts';
 export {
   type ConsumerInternal,
   type RocketMQConsumerOptions,
   rocketmqConsumer,
 } from './lambda/middleware.ts';
+export type {
+  StrategyChoice,
+  StrategyFactory,
+  StrategyName,
+  StrategyResults,
+  StrategyWiring,
+} from './lambda/strategy-wiring.ts';
 export { messageGroupOf } from './runners/message-groups.ts';
 export type {
   BatchResult,

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
 import type { ConsumerRuntimeConfig } from '../../lib/consumer/lambda/consumer-config.ts';
 import type { ConsumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
-import type { ConsumerModule } from '../../lib/consumer/lambda/consumer-module.ts';
+import type { ConsumerModule } from '../../lib/consumer/lambda/define-consumer.ts';
 import type { RecordReport } from '../../lib/consumer/settlement.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../..');

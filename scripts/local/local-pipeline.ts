@@ -220,6 +220,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         schedule: compressedScheduleOf(r.definition, settings.timeScale),
         onReport: reports.onReport,
         couponServiceUrl: coupons?.url ?? '',
+        services: { 'coupon-service': coupons?.url ?? '' },
       };
       const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
       // Lambda reads at most 10 records a batch from a FIFO queue and allows no batching window there.

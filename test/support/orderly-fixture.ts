@@ -3,7 +3,7 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
-import { createOrderStatusConsumer, ORDER_STATUS } from '../../functions/order-status-consumer/handler.ts';
+import { ORDER_STATUS, consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
 import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
 import { recordId } from '../../lib/config/resources.ts';
@@ -31,7 +31,7 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
   const sqs = createSqs(aws);
   const dynamoDb = createDynamoDb(aws);
   const reports: RecordReport[] = [];
-  const handler: ConsumerHandler = createOrderStatusConsumer({
+  const handler: ConsumerHandler = orderStatusConsumer.create({
     aws,
     tables,
     deadLetterQueueUrl: deadLetter.url,

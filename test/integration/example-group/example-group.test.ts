@@ -11,7 +11,7 @@ import { runLocalPipeline } from '../../../scripts/local/local-pipeline.ts';
 import { trafficMessage } from '../../../scripts/local/traffic.ts';
 import { runOps } from '../../../scripts/ops.ts';
 import { chaosPlugin } from '../../fixtures/example-group/chaos-plugin.ts';
-import { createRefundConsumer, REFUNDS } from '../../fixtures/example-group/handler.ts';
+import { REFUNDS, consumer as refundConsumer } from '../../fixtures/example-group/handler.ts';
 import { queueDepth } from '../../support/queue-reading.ts';
 
 /**
@@ -151,7 +151,7 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
         },
         { per: 'command' },
       );
-      return createRefundConsumer(deps);
+      return refundConsumer.create(deps);
     };
 
     // Act

@@ -7,7 +7,7 @@ import { lifetimesOf } from '../../../../lib/config/delivery-lifetimes.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition, TABLE_ENV } from '../../../../lib/config/resources.ts';
 import { InvalidConsumerConfigError } from '../../../../lib/consumer/failures/errors.ts';
 import { consumerConfigFromEnv, lazyHandler } from '../../../../lib/consumer/lambda/consumer-config.ts';
-import type { ConsumerModule } from '../../../../lib/consumer/lambda/consumer-module.ts';
+import type { ConsumerModule } from '../../../../lib/consumer/lambda/define-consumer.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../../..');
 
