@@ -1,5 +1,5 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { sqsText } from '../lib/aws/sqs-text.ts';
+import { sqsText } from '../lib/aws/index.ts';
 import { describeError } from './forward-target.ts';
 import type { Envelope } from './received-envelope.ts';
 

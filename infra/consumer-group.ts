@@ -10,20 +10,23 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
-import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
 import {
   assertOrderingFits,
+  BRIDGE_EVENT_SOURCE_PREFIX,
+  CONSUMER_ENV,
   type ConsumerGroupDefinition,
+  ConsumerMetric,
   deadLetterQueueName,
   type GroupTuning,
+  lifetimeEnvironment,
+  lifetimesOf,
+  METRICS_NAMESPACE,
   type OutsideServiceName,
   queueName,
   recordIdPrefix,
   TABLE_ENV,
-} from '../lib/config/resources.ts';
-import { BRIDGE_EVENT_SOURCE_PREFIX, ConsumerMetric, METRICS_NAMESPACE } from '../lib/config/telemetry-names.ts';
-import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/envelope.ts';
+} from '../lib/config/index.ts';
+import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
 import { type ServiceSetting, serviceAccess } from './outside-service.ts';
 import { type FunctionNetwork, ProjectFunction } from './project-function.ts';

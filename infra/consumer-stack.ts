@@ -2,7 +2,7 @@ import { Annotations, Duration, Stack, type StackProps, Validations } from 'aws-
 import * as events from 'aws-cdk-lib/aws-events';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/resources.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/index.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';

@@ -10,47 +10,48 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSqs } from '../lib/aws/clients.ts';
+import { createDynamoDb, createSqs } from '../lib/aws/index.ts';
 import {
+  type AuditReport,
+  awsConfigOf,
+  type ConfirmationChannel,
+  checkPlanTarget,
+  confirmWrite,
+  findDeadLetter,
+  groupQueuesOf,
+  isClean,
+  messageOf,
+  OperationsError,
+  type OutputFormat,
+  type PointTableNames,
+  ProgressBar,
+  type ProgressStream,
+  pointTablesOf,
+  queueLocation,
+  type RedriveFilter,
+  RedriveInterruptedError,
+  ReversalInterruptedError,
+  readDeadLetters,
+  readReversalPlan,
+  redriveDeadLetters,
   redriveWriteSummary,
+  releaseDeadLetters,
   renderAudit,
   renderDeadLetter,
   renderDeadLetterList,
   renderRedrive,
   renderReversal,
-  reversalWriteSummary,
-  type SavedPlan,
-} from '../lib/operations/command-output.ts';
-import { findDeadLetter, readDeadLetters, releaseDeadLetters } from '../lib/operations/dead-letter-inspection.ts';
-import {
-  type RedriveFilter,
-  RedriveInterruptedError,
-  redriveDeadLetters,
-} from '../lib/operations/dead-letter-redrive.ts';
-import { ReversalInterruptedError, reverseDoubleAwards } from '../lib/operations/double-award-reversal.ts';
-import { messageOf, OperationsError, UsageError } from '../lib/operations/errors.ts';
-import { type AuditReport, isClean, runLedgerAudit } from '../lib/operations/ledger-audit.ts';
-import {
-  awsConfigOf,
-  groupQueuesOf,
-  type PointTableNames,
-  pointTablesOf,
-  type TargetOptions,
-} from '../lib/operations/operations-target.ts';
-import { ProgressBar, type ProgressStream } from '../lib/operations/progress-bar.ts';
-import { type OutputFormat, terminalSafe } from '../lib/operations/report-format.ts';
-import {
-  checkPlanTarget,
-  readReversalPlan,
   reversalPlanOf,
-  writeReversalPlan,
-} from '../lib/operations/reversal-plan.ts';
-import {
-  type ConfirmationChannel,
-  confirmWrite,
-  queueLocation,
+  reversalWriteSummary,
+  reverseDoubleAwards,
+  runLedgerAudit,
+  type SavedPlan,
+  type TargetOptions,
   tableLocation,
-} from '../lib/operations/write-confirmation.ts';
+  terminalSafe,
+  UsageError,
+  writeReversalPlan,
+} from '../lib/operations/index.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 

@@ -1,7 +1,7 @@
-import { consumerGroup } from '../../lib/config/resources.ts';
+import { consumerGroup } from '../../lib/config/index.ts';
 import { defineConsumer } from '../../lib/consumer/index.ts';
-import { couponClientOf } from '../../lib/coupons/coupon-service.ts';
-import { parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
+import { couponClientOf } from '../../lib/coupons/index.ts';
+import { parseOrderPaidEvent } from '../../lib/orders/index.ts';
 
 export const COUPONS = consumerGroup('coupon-consumer-group');
 export const COUPON_GROUP = COUPONS.group;

@@ -1,7 +1,6 @@
-import { consumerGroup } from '../../lib/config/resources.ts';
+import { consumerGroup } from '../../lib/config/index.ts';
 import { defineConsumer } from '../../lib/consumer/index.ts';
-import { parseOrderEvent } from '../../lib/orders/order-events.ts';
-import { transitionRequest } from '../../lib/orders/order-status.ts';
+import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
 
 export const ORDER_STATUS = consumerGroup('order-status-consumer-group');
 export const ORDER_STATUS_GROUP = ORDER_STATUS.group;

@@ -1,7 +1,6 @@
-import { consumerGroup } from '../../lib/config/resources.ts';
+import { consumerGroup } from '../../lib/config/index.ts';
 import { defineConsumer } from '../../lib/consumer/index.ts';
-import { awardWrites } from '../../lib/points/ledger.ts';
-import { orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
+import { awardWrites, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/index.ts';
 
 export const POINTS = consumerGroup('point-consumer-group');
 export const POINTS_GROUP = POINTS.group;

@@ -1,5 +1,5 @@
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { assertSigningKey, InvalidSigningKeyError, type SigningKeyRing } from '../rocketmq/envelope-signature.ts';
+import { assertSigningKey, InvalidSigningKeyError, type SigningKeyRing } from '../rocketmq/index.ts';
 import { ExpiringRead } from './expiring-read.ts';
 
 interface Keys {

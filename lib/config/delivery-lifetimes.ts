@@ -12,7 +12,7 @@
  * queue that drops a message before its schedule is spent loses it, neither applied nor
  * dead-lettered; a redrive count below the schedule's deliveries dead-letters it without a reason.
  */
-import { InvalidRetryScheduleError, RetrySchedule } from '../rocketmq/retry-schedule.ts';
+import { InvalidRetryScheduleError, RetrySchedule } from '../rocketmq/index.ts';
 
 /**
  * How a group consumes: `concurrent` (RocketMQ's MessageListenerConcurrently, a standard

@@ -3,7 +3,7 @@
  * emulator both build tables and queues from these, so names, keys, the TTL attribute
  * and the redrive count can never drift apart.
  */
-import type { MessageGroupSource } from '../rocketmq/message-group.ts';
+import type { MessageGroupSource } from '../rocketmq/index.ts';
 import {
   DEAD_LETTER_RETENTION_SECONDS,
   FIFO_MAX_BATCH_SIZE,

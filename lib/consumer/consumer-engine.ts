@@ -1,14 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent } from 'aws-lambda';
-import {
-  DeliveryLifetimes,
-  IncoherentLifetimesError,
-  type Ordering,
-  type QueueLifetimes,
-} from '../config/delivery-lifetimes.ts';
-import type { RocketMQMessage } from '../rocketmq/envelope.ts';
-import type { SigningKeyRing } from '../rocketmq/envelope-signature.ts';
-import { TagExpression } from '../rocketmq/tag-expression.ts';
+import { DeliveryLifetimes, IncoherentLifetimesError, type Ordering, type QueueLifetimes } from '../config/index.ts';
+import { type RocketMQMessage, type SigningKeyRing, TagExpression } from '../rocketmq/index.ts';
 import { sleep } from './concurrency.ts';
 import { InvalidConsumerConfigError } from './failures/errors.ts';
 import { FailureCounter } from './failures/failure-counter.ts';

@@ -1,5 +1,5 @@
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import type { RocketMQMessage } from '../rocketmq/envelope.ts';
+import type { RocketMQMessage } from '../rocketmq/index.ts';
 import type { ConsumptionError } from './failures/errors.ts';
 
 /** One SQS record that passed parsing and the tag filter, ready for the business. */

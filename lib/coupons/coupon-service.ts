@@ -1,8 +1,6 @@
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import type { AwsConfig } from '../aws/clients.ts';
-import { serviceCredentials } from '../aws/service-credentials.ts';
-import { OUTSIDE_SERVICES } from '../config/resources.ts';
-import { endpointRefusal, type ServiceEndpoint } from '../config/service-endpoint.ts';
+import { type AwsConfig, serviceCredentials } from '../aws/index.ts';
+import { endpointRefusal, OUTSIDE_SERVICES, type ServiceEndpoint } from '../config/index.ts';
 import { InvalidConsumerConfigError } from '../consumer/index.ts';
 import { CouponClient } from './coupon-client.ts';
 

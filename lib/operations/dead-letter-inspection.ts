@@ -4,8 +4,8 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../consumer/failures/failure-router.ts';
-import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
+import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../consumer/index.ts';
+import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/index.ts';
 
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */
 export const REDRIVE_ATTRIBUTES = {

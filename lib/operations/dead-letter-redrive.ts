@@ -5,8 +5,8 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { sqsText } from '../aws/sqs-text.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../consumer/failures/failure-router.ts';
+import { sqsText } from '../aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../consumer/index.ts';
 import {
   type DeadLetter,
   decodeDeadLetter,

@@ -1,5 +1,5 @@
 import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { balanceIncrement, type LedgerEntry, LedgerEntryKind, reversalEntryId } from '../points/ledger.ts';
+import { balanceIncrement, type LedgerEntry, LedgerEntryKind, reversalEntryId } from '../points/index.ts';
 import { messageOf, OperationsError } from './errors.ts';
 import type { CrossUserAward, DoubleAward } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';

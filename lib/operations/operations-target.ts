@@ -1,7 +1,6 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { AwsConfig } from '../aws/clients.ts';
-import { lifetimesOf } from '../config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName, tableName } from '../config/resources.ts';
+import type { AwsConfig } from '../aws/index.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, lifetimesOf, queueName, tableName } from '../config/index.ts';
 import { TargetResolutionError } from './errors.ts';
 
 /**

@@ -1,6 +1,10 @@
-import { IllegalTransitionError, NotYetApplicableError, TransientFailureError } from '../consumer/failures/errors.ts';
-import type { TransitionRequest } from '../consumer/idempotency/state-transition.ts';
-import type { Settlement } from '../consumer/settlement.ts';
+import {
+  IllegalTransitionError,
+  NotYetApplicableError,
+  type Settlement,
+  TransientFailureError,
+  type TransitionRequest,
+} from '../consumer/index.ts';
 import type { OrderEvent, OrderEventTag } from './order-events.ts';
 
 /** Status of an order, as stored in the `orders` table's `status` attribute. */

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { FIFO_MAX_BATCH_SIZE } from '../../lib/config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import type { ConsumerHandler } from '../../lib/consumer/lambda/consumer-handler.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition, FIFO_MAX_BATCH_SIZE } from '../../lib/config/index.ts';
+import type { ConsumerHandler } from '../../lib/consumer/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';

@@ -1,5 +1,9 @@
-import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
-import type { MessageGroupFacts } from '../../lib/rocketmq/message-group.ts';
+import {
+  InvalidEnvelopeError,
+  type MessageGroupFacts,
+  parseEnvelope,
+  type RocketMQMessage,
+} from '../../lib/rocketmq/index.ts';
 
 /**
  * One message the bridge hands to SQS. `topic` decides which consumer groups get a copy;

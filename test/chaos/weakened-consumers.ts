@@ -8,7 +8,7 @@ import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynam
 import type { MiddlewareStack } from '@smithy/types';
 import { consumer as couponGroupConsumer } from '../../functions/coupon-consumer/handler.ts';
 import { consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import { consumerGroup, recordId, recordIdPrefix } from '../../lib/config/resources.ts';
+import { consumerGroup, recordId, recordIdPrefix } from '../../lib/config/index.ts';
 import {
   type ConsumerMessage,
   type ConsumptionStrategy,
@@ -21,11 +21,15 @@ import {
   type TransitionRequest,
   transactionalStrategy,
 } from '../../lib/consumer/index.ts';
-import { parseOrderEvent } from '../../lib/orders/order-events.ts';
-import { transitionRequest } from '../../lib/orders/order-status.ts';
-import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
-import { type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
-import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
+import {
+  awardWrites,
+  type OrderPaid,
+  orderPaidFingerprintFields,
+  type PointTables,
+  parseOrderPaid,
+} from '../../lib/points/index.ts';
+import { RetrySchedule } from '../../lib/rocketmq/index.ts';
 import type { ConsumerFactory } from '../../scripts/chaos/fault-plan.ts';
 import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 

@@ -9,20 +9,21 @@ import type { PipelineStack } from '../../infra/pipeline-stack.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
-import { ALARM_STORM_TABLE } from '../../lib/config/alarm-storm-table.ts';
 import {
+  ALARM_STORM_TABLE,
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
+  ConsumerMetric,
   DLQ_RETENTION_DAYS,
   deadLetterQueueName,
+  METRICS_NAMESPACE,
   queueName,
   recordId,
   TABLE_ENV,
   TABLES,
   type TableKey,
   tableName,
-} from '../../lib/config/resources.ts';
-import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/lambda/consumer-telemetry.ts';
+} from '../../lib/config/index.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 type Resource = {

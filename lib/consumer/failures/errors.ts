@@ -1,4 +1,4 @@
-import { InvalidEnvelopeError } from '../../rocketmq/envelope.ts';
+import { InvalidEnvelopeError } from '../../rocketmq/index.ts';
 
 /**
  * Every failure of a record is a `ConsumptionError` with a classification that decides

@@ -6,8 +6,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
-import { sqsText } from '../../aws/sqs-text.ts';
-import { RetrySchedule } from '../../rocketmq/retry-schedule.ts';
+import { sqsText } from '../../aws/index.ts';
+import { RetrySchedule } from '../../rocketmq/index.ts';
 import { messageGroupOf } from '../runners/message-groups.ts';
 import type { Disposition } from '../settlement.ts';
 import type { ConsumptionError } from './errors.ts';

@@ -5,7 +5,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { DEFAULT_RECORD_TTL_SECONDS } from '../../config/delivery-lifetimes.ts';
+import { DEFAULT_RECORD_TTL_SECONDS } from '../../config/index.ts';
 import {
   type ConsumptionError,
   ContentionError,

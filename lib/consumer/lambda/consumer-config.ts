@@ -1,18 +1,20 @@
-import { type AwsConfig, configFromEnv, createSecretsManager } from '../../aws/clients.ts';
-import { SecretSigningKeys } from '../../aws/signing-key-secret.ts';
-import { CONSUMER_ENV, queueLifetimesFromEnvironment } from '../../config/consumer-environment.ts';
-import { IncoherentLifetimesError, type QueueLifetimes } from '../../config/delivery-lifetimes.ts';
+import { type AwsConfig, configFromEnv, createSecretsManager, SecretSigningKeys } from '../../aws/index.ts';
 import {
   assertOrderingFits,
+  CONSUMER_ENV,
   type ConsumerGroupDefinition,
+  IncoherentLifetimesError,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
+  type QueueLifetimes,
+  queueLifetimesFromEnvironment,
+  type ServiceAuth,
+  type ServiceEndpoint,
+  serviceAuthSchema,
   TABLE_ENV,
   type TableKey,
-} from '../../config/resources.ts';
-import { type ServiceAuth, type ServiceEndpoint, serviceAuthSchema } from '../../config/service-endpoint.ts';
-import type { SigningKeyRing } from '../../rocketmq/envelope-signature.ts';
-import { RetrySchedule } from '../../rocketmq/retry-schedule.ts';
+} from '../../config/index.ts';
+import { RetrySchedule, type SigningKeyRing } from '../../rocketmq/index.ts';
 import { InvalidConsumerConfigError } from '../failures/errors.ts';
 
 /** The tables a catalogue entry names, as a type: `deps.tables.ledger` exists exactly when the entry lists it. */
@@ -34,8 +36,6 @@ export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
   /** Set when envelopes must carry the bridge's signature: the keys it may have signed with. */
   envelopeKeys?: SigningKeyRing;
 }
-
-export { CONSUMER_ENV };
 
 /**
  * The configuration of `definition`'s function from its environment, as the CDK app wrote it.

@@ -4,9 +4,9 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { ConsumerGroupDefinition } from '../../config/resources.ts';
+import { type ConsumerGroupDefinition, METRICS_NAMESPACE } from '../../config/index.ts';
 import type { RecordReport } from '../settlement.ts';
-import { consumerTelemetry, METRICS_NAMESPACE } from './consumer-telemetry.ts';
+import { consumerTelemetry } from './consumer-telemetry.ts';
 import { type ConsumerInternal, type RocketMQConsumerOptions, rocketmqConsumer } from './middleware.ts';
 
 export interface ConsumerHandlerOptions<P, R>

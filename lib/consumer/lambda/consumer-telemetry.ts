@@ -1,10 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { ConsumerMetric, METRICS_NAMESPACE } from '../../config/telemetry-names.ts';
+import { ConsumerMetric } from '../../config/index.ts';
 import { HeldBackError } from '../failures/errors.ts';
 import type { RecordReport } from '../settlement.ts';
-
-export { ConsumerMetric, METRICS_NAMESPACE };
 
 /** Turns each record's report into one structured log line and its metrics. */
 export function consumerTelemetry(logger: Logger, metrics: Metrics) {

@@ -1,9 +1,9 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { createDynamoDb, createSqs } from '../../aws/clients.ts';
-import { type ConsumerGroupDefinition, recordIdPrefix } from '../../config/resources.ts';
-import type { RocketMQMessage } from '../../rocketmq/envelope.ts';
+import { createDynamoDb, createSqs } from '../../aws/index.ts';
+import { type ConsumerGroupDefinition, recordIdPrefix } from '../../config/index.ts';
+import type { RocketMQMessage } from '../../rocketmq/index.ts';
 import { FailureRouter } from '../failures/failure-router.ts';
 import type { Business, RecordReport } from '../settlement.ts';
 import { type ConsumerRuntimeConfig, consumerConfigFromEnv, lazyHandler, type TablesOf } from './consumer-config.ts';

@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ConsumerGroupDefinition, recordIdPrefix, TABLES, type TableKey } from '../../config/resources.ts';
+import { type ConsumerGroupDefinition, recordIdPrefix, TABLES, type TableKey } from '../../config/index.ts';
 import { InvalidConsumerConfigError } from '../failures/errors.ts';
 import { leaseStrategy } from '../idempotency/lease.ts';
 import { packedTransactionalStrategy } from '../idempotency/packed-transactional.ts';

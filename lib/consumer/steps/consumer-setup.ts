@@ -1,6 +1,4 @@
-import type { RocketMQMessage } from '../../rocketmq/envelope.ts';
-import type { SigningKeyRing } from '../../rocketmq/envelope-signature.ts';
-import type { TagExpression } from '../../rocketmq/tag-expression.ts';
+import type { RocketMQMessage, SigningKeyRing, TagExpression } from '../../rocketmq/index.ts';
 import type { FailureCounter } from '../failures/failure-counter.ts';
 import type { FailureRouter } from '../failures/failure-router.ts';
 import type { ConsumptionStrategy } from '../idempotency/strategy.ts';

@@ -1,7 +1,11 @@
 import type { SQSRecord } from 'aws-lambda';
-import { parseEnvelope, type RocketMQMessage } from '../../rocketmq/envelope.ts';
-import { storeTimeRefusal, topicRefusal } from '../../rocketmq/envelope-admission.ts';
-import { signatureRefusals } from '../../rocketmq/envelope-signature.ts';
+import {
+  parseEnvelope,
+  type RocketMQMessage,
+  signatureRefusals,
+  storeTimeRefusal,
+  topicRefusal,
+} from '../../rocketmq/index.ts';
 import { mapLimit } from '../concurrency.ts';
 import {
   type ConsumptionError,

@@ -5,14 +5,19 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { recordId } from '../../../lib/config/resources.ts';
-import { FailureRouter } from '../../../lib/consumer/failures/failure-router.ts';
-import type { DedupRecord } from '../../../lib/consumer/idempotency/record.ts';
-import type { ConsumptionStrategy } from '../../../lib/consumer/idempotency/strategy.ts';
-import { type ConsumerInternal, rocketmqConsumer } from '../../../lib/consumer/lambda/middleware.ts';
-import type { ConsumerMessage, Invocation, RecordReport } from '../../../lib/consumer/settlement.ts';
-import { type OrderPaid, parseOrderPaid } from '../../../lib/points/order-paid.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
+import { recordId } from '../../../lib/config/index.ts';
+import {
+  type ConsumerInternal,
+  type ConsumerMessage,
+  type ConsumptionStrategy,
+  type DedupRecord,
+  FailureRouter,
+  type Invocation,
+  type RecordReport,
+  rocketmqConsumer,
+} from '../../../lib/consumer/index.ts';
+import { type OrderPaid, parseOrderPaid } from '../../../lib/points/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';

@@ -2,7 +2,7 @@ import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { recordIdPrefix } from '../../../lib/config/resources.ts';
+import { recordIdPrefix } from '../../../lib/config/index.ts';
 import {
   type ConsumerInternal,
   FailureRouter,
@@ -10,7 +10,7 @@ import {
   type TransactionalResult,
   transactionalStrategy,
 } from '../../../lib/consumer/index.ts';
-import { type OrderPaid, parseOrderPaid } from '../../../lib/points/order-paid.ts';
+import { type OrderPaid, parseOrderPaid } from '../../../lib/points/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { IMMEDIATE_RETRIES, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 

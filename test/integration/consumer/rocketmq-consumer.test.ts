@@ -2,12 +2,15 @@ import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { recordIdPrefix } from '../../../lib/config/resources.ts';
-import { TransientFailureError } from '../../../lib/consumer/failures/errors.ts';
-import { packedTransactionalStrategy } from '../../../lib/consumer/idempotency/packed-transactional.ts';
-import type { ConsumptionStrategy } from '../../../lib/consumer/idempotency/strategy.ts';
-import { type TransactionalResult, transactionalStrategy } from '../../../lib/consumer/idempotency/transactional.ts';
-import { awardWrites, balanceIncrement } from '../../../lib/points/ledger.ts';
+import { recordIdPrefix } from '../../../lib/config/index.ts';
+import {
+  type ConsumptionStrategy,
+  packedTransactionalStrategy,
+  type TransactionalResult,
+  TransientFailureError,
+  transactionalStrategy,
+} from '../../../lib/consumer/index.ts';
+import { awardWrites, balanceIncrement } from '../../../lib/points/index.ts';
 import { orderEnvelope } from '../../support/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 import { type Business, consumerFixture, type Deps } from './consumer-fixture.ts';

@@ -2,10 +2,9 @@ import { describe, expect, inject, it } from 'vitest';
 import { COUPONS, consumer as couponConsumer } from '../../../functions/coupon-consumer/handler.ts';
 import { consumer as orderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
 import { consumer as pointsConsumer } from '../../../functions/points-consumer/handler.ts';
-import { emulatorConfig } from '../../../lib/aws/clients.ts';
-import { InvalidConsumerConfigError } from '../../../lib/consumer/failures/errors.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/lambda/consumer-config.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { emulatorConfig } from '../../../lib/aws/index.ts';
+import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 
 /** Enough configuration to build a consumer; nothing is called at build time. */
 const deps = () => ({

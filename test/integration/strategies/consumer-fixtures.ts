@@ -9,15 +9,11 @@ import {
   ORDER_STATUS_GROUP,
   consumer as orderStatusConsumer,
 } from '../../../functions/order-status-consumer/handler.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { consumerGroup, recordId } from '../../../lib/config/resources.ts';
-import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
-import type { DedupRecord } from '../../../lib/consumer/idempotency/record.ts';
-import type { ConsumerConfig } from '../../../lib/consumer/index.ts';
-import type { ConsumerHandler } from '../../../lib/consumer/lambda/consumer-handler.ts';
-import type { RecordReport } from '../../../lib/consumer/settlement.ts';
-import type { Order } from '../../../lib/orders/order-status.ts';
-import { messageGroupOf } from '../../../lib/rocketmq/message-group.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
+import { consumerGroup, recordId, type ServiceAuth } from '../../../lib/config/index.ts';
+import type { ConsumerConfig, ConsumerHandler, DedupRecord, RecordReport } from '../../../lib/consumer/index.ts';
+import type { Order } from '../../../lib/orders/index.ts';
+import { messageGroupOf } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { type LocalResources, provisionLocal } from '../../../scripts/local/provision.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';

@@ -10,9 +10,8 @@ import {
   lifetimesOf,
 } from '../../../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../lib/config/resources.ts';
-import { InvalidConsumerConfigError } from '../../../lib/consumer/failures/errors.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/lambda/consumer-config.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 
 /**
  * The environment the CDK app gives a function of `settings` (a points function by default), then `overrides` as if

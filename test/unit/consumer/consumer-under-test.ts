@@ -10,8 +10,7 @@ import {
   rocketmqConsumer,
 } from '../../../lib/consumer/index.ts';
 import type { ConsumerMessage, RecordReport } from '../../../lib/consumer/settlement.ts';
-import { type EnvelopeFields, MsgIdGenerator, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { type EnvelopeFields, MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { sqsRecord } from '../../../scripts/local/sqs-record.ts';
 import { recordingSqs, type SqsAnswer } from './recording-sqs.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RECORD_TTL_SECONDS } from '../../../lib/config/delivery-lifetimes.ts';
+import { DEFAULT_RECORD_TTL_SECONDS } from '../../../lib/config/index.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../../../lib/consumer/failures/failure-router.ts';
 import type { RecordReport, Settlement } from '../../../lib/consumer/index.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 import { type Award, awardRecord, consumerUnderTest } from './consumer-under-test.ts';
 import { inMemoryStrategy } from './in-memory-strategy.ts';
 

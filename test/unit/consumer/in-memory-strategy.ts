@@ -1,4 +1,4 @@
-import { DEFAULT_RECORD_TTL_SECONDS } from '../../../lib/config/delivery-lifetimes.ts';
+import { DEFAULT_RECORD_TTL_SECONDS } from '../../../lib/config/index.ts';
 import { PayloadConflictError } from '../../../lib/consumer/failures/errors.ts';
 import type { BeginResult, ConsumptionStrategy } from '../../../lib/consumer/idempotency/strategy.ts';
 import type { ConsumerMessage, Settlement } from '../../../lib/consumer/settlement.ts';

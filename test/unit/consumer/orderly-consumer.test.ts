@@ -2,7 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { orderlySchedule } from '../../../lib/config/delivery-lifetimes.ts';
+import { orderlySchedule } from '../../../lib/config/index.ts';
 import { FailureCounter } from '../../../lib/consumer/failures/failure-counter.ts';
 import {
   HeldBackError,

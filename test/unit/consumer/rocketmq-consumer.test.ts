@@ -13,7 +13,7 @@ import {
   type Settlement,
   TransientFailureError,
 } from '../../../lib/consumer/index.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import {
   type Award,

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../../lib/aws/clients.ts';
-import { packedTransactionalStrategy } from '../../../../lib/consumer/idempotency/packed-transactional.ts';
-import { fingerprintOf } from '../../../../lib/consumer/idempotency/record.ts';
-import type { TransactionalResult } from '../../../../lib/consumer/idempotency/transactional.ts';
-import type { ConsumerMessage } from '../../../../lib/consumer/settlement.ts';
-import { parseEnvelope } from '../../../../lib/rocketmq/envelope.ts';
+import { createDynamoDb, emulatorConfig } from '../../../../lib/aws/index.ts';
+import {
+  type ConsumerMessage,
+  fingerprintOf,
+  packedTransactionalStrategy,
+  type TransactionalResult,
+} from '../../../../lib/consumer/index.ts';
+import { parseEnvelope } from '../../../../lib/rocketmq/index.ts';
 import { type RoundTrip, RoundTripCounter } from '../../../../scripts/instrumentation/round-trip-counter.ts';
 import { provisionLocal } from '../../../../scripts/local/provision.ts';
 import { orderEnvelope, sqsRecord } from '../../../support/points-fixture.ts';

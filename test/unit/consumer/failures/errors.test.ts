@@ -12,7 +12,7 @@ import {
   WriteRejectedError,
 } from '../../../../lib/consumer/failures/errors.ts';
 import { LeaseLostError } from '../../../../lib/consumer/idempotency/lease.ts';
-import { InvalidEnvelopeError } from '../../../../lib/rocketmq/envelope.ts';
+import { InvalidEnvelopeError } from '../../../../lib/rocketmq/index.ts';
 import { serviceError } from '../recording-sqs.ts';
 
 describe('the failure classes', () => {

@@ -10,7 +10,7 @@ import {
   FailureRouter,
   REDRIVE_COUNT_ATTRIBUTE,
 } from '../../../../lib/consumer/failures/failure-router.ts';
-import { RetrySchedule } from '../../../../lib/rocketmq/retry-schedule.ts';
+import { RetrySchedule } from '../../../../lib/rocketmq/index.ts';
 import { sqsRecord } from '../../../../scripts/local/sqs-record.ts';
 import { recordingSqs, type SqsAnswer, serviceError } from '../recording-sqs.ts';
 

@@ -1,8 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ConsumerMetric } from '../../../../lib/config/index.ts';
 import { HeldBackError, type RecordReport, TransientFailureError } from '../../../../lib/consumer/index.ts';
-import { ConsumerMetric, consumerTelemetry } from '../../../../lib/consumer/lambda/consumer-telemetry.ts';
+import { consumerTelemetry } from '../../../../lib/consumer/lambda/consumer-telemetry.ts';
 
 /** Records what the telemetry asks of Powertools: metric names, units and values, log levels and messages. */
 function recorder() {

@@ -1,10 +1,15 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SecretSigningKeys } from '../../../../lib/aws/signing-key-secret.ts';
-import { CONSUMER_ENV, lifetimeEnvironment } from '../../../../lib/config/consumer-environment.ts';
-import { lifetimesOf } from '../../../../lib/config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition, TABLE_ENV } from '../../../../lib/config/resources.ts';
+import { SecretSigningKeys } from '../../../../lib/aws/index.ts';
+import {
+  CONSUMER_ENV,
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  lifetimeEnvironment,
+  lifetimesOf,
+  TABLE_ENV,
+} from '../../../../lib/config/index.ts';
 import { InvalidConsumerConfigError } from '../../../../lib/consumer/failures/errors.ts';
 import { consumerConfigFromEnv, lazyHandler } from '../../../../lib/consumer/lambda/consumer-config.ts';
 import type { ConsumerModule } from '../../../../lib/consumer/lambda/define-consumer.ts';

@@ -5,7 +5,7 @@ import type { Business, Settlement } from '../../../../lib/consumer/settlement.t
 import type { BatchState } from '../../../../lib/consumer/steps/batch-state.ts';
 import type { ConsumerSetup } from '../../../../lib/consumer/steps/consumer-setup.ts';
 import { prepareBatch } from '../../../../lib/consumer/steps/prepare.ts';
-import { TagExpression } from '../../../../lib/rocketmq/tag-expression.ts';
+import { TagExpression } from '../../../../lib/rocketmq/index.ts';
 import { type Award, DLQ_URL, GROUP, parseAward } from '../consumer-under-test.ts';
 import { recordingSqs, type SqsAnswer } from '../recording-sqs.ts';
 

@@ -1,0 +1,31 @@
+/**
+ * What the `ops` command does: the ledger audit, the reversal of double awards, dead-letter inspection
+ * and redrive, and how their results are shown.
+ * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
+ */
+export {
+  redriveWriteSummary,
+  renderAudit,
+  renderDeadLetter,
+  renderDeadLetterList,
+  renderRedrive,
+  renderReversal,
+  reversalWriteSummary,
+  type SavedPlan,
+} from './command-output.ts';
+export { findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
+export { type RedriveFilter, RedriveInterruptedError, redriveDeadLetters } from './dead-letter-redrive.ts';
+export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
+export { messageOf, OperationsError, UsageError } from './errors.ts';
+export { type AuditReport, auditLedger, isClean, runLedgerAudit } from './ledger-audit.ts';
+export {
+  awsConfigOf,
+  groupQueuesOf,
+  type PointTableNames,
+  pointTablesOf,
+  type TargetOptions,
+} from './operations-target.ts';
+export { ProgressBar, type ProgressStream } from './progress-bar.ts';
+export { type OutputFormat, renderCsv, terminalSafe } from './report-format.ts';
+export { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from './reversal-plan.ts';
+export { type ConfirmationChannel, confirmWrite, queueLocation, tableLocation } from './write-confirmation.ts';

@@ -1,0 +1,15 @@
+/**
+ * The points business: the ledger entries and balances an award writes, and the order-paid event.
+ * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
+ */
+export {
+  awardEntryId,
+  awardWrites,
+  balanceIncrement,
+  type LedgerEntry,
+  LedgerEntryKind,
+  type PointAccount,
+  type PointTables,
+  reversalEntryId,
+} from './ledger.ts';
+export { type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from './order-paid.ts';

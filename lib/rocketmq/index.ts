@@ -1,0 +1,36 @@
+/**
+ * RocketMQ's side of every consumer and of the bridge: the envelope (its parser, writer and signature,
+ * what a group admits), tag expressions, message groups and the retry schedule. Knows nothing of AWS.
+ * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
+ */
+
+export {
+  envelopeJsonSchema,
+  excerpt,
+  InvalidEnvelopeError,
+  parseEnvelope,
+  ROCKETMQ_EVENT_TYPE,
+  type RocketMQMessage,
+} from './envelope.ts';
+export { storeTimeRefusal, topicRefusal } from './envelope-admission.ts';
+export {
+  assertSigningKey,
+  generateSigningKey,
+  InvalidSigningKeyError,
+  type SigningKeyRing,
+  StaticSigningKeys,
+  signatureRefusal,
+  signatureRefusals,
+  signEnvelope,
+} from './envelope-signature.ts';
+export {
+  buildEnvelope,
+  type Envelope,
+  type EnvelopeFields,
+  MsgIdGenerator,
+  serializeEnvelope,
+  writeEnvelope,
+} from './envelope-writer.ts';
+export { type MessageGroupFacts, type MessageGroupSource, messageGroupOf } from './message-group.ts';
+export { InvalidRetryScheduleError, RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from './retry-schedule.ts';
+export { TagExpression } from './tag-expression.ts';
