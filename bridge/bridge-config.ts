@@ -145,6 +145,8 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
     );
   }
   for (const route of config.routes) {
+    const unordered = fifoTargetRefusal({ group: route.group, fifo: route.fifo, target: route.target.kind });
+    if (unordered) throw new InvalidBridgeConfigError(unordered);
     if (route.fifo && route.target.kind === 'sqs' && !route.target.queueUrl.endsWith('.fifo')) {
       throw new InvalidBridgeConfigError(
         `route ${route.group}: a FIFO route needs an SQS FIFO queue (.fifo), got ${route.target.queueUrl}`,
@@ -160,6 +162,26 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
     }
   }
   return config;
+}
+
+/**
+ * Why a route cannot keep the order it promises, or `undefined`. A FIFO route promises each message
+ * group in order, and only an SQS FIFO queue keeps it: EventBridge delivers events to its targets
+ * in no particular order and retries them independently, so an order's FINISHED could reach its
+ * consumer before its PAID. Shared by the bridge's start (`parseBridgeConfig`) and the CDK app's
+ * synth (infra/bridge/bridge-routes.ts), so both refuse the same routes with the same words.
+ */
+export function fifoTargetRefusal(route: {
+  readonly group: string;
+  readonly fifo: boolean | undefined;
+  readonly target: 'sqs' | 'eventbridge';
+}): string | undefined {
+  if (!route.fifo || route.target === 'sqs') return undefined;
+  return (
+    `route ${route.group}: a FIFO route must forward to an SQS FIFO queue, but its target is EventBridge, ` +
+    "which delivers events out of order (an order's FINISHED could reach the consumer before its PAID): " +
+    'give the route an SQS FIFO queue, or make it a standard route (fifo: false) if its consumers do not need order'
+  );
 }
 
 /**

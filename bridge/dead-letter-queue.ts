@@ -1,17 +1,21 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { sqsText } from '../lib/aws/index.ts';
+import {
+  BRIDGE_NOTICE_KIND,
+  DEAD_LETTER_KIND_ATTRIBUTE,
+  NOTICE_REASON_ATTRIBUTE,
+  NoticeReason,
+  noticeBody,
+} from '../lib/rocketmq/index.ts';
 import { describeError } from './forward-target.ts';
 import type { Envelope } from './received-envelope.ts';
 
 /** Why a message went to the group's DLQ instead of its queue. */
-export const DeadLetterReason = {
-  /** The envelope exceeds the target's message size limit; retrying cannot fix it. */
-  BodyTooLarge: 'BODY_TOO_LARGE',
-} as const;
-export type DeadLetterReason = (typeof DeadLetterReason)[keyof typeof DeadLetterReason];
+export const DeadLetterReason = NoticeReason;
+export type DeadLetterReason = NoticeReason;
 
 /** SQS message attribute carrying the reason, so DLQ alarms and redrive tools can tell causes apart. */
-export const DEAD_LETTER_REASON_ATTRIBUTE = 'BridgeDeadLetterReason';
+export const DEAD_LETTER_REASON_ATTRIBUTE = NOTICE_REASON_ATTRIBUTE;
 
 export interface DeadLetter {
   readonly envelope: Envelope;
@@ -23,10 +27,11 @@ export interface DeadLetter {
 }
 
 /**
- * The group's DLQ path for what the bridge cannot forward. The notice is the envelope with the body
- * left out (the body is why it did not fit), plus the reason as CloudEvents extension attributes and
- * as an SQS message attribute. The body stays retrievable in RocketMQ by topic, queue and offset
- * (or msgId) for as long as the broker keeps its commit log.
+ * The group's DLQ path for what the bridge cannot forward: a notice (lib/rocketmq/dead-letter-notice.ts),
+ * the envelope with the body left out plus the reason, marked as a bridge notice in its SQS
+ * attributes and its body, so `ops dlq` shows it with its own reason and never sends it to the
+ * consumer. The body stays retrievable in RocketMQ by topic, queue and offset (or msgId) for as
+ * long as the broker keeps its commit log.
  */
 export class DeadLetterQueue {
   constructor(
@@ -35,18 +40,13 @@ export class DeadLetterQueue {
   ) {}
 
   async send(letter: DeadLetter): Promise<{ ok: true } | { ok: false; reason: string }> {
-    const notice = {
-      ...letter.envelope,
-      deadletterreason: letter.reason,
-      deadletterdetail: letter.detail,
-      data: { ...letter.envelope.data, body: '', bodyEncoding: 'utf8' as const, bodyOmitted: true },
-    };
     try {
       await this.sqs.send(
         new SendMessageCommand({
           QueueUrl: this.queueUrl,
-          MessageBody: JSON.stringify(notice),
+          MessageBody: noticeBody(letter.envelope, letter.reason, letter.detail),
           MessageAttributes: {
+            [DEAD_LETTER_KIND_ATTRIBUTE]: { DataType: 'String', StringValue: BRIDGE_NOTICE_KIND },
             [DEAD_LETTER_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: sqsText(letter.reason, 256) },
           },
           ...(letter.messageGroupId !== undefined

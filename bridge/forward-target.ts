@@ -28,7 +28,10 @@ export interface ForwardTarget {
 /** Both services cap a batch at ten entries and at the same byte limit as one message. */
 export const MAX_BATCH_ENTRIES = 10;
 
-/** Greedy packing in arrival order (which keeps FIFO groups in order across batches). */
+/**
+ * Greedy packing in arrival order, at most ten entries and `maxBytes` a batch. FIFO routes pack each wave of
+ * group-ordered-sending.ts with it, never a batch holding two messages of one group.
+ */
 export function packBatches<T>(items: readonly T[], sizeOf: (item: T) => number, maxBytes: number): T[][] {
   const batches: T[][] = [];
   let current: T[] = [];

@@ -7,7 +7,8 @@ export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;
 /**
  * The envelope of a message this bridge received, from either protocol: the broker's facts
  * mapped onto the project's one envelope writer (`lib/rocketmq/envelope-writer.ts`), which the
- * consumers' parser reads. RocketMQ's `reconsumeTimes` is the delivery attempt minus one.
+ * consumers' parser reads. `reconsumeTimes` counts consumer failures only, never the bridge's own
+ * redeliveries (see `ReceivedMessage.reconsumeTimes`).
  */
 export function envelopeOf(
   message: ReceivedMessage,
@@ -31,7 +32,7 @@ export function envelopeOf(
       queueOffset: message.queueOffset,
       brokerName: message.brokerName,
       messageGroup: message.messageGroup,
-      reconsumeTimes: Math.max(0, message.deliveryAttempt - 1),
+      reconsumeTimes: message.reconsumeTimes,
       cluster: clusterName,
     },
     () => now().getTime(),

@@ -257,17 +257,24 @@ function originalTopic(msg: Message, group: string): string {
 }
 
 /**
- * RocketMQ's sharding key property (`MessageConst.PROPERTY_SHARDING_KEY`), and the name ali-ons' producer writes it
- * under.
+ * The sharding key an orderly producer selects the queue by: `__SHARDINGKEY` as Java producers
+ * name it (RocketMQ 5's `MessageConst.PROPERTY_SHARDING_KEY`), `__SHARDING_KEY` as ali-ons'
+ * producer writes it. Either is the route's message group; both stay user properties, as set.
  */
 const SHARDING_KEY = '__SHARDINGKEY';
 const ALI_ONS_SHARDING_KEY = '__SHARDING_KEY';
 
 /**
- * RocketMQ 4's system property names (`MessageConst.STRING_HASH_SET`); whatever else a message
- * carries was set by the application.
+ * RocketMQ 4.7.1's system property names, exactly its `MessageConst.STRING_HASH_SET`
+ * (rocketmq-common 4.7.1, read with `javap -c`): the names `Message.putUserProperty` refuses.
+ * Every other property was set by the application, or is one the 4.7.1 client itself classes as
+ * a user property although RocketMQ uses it (`__STARTDELIVERTIME`, both sharding keys,
+ * `CHECK_IMMUNITY_TIME_IN_SECONDS`, `TRANSACTION_CHECK_TIMES`, `TRAN_PREPARED_QUEUE_OFFSET`):
+ * a Java consumer reads those with `getUserProperty`, so they go into `userProperties` as set.
  */
-const SYSTEM_PROPERTIES = new Set([
+const SYSTEM_PROPERTIES: ReadonlySet<string> = new Set([
+  'TRACE_ON',
+  'MSG_REGION',
   'KEYS',
   'TAGS',
   'WAIT',
@@ -285,14 +292,9 @@ const SYSTEM_PROPERTIES = new Set([
   'CORRECTION_FLAG',
   'MQ2_FLAG',
   'RECONSUME_TIME',
-  'MSG_REGION',
-  'TRACE_ON',
   'UNIQ_KEY',
   'MAX_RECONSUME_TIMES',
   'CONSUME_START_TIME',
-  'TRAN_PREPARED_QUEUE_OFFSET',
-  'TRANSACTION_CHECK_TIMES',
-  'CHECK_IMMUNITY_TIME_IN_SECONDS',
   'INSTANCE_ID',
   'CORRELATION_ID',
   'REPLY_TO_CLIENT',
@@ -301,10 +303,18 @@ const SYSTEM_PROPERTIES = new Set([
   'PUSH_REPLY_TIME',
   'CLUSTER',
   'MSG_TYPE',
-  '__STARTDELIVERTIME',
-  SHARDING_KEY,
-  ALI_ONS_SHARDING_KEY,
 ]);
+
+/** What the bridge keeps of a 4.x message's properties: the application's, by the 4.7.1 client's own classification. */
+export function userPropertiesOf(properties: Readonly<Record<string, string>>): Record<string, string> {
+  // The client's property decoder yields an empty name from the wire format's trailing separator.
+  return Object.fromEntries(Object.entries(properties).filter(([name]) => name !== '' && !SYSTEM_PROPERTIES.has(name)));
+}
+
+/** The message group of a 4.x message: its sharding key, the Java name first when a producer set both. */
+export function shardingKeyOf(properties: Readonly<Record<string, string>>): string | undefined {
+  return properties[SHARDING_KEY] || properties[ALI_ONS_SHARDING_KEY] || undefined;
+}
 
 function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle: PendingDelivery): ReceivedMessage {
   const properties = msg.properties ?? {};
@@ -318,12 +328,9 @@ function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle
     tag: msg.tags || undefined,
     keys: (msg.keys ?? '').split(' ').filter((k) => k.length > 0),
     // The sharding key an ordered producer selected the queue by: RocketMQ 5's message group.
-    messageGroup: properties[SHARDING_KEY] || properties[ALI_ONS_SHARDING_KEY] || undefined,
+    messageGroup: shardingKeyOf(properties),
     body: msg.body ?? Buffer.alloc(0),
-    // The client's property decoder yields an empty name from the wire format's trailing separator.
-    userProperties: Object.fromEntries(
-      Object.entries(properties).filter(([name]) => name !== '' && !SYSTEM_PROPERTIES.has(name)),
-    ),
+    userProperties: userPropertiesOf(properties),
     bornHost: msg.bornHost,
     bornTimestamp: msg.bornTimestamp,
     storeHost: msg.storeHost,
@@ -331,6 +338,7 @@ function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle
     queueId: msg.queueId,
     queueOffset: msg.queueOffset,
     brokerName: mq.brokerName,
-    deliveryAttempt: (msg.reconsumeTimes ?? 0) + 1,
+    // Only a send-back raises it, and the bridge never sends back: a failed forward stays in hand.
+    reconsumeTimes: msg.reconsumeTimes ?? 0,
   };
 }

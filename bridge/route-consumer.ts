@@ -1,4 +1,5 @@
 import {
+  type Endpoints,
   type MessageQueue,
   MessageView,
   SimpleConsumer,
@@ -8,10 +9,12 @@ import {
 // Generated CommonJS, whose exports Node's ESM loader cannot list: values come through the default import.
 import definitionPb, {
   type Message as MessagePB,
+  type Settings as SettingsPB,
   type Status,
 } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb.js';
 import servicePb, { type ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js';
 import { describeError } from './forward-target.ts';
+import { groupRetryRefusal } from './group-retry-policy.ts';
 import type { AckResult } from './route-pump.ts';
 
 /**
@@ -39,8 +42,15 @@ export interface ReceivedMessage {
   readonly queueId: number;
   readonly queueOffset: number | undefined;
   readonly brokerName: string | undefined;
-  /** 1 on the first delivery; RocketMQ 4's `reconsumeTimes` is this minus one. */
-  readonly deliveryAttempt: number;
+  /**
+   * The consumer failures RocketMQ counted before the bridge received the message: what the
+   * envelope's `reconsumeTimes` says, and what the consumer's retry schedule starts from. Never the
+   * bridge's own redeliveries. RocketMQ 4: the broker's `reconsumeTimes`, which only a send-back to
+   * `%RETRY%<group>` raises and the bridge never sends back (a retry backlog left by the group's
+   * previous consumer keeps its count). RocketMQ 5: 0, because every redelivery of the bridge's
+   * group is the bridge's (a failed forward or ack, a task that died), however the proxy counts it.
+   */
+  readonly reconsumeTimes: number;
 }
 
 /**
@@ -53,11 +63,29 @@ export class RouteConsumer extends SimpleConsumer {
   readonly #facts = new WeakMap<MessageView, Omit<ReceivedMessage, 'handle'>>();
   readonly #invisibleDurationMs: number;
   readonly #batchSize: number;
+  /** The group's `retryMaxTimes + 1`, from the settings the proxy sends at start and every 5 minutes. */
+  #maxDeliveryAttempts: number | undefined;
 
   constructor(options: SimpleConsumerOptions & { invisibleDurationMs: number; batchSize: number }) {
     super(options);
     this.#invisibleDurationMs = options.invisibleDurationMs;
     this.#batchSize = options.batchSize;
+  }
+
+  /**
+   * Why the group's retry limit could park a message the bridge failed to forward in `%DLQ%<group>`
+   * (see group-retry-policy.ts), or `undefined`; known once `startup()` resolved.
+   */
+  retryPolicyRefusal(): string | undefined {
+    return groupRetryRefusal(this.consumerGroup, this.#maxDeliveryAttempts, this.#invisibleDurationMs);
+  }
+
+  override onSettingsCommand(endpoints: Endpoints, settings: SettingsPB): void {
+    this.#maxDeliveryAttempts = settings.hasBackoffPolicy() ? settings.getBackoffPolicy()!.getMaxAttempts() : undefined;
+    // At start the refusal stops the route (route-source.ts); later, a limit lowered on a running group is said here.
+    const refusal = this.isRunning() ? this.retryPolicyRefusal() : undefined;
+    if (refusal) this.logger.error('%s', refusal);
+    super.onSettingsCommand(endpoints, settings);
   }
 
   /**
@@ -174,6 +202,6 @@ function factsOf(view: MessageView, message: MessagePB, mq: MessageQueue): Omit<
     queueId: system.getQueueId(),
     queueOffset: view.offset,
     brokerName: mq.broker.name || undefined,
-    deliveryAttempt: view.deliveryAttempt ?? 1,
+    reconsumeTimes: 0,
   };
 }

@@ -34,6 +34,8 @@ export interface BatchOutcome {
 }
 
 interface Prepared {
+  /** Position in the received batch: the order RocketMQ handed the messages over in. */
+  readonly index: number;
   readonly message: ReceivedMessage;
   readonly envelope: Envelope;
   readonly outbound: OutboundMessage;
@@ -48,40 +50,29 @@ export class RouteForwarder {
   constructor(private readonly options: RouteForwarderOptions) {}
 
   async forwardBatch(messages: readonly ReceivedMessage[]): Promise<BatchOutcome> {
-    const { target, maxMessageBytes, route, signingKeys } = this.options;
+    const { target, maxMessageBytes, signingKeys } = this.options;
     // A key that cannot be read fails the batch before anything is sent: it stays un-acked and comes back.
     const key = signingKeys ? await signingKeys.current() : undefined;
     const prepared = messages.map((message, index) => this.#prepare(message, index, key));
     const tooLarge = prepared.filter((p) => target.sizeOf(p.outbound) > maxMessageBytes);
-    const fitting = prepared.filter((p) => !tooLarge.includes(p));
 
     const notAcked: { msgId: string; reason: string }[] = [];
     const deadLettered: Prepared[] = [];
+    const stops = new GroupStops(this.options.route.fifo);
     for (const p of tooLarge) {
       const outcome = await this.#deadLetterTooLarge(p);
-      if (outcome.ok) deadLettered.push(p);
-      else notAcked.push({ msgId: p.message.msgId, reason: `dead-lettering failed: ${outcome.reason}` });
-    }
-
-    const results = new Map(
-      (fitting.length > 0 ? await target.forward(fitting.map((p) => p.outbound)) : []).map((r) => [r.id, r]),
-    );
-    const forwarded: Prepared[] = [];
-    // FIFO: once a message of a group failed, its successors in the batch stay un-acked too, so
-    // RocketMQ hands the group back in order (SQS FIFO drops the re-sent successors by msgId).
-    const blockedGroups = new Set<string>();
-    for (const p of fitting) {
-      const result = results.get(p.outbound.id);
-      const group = p.outbound.messageGroupId;
-      if (route.fifo && group !== undefined && blockedGroups.has(group)) {
-        notAcked.push({ msgId: p.message.msgId, reason: 'an earlier message of its FIFO group failed' });
-      } else if (result?.ok) {
-        forwarded.push(p);
-      } else {
-        notAcked.push({ msgId: p.message.msgId, reason: result && !result.ok ? result.reason : 'no forward result' });
-        if (group !== undefined) blockedGroups.add(group);
+      if (outcome.ok) {
+        deadLettered.push(p);
+        continue;
       }
+      notAcked.push({ msgId: p.message.msgId, reason: `dead-lettering failed: ${outcome.reason}` });
+      stops.stopAt(p);
     }
+    const forwarded = await this.#forwardFitting(
+      prepared.filter((p) => !tooLarge.includes(p)),
+      stops,
+      notAcked,
+    );
     this.#record(forwarded, deadLettered, notAcked);
 
     const toAck = [...deadLettered, ...forwarded].map((p) => p.message);
@@ -90,11 +81,46 @@ export class RouteForwarder {
     return { acked, deadLettered: deadLettered.map((p) => p.message.msgId), notAcked };
   }
 
+  /**
+   * Forwards what fits and returns what landed; the rest goes to `notAcked`. FIFO: nothing of a
+   * group after a message that did not land (in the target, or a too-large one in the DLQ) is sent
+   * or acked, so RocketMQ hands the group back from that message on, in order. The SQS target
+   * sends nothing of a group after its failure itself (group-ordered-sending.ts); the check here
+   * keeps the acks right whatever a target does.
+   */
+  async #forwardFitting(
+    fitting: readonly Prepared[],
+    stops: GroupStops,
+    notAcked: { msgId: string; reason: string }[],
+  ): Promise<Prepared[]> {
+    const sendable = fitting.filter((p) => !stops.isBehindStop(p));
+    const results = new Map(
+      (sendable.length > 0 ? await this.options.target.forward(sendable.map((p) => p.outbound)) : []).map((r) => [
+        r.id,
+        r,
+      ]),
+    );
+    const forwarded: Prepared[] = [];
+    for (const p of fitting) {
+      const result = results.get(p.outbound.id);
+      if (stops.isBehindStop(p)) {
+        notAcked.push({ msgId: p.message.msgId, reason: 'an earlier message of its FIFO group did not land' });
+      } else if (result?.ok) {
+        forwarded.push(p);
+      } else {
+        notAcked.push({ msgId: p.message.msgId, reason: result && !result.ok ? result.reason : 'no forward result' });
+        stops.stopAt(p);
+      }
+    }
+    return forwarded;
+  }
+
   #prepare(message: ReceivedMessage, index: number, key: Uint8Array | undefined): Prepared {
     const unsigned = envelopeOf(message, this.options.clusterName, this.options.now);
     const envelope = key ? signEnvelope(unsigned, key) : unsigned;
     const fifo = this.options.route.fifo;
     return {
+      index,
       message,
       envelope,
       outbound: {
@@ -169,5 +195,23 @@ export class RouteForwarder {
       });
     });
     return acked;
+  }
+}
+
+/** Where each FIFO message group of a batch stopped: the position of its first message that did not land. */
+class GroupStops {
+  readonly #first = new Map<string, number>();
+  constructor(private readonly fifo: boolean) {}
+
+  stopAt(p: Prepared): void {
+    const group = p.outbound.messageGroupId;
+    if (!this.fifo || group === undefined) return;
+    this.#first.set(group, Math.min(p.index, this.#first.get(group) ?? p.index));
+  }
+
+  isBehindStop(p: Prepared): boolean {
+    const group = p.outbound.messageGroupId;
+    const stop = group === undefined ? undefined : this.#first.get(group);
+    return stop !== undefined && stop < p.index;
   }
 }

@@ -1,6 +1,7 @@
 import { format } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type BridgeConfig, type BridgeRoute, batchesInFlightOf, RocketMQProtocol } from './bridge-config.ts';
+import { GroupDeadLettersError } from './group-retry-policy.ts';
 import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
 import { RouteConsumer } from './route-consumer.ts';
 import type { MessageSource } from './route-pump.ts';
@@ -51,7 +52,13 @@ export function createRouteSource(
     ...(credentials ? { sessionCredentials: credentials } : {}),
   });
   return {
-    start: () => consumer.startup(),
+    async start() {
+      await consumer.startup();
+      const refusal = consumer.retryPolicyRefusal();
+      if (!refusal) return;
+      await consumer.shutdown().catch(() => undefined);
+      throw new GroupDeadLettersError(refusal);
+    },
     receive: () => consumer.receiveMessages(),
     ack: (messages) => consumer.ackReceived(messages),
     stop: () => consumer.shutdown(),

@@ -7,6 +7,7 @@ import {
   type OutboundMessage,
   packBatches,
 } from './forward-target.ts';
+import { sendInGroupOrder } from './group-ordered-sending.ts';
 
 /** Forwards envelopes as SQS message bodies with `SendMessageBatch`. */
 export class SqsTarget implements ForwardTarget {
@@ -14,7 +15,7 @@ export class SqsTarget implements ForwardTarget {
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
     private readonly maxBatchBytes: number,
-    /** FIFO queues: batches go one after another, or a later batch of a group could land first. */
+    /** FIFO queues: in waves of one message per group, so nothing of a group lands after its failed message. */
     private readonly fifo = false,
   ) {}
 
@@ -23,11 +24,10 @@ export class SqsTarget implements ForwardTarget {
   }
 
   async forward(messages: readonly OutboundMessage[]): Promise<ForwardResult[]> {
-    const batches = packBatches(messages, (m) => this.sizeOf(m), this.maxBatchBytes);
-    if (!this.fifo) return (await Promise.all(batches.map((batch) => this.#sendBatch(batch)))).flat();
-    const results: ForwardResult[] = [];
-    for (const batch of batches) results.push(...(await this.#sendBatch(batch)));
-    return results;
+    const sizeOf = (m: OutboundMessage) => this.sizeOf(m);
+    const send = (batch: OutboundMessage[]) => this.#sendBatch(batch);
+    if (this.fifo) return sendInGroupOrder(messages, send, sizeOf, this.maxBatchBytes);
+    return (await Promise.all(packBatches(messages, sizeOf, this.maxBatchBytes).map(send))).flat();
   }
 
   async #sendBatch(batch: OutboundMessage[]): Promise<ForwardResult[]> {

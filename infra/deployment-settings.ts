@@ -71,6 +71,17 @@ const bridgeSchema = z
     subnets,
     /** Extra security groups for the tasks (e.g. one the cluster's security group admits). */
     securityGroupIds,
+    /**
+     * IPv4 blocks the cluster listens in (its proxies, or its name servers and brokers): the tasks'
+     * security group lets them out on the cluster's ports only towards these (default: any address,
+     * on those ports only). The ports come from `endpoints` and, on RocketMQ 4, `brokerPorts`.
+     */
+    clusterCidrs: z.array(z.cidrv4()).min(1).default(['0.0.0.0/0']),
+    /**
+     * RocketMQ 4.x: the ports of the brokers the name servers hand out (each broker's `listenPort`,
+     * default 10911). RocketMQ 5 clients talk to the proxies alone, so it is refused there.
+     */
+    brokerPorts: z.array(z.number().int().min(1).max(65_535)).min(1).optional(),
     /** Tasks running when idle; every task joins every route's consumer group and shares its messages. */
     desiredCount: z.number().int().min(1).max(100).default(2),
     /** Upper bound of CPU target tracking. */
@@ -85,6 +96,11 @@ const bridgeSchema = z
   .refine((b) => b.maxCount >= b.desiredCount, {
     message: 'maxCount must be at least desiredCount',
     path: ['maxCount'],
+  })
+  .refine((b) => b.protocol === 'rocketmq4' || b.brokerPorts === undefined, {
+    message:
+      'brokerPorts is for rocketmq4, whose clients pull from the brokers; rocketmq5 clients reach the proxies only',
+    path: ['brokerPorts'],
   })
   .refine((b) => !(b.protocol === 'rocketmq4' && b.tls), {
     message:

@@ -16,8 +16,15 @@ export function acknowledgePipelineFindings(pipeline: pipelines.CodePipeline): v
   const stack = Stack.of(pipeline);
   const { account, region } = stack;
   const logicalId = (path: string) => stack.getLogicalId(findByPath(pipeline, path) as CfnElement);
-  const synthProject = logicalId('Pipeline/Build/Synth/CdkBuildProject/Resource');
-  const selfMutation = logicalId('UpdatePipeline/SelfMutation/Resource');
+  // Every CodeBuild project the pipeline has, by its path under the pipeline construct.
+  const projects = [
+    'Pipeline/Build/Synth/CdkBuildProject/Resource',
+    'Pipeline/Build/Tests/Tests/Resource',
+    'UpdatePipeline/SelfMutation/Resource',
+    'Pipeline/Test/ProtectStacks/ProtectStacks/Resource',
+    'Pipeline/Prod/SecurityDiff/SecurityDiff/Resource',
+    'Pipeline/Prod/ProtectStacks/ProtectStacks/Resource',
+  ].map(logicalId);
   const acknowledgements: Array<[string, string]> = [
     ...[
       's3:GetObject*',
@@ -29,25 +36,8 @@ export function acknowledgePipelineFindings(pipeline: pipelines.CodePipeline): v
       'kms:GenerateDataKey*',
     ].map((action): [string, string] => [`Action::${action}`, ARTIFACT_GRANTS]),
     [`Resource::<${logicalId('Pipeline/ArtifactsBucket/Resource')}.Arn>/*`, ARTIFACT_GRANTS],
-    [
-      `Resource::arn:<AWS::Partition>:logs:${region}:${account}:log-group:/aws/codebuild/<${synthProject}>:*`,
-      CODEBUILD_OWN_LOGS,
-    ],
-    [
-      `Resource::arn:<AWS::Partition>:codebuild:${region}:${account}:report-group/<${synthProject}>-*`,
-      CODEBUILD_OWN_LOGS,
-    ],
-    [
-      `Resource::arn:<AWS::Partition>:logs:${region}:${account}:log-group:/aws/codebuild/<${selfMutation}>:*`,
-      CODEBUILD_OWN_LOGS,
-    ],
-    [
-      `Resource::arn:<AWS::Partition>:codebuild:${region}:${account}:report-group/<${selfMutation}>-*`,
-      CODEBUILD_OWN_LOGS,
-    ],
-    ...['Test', 'Prod'].flatMap((stage): Array<[string, string]> => {
-      const project = logicalId(`Pipeline/${stage}/ProtectStacks/ProtectStacks/Resource`);
-      return [
+    ...projects.flatMap(
+      (project): Array<[string, string]> => [
         [
           `Resource::arn:<AWS::Partition>:logs:${region}:${account}:log-group:/aws/codebuild/<${project}>:*`,
           CODEBUILD_OWN_LOGS,
@@ -56,8 +46,8 @@ export function acknowledgePipelineFindings(pipeline: pipelines.CodePipeline): v
           `Resource::arn:<AWS::Partition>:codebuild:${region}:${account}:report-group/<${project}>-*`,
           CODEBUILD_OWN_LOGS,
         ],
-      ];
-    }),
+      ],
+    ),
     [
       `Resource::arn:<AWS::Partition>:logs:${region}:${account}:log-group:/aws/codebuild/*`,
       'The asset-publishing CodeBuild projects are created by CDK Pipelines per asset; their shared role writes to their log groups, whose names are not known when the role is defined.',

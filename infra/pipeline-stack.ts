@@ -29,18 +29,58 @@ export interface PipelineStackProps extends StackProps {
 }
 
 /**
- * CDK Pipelines: source from the repository connection, one synth step that installs, runs the
- * README's tests and synthesises (cdk-nag runs there too), then test, manual approval, production.
- * The pipeline updates itself first, so changing it is a commit like any other.
+ * The build image every CodeBuild step runs on, and its runtimes: Ubuntu 24.04 (standard 8.0) is
+ * the image whose runtime list has Node.js 24, the version `engines` asks for and production runs.
+ * The synth step installs no Node of its own (the `node` devDependency's preinstall is an install
+ * script, and scripts are off there), so this one is what synthesises the deployed assembly.
+ */
+const BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_8_0;
+const NODE_RUNTIME = codebuild.BuildSpec.fromObject({ phases: { install: { 'runtime-versions': { nodejs: '24' } } } });
+/** The emulator's lock (scripts/emulator/requirements.txt) is resolved for CPython 3.11 on linux x86_64. */
+const TESTS_RUNTIME = codebuild.BuildSpec.fromObject({
+  phases: { install: { 'runtime-versions': { nodejs: '24', python: '3.11' } } },
+});
+
+/**
+ * CDK Pipelines: source from the repository connection; the tests in a step of their own whose
+ * output nothing uses; then the synth step, whose cloud assembly is what self-mutation, the asset
+ * steps and the stages deploy, so it installs with scripts off and runs nothing but the synth (cdk-nag
+ * runs there too); then test, a security diff of production for the approver, the manual approval,
+ * production. The pipeline updates itself first, so changing it is a commit like any other.
  */
 export class PipelineStack extends Stack {
   readonly pipeline: pipelines.CodePipeline;
   readonly test: ConsumerStage;
   readonly prod: ConsumerStage;
+  /** The project the approver reads before promoting to production; its own role only reads. */
+  readonly securityDiff: pipelines.CodeBuildStep;
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
     const { pipeline: source, stages, runbookUrl } = props.settings;
+    const input = pipelines.CodePipelineSource.connection(source.repository, source.branch, {
+      connectionArn: source.connectionArn,
+    });
+    const tests = new pipelines.CodeBuildStep('Tests', {
+      input,
+      partialBuildSpec: TESTS_RUNTIME,
+      // As on a developer's machine and in CI, install scripts included: nothing this step makes is
+      // deployed. moto server and cfn-lint come from .venv, which emulator:setup provisions from the
+      // hash lock scripts/emulator/requirements.txt.
+      installCommands: ['npm ci --no-audit --no-fund', 'npm run emulator:setup'],
+      commands: ['npm test', 'npm run lint:cfn'],
+    });
+    const synth = new pipelines.ShellStep('Synth', {
+      input,
+      // No install scripts: nothing outside the lockfiles' integrity hashes runs or lands.
+      // esbuild needs none (its platform binary is an optional dependency in the lockfile), and
+      // the Node that runs the synth is the build image's.
+      installCommands: ['npm ci --ignore-scripts --no-audit --no-fund'],
+      // A stage with the bridge needs its image's root filesystem in the build context before the
+      // synth stages it: made from bridge/image/rootfs.lock.json, every byte checked (no-op otherwise).
+      commands: ['npm run bridge:rootfs -- --if-bridge-enabled', 'npm run synth'],
+    });
+    synth.addStepDependency(tests);
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {
       pipelineName: 'rocketmq-consumers',
       pipelineType: codepipeline.PipelineType.V2,
@@ -49,40 +89,62 @@ export class PipelineStack extends Stack {
       enableKeyRotation: true,
       cliVersion: lockedVersion('aws-cdk'),
       cdkAssetsCliVersion: lockedVersion('cdk-assets'),
-      synth: new pipelines.ShellStep('Synth', {
-        input: pipelines.CodePipelineSource.connection(source.repository, source.branch, {
-          connectionArn: source.connectionArn,
-        }),
-        installCommands: [
-          // The `node` devDependency brings Node 24. moto server and cfn-lint come from .venv,
-          // which emulator:setup provisions from scripts/emulator/requirements.txt (both pinned
-          // there), as on a developer's machine.
-          'npm ci --no-audit --no-fund',
-          'npm run emulator:setup',
-        ],
-        commands: ['npm test', 'npm run lint:cfn', 'npm run synth'],
-      }),
-      synthCodeBuildDefaults: {
-        buildEnvironment: {
-          buildImage: codebuild.LinuxBuildImage.STANDARD_7_0,
-          computeType: codebuild.ComputeType.MEDIUM,
-        },
+      synth,
+      codeBuildDefaults: {
+        buildEnvironment: { buildImage: BUILD_IMAGE, computeType: codebuild.ComputeType.MEDIUM },
+        partialBuildSpec: NODE_RUNTIME,
       },
     });
     this.test = new ConsumerStage(this, 'Test', stageProps(stages.test, runbookUrl));
     this.pipeline.addStage(this.test, { post: [protectStacks(this.test, this.partition)] });
     this.prod = new ConsumerStage(this, 'Prod', stageProps(stages.prod, runbookUrl));
+    this.securityDiff = securityDiff(this.pipeline, this.prod, synth);
+    const approval = new pipelines.ManualApprovalStep('PromoteToProduction', {
+      comment:
+        'Test stage deployed and watched. Read the SecurityDiff action first: what this commit broadens in production (IAM, resource and key policies, security groups). Promote it?',
+      reviewUrl: codeBuildProjectUrl(props.settings.pipeline, SECURITY_DIFF_PROJECT),
+    });
+    approval.addStepDependency(this.securityDiff);
     this.pipeline.addStage(this.prod, {
-      pre: [
-        new pipelines.ManualApprovalStep('PromoteToProduction', {
-          comment: 'Test stage deployed and watched: promote this commit to production?',
-        }),
-      ],
+      pre: [this.securityDiff, approval],
       post: [protectStacks(this.prod, this.partition)],
     });
     this.pipeline.buildPipeline();
     acknowledgePipelineFindings(this.pipeline);
   }
+}
+
+const SECURITY_DIFF_PROJECT = 'rocketmq-consumers-prod-security-diff';
+
+function codeBuildProjectUrl({ account, region }: { account: string; region: string }, project: string): string {
+  return `https://${region}.console.aws.amazon.com/codesuite/codebuild/${account}/projects/${project}/history?region=${region}`;
+}
+
+/**
+ * `cdk diff --security-only` of the stage's stack, from the synth's cloud assembly against the
+ * deployed template: what the commit would broaden (IAM statements, resource and key policies,
+ * security group rules). `--method=template` reads the template through the stage account's CDK
+ * lookup role (bootstrap: ReadOnlyAccess, kms:Decrypt denied); no change set, so the deploy role is
+ * not needed. The step's role may assume that lookup role and nothing else, so what reports on the
+ * stack cannot change it; if the lookup role cannot be assumed the CLI falls back to the deploy
+ * role, which this role may not assume either, and the step fails rather than show nothing.
+ */
+function securityDiff(scope: Construct, stage: ConsumerStage, synth: pipelines.ShellStep): pipelines.CodeBuildStep {
+  const synthesizer = stage.consumers.synthesizer as DefaultStackSynthesizer;
+  const lookupRole = synthesizer.lookupRole?.replace(PARTITION_PLACEHOLDER, Stack.of(scope).partition);
+  if (!lookupRole) throw new Error(`${stage.stageName}: the stack's synthesizer names no lookup role to read it with`);
+  const role = new iam.Role(scope, 'SecurityDiffRole', {
+    assumedBy: new iam.ServicePrincipal('codebuild.amazonaws.com'),
+    description: `Reads the deployed ${stage.consumers.stackName} template (through the stage account's CDK lookup role) to show the approver what a commit broadens`,
+  });
+  role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [lookupRole] }));
+  return new pipelines.CodeBuildStep('SecurityDiff', {
+    input: synth,
+    projectName: SECURITY_DIFF_PROJECT,
+    role,
+    installCommands: [`npm install -g aws-cdk@${lockedVersion('aws-cdk')}`],
+    commands: [`cdk diff --app ${stage.artifactId} --method=template --security-only --fail-on=never --no-color`],
+  });
 }
 
 /**

@@ -1,9 +1,10 @@
 /**
  * `npm run bridge:image -- [--out dir]`: the bridge's image built without Docker.
- * Synthesises the app with a bridge-enabled stage, takes the build context CDK staged for the
- * image asset (scripts/bridge-image-context.ts), replays bridge/Dockerfile in it
- * (scripts/dockerfile-replay.ts) and prints the context's size, each step with its time and the
- * image's root. See docs/bridge.md. Exit codes: 0 built, 1 the build failed or was refused,
+ * Makes the image's root filesystem from its lock if it is not made yet
+ * (scripts/bridge-image-rootfs.ts), synthesises the app with a bridge-enabled stage, takes the build
+ * context CDK staged for the image asset (scripts/bridge-image-context.ts), replays bridge/Dockerfile
+ * in it (scripts/dockerfile-replay.ts) and prints the context's size, each step with its time and
+ * the image's root. See docs/bridge.md. Exit codes: 0 built, 1 the build failed or was refused,
  * 2 bad arguments.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { BridgeImageAssetError, stageBridgeImageContext } from './bridge-image-context.ts';
+import { BridgeRootfsError, makeBridgeRootfs } from './bridge-image-rootfs.ts';
 import { DockerfileReplayError, replayDockerfile } from './dockerfile-replay.ts';
 
 const USAGE = `Usage: npm run bridge:image -- [options]
@@ -65,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
+    await makeBridgeRootfs({ onProgress: (line) => process.stdout.write(`${line}\n`) });
     const context = stageBridgeImageContext(path.join(out, 'cdk.out'));
     process.stdout.write(
       `synth ${seconds(context.synthMs)}; build context ${(context.bytes / 1024).toFixed(0)} KiB in ${context.files} files: ${context.directory}\n`,
@@ -85,7 +88,14 @@ async function main(argv: string[]): Promise<number> {
     );
     return 0;
   } catch (error) {
-    if (!(error instanceof DockerfileReplayError || error instanceof BridgeImageAssetError)) throw error;
+    if (
+      !(
+        error instanceof DockerfileReplayError ||
+        error instanceof BridgeImageAssetError ||
+        error instanceof BridgeRootfsError
+      )
+    )
+      throw error;
     process.stderr.write(`${error.name}: ${error.message}\n`);
     return 1;
   }

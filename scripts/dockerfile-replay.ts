@@ -1,7 +1,6 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import {
   chmodSync,
-  chownSync,
   copyFileSync,
   cpSync,
   existsSync,
@@ -11,7 +10,6 @@ import {
   readFileSync,
   statSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
 import { constants, homedir } from 'node:os';
 import path from 'node:path';
 import {
@@ -29,24 +27,26 @@ import {
 } from 'dockerfile-ast';
 
 /**
- * A Dockerfile build replayed without Docker, for images built on the official Node images. Each
- * stage's `/` is a directory of its own; WORKDIR and COPY paths are mapped into it, RUN lines run
- * with `sh -c` in the mapped WORKDIR with the stage's ENV and user, and the base image's Node is
- * this machine's Node of the same major version (the `node` devDependency), first on PATH.
- * Parsing is dockerfile-ast's (line continuations, quoting, flags, JSON forms); an instruction,
- * flag or form the replay does not model is refused with its line, so a later change to the
- * Dockerfile is never skipped silently.
+ * A Dockerfile build replayed without Docker, for images that start `FROM scratch` (the bridge's:
+ * its root filesystem is made from pinned inputs and copied in, see scripts/bridge-image-rootfs.ts).
+ * Each stage's `/` is a directory of its own; COPY writes into it, and RUN runs its command inside
+ * it, as `docker build` does: `chroot` into the stage's root (util-linux `unshare --root`) in the
+ * stage's WORKDIR, as the stage's USER (resolved from the stage's own /etc/passwd), with the stage's
+ * ENV, in a mount namespace of its own with /proc mounted. So RUN uses the image's own binaries and
+ * libraries (its Node, its glibc) and nothing of this machine's: a step that needs a shell the image
+ * lacks fails here as it would there. Parsing is dockerfile-ast's (line continuations, quoting,
+ * flags, JSON forms); an instruction, flag or form the replay does not model is refused with its
+ * line, so a later change to the Dockerfile is never skipped silently.
  *
  * Where it differs from `docker build`, and why that is safe for what it is used for:
- * - No chroot: only WORKDIR and COPY paths are mapped, so a RUN line naming an absolute path is
- *   refused rather than let loose on this machine's filesystem.
- * - The registry: npm in RUN lines works offline, from a cache (`$HOME/.npm` of the stage) seeded
- *   from this machine's, which `npm ci` filled with what the lockfile names. npm checks every
- *   tarball against the lockfile's integrity, so the installed bytes are those the registry
- *   serves. Offline because the bridge's tests run in a loopback-only network namespace, and
- *   because this machine reaches the registry only with its own npm settings (a CA file), which
- *   a stage's HOME does not hold. A package missing from the cache fails the step (ENOTCACHED).
- * - The base image's system files (`/bin/sh`, npm) are this machine's.
+ * - The registry: npm in RUN lines works offline, from a cache (`$HOME/.npm` of the RUN's user)
+ *   seeded from this machine's, which `npm ci` filled with what the lockfile names. npm checks
+ *   every tarball against the lockfile's integrity, so the installed bytes are those the registry
+ *   serves. Offline because the bridge's tests run in a loopback-only network namespace. A package
+ *   missing from the cache fails the step (ENOTCACHED).
+ * - No /dev, /sys, /etc/resolv.conf or /etc/hosts is provided (Docker mounts them); /proc is, and
+ *   its mount point is created if the stage has none. The network is this machine's.
+ * - chroot needs root, as does switching to the image's user: the replay refuses to start otherwise.
  */
 
 /** Base of the replay's errors. */
@@ -89,7 +89,7 @@ export interface ReplayOptions {
    * it (its parents world-traversable), as they would reach `/`.
    */
   readonly out: string;
-  /** This machine's npm cache, seeded into each stage (default: npm's, `~/.npm`). */
+  /** This machine's npm cache, seeded into each stage that runs a RUN (default: npm's, `~/.npm`). */
   readonly npmCache?: string;
   readonly onStep?: (step: ReplayStep) => void;
 }
@@ -113,31 +113,18 @@ export interface ReplayedImage {
   readonly steps: readonly ReplayStep[];
 }
 
-interface ImageUser {
+export interface ImageUser {
   readonly uid: number;
   readonly gid: number;
   readonly home: string;
 }
 
-/** The base images the replay stands in for, with the Node major version each one has. */
-const BASE_IMAGES: Readonly<Record<string, { readonly nodeMajor: number }>> = {
-  'public.ecr.aws/docker/library/node:24-slim': { nodeMajor: 24 },
-};
+/** The PATH Docker gives a container whose image sets none. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-/** The users of the official Node images (their `/etc/passwd`). */
-const USERS: Readonly<Record<string, ImageUser>> = {
-  root: { uid: 0, gid: 0, home: '/root' },
-  node: { uid: 1000, gid: 1000, home: '/home/node' },
-};
-
-/** The official Node images' PATH; the replay puts this machine's Node in front of it. */
-const IMAGE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-
-/** A path argument starting at `/`: it would name this machine's file, not the stage's. */
-const ABSOLUTE_PATH = /(^|[\s='"])\//;
-
-/** Switching to the image's user needs root; anyone else replays as themselves (they own every file of the replay). */
-const SWITCHES_USER = process.getuid?.() === 0;
+/** This machine's tools that enter a stage's root; absolute, since the child's PATH is the image's. */
+const UNSHARE = hostTool('unshare');
+const MOUNT = hostTool('mount');
 
 interface Stage {
   readonly name: string;
@@ -147,6 +134,8 @@ interface Stage {
   user: string;
   stopSignal: NodeJS.Signals;
   cmd: readonly string[];
+  /** Whether this machine's npm cache is in the stage yet (seeded before its first RUN). */
+  npmCacheSeeded: boolean;
 }
 
 /** What one instruction does to the stage it belongs to, given the stages before it (for `COPY --from`). */
@@ -169,6 +158,10 @@ export async function replayDockerfile(options: ReplayOptions): Promise<Replayed
     DockerfileParser.parse(readFileSync(path.join(options.context, options.dockerfile), 'utf8')),
     options,
   );
+  if (process.getuid?.() !== 0)
+    throw new DockerfileReplayError(
+      "the replay runs each RUN inside the stage's own root (chroot) as the stage's user, which needs root; run it as root, as CI and test:bridge do",
+    );
   mkdirSync(options.out, { recursive: true });
   chmodSync(options.out, 0o755);
   const stages: Stage[] = [];
@@ -178,7 +171,8 @@ export async function replayDockerfile(options: ReplayOptions): Promise<Replayed
     try {
       await run(stages);
     } catch (error) {
-      if (error instanceof DockerfileReplayError) throw error;
+      if (error instanceof UnsupportedDockerfileInstructionError || error instanceof DockerfileStepFailedError)
+        throw error;
       throw new DockerfileStepFailedError(line, instruction, error instanceof Error ? error.message : String(error), {
         cause: error,
       });
@@ -200,25 +194,73 @@ export async function replayDockerfile(options: ReplayOptions): Promise<Replayed
   };
 }
 
+export interface ImageCommandOptions {
+  /** As ECS's `readonlyRootFilesystem` (and `docker run --read-only`): the image's root cannot be written. */
+  readonly readOnlyRoot?: boolean;
+}
+
 /**
- * Starts a command in the image as a container runtime would: in its WORKDIR, as its USER, with
- * the image's ENV under `env` (which wins, as `docker run -e` and a task definition's environment
- * do). The command is the image's CMD unless given, as with `docker run image <command>`.
+ * Starts a command in the image as a container runtime would: inside the image's root, in its
+ * WORKDIR, as its USER, with the image's ENV under `env` (which wins, as `docker run -e` and a task
+ * definition's environment do). The command is the image's CMD unless given, as with `docker run
+ * image <command>`; it is looked up on the image's PATH, in the image. The returned process is the
+ * command itself (each wrapper execs the next), so signals reach it as the runtime's would.
  */
 export function startImageCommand(
   image: ReplayedImage,
   env: Readonly<Record<string, string>>,
   command: readonly string[] = image.cmd,
+  options: ImageCommandOptions = {},
 ): ChildProcess {
-  const [file, ...args] = command;
-  if (!file) throw new DockerfileReplayError('the image has an empty CMD');
-  const user = USERS[image.user]!;
-  return spawn(file, args, {
-    cwd: hostPath(image.root, image.workdir),
-    env: { ...stageEnvironment(image.root, image.env, user), ...env },
-    ...(SWITCHES_USER ? { uid: user.uid, gid: user.gid } : {}),
-    stdio: ['ignore', 'pipe', 'pipe'],
+  if (command.length === 0) throw new DockerfileReplayError('the image has an empty CMD');
+  const user = imageUser(image.root, image.user);
+  return spawnInRoot(image.root, {
+    workdir: image.workdir,
+    user,
+    env: { ...processEnvironment(image.env, user), ...env },
+    argv: command,
+    readOnlyRoot: options.readOnlyRoot ?? false,
   });
+}
+
+interface InRoot {
+  readonly workdir: string;
+  readonly user: ImageUser;
+  readonly env: Readonly<Record<string, string>>;
+  readonly argv: readonly string[];
+  readonly readOnlyRoot: boolean;
+}
+
+/**
+ * `unshare --mount` gives the process a mount namespace of its own (its mounts vanish with it);
+ * inside, this machine's /bin/sh mounts /proc in the root (after making the root a read-only bind
+ * mount, if asked) and execs `unshare --root --wd --setuid --setgid`, which chroots and execs the
+ * command. Every step execs the next, so the child's pid ends up being the command's.
+ */
+function spawnInRoot(root: string, run: InRoot): ChildProcess {
+  mkdirSync(path.join(root, 'proc'), { recursive: true });
+  const enter = [
+    UNSHARE,
+    `--root=${root}`,
+    `--wd=${run.workdir}`,
+    `--setuid=${run.user.uid}`,
+    `--setgid=${run.user.gid}`,
+    '--',
+    ...run.argv,
+  ];
+  const mounts = [
+    ...(run.readOnlyRoot ? ['"$m" --bind "$r" "$r"', '"$m" -o remount,bind,ro "$r"'] : []),
+    '"$m" -t proc proc "$r/proc"',
+  ];
+  const script = `m=$1 r=$2; shift 2; ${mounts.join(' && ')} && exec "$@"`;
+  return spawn(
+    UNSHARE,
+    ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', script, 'sh', MOUNT, root, ...enter],
+    {
+      env: run.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
 }
 
 /**
@@ -239,14 +281,14 @@ function plan(dockerfile: Dockerfile, options: ReplayOptions): PlannedStep[] {
       };
     }
     if (stageNames.length === 0) throw refuse(instruction, 'comes before the first FROM');
-    const action = planAction(instruction, stageNames, options.context);
+    const action = planAction(instruction, stageNames, options);
     return { ...step, run: (stages: Stage[]) => action(stages.at(-1)!, stages.slice(0, -1)) };
   });
 }
 
-function planAction(instruction: Instruction, stageNames: readonly string[], context: string): StageAction {
-  if (instruction instanceof Run) return planRun(instruction);
-  if (instruction instanceof Copy) return planCopy(instruction, stageNames, context);
+function planAction(instruction: Instruction, stageNames: readonly string[], options: ReplayOptions): StageAction {
+  if (instruction instanceof Run) return planRun(instruction, options);
+  if (instruction instanceof Copy) return planCopy(instruction, stageNames, options.context);
   if (instruction instanceof Workdir) return planWorkdir(instruction);
   if (instruction instanceof Env) return planEnv(instruction);
   if (instruction instanceof User) return planUser(instruction);
@@ -255,50 +297,43 @@ function planAction(instruction: Instruction, stageNames: readonly string[], con
   throw refuse(instruction, `${instruction.getKeyword()} is not modelled by this replay`);
 }
 
-/** The stage's name (its `AS`, else its index), once the image is one the replay stands in for. */
+/** The stage's name (its `AS`, else its index). Only `scratch`: anything else is someone's image, pulled by tag. */
 function checkBaseImage(instruction: From, index: number): string {
   refuseFlags(instruction, []);
-  const base = BASE_IMAGES[instruction.getImage() ?? ''];
-  if (!base) throw refuse(instruction, `the replay stands in only for ${Object.keys(BASE_IMAGES).join(', ')}`);
-  const node = nodeVersion();
-  if (!node.startsWith(`v${base.nodeMajor}.`))
-    throw refuse(instruction, `the image has Node ${base.nodeMajor}; this machine's node package is ${node}`);
+  if (instruction.getImage() !== 'scratch')
+    throw refuse(instruction, 'the replay builds only FROM scratch: any other base is an image it would have to pull');
   return instruction.getBuildStage() ?? String(index);
 }
 
-/** The base image's filesystem as far as the steps rely on it: the users' homes, root's npm cache. */
 function startStage(name: string, options: ReplayOptions): Stage {
   const root = path.join(options.out, name);
   mkdirSync(root);
   chmodSync(root, 0o755);
-  for (const user of Object.values(USERS)) {
-    mkdirSync(hostPath(root, user.home), { recursive: true });
-    if (SWITCHES_USER) chownSync(hostPath(root, user.home), user.uid, user.gid);
-  }
-  seedNpmCache(
-    options.npmCache ?? process.env.npm_config_cache ?? path.join(homedir(), '.npm'),
-    hostPath(root, USERS.root!.home),
-  );
-  return { name, root, workdir: '/', env: {}, user: 'root', stopSignal: 'SIGTERM', cmd: ['node'] };
+  return { name, root, workdir: '/', env: {}, user: 'root', stopSignal: 'SIGTERM', cmd: [], npmCacheSeeded: false };
 }
 
-function planRun(instruction: Run): StageAction {
+/** The exec form runs as given; the shell form as `/bin/sh -c`, which must then be in the image. */
+function planRun(instruction: Run, options: ReplayOptions): StageAction {
   refuseFlags(instruction, []);
-  if (instruction.getOpeningBracket() || instruction.getHeredocs().length > 0)
-    throw refuse(instruction, 'only the shell form without heredocs is modelled');
-  const script = instruction.getArgumentsContent() ?? '';
-  if (ABSOLUTE_PATH.test(script))
-    throw refuse(
-      instruction,
-      "names an absolute path, which would reach this machine's filesystem (only WORKDIR is mapped)",
-    );
+  if (instruction.getHeredocs().length > 0) throw refuse(instruction, 'heredocs are not modelled');
+  const content = instruction.getArgumentsContent() ?? '';
+  const argv = execForm(content) ?? ['/bin/sh', '-c', content];
+  if (argv.length === 0) throw refuse(instruction, 'runs nothing');
   return async (stage) => {
-    const user = USERS[stage.user]!;
-    const child = spawn('/bin/sh', ['-c', script], {
-      cwd: hostPath(stage.root, stage.workdir),
-      env: { ...stageEnvironment(stage.root, stage.env, user), npm_config_offline: 'true' },
-      ...(SWITCHES_USER ? { uid: user.uid, gid: user.gid } : {}),
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const user = imageUser(stage.root, stage.user);
+    if (!stage.npmCacheSeeded) {
+      seedNpmCache(
+        options.npmCache ?? process.env.npm_config_cache ?? path.join(homedir(), '.npm'),
+        hostPath(stage.root, user.home),
+      );
+      stage.npmCacheSeeded = true;
+    }
+    const child = spawnInRoot(stage.root, {
+      workdir: stage.workdir,
+      user,
+      env: { ...processEnvironment(stage.env, user), npm_config_offline: 'true' },
+      argv,
+      readOnlyRoot: false,
     });
     let output = '';
     const keep = (chunk: Buffer) => {
@@ -313,7 +348,6 @@ function planRun(instruction: Run): StageAction {
     if (code !== 0) throw new Error(`exited ${code}; output ends:\n${output}`);
   };
 }
-
 /**
  * COPY as Docker does it: sources relative to the context (or, with `--from`, to an earlier
  * stage's `/`), a directory's contents rather than the directory, the destination a directory
@@ -342,8 +376,21 @@ function planCopy(instruction: Copy, stageNames: readonly string[], context: str
       const from = hostPath(sourceRoot, path.posix.resolve('/', source));
       const to = statSync(from).isDirectory() || !intoDirectory ? target : path.join(target, path.basename(from));
       cpSync(from, to, { recursive: true, verbatimSymlinks: true });
+      if (statSync(from).isDirectory()) copyDirectoryModes(from, to);
     }
   };
+}
+
+/**
+ * Docker's COPY keeps every directory's mode (a 1777 /tmp stays sticky); cpSync creates them with
+ * the default mode, so the modes are put back. The destination itself keeps its own, as in Docker.
+ */
+function copyDirectoryModes(from: string, to: string): void {
+  for (const entry of readdirSync(from, { recursive: true, withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const source = path.join(entry.parentPath, entry.name);
+    chmodSync(path.join(to, path.relative(from, source)), statSync(source).mode & 0o7777);
+  }
 }
 
 function planWorkdir(instruction: Workdir): StageAction {
@@ -367,10 +414,31 @@ function planEnv(instruction: Env): StageAction {
 
 function planUser(instruction: User): StageAction {
   const name = instruction.getArgumentsContent() ?? '';
-  if (!USERS[name]) throw refuse(instruction, `the base image's users are ${Object.keys(USERS).join(', ')}`);
+  if (!/^[a-z_][\w-]*$|^\d+(:\d+)?$/.test(name)) throw refuse(instruction, 'give a user name or uid[:gid]');
   return (stage) => {
+    imageUser(stage.root, name); // Docker resolves it when it is used; failing here names the line
     stage.user = name;
   };
+}
+
+/** A user as the stage's own /etc/passwd has it (a bare uid[:gid] needs no entry, as in Docker). */
+export function imageUser(root: string, user: string): ImageUser {
+  const numeric = /^(\d+)(?::(\d+))?$/.exec(user);
+  const passwd = path.join(root, 'etc', 'passwd');
+  const entries = existsSync(passwd)
+    ? readFileSync(passwd, 'utf8')
+        .split('\n')
+        .map((line) => line.split(':'))
+        .filter((fields) => fields.length >= 7)
+    : [];
+  const entry = entries.find((f) => (numeric ? f[2] === numeric[1] : f[0] === user));
+  if (numeric)
+    return { uid: Number(numeric[1]), gid: Number(numeric[2] ?? entry?.[3] ?? numeric[1]), home: entry?.[5] ?? '/' };
+  if (!entry) {
+    if (user === 'root') return { uid: 0, gid: 0, home: '/root' };
+    throw new DockerfileReplayError(`unable to find user ${user}: no matching entries in the stage's /etc/passwd`);
+  }
+  return { uid: Number(entry[2]), gid: Number(entry[3]), home: entry[5]! };
 }
 
 function planStopSignal(instruction: Stopsignal): StageAction {
@@ -382,22 +450,31 @@ function planStopSignal(instruction: Stopsignal): StageAction {
 }
 
 function planCmd(instruction: Cmd): StageAction {
-  if (!instruction.getOpeningBracket()) throw refuse(instruction, 'only the exec (JSON) form is modelled');
-  const cmd = instruction.getJSONStrings().map((s) => s.getJSONValue());
+  const cmd = execForm(instruction.getArgumentsContent() ?? '');
+  if (!cmd) throw refuse(instruction, 'only the exec (JSON) form is modelled');
   return (stage) => {
     stage.cmd = cmd;
   };
 }
 
 /**
- * What a process in the stage sees: the base image's PATH behind this machine's Node, the user's HOME, the stage's ENV.
+ * The exec form's argv, or undefined for the shell form. Docker reads the exec form as a JSON array
+ * of strings and anything else as a shell command; parsed here the same way, because dockerfile-ast's
+ * JSON argument values drop the spaces inside a string (`"echo hi"` comes back as `echohi`).
  */
-function stageEnvironment(
-  root: string,
-  env: Readonly<Record<string, string>>,
-  user: ImageUser,
-): Record<string, string> {
-  return { PATH: `${nodeBinDirectory()}:${IMAGE_PATH}`, HOME: hostPath(root, user.home), ...env };
+function execForm(content: string): string[] | undefined {
+  if (!content.trimStart().startsWith('[')) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(content);
+    return Array.isArray(parsed) && parsed.every((a) => typeof a === 'string') ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a process in the stage sees: Docker's default PATH and the user's HOME, under the stage's ENV. */
+function processEnvironment(env: Readonly<Record<string, string>>, user: ImageUser): Record<string, string> {
+  return { PATH: DEFAULT_PATH, HOME: user.home, ...env };
 }
 
 /**
@@ -428,12 +505,13 @@ function linkOrCopy(source: string, target: string): void {
   }
 }
 
-function nodeBinDirectory(): string {
-  return path.dirname(createRequire(import.meta.url).resolve('node/bin/node'));
-}
-
-function nodeVersion(): string {
-  return execFileSync(path.join(nodeBinDirectory(), 'node'), ['--version'], { encoding: 'utf8' }).trim();
+function hostTool(name: string): string {
+  const found = ['/usr/bin', '/bin', '/usr/sbin', '/sbin']
+    .map((dir) => path.join(dir, name))
+    .find((file) => existsSync(file));
+  if (!found)
+    throw new DockerfileReplayError(`the replay needs util-linux's ${name}, which this machine does not have`);
+  return found;
 }
 
 /** The machine path standing for `imagePath` (absolute in the image) under a stage's root. */

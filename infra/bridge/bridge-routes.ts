@@ -1,3 +1,4 @@
+import { fifoTargetRefusal } from '../../bridge/bridge-config.ts';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
 import type { RocketMQBridgeRoute } from './bridge-service.ts';
 
@@ -9,13 +10,29 @@ import type { RocketMQBridgeRoute } from './bridge-service.ts';
  * group gets every message of its topic once, whatever the number of bridge tasks.
  */
 export function bridgeRoutes(groups: readonly RocketMQConsumerGroup[]): RocketMQBridgeRoute[] {
-  return groups.map((g) => ({
-    group: g.definition.group,
-    topic: g.definition.topic,
-    tagExpression: g.definition.tagExpression,
-    queue: g.queue,
-    dlq: g.deadLetterQueue,
-    fifo: g.queue.fifo,
-    ...(g.definition.messageGroupFrom ? { messageGroupFrom: g.definition.messageGroupFrom } : {}),
-  }));
+  return groups.map((g) =>
+    checkedRoute({
+      group: g.definition.group,
+      topic: g.definition.topic,
+      tagExpression: g.definition.tagExpression,
+      queue: g.queue,
+      dlq: g.deadLetterQueue,
+      fifo: g.queue.fifo,
+      ...(g.definition.messageGroupFrom ? { messageGroupFrom: g.definition.messageGroupFrom } : {}),
+    }),
+  );
+}
+
+/**
+ * A route as the app builds it, or an error at synth for one the bridge would refuse at start: a
+ * FIFO route onto an EventBridge bus, which loses the order it promises (`fifoTargetRefusal`).
+ */
+export function checkedRoute(route: RocketMQBridgeRoute): RocketMQBridgeRoute {
+  const refusal = fifoTargetRefusal({
+    group: route.group,
+    fifo: route.fifo,
+    target: route.eventBus && !route.queue ? 'eventbridge' : 'sqs',
+  });
+  if (refusal) throw new Error(refusal);
+  return route;
 }

@@ -71,6 +71,18 @@ export interface RocketMQBridgeServiceProps {
   readonly vpcSubnets?: ec2.SubnetSelection;
   readonly securityGroups?: ec2.ISecurityGroup[];
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * Fixed physical names, so that an SCP or a permission boundary can name what only the
+   * deployment may pass or run (docs/security.md): the task definition's family, its task role and
+   * its execution role. Default: names CloudFormation makes up.
+   */
+  readonly names?: RocketMQBridgeNames;
+}
+
+export interface RocketMQBridgeNames {
+  readonly family: string;
+  readonly taskRole: string;
+  readonly executionRole: string;
 }
 
 const HEALTH_PORT = 8080;
@@ -124,6 +136,7 @@ export class RocketMQBridgeService extends Construct {
         cpuArchitecture: ecs.CpuArchitecture.X86_64,
         operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
       },
+      ...(props.names ? namedRoles(this, props.names) : {}),
     });
 
     const config: BridgeConfigInput = {
@@ -155,8 +168,9 @@ export class RocketMQBridgeService extends Construct {
         props.image ??
         ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
           file: 'bridge/Dockerfile',
-          // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild).
-          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib'],
+          // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild):
+          // the package files, the sources and the root filesystem `npm run bridge:rootfs` makes.
+          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', '!.bridge-image'],
         }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
       environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },
@@ -245,6 +259,25 @@ export class RocketMQBridgeService extends Construct {
       );
     }
   }
+}
+
+/** The task definition's family and roles under fixed names (the trust is what CDK's own roles have). */
+function namedRoles(scope: Construct, names: RocketMQBridgeNames): Partial<ecs.FargateTaskDefinitionProps> {
+  const ecsTasks = new iam.ServicePrincipal('ecs-tasks.amazonaws.com');
+  return {
+    family: names.family,
+    taskRole: new iam.Role(scope, 'TaskRole', {
+      roleName: names.taskRole,
+      assumedBy: ecsTasks,
+      description: "The RocketMQ bridge: sends to its routes' queues and DLQs, puts events on their buses",
+    }),
+    executionRole: new iam.Role(scope, 'ExecutionRole', {
+      roleName: names.executionRole,
+      assumedBy: ecsTasks,
+      description:
+        "Starts the RocketMQ bridge's tasks: pulls the image, writes its logs, reads its RocketMQ credentials",
+    }),
+  };
 }
 
 function repositoryRoot(): string {

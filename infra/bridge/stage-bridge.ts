@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -7,6 +7,7 @@ import { Construct } from 'constructs';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
 import type { BridgeStageSettings } from '../deployment-settings.ts';
 import { RocketMQBridgeAlarms } from './bridge-alarms.ts';
+import { bridgeEgress } from './bridge-egress.ts';
 import { bridgeRoutes } from './bridge-routes.ts';
 import { RocketMQBridgeService } from './bridge-service.ts';
 
@@ -24,10 +25,16 @@ export interface StageBridgeProps {
 
 /**
  * A stage's bridge, built from its settings: the network by id (no look-ups, so synth stays
- * offline), a cluster with Container Insights, the Fargate service with one route per deployed
- * group, CPU target tracking, and its alarms on the stage's alarm topic. It lives in the
- * consumers' stack on purpose: a route refers to its queue directly, so a queue can be replaced
- * without a cross-stack export holding it.
+ * offline), a security group that lets the tasks out only to HTTPS and the cluster's ports, a
+ * cluster with Container Insights, the Fargate service with one route per deployed group, CPU
+ * target tracking, and its alarms on the stage's alarm topic. It lives in the consumers' stack on
+ * purpose: a route refers to its queue directly, so a queue can be replaced without a cross-stack
+ * export holding it.
+ *
+ * The task definition and its roles have fixed names under the stage's prefix (the region in the
+ * roles', as IAM names are per account): `iam:PassRole` on the task role with `ecs:RunTask` makes
+ * the caller the bridge, and an SCP can only refuse that to everyone but the deployment if it can
+ * name them (docs/security.md).
  */
 export class StageBridge extends Construct {
   readonly bridge: RocketMQBridgeService;
@@ -49,6 +56,14 @@ export class StageBridge extends Construct {
       containerInsightsV2: ecs.ContainerInsights.ENABLED,
     });
     const routes = bridgeRoutes(props.groups);
+    const tasks = new ec2.SecurityGroup(this, 'Tasks', {
+      vpc,
+      description: `${props.prefix} RocketMQ bridge tasks: out to HTTPS (AWS APIs) and the RocketMQ cluster ports only`,
+      allowAllOutbound: false,
+    });
+    for (const rule of bridgeEgress(s))
+      tasks.addEgressRule(ec2.Peer.ipv4(rule.cidr), ec2.Port.tcp(rule.port), rule.description);
+    const region = Stack.of(this).region;
     this.bridge = new RocketMQBridgeService(this, 'Service', {
       cluster,
       routes,
@@ -66,14 +81,12 @@ export class StageBridge extends Construct {
       cpu: s.cpu,
       memoryLimitMiB: s.memoryMiB,
       vpcSubnets: { subnets },
-      securityGroups: [
-        new ec2.SecurityGroup(this, 'Tasks', {
-          vpc,
-          description: `${props.prefix} RocketMQ bridge tasks: outbound to the cluster and AWS only`,
-          allowAllOutbound: true,
-        }),
-        ...s.securityGroupIds.map((sg) => ec2.SecurityGroup.fromSecurityGroupId(this, sg, sg)),
-      ],
+      securityGroups: [tasks, ...s.securityGroupIds.map((sg) => ec2.SecurityGroup.fromSecurityGroupId(this, sg, sg))],
+      names: {
+        family: `${props.prefix}-bridge`,
+        taskRole: `${props.prefix}-bridge-task-${region}`,
+        executionRole: `${props.prefix}-bridge-exec-${region}`,
+      },
       ...(props.directory ? { directory: props.directory } : {}),
     });
     this.alarms = new RocketMQBridgeAlarms(this, 'Alarms', {

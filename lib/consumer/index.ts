@@ -85,7 +85,7 @@ export type {
   StrategyResults,
   StrategyWiring,
 } from './lambda/strategy-wiring.ts';
-export { messageGroupOf } from './runners/message-groups.ts';
+export { messageGroupOf, messageGroups } from './runners/message-groups.ts';
 export type {
   BatchResult,
   Business,

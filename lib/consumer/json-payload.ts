@@ -30,11 +30,13 @@ export const userIdSchema = z.union([z.string(), numericUserId]).transform(Strin
 
 /**
  * Parses a message body as JSON and validates it; any problem is an `InvalidPayloadError` naming the first bad field.
+ * A leading byte-order mark is skipped, as RFC 8259 allows and Java consumers' parsers (fastjson, Jackson) do: the
+ * envelope keeps the producer's bytes, mark included, and `JSON.parse` alone would refuse them.
  */
 export function parseJsonPayload<S extends z.ZodType>(schema: S, body: string): z.infer<S> {
   let json: unknown;
   try {
-    json = JSON.parse(body);
+    json = JSON.parse(body.startsWith(BYTE_ORDER_MARK) ? body.slice(1) : body);
   } catch {
     throw new InvalidPayloadError('body is not JSON');
   }
@@ -45,3 +47,5 @@ export function parseJsonPayload<S extends z.ZodType>(schema: S, body: string): 
   }
   return result.data;
 }
+
+const BYTE_ORDER_MARK = '\uFEFF';

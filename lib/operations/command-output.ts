@@ -1,4 +1,6 @@
+import { type DeadLetterNotice, refetchCommands } from '../rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
+import { bodyLocationText, type LetterKind } from './dead-letter-kind.ts';
 import type { RedriveFilter, RedriveReport } from './dead-letter-redrive.ts';
 import type { PlannedReversal, ReversalReport } from './double-award-reversal.ts';
 import { type AuditReport, type CrossUserAward, isClean } from './ledger-audit.ts';
@@ -272,6 +274,7 @@ const letterCsv: Column<DeadLetter>[] = [
   { header: 'deadLetteredAt', value: (l) => l.deadLetteredAt?.toISOString() },
   { header: 'failureCode', value: (l) => l.failure?.code },
   { header: 'failureClass', value: (l) => l.failure?.classification },
+  { header: 'kind', value: (l) => l.kind },
   { header: 'reason', value: (l) => l.reasonText },
   { header: 'idempotencyKey', value: (l) => l.failure?.key },
   { header: 'attempt', value: (l) => l.failure?.attempt },
@@ -336,6 +339,7 @@ export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date)
       l.deadLetteredAt ? `${l.deadLetteredAt.toISOString()} (${ageOf(l.deadLetteredAt, now)} ago)` : undefined,
     ],
     ['reason', l.reasonText],
+    ['kind', LETTER_KIND_TEXT[l.kind]],
     ['failure code', f?.code],
     ['failure class', f?.classification],
     ['failure reason', f?.reason],
@@ -360,11 +364,28 @@ export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date)
       `  ${'reconsumeTimes:'.padEnd(18)}${e.reconsumeTimes}`,
     );
     if (e.bornTimestamp) out.push(`  ${'born:'.padEnd(18)}${new Date(e.bornTimestamp).toISOString()}`);
-    out.push('', 'Body:', prettyBody(e.body));
-  } else {
+    if (!l.notice) out.push('', 'Body:', prettyBody(e.body));
+  } else if (!l.notice) {
     out.push('', `Body (raw; not a RocketMQ envelope: ${l.envelopeError}):`, l.body);
   }
+  if (l.notice) out.push('', ...noticeBodyLines(l.notice));
   return out.join('\n');
+}
+
+const LETTER_KIND_TEXT: Record<LetterKind, string> = {
+  'failure-router': "the consumer's failure router",
+  'redrive-policy': "SQS's redrive policy (no reason recorded)",
+  'bridge-notice': 'a bridge notice: the bridge could not forward the message, and this letter has no body',
+};
+
+/** Where a notice's body is and how to fetch it: the letter itself cannot be redriven. */
+function noticeBodyLines(notice: DeadLetterNotice): string[] {
+  return [
+    `Body: not in this letter. Still in RocketMQ: ${bodyLocationText(notice) || 'no position recorded'}.`,
+    'Fetch it with (each writes the body to /tmp/rocketmq/msgbodys/):',
+    ...refetchCommands(notice.body).map((c) => `  ${c}`),
+    'This letter is never redriven: the consumer would get an empty message.',
+  ];
 }
 
 export function renderRedrive(
@@ -419,6 +440,7 @@ function deadLetterColumns(now: Date) {
   return [
     { header: 'message id', value: (l: DeadLetter) => l.messageId },
     { header: 'age', value: (l: DeadLetter) => ageOf(l.deadLetteredAt, now), align: 'right' as const },
+    { header: 'kind', value: (l: DeadLetter) => l.kind },
     { header: 'reason', value: (l: DeadLetter) => clip(l.reasonText, 60) },
     { header: 'key', value: (l: DeadLetter) => l.failure?.key ?? l.envelope?.keys.join(' ') },
     { header: 'msgId', value: (l: DeadLetter) => l.envelope?.msgId ?? l.failure?.msgId ?? '(not an envelope)' },

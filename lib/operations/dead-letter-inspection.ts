@@ -5,7 +5,16 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../consumer/index.ts';
-import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/index.ts';
+import {
+  DEAD_LETTER_KIND_ATTRIBUTE,
+  type DeadLetterNotice,
+  InvalidEnvelopeError,
+  NOTICE_REASON_ATTRIBUTE,
+  parseEnvelope,
+  type RocketMQMessage,
+  readNotice,
+} from '../rocketmq/index.ts';
+import { type LetterKind, letterKindOf, noticeReasonText } from './dead-letter-kind.ts';
 
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */
 export const REDRIVE_ATTRIBUTES = {
@@ -32,9 +41,13 @@ export interface DeadLetter {
   messageId: string;
   receiptHandle: string;
   body: string;
+  /** Who put it in the DLQ: the failure router, SQS's redrive policy, or the bridge (a notice without body). */
+  kind: LetterKind;
+  /** The bridge's notice: its own reason and where the body still is in RocketMQ. */
+  notice: DeadLetterNotice | undefined;
   /** Router attributes, or `undefined` when SQS's redrive policy moved the message. */
   failure: FailureDetails | undefined;
-  /** One line: the router's code and reason, or why there is none. */
+  /** One line: the router's code and reason, the notice's reason, or why there is none. */
   reasonText: string;
   /** The decoded RocketMQ message, when the body is an envelope. */
   envelope: RocketMQMessage | undefined;
@@ -46,11 +59,12 @@ export interface DeadLetter {
   receiveCount: number;
   /** How often `ops dlq redrive` has already sent this message back. */
   redriveCount: number;
-  /** Message attributes other than the router's (producer attributes, redrive marks). */
+  /** Message attributes other than the router's and the notice's (producer attributes, redrive marks). */
   otherAttributes: Record<string, string>;
 }
 
 const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
+const DESCRIBED_NAMES = new Set<string>([...FAILURE_NAMES, DEAD_LETTER_KIND_ATTRIBUTE, NOTICE_REASON_ATTRIBUTE]);
 
 /** Decodes one received SQS message. `maxReceiveCount` words the reason of redrive-policy moves. */
 export function decodeDeadLetter(message: Message, maxReceiveCount?: number): DeadLetter {
@@ -59,6 +73,7 @@ export function decodeDeadLetter(message: Message, maxReceiveCount?: number): De
   );
   const failure = failureOf(attributes);
   const body = message.Body ?? '';
+  const notice = readNotice(body, attributes);
   let envelope: RocketMQMessage | undefined;
   let envelopeError: string | undefined;
   try {
@@ -73,8 +88,12 @@ export function decodeDeadLetter(message: Message, maxReceiveCount?: number): De
     messageId: message.MessageId ?? '',
     receiptHandle: message.ReceiptHandle ?? '',
     body,
+    kind: letterKindOf(failure !== undefined, notice),
+    notice,
     failure,
-    reasonText: reasonTextOf(failure, maxReceiveCount),
+    reasonText: notice
+      ? noticeReasonText(notice, failure && reasonTextOf(failure, maxReceiveCount))
+      : reasonTextOf(failure, maxReceiveCount),
     envelope,
     envelopeError,
     deadLetteredAt:
@@ -85,7 +104,7 @@ export function decodeDeadLetter(message: Message, maxReceiveCount?: number): De
           : undefined,
     receiveCount: Number(message.Attributes?.ApproximateReceiveCount ?? 0),
     redriveCount: Number(attributes[REDRIVE_ATTRIBUTES.count] ?? 0) || 0,
-    otherAttributes: Object.fromEntries(Object.entries(attributes).filter(([name]) => !FAILURE_NAMES.has(name))),
+    otherAttributes: Object.fromEntries(Object.entries(attributes).filter(([name]) => !DESCRIBED_NAMES.has(name))),
   };
 }
 

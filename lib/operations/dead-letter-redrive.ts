@@ -14,6 +14,7 @@ import {
   receiveDeadLetters,
   releaseDeadLetters,
 } from './dead-letter-inspection.ts';
+import { noticeRedriveRefusal } from './dead-letter-kind.ts';
 import { messageOf, OperationsError } from './errors.ts';
 
 /** Which dead letters to send back. Empty lists and absent bounds match everything. */
@@ -66,6 +67,8 @@ export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Da
  *   award the order a second time. It goes back only when its reason is named.
  */
 export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Date): string | undefined {
+  // A bridge notice has no body: whatever selected it, it never goes to the consumer.
+  if (letter.notice) return noticeRedriveRefusal(letter.notice);
   const recorded = letter.failure?.sourceQueue;
   if (recorded && guard.targetQueueArn && recorded !== guard.targetQueueArn) {
     return (

@@ -34,7 +34,11 @@ export interface EnvelopeFields {
   userProperties?: Readonly<Record<string, string>>;
 }
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+/**
+ * `ignoreBOM`: a decoder otherwise swallows a leading byte-order mark, and the body would lose
+ * three bytes the producer sent (a Java producer's `"\uFEFF…".getBytes(UTF_8)`).
+ */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * The envelope of one RocketMQ message: a CloudEvents 1.0 object of type `mq:Topic:SendMessage`

@@ -243,7 +243,8 @@ function decodeBody(data: EnvelopeData): string {
   }
   const bytes = Buffer.from(compact, 'base64');
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    // ignoreBOM keeps a leading byte-order mark in the text, as the writer keeps it: bodies round-trip byte for byte.
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
     throw new InvalidEnvelopeError('base64 body is not UTF-8 text', data.msgId);
   }

@@ -5,6 +5,17 @@
  */
 
 export {
+  BRIDGE_NOTICE_KIND,
+  DEAD_LETTER_KIND_ATTRIBUTE,
+  type DeadLetterNotice,
+  NOTICE_REASON_ATTRIBUTE,
+  type NoticeBodyLocation,
+  NoticeReason,
+  noticeBody,
+  readNotice,
+  refetchCommands,
+} from './dead-letter-notice.ts';
+export {
   envelopeJsonSchema,
   excerpt,
   InvalidEnvelopeError,

@@ -3,9 +3,16 @@
  * `scripts/emulator/requirements.txt`, made on first use so `npm ci && npm start` needs only
  * Python 3 with its venv module.
  *
+ * requirements.txt is a full lock (pip-compile's output from requirements.in): every package of
+ * the environment at one version with the sha256 of each of its files. pip installs it with
+ * `--require-hashes` (a file whose bytes the lock does not name is refused), `--no-deps` (pip
+ * resolves nothing, so nothing the lock does not name comes in) and `--only-binary :all:` (no
+ * sdist, so no setup.py runs and no unhashed build dependency is fetched); `pip check` then proves
+ * the lock complete, since `--no-deps` would otherwise leave a missing dependency unnoticed.
+ *
  * Warm path: read requirements.txt, hash it, compare with the stamp inside the environment, check
  * that its interpreter is still there; no process is started. Cold path: under a lock, `python3 -m
- * venv` and `pip install -r`, then the stamp, written last and atomically, so a failed or
+ * venv`, `pip install` and `pip check`, then the stamp, written last and atomically, so a failed or
  * interrupted install never looks finished.
  *
  * `python3 -m venv`, not `virtualenv`: venv is the standard library's; where it lacks ensurepip
@@ -25,7 +32,7 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** The pinned requirements: the one place the moto version is written. */
+/** The hash lock the environment is built from (generated from requirements.in, where the pins are chosen). */
 export const EMULATOR_REQUIREMENTS = fileURLToPath(new URL('./requirements.txt', import.meta.url));
 const DEFAULT_DIRECTORY = fileURLToPath(new URL('../../.venv', import.meta.url));
 /** Inside the environment: the sha256 of the requirements file it was built from. */
@@ -34,7 +41,7 @@ const STAMP = 'requirements.sha256';
 export interface PythonEnvironmentOptions {
   /** The virtual environment's directory. Default `<repo>/.venv`. */
   directory?: string;
-  /** The pip requirements file it holds. Default `scripts/emulator/requirements.txt`. */
+  /** The hash-locked requirements file it holds. Default `scripts/emulator/requirements.txt`. */
   requirements?: string;
   /** The interpreter that creates the environment. Default `python3`. */
   basePython?: string;
@@ -63,7 +70,10 @@ export class VirtualEnvironmentCreationError extends PythonEnvironmentError {
   override readonly name = 'VirtualEnvironmentCreationError';
 }
 
-/** `pip install -r` failed (package index unreachable, no wheel for this Python, a bad pin). */
+/**
+ * `pip install` failed (package index unreachable, no wheel for this Python, a bad pin, a missing
+ * or wrong hash), or `pip check` found the lock incomplete.
+ */
 export class RequirementsInstallError extends PythonEnvironmentError {
   override readonly name = 'RequirementsInstallError';
 }
@@ -145,6 +155,10 @@ async function build(env: Environment, digest: string): Promise<void> {
     '--quiet',
     '--disable-pip-version-check',
     '--no-input',
+    '--require-hashes',
+    '--no-deps',
+    '--only-binary',
+    ':all:',
     '-r',
     env.requirements,
   ];
@@ -154,6 +168,15 @@ async function build(env: Environment, digest: string): Promise<void> {
       new RequirementsInstallError(
         `pip could not install ${shown(env.requirements)} into ${shown(env.directory)} (${outcome}); run by hand: ${commandLine(pip)}`,
         commandLine(pip),
+      ),
+  );
+  const check = [env.python, '-m', 'pip', 'check', '--disable-pip-version-check'];
+  await runStep(
+    check,
+    (outcome) =>
+      new RequirementsInstallError(
+        `${shown(env.requirements)} is not a complete lock (${outcome}); regenerate it with pip-compile (docs/emulator.md); run by hand: ${commandLine(check)}`,
+        commandLine(check),
       ),
   );
   const partial = `${env.stamp}.${process.pid}.tmp`;
@@ -172,13 +195,40 @@ function creationError(env: Environment, venv: string[], outcome: string, output
   );
 }
 
-/** "moto 5.2.1" for `moto[server]==5.2.1`: what the progress line says is being installed. */
+/** One requirement of a lock: `name==version`, and whether the lock was asked for it (not a dependency). */
+interface LockedRequirement {
+  readonly name: string;
+  readonly version: string;
+  readonly direct: boolean;
+}
+
+/**
+ * The requirements of a pip requirements file, continuation lines joined. pip-compile marks each
+ * requirement it was asked for with a `via -r <input file>` comment below it; in a file without
+ * such comments (written by hand) every requirement counts as asked for.
+ */
+export function lockedRequirements(text: string): LockedRequirement[] {
+  const entries: Array<{ name: string; version: string; direct: boolean }> = [];
+  for (const line of text.replace(/\\\n/g, ' ').split('\n')) {
+    const trimmed = line.trim();
+    if (trimmed.startsWith('#')) {
+      const last = entries.at(-1);
+      if (last && /(^|\s)-r\s/.test(trimmed.slice(1))) last.direct = true;
+      continue;
+    }
+    const requirement = /^([\w.-]+)(\[[^\]]*\])?==(\S+)/.exec(trimmed);
+    if (requirement) entries.push({ name: requirement[1]!, version: requirement[3]!, direct: false });
+  }
+  const annotated = entries.some((e) => e.direct);
+  return entries.map((e) => ({ ...e, direct: annotated ? e.direct : true }));
+}
+
+/** "moto 5.2.1, cheroot 11.1.2 and 60 dependencies": what the progress line says is being installed. */
 async function summaryOf(requirements: string): Promise<string> {
-  const lines = (await readFile(requirements, 'utf8'))
-    .split('\n')
-    .map((l) => l.replace(/#.*/, '').trim())
-    .filter(Boolean);
-  return lines.map((l) => l.replace(/^([\w.-]+)(\[[^\]]*\])?==(\S+)$/, '$1 $3')).join(', ');
+  const entries = lockedRequirements(await readFile(requirements, 'utf8'));
+  const named = entries.filter((e) => e.direct).map((e) => `${e.name} ${e.version}`);
+  const rest = entries.length - named.length;
+  return `${named.join(', ')}${rest > 0 ? ` and ${rest} ${rest === 1 ? 'dependency' : 'dependencies'}, hash-checked,` : ''}`;
 }
 
 /** A path as the reader typed it: relative to the working directory when inside it. */
@@ -190,7 +240,7 @@ function shown(path: string): string {
 const commandLine = (argv: string[]) =>
   argv
     .map((a) => (isAbsolute(a) ? shown(a) : a))
-    .map((a) => (/^[\w./=-]+$/.test(a) ? a : JSON.stringify(a)))
+    .map((a) => (/^[\w./=:-]+$/.test(a) ? a : JSON.stringify(a)))
     .join(' ');
 
 /**

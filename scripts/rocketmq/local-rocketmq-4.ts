@@ -15,10 +15,14 @@ import {
 import { ensureRocketMQJars, ROCKETMQ_4 } from './rocketmq-jars.ts';
 
 /**
- * A throw-away Apache RocketMQ 4.7.1 on this machine: a name server and one broker (master) from
- * the official jars, loopback only, store and logs in a temporary folder that `stop()` removes.
- * The broker can be killed with SIGKILL and started again on the same store and ports, which is
- * how a broker failover looks to the clients of a single-master cluster.
+ * A throw-away Apache RocketMQ 4.7.1 on this machine: a name server and one broker group from the
+ * official jars, loopback only, stores and logs in a temporary folder that `stop()` removes. The
+ * group is a master (`ASYNC_MASTER`, brokerId 0), and with `slave: true` also a `SLAVE` (brokerId
+ * 1, same brokerName) replicating the master's commit log over its HA port. The master can be
+ * killed with SIGKILL and started again on the same store and ports: for a single master that is
+ * how a broker failover looks to its clients; with a slave it is the 4.x master/slave switchover
+ * (no DLedger, so no promotion: clients read from the slave until the master is back, and nothing
+ * can be written meanwhile).
  *
  * Topics are seeded into the broker's `topics.json` before the first boot (`mqadmin updateTopic`
  * costs a JVM start per topic); consumer groups and their `%RETRY%` topics the broker creates
@@ -34,6 +38,8 @@ export interface LocalRocketMQ4Options {
   readonly allowExposedPorts?: boolean;
   /** Turns ACL on (`aclEnable`, `conf/plain_acl.yml`) with one account that may publish and subscribe everything. */
   readonly acl?: { readonly accessKey: string; readonly secretKey: string };
+  /** Also starts a SLAVE of the master's broker group (brokerId 1, 128 MB heap), once the master is registered. */
+  readonly slave?: boolean;
 }
 
 export interface LocalRocketMQ4 {
@@ -43,9 +49,15 @@ export interface LocalRocketMQ4 {
   readonly brokerName: string;
   readonly version: string;
   readonly startupMs: number;
-  /** SIGKILL: no flush, no unregistering; the store is left as a crash leaves it. */
+  /** The master's remoting address, `127.0.0.1:<port>`. */
+  readonly brokerAddr: string;
+  /** The master's store root: `config/consumerOffset.json` holds the consume offsets it has flushed (every 5 s). */
+  readonly storeDir: string;
+  /** The slave's remoting address, when started with `slave: true`. */
+  readonly slaveAddr: string | undefined;
+  /** SIGKILL of the master: no flush, no unregistering; its store is left as a crash leaves it. */
   killBroker(): Promise<void>;
-  /** Starts the broker again on the same store and ports; resolves once it is registered. */
+  /** Starts the master again on the same store and ports; resolves once it is registered. */
   restartBroker(): Promise<{ recoveryMs: number }>;
   stop(): Promise<void>;
 }
@@ -64,28 +76,40 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
   const timeoutMs = options.startTimeoutMs ?? 90_000;
   const home = mkdtempSync(join(tmpdir(), 'local-rocketmq4-'));
   let namesrv: ChildProcess | undefined;
-  let broker: ChildProcess | undefined;
-  let brokerStarts = 0;
+  let master: ChildProcess | undefined;
+  let slave: ChildProcess | undefined;
+  let masterStarts = 0;
   const stop = async () => {
-    if (broker) await stopChild(broker);
+    if (slave) await stopChild(slave);
+    if (master) await stopChild(master);
     if (namesrv) await stopChild(namesrv);
     if (process.env.LOCAL_ROCKETMQ_KEEP !== '1') rmSync(home, { recursive: true, force: true });
   };
   const spawn = (heap: string, mainClass: string, args: string[], name: string) =>
     spawnJvm(java, home, heap, mainClass, args, name, ROCKETMQ_4.libDir, JAVA_17_OPENS);
-  const startBroker = async () => {
-    brokerStarts += 1;
-    const name = `broker-${brokerStarts}`;
-    broker = spawn('-Xmx256m', 'org.apache.rocketmq.broker.BrokerStartup', ['-c', join(home, 'broker.conf')], name);
+  const startBroker = async (conf: string, heap: string, name: string) => {
+    const broker = spawn(heap, 'org.apache.rocketmq.broker.BrokerStartup', ['-c', join(home, conf)], name);
     await waitForLine(broker, BROKER_READY, timeoutMs, join(home, `${name}.out`));
+    return broker;
+  };
+  const startMaster = async () => {
+    masterStarts += 1;
+    master = await startBroker('broker.conf', '-Xmx256m', `broker-${masterStarts}`);
   };
 
   try {
     const namesrvPort = await freePort();
-    const brokerPort = await freeBrokerPort();
+    const [brokerPort, slavePort] = await freeBrokerPorts(options.slave ? 2 : 1);
     const namesrvAddr = `127.0.0.1:${namesrvPort}`;
-    writeConfig(home, { clusterName, brokerName, namesrvAddr, namesrvPort, brokerPort, acl: options.acl });
+    const group = { clusterName, brokerName, namesrvAddr, acl: options.acl };
+    writeConfig(home, namesrvPort, options.acl);
+    writeBrokerConfig(home, 'broker.conf', { ...group, role: 'master', port: brokerPort!, store: 'store' });
     seedTopics(join(home, 'store'), options.topics);
+    if (slavePort !== undefined) {
+      writeBrokerConfig(home, 'broker-slave.conf', { ...group, role: 'slave', port: slavePort, store: 'store-slave' });
+      // The slave copies the master's topics every 10 s; seeded, it serves pulls from its first minute too.
+      seedTopics(join(home, 'store-slave'), options.topics);
+    }
 
     const started = Date.now();
     namesrv = spawn(
@@ -96,15 +120,21 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
     );
     await waitForLine(namesrv, NAMESRV_READY, timeoutMs, join(home, 'namesrv.out'));
     // The 4.x broker registers with the name server as the last step of its start, before it reports success.
-    await startBroker();
+    await startMaster();
+    // After the master: a slave learns the master's address (for its offset and topic sync) and HA
+    // address from its registration, at start and then only every 30 s.
+    if (slavePort !== undefined) slave = await startBroker('broker-slave.conf', '-Xmx128m', 'broker-slave');
     return {
       namesrvAddr,
       clusterName,
       brokerName,
       version: ROCKETMQ_4.version,
       startupMs: Date.now() - started,
+      brokerAddr: `127.0.0.1:${brokerPort}`,
+      storeDir: join(home, 'store'),
+      slaveAddr: slavePort === undefined ? undefined : `127.0.0.1:${slavePort}`,
       killBroker: async () => {
-        const victim = broker!;
+        const victim = master!;
         if (victim.exitCode !== null || victim.signalCode !== null) return;
         const exited = new Promise((resolve) => victim.once('exit', resolve));
         victim.kill('SIGKILL');
@@ -112,7 +142,7 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
       },
       restartBroker: async () => {
         const began = Date.now();
-        await startBroker();
+        await startMaster();
         return { recoveryMs: Date.now() - began };
       },
       stop,
@@ -123,53 +153,43 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
   }
 }
 
-interface Ports {
+/** Port triples (`port - 2`, `port`, `port + 1`) for each broker, none overlapping another's. */
+async function freeBrokerPorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await freeBrokerPort();
+    if (ports.every((p) => Math.abs(p - port) > 3)) ports.push(port);
+  }
+  return ports;
+}
+
+interface BrokerSettings {
   clusterName: string;
   brokerName: string;
   namesrvAddr: string;
-  namesrvPort: number;
-  brokerPort: number;
+  role: 'master' | 'slave';
+  /** The remoting port; HA listens on `port + 1`, the fast channel on `port - 2`. */
+  port: number;
+  /** The store's folder under the home folder. */
+  store: string;
   acl: LocalRocketMQ4Options['acl'];
 }
 
-function writeConfig(home: string, p: Ports): void {
-  const store = join(home, 'store');
-  mkdirSync(join(store, 'config'), { recursive: true });
+function writeConfig(home: string, namesrvPort: number, acl: LocalRocketMQ4Options['acl']): void {
   mkdirSync(join(home, 'conf'), { recursive: true });
   // Both start scripts configure logback from ROCKETMQ_HOME/conf and exit when the file is missing.
   for (const name of ['namesrv', 'broker', 'tools'])
     writeFileSync(join(home, 'conf', `logback_${name}.xml`), logback(join(home, `${name}.log`)));
-  writeFileSync(join(home, 'namesrv.properties'), `listenPort=${p.namesrvPort}\n`);
-  writeFileSync(
-    join(home, 'broker.conf'),
-    [
-      `brokerClusterName=${p.clusterName}`,
-      `brokerName=${p.brokerName}`,
-      'brokerId=0',
-      'brokerRole=ASYNC_MASTER',
-      'flushDiskType=ASYNC_FLUSH',
-      `listenPort=${p.brokerPort}`,
-      'brokerIP1=127.0.0.1',
-      `namesrvAddr=${p.namesrvAddr}`,
-      `storePathRootDir=${store}`,
-      `storePathCommitLog=${join(store, 'commitlog')}`,
-      // 64 MB commit-log files instead of 1 GB, and a small consume-queue file: enough for tests.
-      'mappedFileSizeCommitLog=67108864',
-      'mappedFileSizeConsumeQueue=300000',
-      'autoCreateTopicEnable=false',
-      ...(p.acl ? ['aclEnable=true'] : []),
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(join(home, 'namesrv.properties'), `listenPort=${namesrvPort}\n`);
   // The broker reads ROCKETMQ_HOME/conf/plain_acl.yml; every request must carry a valid signature.
-  if (p.acl) {
+  if (acl) {
     writeFileSync(
       join(home, 'conf', 'plain_acl.yml'),
       [
         'globalWhiteRemoteAddresses: []',
         'accounts:',
-        `  - accessKey: ${p.acl.accessKey}`,
-        `    secretKey: ${p.acl.secretKey}`,
+        `  - accessKey: ${acl.accessKey}`,
+        `    secretKey: ${acl.secretKey}`,
         '    admin: false',
         '    defaultTopicPerm: PUB|SUB',
         '    defaultGroupPerm: PUB|SUB',
@@ -177,6 +197,34 @@ function writeConfig(home: string, p: Ports): void {
       ].join('\n'),
     );
   }
+}
+
+function writeBrokerConfig(home: string, file: string, b: BrokerSettings): void {
+  const store = join(home, b.store);
+  mkdirSync(join(store, 'config'), { recursive: true });
+  writeFileSync(
+    join(home, file),
+    [
+      `brokerClusterName=${b.clusterName}`,
+      `brokerName=${b.brokerName}`,
+      // One broker group: the master is brokerId 0, a slave any other id.
+      `brokerId=${b.role === 'master' ? 0 : 1}`,
+      `brokerRole=${b.role === 'master' ? 'ASYNC_MASTER' : 'SLAVE'}`,
+      'flushDiskType=ASYNC_FLUSH',
+      `listenPort=${b.port}`,
+      `haListenPort=${b.port + 1}`,
+      'brokerIP1=127.0.0.1',
+      `namesrvAddr=${b.namesrvAddr}`,
+      `storePathRootDir=${store}`,
+      `storePathCommitLog=${join(store, 'commitlog')}`,
+      // 64 MB commit-log files instead of 1 GB, and a small consume-queue file: enough for tests.
+      'mappedFileSizeCommitLog=67108864',
+      'mappedFileSizeConsumeQueue=300000',
+      'autoCreateTopicEnable=false',
+      ...(b.acl ? ['aclEnable=true'] : []),
+      '',
+    ].join('\n'),
+  );
 }
 
 function logback(file: string): string {

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Producer } from 'rocketmq-client-nodejs';
+import { NEVER_DEAD_LETTER_RETRY_MAX_TIMES } from '../../bridge/group-retry-policy.ts';
 import { ensureRocketMQJars, ROCKETMQ_LIB_DIR } from './rocketmq-jars.ts';
 
 /**
@@ -27,6 +28,12 @@ export interface LocalConsumerGroup {
   readonly name: string;
   /** A FIFO group delivers one message group in order: the next only after the previous is acked. */
   readonly fifo?: boolean;
+  /**
+   * Deliveries the proxy makes before it moves a message to `%DLQ%<group>`, minus one. Default:
+   * never, what the bridge requires of its groups (bridge/group-retry-policy.ts); RocketMQ's own
+   * default is 16.
+   */
+  readonly retryMaxTimes?: number;
 }
 
 export interface LocalRocketMQOptions {
@@ -315,6 +322,7 @@ function seedMetadata(store: string, topics: readonly LocalTopic[], groups: read
       {
         groupName: g.name,
         consumeMessageOrderly: g.fifo === true,
+        retryMaxTimes: g.retryMaxTimes ?? NEVER_DEAD_LETTER_RETRY_MAX_TIMES,
       },
     ]),
   );

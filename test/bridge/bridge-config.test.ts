@@ -39,6 +39,11 @@ describe('bridge configuration', () => {
       { ...route, fifo: true, target: { kind: 'sqs', queueUrl: 'https://sqs/q.fifo' } },
       /DLQ must be FIFO/,
     ],
+    [
+      'a FIFO route to EventBridge, which delivers out of order',
+      { ...route, fifo: true, target: { kind: 'eventbridge', eventBusName: 'bus' }, dlqUrl: 'https://sqs/d.fifo' },
+      /route G: a FIFO route must forward to an SQS FIFO queue, but its target is EventBridge/,
+    ],
     ['an invisible duration under 10 s', { ...route }, /invisibleDurationMs/, { invisibleDurationMs: 5_000 }],
     ['no routes', undefined, /routes/],
     ['no batch in flight', { ...route }, /maxBatchesInFlight/, { maxBatchesInFlight: 0 }],

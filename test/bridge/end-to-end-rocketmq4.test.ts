@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { format } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import {
@@ -14,7 +14,8 @@ import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-c
 import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
 import { MsgIdGenerator, parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
-import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
+import { BridgeChildProcess, bridgeEnv, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
+import { sendOrdered } from './support/rocketmq4-producer.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 
 /**
@@ -138,13 +139,7 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     const target = await queues('e2e4');
 
     // Act: the bridge forwards the new orders at once and the retried one when its 10 s delay ends.
-    const bridge = new BridgeChildProcess({
-      BRIDGE_CONFIG: JSON.stringify(config(group, target)),
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    });
+    const bridge = new BridgeChildProcess(bridgeEnv(config(group, target)));
     children.push(bridge);
     await bridge.waitFor(
       'all three forwarded',
@@ -228,13 +223,7 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
     // Prepare
     const group = `points-v4-${randomUUID().slice(0, 6)}`;
     const target = await queues('rebalance4');
-    const env = {
-      BRIDGE_CONFIG: JSON.stringify(config(group, target)),
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    };
+    const env = bridgeEnv(config(group, target));
     const started = (bridge: BridgeChildProcess) =>
       bridge.waitFor(
         'bridge started',
@@ -287,24 +276,6 @@ describe('RocketMQ 4.7.1 → two bridges in one group (rebalance)', () => {
 describe('RocketMQ 4.7.1 → an orderly group’s FIFO route', () => {
   const STATUSES = ['WAIT_PAY', 'PAID', 'SHIPPED', 'FINISHED'] as const;
 
-  /**
-   * An ordered producer: every message of an order on the queue its order number selects (Java's
-   * `MessageQueueSelector`). ali-ons' own sharding-key selection does not do it (observed: one
-   * order's events on queues 1 and 3), so the queue is chosen here and the message sent to it.
-   */
-  async function sendOrdered(message: Message, orderNo: string): Promise<void> {
-    type Queue = { brokerName: string; queueId: number };
-    const internals = producer as unknown as {
-      tryToFindTopicPublishInfo(topic: string): Promise<{ messageQueueList: Queue[] }>;
-      sendKernelImpl(msg: Message, mq: Queue): Promise<unknown>;
-    };
-    const queues = [...(await internals.tryToFindTopicPublishInfo(ORDER_TOPIC)).messageQueueList].sort(
-      (a, b) => a.queueId - b.queueId,
-    );
-    const selected = queues[createHash('md5').update(orderNo).digest().readUInt32BE() % queues.length]!;
-    await internals.sendKernelImpl(message, selected);
-  }
-
   /** Takes everything off a FIFO queue, with each message's group, in the order SQS hands it out. */
   async function drainFifo(queueUrl: string): Promise<{ groupId: string; envelope: RocketMQMessage }[]> {
     const out: { groupId: string; envelope: RocketMQMessage }[] = [];
@@ -346,7 +317,7 @@ describe('RocketMQ 4.7.1 → an orderly group’s FIFO route', () => {
         // The sharding key as Java producers name it, and as ali-ons' producer does: both are the message group.
         message.properties[orders.indexOf(orderNo) % 2 === 0 ? '__SHARDINGKEY' : '__SHARDING_KEY'] = orderNo;
         message.properties.UNIQ_KEY = ids.next();
-        await sendOrdered(message, orderNo);
+        await sendOrdered(producer!, message, orderNo);
         sent.get(orderNo)!.push(message.properties.UNIQ_KEY);
       }
     }
@@ -355,22 +326,16 @@ describe('RocketMQ 4.7.1 → an orderly group’s FIFO route', () => {
       topic: ORDER_TOPIC,
       tagExpression: 'STATUS',
       fifo: true,
-      target: { kind: 'sqs', queueUrl },
+      target: { kind: 'sqs' as const, queueUrl },
       dlqUrl,
     };
     // Small receives, so the run spans several batches and the kill lands in the middle.
     const v4Config = { ...config(group, { queueUrl, dlqUrl }), receiveBatchSize: 4, routes: [route] };
 
     // Act 1: a bridge forwards a few batches, then dies by SIGKILL after a forward, before its offset commit.
-    const killed = new BridgeChildProcess({
-      BRIDGE_CONFIG: JSON.stringify(v4Config),
-      BRIDGE_FAULT: 'sigkill-before-ack',
-      BRIDGE_FAULT_AFTER: '6',
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    });
+    const killed = new BridgeChildProcess(
+      bridgeEnv(v4Config, { BRIDGE_FAULT: 'sigkill-before-ack', BRIDGE_FAULT_AFTER: '6' }),
+    );
     children.push(killed);
     const killedExit = await killed.exited;
     const inHandWhenKilled = faultedMsgIds(killed.lines, 'sigkill-before-ack');
@@ -465,15 +430,12 @@ describe('RocketMQ 4.7.1 with ACL → bridge', () => {
 
     // Act: the bridge gets the credentials as ECS passes them from Secrets Manager.
     const group = `points-acl-${randomUUID().slice(0, 6)}`;
-    const bridge = new BridgeChildProcess({
-      BRIDGE_CONFIG: JSON.stringify({ ...config(group, target), nameServer: secured!.namesrvAddr }),
-      ROCKETMQ_ACCESS_KEY: acl.accessKey,
-      ROCKETMQ_SECRET_KEY: acl.secretKey,
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    });
+    const bridge = new BridgeChildProcess(
+      bridgeEnv(
+        { ...config(group, target), nameServer: secured!.namesrvAddr },
+        { ROCKETMQ_ACCESS_KEY: acl.accessKey, ROCKETMQ_SECRET_KEY: acl.secretKey },
+      ),
+    );
     children.push(bridge);
     await bridge.waitFor(
       'the order forwarded',

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import {
   CreateQueueCommand,
@@ -8,13 +9,21 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
+import { Bridge } from '../../bridge/bridge.ts';
+import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-config.ts';
+import { RouteConsumer } from '../../bridge/route-consumer.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
-import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../lib/aws/index.ts';
+import { createSecretsManager, createSqs, emulatorConfig, SecretSigningKeys } from '../../lib/aws/index.ts';
 import { parseEnvelope, type RocketMQMessage, signatureRefusal } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
-import { BridgeChildProcess, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
+import {
+  BridgeChildProcess,
+  bridgeEnv as envFor,
+  faultedMsgIds,
+  forwardedMsgIds,
+} from './support/bridge-child-process.ts';
+import { failBatchEntries } from './support/sqs-batch-faults.ts';
 
 /**
  * RocketMQ 5 (name server + proxy with embedded broker, real JVMs) → bridge process → emulator SQS
@@ -28,6 +37,12 @@ const FIFO_TOPIC = 'ORDER_FIFO_TOPIC';
 const FIFO_GROUP = 'order-audit-fifo-group';
 const BURST_TOPIC = 'ORDER_BURST_TOPIC';
 const BURST_GROUP = 'order-burst-group';
+const REDELIVERY_TOPIC = 'ORDER_REDELIVERY_TOPIC';
+const REDELIVERY_GROUP = 'order-redelivery-group';
+/** A group as RocketMQ lets one be created: it dead-letters a message at its second delivery. */
+const HAZARD_GROUP = 'order-dlq-hazard-group';
+const BOM_TOPIC = 'ORDER_BOM_TOPIC';
+const BOM_GROUP = 'order-bom-group';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
 let rocketMq: LocalRocketMQ | undefined;
@@ -41,8 +56,21 @@ const children: BridgeChildProcess[] = [];
 beforeAll(async () => {
   const started = Date.now();
   rocketMq = await startLocalRocketMQ({
-    topics: [{ name: ORDER_TOPIC }, { name: FIFO_TOPIC, type: 'FIFO' }, { name: BURST_TOPIC }],
-    groups: [{ name: POINTS_GROUP }, { name: FIFO_GROUP, fifo: true }, { name: BURST_GROUP }],
+    topics: [
+      { name: ORDER_TOPIC },
+      { name: FIFO_TOPIC, type: 'FIFO' },
+      { name: BURST_TOPIC },
+      { name: REDELIVERY_TOPIC, queues: 1 },
+      { name: BOM_TOPIC, queues: 1 },
+    ],
+    groups: [
+      { name: POINTS_GROUP },
+      { name: FIFO_GROUP, fifo: true },
+      { name: BURST_GROUP },
+      { name: REDELIVERY_GROUP },
+      { name: HAZARD_GROUP, retryMaxTimes: 1 },
+      { name: BOM_GROUP },
+    ],
   });
   console.info(`local RocketMQ up in ${Date.now() - started} ms, phases ${JSON.stringify(rocketMq.phasesMs)}`);
   const name = `bridge-e2e-${randomUUID().slice(0, 8)}`;
@@ -102,14 +130,7 @@ function bridgeEnv(fault?: 'crash-before-ack'): Record<string, string> {
       },
     ],
   };
-  return {
-    BRIDGE_CONFIG: JSON.stringify(config),
-    AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    ...(fault ? { BRIDGE_FAULT: fault } : {}),
-  };
+  return envFor(config, fault ? { BRIDGE_FAULT: fault } : {});
 }
 
 function startBridge(fault?: 'crash-before-ack'): BridgeChildProcess {
@@ -234,20 +255,17 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     );
 
     // Assess: each PAID message reached the queue twice (first delivery, then RocketMQ's redelivery),
-    // with every broker fact kept; the CANCELLED one never did.
+    // with every broker fact kept; the CANCELLED one never did. The redelivery was the bridge's own
+    // (it died holding the message), so the consumer's attempt count is 0 on both copies.
     const copies = await receiveAll(sqs, pointsQueue.url);
     const byMsgId = Map.groupBy(copies, (c) => c.envelope.msgId);
     expect([...byMsgId.keys()].sort()).toEqual([...paid].sort());
     for (const id of paid) {
-      const attempts = byMsgId
-        .get(id)!
-        .map((c) => c.envelope.reconsumeTimes)
-        .sort();
+      const attempts = byMsgId.get(id)!.map((c) => c.envelope.reconsumeTimes);
       expect(attempts.length).toBeGreaterThanOrEqual(2);
-      expect(attempts[0]).toBe(0);
-      expect(attempts.at(-1)).toBeGreaterThanOrEqual(1);
+      expect(attempts).toEqual(attempts.map(() => 0));
     }
-    const first = byMsgId.get(so1)!.find((c) => c.envelope.reconsumeTimes === 0)!.envelope;
+    const first = byMsgId.get(so1)![0]!.envelope;
     expect(first).toMatchObject({
       topic: ORDER_TOPIC,
       tags: 'PAID',
@@ -339,14 +357,116 @@ describe('RocketMQ 5 → bridge → SQS → points consumer', () => {
     // Nothing lost: every order is in the queue.
     const copies = Map.groupBy(await receiveAll(points.sqs, queueUrl), (c) => c.envelope.msgId);
     expect([...copies.keys()].sort()).toEqual([...sent].sort());
-    // Nothing acked unforwarded: each held message was in the queue once, un-acked, and RocketMQ delivered it again.
+    // Nothing acked unforwarded: each held message was in the queue once, un-acked, and RocketMQ delivered it again;
+    // neither copy counts the bridge's redelivery as a consumer failure.
     for (const id of heldIds) {
-      expect(
-        copies
-          .get(id)!
-          .map((c) => c.envelope.reconsumeTimes)
-          .sort(),
-      ).toEqual([0, 1]);
+      expect(copies.get(id)!.map((c) => c.envelope.reconsumeTimes)).toEqual([0, 0]);
     }
   }, 240_000);
+});
+
+/** An in-process bridge with one route from `topic` through `group` into a fresh queue of the emulator. */
+async function bridgeOn(topic: string, group: string, sqs: SQSClient) {
+  const name = `bridge-${group}-${randomUUID().slice(0, 8)}`;
+  const queueUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
+  const dlqUrl = (await points.sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
+  const config = parseBridgeConfig({
+    ...localBroker(),
+    health: { host: '127.0.0.1', port: 0 },
+    routes: [{ group, topic, target: { kind: 'sqs', queueUrl }, dlqUrl }],
+  });
+  const bridge = new Bridge(config, { sqs, logger: new Logger({ serviceName: 'bridge-test', logLevel: 'SILENT' }) });
+  return { bridge, queueUrl, dlqUrl };
+}
+
+async function sendTo(topic: string, body: Buffer, orderNo: string): Promise<string> {
+  const producer = new Producer({ endpoints: rocketMq!.proxyEndpoint, namespace: '', logger: SILENT });
+  await producer.startup();
+  try {
+    return (await producer.send({ topic, tag: 'PAID', keys: [orderNo], body })).messageId;
+  } finally {
+    await producer.shutdown();
+  }
+}
+
+/** Receives from `queueUrl` until `msgId` arrived or `timeoutMs` passed. */
+async function awaitInQueue(queueUrl: string, msgId: string, timeoutMs: number) {
+  const copies: Awaited<ReturnType<typeof receiveAll>> = [];
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !copies.some((c) => c.envelope.msgId === msgId)) {
+    copies.push(...(await receiveAll(points.sqs, queueUrl)));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  return copies;
+}
+
+describe('RocketMQ 5: the bridge’s own redeliveries are no consumer failures, and never end in %DLQ%', () => {
+  it('refuses to start on a group whose retry limit its own redeliveries could reach, naming both settings', async () => {
+    const { bridge } = await bridgeOn(REDELIVERY_TOPIC, HAZARD_GROUP, points.sqs);
+    const started = bridge.start();
+    // A bridge that started anyway would consume the group's messages from under the next test.
+    started.catch(() => undefined).finally(() => bridge.stop());
+    await expect(started).rejects.toThrow(
+      `consumer group ${HAZARD_GROUP}: RocketMQ moves a message to %DLQ%${HAZARD_GROUP} once it was delivered 2 times ` +
+        "(retryMaxTimes 1), and the bridge's own redeliveries (one per invisibleDurationMs = 10000 ms",
+    );
+  });
+
+  it('a forward failed more often than a dead-lettering group allows still arrives, as a first delivery', async () => {
+    // Prepare: one message; SQS refuses its forward three times. Beside the bridge, a plain consumer of the group
+    // that dead-letters at the second delivery receives the same message and never acks it.
+    const msgId = await sendTo(REDELIVERY_TOPIC, Buffer.from(JSON.stringify({ orderNo: 'SO-RE' })), 'SO-RE');
+    const faultySqs = createSqs(emulatorConfig(inject('emulatorEndpoint')));
+    let refusals = 0;
+    failBatchEntries(faultySqs, (body) => body.includes('SO-RE') && refusals < 3 && ++refusals > 0);
+    const { bridge, queueUrl, dlqUrl } = await bridgeOn(REDELIVERY_TOPIC, REDELIVERY_GROUP, faultySqs);
+    const hazard = new RouteConsumer({
+      endpoints: rocketMq!.proxyEndpoint,
+      namespace: '',
+      sslEnabled: false,
+      consumerGroup: HAZARD_GROUP,
+      subscriptions: new Map([[REDELIVERY_TOPIC, '*']]),
+      awaitDuration: 5_000,
+      invisibleDurationMs: 10_000,
+      batchSize: 16,
+      logger: SILENT,
+    });
+
+    // Act: the bridge forwards until SQS takes it; the plain consumer receives for as long, acking nothing.
+    await bridge.start();
+    await hazard.startup();
+    const hazardAttempts: number[] = [];
+    const [copies] = await Promise.all([
+      awaitInQueue(queueUrl, msgId, 120_000),
+      (async () => {
+        const deadline = Date.now() + 45_000;
+        while (Date.now() < deadline) {
+          for (const view of await hazard.receive(16, 10_000))
+            if (view.messageId === msgId) hazardAttempts.push(view.deliveryAttempt ?? 1);
+        }
+      })(),
+    ]);
+    await Promise.all([bridge.stop(), hazard.shutdown()]);
+
+    // Assess: the plain group's message was delivered twice and then parked, as the proxy does with a reachable
+    // limit (the limit the bridge refuses); the bridge's message came through after more failed forwards than
+    // that, once, as a first delivery, and nothing went to its DLQ.
+    expect(copies.filter((c) => c.envelope.msgId === msgId).map((c) => c.envelope.reconsumeTimes)).toEqual([0]);
+    expect(refusals).toBe(3);
+    expect(bridge.status().routes[REDELIVERY_GROUP]!.stats.forwardFailed).toBeGreaterThanOrEqual(3);
+    expect(await receiveAll(points.sqs, dlqUrl)).toEqual([]);
+    expect(hazard.retryPolicyRefusal()).toMatch(/once it was delivered 2 times/);
+    expect(hazardAttempts).toEqual([1, 2]);
+  }, 180_000);
+
+  it('keeps a body’s leading UTF-8 byte-order mark byte for byte', async () => {
+    const body = Buffer.from([0xef, 0xbb, 0xbf, ...Buffer.from('{"orderNo":"SO-BOM"}')]);
+    const msgId = await sendTo(BOM_TOPIC, body, 'SO-BOM');
+    const { bridge, queueUrl } = await bridgeOn(BOM_TOPIC, BOM_GROUP, points.sqs);
+    await bridge.start();
+    const copies = await awaitInQueue(queueUrl, msgId, 60_000);
+    await bridge.stop();
+    const [copy] = copies.filter((c) => c.envelope.msgId === msgId);
+    expect(Buffer.from(copy!.envelope.body, 'utf8').equals(body)).toBe(true);
+  }, 120_000);
 });

@@ -1,33 +1,22 @@
-import { Message, Producer } from 'ali-ons';
+import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
+import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 
 /**
  * The incident on its own release line: Apache RocketMQ 4.7.1 (name server + broker, real JVMs),
  * the bridge on the remoting protocol, the points consumer on the emulator.
  */
-const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
-const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server given')) };
-
 let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
 
 beforeAll(async () => {
   rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
   console.info(`local RocketMQ ${rocketMq.version} up in ${rocketMq.startupMs} ms`);
-  producer = new Producer({
-    nameSrv: rocketMq.namesrvAddr,
-    httpclient: NO_ADDRESS_SERVER,
-    producerGroup: 'order-service',
-    logger: SILENT,
-    sendMsgTimeout: 2_000,
-  });
-  // Sends fail while the broker is down; the test sees each failure as a rejected send.
-  producer.on('error', () => undefined);
-  await producer.ready();
+  producer = await orderServiceProducer(rocketMq.namesrvAddr);
 });
 
 afterAll(async () => {

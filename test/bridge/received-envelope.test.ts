@@ -13,7 +13,7 @@ describe('envelope writer', () => {
       queueOffset: 1234,
       bornTimestamp: 1593930151117,
       storeTimestamp: 1593930151120,
-      deliveryAttempt: 3,
+      reconsumeTimes: 2,
     });
 
     // Act

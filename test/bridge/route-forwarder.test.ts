@@ -17,7 +17,7 @@ import { SqsTarget } from '../../bridge/sqs-target.ts';
 import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
 import { parseEnvelope, type SigningKeyRing, signatureRefusal } from '../../lib/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
-import { failBatchEntries } from './support/sqs-batch-faults.ts';
+import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 
 const MAX_BYTES = 262_144;
 const logger = new Logger({ serviceName: 'bridge-test', logLevel: 'SILENT' });
@@ -118,6 +118,32 @@ async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
   return Number(Attributes?.ApproximateNumberOfMessages ?? 0);
 }
 
+/**
+ * Forwards `receive`, then hands back what was not acked, in receive order, as RocketMQ redelivers
+ * an orderly group, until everything is acked. Returns how many redeliveries it took.
+ */
+async function forwardUntilAcked(forwarder: RouteForwarder, receive: readonly ReceivedMessage[]): Promise<number> {
+  let pending = [...receive];
+  for (let redeliveries = 0; redeliveries < 10; redeliveries++) {
+    const outcome = await forwarder.forwardBatch(pending);
+    const left = new Set(outcome.notAcked.map((n) => n.msgId));
+    pending = pending.filter((m) => left.has(m.msgId));
+    if (pending.length === 0) return redeliveries;
+  }
+  throw new Error(`still not acked after 10 redeliveries: ${pending.map((m) => m.keys[0]).join(' ')}`);
+}
+
+/** Each order's statuses in the order its message group holds them in the queue. */
+function statusesByOrder(landed: readonly { body: string; groupId?: string }[]): Map<string, string[]> {
+  const byOrder = new Map<string, string[]>();
+  for (const m of landed) {
+    const { orderNo, status } = JSON.parse(parseEnvelope(m.body).body) as { orderNo: string; status: string };
+    expect(m.groupId).toBe(orderNo);
+    byOrder.set(orderNo, [...(byOrder.get(orderNo) ?? []), status]);
+  }
+  return new Map([...byOrder].sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true })));
+}
+
 describe('route forwarder on the emulator SQS', () => {
   it('forwards a receive of 25 in batches of ten and acks each message once', async () => {
     // Prepare
@@ -208,9 +234,13 @@ describe('route forwarder on the emulator SQS', () => {
     expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).msgId)).toEqual([small.msgId]);
     const [notice, ...more] = await drain(sqs, dlqUrl);
     expect(more).toEqual([]);
-    expect(notice!.attributes[DEAD_LETTER_REASON_ATTRIBUTE]).toBe('BODY_TOO_LARGE');
+    expect(notice!.attributes).toEqual({
+      [DEAD_LETTER_REASON_ATTRIBUTE]: 'BODY_TOO_LARGE',
+      'dead-letter-kind': 'bridge-notice',
+    });
     const body = JSON.parse(notice!.body);
     expect(body).toMatchObject({
+      deadletterkind: 'bridge-notice',
       deadletterreason: 'BODY_TOO_LARGE',
       data: { msgId: huge.msgId, queueOffset: huge.queueOffset, body: '', bodyOmitted: true },
     });
@@ -226,7 +256,7 @@ describe('route forwarder on the emulator SQS', () => {
     expect(outcome.notAcked[0]!.reason).toMatch(/^dead-lettering failed/);
   });
 
-  it('FIFO: uses the message group as MessageGroupId and holds back a group behind its failed message', async () => {
+  it('FIFO: uses the message group as MessageGroupId, and sends nothing of a group after its failed message', async () => {
     // Prepare
     const { sqs, queueUrl, dlqUrl } = await queuePair(true);
     failBatchEntries(sqs, (body) => body.includes('"A-2"'));
@@ -239,15 +269,133 @@ describe('route forwarder on the emulator SQS', () => {
     // Act
     const outcome = await forwarder.forwardBatch([a1, a2, b1, a3]);
 
-    // Assess: a3 reached SQS but is not acked, so RocketMQ redelivers a2 and a3 in order.
+    // Assess: a3 never reached SQS, so RocketMQ hands a2 and a3 back and they land in order.
     expect(acks.sort()).toEqual([a1.msgId, b1.msgId].sort());
     expect(outcome.notAcked.map((n) => n.msgId)).toEqual([a2.msgId, a3.msgId]);
     const landed = await drain(sqs, queueUrl);
     expect(landed.map((m) => [m.groupId, parseEnvelope(m.body).keys[0]]).sort()).toEqual([
       ['user-a', 'A-1'],
-      ['user-a', 'A-3'],
       ['user-b', 'B-1'],
     ]);
+  });
+
+  it('FIFO: a first SendMessageBatch failing whole keeps every later message of its groups out of the queue', async () => {
+    // Prepare: ten orders, their PAID events first, then their FINISHED events, as one receive of 20. The
+    // first call fails whole (what the SDK throws once its retries against throttling or the network are spent).
+    const { sqs, queueUrl, dlqUrl } = await queuePair(true);
+    let calls = 0;
+    failBatchRequests(sqs, () => ++calls === 1);
+    const { forwarder } = forwarderFor(sqs, queueUrl, dlqUrl, true, undefined, {
+      route: { messageGroupFrom: { from: 'key' } },
+    });
+    const orders = Array.from({ length: 10 }, (_, i) => `SO-${i}`);
+    const event = (orderNo: string, status: string) =>
+      receivedMessage({ keys: [orderNo], body: Buffer.from(JSON.stringify({ orderNo, status })) });
+    const receive = [...orders.map((o) => event(o, 'PAID')), ...orders.map((o) => event(o, 'FINISHED'))];
+
+    // Act: the receive, then RocketMQ's redeliveries of whatever was not acked, until everything is.
+    const redeliveries = await forwardUntilAcked(forwarder, receive);
+
+    // Assess: every order's PAID before its FINISHED, each once, nothing dead-lettered.
+    expect(calls).toBeGreaterThan(1);
+    expect(redeliveries).toBeGreaterThanOrEqual(1);
+    expect(statusesByOrder(await drain(sqs, queueUrl))).toEqual(new Map(orders.map((o) => [o, ['PAID', 'FINISHED']])));
+    expect(await drain(sqs, dlqUrl)).toEqual([]);
+  });
+
+  it('FIFO: an entry SQS refuses holds back the later entries of its group, never sends them in the same call', async () => {
+    // Prepare: SQS refuses SO-1's PAID once and would accept everything else; two orders, PAID then FINISHED each.
+    const { sqs, queueUrl, dlqUrl } = await queuePair(true);
+    let refused = false;
+    failBatchEntries(sqs, (body) => {
+      if (refused || !body.includes('"SO-1\\",\\"status\\":\\"PAID')) return false;
+      refused = true;
+      return true;
+    });
+    const groupsPerCall: string[][] = [];
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { Entries?: { MessageGroupId?: string }[] };
+        if (context.commandName === 'SendMessageBatchCommand')
+          groupsPerCall.push(input.Entries!.map((e) => e.MessageGroupId!));
+        return next(args);
+      },
+      { step: 'initialize', priority: 'high' },
+    );
+    const { forwarder } = forwarderFor(sqs, queueUrl, dlqUrl, true, undefined, {
+      route: { messageGroupFrom: { from: 'key' } },
+    });
+    const event = (orderNo: string, status: string) =>
+      receivedMessage({ keys: [orderNo], body: Buffer.from(JSON.stringify({ orderNo, status })) });
+    const receive = [
+      event('SO-1', 'PAID'),
+      event('SO-1', 'FINISHED'),
+      event('SO-2', 'PAID'),
+      event('SO-2', 'FINISHED'),
+    ];
+
+    // Act
+    await forwardUntilAcked(forwarder, receive);
+
+    // Assess
+    expect(refused).toBe(true);
+    expect(statusesByOrder(await drain(sqs, queueUrl))).toEqual(
+      new Map([
+        ['SO-1', ['PAID', 'FINISHED']],
+        ['SO-2', ['PAID', 'FINISHED']],
+      ]),
+    );
+    expect(await drain(sqs, dlqUrl)).toEqual([]);
+    for (const groups of groupsPerCall) expect(new Set(groups).size).toBe(groups.length);
+  });
+
+  it('FIFO: a too-large message the DLQ refuses holds back the rest of its group, not what came before', async () => {
+    // Prepare: the DLQ does not exist, so the notice for A-2 cannot be sent.
+    const { sqs, queueUrl } = await queuePair(true);
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, `${queueUrl.replace('.fifo', '')}-missing-dlq.fifo`, true);
+    const a1 = receivedMessage({ messageGroup: 'user-a', keys: ['A-1'] });
+    const a2 = receivedMessage({ messageGroup: 'user-a', keys: ['A-2'], body: Buffer.alloc(300_000, 'a') });
+    const a3 = receivedMessage({ messageGroup: 'user-a', keys: ['A-3'] });
+    const b1 = receivedMessage({ messageGroup: 'user-b', keys: ['B-1'] });
+
+    // Act
+    const outcome = await forwarder.forwardBatch([a1, a2, a3, b1]);
+
+    // Assess
+    expect(acks.sort()).toEqual([a1.msgId, b1.msgId].sort());
+    expect(outcome.notAcked.map((n) => n.msgId)).toEqual([a2.msgId, a3.msgId]);
+    expect((await drain(sqs, queueUrl)).map((m) => parseEnvelope(m.body).keys[0]).sort()).toEqual(['A-1', 'B-1']);
+  });
+
+  it('FIFO: a receive over many groups takes as few calls as before, sent side by side', async () => {
+    // Prepare: 20 messages of 20 groups; count calls and how many were in flight at once.
+    const { sqs, queueUrl, dlqUrl } = await queuePair(true);
+    let inFlight = 0;
+    let mostInFlight = 0;
+    let calls = 0;
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'SendMessageBatchCommand') return next(args);
+        calls++;
+        mostInFlight = Math.max(mostInFlight, ++inFlight);
+        try {
+          return await next(args);
+        } finally {
+          inFlight--;
+        }
+      },
+      { step: 'initialize' },
+    );
+    const { forwarder, acks } = forwarderFor(sqs, queueUrl, dlqUrl, true);
+    const messages = Array.from({ length: 20 }, (_, i) => receivedMessage({ messageGroup: `user-${i}` }));
+
+    // Act
+    await forwarder.forwardBatch(messages);
+
+    // Assess
+    expect(acks).toHaveLength(20);
+    expect(calls).toBe(2);
+    expect(mostInFlight).toBe(2);
   });
 
   it('FIFO: keeps a group in order across batches of ten', async () => {

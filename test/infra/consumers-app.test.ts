@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../infra/consumers-app.ts';
-import type { PipelineStack } from '../../infra/pipeline-stack.ts';
+import { lockedVersion, type PipelineStack } from '../../infra/pipeline-stack.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
@@ -24,6 +24,7 @@ import {
   type TableKey,
   tableName,
 } from '../../lib/config/index.ts';
+import { lockedRequirements } from '../../scripts/emulator/python-environment.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 type Resource = {
@@ -472,29 +473,148 @@ describe('the deployment as a whole', () => {
 });
 
 describe('pipeline', () => {
-  it('runs install, the tests and cdk synth, then test, a manual approval and production', () => {
-    const [synthProject] = Object.values(
-      pipelineTemplate.findResources('AWS::CodeBuild::Project', {
-        Properties: { Description: Match.stringLikeRegexp('Synth') },
-      }),
-    );
-    const buildSpec = JSON.parse((synthProject as Resource).Properties.Source.BuildSpec);
-    const commands = [...buildSpec.phases.install.commands, ...buildSpec.phases.build.commands];
-    expect(commands).toEqual(
-      expect.arrayContaining(['npm ci --no-audit --no-fund', 'npm run emulator:setup', 'npm test', 'npm run lint:cfn']),
-    );
-    const [codePipeline] = Object.values(pipelineTemplate.findResources('AWS::CodePipeline::Pipeline')) as Resource[];
-    const stages = codePipeline!.Properties.Stages.map((s: any) => ({
+  const codePipeline = () =>
+    Object.values(pipelineTemplate.findResources('AWS::CodePipeline::Pipeline'))[0] as Resource;
+  const actionsOf = (stage: string) =>
+    codePipeline().Properties.Stages.find((s: any) => s.Name === stage).Actions as Array<Record<string, any>>;
+  const projectOf = (action: Record<string, any>) =>
+    pipelineTemplate.toJSON().Resources[action.Configuration.ProjectName.Ref] as Resource;
+  const buildSpecOf = (project: Resource) => JSON.parse(project.Properties.Source.BuildSpec);
+  /** Every statement of the policies attached to a role. */
+  const statementsOfRole = (roleId: string) =>
+    Object.values(pipelineTemplate.findResources('AWS::IAM::Policy'))
+      .filter((p: any) => p.Properties.Roles.some((r: any) => r.Ref === roleId))
+      .flatMap((p: any) => p.Properties.PolicyDocument.Statement) as Array<{
+      Action: string | string[];
+      Resource: unknown;
+    }>;
+
+  it('runs the tests, then synthesises; then test, a security diff, a manual approval and production', () => {
+    const stages = codePipeline().Properties.Stages.map((s: any) => ({
       name: s.Name,
       actions: s.Actions.map((a: any) => a.ActionTypeId.Category),
     }));
     expect(stages.map((s: any) => s.name)).toEqual(['Source', 'Build', 'UpdatePipeline', 'Assets', 'Test', 'Prod']);
-    expect(stages.find((s: any) => s.name === 'Prod').actions[0]).toBe('Approval');
     expect(stages.find((s: any) => s.name === 'Test').actions).not.toContain('Approval');
-    expect(codePipeline!.Properties.Stages[0].Actions[0].ActionTypeId.Provider).toBe('CodeStarSourceConnection');
+    expect(codePipeline().Properties.Stages[0].Actions[0].ActionTypeId.Provider).toBe('CodeStarSourceConnection');
+    const build = actionsOf('Build');
+    expect(build.map((a) => [a.Name, a.RunOrder])).toEqual([
+      ['Tests', 1],
+      ['Synth', 2],
+    ]);
   });
 
-  it('installs the CDK CLI and cdk-assets the lockfile resolved, and Python tools only as pinned, never the latest', () => {
+  it('runs the tests in a step of their own, whose output nothing uses', () => {
+    const [tests] = actionsOf('Build').filter((a) => a.Name === 'Tests');
+    const spec = buildSpecOf(projectOf(tests!));
+    expect(spec.phases.install.commands).toEqual(['npm ci --no-audit --no-fund', 'npm run emulator:setup']);
+    expect(spec.phases.build.commands).toEqual(['npm test', 'npm run lint:cfn']);
+    expect(spec.phases.install['runtime-versions']).toEqual({ nodejs: '24', python: '3.11' });
+    expect(spec.artifacts).toBeUndefined();
+    expect(tests!.OutputArtifacts).toBeUndefined();
+    // Nor can it change what the synth step hands on: it may read the artifact bucket, not write it.
+    const roleId = projectOf(tests!).Properties.ServiceRole['Fn::GetAtt'][0] as string;
+    const s3 = statementsOfRole(roleId).flatMap((st) => [st.Action].flat().filter((a) => a.startsWith('s3:')));
+    expect(s3.length).toBeGreaterThan(0);
+    for (const action of s3)
+      expect(action, 'the tests step writes no artifact').toMatch(/^s3:(GetObject\*|GetBucket\*|List\*)$/);
+  });
+
+  it("synthesises what it deploys with install scripts off, on the build image's Node 24, and runs nothing else there", () => {
+    const [synth] = actionsOf('Build').filter((a) => a.Name === 'Synth');
+    const spec = buildSpecOf(projectOf(synth!));
+    expect(spec.phases.install.commands).toEqual(['npm ci --ignore-scripts --no-audit --no-fund']);
+    expect(spec.phases.build.commands).toEqual(['npm run bridge:rootfs -- --if-bridge-enabled', 'npm run synth']);
+    expect(spec.phases.install['runtime-versions']).toEqual({ nodejs: '24' });
+    expect(projectOf(synth!).Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
+    // Its output, and only its output, is what self-mutation, the asset steps and both stages take.
+    const [assembly] = synth!.OutputArtifacts.map((o: { Name: string }) => o.Name);
+    const consumers = codePipeline()
+      .Properties.Stages.flatMap((s: any) => s.Actions)
+      .filter((a: any) => a.InputArtifacts?.some((i: { Name: string }) => i.Name === assembly))
+      .map((a: any) => a.Name);
+    expect(consumers).toEqual(expect.arrayContaining(['SelfMutate', 'Consumers.Prepare', 'SecurityDiff']));
+    for (const project of Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project')) as Resource[]) {
+      expect(project.Properties.Environment.Image).toBe('aws/codebuild/standard:8.0');
+      const spec = JSON.stringify(project.Properties.Source.BuildSpec);
+      expect(spec, 'every step runs on Node 24').toMatch(/runtime-versions[^}]*nodejs[^}]*24/);
+      // Only the tests, whose output is not deployed, install with scripts on.
+      if (!spec.includes('npm test')) expect(spec).not.toMatch(/npm ci(?! --ignore-scripts)/);
+    }
+  });
+
+  it('shows the approver what production would broaden, from a step with its own role, before the approval', () => {
+    const prod = actionsOf('Prod');
+    const diff = prod.find((a) => a.Name === 'SecurityDiff')!;
+    const approval = prod.find((a) => a.ActionTypeId.Category === 'Approval')!;
+    const deploys = prod.filter((a) => a.ActionTypeId.Category === 'Deploy');
+    expect(diff.RunOrder).toBeLessThan(approval.RunOrder);
+    for (const deploy of deploys) expect(approval.RunOrder).toBeLessThan(deploy.RunOrder);
+    expect(actionsOf('Test').map((a) => a.Name)).not.toContain('SecurityDiff');
+
+    // What it runs: the locked CLI, over the production stage's assembly, against the deployed template.
+    const project = projectOf(diff);
+    expect(project.Properties.Name).toBe('rocketmq-consumers-prod-security-diff');
+    const spec = buildSpecOf(project);
+    expect(spec.phases.install.commands).toEqual([`npm install -g aws-cdk@${lockedVersion('aws-cdk')}`]);
+    expect(spec.phases.build.commands).toEqual([
+      `cdk diff --app ${pipeline.prod.artifactId} --method=template --security-only --fail-on=never --no-color`,
+    ]);
+    expect(existsSync(path.join(outdir, pipeline.prod.artifactId, 'manifest.json'))).toBe(true);
+    expect(approval.Configuration.ExternalEntityLink).toBe(
+      `https://${settings.pipeline.region}.console.aws.amazon.com/codesuite/codebuild/${settings.pipeline.account}/projects/rocketmq-consumers-prod-security-diff/history?region=${settings.pipeline.region}`,
+    );
+    expect(approval.Configuration.CustomData).toMatch(/SecurityDiff/);
+
+    // Its own role: trusted by CodeBuild alone, used by no other project.
+    const roleId = project.Properties.ServiceRole['Fn::GetAtt'][0] as string;
+    const role = pipelineTemplate.toJSON().Resources[roleId] as Resource;
+    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+      { Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'codebuild.amazonaws.com' } },
+    ]);
+    const others = (Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project')) as Resource[]).filter(
+      (p) => p !== project,
+    );
+    expect(others.map((p) => JSON.stringify(p.Properties.ServiceRole))).not.toContain(
+      JSON.stringify(project.Properties.ServiceRole),
+    );
+
+    // It cannot write to what it reports on: it may assume the production account's CDK lookup role
+    // (bootstrap: ReadOnlyAccess, kms:Decrypt denied) and nothing else, and only read the artifacts.
+    const statements = statementsOfRole(roleId);
+    const actions = statements.flatMap((st) => [st.Action].flat());
+    const readOnly = [
+      'sts:AssumeRole',
+      /^logs:(CreateLogGroup|CreateLogStream|PutLogEvents)$/,
+      /^codebuild:(CreateReportGroup|CreateReport|UpdateReport|BatchPutTestCases|BatchPutCodeCoverages)$/,
+      /^s3:(GetObject\*|GetBucket\*|List\*)$/,
+      /^kms:(Decrypt|DescribeKey|Encrypt|ReEncrypt\*|GenerateDataKey\*)$/,
+    ];
+    for (const action of actions)
+      expect(
+        readOnly.some((allowed) => (typeof allowed === 'string' ? allowed === action : allowed.test(action))),
+        action,
+      ).toBe(true);
+    const assumed = statements.filter((st) => [st.Action].flat().includes('sts:AssumeRole'));
+    expect(assumed.map((st) => JSON.stringify(st.Resource))).toEqual([
+      JSON.stringify({
+        'Fn::Join': [
+          '',
+          [
+            'arn:',
+            { Ref: 'AWS::Partition' },
+            `:iam::${settings.stages.prod.account}:role/cdk-hnb659fds-lookup-role-${settings.stages.prod.account}-${settings.stages.prod.region}`,
+          ],
+        ],
+      }),
+    ]);
+    // The logs and reports are its own project's; the bucket and key are the pipeline's artifacts.
+    const own = JSON.stringify({ Ref: diff.Configuration.ProjectName.Ref });
+    for (const st of statements.filter((s) => /^(logs|codebuild):/.test([s.Action].flat()[0]!)))
+      expect(JSON.stringify(st.Resource)).toContain(own);
+  });
+
+  it('installs the CDK CLI and cdk-assets the lockfile resolved, and Python tools only from the hash lock, never the latest', () => {
     const lock = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'package-lock.json'), 'utf8'));
     const version = (pkg: string) => lock.packages[`node_modules/${pkg}`].version as string;
     // Build specs are JSON strings, some inside Fn::Join: search the whole template's text.
@@ -505,13 +625,32 @@ describe('pipeline', () => {
     expect(new Set(installs)).toEqual(
       new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]),
     );
-    // Python tools come only from the pinned requirements (moto, the emulator's HTTP server and cfn-lint, each ==).
+    // Python tools come only from emulator:setup: the three pins chosen (moto, the emulator's HTTP
+    // server and cfn-lint, each ==) and the lock pip-compile made of them, every package hashed.
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
-    const requirements = readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator/requirements.txt'), 'utf8')
+    const read = (file: string) => readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator', file), 'utf8');
+    const chosen = read('requirements.in')
       .split('\n')
       .filter((l) => l && !l.startsWith('#'));
-    for (const line of requirements) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
-    expect(requirements.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint']);
+    for (const line of chosen) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
+    expect(chosen.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint']);
+    const lockText = read('requirements.txt');
+    expect(lockText).toContain('pip-compile --allow-unsafe --generate-hashes');
+    expect(lockText).toContain('scripts/emulator/requirements.in');
+    const locked = lockedRequirements(lockText);
+    expect(locked.length).toBeGreaterThan(50);
+    for (const line of chosen) {
+      const [, name, pinned] = /^([\w-]+)(?:\[[^\]]*\])?==(\S+)$/.exec(line)!;
+      expect(locked.find((r) => r.name === name)).toEqual({ name, version: pinned, direct: true });
+    }
+    // Every requirement of the lock is pinned with at least one sha256, and the lock has no other kind of line.
+    const requirements = lockText
+      .replace(/\\\n/g, ' ')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    expect(requirements).toHaveLength(locked.length);
+    for (const line of requirements) expect(line).toMatch(/^[\w.-]+==\S+( +--hash=sha256:[0-9a-f]{64})+$/);
   });
 
   it('turns termination protection on for each stage stack after deploying it, and fails unless it is on', () => {

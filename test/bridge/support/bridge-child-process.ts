@@ -1,6 +1,8 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import type { BridgeConfigInput } from '../../../bridge/bridge-config.ts';
 
 const ENTRY = fileURLToPath(new URL('./bridge-child.ts', import.meta.url));
 
@@ -94,6 +96,18 @@ export class BridgeChildProcess {
   kill(signal: NodeJS.Signals): void {
     if (this.#child.exitCode === null && this.#child.signalCode === null) this.#child.kill(signal);
   }
+}
+
+/** The environment of a bridge process with this configuration, forwarding to the tests' AWS emulator. */
+export function bridgeEnv(config: BridgeConfigInput, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    BRIDGE_CONFIG: JSON.stringify(config),
+    AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    ...extra,
+  };
 }
 
 /** Every msgId the bridge logged as forwarded (and acked unless a fault stopped it). */

@@ -12,6 +12,9 @@ import type { BeforeAckHook } from '../../../bridge/route-forwarder.ts';
  * - `BRIDGE_FAULT=sigkill-with-batches-in-flight` with `BRIDGE_FAULT_BATCHES=<n>`: holds every
  *   forwarded batch before its ack until n batches are held at once, reports them and kills
  *   itself with SIGKILL: a pipelined bridge dying with n batches forwarded and none acked.
+ * - `BRIDGE_HOLD_START=1`: reports `{"hold":"start"}` once loaded and starts only on SIGUSR2, so a
+ *   test can time a task's joining its consumer group to within a few milliseconds (a cold start
+ *   of this process takes seconds on a busy machine).
  */
 const fault = process.env.BRIDGE_FAULT;
 const faultAfter = Number(process.env.BRIDGE_FAULT_AFTER ?? '0');
@@ -48,5 +51,14 @@ const hooks: Record<string, BeforeAckHook> = {
     await new Promise(() => undefined);
   },
 };
+
+if (process.env.BRIDGE_HOLD_START === '1') {
+  // A signal listener alone does not keep the process alive.
+  const alive = setInterval(() => undefined, 60_000);
+  const go = new Promise((resolve) => process.once('SIGUSR2', resolve));
+  process.stdout.write(`${JSON.stringify({ hold: 'start' })}\n`);
+  await go;
+  clearInterval(alive);
+}
 
 await runBridgeProcess(fault && hooks[fault] ? { beforeAck: hooks[fault] } : {});

@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { inject } from 'vitest';
 import type { BridgeConfigInput } from '../../../bridge/bridge-config.ts';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
-import { BridgeChildProcess, forwardedMsgIds } from './bridge-child-process.ts';
+import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './bridge-child-process.ts';
 
 /**
  * The incident, replayed against a real broker: producers keep sending PAID orders (some of them
@@ -95,14 +94,7 @@ export async function replayOrderIncident(
         },
       ],
     };
-    const child = new BridgeChildProcess({
-      BRIDGE_CONFIG: JSON.stringify(config),
-      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      ...env,
-    });
+    const child = new BridgeChildProcess(bridgeEnv(config, env));
     bridges.push(child);
     return child;
   };

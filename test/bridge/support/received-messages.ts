@@ -26,7 +26,7 @@ export function receivedMessage(overrides: Partial<ReceivedMessage> = {}): Recei
     queueId: 0,
     queueOffset: offset++,
     brokerName: 'broker-a',
-    deliveryAttempt: 1,
+    reconsumeTimes: 0,
     ...overrides,
   };
 }

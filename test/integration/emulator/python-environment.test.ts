@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  EMULATOR_REQUIREMENTS,
   ensurePythonEnvironment,
+  lockedRequirements,
   type PythonEnvironmentOptions,
   PythonNotFoundError,
   RequirementsInstallError,
@@ -15,9 +17,17 @@ import {
 
 // Real venv and pip, with a tiny pure-Python package (six, one module) from the package index in
 // place of moto: the mechanism is the same, the install takes seconds instead of half a minute.
+// Every requirement carries the sha256 of its wheel on the index, as the project's lock does.
 const run = promisify(execFile);
+const SIX_16 = 'six==1.16.0 --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n';
+const SIX_17 = 'six==1.17.0 --hash=sha256:4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274\n';
+/** python-dateutil needs six: a lock as pip-compile writes it, the asked-for package marked `via -r`. */
+const DATEUTIL =
+  'python-dateutil==2.9.0.post0 \\\n    --hash=sha256:a8b2bc7bffae282281c8140a97d3aa9c14da0b136dfe83f850eea9a5f7470427\n    # via -r requirements.in\n';
+const SIX_FOR_DATEUTIL =
+  'six==1.17.0 \\\n    --hash=sha256:4721f391ed90541fddacab5acf947aa0d3dc7d27b2e1e8eda2be8970586c3274\n    # via python-dateutil\n';
 const MODULE = fileURLToPath(new URL('../../../scripts/emulator/python-environment.ts', import.meta.url));
-const INSTALL = { timeout: 180_000 };
+const INSTALL = { timeout: 300_000 };
 
 let root: string;
 beforeAll(async () => {
@@ -51,7 +61,7 @@ describe('an environment from first use to a changed pin', () => {
   let stamp: string;
   let python: string;
   beforeAll(async () => {
-    s = await scenario('life', 'six==1.16.0\nthis is not a requirement!\n');
+    s = await scenario('life', `${SIX_16}this is not a requirement!\n`);
     stamp = join(s.options.directory!, 'requirements.sha256');
   });
 
@@ -60,14 +70,16 @@ describe('an environment from first use to a changed pin', () => {
 
     expect(err).toBeInstanceOf(RequirementsInstallError);
     const { message, command } = err as RequirementsInstallError;
-    expect(command).toMatch(/life\/bin\/python -m pip install .* -r \S+life\.txt$/);
+    expect(command).toMatch(
+      /life\/bin\/python -m pip install .* --require-hashes --no-deps --only-binary :all: -r \S+life\.txt$/,
+    );
     expect(message).toContain(`run by hand: ${command}`);
     expect(message.split('\n')).toHaveLength(1);
     await expect(readFile(stamp)).rejects.toThrow(/ENOENT/);
   });
 
   it('the next call builds it, with one progress line, and stamps it', INSTALL, async () => {
-    await writeFile(s.file, 'six==1.16.0\n');
+    await writeFile(s.file, SIX_16);
     s.progress.length = 0;
 
     python = await ensurePythonEnvironment(s.options);
@@ -94,7 +106,7 @@ describe('an environment from first use to a changed pin', () => {
   });
 
   it('rebuilds it from empty when the requirements change', INSTALL, async () => {
-    await writeFile(s.file, 'six==1.17.0\n');
+    await writeFile(s.file, SIX_17);
     s.progress.length = 0;
 
     const rebuilt = await ensurePythonEnvironment(s.options);
@@ -108,10 +120,61 @@ describe('an environment from first use to a changed pin', () => {
   });
 });
 
+// Two environments, each through refusals to a build (a failed install leaves no stamp, and the
+// next call adds to the half-made environment): each venv costs seconds of ensurepip.
+describe('a lock pip cannot vouch for', () => {
+  const stampOf = (s: Awaited<ReturnType<typeof scenario>>) => join(s.options.directory!, 'requirements.sha256');
+  const pythonOf = (s: Awaited<ReturnType<typeof scenario>>) => join(s.options.directory!, 'bin', 'python');
+
+  it('refuses a requirement without a hash, and one whose file is not the one the hash names', INSTALL, async () => {
+    const s = await scenario('untrusted', 'six==1.16.0\n');
+
+    const unhashed = await ensurePythonEnvironment(s.options).catch((e: unknown) => e);
+    await writeFile(s.file, `six==1.16.0 --hash=sha256:${'0'.repeat(64)}\n`);
+    const mismatched = await ensurePythonEnvironment(s.options).catch((e: unknown) => e);
+
+    expect(unhashed).toBeInstanceOf(RequirementsInstallError);
+    expect((unhashed as Error).message).toMatch(/pip could not install \S+untrusted\.txt .*hash/i);
+    expect(mismatched).toBeInstanceOf(RequirementsInstallError);
+    expect((mismatched as Error).message).toMatch(/pip could not install \S+untrusted\.txt/);
+    await expect(readFile(stampOf(s))).rejects.toThrow(/ENOENT/);
+    await expect(sixVersion(pythonOf(s))).rejects.toThrow(/No module named/);
+  });
+
+  it(
+    'fails a lock that leaves a dependency out, naming it, then installs the complete one with one progress line',
+    INSTALL,
+    async () => {
+      const s = await scenario('dateutil', DATEUTIL);
+
+      const incomplete = await ensurePythonEnvironment(s.options).catch((e: unknown) => e);
+      const sixBefore = await sixVersion(pythonOf(s)).catch((e: Error) => e.message);
+      await writeFile(s.file, `${DATEUTIL}${SIX_FOR_DATEUTIL}`);
+      s.progress.length = 0;
+      const python = await ensurePythonEnvironment(s.options);
+
+      // Assess: the missing dependency named, none fetched from the index in its place, no stamp; then the build.
+      expect(incomplete).toBeInstanceOf(RequirementsInstallError);
+      expect((incomplete as Error).message).toMatch(
+        /dateutil\.txt is not a complete lock \(exit 1: python-dateutil 2\.9\.0\.post0 requires six/,
+      );
+      expect((incomplete as RequirementsInstallError).command).toMatch(/dateutil\/bin\/python -m pip check/);
+      expect(sixBefore).toMatch(/No module named/);
+      expect(await sixVersion(python)).toBe('1.17.0');
+      expect(s.progress).toEqual([
+        expect.stringMatching(
+          /^emulator: installing python-dateutil 2\.9\.0\.post0 and 1 dependency, hash-checked, into \S+dateutil \(first run only\)…$/,
+        ),
+      ]);
+      await expect(readFile(stampOf(s), 'utf8')).resolves.toMatch(/^[0-9a-f]{64}\n$/);
+    },
+  );
+});
+
 describe('concurrent first use', () => {
   it('installs once when two callers here and one in another process start together', INSTALL, async () => {
     // Prepare
-    const s = await scenario('concurrent', 'six==1.16.0\n');
+    const s = await scenario('concurrent', SIX_16);
     const script = `const { ensurePythonEnvironment } = await import(${JSON.stringify(MODULE)});
       console.log(await ensurePythonEnvironment(${JSON.stringify({ directory: s.options.directory, requirements: s.file })}));`;
 
@@ -139,7 +202,7 @@ describe('a base Python that cannot make the environment', () => {
   it('a Python without ensurepip is told to install python3-venv', async () => {
     // Stands in for Debian's python3 without the python3-venv package: it runs the lock holder
     // (`-c`) and answers `-m venv` the way Debian's venv does, on stdout.
-    const s = await scenario('no-ensurepip', 'six==1.16.0\n');
+    const s = await scenario('no-ensurepip', SIX_16);
     const python = join(root, 'python-without-ensurepip');
     await writeFile(
       python,
@@ -159,7 +222,7 @@ describe('a base Python that cannot make the environment', () => {
   });
 
   it('a missing base Python is PythonNotFoundError', async () => {
-    const s = await scenario('no-python', 'six==1.16.0\n');
+    const s = await scenario('no-python', SIX_16);
 
     const err = await ensurePythonEnvironment({ ...s.options, basePython: join(root, 'no-such-python') }).catch(
       (e: unknown) => e,
@@ -180,4 +243,26 @@ describe("the project's own environment", () => {
     expect(python).toBe(fileURLToPath(new URL('../../../.venv/bin/python', import.meta.url)));
     expect(stdout.trim()).toBe('5.2.1');
   });
+
+  it(
+    'holds exactly the packages the lock names, at their versions, and nothing else but the pip that installed them',
+    INSTALL,
+    async () => {
+      const python = await ensurePythonEnvironment();
+
+      const { stdout } = await run(python, ['-m', 'pip', 'list', '--format=json', '--disable-pip-version-check']);
+
+      // PEP 503 names: pip list says `Flask`, `jaraco.functools`; the lock `flask`, `jaraco-functools`.
+      const normal = (name: string) => name.toLowerCase().replace(/[-_.]+/g, '-');
+      const installed = (JSON.parse(stdout) as Array<{ name: string; version: string }>)
+        .filter((p) => normal(p.name) !== 'pip')
+        .map((p) => `${normal(p.name)}==${p.version}`)
+        .sort();
+      const locked = lockedRequirements(await readFile(EMULATOR_REQUIREMENTS, 'utf8'))
+        .map((r) => `${normal(r.name)}==${r.version}`)
+        .sort();
+      expect(locked.length).toBeGreaterThan(50);
+      expect(installed).toEqual(locked);
+    },
+  );
 });

@@ -112,21 +112,29 @@ describe('the CDK app reads names and constants from lib/config and lib/rocketmq
     { target: 'lib/rocketmq/index.ts', reason: 'tag expressions, message-group sources, the CloudEvent type' },
     {
       target: 'bridge/bridge-config.ts',
-      reason: "a type import: the bridge's service construct writes the bridge's configuration input, as typed there",
+      reason:
+        "the bridge's configuration input type, which the bridge's service construct writes; and fifoTargetRefusal, " +
+        'so that the synth refuses a FIFO route to EventBridge with the rule and the words the bridge refuses it with at start',
     },
   ];
+  /** What infra/ takes from bridge/bridge-config.ts (a module of zod schemas and pure checks, nothing that runs). */
+  const FROM_BRIDGE_CONFIG = ['type BridgeConfigInput', 'fifoTargetRefusal'];
 
   it.each(tsFilesUnder('infra'))('%s imports from lib/ and bridge/ only the named entries', (file) => {
     for (const target of relativeImportsOf(file).filter((t) => /^(lib|bridge)\//.test(t)))
       expect(INFRA_MAY_IMPORT.map((e) => e.target)).toContain(target);
   });
 
-  it('infra/ imports bridge/bridge-config.ts for its type only', () => {
+  it('infra/ takes from bridge/bridge-config.ts only the named type and refusal', () => {
     for (const file of tsFilesUnder('infra'))
       for (const m of readFileSync(file, 'utf8').matchAll(
-        /import(\s+type)?\s+[^;]*?from\s+'([^']*bridge-config\.ts)'/g,
+        /import(\s+type)?\s+\{([^}]*)\}\s+from\s+'[^']*bridge-config\.ts'/g,
       ))
-        expect(m[1], `${relative(ROOT, file)} imports ${m[2]} as a value`).toBeDefined();
+        for (const name of m[2]!
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean))
+          expect(FROM_BRIDGE_CONFIG, relative(ROOT, file)).toContain(m[1] ? `type ${name}` : name);
   });
 
   it.each(tsFilesUnder('lib/config'))('%s imports nothing from outside lib/config but lib/rocketmq', (file) => {

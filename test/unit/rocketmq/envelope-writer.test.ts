@@ -128,6 +128,20 @@ describe('writeEnvelope: what the bridge adds', () => {
     expect([...Buffer.from(asBase64.data.body, 'base64')]).toEqual([...binary]);
   });
 
+  it('keeps a UTF-8 byte-order mark at the start of a body, so the consumer gets the producer’s bytes back', () => {
+    // Prepare: what a Java producer sends for "\uFEFF{…}".getBytes(UTF_8), and a body that is nothing but the mark.
+    const bom = [0xef, 0xbb, 0xbf];
+    const bodies = [new Uint8Array([...bom, ...Buffer.from('{"orderNo":"SO-BOM"}')]), new Uint8Array(bom)];
+    for (const bytes of bodies) {
+      // Act
+      const text = writeEnvelope({ topic: 'T', msgId: MSG_ID, body: bytes });
+      // Assess
+      expect(JSON.parse(text).data).toMatchObject({ bodyEncoding: 'utf8' });
+      expect(parseEnvelope(text).body.startsWith('\uFEFF')).toBe(true);
+      expect([...Buffer.from(parseEnvelope(text).body, 'utf8')]).toEqual([...bytes]);
+    }
+  });
+
   it('escapes U+FFFE and U+FFFF, which SQS refuses in a body, so the parser reads the same text back', () => {
     // Act
     const text = writeEnvelope({ topic: 'T', msgId: MSG_ID, body: 'a\uFFFEb\uFFFFc' });

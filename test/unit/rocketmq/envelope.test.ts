@@ -86,6 +86,14 @@ describe('parseEnvelope', () => {
     expect(parseEnvelope(JSON.stringify(event)).body).toBe(body);
   });
 
+  it('keeps a byte-order mark at the start of a base64 body', () => {
+    const bytes = Buffer.from([0xef, 0xbb, 0xbf, ...Buffer.from('{"orderNo":"SO1"}')]);
+    const event = { ...cloudEvent, data: { ...data, bodyEncoding: 'base64', body: bytes.toString('base64') } };
+    const body = parseEnvelope(JSON.stringify(event)).body;
+    expect(body).toBe('\uFEFF{"orderNo":"SO1"}');
+    expect(Buffer.from(body, 'utf8').equals(bytes)).toBe(true);
+  });
+
   it('rejects base64 that is not base64, and base64 that is not UTF-8', () => {
     const notBase64 = { ...cloudEvent, data: { ...data, bodyEncoding: 'base64', body: 'not base64!' } };
     expect(() => parseEnvelope(JSON.stringify(notBase64))).toThrow(/not valid base64/);
