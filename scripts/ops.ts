@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createSqs } from '../lib/aws/index.ts';
+import { type CrossSystemReport, renderCrossSystem } from '../lib/migration/index.ts';
 import {
   type AuditReport,
   awsConfigOf,
@@ -52,6 +53,8 @@ import {
   UsageError,
   writeReversalPlan,
 } from '../lib/operations/index.ts';
+import { withLegacyAudit } from './ops/legacy-audit.ts';
+import { migrateImport } from './ops/migrate-import.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 
@@ -71,6 +74,8 @@ Commands:
   dlq list --group G       List dead letters with their reasons and RocketMQ envelopes.
   dlq show --group G <id>  One dead letter in full (id: SQS message id, msgId or key).
   dlq redrive --group G    Send dead letters back to the source queue (--all or a filter).
+  migrate import           Import a legacy consumer's dedup state (and, --ledger moved, its
+                           awards) so that copies of what it processed are suppressed here.
 
 Target:
   --endpoint <url>         Local emulator; without it, AWS via the default credential chain.
@@ -89,9 +94,40 @@ Output:
 
 audit / reverse:
   --segments <n>           Parallel scan segments (default 4).
+  --legacy-source <store>  Also every order awarded both here and in the legacy store, or to
+                           another user here (read only; --table, --map, --time-zone, --pattern
+                           as for migrate import). reverse compensates them in this ledger.
 dlq:
   --visibility-timeout <s> How long read messages stay hidden (list/show default 30, redrive 120).
   --limit <n>              At most n messages.
+migrate import (docs/migration.md):
+  --source <url|file>      mysql://user@host/db, mariadb://…, redis://host:6379/0, or an
+                           export: file.csv (header row) / file.jsonl. A password may come
+                           from LEGACY_PASSWORD instead of the URL.
+  --group <group>          The catalogue group whose records are written.
+  --ledger moved|kept      moved: legacy awards enter the ledger and balances here too;
+                           kept: dedup records only (the legacy ledger keeps its awards).
+  --table <name>           Default t_point_record.
+  --map key=…,user=…,points=…,time=…,cursor=…
+                           Columns (or fields) of another schema; user=,points= for a table
+                           that keeps only the key. Default: order_no, user_id, point,
+                           create_time, id.
+  --pattern <prefix*>      Redis keys (default mq:dedup:point:*); read with SCAN.
+  --key-ttl <s>            The TTL the legacy consumer set on its keys (default 86400).
+  --accept-expired-keys    Import keys that expire before a copy can stop arriving (refused
+                           otherwise: the gap is reported, audit afterwards).
+  --since <time>           Only rows processed at or after it (the delta import).
+  --time-zone <±hh:mm>     Zone of times written without one (default: the MySQL server's).
+  --legacy-max-reconsume-times <n>  --legacy-delay-levels "<1s 5s …>"
+  --legacy-file-reserved-hours <h>  The legacy group's and broker's settings (4.x defaults).
+  --checkpoint <file>      Where the run's progress is kept (default .ops-checkpoints/);
+                           an interrupted run resumes from it.
+  --rejects <file>         Every row not imported, as JSON lines.
+  --concurrency <n>        Writes in flight (default 16).
+  --page-size <n>          Rows read and checkpointed at a time (default 1000).
+  --idempotency-table <name>
+  --dry-run                Read and check the source; touch no AWS resource.
+
 dlq redrive:
   --reason <code|text>     Failure code or words of the reason ("unknown": moved by redrive policy). Repeatable.
   --key <key>              Idempotency key, RocketMQ key or msgId. Repeatable.
@@ -133,6 +169,24 @@ const OPTIONS = {
   limit: { type: 'string' },
   rate: { type: 'string' },
   'visibility-timeout': { type: 'string' },
+  source: { type: 'string' },
+  ledger: { type: 'string' },
+  table: { type: 'string' },
+  map: { type: 'string' },
+  pattern: { type: 'string' },
+  since: { type: 'string' },
+  'time-zone': { type: 'string' },
+  'key-ttl': { type: 'string' },
+  'accept-expired-keys': { type: 'boolean' },
+  'legacy-max-reconsume-times': { type: 'string' },
+  'legacy-delay-levels': { type: 'string' },
+  'legacy-file-reserved-hours': { type: 'string' },
+  checkpoint: { type: 'string' },
+  rejects: { type: 'string' },
+  concurrency: { type: 'string' },
+  'page-size': { type: 'string' },
+  'idempotency-table': { type: 'string' },
+  'legacy-source': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -243,19 +297,31 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
       onProgress: (p) => bar.update(p),
       onTableDone: (p) => bar.done(p),
     });
-    return { tables, report };
+    return { tables, ...(await withLegacyAudit(report, v, { dynamoDb: dynamoDb(), tables, segments })) };
   };
 
   switch (command) {
     case 'audit': {
-      const { tables, report } = await audit();
-      print(renderAudit(report, tables, format));
+      const { tables, report, crossSystem } = await audit();
+      print(
+        renderAudit(
+          report,
+          tables,
+          format,
+          crossSystem && { json: { crossSystem }, text: renderCrossSystem(crossSystem) },
+        ),
+      );
       return isClean(report) ? ExitCode.OK : ExitCode.FINDINGS;
     }
     case 'reverse':
       return reverse(v, { format, now, dynamoDb: dynamoDb(), audit, print, confirmation: confirmationOf(v, io) });
     case 'dlq':
       return dlq(sub, rest, v, { format, target, sqs: sqs(), now, print, confirmation: confirmationOf(v, io) });
+    case 'migrate': {
+      const ctx = { format, target, dynamoDb, print, stderr: io.stderr, confirmation: confirmationOf(v, io), now };
+      if (sub === 'import') return migrateImport(v, ctx);
+      throw new UsageError(`unknown migrate command "${sub ?? ''}": import`);
+    }
     default:
       throw new UsageError(`unknown command "${command}"; see --help`);
   }
@@ -279,7 +345,7 @@ async function reverse(
     format: OutputFormat;
     now: () => Date;
     dynamoDb: DynamoDBDocumentClient;
-    audit: () => Promise<{ tables: PointTableNames; report: AuditReport }>;
+    audit: () => Promise<{ tables: PointTableNames; report: AuditReport; crossSystem?: CrossSystemReport }>;
     print: (text: string) => void;
     confirmation: ConfirmationChannel;
   },
@@ -293,9 +359,9 @@ async function reverse(
   if (apply && v.rightful)
     throw new UsageError('with --apply the --rightful choices come from the plan; leave them out');
   const reviewed = apply ? await readReversalPlan(v.plan!) : undefined;
-  const { tables, report: audited } = await ctx.audit();
+  const { tables, report: audited, crossSystem } = await ctx.audit();
   const ledger = v.plan ? await tableLocation(ctx.dynamoDb, tables.ledger) : undefined;
-  if (reviewed) checkPlanTarget(reviewed, ledger!.arn, tables);
+  if (reviewed) checkPlanTarget(reviewed, ledger!.arn, tables, crossSystem?.source);
   const rightful = reviewed ? new Map(Object.entries(reviewed.rightful)) : rightfulOf(v.rightful);
   const report = await reverseDoubleAwards({
     dynamoDb: ctx.dynamoDb,
@@ -318,6 +384,7 @@ async function reverse(
       tables,
       rightful: Object.fromEntries(rightful),
       reversals,
+      ...(crossSystem ? { legacySource: crossSystem.source } : {}),
     });
     await writeReversalPlan(v.plan, plan);
     saved = { file: v.plan, digest: plan.digest };

@@ -243,3 +243,126 @@ export function lifetimesOf(settings: LifetimeSettings & { readonly group?: stri
     throw new IncoherentLifetimesError(`consumer group ${settings.group}: ${error.message}`, { cause: error });
   }
 }
+
+/**
+ * The legacy side of a move (a RocketMQ 4.x consumer group taken over by the bridge, its dedup
+ * state imported by `ops migrate import`): how long after the legacy consumer processed a message
+ * a copy of it can still reach this project's consumer, and so how long the imported record must
+ * suppress it.
+ *
+ *   legacy award ──(retries: maxReconsumeTimes over messageDelayLevel)──► %DLQ%<group>
+ *        │                                                     └─ kept fileReservedTime, re-sent by an operator
+ *        └─ imported record ───────────────────────────────────────────────────────────────────────► expiry
+ *                                      the re-sent copy: a new message here, with the group's own record TTL
+ *
+ * (A copy in flight at the cutover, uncommitted offsets, `%RETRY%` and a producer's re-send, arrives
+ * inside that span.)
+ */
+export const ROCKETMQ_4_DELAY_LEVELS = '1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h';
+export const ROCKETMQ_4_MAX_RECONSUME_TIMES = 16;
+/** The 4.x broker's `fileReservedTime`: commit-log files, and so `%DLQ%` letters, are deleted after 72 hours. */
+export const ROCKETMQ_4_FILE_RESERVED_HOURS = 72;
+
+/** What the legacy group and its broker are configured with (RocketMQ 4.x defaults where absent). */
+export interface LegacyLifetimeSettings {
+  /** The legacy consumer group's `maxReconsumeTimes`. */
+  readonly maxReconsumeTimes?: number;
+  /** The legacy broker's `messageDelayLevel`, e.g. `1s 5s 10s 30s 1m …`. */
+  readonly messageDelayLevel?: string;
+  /** The legacy broker's `fileReservedTime`, in hours. */
+  readonly fileReservedTimeHours?: number;
+  /** A legacy dedup store that expires its keys (the article's Redis `EX 86400`): their lifetime. */
+  readonly dedupKeyTtlSeconds?: number;
+}
+
+const DELAY_UNITS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
+
+/** `1s 5s 10s 30s 1m …` as seconds; refused when a level cannot be read. */
+export function delayLevelsOf(messageDelayLevel: string): number[] {
+  const levels = messageDelayLevel.trim().split(/\s+/);
+  return levels.map((level) => {
+    const m = /^(\d+)([smhd])$/.exec(level);
+    if (!m)
+      throw new IncoherentLifetimesError(
+        `messageDelayLevel "${messageDelayLevel}": "${level}" is not like 10s, 1m, 2h`,
+      );
+    return Number(m[1]) * DELAY_UNITS[m[2] as keyof typeof DELAY_UNITS];
+  });
+}
+
+/** The legacy group's retry window and dead-letter retention, derived from its settings. */
+export class LegacyLifetimes {
+  readonly maxReconsumeTimes: number;
+  readonly fileReservedTimeHours: number;
+  /** Seconds from the first delivery to the last retry if every delivery fails. */
+  readonly retryWindowSeconds: number;
+
+  constructor(readonly settings: LegacyLifetimeSettings = {}) {
+    this.maxReconsumeTimes = settings.maxReconsumeTimes ?? ROCKETMQ_4_MAX_RECONSUME_TIMES;
+    this.fileReservedTimeHours = settings.fileReservedTimeHours ?? ROCKETMQ_4_FILE_RESERVED_HOURS;
+    if (!Number.isInteger(this.maxReconsumeTimes) || this.maxReconsumeTimes < 0)
+      throw new IncoherentLifetimesError(`legacy maxReconsumeTimes is ${this.maxReconsumeTimes}: a whole number ≥ 0`);
+    if (!(this.fileReservedTimeHours > 0))
+      throw new IncoherentLifetimesError(`legacy fileReservedTime is ${this.fileReservedTimeHours} h: more than 0`);
+    const levels = delayLevelsOf(settings.messageDelayLevel ?? ROCKETMQ_4_DELAY_LEVELS);
+    // The broker sends retry n (0-based) at delay level 3 + n, and caps the level at its last one.
+    this.retryWindowSeconds = Array.from(
+      { length: this.maxReconsumeTimes },
+      (_, n) => levels[Math.min(3 + n, levels.length) - 1]!,
+    ).reduce((a, b) => a + b, 0);
+  }
+
+  get deadLetterRetentionSeconds(): number {
+    return this.fileReservedTimeHours * 3_600;
+  }
+
+  /**
+   * How long after the legacy consumer processed a message a copy of it can still be sent to the
+   * topic: its retries, then its `%DLQ%` letter re-sent on the last day the broker keeps it.
+   */
+  get copyLifetimeSeconds(): number {
+    return this.retryWindowSeconds + this.deadLetterRetentionSeconds;
+  }
+
+  describe(): string {
+    return (
+      `retry window ${this.retryWindowSeconds}s (maxReconsumeTimes ${this.maxReconsumeTimes}) + ` +
+      `%DLQ% retention ${this.deadLetterRetentionSeconds}s (fileReservedTime ${this.fileReservedTimeHours} h)`
+    );
+  }
+}
+
+/** How long a record imported for a legacy award lives, and from what. */
+export interface LegacyHorizon {
+  readonly legacy: LegacyLifetimes;
+  /** The group's own record TTL: a re-sent copy is a new message here. */
+  readonly recordTtlSeconds: number;
+  /** After the legacy award: the legacy copy lifetime, then the group's record TTL. */
+  readonly importedRecordLifetimeSeconds: number;
+}
+
+/**
+ * One derivation for the lifetime of imported records: the legacy copy lifetime plus the group's
+ * record TTL (itself checked against the group's schedule and queues). Refused, naming both, when
+ * the legacy dedup store forgot its keys before a copy could stop arriving: those keys cannot be
+ * imported, and their late copies would be awarded again (the article's 24 h Redis keys against
+ * 72 h of %DLQ% retention), unless `acceptExpiredKeys` says the gap is known.
+ */
+export function legacyHorizonOf(
+  group: LifetimeSettings & { readonly group?: string },
+  settings: LegacyLifetimeSettings,
+  options: { acceptExpiredKeys?: boolean } = {},
+): LegacyHorizon {
+  const legacy = new LegacyLifetimes(settings);
+  const { recordTtlSeconds } = lifetimesOf(group);
+  const keyTtl = settings.dedupKeyTtlSeconds;
+  if (keyTtl !== undefined && keyTtl < legacy.copyLifetimeSeconds && !options.acceptExpiredKeys) {
+    throw new IncoherentLifetimesError(
+      `the legacy dedup keys expire after ${keyTtl}s (their TTL) but a copy of a message the legacy consumer ` +
+        `processed can come back for ${legacy.copyLifetimeSeconds}s (${legacy.describe()}): keys already expired ` +
+        'cannot be imported, and late copies of their orders would be awarded again. Import from a store that ' +
+        'keeps them (the award table), or accept the gap explicitly (--accept-expired-keys) and audit afterwards',
+    );
+  }
+  return { legacy, recordTtlSeconds, importedRecordLifetimeSeconds: legacy.copyLifetimeSeconds + recordTtlSeconds };
+}

@@ -12,6 +12,7 @@
  * side (`lambda/`: the Middy middleware, logs and metrics, configuration, the wiring).
  */
 
+export { mapLimit } from './concurrency.ts';
 export { ConsumerEngine, type ConsumerEngineOptions } from './consumer-engine.ts';
 export {
   ConsumptionError,
@@ -45,7 +46,7 @@ export {
   type PackedTransactionalOptions,
   packedTransactionalStrategy,
 } from './idempotency/packed-transactional.ts';
-export { canonicalJson, type DedupRecord, fingerprintOf, RecordStatus } from './idempotency/record.ts';
+export { canonicalJson, type DedupRecord, fingerprintOf, RecordOrigin, RecordStatus } from './idempotency/record.ts';
 export { stateTransitionStrategy, type TransitionRequest } from './idempotency/state-transition.ts';
 export type { BeginResult, ConsumptionStrategy } from './idempotency/strategy.ts';
 export {

@@ -41,6 +41,10 @@ export interface BatchResult {
 /** Why a record needed no effect. */
 export type DuplicateReason =
   | 'dedup-record-exists'
+  /** A record imported from the legacy store, with the same content: the legacy consumer processed it. */
+  | 'legacy-record-exists'
+  /** A record imported from a legacy store that keeps no content (a Redis key): taken as done, unchecked. */
+  | 'legacy-record-unverified'
   | 'effect-already-present'
   | 'in-batch-duplicate'
   | 'lease-completed'

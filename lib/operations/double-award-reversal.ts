@@ -1,4 +1,8 @@
-import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { balanceIncrement, type LedgerEntry, LedgerEntryKind, reversalEntryId } from '../points/index.ts';
 import { messageOf, OperationsError } from './errors.ts';
 import type { CrossUserAward, DoubleAward } from './ledger-audit.ts';
@@ -265,56 +269,86 @@ async function writeReversal(options: ReversalRunOptions, reversal: PlannedRever
     keptUserId: reversal.keptUserId,
     keptEntryId: reversal.keptEntryId,
   };
-  const kept = { userId: reversal.keptUserId, entryId: reversal.keptEntryId };
+  const actions = reversalActions(options.tables, reversal, entry, now);
   try {
-    await options.dynamoDb.send(
-      new TransactWriteCommand({
-        TransactItems: [
-          {
-            Put: {
-              TableName: options.tables.ledger,
-              Item: entry,
-              ConditionExpression: 'attribute_not_exists(entryId)',
-            },
-          },
-          {
-            ConditionCheck: {
-              TableName: options.tables.ledger,
-              Key: { userId: reversal.userId, entryId: reversal.reversedEntryId },
-              ConditionExpression: 'kind = :award AND points = :points',
-              ExpressionAttributeValues: { ':award': LedgerEntryKind.AWARD, ':points': reversal.points },
-            },
-          },
-          balanceIncrement(options.tables.accounts, reversal.userId, -reversal.points, now),
-          // Never below one award: the award that stays must still be there and unreversed,
-          // whatever another run (with another choice of the rightful user) did meanwhile.
-          {
-            ConditionCheck: {
-              TableName: options.tables.ledger,
-              Key: kept,
-              ConditionExpression: 'kind = :award',
-              ExpressionAttributeValues: { ':award': LedgerEntryKind.AWARD },
-            },
-          },
-          {
-            ConditionCheck: {
-              TableName: options.tables.ledger,
-              Key: { userId: kept.userId, entryId: reversalEntryId(kept.entryId) },
-              ConditionExpression: 'attribute_not_exists(entryId)',
-            },
-          },
-        ],
-      }),
-    );
+    await options.dynamoDb.send(new TransactWriteCommand({ TransactItems: actions.map((a) => a.item) }));
     return ReversalStatus.WRITTEN;
   } catch (error) {
     const reasons = cancellationReasons(error);
-    if (reasons?.[0] === 'ConditionalCheckFailed') return ReversalStatus.ALREADY_REVERSED;
-    if (reasons?.[1] === 'ConditionalCheckFailed') return ReversalStatus.AWARD_CHANGED;
-    if (reasons?.[3] === 'ConditionalCheckFailed' || reasons?.[4] === 'ConditionalCheckFailed')
-      return ReversalStatus.KEPT_AWARD_CHANGED;
+    const failed = (tag: Action['tag']) =>
+      actions.some((a, i) => a.tag === tag && reasons?.[i] === 'ConditionalCheckFailed');
+    if (failed('reversal')) return ReversalStatus.ALREADY_REVERSED;
+    if (failed('award')) return ReversalStatus.AWARD_CHANGED;
+    if (failed('kept')) return ReversalStatus.KEPT_AWARD_CHANGED;
     throw error;
   }
+}
+
+type Action = {
+  tag: 'reversal' | 'award' | 'balance' | 'kept';
+  item: NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+};
+
+/**
+ * The reversal's transaction:
+ *   1. Put `REVERSAL#<award entryId>` if it does not exist: the key is derived from the
+ *      reversed entry, so no run, crashed or concurrent, can ever reverse an award twice;
+ *   2. ConditionCheck that the award is still the AWARD of the points the audit read;
+ *   3. the balance decrement (the award's increment, negated);
+ *   4. never below one award: the award that stays must still be there and unreversed,
+ *      whatever another run (with another choice of the rightful user) did meanwhile.
+ * An award in the legacy store (`LEGACY#<row>`, from `ops audit --legacy-source`) has no item
+ * here to check (2 or 4): the run re-read the legacy store just before. The project never writes it.
+ */
+function reversalActions(tables: PointTableNames, reversal: PlannedReversal, entry: LedgerEntry, now: Date): Action[] {
+  const inLedger = (entryId: string) => !entryId.startsWith('LEGACY#');
+  const kept = { userId: reversal.keptUserId, entryId: reversal.keptEntryId };
+  const check = (
+    tag: Action['tag'],
+    key: Record<string, string>,
+    condition: string,
+    values?: Record<string, unknown>,
+  ) => ({
+    tag,
+    item: {
+      ConditionCheck: {
+        TableName: tables.ledger,
+        Key: key,
+        ConditionExpression: condition,
+        ...(values ? { ExpressionAttributeValues: values } : {}),
+      },
+    },
+  });
+  return [
+    {
+      tag: 'reversal',
+      item: { Put: { TableName: tables.ledger, Item: entry, ConditionExpression: 'attribute_not_exists(entryId)' } },
+    },
+    ...(inLedger(reversal.reversedEntryId)
+      ? [
+          check(
+            'award',
+            { userId: reversal.userId, entryId: reversal.reversedEntryId },
+            'kind = :award AND points = :points',
+            {
+              ':award': LedgerEntryKind.AWARD,
+              ':points': reversal.points,
+            },
+          ),
+        ]
+      : []),
+    { tag: 'balance', item: balanceIncrement(tables.accounts, reversal.userId, -reversal.points, now) },
+    ...(inLedger(kept.entryId)
+      ? [
+          check('kept', kept, 'kind = :award', { ':award': LedgerEntryKind.AWARD }),
+          check(
+            'kept',
+            { userId: kept.userId, entryId: reversalEntryId(kept.entryId) },
+            'attribute_not_exists(entryId)',
+          ),
+        ]
+      : []),
+  ];
 }
 
 function cancellationReasons(error: unknown): Array<string | undefined> | undefined {

@@ -4,6 +4,7 @@
  * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
  */
 export {
+  type AuditAppendix,
   redriveWriteSummary,
   renderAudit,
   renderDeadLetter,
@@ -17,7 +18,14 @@ export { findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-lett
 export { type RedriveFilter, RedriveInterruptedError, redriveDeadLetters } from './dead-letter-redrive.ts';
 export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
 export { messageOf, OperationsError, UsageError } from './errors.ts';
-export { type AuditReport, auditLedger, isClean, runLedgerAudit } from './ledger-audit.ts';
+export {
+  type AuditReport,
+  auditLedger,
+  type CrossUserAward,
+  type DoubleAward,
+  isClean,
+  runLedgerAudit,
+} from './ledger-audit.ts';
 export {
   awsConfigOf,
   groupQueuesOf,
@@ -26,6 +34,6 @@ export {
   type TargetOptions,
 } from './operations-target.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
-export { type OutputFormat, renderCsv, terminalSafe } from './report-format.ts';
+export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';
 export { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from './reversal-plan.ts';
 export { type ConfirmationChannel, confirmWrite, queueLocation, tableLocation } from './write-confirmation.ts';

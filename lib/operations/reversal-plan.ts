@@ -19,6 +19,8 @@ export interface ReversalPlan {
   /** The `--rightful` choices of the dry run; the apply run takes them from here. */
   rightful: Record<string, string>;
   reversals: PlannedReversal[];
+  /** `--legacy-source` of the dry run (without a password): the apply run must audit against the same store. */
+  legacySource?: string;
   /** Of the reversals: shown by the dry run and at the confirmation, so both name the same set. */
   digest: string;
 }
@@ -46,6 +48,7 @@ const planSchema = z.object({
   tables: z.object({ ledger: z.string(), accounts: z.string() }),
   rightful: z.record(z.string(), z.string()),
   reversals: z.array(reversalSchema),
+  legacySource: z.string().optional(),
   digest: z.string(),
 });
 
@@ -81,7 +84,17 @@ export async function readReversalPlan(path: string): Promise<ReversalPlan> {
 }
 
 /** Refuses a plan reviewed against another ledger (account, region or deployment) or other tables. */
-export function checkPlanTarget(plan: ReversalPlan, ledgerTableArn: string, tables: PointTableNames): void {
+export function checkPlanTarget(
+  plan: ReversalPlan,
+  ledgerTableArn: string,
+  tables: PointTableNames,
+  legacySource?: string,
+): void {
+  if (plan.legacySource !== legacySource) {
+    throw new ReversalPlanError(
+      `the plan was made against ${plan.legacySource ? `the legacy store ${plan.legacySource}` : 'no legacy store'}; this run audits ${legacySource ? `against ${legacySource}` : 'without --legacy-source'}`,
+    );
+  }
   if (plan.ledgerTableArn !== ledgerTableArn || plan.tables.accounts !== tables.accounts) {
     throw new ReversalPlanError(
       `the plan was made for ${plan.ledgerTableArn} and ${plan.tables.accounts}; this run targets ${ledgerTableArn} and ${tables.accounts}`,

@@ -3,7 +3,9 @@
  * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
  */
 export {
+  awardEntry,
   awardEntryId,
+  awardEntryPut,
   awardWrites,
   balanceIncrement,
   type LedgerEntry,
@@ -12,4 +14,4 @@ export {
   type PointTables,
   reversalEntryId,
 } from './ledger.ts';
-export { type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from './order-paid.ts';
+export { MAX_POINTS_PER_ORDER, type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from './order-paid.ts';

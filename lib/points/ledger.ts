@@ -22,6 +22,8 @@ export interface LedgerEntry {
    * dedup record expired).
    */
   fingerprint?: string;
+  /** `legacy-import`: an award the legacy consumer made, moved here by `ops migrate import --ledger moved`. */
+  origin?: 'legacy-import';
 }
 
 export interface PointAccount {
@@ -56,7 +58,19 @@ export function awardWrites(
   now: Date,
 ): DeclaredWrite[] {
   if (award.points === 0) return [];
-  const entry: LedgerEntry = {
+  return [
+    awardEntryPut(tables.ledger, awardEntry(award, message, now)),
+    { item: balanceIncrement(tables.accounts, award.userId, award.points, now) },
+  ];
+}
+
+/** The ledger entry of one award, as the consumer writes it. */
+export function awardEntry(
+  award: OrderPaid,
+  message: { msgId: string; fingerprint: string },
+  createdAt: Date,
+): LedgerEntry {
+  return {
     userId: award.userId,
     entryId: awardEntryId(award.orderNo),
     kind: LedgerEntryKind.AWARD,
@@ -64,24 +78,25 @@ export function awardWrites(
     points: award.points,
     msgId: message.msgId,
     paidAt: award.paidAt,
-    createdAt: now.toISOString(),
+    createdAt: createdAt.toISOString(),
     fingerprint: message.fingerprint,
   };
-  return [
-    {
-      item: {
-        Put: {
-          TableName: tables.ledger,
-          Item: entry,
-          ConditionExpression: 'attribute_not_exists(entryId)',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        },
+}
+
+/** The conditional put of an award entry: never twice for one (user, order); the existing one comes back on refusal. */
+export function awardEntryPut(ledgerTable: string, entry: LedgerEntry): DeclaredWrite {
+  return {
+    item: {
+      Put: {
+        TableName: ledgerTable,
+        Item: entry,
+        ConditionExpression: 'attribute_not_exists(entryId)',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
-      conditionFailureMeansDone: true,
-      fingerprintAttribute: AWARD_FINGERPRINT_ATTRIBUTE,
     },
-    { item: balanceIncrement(tables.accounts, award.userId, award.points, now) },
-  ];
+    conditionFailureMeansDone: true,
+    fingerprintAttribute: AWARD_FINGERPRINT_ATTRIBUTE,
+  };
 }
 
 export function balanceIncrement(

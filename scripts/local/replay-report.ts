@@ -100,6 +100,8 @@ function sortedByUser(r: Readonly<Record<string, number>>): Record<string, numbe
 
 const DUPLICATE_WHY: Record<DuplicateReason, string> = {
   'dedup-record-exists': 'the dedup record for this order exists: its effect was already committed',
+  'legacy-record-exists': 'the legacy consumer processed this order before the move (imported record, same content)',
+  'legacy-record-unverified': 'a legacy key for this order exists (imported without content, so unchecked)',
   'effect-already-present': 'the ledger already holds this award',
   'in-batch-duplicate': 'an earlier copy in the same batch was just consumed',
   'lease-completed': 'a completed lease holds the stored result',

@@ -38,6 +38,11 @@ export interface LocalRocketMQ4Options {
   readonly allowExposedPorts?: boolean;
   /** Turns ACL on (`aclEnable`, `conf/plain_acl.yml`) with one account that may publish and subscribe everything. */
   readonly acl?: { readonly accessKey: string; readonly secretKey: string };
+  /**
+   * More `broker.conf` settings, e.g. `messageDelayLevel: '1s 1s 2s …'` so that `%RETRY%` and
+   * `%DLQ%` are reached in seconds, or `fileReservedTime`.
+   */
+  readonly brokerSettings?: Readonly<Record<string, string>>;
   /** Also starts a SLAVE of the master's broker group (brokerId 1, 128 MB heap), once the master is registered. */
   readonly slave?: boolean;
 }
@@ -101,7 +106,7 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
     const namesrvPort = await freePort();
     const [brokerPort, slavePort] = await freeBrokerPorts(options.slave ? 2 : 1);
     const namesrvAddr = `127.0.0.1:${namesrvPort}`;
-    const group = { clusterName, brokerName, namesrvAddr, acl: options.acl };
+    const group = { clusterName, brokerName, namesrvAddr, acl: options.acl, brokerSettings: options.brokerSettings };
     writeConfig(home, namesrvPort, options.acl);
     writeBrokerConfig(home, 'broker.conf', { ...group, role: 'master', port: brokerPort!, store: 'store' });
     seedTopics(join(home, 'store'), options.topics);
@@ -173,6 +178,7 @@ interface BrokerSettings {
   /** The store's folder under the home folder. */
   store: string;
   acl: LocalRocketMQ4Options['acl'];
+  brokerSettings: LocalRocketMQ4Options['brokerSettings'];
 }
 
 function writeConfig(home: string, namesrvPort: number, acl: LocalRocketMQ4Options['acl']): void {
@@ -222,6 +228,7 @@ function writeBrokerConfig(home: string, file: string, b: BrokerSettings): void 
       'mappedFileSizeConsumeQueue=300000',
       'autoCreateTopicEnable=false',
       ...(b.acl ? ['aclEnable=true'] : []),
+      ...Object.entries(b.brokerSettings ?? {}).map(([name, value]) => `${name}=${value}`),
       '',
     ].join('\n'),
   );

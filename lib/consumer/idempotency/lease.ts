@@ -4,7 +4,7 @@ import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamod
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ConsumptionError, LeaseHeldError, PayloadConflictError } from '../failures/errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
-import { type DedupRecord, RecordStatus } from './record.ts';
+import { type DedupRecord, duplicateReasonOf, RecordStatus } from './record.ts';
 import type { BeginResult, ConsumptionStrategy } from './strategy.ts';
 import { DEFAULT_RECORD_TTL_SECONDS } from './transactional.ts';
 
@@ -167,8 +167,14 @@ function refusedAcquisition<P>(msg: ConsumerMessage<P>, existing: LeaseRecord, h
   if (existing.status === RecordStatus.IN_PROGRESS && existing.holder === holder) {
     return { proceed: true, leaseToken: existing.token! };
   }
-  if (existing.fingerprint !== msg.fingerprint) {
-    const conflict = new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.firstMsgId);
+  const reason = duplicateReasonOf(existing);
+  if (reason !== 'legacy-record-unverified' && existing.fingerprint !== msg.fingerprint) {
+    const conflict = new PayloadConflictError(
+      msg.key,
+      existing.fingerprint ?? '',
+      msg.fingerprint,
+      existing.firstMsgId,
+    );
     return { proceed: false, settlement: { outcome: 'failed', error: conflict } };
   }
   if (existing.status === RecordStatus.COMPLETED) {
@@ -176,7 +182,7 @@ function refusedAcquisition<P>(msg: ConsumerMessage<P>, existing: LeaseRecord, h
       proceed: false,
       settlement: {
         outcome: 'duplicate',
-        reason: 'lease-completed',
+        reason: reason === 'dedup-record-exists' ? 'lease-completed' : reason,
         winnerMsgId: existing.lastMsgId ?? existing.firstMsgId,
         result: existing.result,
       },

@@ -13,6 +13,14 @@ export const RecordStatus = {
 } as const;
 export type RecordStatus = (typeof RecordStatus)[keyof typeof RecordStatus];
 
+/**
+ * Where a record came from when this project's consumer did not write it: `legacy-import`, a
+ * record `ops migrate import` wrote for a message the legacy consumers processed before the group
+ * moved here (it suppresses copies of that message that still arrive).
+ */
+export const RecordOrigin = { LEGACY_IMPORT: 'legacy-import' } as const;
+export type RecordOrigin = (typeof RecordOrigin)[keyof typeof RecordOrigin];
+
 /** The dedup / idempotency record, one per (consumer group, business key). */
 export interface DedupRecord {
   /** The group's record-id prefix, then the key (`<group>#<key>` as the catalogue's `recordId` makes it). */
@@ -23,7 +31,13 @@ export interface DedupRecord {
   firstMsgId: string;
   /** msgId of the delivery that completed the effect (lease mode: may differ from the first). */
   lastMsgId?: string;
-  fingerprint: string;
+  /**
+   * Hash of the business fields. Absent only on an imported record whose legacy store keeps no
+   * content (a Redis `SET NX` key): a copy it meets is a duplicate that could not be checked.
+   */
+  fingerprint?: string;
+  /** Set on records this project's consumer did not write itself. */
+  origin?: RecordOrigin;
   createdAt: string;
   /** Epoch seconds; the table's TTL attribute. TTL deletes lazily, so readers compare it too. */
   expiresAt: number;
@@ -33,6 +47,18 @@ export interface DedupRecord {
   token?: number;
   /** Lease mode: the (small) result replayed to later duplicates. */
   result?: unknown;
+}
+
+/**
+ * Why a copy that met `existing` (with the fingerprint it holds, if any, equal to the copy's) is a
+ * duplicate: the consumer's own record, a record imported from the legacy store with the same
+ * content, or an imported record without content, which no conflict check could be run against.
+ */
+export function duplicateReasonOf(
+  existing: Pick<DedupRecord, 'origin' | 'fingerprint'>,
+): 'dedup-record-exists' | 'legacy-record-exists' | 'legacy-record-unverified' {
+  if (existing.origin !== RecordOrigin.LEGACY_IMPORT) return 'dedup-record-exists';
+  return existing.fingerprint === undefined ? 'legacy-record-unverified' : 'legacy-record-exists';
 }
 
 /**

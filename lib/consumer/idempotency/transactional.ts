@@ -14,7 +14,7 @@ import {
   WriteRejectedError,
 } from '../failures/errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
-import { type DedupRecord, RecordStatus } from './record.ts';
+import { type DedupRecord, duplicateReasonOf, RecordStatus } from './record.ts';
 import type { BeginResult, ConsumptionStrategy } from './strategy.ts';
 
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -158,7 +158,7 @@ function explainExistingRecord<P>(msg: ConsumerMessage<P>, reason: CancellationR
   if (existing.fingerprint !== undefined && existing.fingerprint !== msg.fingerprint) {
     return failed(new PayloadConflictError(msg.key, existing.fingerprint, msg.fingerprint, existing.firstMsgId));
   }
-  return { outcome: 'duplicate', reason: 'dedup-record-exists', winnerMsgId: existing.firstMsgId };
+  return { outcome: 'duplicate', reason: duplicateReasonOf(existing), winnerMsgId: existing.firstMsgId };
 }
 
 /** A declared write's own condition failed: done already (same content), a conflict, or a rejected write. */

@@ -109,6 +109,24 @@ describe('leaseStrategy.begin: answers the emulator never gives', () => {
     });
   });
 
+  it('settles a copy of an order the legacy consumer processed as a legacy duplicate, unverified when the key held no content', async () => {
+    const imported = (fields: Record<string, NativeAttributeValue>) =>
+      strategyAnswering(() =>
+        refused({ id: 'g#SO1', status: 'COMPLETED', origin: 'legacy-import', firstMsgId: 'legacy:redis', ...fields }),
+      ).strategy;
+    expect(await imported({ fingerprint: 'fp-new' }).begin(msg(), 1_500_000)).toMatchObject({
+      proceed: false,
+      settlement: { outcome: 'duplicate', reason: 'legacy-record-exists', winnerMsgId: 'legacy:redis' },
+    });
+    expect(await imported({}).begin(msg(), 1_500_000)).toMatchObject({
+      proceed: false,
+      settlement: { outcome: 'duplicate', reason: 'legacy-record-unverified' },
+    });
+    expect(failureOf(await imported({ fingerprint: 'fp-other' }).begin(msg(), 1_500_000))).toBeInstanceOf(
+      PayloadConflictError,
+    );
+  });
+
   it('never takes a refusal that carries no record for a duplicate it cannot prove: a conflict, for a person to judge', async () => {
     const { strategy } = strategyAnswering(() => refused());
     expect(failureOf(await strategy.begin(msg(), 1_500_000))).toBeInstanceOf(PayloadConflictError);

@@ -97,6 +97,36 @@ describe('explainCancellation: the dedup record’s condition failed', () => {
   });
 });
 
+describe('explainCancellation: the record was imported from the legacy store', () => {
+  const legacy = (fields: Record<string, unknown>) =>
+    conditionFailed({ id: 'g#SO1', origin: 'legacy-import', firstMsgId: 'legacy:t_point_record#7', ...fields });
+
+  it('is a duplicate of a legacy award when the imported record holds the same fingerprint', () => {
+    expect(explainCancellation(msg, award, [legacy({ fingerprint: 'fp-new' }), none, none])).toEqual({
+      outcome: 'duplicate',
+      reason: 'legacy-record-exists',
+      winnerMsgId: 'legacy:t_point_record#7',
+    });
+  });
+
+  it('is a conflict, as for native records, when the imported record holds another fingerprint', () => {
+    expect(
+      failureOf(explainCancellation(msg, award, [legacy({ fingerprint: 'fp-legacy' }), none, none])),
+    ).toMatchObject({
+      code: 'PAYLOAD_CONFLICT',
+      existingMsgId: 'legacy:t_point_record#7',
+    });
+  });
+
+  it('is an unverified duplicate when the imported record holds no content (a Redis key): no conflict check ran', () => {
+    expect(explainCancellation(msg, award, [legacy({}), none, none])).toEqual({
+      outcome: 'duplicate',
+      reason: 'legacy-record-unverified',
+      winnerMsgId: 'legacy:t_point_record#7',
+    });
+  });
+});
+
 describe('explainCancellation: a declared write’s condition failed', () => {
   it('is a duplicate when the write says its failure means done and the item holds the same fingerprint', () => {
     const reasons = [

@@ -1,0 +1,172 @@
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { LegacyHorizon } from '../config/index.ts';
+import { recordId } from '../config/index.ts';
+import { type DedupRecord, RecordOrigin, RecordStatus } from '../consumer/index.ts';
+import { awardEntry, awardEntryPut, balanceIncrement, type LedgerEntry, type PointTables } from '../points/index.ts';
+import type { LegacyAward } from './legacy-award.ts';
+
+/**
+ * What the import writes for one legacy award: the points consumer's own items, so the consumer
+ * suppresses copies with the conditions it already has.
+ *
+ * - The dedup record `<group>#<orderNo>` (COMPLETED, origin `legacy-import`, the consumer's
+ *   fingerprint of the legacy row's user and points, none for a store without content), living
+ *   the legacy horizon from the legacy award. A copy then settles as `legacy-record-exists`, or
+ *   `legacy-record-unverified`, or fails as PAYLOAD_CONFLICT.
+ * - `--ledger moved` (the team moves its point store here): also the award's ledger entry
+ *   `AWARD#<orderNo>` (origin `legacy-import`, created at the legacy award's time) and the
+ *   balance increment, in the same transaction as the record, as the consumer commits an award.
+ *   The ledger entry never expires, so a copy for the same user is caught by it after the record
+ *   is gone, as for native awards.
+ * - `--ledger kept` (the legacy ledger stays the record of its awards): the dedup record alone,
+ *   one conditional put (1 write unit).
+ *
+ * Every write is conditional (the record absent or expired, the entry absent), so a row written
+ * twice (a re-run, a resumed run, a key SCAN returned twice) is written once; the refusal returns
+ * the item that is there, which tells what the row is.
+ */
+export const LedgerMode = { MOVED: 'moved', KEPT: 'kept' } as const;
+export type LedgerMode = (typeof LedgerMode)[keyof typeof LedgerMode];
+
+export const RowOutcome = {
+  /** Written by this run (or by this run before it was interrupted). */
+  IMPORTED: 'imported',
+  /** Imported by an earlier run, or the same order from another legacy row, with the same content. */
+  ALREADY_PRESENT: 'already-present',
+  /** The consumer here processed a copy of the order before the import: awarded in both systems in `kept` mode. */
+  AWARDED_NATIVELY: 'awarded-natively',
+  /** A record or ledger entry for the order holds other content (another user, other points). */
+  CONFLICTING: 'conflicting',
+  /** No copy of the message can arrive any more, and nothing else is to be written. */
+  PAST_HORIZON: 'past-horizon',
+} as const;
+export type RowOutcome = (typeof RowOutcome)[keyof typeof RowOutcome];
+
+export interface RowResult {
+  readonly outcome: RowOutcome;
+  /** What the import found: the first msgId of the record or entry there (a legacy reference for imported ones). */
+  readonly existingMsgId?: string;
+  readonly existingOrigin?: string;
+}
+
+export interface ImportTarget {
+  readonly dynamoDb: DynamoDBDocumentClient;
+  readonly group: string;
+  readonly idempotencyTable: string;
+  /** `moved` only. */
+  readonly pointTables?: PointTables;
+  readonly ledger: LedgerMode;
+  readonly horizon: LegacyHorizon;
+  /** Names this import run on every item it writes: a resumed run knows its own writes. */
+  readonly runId: string;
+  readonly now: () => number;
+}
+
+/** The record's `firstMsgId`: the legacy row it came from, which a PAYLOAD_CONFLICT then names. */
+export const legacyMsgId = (ref: string) => `legacy:${ref}`;
+
+type ImportedRecord = DedupRecord & { importRun: string };
+
+/** When the record for an award expires: the legacy horizon after the award (after now, when the store does not say). */
+export function importedRecordExpiry(award: LegacyAward, horizon: LegacyHorizon, nowMs: number): number {
+  return Math.floor((award.awardedAt?.getTime() ?? nowMs) / 1000) + horizon.importedRecordLifetimeSeconds;
+}
+
+export function importedRecord(award: LegacyAward, target: ImportTarget, nowMs: number): ImportedRecord {
+  return {
+    id: recordId(target.group, award.orderNo),
+    key: award.orderNo,
+    group: target.group,
+    status: RecordStatus.COMPLETED,
+    firstMsgId: legacyMsgId(award.ref),
+    ...(award.fingerprint === undefined ? {} : { fingerprint: award.fingerprint }),
+    origin: RecordOrigin.LEGACY_IMPORT,
+    createdAt: new Date(award.awardedAt?.getTime() ?? nowMs).toISOString(),
+    expiresAt: importedRecordExpiry(award, target.horizon, nowMs),
+    importRun: target.runId,
+  };
+}
+
+/** Writes one award (see above) and says what became of it. Throws what DynamoDB throws otherwise. */
+export async function writeLegacyAward(award: LegacyAward, target: ImportTarget): Promise<RowResult> {
+  const nowMs = target.now();
+  const record = importedRecord(award, target, nowMs);
+  const live = record.expiresAt > Math.floor(nowMs / 1000);
+  const recordPut = {
+    TableName: target.idempotencyTable,
+    Item: record,
+    // As the consumer's own put: an expired record (TTL deletes lazily) counts as absent.
+    ConditionExpression: 'attribute_not_exists(id) OR expiresAt < :nowSeconds',
+    ExpressionAttributeValues: { ':nowSeconds': Math.floor(nowMs / 1000) },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  };
+  const ledger = ledgerWritesOf(award, target, nowMs);
+  if (ledger.length === 0) {
+    if (!live) return { outcome: RowOutcome.PAST_HORIZON };
+    try {
+      await target.dynamoDb.send(new PutCommand(recordPut));
+      return { outcome: RowOutcome.IMPORTED };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      return judgeExisting(award, target.runId, error.Item ? unmarshall(error.Item) : {}, 'fingerprint', 'firstMsgId');
+    }
+  }
+  const items = [...(live ? [{ Put: recordPut }] : []), ...ledger];
+  try {
+    await target.dynamoDb.send(new TransactWriteCommand({ TransactItems: items }));
+    return { outcome: RowOutcome.IMPORTED };
+  } catch (error) {
+    if (!(error instanceof TransactionCanceledException)) throw error;
+    const reasons = error.CancellationReasons ?? [];
+    const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
+    if (failed === -1) throw error;
+    const existing = reasons[failed]!.Item ? unmarshall(reasons[failed]!.Item!) : {};
+    return live && failed === 0
+      ? judgeExisting(award, target.runId, existing, 'fingerprint', 'firstMsgId')
+      : judgeExisting(award, target.runId, existing, 'fingerprint', 'msgId');
+  }
+}
+
+/** `moved`: the ledger entry (created at the legacy award) and the balance increment; nothing for 0 points. */
+function ledgerWritesOf(award: LegacyAward, target: ImportTarget, nowMs: number) {
+  if (target.ledger !== LedgerMode.MOVED || !target.pointTables || !award.points) return [];
+  const order = { orderNo: award.orderNo, userId: award.userId!, points: award.points };
+  const entry: LedgerEntry & { importRun: string } = {
+    ...awardEntry(
+      order,
+      { msgId: legacyMsgId(award.ref), fingerprint: award.fingerprint! },
+      award.awardedAt ?? new Date(nowMs),
+    ),
+    origin: RecordOrigin.LEGACY_IMPORT,
+    importRun: target.runId,
+  };
+  return [
+    awardEntryPut(target.pointTables.ledger, entry).item,
+    balanceIncrement(target.pointTables.accounts, order.userId, order.points, new Date(nowMs)),
+  ];
+}
+
+/**
+ * The item a conditional write met. Other content is a conflict, as the consumer would judge a
+ * copy; an item this row wrote in this run is this run's import (written before an interruption);
+ * one imported otherwise is already present; one the consumer wrote means it awarded a copy first.
+ */
+function judgeExisting(
+  award: LegacyAward,
+  runId: string,
+  existing: Record<string, unknown>,
+  fingerprintAttribute: string,
+  msgIdAttribute: string,
+): RowResult {
+  const existingMsgId = typeof existing[msgIdAttribute] === 'string' ? (existing[msgIdAttribute] as string) : undefined;
+  const existingOrigin = typeof existing.origin === 'string' ? existing.origin : undefined;
+  const theirs = existing[fingerprintAttribute];
+  const found = { existingMsgId, existingOrigin };
+  if (award.fingerprint !== undefined && typeof theirs === 'string' && theirs !== award.fingerprint)
+    return { outcome: RowOutcome.CONFLICTING, ...found };
+  if (existingOrigin !== RecordOrigin.LEGACY_IMPORT) return { outcome: RowOutcome.AWARDED_NATIVELY, ...found };
+  const thisRow = existingMsgId === legacyMsgId(award.ref) && existing.importRun === runId;
+  return { outcome: thisRow ? RowOutcome.IMPORTED : RowOutcome.ALREADY_PRESENT, ...found };
+}

@@ -1,0 +1,68 @@
+import { type ColumnMapping, type LegacySource, LegacySourceError } from './legacy-source.ts';
+import { openFileSource } from './sources/file-source.ts';
+import { openRedisSource } from './sources/redis-source.ts';
+import { openSqlSource } from './sources/sql-source.ts';
+
+/** How a command names a legacy store, and what it says about reading it. */
+export interface LegacySourceSpec {
+  /** `mysql://…`, `mariadb://…`, `redis://…`, or a file: `*.csv`, `*.jsonl` (or `csv:<path>`, `jsonl:<path>`). */
+  readonly source: string;
+  readonly mapping: ColumnMapping;
+  readonly since?: Date;
+  readonly timeZone?: string;
+  /** Redis: `mq:dedup:point:*`. */
+  readonly pattern?: string;
+  /** Redis: the TTL the legacy consumer set on its keys. */
+  readonly keyTtlSeconds?: number;
+  /** A password kept out of the URL (and so out of `ps` and the shell history). */
+  readonly password?: string;
+  readonly pageSize?: number;
+}
+
+/** The article's Redis key TTL: `SET … NX EX 86400`. */
+export const ARTICLE_KEY_TTL_SECONDS = 86_400;
+
+export function legacySourceKind(source: string): LegacySource['kind'] {
+  if (/^(mysql|mariadb):\/\//i.test(source)) return 'mysql';
+  if (/^rediss?:\/\//i.test(source)) return 'redis';
+  if (/^csv:/i.test(source) || /\.csv$/i.test(source)) return 'csv';
+  if (/^jsonl:/i.test(source) || /\.(jsonl|ndjson)$/i.test(source)) return 'jsonl';
+  throw new LegacySourceError(
+    `--source ${source.replace(/:\/\/[^@/]*@/, '://***@')}: give mysql://, mariadb://, redis:// or a .csv / .jsonl export`,
+  );
+}
+
+export async function openLegacySource(spec: LegacySourceSpec): Promise<LegacySource> {
+  const kind = legacySourceKind(spec.source);
+  switch (kind) {
+    case 'mysql':
+      return openSqlSource({
+        url: new URL(spec.source.replace(/^mariadb:/i, 'mysql:')),
+        mapping: spec.mapping,
+        since: spec.since,
+        timeZone: spec.timeZone,
+        password: spec.password,
+        pageSize: spec.pageSize,
+      });
+    case 'redis': {
+      if (spec.since) throw new LegacySourceError('--since: a Redis key carries no time to select by; import all keys');
+      const url = new URL(spec.source);
+      if (!url.password && spec.password) url.password = spec.password;
+      return openRedisSource({
+        url,
+        pattern: spec.pattern ?? 'mq:dedup:point:*',
+        keyTtlSeconds: spec.keyTtlSeconds ?? ARTICLE_KEY_TTL_SECONDS,
+        pageSize: spec.pageSize,
+      });
+    }
+    default:
+      return openFileSource({
+        path: spec.source.replace(/^(csv|jsonl):/i, ''),
+        format: kind,
+        mapping: spec.mapping,
+        since: spec.since,
+        timeZone: spec.timeZone,
+        pageSize: spec.pageSize,
+      });
+  }
+}

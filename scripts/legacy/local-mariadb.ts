@@ -1,0 +1,132 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Connection, createConnection } from 'mysql2/promise';
+import { freePort } from '../rocketmq/local-rocketmq.ts';
+import { firstExisting, runToCompletion, spawnServer, stopServer, waitUntilReady } from './server-process.ts';
+
+/**
+ * A throw-away MariaDB (Debian's `mariadb-server`, 10.11) on a free loopback port, with its own
+ * data directory in a temporary folder that `stop()` removes: the legacy consumer's database in
+ * tests, benchmarks and the local run. Never the system service.
+ *
+ * The server runs in the time zone a legacy deployment in China would (`+08:00` by default), so
+ * `DATETIME` columns written with `CURRENT_TIMESTAMP` hold local time, as they do there.
+ */
+export interface LocalMariaDbOptions {
+  /** Database created at start (default `points`). */
+  readonly database?: string;
+  /** SQL run in that database at start; default: the article's schema (`legacy-schema.sql`). */
+  readonly schema?: string;
+  readonly timeZone?: string;
+  readonly startTimeoutMs?: number;
+}
+
+export interface LocalMariaDb {
+  /** `mysql://legacy:<password>@127.0.0.1:<port>/<database>`: what the import and the replica connect with. */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly database: string;
+  readonly user: string;
+  readonly password: string;
+  readonly timeZone: string;
+  /** A connection as the application user, for tests to read and plant rows. Closed by `stop()`. */
+  connect(): Promise<Connection>;
+  stop(): Promise<void>;
+}
+
+const INSTALL_HINT = "install Debian's mariadb-server (apt-get install -y mariadb-server; .ci/run does)";
+const READY = /ready for connections/;
+export const LEGACY_SCHEMA_FILE = fileURLToPath(new URL('./legacy-schema.sql', import.meta.url));
+
+export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Promise<LocalMariaDb> {
+  const database = options.database ?? 'points';
+  const timeZone = options.timeZone ?? '+08:00';
+  const home = mkdtempSync(join(tmpdir(), 'local-mariadb-'));
+  const dataDir = join(home, 'data');
+  const socket = join(home, 'mariadb.sock');
+  const log = join(home, 'mariadb.log');
+  // mariadbd refuses to run as root unless told to; as anyone else it runs as that user.
+  const asUser = process.getuid?.() === 0 ? ['--user=root'] : [];
+  const small = ['--innodb-log-file-size=8M', '--innodb-buffer-pool-size=32M'];
+  const connections: Connection[] = [];
+  let server: ReturnType<typeof spawnServer>['child'] | undefined;
+  const stop = async () => {
+    await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
+    if (server) await stopServer(server);
+    rmSync(home, { recursive: true, force: true });
+  };
+  try {
+    await runToCompletion(
+      firstExisting(['/usr/bin/mariadb-install-db', '/usr/bin/mysql_install_db', 'mariadb-install-db']),
+      [
+        '--no-defaults',
+        `--datadir=${dataDir}`,
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+        ...asUser,
+        ...small,
+      ],
+      INSTALL_HINT,
+    );
+    const port = await freePort();
+    const spawned = spawnServer(
+      firstExisting(['/usr/sbin/mariadbd', '/usr/sbin/mysqld', 'mariadbd']),
+      [
+        '--no-defaults',
+        `--datadir=${dataDir}`,
+        `--socket=${socket}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--pid-file=${join(home, 'mariadb.pid')}`,
+        '--skip-name-resolve',
+        '--skip-log-bin',
+        '--performance-schema=OFF',
+        `--default-time-zone=${timeZone}`,
+        ...asUser,
+        ...small,
+      ],
+      log,
+      INSTALL_HINT,
+    );
+    server = spawned.child;
+    await spawned.spawned;
+    await waitUntilReady(server, log, READY, options.startTimeoutMs ?? 60_000);
+
+    const user = 'legacy';
+    const password = 'legacy-secret';
+    const root = await createConnection({ socketPath: socket, user: 'root', multipleStatements: true });
+    try {
+      await root.query(
+        `CREATE DATABASE ${database} CHARACTER SET utf8mb4;
+         CREATE USER '${user}'@'127.0.0.1' IDENTIFIED BY '${password}';
+         GRANT ALL ON ${database}.* TO '${user}'@'127.0.0.1';
+         USE ${database};
+         ${options.schema ?? readFileSync(LEGACY_SCHEMA_FILE, 'utf8')}`,
+      );
+    } finally {
+      await root.end();
+    }
+    const host = '127.0.0.1';
+    return {
+      url: `mysql://${user}:${password}@${host}:${port}/${database}`,
+      host,
+      port,
+      database,
+      user,
+      password,
+      timeZone,
+      connect: async () => {
+        const connection = await createConnection({ host, port, user, password, database, multipleStatements: true });
+        connections.push(connection);
+        return connection;
+      },
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,223 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDynamoDb, emulatorConfig } from '../../../lib/aws/index.ts';
+import { type LocalRedis, startLocalRedis } from '../../../scripts/legacy/local-redis.ts';
+import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
+import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
+import { OpsProcess, recordsOf } from './migration-fixture.ts';
+
+/**
+ * `ops migrate import` from the article's Redis variant (`SET mq:dedup:point:<orderNo> 1 NX EX
+ * 86400`, a real redis-server) and from CSV / JSONL exports of the award table.
+ */
+let redis: LocalRedis;
+let client: Redis;
+
+beforeAll(async () => {
+  redis = await startLocalRedis();
+  client = redis.connect();
+}, 60_000);
+
+afterAll(async () => {
+  await redis?.stop();
+});
+
+const scratch = async (name: string) => join(await mkdtemp(join(tmpdir(), 'import-')), name);
+
+/** Fails the nth write after `after` writes went through: the import stops in the middle of a page. */
+function failWritesAfter(client: DynamoDBDocumentClient, after: number) {
+  let seen = 0;
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      if (args.input && 'Item' in (args.input as object) && ++seen > after)
+        throw Object.assign(new Error('connection reset by peer'), { name: 'NetworkingError', $retryable: undefined });
+      return next(args);
+    },
+    { step: 'initialize', name: 'failWritesAfter' },
+  );
+}
+
+describe('ops migrate import from Redis SET NX keys', () => {
+  it('refuses 24 h keys against 72 h of %DLQ% retention, naming both settings, before reading anything', async () => {
+    const f = await pointsFixture();
+    const refused = await ops(f, [
+      'migrate',
+      'import',
+      '--source',
+      redis.url,
+      '--group',
+      'point-consumer-group',
+      '--ledger',
+      'kept',
+      '--yes',
+    ]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /legacy dedup keys expire after 86400s .* can come back for 276340s .*fileReservedTime 72 h/,
+    );
+    expect(await recordsOf(f)).toEqual([]);
+  });
+
+  it('imports the keys as records without content: a copy is an unverified duplicate, even with other content; a resumed run imports every key once', async () => {
+    // Prepare: 300 keys as the legacy consumer set them, one set an hour ago; one key of another prefix
+    const f = await pointsFixture();
+    const keys = Array.from({ length: 300 }, (_, i) => `mq:dedup:point:SO-R${String(i).padStart(4, '0')}`);
+    for (const key of keys) await client.set(key, '1', 'EX', 86_400, 'NX');
+    await client.set(keys[0]!, '1', 'EX', 86_400 - 3_600);
+    await client.set('mq:dedup:coupon:SO-R0001', '1', 'EX', 86_400);
+    const args = [
+      'migrate',
+      'import',
+      '--source',
+      redis.url,
+      '--pattern',
+      'mq:dedup:point:*',
+      '--group',
+      'point-consumer-group',
+      '--ledger',
+      'kept',
+      '--accept-expired-keys',
+      '--page-size',
+      '50',
+      '--checkpoint',
+      await scratch('checkpoint.json'),
+      '--yes',
+      '--json',
+    ];
+
+    // Act: the first run loses DynamoDB after 120 writes; the second resumes from the SCAN cursor
+    const failing = createDynamoDb(emulatorConfig(f.resources.endpoint));
+    failWritesAfter(failing, 120);
+    const interrupted = await ops(f, args, { dynamoDb: failing });
+    const resumed = await ops(f, args);
+    await f.invoke([
+      orderEnvelope({ orderNo: 'SO-R0000', userId: 1, points: 300 }),
+      orderEnvelope({ orderNo: 'SO-R0001', userId: 2, points: 999 }),
+    ]);
+
+    // Assess: interrupted with a resumable error, then completed: every key once, no fingerprint
+    expect(interrupted.code).toBe(2);
+    expect(interrupted.stderr).toMatch(/import interrupted after \d+ rows: .*run the same command again to resume/);
+    expect(resumed.code).toBe(0);
+    expect(resumed.json().resumedFrom).toBeDefined();
+    expect(resumed.json().counts).toMatchObject({ imported: 300, unverified: resumed.json().counts.read });
+    const records = await recordsOf(f);
+    expect(records.map((r) => r.key).sort()).toEqual(keys.map((k) => k.slice('mq:dedup:point:'.length)));
+    expect(records.every((r) => r.fingerprint === undefined && r.origin === 'legacy-import')).toBe(true);
+    // The key set an hour earlier became a record an hour older
+    const first = records.find((r) => r.key === 'SO-R0000')!;
+    const other = records.find((r) => r.key === 'SO-R0002')!;
+    expect(Date.parse(other.createdAt) - Date.parse(first.createdAt)).toBeGreaterThan(3_590_000);
+    // Assess: the consumer takes both copies as duplicates it could not check
+    expect(f.reports.map((r) => [r.key, r.settlement])).toEqual([
+      ['SO-R0000', expect.objectContaining({ outcome: 'duplicate', reason: 'legacy-record-unverified' })],
+      ['SO-R0001', expect.objectContaining({ outcome: 'duplicate', reason: 'legacy-record-unverified' })],
+    ]);
+  }, 120_000);
+});
+
+describe('ops migrate import from an export', () => {
+  const header = 'id,order_no,user_id,point,create_time';
+
+  it('resumes a CSV import after a kill, re-runs without writing, and reports conflicting and invalid lines', async () => {
+    // Prepare: 200 good lines, a few bad ones; the consumer here already awarded SO-E0007 to another user
+    const f = await pointsFixture();
+    await awardThroughConsumer(f, [{ orderNo: 'SO-E0007', userId: 'someone-else', points: 1 }]);
+    const lines = Array.from(
+      { length: 200 },
+      (_, i) => `${i + 1},SO-E${String(i).padStart(4, '0')},${500 + (i % 9)},${1 + (i % 3)},2026-11-30 10:00:00`,
+    );
+    lines.splice(60, 0, '9001,"SO ""Q""",1,1,2026-11-30 10:00:00', '9002,SO-X,1', '9003,SO-T,1,1,yesterday');
+    const csv = await scratch('t_point_record.csv');
+    await writeFile(csv, `\uFEFF${header}\r\n${lines.join('\r\n')}\r\n`);
+    const checkpoint = await scratch('checkpoint.json');
+    const args = [
+      'migrate',
+      'import',
+      '--source',
+      csv,
+      '--time-zone',
+      '+08:00',
+      '--group',
+      'point-consumer-group',
+      '--ledger',
+      'moved',
+      '--page-size',
+      '40',
+      '--concurrency',
+      '2',
+      '--checkpoint',
+      checkpoint,
+      '--yes',
+      '--json',
+    ];
+
+    // Act
+    const killed = new OpsProcess(f, args);
+    await killed.killAfterPages(checkpoint, 40, 2);
+    const resumed = await ops(f, args);
+    const rerun = await ops(
+      f,
+      args.filter((a) => a !== checkpoint && a !== '--checkpoint'),
+    );
+
+    // Assess
+    expect(killed.child.signalCode).toBe('SIGKILL');
+    expect(resumed.code).toBe(1);
+    const report = resumed.json();
+    expect(report.counts).toMatchObject({ read: 203, imported: 199, conflicting: 1, invalid: 3 });
+    expect(report.invalidReasons).toEqual({
+      'orderNo must be printable ASCII without spaces': 1,
+      '3 fields, the header has 5': 1,
+      'create_time "yesterday" is not a time': 1,
+    });
+    expect(report.rejected).toContainEqual(
+      expect.objectContaining({ kind: 'conflicting', ref: 'line 9 (id 8)', orderNo: 'SO-E0007' }),
+    );
+    expect(await f.ledgerMismatches()).toEqual([]);
+    const user500 = lines.filter((l) => l.split(',')[2] === '500' && !l.includes('SO-E0007'));
+    expect(await f.balance('500')).toBe(user500.reduce((n, l) => n + Number(l.split(',')[3]), 0));
+    expect(rerun.json().counts).toMatchObject({ imported: 0, alreadyPresent: 199, conflicting: 1 });
+    const awarded = (await f.ledger('500'))[0]!;
+    expect(awarded).toMatchObject({ origin: 'legacy-import', createdAt: '2026-11-30T02:00:00.000Z' });
+  }, 120_000);
+
+  it('--since reads JSONL times in the zone given, and refuses times without a zone when none is given', async () => {
+    const f = await pointsFixture();
+    const jsonl = await scratch('awards.jsonl');
+    await writeFile(
+      jsonl,
+      [
+        { order_no: 'SO-J1', user_id: 1, point: 1, create_time: '2026-11-30 09:59:59' },
+        { order_no: 'SO-J2', user_id: 1, point: 1, create_time: '2026-11-30 10:00:00' },
+        { order_no: 'SO-J3', user_id: 1, point: 1, create_time: '2026-11-30T02:30:00Z' },
+      ]
+        .map((o) => JSON.stringify(o))
+        .join('\n'),
+    );
+    const args = [
+      'migrate',
+      'import',
+      '--source',
+      jsonl,
+      '--group',
+      'point-consumer-group',
+      '--ledger',
+      'kept',
+      '--yes',
+    ];
+    const since = ['--since', '2026-11-30T02:00:00Z'];
+
+    const withoutZone = await ops(f, [...args, ...since]);
+    const delta = await ops(f, [...args, ...since, '--time-zone', '+08:00', '--json']);
+
+    expect(withoutZone.code).toBe(2);
+    expect(withoutZone.stderr).toMatch(/create_time "2026-11-30 09:59:59" carries no time zone: .*--time-zone/);
+    expect(delta.json().counts).toMatchObject({ read: 2, imported: 2 });
+    expect((await recordsOf(f)).map((r) => r.key).sort()).toEqual(['SO-J2', 'SO-J3']);
+  }, 60_000);
+});
