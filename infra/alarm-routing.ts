@@ -6,13 +6,14 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ALARM_STORM_TABLE, DLQ_RETENTION_DAYS, NOTIFIER_METRICS_NAMESPACE } from '../lib/config/index.ts';
 import { ProjectFunction } from './project-function.ts';
+import { ProtectedSecret } from './protected-secret.ts';
 import { alarmNamePattern } from './routed-alarm.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
 
@@ -49,6 +50,8 @@ export class AlarmRouting extends Construct {
   readonly notifier: lambda.IFunction;
   readonly notifierDeadLetterQueue: sqs.Queue;
   readonly webhookSecret: secretsmanager.ISecret;
+  /** The robot's secret under its own key, readable by the notifier (and the operators, for `alarm:test`) alone. */
+  readonly robotSecret: ProtectedSecret;
   readonly stormTable: dynamodb.Table;
   readonly alarms: cloudwatch.Alarm[] = [];
 
@@ -97,15 +100,28 @@ export class AlarmRouting extends Construct {
         conditions: fromOwnAlarms,
       }),
     );
+    // An identity policy with sns:Publish reaches a topic of the account unless the topic says
+    // otherwise: no IAM principal may post a made-up alarm to the on-call group. CloudWatch is an
+    // AWS service (aws:PrincipalIsAWSService), which this Deny leaves to the Allow above.
+    this.topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'OnlyCloudWatchPublishes',
+        effect: iam.Effect.DENY,
+        principals: [new iam.StarPrincipal()],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: { BoolIfExists: { 'aws:PrincipalIsAWSService': 'false' } },
+      }),
+    );
 
-    this.webhookSecret = props.dingTalkSecretName
-      ? secretsmanager.Secret.fromSecretNameV2(this, 'DingTalkRobot', props.dingTalkSecretName)
-      : new secretsmanager.Secret(this, 'DingTalkRobot', {
-          secretName: `${props.prefix}/dingtalk-robot`,
-          description:
-            'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
-          removalPolicy: RemovalPolicy.RETAIN,
-        });
+    this.robotSecret = new ProtectedSecret(this, 'DingTalkRobot', {
+      secretName: props.dingTalkSecretName ?? `${props.prefix}/dingtalk-robot`,
+      description:
+        'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
+      // A secret the stage names already exists; the stack creates its own otherwise.
+      ...(props.dingTalkSecretName ? {} : { generate: {} }),
+    });
+    this.webhookSecret = this.robotSecret.secret;
     Validations.of(this.webhookSecret).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SMG4',
       reason:
@@ -136,6 +152,7 @@ export class AlarmRouting extends Construct {
     });
 
     const notifier = new ProjectFunction(this, 'Notifier', {
+      functionName: `${props.prefix}-${NOTIFIER_SERVICE_NAME}`,
       entry: NOTIFIER_ENTRY,
       description: 'CloudWatch alarms from SNS to the DingTalk robot',
       timeout: Duration.seconds(60),
@@ -157,7 +174,7 @@ export class AlarmRouting extends Construct {
       maxEventAge: Duration.hours(6),
       onFailure: new SqsDestination(this.notifierDeadLetterQueue),
     });
-    this.webhookSecret.grantRead(notifier.role);
+    this.robotSecret.grantRead(notifier.role);
     notifier.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         // BatchWriteItem: delivered alarms become tombstones and leave the backlog in batches.

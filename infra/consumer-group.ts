@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -6,7 +6,6 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -30,10 +29,11 @@ import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
 import { type ServiceSetting, serviceAccess } from './outside-service.ts';
 import { type FunctionNetwork, ProjectFunction } from './project-function.ts';
+import type { ProtectedSecret } from './protected-secret.ts';
 import { tagEventFilters, tagFilterPatterns, tagRoutePatterns } from './rocketmq-tag-filter.ts';
 import { routedAlarm } from './routed-alarm.ts';
 import type { RunbookKey } from './runbook.ts';
-import { restrictQueueSenders, type Senders } from './sender-policy.ts';
+import { restrictDeadLetterSenders, restrictQueueSenders, type Senders } from './sender-policy.ts';
 import type { ConsumerTables } from './tables.ts';
 
 /** How one group's function and event source are sized; every value has a production default. */
@@ -84,7 +84,11 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   /** Run the function in this VPC (default: outside any VPC). */
   readonly vpc?: VpcPlacement;
   /** The bridge's envelope signing key: given, the function reads it and refuses unsigned envelopes. */
-  readonly envelopeSigningKey?: secretsmanager.ISecret;
+  readonly envelopeSigningKey?: ProtectedSecret;
+  /** The stack's secrets of its bearer-authenticated outside services, by name. */
+  readonly serviceTokens?: Partial<Record<OutsideServiceName, ProtectedSecret>>;
+  /** IAM roles allowed to send to the DLQ besides the group's consumer (the bridge, senders, operators). */
+  readonly deadLetterSenders?: readonly string[];
 }
 
 /** A catalogue entry's tuning (plain numbers) as construct props. */
@@ -121,6 +125,8 @@ export class RocketMQConsumerGroup extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly function: lambda.IFunction;
+  /** The consumer function's role: the only principal of the stack that sends to the DLQ. */
+  readonly role: iam.IRole;
   readonly alarms: cloudwatch.Alarm[] = [];
   readonly rule?: events.Rule;
   readonly eventSourceMappingId: string;
@@ -164,9 +170,22 @@ export class RocketMQConsumerGroup extends Construct {
       enforceSSL: true,
       ...fifo,
     });
+    const sourceQueueName = queueName(props.prefix, def.group, ordering);
+    // Only its own source queue may name this DLQ in a redrive policy: SQS's move is no SendMessage,
+    // so a queue of someone else's pointed here would otherwise bypass the DLQ's sender policy. Its ARN is
+    // built from the name, not referenced: the source queue already refers to the DLQ.
+    const ownSource = sqs.Queue.fromQueueArn(
+      this,
+      'OwnSource',
+      Stack.of(this).formatArn({ service: 'sqs', resource: sourceQueueName }),
+    );
+    (this.deadLetterQueue.node.defaultChild as sqs.CfnQueue).redriveAllowPolicy = {
+      redrivePermission: 'byQueue',
+      sourceQueueArns: [ownSource.queueArn],
+    };
     // Dead letters can be moved back to the source queue only by a DLQ redrive naming it.
     this.queue = new sqs.Queue(this, 'Queue', {
-      queueName: queueName(props.prefix, def.group, ordering),
+      queueName: sourceQueueName,
       ...fifo,
       // Lambda's guidance: at least six times the function timeout, plus the batching window.
       visibilityTimeout: Duration.seconds(6 * timeout.toSeconds() + (batchingWindow?.toSeconds() ?? 0)),
@@ -177,8 +196,11 @@ export class RocketMQConsumerGroup extends Construct {
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: lifetimes.queues.maxReceiveCount },
     });
 
-    const services = (def.services ?? []).map((name) => serviceAccess(this, name, def.group, props.services?.[name]));
+    const services = (def.services ?? []).map((name) =>
+      serviceAccess(this, name, def.group, props.services?.[name], props.serviceTokens?.[name]),
+    );
     const consumer = new ProjectFunction(this, 'Consumer', {
+      functionName: `${props.prefix}-${def.functionName}`,
       entry: def.entry,
       description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
       timeout,
@@ -199,7 +221,7 @@ export class RocketMQConsumerGroup extends Construct {
         [CONSUMER_ENV.group]: def.group,
         ...(props.packing === undefined ? {} : { [CONSUMER_ENV.packing]: props.packing ? 'on' : 'off' }),
         ...(props.envelopeSigningKey
-          ? { [CONSUMER_ENV.envelopeSigningSecret]: props.envelopeSigningKey.secretArn }
+          ? { [CONSUMER_ENV.envelopeSigningSecret]: props.envelopeSigningKey.secret.secretArn }
           : {}),
         POWERTOOLS_SERVICE_NAME: def.group,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
@@ -207,9 +229,11 @@ export class RocketMQConsumerGroup extends Construct {
       },
     });
     this.function = consumer.function;
+    this.role = consumer.role;
     this.grantTables(consumer.role, props);
     for (const service of services) service.grant(consumer.role);
-    props.envelopeSigningKey?.grantRead(consumer.role);
+    // The key ring lists the secret's versions: a retired key verifies as long as a copy signed with it can come back.
+    props.envelopeSigningKey?.grantRead(consumer.role, { versions: true });
     // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
     // also resolves the source queue's URL and moves failures to the DLQ itself.
     consumer.role.addToPrincipalPolicy(
@@ -243,9 +267,13 @@ export class RocketMQConsumerGroup extends Construct {
     this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
   }
 
-  /** Only `senders` and the group's own rule may send to its source queue (infra/sender-policy.ts). */
+  /**
+   * Only `senders` and the group's own rule may send to its source queue; only the group's consumer and `senders` to
+   * its DLQ, and no one starts a message-move task from it (infra/sender-policy.ts).
+   */
   restrictSenders(senders: Senders): void {
     restrictQueueSenders(this.queue, senders, this.rule?.ruleArn);
+    restrictDeadLetterSenders(this.deadLetterQueue, { roleArns: [this.role.roleArn, ...senders.roleArns] });
   }
 
   /** Messages Lambda's event source filter deleted unread (`metricsConfig` EventCount), summed per period. */

@@ -1,14 +1,20 @@
 import { Annotations, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition, type OutsideServiceName } from '../lib/config/index.ts';
+import {
+  BUS_ARCHIVE_RETENTION_SECONDS,
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  type OutsideServiceName,
+  signingKeySecretName,
+} from '../lib/config/index.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import type { ServiceSetting } from './outside-service.ts';
+import { ProtectedSecret } from './protected-secret.ts';
 import { restrictBusSenders } from './sender-policy.ts';
 import { ConsumerTables } from './tables.ts';
 
@@ -28,8 +34,13 @@ export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRouti
   readonly runbookUrl: string;
   /** The stage's RocketMQ bridge; deployed only when `enabled`. */
   readonly bridge?: BridgeStageSettings;
-  /** Roles allowed to send to the source queues and the bus besides the stage's bridge (`senderRoleArns`). */
+  /**
+   * Roles allowed to send to the source queues and the bus besides the stage's bridge (`senderRoleArns`): bridges run
+   * elsewhere, which read the signing key to sign.
+   */
   readonly senderRoleArns?: readonly string[];
+  /** Roles operators run `ops` writes with (`operatorRoleArns`): redrive, re-sign, revoke, put secret values. */
+  readonly operatorRoleArns?: readonly string[];
 }
 
 /** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
@@ -39,8 +50,10 @@ export class RocketMQConsumersStack extends Stack {
   readonly eventBus: events.EventBus;
   readonly groups: RocketMQConsumerGroup[];
   readonly bridge?: StageBridge;
-  /** The key the bridge signs envelopes with and the consumers check them against (`bridge.signEnvelopes`). */
-  readonly envelopeSigningKey?: secretsmanager.Secret;
+  /** The key the bridges sign envelopes with and every consumer checks them against: in every deployed stage. */
+  readonly envelopeSigningKey: ProtectedSecret;
+  /** The secrets of the outside services that take a bearer token, by service. */
+  readonly serviceTokens: Partial<Record<OutsideServiceName, ProtectedSecret>>;
 
   constructor(scope: Construct, id: string, props: RocketMQConsumersStackProps) {
     super(scope, id, props);
@@ -58,21 +71,23 @@ export class RocketMQConsumersStack extends Stack {
     this.eventBus.archive('Archive', {
       description: 'Replay source for RocketMQ events',
       eventPattern: { account: [this.account] },
-      retention: Duration.days(7),
+      retention: Duration.seconds(BUS_ARCHIVE_RETENTION_SECONDS),
     });
-    if (props.bridge?.enabled && props.bridge.signEnvelopes) {
-      this.envelopeSigningKey = new secretsmanager.Secret(this, 'EnvelopeSigningKey', {
-        secretName: `${props.prefix}/envelope-signing-key`,
-        description:
-          'HMAC key the RocketMQ bridge signs envelopes with; the consumers refuse envelopes it did not sign',
-        generateSecretString: { passwordLength: 64, excludePunctuation: true },
-      });
-      Validations.of(this.envelopeSigningKey).acknowledge({
-        id: 'AwsSolutions::AwsSolutions-SMG4',
-        reason:
-          'Rotated by putting a new value (docs/runbook.md, "Rotating the envelope signing key"): consumers accept the AWSCURRENT and AWSPREVIOUS versions and the bridge signs with a new version only once it is six minutes old, so no rotation function is needed.',
-      });
-    }
+    // Every deployed stage has the key, whether or not its own bridge runs: its consumers refuse to
+    // start without it, and a bridge run elsewhere (senderRoleArns) signs with it. Retained: removing
+    // it would leave every letter in flight unverifiable.
+    this.envelopeSigningKey = new ProtectedSecret(this, 'EnvelopeSigningKey', {
+      secretName: signingKeySecretName(props.prefix),
+      description:
+        'HMAC key the RocketMQ bridges sign envelopes with; the consumers refuse envelopes they did not sign',
+      generate: { passwordLength: 64, excludePunctuation: true },
+    });
+    Validations.of(this.envelopeSigningKey.secret).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SMG4',
+      reason:
+        'Rotated by putting a new value (docs/runbook.md, "Rotating the envelope signing key"): consumers accept every version retired within a copy lifetime and the bridge signs with a new version only once it is two minutes old, so no rotation function is needed; ops keys revoke takes a compromised one out at once.',
+    });
+    this.serviceTokens = serviceTokensOf(this, props.services);
     this.groups = (props.groups ?? CONSUMER_GROUPS).map(
       (definition: ConsumerGroupDefinition) =>
         new RocketMQConsumerGroup(this, pascal(definition.group), {
@@ -88,6 +103,7 @@ export class RocketMQConsumersStack extends Stack {
           services: props.services,
           vpc: props.groupVpcs?.[definition.group],
           envelopeSigningKey: this.envelopeSigningKey,
+          serviceTokens: this.serviceTokens,
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
@@ -98,10 +114,31 @@ export class RocketMQConsumersStack extends Stack {
         groups: this.groups,
         alarmTopic: this.alarmRouting.topic,
         runbookUrl: props.runbookUrl,
-        envelopeSigningKey: this.envelopeSigningKey,
+        envelopeSigningKey: this.envelopeSigningKey.secret,
       });
+      this.envelopeSigningKey.grantRead(this.bridge.bridge.taskDefinition.taskRole, { versions: true });
     }
     this.restrictSenders(props);
+    this.restrictSecrets(props);
+  }
+
+  /**
+   * Who reads and who changes each secret (infra/protected-secret.ts): the signing key, the bridges that sign (the
+   * stage's, granted above, and those of senderRoleArns) and the operators, who re-sign reviewed letters after a
+   * revocation; the DingTalk robot, the notifier and the operators (`alarm:test`). Operators put new values.
+   */
+  private restrictSecrets(props: RocketMQConsumersStackProps): void {
+    const operators = props.operatorRoleArns ?? [];
+    this.envelopeSigningKey.allowReaders([...(props.senderRoleArns ?? []), ...operators]);
+    this.alarmRouting.robotSecret.allowReaders(operators);
+    for (const secret of [this.envelopeSigningKey, this.alarmRouting.robotSecret, ...Object.values(this.serviceTokens)])
+      secret?.allowKeepers(operators);
+    if (!this.alarmRouting.robotSecret.owned) {
+      Annotations.of(this).addWarningV2(
+        '@rocketmq/robot-secret-key',
+        `${props.prefix}: dingTalkSecretName names a secret this stack does not own: it gets the resource policy, but keeps the KMS key it was created with until it is re-encrypted with alias/${this.alarmRouting.robotSecret.secret.secretName} (docs/deploy.md)`,
+      );
+    }
   }
 
   /**
@@ -112,6 +149,7 @@ export class RocketMQConsumersStack extends Stack {
       roleArns: [
         ...(this.bridge ? [this.bridge.bridge.taskDefinition.taskRole.roleArn] : []),
         ...(props.senderRoleArns ?? []),
+        ...(props.operatorRoleArns ?? []),
       ],
     };
     for (const group of this.groups) group.restrictSenders(senders);
@@ -123,6 +161,32 @@ export class RocketMQConsumersStack extends Stack {
       );
     }
   }
+}
+
+/**
+ * The stack's own secret for each outside service that takes a bearer token: created with a
+ * placeholder under its own key, retained, its real token put by an operator after the first deployment.
+ */
+function serviceTokensOf(
+  scope: Construct,
+  services: RocketMQConsumersStackProps['services'],
+): Partial<Record<OutsideServiceName, ProtectedSecret>> {
+  const tokens: Partial<Record<OutsideServiceName, ProtectedSecret>> = {};
+  for (const [name, setting] of Object.entries(services ?? {}) as Array<[OutsideServiceName, ServiceSetting]>) {
+    if (setting.auth.kind !== 'bearer') continue;
+    const token = new ProtectedSecret(scope, `${pascal(name)}Token`, {
+      secretName: setting.auth.secretName,
+      description: `Bearer token of ${name}; put the value after the first deployment (docs/deploy.md)`,
+      generate: { excludePunctuation: true, passwordLength: 64 },
+    });
+    Validations.of(token.secret).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-SMG4',
+      reason:
+        "The token is issued by the service's owner, so a rotation function cannot mint one; rotation is putting the new token (docs/deploy.md, outside services).",
+    });
+    tokens[name] = token;
+  }
+  return tokens;
 }
 
 function pascal(name: string): string {

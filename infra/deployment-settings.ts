@@ -19,6 +19,30 @@ const subnets = z
 const securityGroupIds = z.array(z.string().regex(/^sg-[0-9a-f]+$/)).default([]);
 
 /**
+ * A role ARN a resource policy lists by `ArnNotLike`. A wildcard may stand for a path segment or
+ * for what follows a fixed start of the role's name (an SSO permission set's generated suffix),
+ * never for the name itself: `role/*` or `role/ops-*` would cancel the policy that lists it.
+ */
+const MIN_FIXED_NAME_CHARS = 8;
+/** Every SSO role's name starts so: a prefix no longer than this names every permission set at once. */
+const SSO_ROLE_NAME_START = 'AWSReservedSSO_';
+const roleArn = z
+  .string()
+  .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/*?-]+$/, 'an IAM role ARN')
+  .refine(
+    (arn) => {
+      const name = arn.slice(arn.lastIndexOf('/') + 1);
+      const wildcard = name.search(/[*?]/);
+      if (wildcard < 0) return true;
+      const fixed = name.slice(0, wildcard);
+      return fixed.length >= MIN_FIXED_NAME_CHARS && !SSO_ROLE_NAME_START.startsWith(fixed);
+    },
+    {
+      message: `a wildcard may follow only a fixed start of the role's name of at least ${MIN_FIXED_NAME_CHARS} characters, one that names a single permission set for an SSO role (role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_RedriveOperator_*), never stand for the name`,
+    },
+  );
+
+/**
  * Where a group's function runs inside a VPC: private subnets with a route to the AWS APIs it calls
  * (NAT or VPC endpoints for SQS, DynamoDB, Secrets Manager) and to its outside services, and
  * security groups added to the one the group gets (outbound to port 443 and its services' ports).
@@ -60,10 +84,17 @@ const bridgeSchema = z
      */
     tls: z.boolean().default(true),
     /**
-     * The bridge signs every envelope with a key it creates in Secrets Manager, and the stage's
-     * consumers dead-letter unsigned ones as UNAUTHENTICATED_MESSAGE (default on).
+     * Refused when false: every deployed stage has the signing key, its consumers refuse to start
+     * without it, and its bridge signs every envelope. Kept so a stage that still says `false` is
+     * told why, not silently ignored.
      */
-    signEnvelopes: z.boolean().default(true),
+    signEnvelopes: z
+      .boolean()
+      .default(true)
+      .refine((sign) => sign, {
+        message:
+          'is false, but every deployed stage signs envelopes: its consumers refuse to start without the key and dead-letter unsigned envelopes, so the bridge must sign (remove the setting)',
+      }),
     /** Secrets Manager secret with `{accessKey, secretKey}` when the cluster enforces ACL. */
     credentialsSecretName: z.string().min(1).optional(),
     vpcId,
@@ -140,9 +171,13 @@ const stageSchema = z.object({
    * the bus (ARNs, `*` allowed): a bridge run elsewhere, the role operators redrive dead letters
    * with. Everyone else is denied by the queues' and the bus's resource policies.
    */
-  senderRoleArns: z
-    .array(z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/*-]+$/, 'an IAM role ARN'))
-    .default([]),
+  senderRoleArns: z.array(roleArn).default([]),
+  /**
+   * IAM roles operators run `ops` writes with (`dlq redrive`, `dlq resign`, `keys revoke`): they
+   * may send to the source queues and the DLQs, read the signing key (to re-sign reviewed letters)
+   * and put new values on the stage's secrets. Everyone else is denied by the resource policies.
+   */
+  operatorRoleArns: z.array(roleArn).default([]),
 });
 
 const pipelineSchema = z.object({

@@ -10,6 +10,7 @@ import {
   type ServiceAuth,
   SIGV4_SERVICES,
 } from '../lib/config/index.ts';
+import type { ProtectedSecret } from './protected-secret.ts';
 
 /**
  * How a stage reaches one outside service (`services.<name>` in the stage settings): its URL and
@@ -77,13 +78,15 @@ export function serviceAccess(
   name: OutsideServiceName,
   group: string,
   setting: ServiceSetting | undefined,
+  /** The stack's own secret for a bearer service (`serviceSecret`); without it, the named secret as it exists. */
+  token?: ProtectedSecret,
 ): ServiceAccess {
   const path = `services.${name}`;
   if (!setting) throw new ServiceSettingError(path, group, 'is not set');
   const refusal = endpointRefusal(setting);
   if (refusal) throw new ServiceSettingError(path, group, refusal);
   const url = new URL(setting.url);
-  const { auth, grant } = authorisation(scope, name, group, url, setting.auth);
+  const { auth, grant } = authorisation(scope, name, group, url, setting.auth, token);
   const service = OUTSIDE_SERVICES[name];
   return {
     environment: {
@@ -101,6 +104,7 @@ function authorisation(
   group: string,
   url: URL,
   setting: ServiceSetting['auth'],
+  token: ProtectedSecret | undefined,
 ): { auth: ServiceAuth; grant: (role: iam.IRole) => void } {
   const refuse = (field: string, problem: string) =>
     new ServiceSettingError(`services.${name}.${field}`, group, problem);
@@ -108,6 +112,8 @@ function authorisation(
     case 'none':
       return { auth: setting, grant: () => undefined };
     case 'bearer': {
+      if (token)
+        return { auth: { kind: 'bearer', secretId: setting.secretName }, grant: (role) => token.grantRead(role) };
       const secret = secretsmanager.Secret.fromSecretNameV2(scope, `${name}-token`, setting.secretName);
       return { auth: { kind: 'bearer', secretId: setting.secretName }, grant: (role) => secret.grantRead(role) };
     }

@@ -187,6 +187,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
       notifierReservedConcurrency: stage.notifierReservedConcurrency,
       bridge: stage.bridge,
       senderRoleArns: stage.senderRoleArns,
+      operatorRoleArns: stage.operatorRoleArns,
       tuning: {
         maxConcurrency: stage.maxConcurrency,
         batchSize: stage.batchSize,

@@ -15,6 +15,11 @@ export const REPOSITORY_ROOT = path.resolve(path.dirname(fileURLToPath(import.me
 export interface ProjectFunctionProps {
   /** Handler module, relative to the repository root (as in `CONSUMER_GROUPS`). */
   readonly entry: string;
+  /**
+   * Physical name, under the deployment prefix (`<prefix>-…`), so an SCP or a permission boundary can deny
+   * `lambda:InvokeFunction` on the prefix to every principal but the ones that may invoke (docs/security.md).
+   */
+  readonly functionName: string;
   readonly description: string;
   readonly environment?: Record<string, string>;
   readonly timeout?: Duration;
@@ -58,6 +63,7 @@ export class ProjectFunction extends Construct {
     this.logGroup.grantWrite(this.role);
     if (props.network) allowNetworkInterfaces(this, this.role, props.network);
     this.function = new NodejsFunction(this, 'Function', {
+      functionName: props.functionName,
       entry,
       handler: 'handler',
       description: props.description,

@@ -45,6 +45,37 @@ export function restrictQueueSenders(queue: sqs.IQueue, senders: Senders, ruleAr
   );
 }
 
+/**
+ * The DLQ takes letters from the group's consumer (its failure router), the bridges (notices) and
+ * the operators alone, and no one starts a message-move task from it: SQS's own redrive
+ * (`StartMessageMoveTask`, the console's button) moves every letter back unread, past `ops dlq
+ * redrive`'s guards (source queue, message group, conflicts, the redrive horizon). SQS's redrive
+ * policy still moves messages in: that is SQS acting within its own account, no SendMessage by any
+ * principal (docs/security.md cites the AWS documentation), and the DLQ's redrive allow policy names
+ * the one source queue that may do it.
+ */
+export function restrictDeadLetterSenders(deadLetterQueue: sqs.IQueue, senders: Senders): void {
+  deadLetterQueue.addToResourcePolicy(
+    new iam.PolicyStatement({
+      sid: 'OnlyTheConsumerBridgesAndOperatorsSend',
+      effect: iam.Effect.DENY,
+      principals: [new iam.StarPrincipal()],
+      actions: ['sqs:SendMessage'],
+      resources: [deadLetterQueue.queueArn],
+      conditions: principalOtherThan(senders),
+    }),
+  );
+  deadLetterQueue.addToResourcePolicy(
+    new iam.PolicyStatement({
+      sid: 'NoMoveTaskSkipsTheRedriveGuards',
+      effect: iam.Effect.DENY,
+      principals: [new iam.StarPrincipal()],
+      actions: ['sqs:StartMessageMoveTask'],
+      resources: [deadLetterQueue.queueArn],
+    }),
+  );
+}
+
 /** Denies `events:PutEvents` on `bus` to every IAM principal but `senders` (EventBridge needs a statement id). */
 export function restrictBusSenders(bus: events.EventBus, senders: Senders): void {
   bus.addToResourcePolicy(

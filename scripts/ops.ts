@@ -8,9 +8,10 @@ import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSqs } from '../lib/aws/index.ts';
+import { createDynamoDb, createSecretsManager, createSqs } from '../lib/aws/index.ts';
 import { type CrossSystemReport, renderCrossSystem } from '../lib/migration/index.ts';
 import {
   type AuditReport,
@@ -18,6 +19,7 @@ import {
   type ConfirmationChannel,
   checkPlanTarget,
   confirmWrite,
+  deadLetterSourcesOf,
   findDeadLetter,
   groupQueuesOf,
   isClean,
@@ -34,6 +36,7 @@ import {
   ReversalInterruptedError,
   readDeadLetters,
   readReversalPlan,
+  readSigningKeyVersions,
   redriveDeadLetters,
   redriveWriteSummary,
   releaseDeadLetters,
@@ -42,17 +45,24 @@ import {
   renderDeadLetterList,
   renderRedrive,
   renderReversal,
+  renderTable,
+  resignRewrite,
   reversalPlanOf,
   reversalWriteSummary,
   reverseDoubleAwards,
+  revokeSigningKey,
   runLedgerAudit,
   type SavedPlan,
+  secretLocation,
+  signingKeyVersions,
+  signingSecretOf,
   type TargetOptions,
   tableLocation,
   terminalSafe,
   UsageError,
   writeReversalPlan,
 } from '../lib/operations/index.ts';
+import { generateSigningKey } from '../lib/rocketmq/index.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
 
@@ -74,6 +84,16 @@ Commands:
   dlq list --group G       List dead letters with their reasons and RocketMQ envelopes.
   dlq show --group G <id>  One dead letter in full (id: SQS message id, msgId or key).
   dlq redrive --group G    Send dead letters back to the source queue (--all or a filter).
+  dlq resign --group G --reviewed-by <who> --note <why>
+                           After a key was revoked: sign again, with the current key, the
+                           letters refused as UNAUTHENTICATED_MESSAGE whose signature verifies
+                           with a revoked key, record the decision in each envelope, and send
+                           them back as dlq redrive does (same filters and guards). Letters
+                           signed with no key of the deployment stay (forged or changed).
+  keys list                The envelope signing key's versions: created, labels, revoked.
+  keys revoke --version <id>
+                           Take a compromised key out of every consumer and bridge at once
+                           (within a minute); a current key is replaced by a new one first.
   migrate import           Import a legacy consumer's dedup state (and, --ledger moved, its
                            awards) so that copies of what it processed are suppressed here.
 
@@ -82,8 +102,9 @@ Target:
   --region <region>        AWS region (default: AWS_REGION, else us-east-1).
   --prefix <prefix>        Deployment prefix: names tables and queues as the stack does.
   --ledger-table <name>    --accounts-table <name>   --dlq-url <url>   --source-queue-url <url>
+  --signing-secret <id>    The signing key secret (default: <prefix>/envelope-signing-key).
 
-Writes (reverse --apply, dlq redrive):
+Writes (reverse --apply, dlq redrive, dlq resign, keys revoke):
   The account, region and resources are shown first; on a terminal the command asks
   Proceed? [y/N]. Without a terminal it refuses unless --yes is given.
   --yes                    Confirm in advance (scripts).
@@ -136,9 +157,12 @@ dlq redrive:
   --rate <n>               Sends per second at most (default 10).
   --dry-run                Show what would be redriven; send and delete nothing.
   --force                  Also send letters first delivered before the redrive horizon
-                           (record TTL minus a retry window): check them with audit first.
+                           (record TTL minus a retry window and the source queue's
+                           retention): check them with audit first.
   PAYLOAD_CONFLICT letters are held back unless --reason PAYLOAD_CONFLICT names them.
-  Letters whose recorded source queue is not the target are held back too.
+  Letters are sent only to a queue whose redrive policy moves messages into the DLQ, and
+  only to the one they record (a letter recording none only when there is one such queue);
+  a FIFO letter only in the message group its envelope gives. Others are held back too.
   Held-back letters stay in the DLQ with the reason; exit 1 when any were held back.
 `;
 
@@ -150,6 +174,10 @@ const OPTIONS = {
   'accounts-table': { type: 'string' },
   'dlq-url': { type: 'string' },
   'source-queue-url': { type: 'string' },
+  'signing-secret': { type: 'string' },
+  'reviewed-by': { type: 'string' },
+  note: { type: 'string' },
+  version: { type: 'string' },
   group: { type: 'string' },
   json: { type: 'boolean' },
   csv: { type: 'boolean' },
@@ -198,6 +226,7 @@ export interface OpsIo {
   /** Clients to use instead of building them (tests put fault injection on these). */
   dynamoDb?: DynamoDBDocumentClient;
   sqs?: SQSClient;
+  secrets?: SecretsManagerClient;
   now?: () => Date;
 }
 
@@ -241,6 +270,7 @@ function targetOf(v: Values): TargetOptions {
     group: v.group,
     dlqUrl: v['dlq-url'],
     sourceQueueUrl: v['source-queue-url'],
+    signingSecret: v['signing-secret'],
   };
 }
 
@@ -285,6 +315,7 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
   const now = io.now ?? (() => new Date());
   const dynamoDb = () => io.dynamoDb ?? createDynamoDb(aws);
   const sqs = () => io.sqs ?? createSqs(aws);
+  const secrets = () => io.secrets ?? createSecretsManager(aws);
   const segments = positiveNumber(v.segments, 'segments', 4);
 
   const audit = async () => {
@@ -316,7 +347,23 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
     case 'reverse':
       return reverse(v, { format, now, dynamoDb: dynamoDb(), audit, print, confirmation: confirmationOf(v, io) });
     case 'dlq':
-      return dlq(sub, rest, v, { format, target, sqs: sqs(), now, print, confirmation: confirmationOf(v, io) });
+      return dlq(sub, rest, v, {
+        format,
+        target,
+        sqs: sqs(),
+        secrets,
+        now,
+        print,
+        confirmation: confirmationOf(v, io),
+      });
+    case 'keys':
+      return keys(sub, v, {
+        format,
+        secretId: signingSecretOf(target),
+        secrets: secrets(),
+        print,
+        confirmation: confirmationOf(v, io),
+      });
     case 'migrate': {
       const ctx = { format, target, dynamoDb, print, stderr: io.stderr, confirmation: confirmationOf(v, io), now };
       if (sub === 'import') return migrateImport(v, ctx);
@@ -397,19 +444,17 @@ async function reverse(
   return open.length > 0 || report.undecided.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
 }
 
-async function dlq(
-  sub: string | undefined,
-  rest: string[],
-  v: Values,
-  ctx: {
-    format: OutputFormat;
-    target: TargetOptions;
-    sqs: SQSClient;
-    now: () => Date;
-    print: (text: string) => void;
-    confirmation: ConfirmationChannel;
-  },
-): Promise<number> {
+type DlqContext = {
+  format: OutputFormat;
+  target: TargetOptions;
+  sqs: SQSClient;
+  secrets: () => SecretsManagerClient;
+  now: () => Date;
+  print: (text: string) => void;
+  confirmation: ConfirmationChannel;
+};
+
+async function dlq(sub: string | undefined, rest: string[], v: Values, ctx: DlqContext): Promise<number> {
   const queues = await groupQueuesOf(ctx.sqs, ctx.target);
   const limit = v.limit === undefined ? undefined : positiveNumber(v.limit, 'limit', 1);
   const dlqName = queues.deadLetterUrl.slice(queues.deadLetterUrl.lastIndexOf('/') + 1);
@@ -436,54 +481,147 @@ async function dlq(
       ctx.print(renderDeadLetter(letter, ctx.format, ctx.now()));
       return ExitCode.OK;
     }
-    case 'redrive': {
-      const filter: RedriveFilter = {
-        reasons: v.reason,
-        keys: v.key,
-        olderThanMs: durationMs(v['older-than'], 'older-than'),
-        newerThanMs: durationMs(v['newer-than'], 'newer-than'),
-      };
-      const filtered = Boolean(
-        filter.reasons?.length ||
-          filter.keys?.length ||
-          filter.olderThanMs !== undefined ||
-          filter.newerThanMs !== undefined,
-      );
-      if (!filtered && !v.all)
-        throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
-      const sourceName = queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1);
-      const source = await queueLocation(ctx.sqs, queues.sourceUrl);
-      const dryRun = v['dry-run'] === true;
-      if (!dryRun)
-        await confirmWrite(redriveWriteSummary(source, sourceName, dlqName, filter, limit), ctx.confirmation);
-      try {
-        const report = await redriveDeadLetters({
-          sqs: ctx.sqs,
-          deadLetterQueueUrl: queues.deadLetterUrl,
-          sourceQueueUrl: queues.sourceUrl,
-          filter,
-          guard: {
-            targetQueueArn: source.arn,
-            horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
-            force: v.force === true,
-          },
-          dryRun,
-          ratePerSecond: positiveNumber(v.rate, 'rate', 10),
-          limit,
-          visibilityTimeoutSeconds: positiveNumber(v['visibility-timeout'], 'visibility-timeout', 120),
-          maxReceiveCount: queues.maxReceiveCount,
-          now: ctx.now,
-        });
-        ctx.print(renderRedrive(report, dlqName, sourceName, ctx.format, ctx.now()));
-        return report.sentNotDeleted.length > 0 || report.heldBack.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
-      } catch (error) {
-        if (error instanceof RedriveInterruptedError)
-          ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
-        throw error;
-      }
+    case 'redrive':
+      return redrive(v, queues, dlqName, limit, ctx);
+    case 'resign': {
+      const reviewedBy = v['reviewed-by']?.trim();
+      const note = v.note?.trim();
+      if (!reviewedBy || !note)
+        throw new UsageError(
+          'dlq resign records who reviewed the letters and why in each one: give --reviewed-by <who> and --note <why>',
+        );
+      if (reviewedBy.length > 128 || note.length > 512)
+        throw new UsageError('--reviewed-by takes at most 128 characters, --note at most 512');
+      const versions = await readSigningKeyVersions(ctx.secrets(), signingSecretOf(ctx.target));
+      const rewrite = resignRewrite(versions, { reviewedBy, note, at: ctx.now() });
+      return redrive(v, queues, dlqName, limit, ctx, rewrite);
     }
     default:
-      throw new UsageError(`unknown dlq command "${sub ?? ''}": list, show or redrive`);
+      throw new UsageError(`unknown dlq command "${sub ?? ''}": list, show, redrive or resign`);
+  }
+}
+
+/** `dlq redrive`, and `dlq resign`, which sends back what `rewrite` signed again. */
+async function redrive(
+  v: Values,
+  queues: Awaited<ReturnType<typeof groupQueuesOf>>,
+  dlqName: string,
+  limit: number | undefined,
+  ctx: DlqContext,
+  rewrite?: Parameters<typeof redriveDeadLetters>[0]['rewrite'],
+): Promise<number> {
+  const filter: RedriveFilter = {
+    reasons: v.reason,
+    keys: v.key,
+    olderThanMs: durationMs(v['older-than'], 'older-than'),
+    newerThanMs: durationMs(v['newer-than'], 'newer-than'),
+  };
+  const filtered = Boolean(
+    filter.reasons?.length ||
+      filter.keys?.length ||
+      filter.olderThanMs !== undefined ||
+      filter.newerThanMs !== undefined,
+  );
+  if (!filtered && !v.all)
+    throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
+  const sourceName = queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1);
+  const source = await queueLocation(ctx.sqs, queues.sourceUrl);
+  const dryRun = v['dry-run'] === true;
+  if (!dryRun) await confirmWrite(redriveWriteSummary(source, sourceName, dlqName, filter, limit), ctx.confirmation);
+  try {
+    const report = await redriveDeadLetters({
+      sqs: ctx.sqs,
+      deadLetterQueueUrl: queues.deadLetterUrl,
+      sourceQueueUrl: queues.sourceUrl,
+      filter,
+      guard: {
+        targetQueueArn: source.arn,
+        horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
+        force: v.force === true,
+        deadLetterSourceArns: await deadLetterSourcesOf(ctx.sqs, queues.deadLetterUrl),
+        messageGroupFrom: queues.messageGroupFrom,
+      },
+      dryRun,
+      ratePerSecond: positiveNumber(v.rate, 'rate', 10),
+      limit,
+      visibilityTimeoutSeconds: positiveNumber(v['visibility-timeout'], 'visibility-timeout', 120),
+      maxReceiveCount: queues.maxReceiveCount,
+      now: ctx.now,
+      ...(rewrite ? { rewrite } : {}),
+    });
+    ctx.print(renderRedrive(report, dlqName, sourceName, ctx.format, ctx.now()));
+    return report.sentNotDeleted.length > 0 || report.heldBack.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
+  } catch (error) {
+    if (error instanceof RedriveInterruptedError)
+      ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
+    throw error;
+  }
+}
+
+/** `keys list` and `keys revoke`: the envelope signing key's versions, never their values. */
+async function keys(
+  sub: string | undefined,
+  v: Values,
+  ctx: {
+    format: OutputFormat;
+    secretId: string;
+    secrets: SecretsManagerClient;
+    print: (text: string) => void;
+    confirmation: ConfirmationChannel;
+  },
+): Promise<number> {
+  switch (sub) {
+    case 'list': {
+      const versions = await signingKeyVersions(ctx.secrets, ctx.secretId);
+      if (ctx.format === 'json') {
+        ctx.print(JSON.stringify({ secret: ctx.secretId, versions }, null, 2));
+        return ExitCode.OK;
+      }
+      ctx.print(
+        `Versions of ${ctx.secretId}, newest first:\n${renderTable(
+          [
+            { header: 'version', value: (r) => r.versionId },
+            { header: 'created', value: (r) => r.createdAt?.toISOString() ?? '' },
+            { header: 'labels', value: (r) => r.stages.join(' ') },
+            {
+              header: 'state',
+              value: (r) => (r.revoked ? 'REVOKED' : r.stages.includes('AWSCURRENT') ? 'current' : ''),
+            },
+          ],
+          versions,
+        )}`,
+      );
+      return ExitCode.OK;
+    }
+    case 'revoke': {
+      const versionId = v.version;
+      if (!versionId) throw new UsageError('keys revoke wants the version to revoke: --version <id> (see keys list)');
+      const location = await secretLocation(ctx.secrets, ctx.secretId);
+      await confirmWrite(
+        {
+          location,
+          resources: [['signing key secret', ctx.secretId]],
+          details: [
+            `version ${versionId} labelled revoked-${versionId}: no consumer or bridge accepts or signs with it from its next refresh (a minute); a current version is replaced by a new key first`,
+          ],
+        },
+        ctx.confirmation,
+      );
+      const result = await revokeSigningKey({
+        secrets: ctx.secrets,
+        secretId: ctx.secretId,
+        versionId,
+        newKey: () => Buffer.from(generateSigningKey()).toString('base64url').slice(0, 64),
+      });
+      ctx.print(
+        ctx.format === 'json'
+          ? JSON.stringify(result)
+          : `Revoked version ${result.revoked}${result.replacedBy ? `; the new current version is ${result.replacedBy}` : ''}.`,
+      );
+      return ExitCode.OK;
+    }
+    default:
+      throw new UsageError(`unknown keys command "${sub ?? ''}": list or revoke`);
   }
 }
 

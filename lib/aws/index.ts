@@ -13,6 +13,6 @@ export {
   emulatorConfig,
 } from './clients.ts';
 export { type ServiceCredentials, ServiceCredentialsError, serviceCredentials } from './service-credentials.ts';
-export { SecretSigningKeys } from './signing-key-secret.ts';
+export { REVOKED_STAGE_PREFIX, revokedStageOf, SecretSigningKeys } from './signing-key-secret.ts';
 export { sqsText } from './sqs-text.ts';
 export { type ScanProgress, scanTable } from './table-scan.ts';

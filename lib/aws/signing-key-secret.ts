@@ -1,28 +1,62 @@
-import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { assertSigningKey, InvalidSigningKeyError, type SigningKeyRing } from '../rocketmq/index.ts';
+import {
+  GetSecretValueCommand,
+  ListSecretVersionIdsCommand,
+  type SecretsManagerClient,
+  type SecretVersionsListEntry,
+} from '@aws-sdk/client-secrets-manager';
+import { DeliveryLifetimes } from '../config/index.ts';
+import { assertSigningKey, InvalidSigningKeyError, RetrySchedule, type SigningKeyRing } from '../rocketmq/index.ts';
 import { ExpiringRead } from './expiring-read.ts';
 
+/**
+ * A version label that takes a key out of the ring at once: `revoked-<versionId>` (a label names
+ * one version of a secret, so each revoked version gets its own). Set by `ops keys revoke`.
+ */
+export const REVOKED_STAGE_PREFIX = 'revoked-';
+export const revokedStageOf = (versionId: string) => `${REVOKED_STAGE_PREFIX}${versionId}`;
+
+/** One version of the signing key secret. */
+export interface KeyVersion {
+  readonly versionId: string;
+  readonly key: Uint8Array;
+  /** When the version was put: it signs once every reader has had time to load it. */
+  readonly createdAt: number;
+}
+
+/** The secret's versions as a verifier sees them. */
 interface Keys {
-  readonly current: Uint8Array;
-  /** When the current version was put: a key is signed with only once every reader has had time to load it. */
-  readonly currentSince: number;
-  readonly previous?: Uint8Array;
+  /** The versions up to the current one (none put after it), oldest first, revoked ones marked. */
+  readonly versions: ReadonlyArray<KeyVersion & { readonly revoked: boolean }>;
+  readonly current: KeyVersion;
 }
 
 /**
- * The envelope signing key in Secrets Manager. Verifiers accept the `AWSCURRENT` and the
- * `AWSPREVIOUS` version, so a rotation (`put-secret-value`, or a rotation function) never
- * refuses what was signed before it. Publish before use: a signer keeps signing with the
- * previous version until the current one is `activationDelayMs` old (default 6 minutes, one
- * more than every reader's TTL), so no consumer ever meets a signature made with a key it has not
- * loaded yet. Read at start and kept for `ttlMs`: one pair of GetSecretValue calls per TTL, not
- * per message. A reload asked for within `minReloadMs` of the last read is skipped, so a stream
- * of forged envelopes cannot turn into a stream of calls.
+ * How long a retired key verifies when the reader is not told: the copy lifetime of a concurrent
+ * group on RocketMQ's own schedule (lib/config/delivery-lifetimes.ts). Consumers pass their group's.
+ */
+const DEFAULT_RETENTION_MS = DeliveryLifetimes.derive(new RetrySchedule()).signingKeyRetentionSeconds * 1000;
+
+/**
+ * The envelope signing key in Secrets Manager, every version of it. Publish before use: a signer
+ * keeps signing with the version the current one replaced until the current one is
+ * `activationDelayMs` old (default 2 minutes, one more than every reader's TTL), so no consumer
+ * meets a signature made with a key it has not loaded. A verifier accepts the current version and
+ * every earlier one retired less than `retentionMs` ago (a version retires when its successor
+ * starts signing): a copy signed with it can come back that long (a dead letter redriven after
+ * several rotations, an archive replay), and the group's redrive horizon refuses what is older
+ * anyway. A version labelled `revoked-…` is neither accepted nor signed with, from the next read.
+ *
+ * The version list is read at start and once per `ttlMs` (one ListSecretVersionIds); each
+ * version's value is read once (GetSecretValue by version id: a version never changes). A reload
+ * asked for within `minReloadMs` of the last read is skipped, so a stream of forged envelopes
+ * cannot turn into a stream of calls.
  */
 export class SecretSigningKeys implements SigningKeyRing {
   private readonly keys: ExpiringRead<Keys>;
+  private readonly values = new Map<string, Promise<KeyVersion | undefined>>();
   private readonly minReloadMs: number;
   private readonly activationDelayMs: number;
+  private readonly retentionMs: number;
   private readonly now: () => number;
 
   constructor(
@@ -32,67 +66,142 @@ export class SecretSigningKeys implements SigningKeyRing {
       ttlMs?: number;
       minReloadMs?: number;
       activationDelayMs?: number;
+      /** How long a retired version still verifies (default: RocketMQ's schedule's copy lifetime). */
+      retentionMs?: number;
       now?: () => number;
-      /** Start reading at once (default true): in Lambda's init phase or the bridge's start, so the first batch does not wait. */
+      /** Start reading at once (default true): in Lambda's init phase or the bridge's start. */
       prefetch?: boolean;
     } = {},
   ) {
-    const ttlMs = options.ttlMs ?? 5 * 60_000;
+    const ttlMs = options.ttlMs ?? 60_000;
     this.minReloadMs = options.minReloadMs ?? 30_000;
     this.activationDelayMs = options.activationDelayMs ?? ttlMs + 60_000;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.now = options.now ?? Date.now;
     this.keys = new ExpiringRead(() => this.load(), ttlMs, this.now);
     if (options.prefetch ?? true) void this.keys.get().catch(() => undefined);
   }
 
   async current(): Promise<Uint8Array> {
-    const { current, currentSince, previous } = await this.keys.get();
-    return previous && this.now() - currentSince < this.activationDelayMs ? previous : current;
+    const { versions, current } = await this.keys.get();
+    const previous = versions.at(-2);
+    const published = this.now() - current.createdAt >= this.activationDelayMs;
+    // A revoked predecessor is not signed with even while the current version is new.
+    return published || !previous || previous.revoked ? current.key : previous.key;
   }
 
   async accepted(): Promise<readonly Uint8Array[]> {
-    const { current, previous } = await this.keys.get();
-    return previous ? [current, previous] : [current];
+    const { versions } = await this.keys.get();
+    const now = this.now();
+    // Newest first: the current version, then each earlier one while it retired (its successor
+    // started signing) less than the retention ago. A revoked version still dates its predecessor's retirement.
+    const accepted = [versions.at(-1)!.key];
+    for (let i = versions.length - 2; i >= 0; i--) {
+      const retiredAt = versions[i + 1]!.createdAt + this.activationDelayMs;
+      if (now - retiredAt > this.retentionMs) break;
+      if (!versions[i]!.revoked) accepted.push(versions[i]!.key);
+    }
+    return accepted;
   }
 
   async reload(): Promise<boolean> {
     const readAt = this.keys.readAt;
     if (readAt !== undefined && this.now() - readAt < this.minReloadMs) return false;
     const { before, after } = await this.keys.reread();
-    return before === undefined || !sameKeys(before, after);
+    return before === undefined || !sameVersions(before, after);
   }
 
   private async load(): Promise<Keys> {
-    const [current, previous] = await Promise.all([this.version('AWSCURRENT'), this.version('AWSPREVIOUS')]);
-    if (current === undefined)
+    const listed = await this.listVersions();
+    const revoked = new Set(listed.filter(isRevoked).map((v) => v.VersionId!));
+    const currentId = listed.find((v) => v.VersionStages?.includes('AWSCURRENT'))?.VersionId;
+    if (currentId === undefined)
       throw new InvalidSigningKeyError(`the envelope signing key secret ${this.secretId} has no current value`);
-    return { current: current.key, currentSince: current.since, ...(previous ? { previous: previous.key } : {}) };
+    if (revoked.has(currentId))
+      throw new InvalidSigningKeyError(
+        `the current envelope signing key of ${this.secretId} is revoked: put a new value (ops keys revoke does)`,
+      );
+    const read = await Promise.all(this.stillNeeded(listed, currentId).map((v) => this.version(v)));
+    const byAge = read
+      .filter((v): v is KeyVersion => v !== undefined)
+      .map((v) => ({ ...v, revoked: revoked.has(v.versionId) }))
+      .sort((a, b) => a.createdAt - b.createdAt);
+    const current = byAge.find((v) => v.versionId === currentId)!;
+    return { versions: byAge.filter((v) => v.createdAt <= current.createdAt), current };
   }
 
-  private async version(stage: 'AWSCURRENT' | 'AWSPREVIOUS'): Promise<{ key: Uint8Array; since: number } | undefined> {
-    let secret: string | undefined;
-    let since: number;
+  /**
+   * The versions whose value may still matter, by the list's dates: the current one and each one
+   * whose successor signed for less than the retention. A version is read once, so this only
+   * spares a cold start reading years of rotations.
+   */
+  private stillNeeded(listed: readonly SecretVersionsListEntry[], currentId: string): SecretVersionsListEntry[] {
+    const at = (v: SecretVersionsListEntry | undefined) => v?.CreatedDate?.getTime() ?? Number.POSITIVE_INFINITY;
+    const byAge = [...listed].sort((a, b) => at(a) - at(b));
+    return byAge.filter(
+      (v, i) => v.VersionId === currentId || at(byAge[i + 1]) + this.activationDelayMs + this.retentionMs >= this.now(),
+    );
+  }
+
+  /** Every version of the secret, deprecated ones included (a version without labels may still verify). */
+  private async listVersions(): Promise<SecretVersionsListEntry[]> {
+    const versions: SecretVersionsListEntry[] = [];
+    let token: string | undefined;
     try {
-      const version = await this.client.send(
-        new GetSecretValueCommand({ SecretId: this.secretId, VersionStage: stage }),
-      );
-      secret = version.SecretString;
-      since = version.CreatedDate?.getTime() ?? 0;
+      do {
+        const page = await this.client.send(
+          new ListSecretVersionIdsCommand({ SecretId: this.secretId, IncludeDeprecated: true, NextToken: token }),
+        );
+        versions.push(...(page.Versions ?? []));
+        token = page.NextToken || undefined;
+      } while (token);
     } catch (error) {
-      // A secret never rotated has no AWSPREVIOUS version.
-      if (stage === 'AWSPREVIOUS' && (error as Error).name === 'ResourceNotFoundException') return undefined;
       throw new InvalidSigningKeyError(
         `the envelope signing key secret ${this.secretId} could not be read: ${(error as Error).name}`,
         { cause: error },
       );
     }
-    if (secret === undefined) return undefined;
-    return { key: assertSigningKey(Buffer.from(secret, 'utf8'), `${this.secretId} (${stage})`), since };
+    return versions;
+  }
+
+  /** One version's key, read once; a version without a value (a rotation not finished) is left out. */
+  private version(listed: SecretVersionsListEntry): Promise<KeyVersion | undefined> {
+    const versionId = listed.VersionId!;
+    let value = this.values.get(versionId);
+    if (!value) {
+      value = this.readVersion(versionId);
+      value.catch(() => this.values.delete(versionId));
+      this.values.set(versionId, value);
+    }
+    return value;
+  }
+
+  private async readVersion(versionId: string): Promise<KeyVersion | undefined> {
+    try {
+      const version = await this.client.send(
+        new GetSecretValueCommand({ SecretId: this.secretId, VersionId: versionId }),
+      );
+      if (version.SecretString === undefined) return undefined;
+      const key = assertSigningKey(
+        Buffer.from(version.SecretString, 'utf8'),
+        `${this.secretId} (version ${versionId})`,
+      );
+      return { versionId, key, createdAt: version.CreatedDate?.getTime() ?? 0 };
+    } catch (error) {
+      if (error instanceof InvalidSigningKeyError) throw error;
+      throw new InvalidSigningKeyError(
+        `the envelope signing key secret ${this.secretId} (version ${versionId}) could not be read: ${(error as Error).name}`,
+        { cause: error },
+      );
+    }
   }
 }
 
-function sameKeys(a: Keys, b: Keys): boolean {
-  const same = (x?: Uint8Array, y?: Uint8Array) =>
-    x === undefined || y === undefined ? x === y : Buffer.from(x).equals(y);
-  return same(a.current, b.current) && same(a.previous, b.previous);
+function isRevoked(version: SecretVersionsListEntry): boolean {
+  return (version.VersionStages ?? []).some((stage) => stage.startsWith(REVOKED_STAGE_PREFIX));
+}
+
+function sameVersions(a: Keys, b: Keys): boolean {
+  const ids = (k: Keys) => k.versions.map((v) => `${v.versionId}${v.revoked ? '!' : ''}`).join(',');
+  return ids(a) === ids(b) && a.current.versionId === b.current.versionId;
 }

@@ -2,15 +2,18 @@
  * How long a copy of a message can exist, and so how long everything that must outlive it
  * has to live. One retry schedule decides the rest:
  *
+ *   (bus archive: a replay puts a week-old event on the queue as new)
  *   first enqueue ──(backlog allowance + retry window)──► source queue expiry
  *        │                     └─ 17th failed delivery ─► DLQ (a new message: its own DLQ retention)
- *        └─ dedup record ─────────────────────────────────────────────────────────────► TTL
- *                 source retention ─────────────────► DLQ retention ─────────► redrive: a fresh retry window
+ *        └─ dedup record ───────────────────────────────────────────────────────────────────────► TTL
+ *      [archive] ─► source retention ─► DLQ retention ─► redrive: a new message, which may wait out the
+ *                                                        backlog allowance and a fresh retry window again
  *
  * A dedup record that expires while a copy can still come back lets that copy apply the
  * effect again (the incident's double award, recreated by a redrive on day 8). A source
  * queue that drops a message before its schedule is spent loses it, neither applied nor
  * dead-lettered; a redrive count below the schedule's deliveries dead-letters it without a reason.
+ * The same span keeps a retired envelope signing key: a copy signed with it can come back that long.
  */
 import { InvalidRetryScheduleError, RetrySchedule } from '../rocketmq/index.ts';
 
@@ -78,6 +81,11 @@ export const DEAD_LETTER_RETENTION_SECONDS = SQS_MAX_RETENTION_SECONDS;
 /** How long a message may wait for its first delivery (a stalled or disabled consumer) on top of its retry window. */
 export const SOURCE_BACKLOG_ALLOWANCE_SECONDS = 4 * DAY_SECONDS;
 /**
+ * The bus archive keeps every bridged event a week (infra/consumer-stack.ts); a replay puts an event on a concurrent
+ * group's queue as a new message, up to that old. No rule feeds an orderly group, so no replay reaches one.
+ */
+export const BUS_ARCHIVE_RETENTION_SECONDS = 7 * DAY_SECONDS;
+/**
  * The dedup record lifetime when the catalogue names none: a round figure above the minimum for RocketMQ's schedule
  * (18.4 days).
  */
@@ -89,6 +97,12 @@ export interface QueueLifetimes {
   readonly maxReceiveCount: number;
   readonly sourceRetentionSeconds: number;
   readonly deadLetterRetentionSeconds: number;
+}
+
+/** `DeliveryLifetimes.copyLifetimeSeconds` of queues as deployed, before they are checked against a schedule. */
+export function copyLifetimeSeconds(queues: QueueLifetimes, ordering: Ordering): number {
+  const archive = ordering === 'concurrent' ? BUS_ARCHIVE_RETENTION_SECONDS : 0;
+  return archive + 2 * queues.sourceRetentionSeconds + queues.deadLetterRetentionSeconds;
 }
 
 /** Two settings that must agree do not: thrown at synth and at cold start, naming both. */
@@ -149,13 +163,28 @@ export class DeliveryLifetimes {
   }
 
   /**
-   * The shortest dedup record lifetime that outlives every copy: the source queue (first
-   * delivery and retries), then the DLQ, then a redrive's fresh retry window.
+   * How long after its first enqueue a copy of a message can still be delivered: the source
+   * queue (first delivery and retries), the DLQ, then a redriven copy, which is a new message of
+   * the source queue and may wait out the backlog allowance and a fresh retry window like any
+   * other; for a concurrent group, first put on its queue by a replay of the bus archive up to a
+   * week late. A retired signing key is kept as long (`signingKeyRetentionSeconds`).
+   */
+  get copyLifetimeSeconds(): number {
+    return copyLifetimeSeconds(this.queues, this.ordering);
+  }
+
+  /**
+   * The shortest dedup record lifetime that outlives every copy, with a retry window to spare:
+   * the consumer admits a copy up to the redrive horizon (TTL minus a retry window) after its
+   * store time, so at this TTL the last copy is still admitted, and still finds its twin's record.
    */
   get minimumRecordTtlSeconds(): number {
-    return (
-      this.queues.sourceRetentionSeconds + this.queues.deadLetterRetentionSeconds + this.schedule.totalDelaySeconds
-    );
+    return this.copyLifetimeSeconds + this.schedule.totalDelaySeconds;
+  }
+
+  /** How long a retired envelope signing key still verifies: as long as a copy signed with it can come back. */
+  get signingKeyRetentionSeconds(): number {
+    return this.copyLifetimeSeconds;
   }
 
   /** The catalogue's default: 30 days, or the minimum rounded up to whole days when the schedule needs more. */
@@ -166,10 +195,12 @@ export class DeliveryLifetimes {
   /** Refuses a record lifetime shorter than any copy can live (NaN, from a typo, is refused too). */
   assertRecordTtl(ttlSeconds: number): void {
     if (ttlSeconds >= this.minimumRecordTtlSeconds) return;
+    const { sourceRetentionSeconds: source, deadLetterRetentionSeconds: dlq } = this.queues;
+    const archive = this.ordering === 'concurrent' ? `bus archive ${BUS_ARCHIVE_RETENTION_SECONDS}s + ` : '';
     throw new IncoherentLifetimesError(
       `idempotency records live ${ttlSeconds}s but a copy of a message can come back for ${this.minimumRecordTtlSeconds}s ` +
-        `(source retention ${this.queues.sourceRetentionSeconds}s + DLQ retention ${this.queues.deadLetterRetentionSeconds}s + ` +
-        `a redrive's retry window ${this.schedule.totalDelaySeconds}s): a late copy would apply its effect again`,
+        `(${archive}source retention ${source}s + DLQ retention ${dlq}s + a redriven copy's source retention ${source}s, ` +
+        `and a retry window ${this.schedule.totalDelaySeconds}s to spare): a late copy would apply its effect again`,
     );
   }
 
@@ -191,11 +222,21 @@ export class DeliveryLifetimes {
   }
 
   /**
-   * How old a letter's first delivery may be for a redrive to be safe: its record must
-   * still exist when the redriven copy's fresh retry window ends.
+   * How long after its store time a copy may still act: the consumer dead-letters an older
+   * envelope (PAST_REDRIVE_HORIZON), because its dedup record may be gone. A copy admitted up to
+   * here commits while the record its first delivery wrote (stored no earlier) still lives.
    */
   redriveHorizonSeconds(ttlSeconds: number): number {
     return ttlSeconds - this.schedule.totalDelaySeconds;
+  }
+
+  /**
+   * How old a letter's first delivery may be for `ops dlq redrive` to send it back: the redriven
+   * copy is a new message of the source queue, so it may be delivered a source retention later
+   * still, and must be within the redrive horizon then.
+   */
+  letterRedriveHorizonSeconds(ttlSeconds: number): number {
+    return this.redriveHorizonSeconds(ttlSeconds) - this.queues.sourceRetentionSeconds;
   }
 }
 

@@ -7,6 +7,8 @@
 export { ALARM_STORM_TABLE } from './alarm-storm-table.ts';
 export { CONSUMER_ENV, lifetimeEnvironment, queueLifetimesFromEnvironment } from './consumer-environment.ts';
 export {
+  BUS_ARCHIVE_RETENTION_SECONDS,
+  copyLifetimeSeconds,
   DEFAULT_RECORD_TTL_SECONDS,
   DeliveryLifetimes,
   FIFO_MAX_BATCH_SIZE,
@@ -35,6 +37,7 @@ export {
   queueName,
   recordId,
   recordIdPrefix,
+  signingKeySecretName,
   TABLE_ENV,
   TABLES,
   type TableDefinition,

@@ -162,6 +162,11 @@ export function consumerGroup<G extends ConsumerGroupName>(group: G): CatalogueE
   return entry as CatalogueEntry<G>;
 }
 
+/** The Secrets Manager secret the bridge signs envelopes with and every consumer verifies them against. */
+export function signingKeySecretName(prefix: string): string {
+  return `${prefix}/envelope-signing-key`;
+}
+
 export function tableName(prefix: string, table: TableKey): string {
   return `${prefix}-${TABLES[table].suffix}`;
 }

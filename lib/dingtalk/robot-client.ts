@@ -56,12 +56,18 @@ export class RobotClient {
         headers: { 'content-type': 'application/json; charset=utf-8' },
         body: JSON.stringify(message),
         signal: AbortSignal.timeout(this.timeoutMs),
+        // The URL carries the access token and the signature: a redirect would hand both to its target.
+        redirect: 'manual',
       });
     } catch (err) {
       // Only the error's kind: the URL carries access_token, sign and timestamp.
       throw new RobotUnavailableError(`DingTalk could not be reached: ${describeNetworkError(err)}`);
     }
     const raw = await response.text().catch(() => '');
+    if (response.status >= 300 && response.status < 400) {
+      // Transient, as the coupon call's: a maintenance redirect passes; a lasting one fails the bounded retries.
+      throw new RobotUnavailableError(`DingTalk answered HTTP ${response.status} (a redirect, not followed)`);
+    }
     if (response.status === 429) throw new RobotThrottledError(429, `HTTP 429`);
     if (response.status >= 500) throw new RobotUnavailableError(`DingTalk answered HTTP ${response.status}`);
     if (response.status >= 400) {

@@ -1,5 +1,7 @@
 import {
   DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ListDeadLetterSourceQueuesCommand,
   type Message,
   type MessageAttributeValue,
   SendMessageCommand,
@@ -7,6 +9,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { sqsText } from '../aws/index.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../consumer/index.ts';
+import { excerpt, type MessageGroupSource, messageGroupFactsOf, messageGroupOf } from '../rocketmq/index.ts';
 import {
   type DeadLetter,
   decodeDeadLetter,
@@ -54,28 +57,50 @@ export function matchesFilter(letter: DeadLetter, filter: RedriveFilter, now: Da
   return true;
 }
 
+/** What SQS itself says of a letter (system attributes, which no sender sets). */
+export interface LetterSystemAttributes {
+  /** `DeadLetterQueueSourceArn`: the queue SQS's redrive policy moved the letter from. */
+  readonly deadLetterQueueSourceArn?: string;
+  /** The letter's FIFO message group (a FIFO DLQ). */
+  readonly messageGroupId?: string;
+}
+
+export function letterSystemAttributes(message: Pick<Message, 'Attributes'>): LetterSystemAttributes {
+  const attributes = message.Attributes as Record<string, string | undefined> | undefined;
+  return {
+    ...(attributes?.DeadLetterQueueSourceArn ? { deadLetterQueueSourceArn: attributes.DeadLetterQueueSourceArn } : {}),
+    ...(attributes?.MessageGroupId ? { messageGroupId: attributes.MessageGroupId } : {}),
+  };
+}
+
 /**
- * Why a selected letter is not sent back, or `undefined` when it may go. The failure router
- * records the queue a letter was consumed from (`source-queue`): it goes back there only. A
- * letter SQS's redrive policy moved has no record and goes to the target. A redriven copy
- * is judged by the dedup record its first delivery wrote; once that record has expired the
- * consumer cannot tell it from a new order:
- * - a letter first delivered longer ago than the record TTL minus a retry window could
- *   outlive its record while it is retried again (its schedule starts afresh);
+ * Why a selected letter is not sent back, or `undefined` when it may go. It goes only to a queue
+ * whose redrive policy moves messages into this DLQ (SQS's own list of them), and, when the
+ * letter records where it was consumed from (SQS's `DeadLetterQueueSourceArn` on a redrive-policy
+ * move, the failure router's `source-queue`), only there: a letter without either record came by
+ * SQS's move from one of the DLQ's source queues, so the target must be the only one. A FIFO
+ * letter keeps its message group only if its envelope gives that group (`redriveMessageGroup`).
+ * A redriven copy is judged by the dedup record its first delivery wrote; once that record has
+ * expired the consumer cannot tell it from a new order:
+ * - a letter first delivered longer ago than the record TTL minus a retry window and the
+ *   source queue's retention could outlive its record: the redriven copy is a new message
+ *   of the source queue, which may wait out the backlog allowance and a fresh schedule;
  * - a `PAYLOAD_CONFLICT` letter is the same order with other content (another user, other
  *   points): redriven after the record expired, it would not conflict again, it would
  *   award the order a second time. It goes back only when its reason is named.
  */
-export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Date): string | undefined {
+export function redriveRefusal(
+  letter: DeadLetter,
+  guard: RedriveGuard,
+  now: Date,
+  system: LetterSystemAttributes = {},
+): string | undefined {
   // A bridge notice has no body: whatever selected it, it never goes to the consumer.
   if (letter.notice) return noticeRedriveRefusal(letter.notice);
-  const recorded = letter.failure?.sourceQueue;
-  if (recorded && guard.targetQueueArn && recorded !== guard.targetQueueArn) {
-    return (
-      `its recorded source queue is ${recorded}, not the redrive target ${guard.targetQueueArn}: sent there it would be ` +
-      'consumed by another group. Redrive it to its own source queue (--group, or --source-queue-url)'
-    );
-  }
+  const source = sourceRefusal(letter, guard, system);
+  if (source) return source;
+  const group = redriveMessageGroup(letter, system.messageGroupId, guard.messageGroupFrom);
+  if ('refusal' in group) return group.refusal;
   if (
     letter.failure?.code === PAYLOAD_CONFLICT &&
     !guard.namedReasons.some((r) => r.toUpperCase() === PAYLOAD_CONFLICT)
@@ -93,8 +118,73 @@ export function redriveRefusal(letter: DeadLetter, guard: RedriveGuard, now: Dat
   if (age <= guard.horizonMs) return undefined;
   return (
     `first delivered ${Math.floor(age / 3_600_000)}h ago, past the redrive horizon of ${Math.floor(guard.horizonMs / 3_600_000)}h ` +
-    '(record TTL minus a retry window): its dedup record may expire before the redriven copy is settled, and the order ' +
+    "(record TTL minus a retry window and the source queue's retention): its dedup record may expire before the redriven copy is settled, and the order " +
     'could be applied twice. Check it with ops audit, then redrive with --force'
+  );
+}
+
+function sourceRefusal(letter: DeadLetter, guard: RedriveGuard, system: LetterSystemAttributes): string | undefined {
+  const target = guard.targetQueueArn;
+  if (!target) return undefined;
+  const recorded = system.deadLetterQueueSourceArn ?? letter.failure?.sourceQueue;
+  if (recorded && recorded !== target) {
+    return (
+      `its recorded source queue is ${recorded}, not the redrive target ${target}: sent there it would be ` +
+      'consumed by another group. Redrive it to its own source queue (--group, or --source-queue-url)'
+    );
+  }
+  const sources = guard.deadLetterSourceArns;
+  if (sources === undefined || (recorded ? sources.includes(target) : sources.length === 1 && sources[0] === target))
+    return undefined;
+  const redriving = sources.length > 0 ? sources.join(', ') : 'none';
+  return recorded
+    ? `the redrive target ${target} is not a queue whose redrive policy moves messages into this DLQ (${redriving}): name the group's own source queue`
+    : `it records no source queue (SQS's redrive policy moved it), so it came from a queue that redrives into this DLQ (${redriving}), ` +
+        `and the redrive target ${target} is not the only one: redrive it to its own source queue`;
+}
+
+/**
+ * The message group a FIFO letter goes back with: the one its envelope gives under the group's
+ * `messageGroupFrom`, as the bridge derived it, and only when the letter's own group agrees (a
+ * group changed on the way would put the order in another sequence). A standard queue's letter has none.
+ */
+export function redriveMessageGroup(
+  letter: DeadLetter,
+  letterGroup: string | undefined,
+  source: MessageGroupSource | undefined,
+): { group?: string } | { refusal: string } {
+  if (letterGroup === undefined) return {};
+  // Without a derivation (the library's default; ops always gives one) the letter's group is taken as it is.
+  if (!source) return { group: letterGroup };
+  if (!letter.envelope) {
+    return {
+      refusal: `it is a FIFO letter whose body is not an envelope (${letter.envelopeError ?? 'unreadable'}): its message group cannot be derived, and the consumer would dead-letter it again`,
+    };
+  }
+  const derived = messageGroupOf(messageGroupFactsOf(letter.envelope), source);
+  if (derived === letterGroup) return { group: derived };
+  return {
+    refusal: `its message group ${excerpt(letterGroup)} is not the one its envelope gives (${excerpt(derived)}): sent back in it, the order would be consumed out of sequence. Inspect it with dlq show`,
+  };
+}
+
+/** The ARNs of the queues whose redrive policy moves messages into `deadLetterQueueUrl` (SQS's own list). */
+export async function deadLetterSourcesOf(sqs: SQSClient, deadLetterQueueUrl: string): Promise<string[]> {
+  const urls: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await sqs.send(
+      new ListDeadLetterSourceQueuesCommand({ QueueUrl: deadLetterQueueUrl, NextToken: token }),
+    );
+    urls.push(...(page.queueUrls ?? []));
+    token = page.NextToken || undefined;
+  } while (token);
+  return Promise.all(
+    urls.map(
+      async (url) =>
+        (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!
+          .QueueArn!,
+    ),
   );
 }
 
@@ -122,6 +212,16 @@ export interface RedriveGuard {
   horizonMs: number | undefined;
   /** Send letters past the horizon too (`--force`). */
   force: boolean;
+  /**
+   * The queues whose redrive policy moves messages into the DLQ (`deadLetterSourcesOf`); the target must be one, and
+   * the only one for a letter that records no source. Unchecked when absent.
+   */
+  deadLetterSourceArns?: readonly string[];
+  /**
+   * Where the group's FIFO messages take their message group (its catalogue entry): a FIFO letter goes back only in
+   * the group its envelope gives. Unchecked when absent.
+   */
+  messageGroupFrom?: MessageGroupSource;
 }
 
 export interface HeldBackLetter {
@@ -184,6 +284,10 @@ export interface RedriveOptions {
   now?: () => Date;
   sleep?: (ms: number) => Promise<void>;
   onMoved?: (letter: DeadLetter) => void;
+  /**
+   * The body a selected letter goes back with (`ops dlq resign`: signed again), or why it stays; default: its own body.
+   */
+  rewrite?: (letter: DeadLetter) => { body: string } | { refusal: string };
 }
 
 /**
@@ -210,6 +314,8 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
     namedReasons: options.filter.reasons ?? [],
     horizonMs: options.guard?.horizonMs,
     force: options.guard?.force ?? false,
+    ...(options.guard?.deadLetterSourceArns ? { deadLetterSourceArns: options.guard.deadLetterSourceArns } : {}),
+    ...(options.guard?.messageGroupFrom ? { messageGroupFrom: options.guard.messageGroupFrom } : {}),
   };
   const seen = new Set<string>();
   const toRelease: DeadLetter[] = [];
@@ -231,9 +337,12 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
       report.examined += letters.length;
       for (const { message, letter } of letters) {
         if (report.selected.length >= limit || !matchesFilter(letter, options.filter, now())) continue;
-        const why = redriveRefusal(letter, guard, now());
-        if (why) {
-          report.heldBack.push({ letter, why });
+        const rewritten = options.rewrite?.(letter) ?? { body: letter.body };
+        const why =
+          redriveRefusal(letter, guard, now(), letterSystemAttributes(message)) ??
+          ('refusal' in rewritten ? rewritten.refusal : undefined);
+        if (why || 'refusal' in rewritten) {
+          report.heldBack.push({ letter, why: why ?? '' });
           continue;
         }
         report.selected.push(letter);
@@ -242,7 +351,7 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
         if (wait > 0) await sleep(wait);
         lastSend = Date.now();
         try {
-          await sendBack(options, message, letter);
+          await sendBack(options, message, { ...letter, body: rewritten.body }, guard);
         } catch (error) {
           throw new RedriveInterruptedError(report, letter.messageId, error);
         }
@@ -267,7 +376,12 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
 const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
 const REDRIVE_NAMES = new Set<string>(Object.values(REDRIVE_ATTRIBUTES));
 
-async function sendBack(options: RedriveOptions, message: Message, letter: DeadLetter): Promise<void> {
+async function sendBack(
+  options: RedriveOptions,
+  message: Message,
+  letter: DeadLetter,
+  guard: RedriveGuard,
+): Promise<void> {
   // The failure attributes describe the last failure; the consumer must not read them as
   // this delivery's. Producer attributes, if any, go back with the body untouched.
   const kept = Object.entries(message.MessageAttributes ?? {}).filter(
@@ -277,7 +391,10 @@ async function sendBack(options: RedriveOptions, message: Message, letter: DeadL
     DataType: 'String',
     StringValue: sqsText(value, 256),
   });
-  const group = message.Attributes?.MessageGroupId;
+  // redriveRefusal held back a letter whose group its envelope does not give.
+  const { group } = redriveMessageGroup(letter, message.Attributes?.MessageGroupId, guard.messageGroupFrom) as {
+    group?: string;
+  };
   await options.sqs.send(
     new SendMessageCommand({
       QueueUrl: options.sourceQueueUrl,

@@ -15,7 +15,12 @@ export {
   type SavedPlan,
 } from './command-output.ts';
 export { findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
-export { type RedriveFilter, RedriveInterruptedError, redriveDeadLetters } from './dead-letter-redrive.ts';
+export {
+  deadLetterSourcesOf,
+  type RedriveFilter,
+  RedriveInterruptedError,
+  redriveDeadLetters,
+} from './dead-letter-redrive.ts';
 export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
 export { messageOf, OperationsError, UsageError } from './errors.ts';
 export {
@@ -31,9 +36,22 @@ export {
   groupQueuesOf,
   type PointTableNames,
   pointTablesOf,
+  signingSecretOf,
   type TargetOptions,
 } from './operations-target.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
 export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';
 export { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from './reversal-plan.ts';
-export { type ConfirmationChannel, confirmWrite, queueLocation, tableLocation } from './write-confirmation.ts';
+export {
+  readSigningKeyVersions,
+  resignRewrite,
+  revokeSigningKey,
+  signingKeyVersions,
+} from './signing-key-revocation.ts';
+export {
+  type ConfirmationChannel,
+  confirmWrite,
+  queueLocation,
+  secretLocation,
+  tableLocation,
+} from './write-confirmation.ts';

@@ -1,6 +1,15 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { AwsConfig } from '../aws/index.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, lifetimesOf, queueName, tableName } from '../config/index.ts';
+import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  deadLetterQueueName,
+  lifetimesOf,
+  queueName,
+  signingKeySecretName,
+  tableName,
+} from '../config/index.ts';
+import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../rocketmq/index.ts';
 import { TargetResolutionError } from './errors.ts';
 
 /**
@@ -17,6 +26,7 @@ export interface TargetOptions {
   group?: string;
   dlqUrl?: string;
   sourceQueueUrl?: string;
+  signingSecret?: string;
 }
 
 /** `--endpoint` selects the emulator (dummy credentials); otherwise the default credential chain. */
@@ -27,6 +37,14 @@ export function awsConfigOf(options: TargetOptions): AwsConfig {
     // An operator's run may wait out a throttle; the consumers' 3 attempts are tuned for Lambda.
     maxAttempts: 8,
   };
+}
+
+/** The envelope signing key secret: `--signing-secret`, else the one the stack names after the prefix. */
+export function signingSecretOf(options: TargetOptions): string {
+  const secret = options.signingSecret ?? (options.prefix ? signingKeySecretName(options.prefix) : undefined);
+  if (!secret)
+    throw new TargetResolutionError('name the signing key secret: --prefix <deployment prefix>, or --signing-secret');
+  return secret;
 }
 
 export interface PointTableNames {
@@ -52,16 +70,18 @@ export interface GroupQueues {
   /** Receives before the source queue's redrive policy moves a message (from the catalogue). */
   maxReceiveCount: number | undefined;
   /**
-   * How old a letter's first delivery may be for a redrive to be safe (record TTL − retry
-   * window, from the catalogue); `undefined` for a group the catalogue does not know.
+   * How old a letter's first delivery may be for a redrive to be safe (record TTL − a retry window
+   * − the source queue's retention, from the catalogue); `undefined` for a group the catalogue does not know.
    */
   redriveHorizonSeconds: number | undefined;
+  /** Where the group's FIFO messages take their message group: its catalogue entry's, else the bridge's default. */
+  messageGroupFrom: MessageGroupSource;
 }
 
 export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Promise<GroupQueues> {
   const group = options.group;
   if (!group) throw new TargetResolutionError('name the consumer group: --group <consumer-group>');
-  const known = CONSUMER_GROUPS.find((g) => g.group === group);
+  const known: ConsumerGroupDefinition | undefined = CONSUMER_GROUPS.find((g) => g.group === group);
   const lookUp = async (name: string, what: string) => {
     if (!options.prefix) {
       throw new TargetResolutionError(
@@ -82,7 +102,8 @@ export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Pro
     deadLetterUrl,
     sourceUrl,
     maxReceiveCount: (await deployedMaxReceiveCount(sqs, sourceUrl)) ?? lifetimes?.lifetimes.queues.maxReceiveCount,
-    redriveHorizonSeconds: lifetimes?.lifetimes.redriveHorizonSeconds(lifetimes.recordTtlSeconds),
+    redriveHorizonSeconds: lifetimes?.lifetimes.letterRedriveHorizonSeconds(lifetimes.recordTtlSeconds),
+    messageGroupFrom: known?.messageGroupFrom ?? DEFAULT_MESSAGE_GROUP_SOURCE,
   };
 }
 

@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { DescribeSecretCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { messageOf, OperationsError } from './errors.ts';
@@ -60,6 +61,18 @@ export async function queueLocation(sqs: SQSClient, queueUrl: string): Promise<R
   } catch (error) {
     throw new WriteTargetError(
       `cannot show where the write goes: GetQueueAttributes ${queueUrl} failed (${messageOf(error)})`,
+    );
+  }
+}
+
+/** Where a secret is, from its ARN as Secrets Manager states it. */
+export async function secretLocation(secrets: SecretsManagerClient, secretId: string): Promise<ResourceLocation> {
+  try {
+    const { ARN } = await secrets.send(new DescribeSecretCommand({ SecretId: secretId }));
+    return locationOf(ARN!);
+  } catch (error) {
+    throw new WriteTargetError(
+      `cannot show where the write goes: DescribeSecret ${secretId} failed (${messageOf(error)})`,
     );
   }
 }

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { serializeEnvelope } from './envelope-writer.ts';
 
 /**
  * Envelope signatures: the bridge proves it wrote an envelope, so a message put straight on a
@@ -91,24 +92,69 @@ export function signEnvelope<E extends object>(envelope: E, key: Uint8Array): E 
  * CloudEvent is the body itself or, from EventBridge, its `detail`.
  */
 export function signatureRefusal(body: string, keys: readonly Uint8Array[]): string | undefined {
+  const signed = signedEvent(body);
+  if (signed === undefined) return undefined;
+  if ('refusal' in signed) return signed.refusal;
+  return matchingKey(signed, keys) === undefined
+    ? "the envelope's signature matches none of the signing keys"
+    : undefined;
+}
+
+/** Which of `keys` the body's envelope was signed with (its index), or `undefined` when none (or it is unsigned). */
+export function signingKeyIndex(body: string, keys: readonly Uint8Array[]): number | undefined {
+  const signed = signedEvent(body);
+  return signed === undefined || 'refusal' in signed ? undefined : matchingKey(signed, keys);
+}
+
+/**
+ * The body with its CloudEvent signed again with `key`, `extensions` added first (CloudEvents
+ * extension attributes: lower-case letters and digits), so the signature covers them too.
+ * Throws a `TypeError` for a body that is not a JSON object.
+ */
+export function resignBody(body: string, key: Uint8Array, extensions: Readonly<Record<string, string>> = {}): string {
+  const json: unknown = JSON.parse(body);
+  if (!isObject(json)) throw new TypeError('the body is not a JSON object');
+  if (isWrapped(json)) {
+    if (!isObject(json.detail)) throw new TypeError("the EventBridge event's detail is not an object");
+    return serializeEnvelope({ ...json, detail: signEnvelope({ ...json.detail, ...extensions }, key) });
+  }
+  return serializeEnvelope(signEnvelope({ ...json, ...extensions }, key));
+}
+
+/**
+ * The signed CloudEvent of a body (the body itself or, from EventBridge, its `detail`) with its
+ * MAC, a refusal when it carries none, or `undefined` for a body that is not a JSON object at
+ * all: the envelope parser refuses that one (`INVALID_ENVELOPE`), and nothing of it is acted on.
+ */
+function signedEvent(
+  body: string,
+): { unsigned: Record<string, unknown>; given: Buffer } | { refusal: string } | undefined {
   let json: unknown;
   try {
     json = JSON.parse(body);
   } catch {
     return undefined;
   }
-  const event = isObject(json) && 'detail-type' in json && 'detail' in json ? json.detail : json;
-  if (!isObject(event) || !(SIGNATURE_FIELD in event)) return 'the envelope is not signed';
+  const event = isObject(json) && isWrapped(json) ? json.detail : json;
+  if (!isObject(event)) return isObject(json) ? { refusal: 'the envelope is not signed' } : undefined;
+  if (!(SIGNATURE_FIELD in event)) return { refusal: 'the envelope is not signed' };
   const signature = event[SIGNATURE_FIELD];
   if (typeof signature !== 'string' || !signature.startsWith(SCHEME))
-    return `the envelope's signature is not an ${SCHEME.slice(0, -1)} signature`;
-  const given = Buffer.from(signature.slice(SCHEME.length), 'base64url');
+    return { refusal: `the envelope's signature is not an ${SCHEME.slice(0, -1)} signature` };
   const { [SIGNATURE_FIELD]: _signature, ...unsigned } = event;
-  const matches = keys.some((key) => {
-    const expected = mac(unsigned, key);
-    return given.byteLength === expected.byteLength && timingSafeEqual(given, expected);
+  return { unsigned, given: Buffer.from(signature.slice(SCHEME.length), 'base64url') };
+}
+
+function matchingKey(signed: { unsigned: Record<string, unknown>; given: Buffer }, keys: readonly Uint8Array[]) {
+  const index = keys.findIndex((key) => {
+    const expected = mac(signed.unsigned, key);
+    return signed.given.byteLength === expected.byteLength && timingSafeEqual(signed.given, expected);
   });
-  return matches ? undefined : "the envelope's signature matches none of the signing keys";
+  return index < 0 ? undefined : index;
+}
+
+function isWrapped(json: Record<string, unknown>): json is Record<string, unknown> & { detail: unknown } {
+  return 'detail-type' in json && 'detail' in json;
 }
 
 /**

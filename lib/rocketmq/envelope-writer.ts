@@ -85,7 +85,7 @@ export function buildEnvelope(fields: EnvelopeFields, now: () => number = Date.n
  * #xE000–#xFFFD #x10000–#x10FFFF). JSON.stringify already escapes control characters and lone
  * surrogates; U+FFFE and U+FFFF are valid UTF-8 a producer may send, so they are escaped too.
  */
-export function serializeEnvelope(envelope: Envelope): string {
+export function serializeEnvelope(envelope: Envelope | object): string {
   return JSON.stringify(envelope).replace(/[\uFFFE\uFFFF]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 

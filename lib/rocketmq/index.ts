@@ -28,11 +28,13 @@ export {
   assertSigningKey,
   generateSigningKey,
   InvalidSigningKeyError,
+  resignBody,
   type SigningKeyRing,
   StaticSigningKeys,
   signatureRefusal,
   signatureRefusals,
   signEnvelope,
+  signingKeyIndex,
 } from './envelope-signature.ts';
 export {
   buildEnvelope,
@@ -42,6 +44,12 @@ export {
   serializeEnvelope,
   writeEnvelope,
 } from './envelope-writer.ts';
-export { type MessageGroupFacts, type MessageGroupSource, messageGroupOf } from './message-group.ts';
+export {
+  DEFAULT_MESSAGE_GROUP_SOURCE,
+  type MessageGroupFacts,
+  type MessageGroupSource,
+  messageGroupFactsOf,
+  messageGroupOf,
+} from './message-group.ts';
 export { InvalidRetryScheduleError, RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from './retry-schedule.ts';
 export { TagExpression } from './tag-expression.ts';

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { RocketMQMessage } from './envelope.ts';
 
 /**
  * Which messages an orderly group consumes in order: the SQS FIFO `MessageGroupId` the bridge
@@ -32,6 +33,18 @@ export interface MessageGroupFacts {
   readonly userProperties: Readonly<Record<string, string>>;
   readonly brokerName?: string | undefined;
   readonly queueId?: number | undefined;
+}
+
+/** What the bridge derived a message's FIFO message group from, as the envelope carries it. */
+export function messageGroupFactsOf(message: RocketMQMessage): MessageGroupFacts {
+  return {
+    topic: message.topic,
+    messageGroup: message.systemProperties.__SHARDINGKEY,
+    keys: message.keys,
+    userProperties: message.userProperties,
+    brokerName: message.brokerName,
+    queueId: message.queueId,
+  };
 }
 
 /**

@@ -1,8 +1,8 @@
 import {
   InvalidEnvelopeError,
   type MessageGroupFacts,
+  messageGroupFactsOf,
   parseEnvelope,
-  type RocketMQMessage,
 } from '../../lib/rocketmq/index.ts';
 
 /**
@@ -47,23 +47,11 @@ export function trafficMessage(
 ): TrafficMessage {
   try {
     const message = parseEnvelope(body);
-    return { body, topic: message.topic, msgId: message.msgId, orderingFacts: orderingFactsOf(message), ...extra };
+    return { body, topic: message.topic, msgId: message.msgId, orderingFacts: messageGroupFactsOf(message), ...extra };
   } catch (error) {
     const rejection = error instanceof InvalidEnvelopeError ? error.reason : String(error);
     return { body, topic: undefined, rejection, ...extra };
   }
-}
-
-/** What the bridge derives a message's FIFO message group from, as the envelope carries it. */
-export function orderingFactsOf(message: RocketMQMessage): MessageGroupFacts {
-  return {
-    topic: message.topic,
-    messageGroup: message.systemProperties.__SHARDINGKEY,
-    keys: message.keys,
-    userProperties: message.userProperties,
-    brokerName: message.brokerName,
-    queueId: message.queueId,
-  };
 }
 
 /**

@@ -111,7 +111,7 @@ describe('cdk-nag AwsSolutions', () => {
     expect(stagePaths).toContain(
       'RocketMqConsumersPipeline/Test/Consumers/AlarmRouting/NotifierDeadLetterQueue/Resource',
     );
-    expect(stagePaths).toContain('RocketMqConsumersPipeline/Prod/Consumers/AlarmRouting/DingTalkRobot/Resource');
+    expect(stagePaths).toContain('RocketMqConsumersPipeline/Prod/Consumers/AlarmRouting/DingTalkRobot/Secret/Resource');
   });
 });
 
@@ -333,7 +333,9 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
 
 describe('alarm routing', () => {
   it('encrypts the topic with a key CloudWatch may use', () => {
-    const keyId = single('AWS::KMS::Key', () => true);
+    const keyId = single('AWS::KMS::Key', (p) =>
+      p.KeyPolicy.Statement.some((st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com'),
+    );
     expect(resources[alarmTopicId()]!.Properties.KmsMasterKeyId).toEqual(getAtt(keyId));
     expect(resources[keyId]!.Properties.EnableKeyRotation).toBe(true);
     expect(resources[keyId]!.Properties.KeyPolicy.Statement).toContainEqual(
@@ -360,9 +362,11 @@ describe('alarm routing', () => {
         },
       },
     };
-    const keyStatements = resources[single('AWS::KMS::Key', () => true)]!.Properties.KeyPolicy.Statement.filter(
-      (st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com',
-    );
+    const keyStatements = resources[
+      single('AWS::KMS::Key', (p) =>
+        p.KeyPolicy.Statement.some((st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com'),
+      )
+    ]!.Properties.KeyPolicy.Statement.filter((st: any) => st.Principal?.Service === 'cloudwatch.amazonaws.com');
     const topicStatements = Object.values(resources)
       .filter((r) => r.Type === 'AWS::SNS::TopicPolicy')
       .flatMap((r) => r.Properties.PolicyDocument.Statement)
@@ -403,7 +407,7 @@ describe('alarm routing', () => {
       'AWS::Lambda::Function',
       (p) => p.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === 'alarm-notifier',
     );
-    const secret = single('AWS::SecretsManager::Secret', () => true);
+    const secret = single('AWS::SecretsManager::Secret', (p) => p.Name === `${prefix}/dingtalk-robot`);
     const env = resources[notifier]!.Properties.Environment.Variables;
     expect(env.DINGTALK_SECRET_ID).toEqual(ref(secret));
     expect(env[ALARM_STORM_TABLE.tableNameEnv]).toEqual(

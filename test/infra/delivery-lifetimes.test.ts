@@ -40,7 +40,8 @@ describe('one schedule decides the redrive count, the retentions and the record 
     const env = environmentOf(template);
     expect(env[CONSUMER_ENV.retryDelays]).toBe(twenty.join(','));
     expect(env[CONSUMER_ENV.maxReceiveCount]).toBe('21');
-    expect(env[CONSUMER_ENV.ttlSeconds]).toBe(String(30 * 86_400));
+    // 7 + 2 × (4 + 0.53) + 14 days + a 12.8 h window: 30.6 days, so the default rounds up to 31
+    expect(env[CONSUMER_ENV.ttlSeconds]).toBe(String(31 * 86_400));
   });
 
   it('refuses a schedule longer than any SQS retention can carry, naming both numbers', () => {
@@ -50,10 +51,11 @@ describe('one schedule decides the redrive count, the retentions and the record 
     );
   });
 
-  it('refuses a record TTL shorter than source retention + DLQ retention + a redrive retry window', () => {
+  it("refuses a record TTL shorter than the archive + source retention + DLQ retention + a redriven copy's source retention", () => {
     expect(() => synth({ ...points, idempotencyTtlSeconds: 7 * 86_400 })).toThrow(
-      'consumer group point-consumer-group: idempotency records live 604800s but a copy of a message can come back for 1589480s ' +
-        "(source retention 362740s + DLQ retention 1209600s + a redrive's retry window 17140s): a late copy would apply its effect again",
+      'consumer group point-consumer-group: idempotency records live 604800s but a copy of a message can come back for 2557020s ' +
+        "(bus archive 604800s + source retention 362740s + DLQ retention 1209600s + a redriven copy's source retention 362740s, " +
+        'and a retry window 17140s to spare): a late copy would apply its effect again',
     );
   });
 });

@@ -152,23 +152,14 @@ describe('a stage with its bridge enabled', () => {
     );
     // One per consumer function and the bridge's task role.
     expect(readers).toHaveLength(CONSUMER_GROUPS.length + 1);
-    // A stage without the bridge signs nothing and requires nothing.
+    // Every deployed stage has the key, its own bridge or not (test/infra/security-policies.test.ts).
     expect(
-      prod.findResources('AWS::SecretsManager::Secret', {
-        Properties: { Name: Match.stringLikeRegexp('envelope-signing-key') },
-      }),
-    ).toEqual({});
-    expect(JSON.stringify(prod.findResources('AWS::Lambda::Function'))).not.toContain('ENVELOPE_SIGNING_SECRET');
-  });
-
-  it('signs nothing when the stage says signEnvelopes: false', () => {
-    const { test: unsigned } = synth({ ...BRIDGE, signEnvelopes: false });
-    expect(
-      unsigned.findResources('AWS::SecretsManager::Secret', {
-        Properties: { Name: Match.stringLikeRegexp('envelope-signing-key') },
-      }),
-    ).toEqual({});
-    expect(JSON.stringify(unsigned.findResources('AWS::Lambda::Function'))).not.toContain('ENVELOPE_SIGNING_SECRET');
+      Object.keys(
+        prod.findResources('AWS::SecretsManager::Secret', {
+          Properties: { Name: `${base.stages.prod.prefix}/envelope-signing-key` },
+        }),
+      ),
+    ).toHaveLength(1);
   });
 
   it('scales on CPU between desiredCount and maxCount, and deployments keep the running count', () => {

@@ -3,6 +3,8 @@ import {
   assertOrderingFits,
   CONSUMER_ENV,
   type ConsumerGroupDefinition,
+  copyLifetimeSeconds,
+  DeliveryLifetimes,
   IncoherentLifetimesError,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
@@ -74,6 +76,8 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
     string
   >;
   const aws = configFromEnv(env);
+  const schedule = RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]);
+  const queueLifetimes = queueLifetimesFromEnvironment(env);
   const signingSecret = env[CONSUMER_ENV.envelopeSigningSecret];
   if (!signingSecret) {
     // A deployed function must never act on an envelope the bridge did not sign: without the key it
@@ -86,9 +90,9 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
     aws,
     tables,
     deadLetterQueueUrl: required(CONSUMER_ENV.deadLetterQueueUrl),
-    schedule: RetrySchedule.parse(env[CONSUMER_ENV.retryDelays]),
+    schedule,
     ...(ttl ? { ttlSeconds: Number(ttl) } : {}),
-    queueLifetimes: queueLifetimesFromEnvironment(env),
+    queueLifetimes,
     services: Object.fromEntries(
       (definition.services ?? []).map((name) => [
         name,
@@ -97,6 +101,12 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
     ),
     packing,
     envelopeKeys: new SecretSigningKeys(createSecretsManager(aws), signingSecret, {
+      // A retired key verifies as long as a copy signed with it can come back to this group.
+      retentionMs:
+        copyLifetimeSeconds(
+          queueLifetimes ?? DeliveryLifetimes.derive(schedule, definition.ordering).queues,
+          definition.ordering ?? 'concurrent',
+        ) * 1000,
       // Read during Lambda's init phase, so the first batch does not wait for it; elsewhere on first use.
       prefetch: env.AWS_LAMBDA_FUNCTION_NAME !== undefined,
     }),

@@ -52,7 +52,7 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     expect(late.code).toBe(1);
     expect(late.json().moved).toBe(0);
     expect(late.json().heldBack[0].why).toMatch(
-      /^first delivered 74[34]h ago, past the redrive horizon of 715h \(record TTL minus a retry window\)/,
+      /^first delivered 74[34]h ago, past the redrive horizon of 614h \(record TTL minus a retry window and the source queue's retention\)/,
     );
     const forced = await opsAt([
       'dlq',

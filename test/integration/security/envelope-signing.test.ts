@@ -1,10 +1,17 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
-import { POINTS } from '../../../functions/points-consumer/handler.ts';
+import { consumer, POINTS } from '../../../functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
-import { CONSUMER_ENV, CONSUMER_GROUPS, TABLE_ENV } from '../../../lib/config/index.ts';
-import { consumerConfigFromEnv, type RecordReport } from '../../../lib/consumer/index.ts';
+import {
+  CONSUMER_ENV,
+  CONSUMER_GROUPS,
+  lifetimeEnvironment,
+  lifetimesOf,
+  TABLE_ENV,
+} from '../../../lib/config/index.ts';
+import type { RecordReport } from '../../../lib/consumer/index.ts';
+import { consumerConfigFromEnv } from '../../../lib/consumer/index.ts';
 import {
   InvalidSigningKeyError,
   RetrySchedule,
@@ -33,6 +40,14 @@ async function signingSecret(value = randomBytes(48).toString('base64url').slice
   };
 }
 
+/** When Secrets Manager says the current version was put: the time every reader dates it by. */
+async function createdDate(secretId: string): Promise<number> {
+  const current = await createSecretsManager(aws()).send(
+    new GetSecretValueCommand({ SecretId: secretId, VersionStage: 'AWSCURRENT' }),
+  );
+  return current.CreatedDate!.getTime();
+}
+
 const signed = (body: string, key: Uint8Array) => JSON.stringify(signEnvelope(JSON.parse(body), key));
 const ORDER = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 
@@ -51,6 +66,39 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     expect(() => consumerConfigFromEnv(POINTS, { ...env, [CONSUMER_ENV.envelopeSigningSecret]: '' })).toThrow(
       'ENVELOPE_SIGNING_SECRET is not set',
     );
+  });
+
+  it('a direct invocation of the handler as deployed (configured from its environment) with a forged envelope awards nothing', async () => {
+    // Prepare: the points function built the way Lambda starts it, on the emulator's tables, queues and secret
+    const secret = await signingSecret();
+    const f = await signedFixture(secret.name);
+    const queue = f.resources.queues[POINTS.group]!;
+    const { lifetimes, recordTtlSeconds } = lifetimesOf(POINTS);
+    const env: NodeJS.ProcessEnv = {
+      AWS_ENDPOINT_URL: inject('emulatorEndpoint'),
+      AWS_REGION: 'us-east-1',
+      [CONSUMER_ENV.group]: POINTS.group,
+      [CONSUMER_ENV.deadLetterQueueUrl]: queue.deadLetter.url,
+      ...Object.fromEntries(POINTS.tables.map((t) => [TABLE_ENV[t], f.resources.tables[t]])),
+      ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
+      [CONSUMER_ENV.envelopeSigningSecret]: secret.name,
+    };
+    const deployed = consumer.create(consumerConfigFromEnv(POINTS, env));
+    const event = (body: string) => ({ Records: [sqsRecord(body, queue.source.arn)] });
+    // Act: lambda:InvokeFunction with a made-up SQS event, past every queue policy; then a genuine one
+    const forged = await deployed(
+      event(orderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-DIRECT', points: 1_000_000 })),
+      lambdaContext('points-consumer', 30_000),
+    );
+    const genuine = await deployed(
+      event(signed(orderEnvelope(ORDER), secret.key)),
+      lambdaContext('points-consumer', 30_000),
+    );
+    // Assess: the forgery is dead-lettered, unread; the genuine envelope shows the handler works
+    expect(forged.batchItemFailures).toEqual([]);
+    expect(genuine.batchItemFailures).toEqual([]);
+    expect(await f.ledger('88372')).toMatchObject([{ orderNo: ORDER.orderNo, points: 300 }]);
+    expect((await f.deadLetters()).map((l) => l.attributes['failure-code'])).toEqual(['UNAUTHENTICATED_MESSAGE']);
   });
 
   it('awards a signed envelope, and dead-letters an unsigned one sent straight to the queue as UNAUTHENTICATED_MESSAGE without awarding', async () => {
@@ -95,7 +143,7 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
   });
 
   it('rotation: the bridge signs with the new key only once every consumer has had time to load it; both keys are accepted meanwhile', async () => {
-    // Prepare: a consumer and a bridge signer that read the key before the rotation, on one clock
+    // Prepare: a consumer and a bridge signer that read the key before the rotation, on the test's clock
     const secret = await signingSecret();
     let now = Date.now();
     const clock = { now: () => now };
@@ -104,11 +152,14 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     });
     const bridge = new SecretSigningKeys(createSecretsManager(aws()), secret.name, clock);
     await f.invoke([signed(orderEnvelope({ ...ORDER, orderNo: 'SO-BEFORE' }), await bridge.current())]);
-    // Act: rotate; one minute later the bridge's TTL has not ended; six minutes later every TTL has
+    // Act: rotate. The clock is set from the new version's creation time, as Secrets Manager records
+    // it and every reader sees it, never from how long the emulator took: one minute after it every
+    // TTL has ended but the new key is not published yet; two minutes after it, it is.
     const next = await secret.rotate(randomBytes(48).toString('base64url').slice(0, 64));
-    now += 60_000;
+    const rotatedAt = await createdDate(secret.name);
+    now = rotatedAt + 60_000;
     const stillOld = await bridge.current();
-    now += 5 * 60_000;
+    now = rotatedAt + 120_000;
     const signingKey = await bridge.current();
     const response = await f.invoke([
       signed(orderEnvelope({ ...ORDER, orderNo: 'SO-NEW-KEY' }), signingKey),
@@ -185,7 +236,9 @@ describe('the signing key in Secrets Manager (emulator)', () => {
     const secret = await signingSecret('short-key');
     const keys = new SecretSigningKeys(createSecretsManager(aws()), secret.name);
     await expect(keys.current()).rejects.toThrow(
-      `the envelope signing key ${secret.name} (AWSCURRENT) has 9 bytes; at least 32 are needed`,
+      new RegExp(
+        `^the envelope signing key ${secret.name} \\(version [0-9a-f-]{36}\\) has 9 bytes; at least 32 are needed$`,
+      ),
     );
   });
 });

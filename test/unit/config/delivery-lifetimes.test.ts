@@ -11,7 +11,7 @@ import {
 } from '../../../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../lib/config/resources.ts';
 import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
+import { RetrySchedule, storeTimeRefusal } from '../../../lib/rocketmq/index.ts';
 
 /**
  * The environment the CDK app gives a function of `settings` (a points function by default), then `overrides` as if
@@ -34,30 +34,40 @@ function deployedEnvironment(overrides: Record<string, string>, settings: Lifeti
 }
 
 describe('DeliveryLifetimes', () => {
-  it("derives, for RocketMQ's schedule, 17 receives, 4 days + 4h45m40s of source retention and an 18.4-day minimum TTL", () => {
+  it("derives, for RocketMQ's schedule, 17 receives, 4 days + 4h45m40s of source retention and a 29.6-day minimum TTL", () => {
     const { lifetimes, recordTtlSeconds } = lifetimesOf({});
     expect(lifetimes.queues).toEqual({
       maxReceiveCount: 17,
       sourceRetentionSeconds: 4 * 86_400 + 17_140,
       deadLetterRetentionSeconds: 14 * 86_400,
     });
-    expect(lifetimes.minimumRecordTtlSeconds).toBe(4 * 86_400 + 17_140 + 14 * 86_400 + 17_140);
+    // The bus archive's week, the first life, the DLQ, a redriven copy's own life: 29.4 days, then a retry window.
+    expect(lifetimes.copyLifetimeSeconds).toBe(7 * 86_400 + 2 * (4 * 86_400 + 17_140) + 14 * 86_400);
+    expect(lifetimes.minimumRecordTtlSeconds).toBe(lifetimes.copyLifetimeSeconds + 17_140);
+    expect(lifetimes.signingKeyRetentionSeconds).toBe(lifetimes.copyLifetimeSeconds);
     expect(recordTtlSeconds).toBe(DEFAULT_RECORD_TTL_SECONDS);
     expect(lifetimes.redriveHorizonSeconds(recordTtlSeconds)).toBe(30 * 86_400 - 17_140);
+    expect(lifetimes.letterRedriveHorizonSeconds(recordTtlSeconds)).toBe(30 * 86_400 - 17_140 - (4 * 86_400 + 17_140));
   });
 
   it('defaults the TTL to the minimum rounded up to days when a long schedule needs more than 30 days', () => {
-    // Nine 12 h retries: 4.5 days of retries → minimum 4 + 4.5 + 14 + 4.5 = 27 days … still under 30
-    expect(lifetimesOf({ retryDelaysSeconds: Array.from({ length: 9 }, () => 43_200) }).recordTtlSeconds).toBe(
-      30 * 86_400,
-    );
+    // Two 6 h retries (12 h): 7 + 2 × 4.5 + 14 + 0.5 = 30.5 days
+    expect(lifetimesOf({ retryDelaysSeconds: [21_600, 21_600] }).recordTtlSeconds).toBe(31 * 86_400);
     const lifetimes = new DeliveryLifetimes(new RetrySchedule(Array.from({ length: 12 }, () => 43_200)), {
       maxReceiveCount: 13,
       sourceRetentionSeconds: 13 * 86_400,
       deadLetterRetentionSeconds: 14 * 86_400,
     });
-    expect(lifetimes.minimumRecordTtlSeconds).toBe(33 * 86_400);
-    expect(lifetimes.defaultRecordTtlSeconds).toBe(33 * 86_400);
+    // 7 + 13 + 14 + 13 + 6 days
+    expect(lifetimes.minimumRecordTtlSeconds).toBe(53 * 86_400);
+    expect(lifetimes.defaultRecordTtlSeconds).toBe(53 * 86_400);
+  });
+
+  it('an orderly group is fed by no bus rule, so no archive replay reaches it: 22 days', () => {
+    const { lifetimes, recordTtlSeconds } = lifetimesOf({ ordering: 'orderly' });
+    expect(lifetimes.copyLifetimeSeconds).toBe(2 * (4 * 86_400 + 48) + 14 * 86_400);
+    expect(lifetimes.minimumRecordTtlSeconds).toBe(lifetimes.copyLifetimeSeconds + 48);
+    expect(recordTtlSeconds).toBe(30 * 86_400);
   });
 
   it.each([
@@ -96,6 +106,49 @@ describe('DeliveryLifetimes', () => {
 
   it('refuses a TTL that is not a number', () => {
     expect(() => lifetimesOf({ idempotencyTtlSeconds: Number.NaN })).toThrow(/idempotency records live NaNs/);
+  });
+});
+
+describe('at the minimum record TTL, a redriven copy that waits out the backlog allowance (the boundary)', () => {
+  const DAY_MS = 86_400_000;
+  it.each([
+    ['concurrent', {}],
+    ['orderly', { ordering: 'orderly' as const }],
+  ])('%s: is still admitted at its last delivery, and finds its twin’s record', (_, settings) => {
+    // Prepare: records that live exactly the minimum; a message stored at t0, its twin applied at once
+    const { lifetimes } = lifetimesOf(settings);
+    const ttl = lifetimes.minimumRecordTtlSeconds;
+    const { sourceRetentionSeconds: source, deadLetterRetentionSeconds: dlq } = lifetimes.queues;
+    const t0 = Date.UTC(2026, 0, 1);
+    const twinRecordExpiresAt = t0 + ttl * 1000;
+    // Act: the copy's last delivery: [archive replay], the source queue, the DLQ, then redriven and
+    // left to wait out the backlog allowance and its fresh retry window in the source queue
+    const lastDelivery = t0 + lifetimes.copyLifetimeSeconds * 1000;
+    const redrivenAt = lastDelivery - source * 1000;
+    // Assess
+    expect(lastDelivery - redrivenAt).toBe((4 * 86_400 + lifetimes.schedule.totalDelaySeconds) * 1000);
+    expect(
+      storeTimeRefusal({ storeTimestamp: t0 }, lifetimes.redriveHorizonSeconds(ttl), lastDelivery),
+    ).toBeUndefined();
+    expect(lastDelivery).toBeLessThan(twinRecordExpiresAt);
+    // ops sends the letter back up to the end of its DLQ life, and no later than the guard allows
+    const letterAge = redrivenAt - t0;
+    expect(letterAge).toBe(lifetimes.copyLifetimeSeconds * 1000 - source * 1000);
+    expect(letterAge - (lifetimes.ordering === 'orderly' ? 0 : 7 * DAY_MS)).toBe((source + dlq) * 1000);
+    expect(letterAge).toBeLessThanOrEqual(lifetimes.letterRedriveHorizonSeconds(ttl) * 1000);
+  });
+
+  it('refuses a TTL one second shorter, and the earlier minimum (source + DLQ + a retry window), which that copy outlived', () => {
+    const { lifetimes } = lifetimesOf({});
+    const { sourceRetentionSeconds: source, deadLetterRetentionSeconds: dlq } = lifetimes.queues;
+    const earlierMinimum = source + dlq + lifetimes.schedule.totalDelaySeconds;
+    // Under the earlier minimum the copy's last delivery came after its twin's record had expired.
+    expect(lifetimes.copyLifetimeSeconds).toBeGreaterThan(earlierMinimum);
+    for (const ttl of [lifetimes.minimumRecordTtlSeconds - 1, earlierMinimum]) {
+      expect(() => lifetimes.assertRecordTtl(ttl)).toThrow(IncoherentLifetimesError);
+      expect(() => lifetimes.assertRecordTtl(ttl)).toThrow("a redriven copy's source retention 362740s");
+    }
+    expect(() => lifetimes.assertRecordTtl(lifetimes.minimumRecordTtlSeconds)).not.toThrow();
   });
 });
 
@@ -152,7 +205,7 @@ describe('the cold start refuses settings that disagree with each other', () => 
   it('refuses a 7-day record TTL (the old default) against a 14-day DLQ', () => {
     const env = deployedEnvironment({ IDEMPOTENCY_TTL_SECONDS: String(7 * 86_400) });
     expect(() => pointsConsumer.create(consumerConfigFromEnv(POINTS, env))).toThrow(
-      /idempotency records live 604800s but a copy of a message can come back for 1589480s/,
+      /idempotency records live 604800s but a copy of a message can come back for 2557020s/,
     );
   });
 });

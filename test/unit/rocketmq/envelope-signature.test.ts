@@ -4,10 +4,12 @@ import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import {
   assertSigningKey,
   InvalidSigningKeyError,
+  resignBody,
   type SigningKeyRing,
   signatureRefusal,
   signatureRefusals,
   signEnvelope,
+  signingKeyIndex,
 } from '../../../lib/rocketmq/envelope-signature.ts';
 import { buildEnvelope, type Envelope, serializeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
 
@@ -65,7 +67,6 @@ describe('envelope signatures', () => {
 
   it('refuses unsigned envelopes, foreign schemes and other keys; accepts any key of the ring', () => {
     expect(signatureRefusal(serializeEnvelope(envelope()), [KEY])).toBe('the envelope is not signed');
-    expect(signatureRefusal('[1,2]', [KEY])).toBe('the envelope is not signed');
     expect(signatureRefusal(body({ 'detail-type': 'x', detail: 'text' }), [KEY])).toBe('the envelope is not signed');
     expect(signatureRefusal(body({ ...envelope(), signature: 'rsa:abc' }), [KEY])).toBe(
       "the envelope's signature is not an hmac-sha256 signature",
@@ -81,8 +82,31 @@ describe('envelope signatures', () => {
     expect(signatureRefusal(signed, [KEY, OTHER])).toBeUndefined();
   });
 
-  it('leaves a body that is not JSON to the envelope parser', () => {
+  it('leaves a body that is not a JSON object to the envelope parser, which refuses it as INVALID_ENVELOPE', () => {
     expect(signatureRefusal('not json', [KEY])).toBeUndefined();
+    expect(signatureRefusal('[1,2]', [KEY])).toBeUndefined();
+    expect(signatureRefusal('"text"', [KEY])).toBeUndefined();
+  });
+
+  it('names the key of the ring an envelope was signed with', () => {
+    const signed = body(signEnvelope(envelope(), OTHER));
+    expect(signingKeyIndex(signed, [KEY, OTHER])).toBe(1);
+    expect(signingKeyIndex(signed, [KEY])).toBeUndefined();
+    expect(signingKeyIndex(serializeEnvelope(envelope()), [KEY])).toBeUndefined();
+  });
+
+  it('re-signs a body with another key, the extensions covered, directly or inside an EventBridge event', () => {
+    const decision = { resignedby: 'alice', resignnote: 'INC-7' };
+    const direct = resignBody(body(signEnvelope(envelope(), OTHER)), KEY, decision);
+    expect(signingKeyIndex(direct, [OTHER, KEY])).toBe(1);
+    expect(JSON.parse(direct)).toMatchObject(decision);
+    const forged = JSON.stringify({ ...JSON.parse(direct), resignedby: 'mallory' });
+    expect(signatureRefusal(forged, [KEY])).toBe("the envelope's signature matches none of the signing keys");
+    const wrapped = body({ 'detail-type': 'mq:Topic:SendMessage', detail: signEnvelope(envelope(), OTHER) });
+    const resigned = resignBody(wrapped, KEY, decision);
+    expect(signingKeyIndex(resigned, [OTHER, KEY])).toBe(1);
+    expect(JSON.parse(resigned).detail).toMatchObject(decision);
+    expect(() => resignBody('[1]', KEY)).toThrow(TypeError);
   });
 
   it('re-signing replaces the old signature', () => {
