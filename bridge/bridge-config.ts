@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/telemetry-names.ts';
-import { StartWithoutOffset } from './group-takeover.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/index.ts';
 
 /**
  * What the bridge forwards where. One route = one RocketMQ consumer group subscribed to one topic
@@ -25,6 +24,15 @@ const eventBridgeTarget = z.object({
     )
     .optional(),
 });
+
+/** Where a route taking over a group starts a queue on which the group committed no offset (bridge/group-takeover.ts). */
+export const StartWithoutOffset = {
+  /** Refuse to start while a queue of the topic has no committed offset of the group. */
+  REFUSE: 'refuse',
+  /** A queue without a committed offset starts at its first message (everything the broker still keeps). */
+  FIRST: 'first',
+} as const;
+export type StartWithoutOffset = (typeof StartWithoutOffset)[keyof typeof StartWithoutOffset];
 
 const routeSchema = z.object({
   /** The catalogue group: names the route's queues, records and metrics. */

@@ -8,14 +8,6 @@ import RemotingCommand from 'ali-ons/lib/protocol/command/remoting_command.js';
  * takeover exists to carry over. So the route refuses to start unless it says where such a queue
  * starts.
  */
-export const StartWithoutOffset = {
-  /** Refuse to start while a queue of the topic has no committed offset of the group. */
-  REFUSE: 'refuse',
-  /** A queue without a committed offset starts at its first message (everything the broker still keeps). */
-  FIRST: 'first',
-} as const;
-export type StartWithoutOffset = (typeof StartWithoutOffset)[keyof typeof StartWithoutOffset];
-
 export class GroupWithoutOffsetsError extends Error {
   override readonly name = 'GroupWithoutOffsetsError';
   constructor(

@@ -10,8 +10,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { type BridgeConfigInput, rocketmqGroupRefusal } from '../../bridge/bridge-config.ts';
-import type { StartWithoutOffset } from '../../bridge/group-takeover.ts';
-import type { MessageGroupSource } from '../../lib/rocketmq/message-group.ts';
+import type { MessageGroupSource } from '../../lib/rocketmq/index.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
 export interface RocketMQBridgeRoute {
@@ -32,7 +31,7 @@ export interface RocketMQBridgeRoute {
   /** The RocketMQ consumer group the route consumes as, when not `group` (a legacy group taken over, a shadow group). */
   readonly rocketmqGroup?: string;
   /** RocketMQ 4: take over a group other consumers ran, from its committed offsets (docs/migration.md). */
-  readonly takeOver?: { readonly startWithoutOffset: StartWithoutOffset };
+  readonly takeOver?: NonNullable<BridgeConfigInput['routes'][number]['takeOver']>;
 }
 
 export interface RocketMQBridgeServiceProps {
