@@ -288,5 +288,5 @@ describe('a stage with its bridge enabled', () => {
     expect(() => synth({ ...BRIDGE, routes: v4.routes })).toThrow(
       'route point-consumer-group: takeOver is built for protocol rocketmq4',
     );
-  });
+  }, 120_000);
 });
