@@ -3,7 +3,8 @@
  * RocketMQ to SQS, against a consumer of the same broker that only receives and acks.
  *
  *   npm run bench:bridge -- [--messages 10000] [--latency-ms 5] [--source 5|4|both] [--sqs stand-in|emulator]
- *                           [--in-flight n] [--pairs 3] [--signing signed|unsigned|both] [--json]
+ *                           [--in-flight n] [--pairs 3] [--signing signed|unsigned|both]
+ *                           [--cpu-prof-dir dir] [--json]
  *
  * For each source (RocketMQ 5.5.0 through its proxy, 4.7.1 through its name server), one run:
  * a fresh broker, a producer preloads `messages` PAID orders, and consumer groups drain them in
@@ -25,6 +26,7 @@
  * cpuMicrosPerMessage, drains, ...}. p50/p99ForwardMs: per message, from the receive that returned
  * it to its ack. Linux only (unshare, and /proc for the broker's CPU).
  */
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -35,6 +37,7 @@ import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../l
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';
 import { CpuMeter } from './bridge-bench/cpu-meter.ts';
+import { profiled } from './bridge-bench/cpu-profile.ts';
 import { discardMetricLines } from './bridge-bench/metric-lines.ts';
 import { startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
 import { type Drain, TimedSource } from './bridge-bench/timed-source.ts';
@@ -120,6 +123,8 @@ async function main() {
       'in-flight': { type: 'string' },
       pairs: { type: 'string', default: '3' },
       signing: { type: 'string', default: Signing.Signed },
+      /** Writes a V8 CPU profile of each bridge drain: <dir>/bridge-<pair>.cpuprofile. */
+      'cpu-prof-dir': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -138,7 +143,15 @@ async function main() {
   discardMetricLines();
 
   for (const source of sources) {
-    const figures = await benchSource(source, { messages, latencyMs, sqs, batchesInFlight, pairs, signing });
+    const figures = await benchSource(source, {
+      messages,
+      latencyMs,
+      sqs,
+      batchesInFlight,
+      pairs,
+      signing,
+      profileDir: values['cpu-prof-dir'],
+    });
     print(figures);
     if (values.json) console.log(JSON.stringify(figures));
   }
@@ -152,6 +165,7 @@ interface BenchOptions {
   readonly batchesInFlight: number | undefined;
   readonly pairs: number;
   readonly signing: Signing;
+  readonly profileDir: string | undefined;
 }
 
 /** The drains of one run, in order: a bare drain, then the bridge's (signed, unsigned or both), `pairs` times. */
@@ -192,7 +206,10 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
       } else {
         const config = configFor(cluster, sink, group, options.batchesInFlight);
         const keys = kind === DrainKind.Bridge ? signingKeys : undefined;
-        const forwarded = await forwardAll(config, { sink, logger, signingKeys: keys }, timed(config));
+        const profile = options.profileDir && join(options.profileDir, `${kind}-${pair}.cpuprofile`);
+        const forwarded = await profiled(profile || undefined, () =>
+          forwardAll(config, { sink, logger, signingKeys: keys }, timed(config)),
+        );
         drain = forwarded.drain;
         if (kind === DrainKind.Bridge) forwardMs.push(...forwarded.forwardMs);
       }
