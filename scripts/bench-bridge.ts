@@ -27,6 +27,7 @@
  * it to its ack. Linux only (unshare, and /proc for the broker's CPU).
  */
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -68,6 +69,8 @@ interface DrainFigures {
   pair: number;
   perSec: number;
   cpuMicrosPerMessage: CpuPerMessage;
+  /** The broker's CPU per message less what it burns with no consumer at all over as long as the drain took. */
+  brokerBeyondIdleMicrosPerMessage: number;
 }
 
 interface BenchFigures {
@@ -97,6 +100,13 @@ interface BenchFigures {
   cpuMicrosPerMessage: Partial<Record<DrainKind, CpuPerMessage>>;
   /** Every measured drain, in the order it ran. */
   drains: DrainFigures[];
+  /**
+   * The broker's CPU a second with no consumer receiving (timers, revive and long-poll threads),
+   * measured after the warm-up: a drain that takes longer pays more of it per message.
+   */
+  brokerIdleMicrosPerSec: number;
+  /** The median ratio of the broker's CPU per message beyond that idle burn, bridge to bare. */
+  brokerBeyondIdleRatioBridgeToBare: number;
 }
 
 /** SQS as the bridge sees it: a client with the latency added, a queue, and how many distinct messages it holds. */
@@ -197,6 +207,7 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
       new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages, cpu);
 
     await drainBare(timed(configFor(cluster, sink, WARM_UP_GROUP)), BARE_LANES);
+    const brokerIdleMicrosPerSec = await brokerIdleRate(cpu);
     const drains: DrainFigures[] = [];
     const forwardMs: number[] = [];
     for (const { kind, pair, group } of plan) {
@@ -213,11 +224,13 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
         drain = forwarded.drain;
         if (kind === DrainKind.Bridge) forwardMs.push(...forwarded.forwardMs);
       }
+      const idleMicrosPerMessage = (brokerIdleMicrosPerSec * drain.ms) / 1000 / messages;
       drains.push({
         kind,
         pair,
         perSec: Math.round(messages / (drain.ms / 1000)),
         cpuMicrosPerMessage: perMessage(drain, messages),
+        brokerBeyondIdleMicrosPerMessage: Math.round(drain.cpu.brokerMicros / messages - idleMicrosPerMessage),
       });
       console.error(`  pair ${pair} ${kind.padEnd(14)} ${JSON.stringify(drains.at(-1))}`);
     }
@@ -225,11 +238,21 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
     const arrived = await sink.distinctMessages();
     if (arrived < messages) throw new BenchIncompleteError(`SQS holds ${arrived} distinct messages of ${messages}`);
     const { maxBatchesInFlight } = configFor(cluster, sink, WARM_UP_GROUP, options.batchesInFlight);
-    return figuresOf(cluster.version, maxBatchesInFlight, options, drains, forwardMs);
+    return { ...figuresOf(cluster.version, maxBatchesInFlight, options, drains, forwardMs), brokerIdleMicrosPerSec };
   } finally {
     await sink.stop();
     await cluster.stop();
   }
+}
+
+/** How long the broker is watched with no consumer receiving. */
+const IDLE_WATCH_MS = 5_000;
+
+async function brokerIdleRate(cpu: CpuMeter): Promise<number> {
+  const before = await cpu.read();
+  await sleep(IDLE_WATCH_MS);
+  const after = await cpu.read();
+  return Math.round(((after.brokerMicros - before.brokerMicros) * 1000) / IDLE_WATCH_MS);
 }
 
 function perMessage(drain: Drain, messages: number): CpuPerMessage {
@@ -245,7 +268,7 @@ function figuresOf(
   options: BenchOptions,
   drains: DrainFigures[],
   forwardMs: number[],
-): BenchFigures {
+): Omit<BenchFigures, 'brokerIdleMicrosPerSec'> {
   const of = (kind: DrainKind) => drains.filter((d) => d.kind === kind);
   const bare = of(DrainKind.Bare);
   /** Median over the pairs of `value(bridge drain, bare drain of the same pair)`. */
@@ -275,6 +298,10 @@ function figuresOf(
     ),
     cpuRatioBridgeToBare: round(overPairs(main, cpuRatio('consumer')), 2),
     brokerCpuRatioBridgeToBare: round(overPairs(main, cpuRatio('broker')), 2),
+    brokerBeyondIdleRatioBridgeToBare: round(
+      overPairs(main, (d, b) => d.brokerBeyondIdleMicrosPerMessage / b.brokerBeyondIdleMicrosPerMessage),
+      2,
+    ),
     ...(options.signing === Signing.Both
       ? {
           unsigned: {
@@ -383,6 +410,7 @@ function print(f: BenchFigures): void {
         ([kind, { consumer, broker }]) =>
           `  CPU per message    ${kind.padEnd(14)} ${consumer} µs in the consumer + ${broker} µs in the broker`,
       ),
+      `  broker idle        ${f.brokerIdleMicrosPerSec} µs a second; beyond it, broker ratio bridge/bare ${f.brokerBeyondIdleRatioBridgeToBare}`,
       `  CPU ratio bridge/bare: consumer ${f.cpuRatioBridgeToBare}, broker ${f.brokerCpuRatioBridgeToBare}` +
         (f.unsigned
           ? ` (unsigned: consumer ${f.unsigned.cpuRatioBridgeToBare}, broker ${f.unsigned.brokerCpuRatioBridgeToBare})`
