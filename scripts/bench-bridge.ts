@@ -34,6 +34,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import { Bridge } from '../bridge/bridge.ts';
 import { type BridgeConfig, parseBridgeConfig } from '../bridge/bridge-config.ts';
 import { createRouteSource } from '../bridge/route-source.ts';
+import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
 import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../lib/rocketmq/envelope-signature.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';
@@ -366,6 +367,7 @@ async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> 
       endpoint,
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
       maxAttempts: 3,
+      ...BRIDGE_SQS_CLIENT_SETTINGS,
     });
     injectLatency(client, latencyMs);
     return client;
