@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/telemetry-names.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/index.ts';
 
 /**
  * What the bridge forwards where. One route = one RocketMQ consumer group subscribed to one topic

@@ -1,6 +1,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { configFromEnv, createEventBridge, createSecretsManager, createSqs } from '../lib/aws/clients.ts';
-import { SecretSigningKeys } from '../lib/aws/signing-key-secret.ts';
+import {
+  configFromEnv,
+  createEventBridge,
+  createSecretsManager,
+  createSqs,
+  SecretSigningKeys,
+} from '../lib/aws/index.ts';
 import { Bridge } from './bridge.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
 import { HealthServer } from './health-server.ts';

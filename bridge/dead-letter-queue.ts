@@ -1,12 +1,12 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { sqsText } from '../lib/aws/sqs-text.ts';
+import { sqsText } from '../lib/aws/index.ts';
 import {
   BRIDGE_NOTICE_KIND,
   DEAD_LETTER_KIND_ATTRIBUTE,
   NOTICE_REASON_ATTRIBUTE,
   NoticeReason,
   noticeBody,
-} from '../lib/rocketmq/dead-letter-notice.ts';
+} from '../lib/rocketmq/index.ts';
 import { describeError } from './forward-target.ts';
 import type { Envelope } from './received-envelope.ts';
 

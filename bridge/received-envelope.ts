@@ -1,8 +1,7 @@
-import { ROCKETMQ_EVENT_TYPE } from '../lib/config/telemetry-names.ts';
-import { buildEnvelope, type Envelope } from '../lib/rocketmq/envelope-writer.ts';
+import { buildEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 
-export { type Envelope, serializeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
+export { type Envelope, serializeEnvelope } from '../lib/rocketmq/index.ts';
 export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;
 
 /**

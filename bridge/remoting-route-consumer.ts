@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type ClientLogger, Consumer, type Message, type MessageHandler, type MessageQueue, Producer } from 'ali-ons';
-import { TagExpression } from '../lib/rocketmq/tag-expression.ts';
+import { TagExpression } from '../lib/rocketmq/index.ts';
 import { describeError } from './forward-target.ts';
 import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
 import type { AckResult, MessageSource } from './route-pump.ts';

@@ -1,6 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type SigningKeyRing, signEnvelope } from '../lib/rocketmq/envelope-signature.ts';
-import { messageGroupOf } from '../lib/rocketmq/message-group.ts';
+import { messageGroupOf, type SigningKeyRing, signEnvelope } from '../lib/rocketmq/index.ts';
 import type { BridgeRoute } from './bridge-config.ts';
 import type { RouteMetrics } from './bridge-metrics.ts';
 import { type DeadLetterQueue, DeadLetterReason } from './dead-letter-queue.ts';

@@ -9,24 +9,23 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { CONSUMER_ENV, lifetimeEnvironment } from '../lib/config/consumer-environment.ts';
-import { lifetimesOf } from '../lib/config/delivery-lifetimes.ts';
 import {
   assertOrderingFits,
+  BRIDGE_EVENT_SOURCE_PREFIX,
+  CONSUMER_ENV,
   type ConsumerGroupDefinition,
+  ConsumerMetric,
   deadLetterQueueName,
   type GroupTuning,
+  lifetimeEnvironment,
+  lifetimesOf,
+  METRICS_NAMESPACE,
   type OutsideServiceName,
   queueName,
   recordIdPrefix,
   TABLE_ENV,
-} from '../lib/config/resources.ts';
-import {
-  BRIDGE_EVENT_SOURCE_PREFIX,
-  ConsumerMetric,
-  METRICS_NAMESPACE,
-  ROCKETMQ_EVENT_TYPE,
-} from '../lib/config/telemetry-names.ts';
+} from '../lib/config/index.ts';
+import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
 import { type ServiceSetting, serviceAccess } from './outside-service.ts';
 import { type FunctionNetwork, ProjectFunction } from './project-function.ts';

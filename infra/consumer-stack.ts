@@ -1,13 +1,13 @@
 import { Annotations, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import type { Construct } from 'constructs';
-import { BUS_ARCHIVE_RETENTION_SECONDS } from '../lib/config/delivery-lifetimes.ts';
 import {
+  BUS_ARCHIVE_RETENTION_SECONDS,
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   type OutsideServiceName,
   signingKeySecretName,
-} from '../lib/config/resources.ts';
+} from '../lib/config/index.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';

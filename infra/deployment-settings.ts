@@ -1,6 +1,6 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
-import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/resources.ts';
+import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/index.ts';
 import { serviceSettingSchema } from './outside-service.ts';
 
 /**

@@ -3,8 +3,13 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { z } from 'zod';
-import { OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/resources.ts';
-import { endpointRefusal, type ServiceAuth, SIGV4_SERVICES } from '../lib/config/service-endpoint.ts';
+import {
+  endpointRefusal,
+  OUTSIDE_SERVICES,
+  type OutsideServiceName,
+  type ServiceAuth,
+  SIGV4_SERVICES,
+} from '../lib/config/index.ts';
 import type { ProtectedSecret } from './protected-secret.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { TABLES, type TableDefinition, type TableKey, tableName } from '../lib/config/resources.ts';
+import { TABLES, type TableDefinition, type TableKey, tableName } from '../lib/config/index.ts';
 
 export interface ConsumerTablesProps {
   /** Physical names are `<prefix>-<suffix>`, the same names the local emulator uses. */

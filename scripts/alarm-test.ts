@@ -17,22 +17,25 @@ import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { isLoopbackUrl } from '../lib/config/loopback-url.ts';
-import { AlarmNotifier, DEFAULT_TIME_ZONE } from '../lib/dingtalk/alarm-notifier.ts';
-import { systemClock } from '../lib/dingtalk/clock.ts';
+import { isLoopbackUrl } from '../lib/config/index.ts';
 import {
+  AlarmNotifier,
+  DEFAULT_TIME_ZONE,
   DeliveryBudgetExhaustedError,
   DingTalkError,
+  InMemoryPendingAlarms,
+  InMemoryRateLimiter,
+  noDeliveryMetrics,
+  parseWebhookSecret,
+  RobotClient,
   RobotRejectedError,
   RobotThrottledError,
   RobotUnavailableError,
+  StaticWebhookSource,
+  systemClock,
+  type WebhookConfig,
   WebhookSecretError,
-} from '../lib/dingtalk/errors.ts';
-import { noDeliveryMetrics } from '../lib/dingtalk/notifier-metrics.ts';
-import { InMemoryPendingAlarms } from '../lib/dingtalk/pending-alarms.ts';
-import { RobotClient } from '../lib/dingtalk/robot-client.ts';
-import { InMemoryRateLimiter } from '../lib/dingtalk/robot-rate-limit.ts';
-import { parseWebhookSecret, StaticWebhookSource, type WebhookConfig } from '../lib/dingtalk/webhook-secret.ts';
+} from '../lib/dingtalk/index.ts';
 import { dlqAlarmJson, snsEvent } from './fixtures/sample-alarm-event.ts';
 
 const USAGE =

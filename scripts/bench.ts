@@ -24,11 +24,9 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
-import { emulatorConfig } from '../lib/aws/clients.ts';
-import { scanTable } from '../lib/aws/table-scan.ts';
-import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
-import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
+import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
+import { emulatorConfig, scanTable } from '../lib/aws/index.ts';
+import { MsgIdGenerator, RetrySchedule, writeEnvelope } from '../lib/rocketmq/index.ts';
 import { createPowertoolsPointsConsumer } from './comparison/powertools-points-consumer.ts';
 import { type Emulator, startEmulator } from './emulator/emulator.ts';
 import { interceptCommands } from './instrumentation/command-interceptor.ts';
@@ -197,7 +195,7 @@ async function rigFor(
   const handler: Handler =
     variant === 'powertools'
       ? createPowertoolsPointsConsumer({ dynamoDb: client, tables: resources.tables })
-      : createPointsConsumer({
+      : pointsConsumer.create({
           aws: emulatorConfig(emulator.endpoint),
           tables: resources.tables,
           deadLetterQueueUrl: queue.deadLetter.url,

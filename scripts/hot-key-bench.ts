@@ -21,11 +21,10 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { createPointsConsumer, POINTS_GROUP } from '../functions/points-consumer/handler.ts';
-import { emulatorConfig } from '../lib/aws/clients.ts';
-import type { RecordReport } from '../lib/idempotency/settlement.ts';
-import { MsgIdGenerator, writeEnvelope } from '../lib/rocketmq/envelope-writer.ts';
-import { RetrySchedule } from '../lib/rocketmq/retry-schedule.ts';
+import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
+import { emulatorConfig } from '../lib/aws/index.ts';
+import type { RecordReport } from '../lib/consumer/index.ts';
+import { MsgIdGenerator, RetrySchedule, writeEnvelope } from '../lib/rocketmq/index.ts';
 import { type Emulator, startEmulator } from './emulator/emulator.ts';
 import { ItemContentionModel } from './instrumentation/item-contention-model.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
@@ -116,7 +115,7 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
     model.attach(client);
     injectLatency(client, s.latencyMs);
     counter.attach(client);
-    return createPointsConsumer({
+    return pointsConsumer.create({
       aws: emulatorConfig(emulator.endpoint),
       tables: resources.tables,
       deadLetterQueueUrl: queue.deadLetter.url,

@@ -11,58 +11,58 @@ import { parseArgs } from 'node:util';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSecretsManager, createSqs } from '../lib/aws/clients.ts';
-import type { CrossSystemReport } from '../lib/migration/cross-system-audit.ts';
+import { createDynamoDb, createSecretsManager, createSqs } from '../lib/aws/index.ts';
+import { type CrossSystemReport, renderCrossSystem } from '../lib/migration/index.ts';
 import {
+  type AuditReport,
+  awsConfigOf,
+  type ConfirmationChannel,
+  checkPlanTarget,
+  confirmWrite,
+  deadLetterSourcesOf,
+  findDeadLetter,
+  groupQueuesOf,
+  isClean,
+  messageOf,
+  OperationsError,
+  type OutputFormat,
+  type PointTableNames,
+  ProgressBar,
+  type ProgressStream,
+  pointTablesOf,
+  queueLocation,
+  type RedriveFilter,
+  RedriveInterruptedError,
+  ReversalInterruptedError,
+  readDeadLetters,
+  readReversalPlan,
+  readSigningKeyVersions,
+  redriveDeadLetters,
   redriveWriteSummary,
+  releaseDeadLetters,
   renderAudit,
   renderDeadLetter,
   renderDeadLetterList,
   renderRedrive,
   renderReversal,
+  renderTable,
+  resignRewrite,
+  reversalPlanOf,
   reversalWriteSummary,
+  reverseDoubleAwards,
+  revokeSigningKey,
+  runLedgerAudit,
   type SavedPlan,
-} from '../lib/operations/command-output.ts';
-import { findDeadLetter, readDeadLetters, releaseDeadLetters } from '../lib/operations/dead-letter-inspection.ts';
-import {
-  deadLetterSourcesOf,
-  type RedriveFilter,
-  RedriveInterruptedError,
-  redriveDeadLetters,
-} from '../lib/operations/dead-letter-redrive.ts';
-import { ReversalInterruptedError, reverseDoubleAwards } from '../lib/operations/double-award-reversal.ts';
-import { messageOf, OperationsError, UsageError } from '../lib/operations/errors.ts';
-import { type AuditReport, isClean, runLedgerAudit } from '../lib/operations/ledger-audit.ts';
-import {
-  awsConfigOf,
-  groupQueuesOf,
-  type PointTableNames,
-  pointTablesOf,
+  secretLocation,
+  signingKeyVersions,
   signingSecretOf,
   type TargetOptions,
-} from '../lib/operations/operations-target.ts';
-import { ProgressBar, type ProgressStream } from '../lib/operations/progress-bar.ts';
-import { type OutputFormat, renderTable, terminalSafe } from '../lib/operations/report-format.ts';
-import {
-  checkPlanTarget,
-  readReversalPlan,
-  reversalPlanOf,
-  writeReversalPlan,
-} from '../lib/operations/reversal-plan.ts';
-import {
-  readSigningKeyVersions,
-  resignRewrite,
-  revokeSigningKey,
-  signingKeyVersions,
-} from '../lib/operations/signing-key-revocation.ts';
-import {
-  type ConfirmationChannel,
-  confirmWrite,
-  queueLocation,
-  secretLocation,
   tableLocation,
-} from '../lib/operations/write-confirmation.ts';
-import { generateSigningKey } from '../lib/rocketmq/envelope-signature.ts';
+  terminalSafe,
+  UsageError,
+  writeReversalPlan,
+} from '../lib/operations/index.ts';
+import { generateSigningKey } from '../lib/rocketmq/index.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
 
@@ -334,7 +334,14 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
   switch (command) {
     case 'audit': {
       const { tables, report, crossSystem } = await audit();
-      print(renderAudit(report, tables, format, crossSystem));
+      print(
+        renderAudit(
+          report,
+          tables,
+          format,
+          crossSystem && { json: { crossSystem }, text: renderCrossSystem(crossSystem) },
+        ),
+      );
       return isClean(report) ? ExitCode.OK : ExitCode.FINDINGS;
     }
     case 'reverse':

@@ -6,11 +6,13 @@ import middy from '@middy/core';
 import type { Context, SNSEvent } from 'aws-lambda';
 import {
   type AlarmNotifier,
+  type Clock,
+  DEFAULT_METRICS_NAMESPACE,
   notifierFromSettings,
   notifierSettingsFromEnv,
-} from '../../lib/dingtalk/alarm-notifier.ts';
-import { type Clock, systemClock } from '../../lib/dingtalk/clock.ts';
-import { DEFAULT_METRICS_NAMESPACE, powertoolsDeliveryMetrics } from '../../lib/dingtalk/notifier-metrics.ts';
+  powertoolsDeliveryMetrics,
+  systemClock,
+} from '../../lib/dingtalk/index.ts';
 
 /** Time kept back from the Lambda timeout so a failed delivery can still fail the invocation cleanly. */
 const SAFETY_MARGIN_MS = 5_000;

@@ -1,22 +1,9 @@
-import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
-import { consumerGroup } from '../../lib/config/resources.ts';
-import type { ConsumerRuntimeConfig, TablesOf } from '../../lib/consumer/consumer-config.ts';
-import { type ConsumerHandler, consumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { type ConsumerObservers, defineConsumer } from '../../lib/consumer/consumer-module.ts';
-import { FailureRouter, stateTransitionStrategy } from '../../lib/idempotency/index.ts';
-import { parseOrderEvent } from '../../lib/orders/order-events.ts';
-import { transitionRequest } from '../../lib/orders/order-status.ts';
+import { consumerGroup } from '../../lib/config/index.ts';
+import { defineConsumer } from '../../lib/consumer/index.ts';
+import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
 
 export const ORDER_STATUS = consumerGroup('order-status-consumer-group');
 export const ORDER_STATUS_GROUP = ORDER_STATUS.group;
-
-export interface OrderStatusConsumerDeps
-  extends ConsumerRuntimeConfig<TablesOf<typeof ORDER_STATUS>>,
-    ConsumerObservers {
-  /** Fault injection and command recording between the consumer and AWS. */
-  dynamoDb?: ReturnType<typeof createDynamoDb>;
-  sqs?: ReturnType<typeof createSqs>;
-}
 
 /**
  * ORDER_TOPIC `PAID || FINISHED` → the order's status moves WAIT_PAY → PAID → FINISHED
@@ -25,38 +12,21 @@ export interface OrderStatusConsumerDeps
  * one FIFO message group, applied one at a time in the order they were sent; each message's
  * failures are counted in the idempotency table.
  */
-export function createOrderStatusConsumer(deps: OrderStatusConsumerDeps): ConsumerHandler {
-  const dynamoDb = deps.dynamoDb ?? createDynamoDb(deps.aws);
-  const now = deps.now ?? Date.now;
-  const tableName = deps.tables.orders;
-  return consumerHandler({
-    definition: ORDER_STATUS,
-    parsePayload: (body, message) => parseOrderEvent(body, message.tags),
-    // One key per transition: PAID and FINISHED of one order are different events, and
-    // two copies of one transition are duplicates whatever their timestamps say.
-    keyOf: (event) => `${event.orderNo}#${event.kind}`,
-    fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
-    strategy: stateTransitionStrategy({ client: dynamoDb }),
-    failures: new FailureRouter({
-      sqs: deps.sqs ?? createSqs(deps.aws),
-      group: ORDER_STATUS.group,
-      deadLetterQueueUrl: deps.deadLetterQueueUrl,
-      schedule: deps.schedule,
-    }),
-    failureCounts: { client: dynamoDb, tableName: deps.tables.idempotency },
-    queues: deps.queueLifetimes,
-    envelopeKeys: deps.envelopeKeys,
-    business: (msg) =>
+export const consumer = defineConsumer(ORDER_STATUS, {
+  strategy: 'state-transition',
+  parsePayload: (body, message) => parseOrderEvent(body, message.tags),
+  // One key per transition: PAID and FINISHED of one order are different events, and
+  // two copies of one transition are duplicates whatever their timestamps say.
+  keyOf: (event) => `${event.orderNo}#${event.kind}`,
+  fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
+  business:
+    ({ tables, now }) =>
+    (msg) =>
       transitionRequest(msg.payload, {
-        tableName,
+        tableName: tables.orders,
         msgId: msg.message.msgId,
         bornTimestamp: msg.message.bornTimestamp,
         now: new Date(now()),
       }),
-    onReport: deps.onReport,
-    now,
-  });
-}
-
-export const consumer = defineConsumer(ORDER_STATUS, createOrderStatusConsumer);
+});
 export const handler = consumer.handler;

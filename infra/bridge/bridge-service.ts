@@ -10,7 +10,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import type { MessageGroupSource } from '../../lib/rocketmq/message-group.ts';
+import type { MessageGroupSource } from '../../lib/rocketmq/index.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
 export interface RocketMQBridgeRoute {

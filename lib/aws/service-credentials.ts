@@ -3,7 +3,7 @@ import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import type { ServiceAuth, SigV4Service } from '../config/service-endpoint.ts';
+import type { ServiceAuth, SigV4Service } from '../config/index.ts';
 import { type AwsConfig, createSecretsManager } from './clients.ts';
 import { ExpiringRead } from './expiring-read.ts';
 

@@ -4,9 +4,8 @@ import {
   type SecretsManagerClient,
   type SecretVersionsListEntry,
 } from '@aws-sdk/client-secrets-manager';
-import { DeliveryLifetimes } from '../config/delivery-lifetimes.ts';
-import { assertSigningKey, InvalidSigningKeyError, type SigningKeyRing } from '../rocketmq/envelope-signature.ts';
-import { RetrySchedule } from '../rocketmq/retry-schedule.ts';
+import { DeliveryLifetimes } from '../config/index.ts';
+import { assertSigningKey, InvalidSigningKeyError, RetrySchedule, type SigningKeyRing } from '../rocketmq/index.ts';
 import { ExpiringRead } from './expiring-read.ts';
 
 /**

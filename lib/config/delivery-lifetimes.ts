@@ -15,7 +15,7 @@
  * dead-lettered; a redrive count below the schedule's deliveries dead-letters it without a reason.
  * The same span keeps a retired envelope signing key: a copy signed with it can come back that long.
  */
-import { InvalidRetryScheduleError, RetrySchedule } from '../rocketmq/retry-schedule.ts';
+import { InvalidRetryScheduleError, RetrySchedule } from '../rocketmq/index.ts';
 
 /**
  * How a group consumes: `concurrent` (RocketMQ's MessageListenerConcurrently, a standard

@@ -3,7 +3,7 @@
  * emulator both build tables and queues from these, so names, keys, the TTL attribute
  * and the redrive count can never drift apart.
  */
-import type { MessageGroupSource } from '../rocketmq/message-group.ts';
+import type { MessageGroupSource } from '../rocketmq/index.ts';
 import {
   DEAD_LETTER_RETENTION_SECONDS,
   FIFO_MAX_BATCH_SIZE,
@@ -42,6 +42,11 @@ export type TableKey = keyof typeof TABLES;
  */
 export function recordIdPrefix(group: string): string {
   return `${group}#`;
+}
+
+/** The id of a group's record for a business key (what the consumer runtime writes, given the prefix). */
+export function recordId(group: string, key: string): string {
+  return `${recordIdPrefix(group)}${key}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Names the code writes and the CDK app reads (metric namespaces and names, the EventBridge
- * detail type), in one module without runtime dependencies: synth loads neither the SDK nor
+ * source), in one module without runtime dependencies: synth loads neither the SDK nor
  * Powertools for a string constant.
  */
 
@@ -27,9 +27,6 @@ export const ConsumerMetric = {
 
 /** Namespace of the DingTalk notifier's metrics. */
 export const NOTIFIER_METRICS_NAMESPACE = 'DingTalkAlarmNotifier';
-
-/** The CloudEvent type of a RocketMQ message (Alibaba Cloud's EventBridge shape, which the bridge keeps). */
-export const ROCKETMQ_EVENT_TYPE = 'mq:Topic:SendMessage';
 
 /** EventBridge `source` of what a bridge puts on a bus: this, then the cluster's name. The groups' rules match it. */
 export const BRIDGE_EVENT_SOURCE_PREFIX = 'rocketmq.';

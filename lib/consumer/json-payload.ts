@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { InvalidPayloadError } from '../idempotency/errors.ts';
+import { InvalidPayloadError } from './failures/errors.ts';
 
 /**
  * A business identifier (order number, user id): printable ASCII, 1–64 characters, so keys stay small and unambiguous.

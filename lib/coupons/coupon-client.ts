@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { type ServiceCredentials, ServiceCredentialsError } from '../aws/service-credentials.ts';
-import { OUTSIDE_SERVICES } from '../config/resources.ts';
-import { ConsumptionError } from '../idempotency/errors.ts';
-import { excerpt } from '../rocketmq/envelope.ts';
+import { type ServiceCredentials, ServiceCredentialsError } from '../aws/index.ts';
+import { OUTSIDE_SERVICES } from '../config/index.ts';
+import { ConsumptionError } from '../consumer/index.ts';
+import { excerpt } from '../rocketmq/index.ts';
 import {
   CouponGrantRejectedError,
   CouponServiceCredentialsError,

@@ -1,4 +1,5 @@
-import { configFromEnv, createDynamoDb, createSecretsManager } from '../aws/clients.ts';
+import { configFromEnv, createDynamoDb, createSecretsManager } from '../aws/index.ts';
+import { ALARM_STORM_TABLE } from '../config/index.ts';
 import { type AlarmNotification, parseSnsEvent } from './alarm-event.ts';
 import { assertTimeZone } from './alarm-message.ts';
 import {
@@ -8,7 +9,6 @@ import {
   type DeliveryMetrics,
   type DispatchResult,
 } from './alarm-storm.ts';
-import { ALARM_STORM_TABLE } from './alarm-storm-table.ts';
 import { type Clock, systemClock } from './clock.ts';
 import { NotifierConfigurationError } from './errors.ts';
 import { DynamoDbPendingAlarms } from './pending-alarms.ts';

@@ -106,155 +106,220 @@ export class AlarmDispatcher {
 
   /** Resolves when the alarm is delivered or safely in another invocation's hands; throws otherwise. */
   async deliver(notification: AlarmNotification, deadline: number): Promise<DispatchResult> {
-    const { source, backlog, limiter, clock, logger, metrics } = this.deps;
+    const { source, backlog, clock } = this.deps;
     const robotId = source.robotId;
     const ownKey = pendingKey(notification);
     await backlog.add(robotId, ownKey, notification, clock.now());
-
-    const result: DispatchResult = { messagesSent: 0, alarmsPosted: 0, answers: [] };
-    let failures = 0;
-    let lastError: DingTalkError | undefined;
-    let refreshedVersion: string | null = null;
     // Alarms this invocation has claimed and not yet delivered; it owes them a message. A Lambda
     // retry of this event starts with whatever the failed attempt still held.
     const held = new Set(
       (await backlog.list(robotId)).filter((p) => p.claimedBy === ownKey && p.key !== ownKey).map((p) => p.key),
     );
+    const delivery: Delivery = {
+      notification,
+      robotId,
+      ownKey,
+      deadline,
+      held,
+      failures: 0,
+      refreshedVersion: null,
+      result: { messagesSent: 0, alarmsPosted: 0, answers: [] },
+    };
+    while (!(await this.round(delivery))) {
+      // Each round takes a permit, claims what it can and posts it; it says when nothing is left to do.
+    }
+    return delivery.result;
+  }
 
-    for (;;) {
-      let now = clock.now();
-      if (now >= deadline) {
-        metrics.count('AlarmDeliveryDeferred');
-        throw new DeliveryBudgetExhaustedError(
-          `alarm ${notification.id} not delivered within this invocation; failing it so Lambda retries`,
-          lastError,
-        );
+  /** One permit, one claim, one message. True when the invocation owes nothing any more. */
+  private async round(delivery: Delivery): Promise<boolean> {
+    const { backlog, clock, metrics } = this.deps;
+    if (clock.now() >= delivery.deadline) {
+      metrics.count('AlarmDeliveryDeferred');
+      throw new DeliveryBudgetExhaustedError(
+        `alarm ${delivery.notification.id} not delivered within this invocation; failing it so Lambda retries`,
+        delivery.lastError,
+      );
+    }
+    const own = await backlog.get(delivery.robotId, delivery.ownKey);
+    const now = clock.now();
+    const ownNeedsUs = own !== null && (own.claimedBy === delivery.ownKey || isFree(own, now));
+    // Done when our alarm is delivered or in another live invocation's hands and we owe nothing.
+    if (!ownNeedsUs && delivery.held.size === 0) return true;
+    if (!(await this.permit(delivery, now))) return false;
+    const claimed = await this.claim(delivery, ownNeedsUs, now);
+    if (claimed.length === 0) return false;
+    await this.post(delivery, claimed, now);
+    return false;
+  }
+
+  /** A permit from the robot's shared bucket, or a (jittered) wait for the next one. */
+  private async permit(delivery: Delivery, now: number): Promise<boolean> {
+    const permit = await this.deps.limiter.tryAcquire(delivery.robotId, now);
+    if (permit.granted) return true;
+    // Jitter spreads the waiters of a storm so they do not all hit the bucket at once.
+    const wait = Math.max(permit.retryAt - now, 0) + this.random() * 1_000;
+    await this.deps.clock.sleep(Math.min(wait, Math.max(delivery.deadline - now, 0)));
+    return false;
+  }
+
+  /** Ours first (own alarm, then what we already hold), then everything nobody is posting, up to one message. */
+  private async claim(delivery: Delivery, ownNeedsUs: boolean, now: number): Promise<Claimed[]> {
+    const { backlog } = this.deps;
+    const { robotId, ownKey, held } = delivery;
+    const pending = await backlog.list(robotId);
+    const candidates = [
+      ...(ownNeedsUs ? [ownKey] : []),
+      ...pending.filter((p) => p.key !== ownKey && held.has(p.key)).map((p) => p.key),
+      ...pending.filter((p) => p.key !== ownKey && !held.has(p.key) && isFree(p, now)).map((p) => p.key),
+    ].slice(0, this.policy.maxPerMessage);
+    const leaseUntil = now + this.policy.leaseMs;
+    const claims = await Promise.all(candidates.map((key) => backlog.claim(robotId, key, ownKey, leaseUntil, now)));
+    return candidates.flatMap((key, i) => {
+      const stored = claims[i];
+      if (!stored) {
+        // Delivered by someone, or taken over after our lease ran out: no longer ours to post.
+        held.delete(key);
+        return [];
       }
-      const own = await backlog.get(robotId, ownKey);
-      now = clock.now();
-      const isFree = (p: PendingAlarm) => p.claimedBy === null || (p.leaseUntil ?? 0) < now;
-      const ownNeedsUs = own !== null && (own.claimedBy === ownKey || isFree(own));
-      // Done when our alarm is delivered or in another live invocation's hands and we owe nothing.
-      if (!ownNeedsUs && held.size === 0) return result;
+      if (key !== ownKey) held.add(key);
+      // The invocation that received an alarm has its full text; the backlog copy is shortened.
+      return [{ key, notification: key === ownKey ? delivery.notification : stored }];
+    });
+  }
 
-      const permit = await limiter.tryAcquire(robotId, now);
-      if (!permit.granted) {
-        // Jitter spreads the waiters of a storm so they do not all hit the bucket at once.
-        const wait = Math.max(permit.retryAt - now, 0) + this.random() * 1_000;
-        await clock.sleep(Math.min(wait, Math.max(deadline - now, 0)));
-        continue;
-      }
-      const grantedAt = now;
+  /** Posts the claimed alarms as one message and marks those it included delivered. */
+  private async post(delivery: Delivery, claimed: Claimed[], grantedAt: number): Promise<void> {
+    const { source, clock } = this.deps;
+    const config = await source.current();
+    const notifications = claimed.map((p) => p.notification);
+    const { message, included } = renderSummary(notifications, {
+      ...this.deps.messageOptions,
+      keyword: config.keyword,
+      atMobiles: config.atMobiles,
+    });
+    // Alarms that did not fit stay claimed by us and go into our next message.
+    const includedKeys = claimed.filter((p) => included.includes(p.notification.id)).map((p) => p.key);
+    // Too late to honour the bound the bucket promises: ask for a fresh permit.
+    if (clock.now() - grantedAt > this.policy.maxDispatchDelayMs) return;
+    let answer: RobotAnswer;
+    try {
+      answer = await this.deps.robot.send(config, message);
+    } catch (err) {
+      // Claims are kept on failure: owners that saw their alarm claimed have already returned.
+      return this.failed(delivery, err, config.version);
+    }
+    await this.deps.backlog.markDelivered(delivery.robotId, includedKeys, clock.now());
+    for (const key of includedKeys) delivery.held.delete(key);
+    this.posted(delivery, includedKeys.length, answer);
+  }
 
-      // Ours first (own alarm, then what we already hold), then everything nobody is posting.
-      const pending = await backlog.list(robotId);
-      const candidates = [
-        ...(ownNeedsUs ? [ownKey] : []),
-        ...pending.filter((p) => p.key !== ownKey && held.has(p.key)).map((p) => p.key),
-        ...pending.filter((p) => p.key !== ownKey && !held.has(p.key) && isFree(p)).map((p) => p.key),
-      ].slice(0, this.policy.maxPerMessage);
-      const leaseUntil = now + this.policy.leaseMs;
-      const claims = await Promise.all(candidates.map((key) => backlog.claim(robotId, key, ownKey, leaseUntil, now)));
-      const claimed = candidates.flatMap((key, i) => {
-        const stored = claims[i];
-        if (!stored) {
-          // Delivered by someone, or taken over after our lease ran out: no longer ours to post.
-          held.delete(key);
-          return [];
-        }
-        if (key !== ownKey) held.add(key);
-        // The invocation that received an alarm has its full text; the backlog copy is shortened.
-        return [{ key, notification: key === ownKey ? notification : stored }];
+  private posted(delivery: Delivery, alarms: number, answer: RobotAnswer): void {
+    const { metrics, logger } = this.deps;
+    delivery.result.messagesSent += 1;
+    delivery.result.alarmsPosted += alarms;
+    delivery.result.answers.push(answer);
+    metrics.count('MessagesSent');
+    metrics.count('AlarmsPosted', alarms);
+    if (alarms > 1) metrics.count('SummariesSent');
+    logger.info('DingTalk message posted', {
+      robotId: delivery.robotId,
+      alarms,
+      summary: alarms > 1,
+      errcode: answer.errcode,
+      errmsg: answer.errmsg,
+    });
+  }
+
+  /** A failed send: paused, backed off, retried with a rotated secret, or final (thrown). */
+  private async failed(delivery: Delivery, err: unknown, configVersion: string): Promise<void> {
+    const { metrics, logger, limiter, clock } = this.deps;
+    const { robotId } = delivery;
+    if (err instanceof RobotRejectedError) return this.rejected(delivery, err, configVersion);
+    if (err instanceof RobotThrottledError) {
+      metrics.count('RobotThrottled');
+      logger.warn('DingTalk throttled the robot; pausing it for everyone', {
+        robotId,
+        errcode: err.errcode,
+        errmsg: err.errmsg,
+        pauseMs: this.policy.throttlePauseMs,
       });
-      if (claimed.length === 0) continue;
-
-      const config = await source.current();
-      const notifications = claimed.map((p) => p.notification);
-      const { message, included } = renderSummary(notifications, {
-        ...this.deps.messageOptions,
-        keyword: config.keyword,
-        atMobiles: config.atMobiles,
+      await limiter.pauseUntil(robotId, clock.now() + this.policy.throttlePauseMs, clock.now());
+    } else if (err instanceof RobotUnavailableError) {
+      metrics.count('RobotUnavailable');
+      logger.warn('DingTalk unavailable; backing off', {
+        robotId,
+        error: err.message,
+        ...(err.errcode !== undefined ? { errcode: err.errcode, errmsg: err.errmsg } : {}),
       });
-      // Alarms that did not fit stay claimed by us and go into our next message.
-      const includedKeys = claimed.filter((p) => included.includes(p.notification.id)).map((p) => p.key);
+    } else {
+      throw err;
+    }
+    await this.countFailure(delivery, err);
+  }
 
-      // Too late to honour the bound the bucket promises: ask for a fresh permit.
-      if (clock.now() - grantedAt > this.policy.maxDispatchDelayMs) continue;
-
-      try {
-        const answer = await this.deps.robot.send(config, message);
-        await backlog.markDelivered(robotId, includedKeys, clock.now());
-        for (const key of includedKeys) held.delete(key);
-        result.messagesSent += 1;
-        result.alarmsPosted += includedKeys.length;
-        result.answers.push(answer);
-        metrics.count('MessagesSent');
-        metrics.count('AlarmsPosted', includedKeys.length);
-        if (includedKeys.length > 1) metrics.count('SummariesSent');
-        logger.info('DingTalk message posted', {
-          robotId,
-          alarms: includedKeys.length,
-          summary: includedKeys.length > 1,
-          errcode: answer.errcode,
-          errmsg: answer.errmsg,
-        });
-      } catch (err) {
-        // Claims are kept on failure: owners that saw their alarm claimed have already returned.
-        if (err instanceof RobotThrottledError) {
-          metrics.count('RobotThrottled');
-          logger.warn('DingTalk throttled the robot; pausing it for everyone', {
-            robotId,
-            errcode: err.errcode,
-            errmsg: err.errmsg,
-            pauseMs: this.policy.throttlePauseMs,
-          });
-          await limiter.pauseUntil(robotId, clock.now() + this.policy.throttlePauseMs, clock.now());
-        } else if (err instanceof RobotUnavailableError) {
-          metrics.count('RobotUnavailable');
-          logger.warn('DingTalk unavailable; backing off', {
-            robotId,
-            error: err.message,
-            ...(err.errcode !== undefined ? { errcode: err.errcode, errmsg: err.errmsg } : {}),
-          });
-        } else if (err instanceof RobotRejectedError) {
-          if (err.kind === 'configuration' && refreshedVersion !== config.version) {
-            // The secret may have been rotated since this container cached it.
-            refreshedVersion = config.version;
-            const fresh = await source.refresh();
-            if (fresh.version !== config.version) {
-              logger.info('webhook secret changed; retrying with the new one', { robotId });
-              continue;
-            }
-          }
-          // Final for this invocation. Our claims stay under our name: Lambda's retry of this event
-          // takes them up again, and once the lease runs out so can any later invocation.
-          // Final for this invocation. Our claims stay under our name: Lambda's retry of this event
-          // takes them up again, and once the lease runs out so can any later invocation.
-          metrics.count(err.kind === 'configuration' ? 'DingTalkConfigurationError' : 'DingTalkMessageRejected');
-          logger.error('DingTalk rejected the message; not retrying', {
-            robotId,
-            errcode: err.errcode,
-            errmsg: err.errmsg,
-            kind: err.kind,
-          });
-          throw err;
-        } else {
-          throw err;
-        }
-        lastError = err;
-        failures += 1;
-        if (failures >= this.policy.maxAttempts) {
-          metrics.count('AlarmDeliveryDeferred');
-          throw new DeliveryBudgetExhaustedError(
-            `gave up after ${failures} failed attempts (${err.message}); failing so Lambda retries`,
-            err,
-          );
-        }
-        if (err instanceof RobotUnavailableError) {
-          const backoff = Math.min(this.policy.backoffMaxMs, this.policy.backoffBaseMs * 2 ** (failures - 1));
-          await clock.sleep(Math.min(backoff * (0.5 + this.random() / 2), Math.max(deadline - clock.now(), 0)));
-        }
+  /** Rejected: retried once with a secret rotated since this container read it, else final for this invocation. */
+  private async rejected(delivery: Delivery, err: RobotRejectedError, configVersion: string): Promise<void> {
+    const { metrics, logger, source } = this.deps;
+    if (err.kind === 'configuration' && delivery.refreshedVersion !== configVersion) {
+      delivery.refreshedVersion = configVersion;
+      const fresh = await source.refresh();
+      if (fresh.version !== configVersion) {
+        logger.info('webhook secret changed; retrying with the new one', { robotId: delivery.robotId });
+        return;
       }
+    }
+    // Final for this invocation. Our claims stay under our name: Lambda's retry of this event
+    // takes them up again, and once the lease runs out so can any later invocation.
+    metrics.count(err.kind === 'configuration' ? 'DingTalkConfigurationError' : 'DingTalkMessageRejected');
+    logger.error('DingTalk rejected the message; not retrying', {
+      robotId: delivery.robotId,
+      errcode: err.errcode,
+      errmsg: err.errmsg,
+      kind: err.kind,
+    });
+    throw err;
+  }
+
+  /** One more failed attempt: given up after `maxAttempts`, backed off (unavailable robot) before the next. */
+  private async countFailure(delivery: Delivery, err: RobotThrottledError | RobotUnavailableError): Promise<void> {
+    const { metrics, clock } = this.deps;
+    delivery.lastError = err;
+    delivery.failures += 1;
+    if (delivery.failures >= this.policy.maxAttempts) {
+      metrics.count('AlarmDeliveryDeferred');
+      throw new DeliveryBudgetExhaustedError(
+        `gave up after ${delivery.failures} failed attempts (${err.message}); failing so Lambda retries`,
+        err,
+      );
+    }
+    if (err instanceof RobotUnavailableError) {
+      const backoff = Math.min(this.policy.backoffMaxMs, this.policy.backoffBaseMs * 2 ** (delivery.failures - 1));
+      const left = Math.max(delivery.deadline - clock.now(), 0);
+      await clock.sleep(Math.min(backoff * (0.5 + this.random() / 2), left));
     }
   }
 }
+
+/** One invocation's delivery of its alarm: what it owes, what it has tried, what it has posted. */
+interface Delivery {
+  readonly notification: AlarmNotification;
+  readonly robotId: string;
+  readonly ownKey: string;
+  readonly deadline: number;
+  /** Backlog alarms this invocation has claimed and not yet delivered. */
+  readonly held: Set<string>;
+  failures: number;
+  lastError?: DingTalkError;
+  /** The secret version already refreshed once after a configuration rejection. */
+  refreshedVersion: string | null;
+  readonly result: DispatchResult;
+}
+
+interface Claimed {
+  readonly key: string;
+  readonly notification: AlarmNotification;
+}
+
+/** Nobody is posting it: unclaimed, or its claimer's lease has run out. */
+const isFree = (p: PendingAlarm, now: number) => p.claimedBy === null || (p.leaseUntil ?? 0) < now;

@@ -1,5 +1,4 @@
-import type { RobotMessage } from './alarm-message.ts';
-import { bodyBytes } from './alarm-message.ts';
+import { bodyBytes, type RobotMessage } from './alarm-message.ts';
 import type { Clock } from './clock.ts';
 import { RobotRejectedError, RobotThrottledError, RobotUnavailableError } from './errors.ts';
 import { signedWebhookUrl } from './robot-signature.ts';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { z } from 'zod';
-import { isLoopbackUrl } from '../config/loopback-url.ts';
+import { isLoopbackUrl } from '../config/index.ts';
 import { WebhookSecretError } from './errors.ts';
 
 /**

@@ -1,8 +1,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ScanProgress, scanTable } from '../aws/table-scan.ts';
-import { RecordOrigin } from '../idempotency/index.ts';
-import type { CrossUserAward, DoubleAward } from '../operations/ledger-audit.ts';
-import { type LedgerEntry, LedgerEntryKind } from '../points/ledger.ts';
+import { type ScanProgress, scanTable } from '../aws/index.ts';
+import { RecordOrigin } from '../consumer/index.ts';
+import type { CrossUserAward, DoubleAward } from '../operations/index.ts';
+import { type LedgerEntry, LedgerEntryKind } from '../points/index.ts';
 import { checkLegacyRow } from './legacy-award.ts';
 import type { LegacySource } from './legacy-source.ts';
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { OperationsError } from '../operations/errors.ts';
+import { OperationsError } from '../operations/index.ts';
 
 /**
  * Where an import stands: the source position after the last page whose every row is settled, the

@@ -1,9 +1,10 @@
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { LegacyHorizon } from '../config/delivery-lifetimes.ts';
-import { type DedupRecord, RecordOrigin, RecordStatus, recordId } from '../idempotency/index.ts';
-import { awardEntry, awardEntryPut, balanceIncrement, type LedgerEntry, type PointTables } from '../points/ledger.ts';
+import type { LegacyHorizon } from '../config/index.ts';
+import { recordId } from '../config/index.ts';
+import { type DedupRecord, RecordOrigin, RecordStatus } from '../consumer/index.ts';
+import { awardEntry, awardEntryPut, balanceIncrement, type LedgerEntry, type PointTables } from '../points/index.ts';
 import type { LegacyAward } from './legacy-award.ts';
 
 /**

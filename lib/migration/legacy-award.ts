@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { identifier, userIdSchema } from '../consumer/json-payload.ts';
-import { fingerprintOf } from '../idempotency/index.ts';
-import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '../points/order-paid.ts';
+import { fingerprintOf, identifier, userIdSchema } from '../consumer/index.ts';
+import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '../points/index.ts';
 
 /**
  * One row of a legacy dedup store as a source read it, before validation. `userId` and `points`

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { LegacyHorizon } from '../config/delivery-lifetimes.ts';
-import { mapLimit } from '../idempotency/concurrency.ts';
-import { messageOf, OperationsError } from '../operations/errors.ts';
+import type { LegacyHorizon } from '../config/index.ts';
+import { mapLimit } from '../consumer/index.ts';
+import { messageOf, OperationsError } from '../operations/index.ts';
 import { type CheckpointFile, emptyCounts, type ImportCheckpoint, type ImportCounts } from './import-checkpoint.ts';
 import {
   type ImportTarget,

@@ -1,4 +1,4 @@
-import { OperationsError } from '../operations/errors.ts';
+import { OperationsError } from '../operations/index.ts';
 import type { LegacyRow } from './legacy-award.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { OperationsError } from '../operations/errors.ts';
+import { OperationsError } from '../operations/index.ts';
 
 /**
  * Times in legacy stores: a MySQL `DATETIME` written with `CURRENT_TIMESTAMP` is wall-clock time in

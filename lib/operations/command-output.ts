@@ -1,11 +1,9 @@
-import type { CrossSystemReport } from '../migration/cross-system-audit.ts';
-import { type DeadLetterNotice, refetchCommands } from '../rocketmq/dead-letter-notice.ts';
+import { type DeadLetterNotice, refetchCommands } from '../rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { bodyLocationText, type LetterKind } from './dead-letter-kind.ts';
 import type { RedriveFilter, RedriveReport } from './dead-letter-redrive.ts';
 import type { PlannedReversal, ReversalReport } from './double-award-reversal.ts';
 import { type AuditReport, type CrossUserAward, isClean } from './ledger-audit.ts';
-import { renderCrossSystem } from './migration-output.ts';
 import type { PointTableNames } from './operations-target.ts';
 import { type Column, type OutputFormat, renderCsv, renderTable } from './report-format.ts';
 import type { ResourceLocation, WriteSummary } from './write-confirmation.ts';
@@ -93,18 +91,52 @@ const FINDING_CSV: Column<FindingRow>[] = (
   ] as const
 ).map((k) => ({ header: k, value: (r: FindingRow) => r[k] }));
 
+/**
+ * A section another package adds to the audit's output (the legacy store's cross-system findings,
+ * lib/migration): its fields in the JSON, its text after the findings. Given rendered, so that
+ * lib/operations needs nothing of the packages that build on it.
+ */
+export interface AuditAppendix {
+  readonly json: Readonly<Record<string, unknown>>;
+  readonly text: string;
+}
+
+const MISMATCH_COLUMNS: Column<AuditReport['balanceMismatches'][number]>[] = [
+  { header: 'user', value: (m) => m.userId },
+  { header: 'balance', value: (m) => m.balance ?? '(no account)', align: 'right' },
+  { header: 'ledger sum', value: (m) => m.ledgerSum, align: 'right' },
+  { header: 'difference', value: (m) => (m.difference > 0 ? `+${m.difference}` : m.difference), align: 'right' },
+  { header: 'entries', value: (m) => m.ledgerEntries, align: 'right' },
+];
+
+const doubleAwardColumns = (report: AuditReport): Column<AuditReport['doubleAwards'][number]>[] => [
+  { header: 'user', value: (d) => d.userId },
+  { header: 'order', value: (d) => d.orderNo },
+  { header: 'in force', value: (d) => d.excess.length + 1, align: 'right' },
+  { header: 'kept (earliest)', value: (d) => d.kept.entryId },
+  { header: 'to reverse', value: (d) => d.excess.map((a) => a.entryId).join(' ') },
+  { header: 'excess points', value: (d) => d.excessPoints, align: 'right' },
+  { header: 'note', value: (d) => findingRows({ ...report, balanceMismatches: [], doubleAwards: [d] })[0]!.note },
+];
+
+const CROSS_USER_COLUMNS: Column<CrossUserAward>[] = [
+  { header: 'order', value: (o) => o.orderNo },
+  { header: 'users', value: (o) => o.users.join(' ') },
+  {
+    header: 'awards',
+    value: (o) => o.awards.map((a) => `${a.userId}:${a.points}${a.createdAt ? `@${a.createdAt}` : ''}`).join(' '),
+  },
+  { header: 'points', value: (o) => o.points, align: 'right' },
+];
+
 export function renderAudit(
   report: AuditReport,
   tables: PointTableNames,
   format: OutputFormat,
-  crossSystem?: CrossSystemReport,
+  appendix?: AuditAppendix,
 ): string {
   if (format === 'json')
-    return JSON.stringify(
-      { tables, clean: isClean(report), ...report, ...(crossSystem ? { crossSystem } : {}) },
-      null,
-      2,
-    );
+    return JSON.stringify({ tables, clean: isClean(report), ...report, ...appendix?.json }, null, 2);
   if (format === 'csv') return renderCsv(FINDING_CSV, findingRows(report));
   const out = [
     `Ledger audit: ${tables.ledger} against ${tables.accounts}`,
@@ -112,68 +144,23 @@ export function renderAudit(
   ];
   if (report.balanceMismatches.length > 0) {
     out.push('', `Balance differs from the ledger sum (${report.balanceMismatches.length} users):`);
-    out.push(
-      renderTable<(typeof report.balanceMismatches)[number]>(
-        [
-          { header: 'user', value: (m) => m.userId },
-          { header: 'balance', value: (m) => m.balance ?? '(no account)', align: 'right' },
-          { header: 'ledger sum', value: (m) => m.ledgerSum, align: 'right' },
-          {
-            header: 'difference',
-            value: (m) => (m.difference > 0 ? `+${m.difference}` : m.difference),
-            align: 'right',
-          },
-          { header: 'entries', value: (m) => m.ledgerEntries, align: 'right' },
-        ],
-        report.balanceMismatches,
-      ),
-    );
+    out.push(renderTable(MISMATCH_COLUMNS, report.balanceMismatches));
   }
   if (report.doubleAwards.length > 0) {
     out.push(
       '',
       `Orders awarded more than once (${report.doubleAwards.length} user/order pairs, ${report.doubleAwards.reduce((n, d) => n + d.excess.length, 0)} excess awards):`,
     );
-    out.push(
-      renderTable<(typeof report.doubleAwards)[number]>(
-        [
-          { header: 'user', value: (d) => d.userId },
-          { header: 'order', value: (d) => d.orderNo },
-          { header: 'in force', value: (d) => d.excess.length + 1, align: 'right' },
-          { header: 'kept (earliest)', value: (d) => d.kept.entryId },
-          { header: 'to reverse', value: (d) => d.excess.map((a) => a.entryId).join(' ') },
-          { header: 'excess points', value: (d) => d.excessPoints, align: 'right' },
-          {
-            header: 'note',
-            value: (d) => findingRows({ ...report, balanceMismatches: [], doubleAwards: [d] })[0]!.note,
-          },
-        ],
-        report.doubleAwards,
-      ),
-    );
+    out.push(renderTable(doubleAwardColumns(report), report.doubleAwards));
   }
   if (report.crossUserAwards.length > 0) {
     out.push(
       '',
       `Orders awarded to more than one user (${report.crossUserAwards.length}): decide which award is right, then reverse --rightful <order>=<user>:`,
     );
-    out.push(
-      renderTable<CrossUserAward>(
-        [
-          { header: 'order', value: (o) => o.orderNo },
-          { header: 'users', value: (o) => o.users.join(' ') },
-          {
-            header: 'awards',
-            value: (o) =>
-              o.awards.map((a) => `${a.userId}:${a.points}${a.createdAt ? `@${a.createdAt}` : ''}`).join(' '),
-          },
-          { header: 'points', value: (o) => o.points, align: 'right' },
-        ],
-        report.crossUserAwards,
-      ),
-    );
+    out.push(renderTable(CROSS_USER_COLUMNS, report.crossUserAwards));
   }
-  if (crossSystem) out.push('', renderCrossSystem(crossSystem));
+  if (appendix) out.push('', appendix.text);
   const findings = report.balanceMismatches.length + report.doubleAwards.length + report.crossUserAwards.length;
   out.push(
     '',

@@ -4,14 +4,16 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../idempotency/failure-router.ts';
+import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../consumer/index.ts';
 import {
   DEAD_LETTER_KIND_ATTRIBUTE,
   type DeadLetterNotice,
+  InvalidEnvelopeError,
   NOTICE_REASON_ATTRIBUTE,
+  parseEnvelope,
+  type RocketMQMessage,
   readNotice,
-} from '../rocketmq/dead-letter-notice.ts';
-import { InvalidEnvelopeError, parseEnvelope, type RocketMQMessage } from '../rocketmq/envelope.ts';
+} from '../rocketmq/index.ts';
 import { type LetterKind, letterKindOf, noticeReasonText } from './dead-letter-kind.ts';
 
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */

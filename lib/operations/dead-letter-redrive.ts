@@ -7,10 +7,9 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { sqsText } from '../aws/sqs-text.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../idempotency/failure-router.ts';
-import { excerpt } from '../rocketmq/envelope.ts';
-import { type MessageGroupSource, messageGroupFactsOf, messageGroupOf } from '../rocketmq/message-group.ts';
+import { sqsText } from '../aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../consumer/index.ts';
+import { excerpt, type MessageGroupSource, messageGroupFactsOf, messageGroupOf } from '../rocketmq/index.ts';
 import {
   type DeadLetter,
   decodeDeadLetter,

@@ -1,15 +1,15 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { AwsConfig } from '../aws/clients.ts';
-import { lifetimesOf } from '../config/delivery-lifetimes.ts';
+import type { AwsConfig } from '../aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   deadLetterQueueName,
+  lifetimesOf,
   queueName,
   signingKeySecretName,
   tableName,
-} from '../config/resources.ts';
-import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../rocketmq/message-group.ts';
+} from '../config/index.ts';
+import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../rocketmq/index.ts';
 import { TargetResolutionError } from './errors.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { ScanProgress } from '../aws/table-scan.ts';
+import type { ScanProgress } from '../aws/index.ts';
 
 export interface ProgressStream {
   isTTY?: boolean;

@@ -5,9 +5,9 @@ import {
   type SecretsManagerClient,
   UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
-import { REVOKED_STAGE_PREFIX, revokedStageOf } from '../aws/signing-key-secret.ts';
-import { UnauthenticatedMessageError } from '../idempotency/errors.ts';
-import { resignBody, signingKeyIndex } from '../rocketmq/envelope-signature.ts';
+import { REVOKED_STAGE_PREFIX, revokedStageOf } from '../aws/index.ts';
+import { UnauthenticatedMessageError } from '../consumer/index.ts';
+import { resignBody, signingKeyIndex } from '../rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { OperationsError } from './errors.ts';
 

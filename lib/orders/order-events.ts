@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { identifier, parseJsonPayload, userIdSchema } from '../consumer/json-payload.ts';
-import { InvalidPayloadError } from '../idempotency/errors.ts';
+import { InvalidPayloadError, identifier, parseJsonPayload, userIdSchema } from '../consumer/index.ts';
 
 /** Tags of ORDER_TOPIC that move an order's status. */
 export const OrderEventTag = { PAID: 'PAID', FINISHED: 'FINISHED' } as const;

@@ -1,6 +1,10 @@
-import { IllegalTransitionError, NotYetApplicableError, TransientFailureError } from '../idempotency/errors.ts';
-import type { Settlement } from '../idempotency/settlement.ts';
-import type { TransitionRequest } from '../idempotency/strategies/state-transition.ts';
+import {
+  IllegalTransitionError,
+  NotYetApplicableError,
+  type Settlement,
+  TransientFailureError,
+  type TransitionRequest,
+} from '../consumer/index.ts';
 import type { OrderEvent, OrderEventTag } from './order-events.ts';
 
 /** Status of an order, as stored in the `orders` table's `status` attribute. */

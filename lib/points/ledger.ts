@@ -1,4 +1,4 @@
-import type { DeclaredWrite } from '../idempotency/strategies/transactional.ts';
+import type { DeclaredWrite } from '../consumer/index.ts';
 import type { OrderPaid } from './order-paid.ts';
 
 export const LedgerEntryKind = { AWARD: 'AWARD', REVERSAL: 'REVERSAL' } as const;

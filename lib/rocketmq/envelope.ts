@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { ROCKETMQ_EVENT_TYPE } from '../config/telemetry-names.ts';
 
 /**
  * The bridge envelope: one RocketMQ message as a CloudEvents 1.0 object with
@@ -9,7 +8,11 @@ import { ROCKETMQ_EVENT_TYPE } from '../config/telemetry-names.ts';
  * `data`). `parseEnvelope` accepts all three and returns one normalised message.
  * The JSON Schema of the wire format is `docs/envelope.schema.json`.
  */
-export { ROCKETMQ_EVENT_TYPE };
+/**
+ * The CloudEvent type of a RocketMQ message (Alibaba Cloud's EventBridge shape, which the bridge keeps). A fact of the
+ * envelope: the CDK app's EventBridge rules match it, so they read it from here.
+ */
+export const ROCKETMQ_EVENT_TYPE = 'mq:Topic:SendMessage';
 
 /** A RocketMQ message as every consumer sees it, whatever wrapping it arrived in. */
 export interface RocketMQMessage {

@@ -1,5 +1,5 @@
-import { createDynamoDb, createSqs } from '../../lib/aws/clients.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
+import { createDynamoDb, createSqs } from '../../lib/aws/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
 import { selectGroups } from '../local/run-settings.ts';

@@ -1,6 +1,5 @@
-import { createDynamoDb } from '../../lib/aws/clients.ts';
-import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { TransientFailureError } from '../../lib/idempotency/errors.ts';
+import { createDynamoDb } from '../../lib/aws/index.ts';
+import { type ConsumerHandler, TransientFailureError } from '../../lib/consumer/index.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { type FaultKind, injectFaults } from '../instrumentation/fault-injection.ts';
 import type { CrashAfterCommit } from '../local/incident-scenario.ts';

@@ -1,6 +1,5 @@
-import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { TagExpression } from '../../lib/rocketmq/tag-expression.ts';
+import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { parseEnvelope, TagExpression } from '../../lib/rocketmq/index.ts';
 import { TopicRoutes } from '../local/topic-routes.ts';
 import {
   type ChaosMessage,

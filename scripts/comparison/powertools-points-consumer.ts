@@ -11,10 +11,15 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { fingerprintOf } from '../../lib/idempotency/record.ts';
-import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
-import { type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { fingerprintOf } from '../../lib/consumer/index.ts';
+import {
+  awardWrites,
+  type OrderPaid,
+  orderPaidFingerprintFields,
+  type PointTables,
+  parseOrderPaid,
+} from '../../lib/points/index.ts';
+import { parseEnvelope } from '../../lib/rocketmq/index.ts';
 
 export interface PowertoolsPointsConsumerDeps {
   dynamoDb: DynamoDBClient;

@@ -1,5 +1,4 @@
-import type { TransactWriteItem } from '@aws-sdk/client-dynamodb';
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactionCanceledException, type TransactWriteItem } from '@aws-sdk/client-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
 import { interceptCommands } from './command-interceptor.ts';
 

@@ -1,4 +1,4 @@
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
 import { seededRandom } from './seeded-random.ts';
 import { type TrafficMessage, type TrafficPhase, trafficMessage } from './traffic.ts';
 

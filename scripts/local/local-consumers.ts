@@ -1,11 +1,8 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import type { ConsumerRuntimeConfig } from '../../lib/consumer/consumer-config.ts';
-import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import type { ConsumerModule } from '../../lib/consumer/consumer-module.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
+import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import type { ConsumerHandler, ConsumerModule, ConsumerRuntimeConfig, RecordReport } from '../../lib/consumer/index.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../..');
 

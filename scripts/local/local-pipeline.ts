@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { FIFO_MAX_BATCH_SIZE } from '../../lib/config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition, FIFO_MAX_BATCH_SIZE } from '../../lib/config/index.ts';
+import type { ConsumerHandler } from '../../lib/consumer/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';
@@ -220,6 +219,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         schedule: compressedScheduleOf(r.definition, settings.timeScale),
         onReport: reports.onReport,
         couponServiceUrl: coupons?.url ?? '',
+        services: { 'coupon-service': coupons?.url ?? '' },
       };
       const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
       // Lambda reads at most 10 records a batch from a FIFO queue and allows no batching window there.

@@ -5,18 +5,18 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { type AwsConfig, createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
+import { type AwsConfig, createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   deadLetterQueueName,
   FIFO_QUEUE_ATTRIBUTES,
+  lifetimesOf,
   queueName,
   TABLES,
   type TableKey,
   tableName,
-} from '../../lib/config/resources.ts';
+} from '../../lib/config/index.ts';
 
 export interface LocalQueue {
   url: string;

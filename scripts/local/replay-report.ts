@@ -1,5 +1,4 @@
-import { DEAD_LETTER_ATTRIBUTES } from '../../lib/idempotency/failure-router.ts';
-import type { DuplicateReason } from '../../lib/idempotency/settlement.ts';
+import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '../../lib/consumer/index.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
 import type { TrafficPhase } from './traffic.ts';

@@ -1,6 +1,5 @@
-import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
-import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import { RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/retry-schedule.ts';
+import { type ConsumerGroupDefinition, lifetimesOf } from '../../lib/config/index.ts';
+import { RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/index.ts';
 
 export class InvalidTimeScaleError extends Error {
   override readonly name = 'InvalidTimeScaleError';

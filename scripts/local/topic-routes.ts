@@ -1,4 +1,4 @@
-import type { ConsumerGroupDefinition } from '../../lib/config/resources.ts';
+import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
 import type { TrafficMessage } from './traffic.ts';
 
 /**

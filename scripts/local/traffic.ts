@@ -1,5 +1,9 @@
-import { InvalidEnvelopeError, parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { type MessageGroupFacts, messageGroupFactsOf } from '../../lib/rocketmq/message-group.ts';
+import {
+  InvalidEnvelopeError,
+  type MessageGroupFacts,
+  messageGroupFactsOf,
+  parseEnvelope,
+} from '../../lib/rocketmq/index.ts';
 
 /**
  * One message the bridge hands to SQS. `topic` decides which consumer groups get a copy;

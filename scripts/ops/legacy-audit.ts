@@ -3,10 +3,9 @@ import {
   asLedgerFindings,
   auditAcrossSystems,
   type CrossSystemReport,
-} from '../../lib/migration/cross-system-audit.ts';
-import { openLegacySource } from '../../lib/migration/open-legacy-source.ts';
-import type { AuditReport } from '../../lib/operations/ledger-audit.ts';
-import type { PointTableNames } from '../../lib/operations/operations-target.ts';
+  openLegacySource,
+} from '../../lib/migration/index.ts';
+import type { AuditReport, PointTableNames } from '../../lib/operations/index.ts';
 import { type MigrateImportValues, sourceSpecOf } from './migrate-import.ts';
 
 /**

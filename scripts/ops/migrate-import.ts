@@ -2,27 +2,38 @@ import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
   IncoherentLifetimesError,
   type LegacyLifetimeSettings,
   legacyHorizonOf,
-} from '../../lib/config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition, tableName } from '../../lib/config/resources.ts';
-import { CheckpointFile, importKeyOf } from '../../lib/migration/import-checkpoint.ts';
-import { LedgerMode } from '../../lib/migration/import-writes.ts';
-import { ImportInterruptedError, type ImportReport, runLegacyImport } from '../../lib/migration/legacy-import.ts';
-import { columnMappingOf } from '../../lib/migration/legacy-source.ts';
+  tableName,
+} from '../../lib/config/index.ts';
 import {
   ARTICLE_KEY_TTL_SECONDS,
+  CheckpointFile,
+  columnMappingOf,
+  ImportInterruptedError,
+  type ImportReport,
+  importKeyOf,
+  LedgerMode,
   type LegacySourceSpec,
   legacySourceKind,
   openLegacySource,
-} from '../../lib/migration/open-legacy-source.ts';
-import { UsageError } from '../../lib/operations/errors.ts';
-import { renderImport } from '../../lib/operations/migration-output.ts';
-import { pointTablesOf, type TargetOptions } from '../../lib/operations/operations-target.ts';
-import { ProgressBar, type ProgressStream } from '../../lib/operations/progress-bar.ts';
-import type { OutputFormat } from '../../lib/operations/report-format.ts';
-import { type ConfirmationChannel, confirmWrite, tableLocation } from '../../lib/operations/write-confirmation.ts';
+  renderImport,
+  runLegacyImport,
+} from '../../lib/migration/index.ts';
+import type { OutputFormat } from '../../lib/operations/index.ts';
+import {
+  type ConfirmationChannel,
+  confirmWrite,
+  ProgressBar,
+  type ProgressStream,
+  pointTablesOf,
+  type TargetOptions,
+  tableLocation,
+  UsageError,
+} from '../../lib/operations/index.ts';
 
 /** What `ops migrate import` reads from the command line (ops.ts parses it). */
 export interface MigrateImportValues {

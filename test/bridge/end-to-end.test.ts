@@ -13,10 +13,8 @@ import { Bridge } from '../../bridge/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-config.ts';
 import { RouteConsumer } from '../../bridge/route-consumer.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
-import { createSecretsManager, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { SecretSigningKeys } from '../../lib/aws/signing-key-secret.ts';
-import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/envelope.ts';
-import { signatureRefusal } from '../../lib/rocketmq/envelope-signature.ts';
+import { createSecretsManager, createSqs, emulatorConfig, SecretSigningKeys } from '../../lib/aws/index.ts';
+import { parseEnvelope, type RocketMQMessage, signatureRefusal } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
 import {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
+import { parseEnvelope } from '../../lib/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 describe('envelope writer', () => {

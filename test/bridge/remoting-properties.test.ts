@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
 import { shardingKeyOf, userPropertiesOf } from '../../bridge/remoting-route-consumer.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { messageGroupOf } from '../../lib/rocketmq/message-group.ts';
+import { messageGroupOf, parseEnvelope } from '../../lib/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 /**

@@ -14,9 +14,8 @@ import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../../bridge/dead
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { RouteForwarder } from '../../bridge/route-forwarder.ts';
 import { SqsTarget } from '../../bridge/sqs-target.ts';
-import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { parseEnvelope } from '../../lib/rocketmq/envelope.ts';
-import { type SigningKeyRing, signatureRefusal } from '../../lib/rocketmq/envelope-signature.ts';
+import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import { parseEnvelope, type SigningKeyRing, signatureRefusal } from '../../lib/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 

@@ -8,10 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, inject, it } from 'vitest';
-import { createCouponConsumer } from '../../functions/coupon-consumer/handler.ts';
-import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import { createPointsConsumer } from '../../functions/points-consumer/handler.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+import { consumer as couponGroupConsumer } from '../../functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
+import { consumer as pointsConsumer } from '../../functions/points-consumer/handler.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
 import { type ChaosMessage, MALFORMED_ENVELOPE } from '../../scripts/chaos/chaos-plugin.ts';
 import { type ChaosResult, runChaos } from '../../scripts/chaos/chaos-run.ts';
 import { type ConsumerFactory, type GroupCrashPlan, NO_SDK_FAULTS } from '../../scripts/chaos/fault-plan.ts';
@@ -138,13 +138,13 @@ function points(
   return (deps) => {
     if (options.faults) injectFaults(deps.dynamoDb, faultsInOrder('TransactWriteItemsCommand', options.faults));
     if (options.raceCommits) commitRendezvous(deps.dynamoDb, options.raceCommits);
-    return weakness === 'none' ? createPointsConsumer(deps) : weakPointsConsumer(weakness)(deps);
+    return weakness === 'none' ? pointsConsumer.create(deps) : weakPointsConsumer(weakness)(deps);
   };
 }
 
 /** The real order-status consumer or a weakened one. */
 function status(weakness: StatusWeakness | 'none'): ConsumerFactory {
-  return weakness === 'none' ? (deps) => createOrderStatusConsumer(deps) : weakStatusConsumer(weakness);
+  return weakness === 'none' ? (deps) => orderStatusConsumer.create(deps) : weakStatusConsumer(weakness);
 }
 
 /**
@@ -154,7 +154,7 @@ function status(weakness: StatusWeakness | 'none'): ConsumerFactory {
  */
 function statusReturningLate(msgId: string, holdMs: number): ConsumerFactory {
   return (deps) => {
-    const handler = createOrderStatusConsumer(deps);
+    const handler = orderStatusConsumer.create(deps);
     return async (event, context) => {
       const response = await handler(event, context);
       if (event.Records.some((r) => r.attributes.ApproximateReceiveCount === '1' && r.body.includes(msgId)))
@@ -283,7 +283,7 @@ describe.concurrent('each fault kind of the chaos plan fails the invariants once
       replace: {
         [COUPONS]: weak
           ? couponConsumer({ neverExpires: true })
-          : (deps) => createCouponConsumer({ ...deps, leaseMarginMs: 500 }),
+          : (deps) => couponGroupConsumer.create({ ...deps, leaseMarginMs: 500 }),
       },
       visibilityTimeoutSeconds: 3,
       maxRunMs: weak ? 10_000 : 60_000,

@@ -1,38 +1,39 @@
 /**
  * Deliberately weakened consumers, for tests only: each removes exactly one protection of
  * the real consumers, so a fault test can show that it fails without that protection.
- * Never used outside `test/chaos/`.
+ * Never used outside `test/chaos/`. Each is defined like a handler module (`defineConsumer`),
+ * so it is wired exactly as the real group is, apart from what it removes.
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
-import { createOrderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import { createSqs } from '../../lib/aws/clients.ts';
-import { consumerGroup } from '../../lib/config/resources.ts';
-import { consumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { CouponClient } from '../../lib/coupons/coupon-client.ts';
-import { IllegalTransitionError, NotYetApplicableError } from '../../lib/idempotency/errors.ts';
-import { FailureRouter } from '../../lib/idempotency/failure-router.ts';
-import { fingerprintOf, recordId } from '../../lib/idempotency/record.ts';
-import type { ConsumerMessage } from '../../lib/idempotency/settlement.ts';
-import { leaseStrategy } from '../../lib/idempotency/strategies/lease.ts';
-import { stateTransitionStrategy, type TransitionRequest } from '../../lib/idempotency/strategies/state-transition.ts';
+import { consumer as couponGroupConsumer } from '../../functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
+import { consumerGroup, recordId, recordIdPrefix } from '../../lib/config/index.ts';
 import {
+  type ConsumerMessage,
+  type ConsumptionStrategy,
   dedupRecordPut,
+  defineConsumer,
+  fingerprintOf,
+  IllegalTransitionError,
+  NotYetApplicableError,
   type TransactionalResult,
+  type TransitionRequest,
   transactionalStrategy,
-} from '../../lib/idempotency/strategies/transactional.ts';
-import type { ConsumptionStrategy } from '../../lib/idempotency/strategy.ts';
-import { parseOrderEvent, parseOrderPaidEvent } from '../../lib/orders/order-events.ts';
-import { transitionRequest } from '../../lib/orders/order-status.ts';
-import { awardWrites, type PointTables } from '../../lib/points/ledger.ts';
-import { type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/order-paid.ts';
-import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+} from '../../lib/consumer/index.ts';
+import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
+import {
+  awardWrites,
+  type OrderPaid,
+  orderPaidFingerprintFields,
+  type PointTables,
+  parseOrderPaid,
+} from '../../lib/points/index.ts';
+import { RetrySchedule } from '../../lib/rocketmq/index.ts';
 import type { ConsumerFactory } from '../../scripts/chaos/fault-plan.ts';
 import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 
 const POINTS = 'point-consumer-group';
-const COUPONS = 'coupon-consumer-group';
 const STATUS = 'order-status-consumer-group';
 type Deps = Parameters<ConsumerFactory>[0];
 type Strategy = ConsumptionStrategy<TransactionalResult>;
@@ -87,40 +88,30 @@ export function commitRendezvous<I extends object, O extends object>(
 }
 
 export function weakPointsConsumer(weakness: Exclude<PointsWeakness, 'none'>): ConsumerFactory {
-  return (deps: Deps) => {
-    const tables = {
-      idempotency: deps.tables.idempotency!,
-      ledger: deps.tables.ledger!,
-      accounts: deps.tables.accounts!,
-    };
-    const client = deps.dynamoDb;
-    const base = transactionalStrategy({
-      client,
-      tableName: tables.idempotency,
-      group: POINTS,
-      ttlSeconds: deps.ttlSeconds,
-    });
-    const byMsgId = weakness === 'keyed-by-msg-id';
-    const strategy = weakened(weakness, base, client, tables.idempotency);
-    return consumerHandler<OrderPaid & { msgId: string }, TransactionalResult>({
-      definition: consumerGroup(POINTS),
-      parsePayload: (body, message) => ({ ...parseOrderPaid(body), msgId: message.msgId }),
-      keyOf: (order) => (byMsgId ? order.msgId : order.orderNo),
-      fingerprintFields: (order) =>
-        weakness === 'order-only-fingerprint'
-          ? { orderNo: order.orderNo }
-          : { orderNo: order.orderNo, userId: order.userId, points: order.points },
-      strategy,
-      failures: new FailureRouter({
-        sqs: createSqs(deps.aws),
+  const byMsgId = weakness === 'keyed-by-msg-id';
+  const weak = defineConsumer(consumerGroup(POINTS), {
+    strategy: (wiring): Strategy => {
+      const base = transactionalStrategy({
+        client: wiring.dynamoDb,
+        tableName: wiring.tables.idempotency!,
         group: POINTS,
-        deadLetterQueueUrl: deps.deadLetterQueueUrl,
-        schedule: deps.schedule,
-      }),
-      business: (msg) => ({ writes: award(msg.payload, msg.message.msgId, tables, weakness, byMsgId) }),
-      onReport: deps.onReport,
-    });
-  };
+        recordIdPrefix: recordIdPrefix(POINTS),
+        ttlSeconds: wiring.ttlSeconds,
+      });
+      return weakened(weakness, base, wiring.dynamoDb, wiring.tables.idempotency!);
+    },
+    parsePayload: (body, message) => ({ ...parseOrderPaid(body), msgId: message.msgId }),
+    keyOf: (order) => (byMsgId ? order.msgId : order.orderNo),
+    fingerprintFields: (order) =>
+      weakness === 'order-only-fingerprint'
+        ? { orderNo: order.orderNo }
+        : { orderNo: order.orderNo, userId: order.userId, points: order.points },
+    business:
+      ({ tables }) =>
+      (msg) => ({ writes: award(msg.payload, msg.message.msgId, tables, weakness, byMsgId) }),
+  });
+  // Always one transaction per record: the weaknesses are of the per-record commit.
+  return (deps: Deps) => weak.create({ ...deps, packing: false });
 }
 
 function award(order: OrderPaid, msgId: string, tables: PointTables, weakness: PointsWeakness, byMsgId: boolean) {
@@ -143,7 +134,12 @@ function weakened(
   tableName: string,
 ): Strategy {
   const unconditionalCommit = async <P>(msg: ConsumerMessage<P>, result: TransactionalResult) => {
-    const record = dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now());
+    const record = dedupRecordPut(
+      msg,
+      { tableName, group: POINTS, recordIdPrefix: recordIdPrefix(POINTS) },
+      base.recordTtlSeconds,
+      Date.now(),
+    );
     delete record.Put!.ConditionExpression;
     delete record.Put!.ExpressionAttributeValues;
     await client.send(new TransactWriteCommand({ TransactItems: [record, ...result.writes.map((w) => w.item)] }));
@@ -174,7 +170,12 @@ function weakened(
           try {
             await client.send(
               new PutCommand({
-                ...dedupRecordPut(msg, { tableName, group: POINTS }, base.recordTtlSeconds, Date.now()).Put!,
+                ...dedupRecordPut(
+                  msg,
+                  { tableName, group: POINTS, recordIdPrefix: recordIdPrefix(POINTS) },
+                  base.recordTtlSeconds,
+                  Date.now(),
+                ).Put!,
               } as never),
             );
           } catch (error) {
@@ -193,27 +194,19 @@ function weakened(
       return {
         ...base,
         async commit(msg, result) {
-          try {
-            return await base.commit(msg, result);
-          } catch {
-            return { outcome: 'duplicate', reason: 'effect-already-present' };
-          }
+          const settlement = await base.commit(msg, result).catch(() => undefined);
+          if (settlement && settlement.outcome !== 'failed') return settlement;
+          return { outcome: 'duplicate', reason: 'effect-already-present' };
         },
       };
     case 'cancel-means-done':
       return {
         ...base,
         async commit(msg, result) {
-          try {
-            return await base.commit(msg, result);
-          } catch (error) {
-            if (
-              error instanceof TransactionCanceledException ||
-              (error as { code?: string }).code === 'TransactionConflict'
-            )
-              return { outcome: 'duplicate', reason: 'dedup-record-exists' };
-            throw error;
-          }
+          const settlement = await base.commit(msg, result);
+          if (settlement.outcome === 'failed' && settlement.error.code === 'TransactionConflict')
+            return { outcome: 'duplicate', reason: 'dedup-record-exists' };
+          return settlement;
         },
       };
   }
@@ -225,34 +218,12 @@ function weakened(
  * a message stuck behind the flag exhausts them quickly.
  */
 export function couponConsumer(options: { neverExpires: boolean }): ConsumerFactory {
-  return (deps: Deps) => {
-    const coupons = new CouponClient({ baseUrl: deps.couponServiceUrl });
-    return consumerHandler({
-      definition: consumerGroup(COUPONS),
-      parsePayload: parseOrderPaidEvent,
-      keyOf: (order) => order.orderNo,
-      fingerprintFields: (order) => ({ orderNo: order.orderNo, userId: order.userId }),
-      strategy: leaseStrategy({
-        client: deps.dynamoDb,
-        tableName: deps.tables.idempotency!,
-        group: COUPONS,
-        ttlSeconds: deps.ttlSeconds,
-        marginMs: options.neverExpires ? 3_600_000 : 500,
-      }),
-      failures: new FailureRouter({
-        sqs: createSqs(deps.aws),
-        group: COUPONS,
-        deadLetterQueueUrl: deps.deadLetterQueueUrl,
-        schedule: IMMEDIATE,
-      }),
-      business: (msg, context) =>
-        coupons.grant(
-          { orderNo: msg.payload.orderNo, userId: msg.payload.userId },
-          { idempotencyKey: msg.key, remainingMs: context.getRemainingTimeInMillis() },
-        ),
-      onReport: deps.onReport,
+  return (deps: Deps) =>
+    couponGroupConsumer.create({
+      ...deps,
+      leaseMarginMs: options.neverExpires ? 3_600_000 : 500,
+      schedule: IMMEDIATE,
     });
-  };
 }
 
 export type StatusWeakness =
@@ -263,29 +234,22 @@ export type StatusWeakness =
   /** An event ahead of the order's state is acknowledged as if the order had moved on already. */
   | 'not-yet-is-done';
 
-/** The order-status consumer (as `createOrderStatusConsumer` wires it) with one protection removed. */
+/** The order-status consumer (as `orderStatusConsumer.create` wires it) with one protection removed. */
 export function weakStatusConsumer(weakness: StatusWeakness): ConsumerFactory {
-  return (deps: Deps) =>
-    consumerHandler({
-      definition: consumerGroup(STATUS),
-      parsePayload: (body, message) => parseOrderEvent(body, message.tags),
-      keyOf: (event) => `${event.orderNo}#${event.kind}`,
-      fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
-      strategy: stateTransitionStrategy({ client: deps.dynamoDb }),
-      failures: new FailureRouter({
-        sqs: createSqs(deps.aws),
-        group: STATUS,
-        deadLetterQueueUrl: deps.deadLetterQueueUrl,
-        schedule: deps.schedule,
-      }),
-      failureCounts: { client: deps.dynamoDb, tableName: deps.tables.idempotency! },
-      business: (msg) =>
+  const weak = defineConsumer(consumerGroup(STATUS), {
+    strategy: 'state-transition',
+    parsePayload: (body, message) => parseOrderEvent(body, message.tags),
+    keyOf: (event) => `${event.orderNo}#${event.kind}`,
+    fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),
+    business:
+      ({ tables }) =>
+      (msg) =>
         weakenedTransition(
           weakness,
-          transitionRequest(msg.payload, { tableName: deps.tables.orders!, msgId: msg.message.msgId, now: new Date() }),
+          transitionRequest(msg.payload, { tableName: tables.orders, msgId: msg.message.msgId, now: new Date() }),
         ),
-      onReport: deps.onReport,
-    });
+  });
+  return (deps: Deps) => weak.create(deps);
 }
 
 function weakenedTransition(weakness: StatusWeakness, request: TransitionRequest): TransitionRequest {
@@ -320,7 +284,7 @@ function weakenedTransition(weakness: StatusWeakness, request: TransitionRequest
  * `skipGroupOnError` removed; records without a group at all it refuses on an orderly group).
  */
 export function statusWithoutHoldBack(
-  factory: ConsumerFactory = (deps) => createOrderStatusConsumer(deps),
+  factory: ConsumerFactory = (deps) => orderStatusConsumer.create(deps),
 ): ConsumerFactory {
   return (deps) => {
     const handler = factory(deps);

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
-import { consumerGroup, FIFO_QUEUE_ATTRIBUTES } from '../../lib/config/resources.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import { consumerGroup, FIFO_QUEUE_ATTRIBUTES, lifetimesOf } from '../../lib/config/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
 import { LocalBridge } from '../../scripts/local/local-bridge.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
 import { QueueOccupancy } from '../../scripts/local/queue-occupancy.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const POINTS = 'point-consumer-group';

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { ConsumerTables } from '../../infra/tables.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 

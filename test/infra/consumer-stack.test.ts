@@ -9,7 +9,7 @@ import {
   serviceAccess,
   serviceSettingSchema,
 } from '../../infra/outside-service.ts';
-import { consumerGroup } from '../../lib/config/resources.ts';
+import { consumerGroup } from '../../lib/config/index.ts';
 
 const COUPONS = consumerGroup('coupon-consumer-group');
 const BEARER: ServiceSetting = {

@@ -10,19 +10,20 @@ import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
 import {
+  ALARM_STORM_TABLE,
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
+  ConsumerMetric,
   DLQ_RETENTION_DAYS,
   deadLetterQueueName,
+  METRICS_NAMESPACE,
   queueName,
+  recordId,
   TABLE_ENV,
   TABLES,
   type TableKey,
   tableName,
-} from '../../lib/config/resources.ts';
-import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/consumer/consumer-telemetry.ts';
-import { ALARM_STORM_TABLE } from '../../lib/dingtalk/alarm-storm-table.ts';
-import { recordId } from '../../lib/idempotency/record.ts';
+} from '../../lib/config/index.ts';
 import { lockedRequirements } from '../../scripts/emulator/python-environment.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 

@@ -4,9 +4,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { ConsumerTables } from '../../infra/tables.ts';
-import { CONSUMER_ENV } from '../../lib/config/consumer-environment.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/resources.ts';
-import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/retry-schedule.ts';
+import { CONSUMER_ENV, CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/index.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 

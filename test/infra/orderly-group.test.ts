@@ -5,9 +5,14 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type ConsumerTuning, RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { ConsumerTables } from '../../infra/tables.ts';
-import { CONSUMER_ENV } from '../../lib/config/consumer-environment.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition, FIFO_QUEUE_ATTRIBUTES } from '../../lib/config/resources.ts';
-import { ConsumerMetric, METRICS_NAMESPACE } from '../../lib/config/telemetry-names.ts';
+import {
+  CONSUMER_ENV,
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  ConsumerMetric,
+  FIFO_QUEUE_ATTRIBUTES,
+  METRICS_NAMESPACE,
+} from '../../lib/config/index.ts';
 
 const orderStatus = CONSUMER_GROUPS.find((g) => g.group === 'order-status-consumer-group')!;
 /** The order-status group as an orderly group declares itself. */

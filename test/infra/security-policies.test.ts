@@ -11,7 +11,7 @@ import {
   orderingOf,
   queueName,
   signingKeySecretName,
-} from '../../lib/config/resources.ts';
+} from '../../lib/config/index.ts';
 import { denyingStatements, type PolicyRequest, type PolicyStatement } from '../support/resource-policy.ts';
 
 /**

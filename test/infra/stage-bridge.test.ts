@@ -8,13 +8,14 @@ import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import {
+  BRIDGE_METRICS_NAMESPACE,
+  BridgeMetric,
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   deadLetterQueueName,
   orderingOf,
   queueName,
-} from '../../lib/config/resources.ts';
-import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../lib/config/telemetry-names.ts';
+} from '../../lib/config/index.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));

@@ -3,14 +3,12 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
-import { createOrderStatusConsumer, ORDER_STATUS } from '../../functions/order-status-consumer/handler.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import { lifetimesOf } from '../../lib/config/delivery-lifetimes.ts';
-import type { ConsumerHandler } from '../../lib/consumer/consumer-handler.ts';
-import { recordId } from '../../lib/idempotency/record.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import type { Order } from '../../lib/orders/order-status.ts';
-import type { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import { ORDER_STATUS, consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import { lifetimesOf, recordId } from '../../lib/config/index.ts';
+import type { ConsumerHandler, RecordReport } from '../../lib/consumer/index.ts';
+import type { Order } from '../../lib/orders/index.ts';
+import type { RetrySchedule } from '../../lib/rocketmq/index.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
 import { pollOnce } from '../../scripts/local/sqs-poller.ts';
 import { readAllMessages } from './queue-reading.ts';
@@ -31,7 +29,7 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
   const sqs = createSqs(aws);
   const dynamoDb = createDynamoDb(aws);
   const reports: RecordReport[] = [];
-  const handler: ConsumerHandler = createOrderStatusConsumer({
+  const handler: ConsumerHandler = orderStatusConsumer.create({
     aws,
     tables,
     deadLetterQueueUrl: deadLetter.url,

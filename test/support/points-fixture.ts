@@ -3,16 +3,11 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
-import {
-  createPointsConsumer,
-  POINTS_GROUP,
-  type PointsConsumerDeps,
-} from '../../functions/points-consumer/handler.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/clients.ts';
-import type { RecordReport } from '../../lib/idempotency/settlement.ts';
-import type { LedgerEntry } from '../../lib/points/ledger.ts';
-import { type EnvelopeFields, MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/envelope-writer.ts';
-import { RetrySchedule } from '../../lib/rocketmq/retry-schedule.ts';
+import { type POINTS, POINTS_GROUP, consumer as pointsConsumer } from '../../functions/points-consumer/handler.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import type { ConsumerConfig, RecordReport } from '../../lib/consumer/index.ts';
+import type { LedgerEntry } from '../../lib/points/index.ts';
+import { type EnvelopeFields, MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../scripts/local/lambda-context.ts';
 import { type LocalResources, provisionLocal } from '../../scripts/local/provision.ts';
 import { pollOnce } from '../../scripts/local/sqs-poller.ts';
@@ -56,7 +51,7 @@ export function inMessageGroup(record: SQSRecord, messageGroupId: string): SQSRe
 export const IMMEDIATE_RETRIES = new RetrySchedule(Array.from({ length: 16 }, () => 0));
 
 /** A points consumer wired to fresh tables and queues on the shared emulator. */
-export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {}) {
+export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POINTS>> = {}) {
   const endpoint = inject('emulatorEndpoint');
   const aws = emulatorConfig(endpoint);
   const resources: LocalResources = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, {
@@ -66,7 +61,7 @@ export async function pointsFixture(overrides: Partial<PointsConsumerDeps> = {})
   const dynamoDb = createDynamoDb(aws);
   const sqs = createSqs(aws);
   const reports: RecordReport[] = [];
-  const handler = createPointsConsumer({
+  const handler = pointsConsumer.create({
     aws,
     tables: resources.tables,
     deadLetterQueueUrl: queue.deadLetter.url,

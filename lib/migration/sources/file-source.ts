@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { messageOf } from '../../operations/errors.ts';
+import { messageOf } from '../../operations/index.ts';
 import type { LegacyRow } from '../legacy-award.ts';
 import { type ColumnMapping, type LegacySource, LegacySourceError, type SourcePage } from '../legacy-source.ts';
 import { legacyInstant, MissingTimeZoneError, zoneOffsetMinutes } from '../legacy-time.ts';

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { messageOf } from '../../operations/errors.ts';
+import { messageOf } from '../../operations/index.ts';
 import { type LegacySource, LegacySourceError, redactedUrl, type SourcePage } from '../legacy-source.ts';
 
 export interface RedisSourceOptions {

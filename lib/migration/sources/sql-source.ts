@@ -1,5 +1,5 @@
 import { type Connection, createConnection, escapeId, type RowDataPacket } from 'mysql2/promise';
-import { messageOf } from '../../operations/errors.ts';
+import { messageOf } from '../../operations/index.ts';
 import type { LegacyRow } from '../legacy-award.ts';
 import {
   type ColumnMapping,

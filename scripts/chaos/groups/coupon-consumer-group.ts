@@ -10,8 +10,9 @@
  * - conflicting payments (another user) are dead-lettered as PAYLOAD_CONFLICT, invalid
  *   bodies as INVALID_PAYLOAD.
  */
-import { scanTable } from '../../../lib/aws/table-scan.ts';
-import { type DedupRecord, RecordStatus, recordId } from '../../../lib/idempotency/record.ts';
+import { scanTable } from '../../../lib/aws/index.ts';
+import { recordId } from '../../../lib/config/index.ts';
+import { type DedupRecord, RecordStatus } from '../../../lib/consumer/index.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

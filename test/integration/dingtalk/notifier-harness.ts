@@ -7,15 +7,18 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { vi } from 'vitest';
 import { createAlarmNotifierHandler } from '../../../functions/alarm-notifier/handler.ts';
-import { AlarmNotifier } from '../../../lib/dingtalk/alarm-notifier.ts';
-import type { DispatchPolicy } from '../../../lib/dingtalk/alarm-storm.ts';
-import { ALARM_STORM_TABLE } from '../../../lib/dingtalk/alarm-storm-table.ts';
-import type { Clock } from '../../../lib/dingtalk/clock.ts';
-import { powertoolsDeliveryMetrics } from '../../../lib/dingtalk/notifier-metrics.ts';
-import { DynamoDbPendingAlarms } from '../../../lib/dingtalk/pending-alarms.ts';
-import { RobotClient } from '../../../lib/dingtalk/robot-client.ts';
-import { DynamoDbRateLimiter } from '../../../lib/dingtalk/robot-rate-limit.ts';
-import { SecretsManagerWebhookSource, type WebhookConfig } from '../../../lib/dingtalk/webhook-secret.ts';
+import { ALARM_STORM_TABLE } from '../../../lib/config/index.ts';
+import {
+  AlarmNotifier,
+  type Clock,
+  type DispatchPolicy,
+  DynamoDbPendingAlarms,
+  DynamoDbRateLimiter,
+  powertoolsDeliveryMetrics,
+  RobotClient,
+  SecretsManagerWebhookSource,
+  type WebhookConfig,
+} from '../../../lib/dingtalk/index.ts';
 
 // Vitest's workers look like Powertools' dev mode (metrics silently off, logs through the global
 // console); these tests assert on the real JSON output, so say explicitly that this is not dev mode.

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../../lib/config/resources.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../../lib/config/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../../lib/rocketmq/index.ts';
 import { runChaos } from '../../../scripts/chaos/chaos-run.ts';
 import type { ConsumerFactory } from '../../../scripts/chaos/fault-plan.ts';
 import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
@@ -11,7 +11,7 @@ import { runLocalPipeline } from '../../../scripts/local/local-pipeline.ts';
 import { trafficMessage } from '../../../scripts/local/traffic.ts';
 import { runOps } from '../../../scripts/ops.ts';
 import { chaosPlugin } from '../../fixtures/example-group/chaos-plugin.ts';
-import { createRefundConsumer, REFUNDS } from '../../fixtures/example-group/handler.ts';
+import { REFUNDS, consumer as refundConsumer } from '../../fixtures/example-group/handler.ts';
 import { queueDepth } from '../../support/queue-reading.ts';
 
 /**
@@ -151,7 +151,7 @@ describe.concurrent('adding a consumer group: the local run, ops and the chaos r
         },
         { per: 'command' },
       );
-      return createRefundConsumer(deps);
+      return refundConsumer.create(deps);
     };
 
     // Act

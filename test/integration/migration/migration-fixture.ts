@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll } from 'vitest';
-import type { DedupRecord } from '../../../lib/idempotency/index.ts';
+import type { DedupRecord } from '../../../lib/consumer/index.ts';
 import { type LocalMariaDb, startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';
 import type { PointsFixture } from '../operations/operations-fixture.ts';
 

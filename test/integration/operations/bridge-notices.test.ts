@@ -1,8 +1,7 @@
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { DeadLetterQueue, DeadLetterReason } from '../../../bridge/dead-letter-queue.ts';
-import { noticeBody } from '../../../lib/rocketmq/dead-letter-notice.ts';
-import { buildEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
+import { buildEnvelope, noticeBody } from '../../../lib/rocketmq/index.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 import { ops, type PointsFixture } from './operations-fixture.ts';
 

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { reverseDoubleAwards } from '../../../lib/operations/double-award-reversal.ts';
-import { runLedgerAudit } from '../../../lib/operations/ledger-audit.ts';
+import { reverseDoubleAwards, runLedgerAudit } from '../../../lib/operations/index.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, importLegacyAward, ops, reviewedPlan } from './operations-fixture.ts';
 

@@ -2,9 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { SecretSigningKeys } from '../../../lib/aws/signing-key-secret.ts';
-import { signEnvelope } from '../../../lib/rocketmq/envelope-signature.ts';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
+import { signEnvelope } from '../../../lib/rocketmq/index.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { ops } from './operations-fixture.ts';
 

@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { auditLedger } from '../../../lib/operations/ledger-audit.ts';
+import { auditLedger } from '../../../lib/operations/index.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, importLegacyAward, ops, setBalance } from './operations-fixture.ts';
 

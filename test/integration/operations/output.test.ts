@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ProgressBar } from '../../../lib/operations/progress-bar.ts';
-import { renderCsv } from '../../../lib/operations/report-format.ts';
+import { ProgressBar, renderCsv } from '../../../lib/operations/index.ts';
 import { durationMs } from '../../../scripts/ops.ts';
 
 describe('operations output', () => {

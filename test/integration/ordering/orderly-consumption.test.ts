@@ -1,7 +1,7 @@
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { orderlySchedule } from '../../../lib/config/delivery-lifetimes.ts';
-import { redriveDeadLetters } from '../../../lib/operations/dead-letter-redrive.ts';
+import { orderlySchedule } from '../../../lib/config/index.ts';
+import { redriveDeadLetters } from '../../../lib/operations/index.ts';
 import { orderlyFixture } from '../../support/orderly-fixture.ts';
 import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';

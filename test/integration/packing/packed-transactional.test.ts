@@ -2,7 +2,7 @@ import { ProvisionedThroughputExceededException, TransactionCanceledException } 
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { awardEntryId } from '../../../lib/points/ledger.ts';
+import { awardEntryId } from '../../../lib/points/index.ts';
 import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
 import { type RoundTrip, RoundTripCounter } from '../../../scripts/instrumentation/round-trip-counter.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { fingerprintOf } from '../../../lib/idempotency/record.ts';
-import type { ConsumerMessage } from '../../../lib/idempotency/settlement.ts';
-import { packedTransactionalStrategy } from '../../../lib/idempotency/strategies/packed-transactional.ts';
-import type { TransactionalResult } from '../../../lib/idempotency/strategies/transactional.ts';
-import { awardWrites } from '../../../lib/points/ledger.ts';
-import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
+import { createDynamoDb, emulatorConfig } from '../../../lib/aws/index.ts';
+import {
+  type ConsumerMessage,
+  fingerprintOf,
+  packedTransactionalStrategy,
+  type TransactionalResult,
+} from '../../../lib/consumer/index.ts';
+import { awardWrites } from '../../../lib/points/index.ts';
+import { parseEnvelope } from '../../../lib/rocketmq/index.ts';
 import { type RoundTrip, RoundTripCounter } from '../../../scripts/instrumentation/round-trip-counter.ts';
 import { itemBytes } from '../../../scripts/instrumentation/write-units.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';
@@ -25,6 +27,7 @@ async function packer(options: { maxBytes?: number } = {}) {
     client,
     tableName: resources.tables.idempotency,
     group: 'point-consumer-group',
+    recordIdPrefix: 'point-consumer-group#',
     keyAttributes: {
       [resources.tables.idempotency]: ['id'],
       [resources.tables.ledger]: ['userId', 'entryId'],

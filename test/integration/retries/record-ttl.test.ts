@@ -1,11 +1,10 @@
 import { describe, expect, inject, it } from 'vitest';
-import { COUPONS, createCouponConsumer } from '../../../functions/coupon-consumer/handler.ts';
-import { createOrderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
-import { createPointsConsumer } from '../../../functions/points-consumer/handler.ts';
-import { emulatorConfig } from '../../../lib/aws/clients.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { COUPONS, consumer as couponConsumer } from '../../../functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
+import { consumer as pointsConsumer } from '../../../functions/points-consumer/handler.ts';
+import { emulatorConfig } from '../../../lib/aws/index.ts';
+import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 
 /** Enough configuration to build a consumer; nothing is called at build time. */
 const deps = () => ({
@@ -18,7 +17,7 @@ const deps = () => ({
   },
   deadLetterQueueUrl: 'http://127.0.0.1/queue/unused-dlq',
   schedule: new RetrySchedule(),
-  couponServiceUrl: 'http://127.0.0.1:9/',
+  services: { 'coupon-service': 'http://127.0.0.1:9/' },
 });
 
 const RETRY_WINDOW_SECONDS = 17_140; // 4h45m40s
@@ -26,8 +25,8 @@ const RETRY_WINDOW_SECONDS = 17_140; // 4h45m40s
 describe('idempotency records outlive every copy of a message (checked at start-up)', () => {
   it('accepts the default: 30-day records against RocketMQ’s 4h45m40s schedule and a 14-day DLQ', () => {
     expect(new RetrySchedule().totalDelaySeconds).toBe(RETRY_WINDOW_SECONDS);
-    expect(() => createCouponConsumer(deps())).not.toThrow();
-    expect(() => createPointsConsumer(deps())).not.toThrow();
+    expect(() => couponConsumer.create(deps())).not.toThrow();
+    expect(() => pointsConsumer.create(deps())).not.toThrow();
   });
 
   it.each([
@@ -36,16 +35,16 @@ describe('idempotency records outlive every copy of a message (checked at start-
     ['7 days, shorter than the DLQ keeps a letter', 7 * 86_400],
     ['not a number', Number.NaN],
   ])('refuses records that live %s', (_, ttlSeconds) => {
-    expect(() => createCouponConsumer({ ...deps(), ttlSeconds })).toThrow(InvalidConsumerConfigError);
-    expect(() => createPointsConsumer({ ...deps(), ttlSeconds })).toThrow(
+    expect(() => couponConsumer.create({ ...deps(), ttlSeconds })).toThrow(InvalidConsumerConfigError);
+    expect(() => pointsConsumer.create({ ...deps(), ttlSeconds })).toThrow(
       /a copy of a message can come back for 2557020s/,
     );
   });
 
   it('refuses a schedule longer than the default 30-day records can cover', () => {
     const twelveHours = new RetrySchedule(Array.from({ length: 16 }, () => 12 * 3600)); // 8 days
-    expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(InvalidConsumerConfigError);
-    expect(() => createCouponConsumer({ ...deps(), schedule: twelveHours })).toThrow(
+    expect(() => couponConsumer.create({ ...deps(), schedule: twelveHours })).toThrow(InvalidConsumerConfigError);
+    expect(() => couponConsumer.create({ ...deps(), schedule: twelveHours })).toThrow(
       /idempotency records live 2592000s but a copy of a message can come back for 4579200s/,
     );
   });
@@ -61,27 +60,30 @@ describe('idempotency records outlive every copy of a message (checked at start-
     };
     // Act + Assess
     expect(() =>
-      createCouponConsumer({ ...consumerConfigFromEnv(COUPONS, env), couponServiceUrl: env.COUPON_SERVICE_URL }),
+      couponConsumer.create({
+        ...consumerConfigFromEnv(COUPONS, env),
+        services: { 'coupon-service': env.COUPON_SERVICE_URL },
+      }),
     ).toThrow(/idempotency records live 3600s but a copy of a message can come back/);
     expect(() =>
-      createCouponConsumer({
+      couponConsumer.create({
         ...consumerConfigFromEnv(COUPONS, { ...env, IDEMPOTENCY_TTL_SECONDS: 'seven days' }),
-        couponServiceUrl: env.COUPON_SERVICE_URL,
+        services: { 'coupon-service': env.COUPON_SERVICE_URL },
       }),
     ).toThrow(InvalidConsumerConfigError);
   });
 
   it('refuses a coupon consumer without a usable coupon service URL', () => {
-    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: '' })).toThrow(
+    expect(() => couponConsumer.create({ ...deps(), services: { 'coupon-service': '' } })).toThrow(
       /COUPON_SERVICE_URL must be an http\(s\) URL/,
     );
-    expect(() => createCouponConsumer({ ...deps(), couponServiceUrl: 'ftp://coupons' })).toThrow(
+    expect(() => couponConsumer.create({ ...deps(), services: { 'coupon-service': 'ftp://coupons' } })).toThrow(
       InvalidConsumerConfigError,
     );
   });
 
   it('puts no limit on the state-transition consumer, which keeps no records', () => {
     const twelveHours = new RetrySchedule(Array.from({ length: 16 }, () => 12 * 3600));
-    expect(() => createOrderStatusConsumer({ ...deps(), schedule: twelveHours })).not.toThrow();
+    expect(() => orderStatusConsumer.create({ ...deps(), schedule: twelveHours })).not.toThrow();
   });
 });

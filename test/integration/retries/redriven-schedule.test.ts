@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REDRIVE_COUNT_ATTRIBUTE } from '../../../lib/idempotency/failure-router.ts';
+import { REDRIVE_COUNT_ATTRIBUTE } from '../../../lib/consumer/index.ts';
 import { orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 import { awsError, injectFault } from './sdk-faults.ts';
 

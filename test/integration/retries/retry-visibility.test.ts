@@ -1,6 +1,6 @@
 import { ReceiveMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { orderEnvelope } from '../../support/points-fixture.ts';
 import { orderStatusFixture } from '../strategies/consumer-fixtures.ts';

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { CONSUMER_GROUPS } from '../../../lib/config/resources.ts';
-import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
-import { generateSigningKey, StaticSigningKeys, signEnvelope } from '../../../lib/rocketmq/envelope-signature.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
+import { CONSUMER_GROUPS } from '../../../lib/config/index.ts';
+import type { RecordReport } from '../../../lib/consumer/index.ts';
+import { generateSigningKey, RetrySchedule, StaticSigningKeys, signEnvelope } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { loadRegistration } from '../../../scripts/local/local-consumers.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';

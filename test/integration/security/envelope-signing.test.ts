@@ -2,15 +2,22 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
 import { consumer, POINTS } from '../../../functions/points-consumer/handler.ts';
-import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { SecretSigningKeys } from '../../../lib/aws/signing-key-secret.ts';
-import { lifetimeEnvironment } from '../../../lib/config/consumer-environment.ts';
-import { lifetimesOf } from '../../../lib/config/delivery-lifetimes.ts';
-import { CONSUMER_GROUPS, TABLE_ENV } from '../../../lib/config/resources.ts';
-import { CONSUMER_ENV, consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
-import { InvalidSigningKeyError, type SigningKeyRing, signEnvelope } from '../../../lib/rocketmq/envelope-signature.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
+import {
+  CONSUMER_ENV,
+  CONSUMER_GROUPS,
+  lifetimeEnvironment,
+  lifetimesOf,
+  TABLE_ENV,
+} from '../../../lib/config/index.ts';
+import type { RecordReport } from '../../../lib/consumer/index.ts';
+import { consumerConfigFromEnv } from '../../../lib/consumer/index.ts';
+import {
+  InvalidSigningKeyError,
+  RetrySchedule,
+  type SigningKeyRing,
+  signEnvelope,
+} from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { loadRegistration } from '../../../scripts/local/local-consumers.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';

@@ -8,11 +8,10 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { SecretSigningKeys } from '../../../lib/aws/signing-key-secret.ts';
-import { lifetimesOf } from '../../../lib/config/delivery-lifetimes.ts';
-import { revokeSigningKey, signingKeyVersions } from '../../../lib/operations/signing-key-revocation.ts';
-import { signEnvelope } from '../../../lib/rocketmq/envelope-signature.ts';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
+import { lifetimesOf } from '../../../lib/config/index.ts';
+import { revokeSigningKey, signingKeyVersions } from '../../../lib/operations/index.ts';
+import { signEnvelope } from '../../../lib/rocketmq/index.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { queueDepth } from '../../support/queue-reading.ts';
 import { ops } from '../operations/operations-fixture.ts';

@@ -3,24 +3,17 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
+import { COUPON_GROUP, type COUPONS, consumer as couponConsumer } from '../../../functions/coupon-consumer/handler.ts';
 import {
-  COUPON_GROUP,
-  type CouponConsumerDeps,
-  createCouponConsumer,
-} from '../../../functions/coupon-consumer/handler.ts';
-import {
-  createOrderStatusConsumer,
+  type ORDER_STATUS,
   ORDER_STATUS_GROUP,
-  type OrderStatusConsumerDeps,
+  consumer as orderStatusConsumer,
 } from '../../../functions/order-status-consumer/handler.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { consumerGroup } from '../../../lib/config/resources.ts';
-import type { ServiceAuth } from '../../../lib/config/service-endpoint.ts';
-import type { ConsumerHandler } from '../../../lib/consumer/consumer-handler.ts';
-import { type DedupRecord, recordId } from '../../../lib/idempotency/record.ts';
-import type { RecordReport } from '../../../lib/idempotency/settlement.ts';
-import type { Order } from '../../../lib/orders/order-status.ts';
-import { messageGroupOf } from '../../../lib/rocketmq/message-group.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
+import { consumerGroup, recordId, type ServiceAuth } from '../../../lib/config/index.ts';
+import type { ConsumerConfig, ConsumerHandler, DedupRecord, RecordReport } from '../../../lib/consumer/index.ts';
+import type { Order } from '../../../lib/orders/index.ts';
+import { messageGroupOf } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { type LocalResources, provisionLocal } from '../../../scripts/local/provision.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
@@ -109,7 +102,7 @@ function drainer(g: Awaited<ReturnType<typeof groupFixture>>, handler: () => Con
  * consumer authenticates.
  */
 export async function couponFixture(
-  overrides: Partial<CouponConsumerDeps> = {},
+  overrides: Partial<ConsumerConfig<typeof COUPONS>> = {},
   calls: { access?: ServiceAccess; auth?: ServiceAuth } = {},
 ) {
   const g = await groupFixture(COUPON_GROUP);
@@ -117,10 +110,10 @@ export async function couponFixture(
   onTestFinished(() => service.close());
   const endpoint = calls.auth
     ? { services: { 'coupon-service': { url: service.url, auth: calls.auth } } }
-    : { couponServiceUrl: service.url };
-  const deps: CouponConsumerDeps = { ...g.base, ...endpoint, couponReserveMs: 500, ...overrides };
+    : { services: { 'coupon-service': service.url } };
+  const deps: ConsumerConfig<typeof COUPONS> = { ...g.base, ...endpoint, outsideCallReserveMs: 500, ...overrides };
   /** Another instance of the function (another execution environment), e.g. with its own clock. */
-  const instance = (more: Partial<CouponConsumerDeps> = {}) => createCouponConsumer({ ...deps, ...more });
+  const instance = (more: Partial<ConsumerConfig<typeof COUPONS>> = {}) => couponConsumer.create({ ...deps, ...more });
   const handler = instance();
   return {
     ...g,
@@ -143,10 +136,10 @@ export async function couponFixture(
 }
 
 /** An order-status consumer on fresh resources, with a way to seed orders. */
-export async function orderStatusFixture(overrides: Partial<OrderStatusConsumerDeps> = {}) {
+export async function orderStatusFixture(overrides: Partial<ConsumerConfig<typeof ORDER_STATUS>> = {}) {
   const g = await groupFixture(ORDER_STATUS_GROUP);
-  const deps: OrderStatusConsumerDeps = { ...g.base, ...overrides };
-  const handler = createOrderStatusConsumer(deps);
+  const deps: ConsumerConfig<typeof ORDER_STATUS> = { ...g.base, ...overrides };
+  const handler = orderStatusConsumer.create(deps);
   return {
     ...g,
     handler,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
-import { createSecretsManager, emulatorConfig } from '../../../lib/aws/clients.ts';
-import { ANSWER_EXCERPT_CHARS, MAX_ANSWER_BYTES } from '../../../lib/coupons/coupon-client.ts';
+import { createSecretsManager, emulatorConfig } from '../../../lib/aws/index.ts';
+import { ANSWER_EXCERPT_CHARS, MAX_ANSWER_BYTES } from '../../../lib/coupons/index.ts';
 import { orderEnvelope } from '../../support/points-fixture.ts';
 import { couponFixture } from './consumer-fixtures.ts';
 

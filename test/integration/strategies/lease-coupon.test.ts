@@ -111,7 +111,7 @@ describe('lease mode: coupon grant through an HTTP service (emulator + local cou
 
   it('gives up a call that would run past the deadline, frees the key, and the retry gets the same coupon', async () => {
     // Prepare: the service grants but answers only after 5 s; the invocation has 1.5 s
-    const f = await couponFixture({ couponReserveMs: 500 });
+    const f = await couponFixture({ outsideCallReserveMs: 500 });
     f.service.delayNext(5_000);
     // Act
     const startedAt = Date.now();

@@ -4,9 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CONSUMER_ENV } from '../../../lib/config/consumer-environment.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../lib/config/resources.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import type { ConsumerModule } from '../../../lib/consumer/consumer-module.ts';
-import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { type ConsumerModule, consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
 import { chaosPluginPath, loadChaosPlugins, MissingChaosPluginError } from '../../../scripts/chaos/plugin-discovery.ts';
 import { HandlerModuleError, loadRegistration } from '../../../scripts/local/local-consumers.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createOrderStatusConsumer, ORDER_STATUS } from '../../../functions/order-status-consumer/handler.ts';
-import { createPointsConsumer, POINTS } from '../../../functions/points-consumer/handler.ts';
+import { ORDER_STATUS, consumer as orderStatusConsumer } from '../../../functions/order-status-consumer/handler.ts';
+import { POINTS, consumer as pointsConsumer } from '../../../functions/points-consumer/handler.ts';
 import { lifetimeEnvironment } from '../../../lib/config/consumer-environment.ts';
 import {
   DEFAULT_RECORD_TTL_SECONDS,
@@ -10,10 +10,8 @@ import {
   lifetimesOf,
 } from '../../../lib/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../lib/config/resources.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
-import { storeTimeRefusal } from '../../../lib/rocketmq/envelope-admission.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
+import { RetrySchedule, storeTimeRefusal } from '../../../lib/rocketmq/index.ts';
 
 /**
  * The environment the CDK app gives a function of `settings` (a points function by default), then `overrides` as if
@@ -156,7 +154,7 @@ describe('at the minimum record TTL, a redriven copy that waits out the backlog 
 
 describe('the cold start refuses settings that disagree with each other', () => {
   it('starts with the environment the CDK app derives', () => {
-    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, deployedEnvironment({})))).not.toThrow();
+    expect(() => pointsConsumer.create(consumerConfigFromEnv(POINTS, deployedEnvironment({})))).not.toThrow();
   });
 
   it('refuses a 20-retry schedule on a queue that redrives after 17 receives', () => {
@@ -164,7 +162,7 @@ describe('the cold start refuses settings that disagree with each other', () => 
       RETRY_DELAYS_SECONDS: '10,30,60,120,180,240,300,360,420,480,540,600,1200,1800,3600,7200,1800,1800,1800,1800',
       SOURCE_RETENTION_SECONDS: String(6 * 86_400),
     });
-    const build = () => createPointsConsumer(consumerConfigFromEnv(POINTS, env));
+    const build = () => pointsConsumer.create(consumerConfigFromEnv(POINTS, env));
     expect(build).toThrow(InvalidConsumerConfigError);
     expect(build).toThrow(
       "consumer group point-consumer-group: the source queue's maxReceiveCount is 17 but the retry schedule (20 retries, 21 deliveries over 24340s) needs at least 21: " +
@@ -174,7 +172,7 @@ describe('the cold start refuses settings that disagree with each other', () => 
 
   it('refuses a schedule longer than the source queue keeps messages', () => {
     const env = deployedEnvironment({ SOURCE_RETENTION_SECONDS: String(4 * 3600) });
-    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(
+    expect(() => pointsConsumer.create(consumerConfigFromEnv(POINTS, env))).toThrow(
       /source queue keeps messages 14400s but the retry schedule .* needs at least 103540s/,
     );
   });
@@ -185,12 +183,12 @@ describe('the cold start refuses settings that disagree with each other', () => 
       RETRY_DELAYS_SECONDS: Array.from({ length: 16 }, () => '3').join(','),
       SOURCE_MAX_RECEIVE_COUNT: '171',
     });
-    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).not.toThrow();
+    expect(() => orderStatusConsumer.create(consumerConfigFromEnv(ORDER_STATUS, env))).not.toThrow();
   });
 
   it("refuses an orderly group on a queue that redrives after its schedule's deliveries, before a held-back message's own retries are spent", () => {
     const env = deployedEnvironment({ SOURCE_MAX_RECEIVE_COUNT: '17' }, ORDER_STATUS);
-    expect(() => createOrderStatusConsumer(consumerConfigFromEnv(ORDER_STATUS, env))).toThrow(
+    expect(() => orderStatusConsumer.create(consumerConfigFromEnv(ORDER_STATUS, env))).toThrow(
       "consumer group order-status-consumer-group: the source queue's maxReceiveCount is 17 but an orderly group under the retry schedule " +
         '(16 retries, 17 deliveries over 48s) needs at least 171 (10 messages a FIFO batch × 17 deliveries + 1)',
     );
@@ -206,7 +204,7 @@ describe('the cold start refuses settings that disagree with each other', () => 
 
   it('refuses a 7-day record TTL (the old default) against a 14-day DLQ', () => {
     const env = deployedEnvironment({ IDEMPOTENCY_TTL_SECONDS: String(7 * 86_400) });
-    expect(() => createPointsConsumer(consumerConfigFromEnv(POINTS, env))).toThrow(
+    expect(() => pointsConsumer.create(consumerConfigFromEnv(POINTS, env))).toThrow(
       /idempotency records live 604800s but a copy of a message can come back for 2557020s/,
     );
   });

@@ -15,7 +15,7 @@ import {
   deadLetterQueueName,
   queueName,
 } from '../../../lib/config/resources.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/retry-schedule.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 
 describe('an orderly group’s retry policy, derived from one statement', () => {
   it('defaults to RocketMQ 5 FIFO: a fixed 3 s interval, 17 deliveries (16 retries), and a redrive after 171 receives', () => {

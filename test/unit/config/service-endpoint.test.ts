@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { consumerGroup } from '../../../lib/config/resources.ts';
 import { endpointRefusal, type ServiceAuth } from '../../../lib/config/service-endpoint.ts';
-import { consumerConfigFromEnv } from '../../../lib/consumer/consumer-config.ts';
-import { InvalidConsumerConfigError } from '../../../lib/idempotency/errors.ts';
+import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
 
 const NONE: ServiceAuth = { kind: 'none' };
 const BEARER: ServiceAuth = { kind: 'bearer', secretId: 'rmq-prod/coupon-service-token' };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { InvalidPayloadError } from '../../../lib/consumer/failures/errors.ts';
 import { parseJsonPayload } from '../../../lib/consumer/json-payload.ts';
-import { InvalidPayloadError } from '../../../lib/idempotency/errors.ts';
 
 const order = z.object({ orderNo: z.string() });
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { fingerprintOf } from '../../../lib/idempotency/index.ts';
+import { fingerprintOf } from '../../../lib/consumer/index.ts';
 import { checkLegacyRow } from '../../../lib/migration/legacy-award.ts';
 import { ARTICLE_MAPPING, columnMappingOf } from '../../../lib/migration/legacy-source.ts';
 import { legacyInstant, legacyWallClock, MissingTimeZoneError } from '../../../lib/migration/legacy-time.ts';
 import { splitCsvLine } from '../../../lib/migration/sources/file-source.ts';
-import { orderPaidFingerprintFields, parseOrderPaid } from '../../../lib/points/order-paid.ts';
+import { orderPaidFingerprintFields, parseOrderPaid } from '../../../lib/points/index.ts';
 
 describe('checkLegacyRow: a legacy row judged by the consumer’s own rules', () => {
   it('fingerprints a row exactly as the consumer fingerprints the order’s message', () => {

@@ -4,7 +4,7 @@ import {
   InvalidPayloadError,
   NotYetApplicableError,
   TransientFailureError,
-} from '../../../lib/idempotency/errors.ts';
+} from '../../../lib/consumer/index.ts';
 import { parseOrderEvent } from '../../../lib/orders/order-events.ts';
 import {
   explainRejection,

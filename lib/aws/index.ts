@@ -1,0 +1,18 @@
+/**
+ * AWS as production uses it: client construction, outside-service credentials, the envelope signing key
+ * in Secrets Manager, SQS-safe text, table scans.
+ * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
+ */
+export {
+  type AwsConfig,
+  configFromEnv,
+  createDynamoDb,
+  createEventBridge,
+  createSecretsManager,
+  createSqs,
+  emulatorConfig,
+} from './clients.ts';
+export { type ServiceCredentials, ServiceCredentialsError, serviceCredentials } from './service-credentials.ts';
+export { REVOKED_STAGE_PREFIX, revokedStageOf, SecretSigningKeys } from './signing-key-secret.ts';
+export { sqsText } from './sqs-text.ts';
+export { type ScanProgress, scanTable } from './table-scan.ts';

@@ -1,0 +1,62 @@
+/**
+ * The one source of truth the CDK app, the functions, the local run and the tools share: the catalogue of
+ * tables, queues and consumer groups, the delivery lifetimes derived from it, the environment a function is
+ * deployed with, and the names metrics and alarms use. No AWS SDK here: synth loads none of it.
+ * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
+ */
+export { ALARM_STORM_TABLE } from './alarm-storm-table.ts';
+export { CONSUMER_ENV, lifetimeEnvironment, queueLifetimesFromEnvironment } from './consumer-environment.ts';
+export {
+  BUS_ARCHIVE_RETENTION_SECONDS,
+  copyLifetimeSeconds,
+  DEFAULT_RECORD_TTL_SECONDS,
+  DeliveryLifetimes,
+  FIFO_MAX_BATCH_SIZE,
+  IncoherentLifetimesError,
+  type LegacyHorizon,
+  type LegacyLifetimeSettings,
+  legacyHorizonOf,
+  lifetimesOf,
+  type Ordering,
+  orderlySchedule,
+  type QueueLifetimes,
+} from './delivery-lifetimes.ts';
+export { isLoopbackUrl } from './loopback-url.ts';
+export {
+  assertOrderingFits,
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  consumerGroup,
+  DLQ_RETENTION_DAYS,
+  deadLetterQueueName,
+  FIFO_QUEUE_ATTRIBUTES,
+  type GroupTuning,
+  OUTSIDE_SERVICES,
+  type OutsideServiceName,
+  orderingOf,
+  queueName,
+  recordId,
+  recordIdPrefix,
+  signingKeySecretName,
+  TABLE_ENV,
+  TABLES,
+  type TableDefinition,
+  type TableKey,
+  tableName,
+} from './resources.ts';
+export {
+  endpointRefusal,
+  type ServiceAuth,
+  type ServiceEndpoint,
+  SIGV4_SERVICES,
+  type SigV4Service,
+  serviceAuthSchema,
+} from './service-endpoint.ts';
+export {
+  BRIDGE_EVENT_SOURCE_PREFIX,
+  BRIDGE_METRICS_NAMESPACE,
+  BridgeMetric,
+  ConsumerMetric,
+  METRICS_NAMESPACE,
+  NOTIFIER_METRICS_NAMESPACE,
+} from './telemetry-names.ts';

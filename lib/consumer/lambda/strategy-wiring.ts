@@ -1,0 +1,89 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type ConsumerGroupDefinition, recordIdPrefix, TABLES, type TableKey } from '../../config/index.ts';
+import { InvalidConsumerConfigError } from '../failures/errors.ts';
+import { leaseStrategy } from '../idempotency/lease.ts';
+import { packedTransactionalStrategy } from '../idempotency/packed-transactional.ts';
+import { stateTransitionStrategy, type TransitionRequest } from '../idempotency/state-transition.ts';
+import type { ConsumptionStrategy } from '../idempotency/strategy.ts';
+import { type TransactionalResult, transactionalStrategy } from '../idempotency/transactional.ts';
+
+/** What a strategy is built from: the group's entry and what its function was deployed with. */
+export interface StrategyWiring {
+  readonly definition: ConsumerGroupDefinition;
+  readonly dynamoDb: DynamoDBDocumentClient;
+  /** Physical table names of the entry's tables. */
+  readonly tables: Readonly<Partial<Record<TableKey, string>>>;
+  readonly ttlSeconds?: number;
+  /** Batch packing (transactional groups): the catalogue's `tuning.packing`, or `CONSUMER_PACKING`. */
+  readonly packing?: boolean;
+  /** Lease mode: added to the invocation's deadline (default 5 s). */
+  readonly leaseMarginMs?: number;
+  readonly now: () => number;
+}
+
+/** The business result each named strategy commits. */
+export interface StrategyResults {
+  /** Writes declared for one `TransactWriteItems` with the dedup record (packed when the entry's tuning says so). */
+  transactional: TransactionalResult;
+  /** The result of an outside call, kept in the lease record and replayed to duplicates. */
+  lease: unknown;
+  /** A conditional update whose precondition is the idempotency check. */
+  'state-transition': TransitionRequest;
+}
+export type StrategyName = keyof StrategyResults;
+
+/** A strategy the module builds itself from the wiring (a test's weakened one, say). */
+export type StrategyFactory<R> = (wiring: StrategyWiring) => ConsumptionStrategy<R>;
+
+/** A handler module names its strategy, or builds one. */
+export type StrategyChoice = StrategyName | StrategyFactory<never>;
+export type ResultOf<S extends StrategyChoice> = S extends StrategyName
+  ? StrategyResults[S]
+  : S extends StrategyFactory<infer R>
+    ? R
+    : never;
+
+/** The named strategy as the entry configures it: its table, its record-id prefix, its TTL, packing. */
+export function wiredStrategy<S extends StrategyChoice>(
+  choice: S,
+  wiring: StrategyWiring,
+): ConsumptionStrategy<ResultOf<S>> {
+  if (typeof choice === 'function') return (choice as StrategyFactory<ResultOf<S>>)(wiring);
+  const strategy =
+    choice === 'state-transition'
+      ? stateTransitionStrategy({ client: wiring.dynamoDb })
+      : recordKeeping(choice, wiring);
+  return strategy as ConsumptionStrategy<ResultOf<S>>;
+}
+
+/** The strategies that keep a record per key in the idempotency table, under the group's prefix. */
+function recordKeeping(name: 'transactional' | 'lease', wiring: StrategyWiring) {
+  const { definition } = wiring;
+  const tableName = wiring.tables.idempotency;
+  if (!tableName) {
+    throw new InvalidConsumerConfigError(
+      `consumer group ${definition.group}: strategy '${name}' keeps its records in the idempotency table, but the entry's tables do not list 'idempotency'`,
+    );
+  }
+  const options = {
+    client: wiring.dynamoDb,
+    tableName,
+    group: definition.group,
+    recordIdPrefix: recordIdPrefix(definition.group),
+    ttlSeconds: wiring.ttlSeconds,
+    now: wiring.now,
+  };
+  if (name === 'lease') return leaseStrategy({ ...options, marginMs: wiring.leaseMarginMs });
+  if (!(wiring.packing ?? definition.tuning?.packing)) return transactionalStrategy(options);
+  return packedTransactionalStrategy({ ...options, keyAttributes: keyAttributesOf(wiring.tables) });
+}
+
+/** Physical table name → key attributes, from the catalogue (lets the packer see which puts hit one item). */
+function keyAttributesOf(tables: StrategyWiring['tables']): Record<string, string[]> {
+  return Object.fromEntries(
+    Object.entries(tables).map(([key, name]) => {
+      const def: { partitionKey: string; sortKey?: string } = TABLES[key as TableKey];
+      return [name, [def.partitionKey, ...(def.sortKey ? [def.sortKey] : [])]];
+    }),
+  );
+}

@@ -1,0 +1,49 @@
+import type { SQSRecord } from 'aws-lambda';
+import type { ConsumerMessage, Disposition, Invocation, Settlement } from '../settlement.ts';
+
+/** What the runtime knows of a record once a step has settled it; routing adds its disposition. */
+export interface SettledRecord {
+  readonly msgId?: string;
+  readonly key?: string;
+  /** 1-based attempt on the retry schedule. */
+  readonly attempt: number;
+  readonly settlement: Settlement;
+}
+
+/**
+ * One batch on its way through the runtime, the only state its steps share. `prepare` fills
+ * `messages` (and settles what it refuses), a runner settles every message, `route` gives
+ * each failed record its disposition. Each record is settled once, by the first step that can.
+ */
+export class BatchState<P> {
+  /** Every record that was read, passed the tag filter and has a key, in batch order. */
+  readonly messages: ConsumerMessage<P>[] = [];
+  /** Attempts RocketMQ made before the message reached this queue (its `reconsumeTimes`, unless redriven). */
+  readonly attemptOffsets = new Map<SQSRecord, number>();
+  /** A failed record's fate, decided once: an orderly runner decides it in turn, to know whether its group goes on. */
+  readonly dispositions = new Map<SQSRecord, Promise<Disposition>>();
+  private readonly settled = new Map<SQSRecord, SettledRecord>();
+
+  constructor(
+    readonly records: readonly SQSRecord[],
+    readonly invocation: Invocation,
+  ) {}
+
+  settleRecord(record: SQSRecord, settled: SettledRecord): void {
+    this.settled.set(record, settled);
+  }
+
+  settleMessage(msg: ConsumerMessage<P>, settlement: Settlement): void {
+    this.settled.set(msg.record, { msgId: msg.message.msgId, key: msg.key, attempt: msg.attempt, settlement });
+  }
+
+  settledAs(record: SQSRecord): SettledRecord | undefined {
+    return this.settled.get(record);
+  }
+
+  /** The record's effect is there: it committed now, or was done already. */
+  committed(msg: ConsumerMessage<P>): boolean {
+    const outcome = this.settled.get(msg.record)?.settlement.outcome;
+    return outcome === 'processed' || outcome === 'duplicate';
+  }
+}

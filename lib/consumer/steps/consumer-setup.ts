@@ -1,0 +1,34 @@
+import type { RocketMQMessage, SigningKeyRing, TagExpression } from '../../rocketmq/index.ts';
+import type { FailureCounter } from '../failures/failure-counter.ts';
+import type { FailureRouter } from '../failures/failure-router.ts';
+import type { ConsumptionStrategy } from '../idempotency/strategy.ts';
+import type { Business } from '../settlement.ts';
+import type { ContentionPolicy } from './contention.ts';
+
+/**
+ * A consumer group's runtime as its steps read it: the engine's options with their defaults
+ * applied and their checks passed, built once at start-up (`ConsumerEngine`) and passed to
+ * every step, never captured by one.
+ */
+export interface ConsumerSetup<P, R> {
+  readonly group: string;
+  /** The topic the group subscribes to; without one, no topic is judged. */
+  readonly topic?: string;
+  readonly tags: TagExpression;
+  /** Envelopes stored longer ago than this are refused: their dedup records may have expired. */
+  readonly horizonSeconds: number;
+  readonly parsePayload: (body: string, message: RocketMQMessage) => P;
+  readonly keyOf: (payload: P) => string;
+  readonly fingerprintFields: (payload: P) => unknown;
+  /** Set when envelopes must carry the bridge's signature: the keys it may have signed with. */
+  readonly envelopeKeys?: SigningKeyRing;
+  readonly strategy: ConsumptionStrategy<R>;
+  readonly business: Business<P, R>;
+  readonly failures: FailureRouter;
+  /** Orderly groups: each message's own failure count, its attempt number. */
+  readonly counter?: FailureCounter;
+  /** Records settled at once (distinct keys only); FIFO batches: message groups at once. */
+  readonly concurrency: number;
+  readonly contention: ContentionPolicy;
+  readonly now: () => number;
+}

@@ -1,0 +1,57 @@
+/**
+ * What the `ops` command does: the ledger audit, the reversal of double awards, dead-letter inspection
+ * and redrive, and how their results are shown.
+ * Other folders import this package through this file only (test/unit/config/module-boundaries.test.ts).
+ */
+export {
+  type AuditAppendix,
+  redriveWriteSummary,
+  renderAudit,
+  renderDeadLetter,
+  renderDeadLetterList,
+  renderRedrive,
+  renderReversal,
+  reversalWriteSummary,
+  type SavedPlan,
+} from './command-output.ts';
+export { findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
+export {
+  deadLetterSourcesOf,
+  type RedriveFilter,
+  RedriveInterruptedError,
+  redriveDeadLetters,
+} from './dead-letter-redrive.ts';
+export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
+export { messageOf, OperationsError, UsageError } from './errors.ts';
+export {
+  type AuditReport,
+  auditLedger,
+  type CrossUserAward,
+  type DoubleAward,
+  isClean,
+  runLedgerAudit,
+} from './ledger-audit.ts';
+export {
+  awsConfigOf,
+  groupQueuesOf,
+  type PointTableNames,
+  pointTablesOf,
+  signingSecretOf,
+  type TargetOptions,
+} from './operations-target.ts';
+export { ProgressBar, type ProgressStream } from './progress-bar.ts';
+export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';
+export { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from './reversal-plan.ts';
+export {
+  readSigningKeyVersions,
+  resignRewrite,
+  revokeSigningKey,
+  signingKeyVersions,
+} from './signing-key-revocation.ts';
+export {
+  type ConfirmationChannel,
+  confirmWrite,
+  queueLocation,
+  secretLocation,
+  tableLocation,
+} from './write-confirmation.ts';
