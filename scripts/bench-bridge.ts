@@ -35,7 +35,7 @@ import { Bridge } from '../bridge/bridge.ts';
 import { type BridgeConfig, parseBridgeConfig } from '../bridge/bridge-config.ts';
 import { createRouteSource } from '../bridge/route-source.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
-import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../lib/rocketmq/envelope-signature.ts';
+import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../lib/rocketmq/index.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';
 import { CpuMeter } from './bridge-bench/cpu-meter.ts';
