@@ -9,6 +9,7 @@ import { lifetimesOf, recordId } from '../../lib/config/index.ts';
 import type { ConsumerHandler, RecordReport } from '../../lib/consumer/index.ts';
 import type { Order } from '../../lib/orders/index.ts';
 import type { RetrySchedule } from '../../lib/rocketmq/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
 import { pollOnce } from '../../scripts/local/sqs-poller.ts';
 import { readAllMessages } from './queue-reading.ts';
@@ -37,6 +38,7 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
     queueLifetimes: lifetimesOf(ORDER_STATUS).lifetimes.queues,
     dynamoDb,
     sqs,
+    envelopeKeys: PROCESS_SIGNING_KEY.ring,
     onReport: (r) => reports.push(r),
   });
   return {
