@@ -22,11 +22,19 @@ export class LocalSigningKey {
 
   /**
    * The body as the bridge would send it, signed. A body that is a JSON object (an envelope, or
-   * one the bridge could never have written) is signed, so the consumer judges its content; any
-   * other body is sent as it is, and the envelope parser refuses it (`INVALID_ENVELOPE`).
+   * one the bridge could never have written) is signed, so the consumer judges its content. Any
+   * other body is sent as it is: one that is not JSON, or JSON but not an object, the envelope
+   * parser refuses (`INVALID_ENVELOPE`); an EventBridge event whose `detail` is not an object has
+   * nowhere to hold a signature, and is refused as unsigned (`UNAUTHENTICATED_MESSAGE`).
    */
   sign(body: string): string {
-    return isJsonObject(body) ? resignBody(body, this.key) : body;
+    if (!isJsonObject(body)) return body;
+    try {
+      return resignBody(body, this.key);
+    } catch (error) {
+      if (error instanceof TypeError) return body;
+      throw error;
+    }
   }
 
   /** `writeEnvelope`, signed. */
