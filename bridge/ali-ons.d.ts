@@ -122,3 +122,13 @@ declare module 'ali-ons' {
     close(): Promise<void>;
   }
 }
+
+/** The remoting command of ali-ons, with which the bridge asks a broker what the client has no call for (bridge/group-takeover.ts). */
+declare module 'ali-ons/lib/protocol/command/remoting_command.js' {
+  export default class RemotingCommand {
+    static createRequestCommand(code: number, customHeader: Record<string, unknown> | null): RemotingCommand;
+    readonly code: number;
+    readonly remark: string | undefined;
+    body: Buffer | undefined;
+  }
+}

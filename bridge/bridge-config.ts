@@ -25,8 +25,36 @@ const eventBridgeTarget = z.object({
     .optional(),
 });
 
+/** Where a route taking over a group starts a queue on which the group committed no offset (bridge/group-takeover.ts). */
+export const StartWithoutOffset = {
+  /** Refuse to start while a queue of the topic has no committed offset of the group. */
+  REFUSE: 'refuse',
+  /** A queue without a committed offset starts at its first message (everything the broker still keeps). */
+  FIRST: 'first',
+} as const;
+export type StartWithoutOffset = (typeof StartWithoutOffset)[keyof typeof StartWithoutOffset];
+
 const routeSchema = z.object({
+  /** The catalogue group: names the route's queues, records and metrics. */
   group: z.string().min(1),
+  /**
+   * The RocketMQ consumer group the route consumes as, when not `group`: the legacy group a cutover
+   * takes over (its committed offsets and `%RETRY%` backlog), or a shadow stage's own group.
+   */
+  rocketmqGroup: z.string().min(1).optional(),
+  /**
+   * The route takes over a group other consumers ran (RocketMQ 4): it starts at the group's committed
+   * offsets and refuses to start while a queue of the topic has none, unless `startWithoutOffset` says
+   * where such a queue starts (bridge/group-takeover.ts).
+   */
+  takeOver: z
+    .object({
+      startWithoutOffset: z
+        .enum([StartWithoutOffset.REFUSE, StartWithoutOffset.FIRST])
+        .default(StartWithoutOffset.REFUSE),
+    })
+    .strict()
+    .optional(),
   topic: z.string().min(1),
   /** RocketMQ tag expression: `*`, `PAID`, `PAID || FINISHED`. */
   tagExpression: z.string().min(1).default('*'),
@@ -144,6 +172,8 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
         'set sslEnabled: false to accept a clear-text link, and keep the brokers on a private network',
     );
   }
+  const refusal = rocketmqGroupRefusal(config.protocol, config.routes);
+  if (refusal) throw new InvalidBridgeConfigError(refusal);
   for (const route of config.routes) {
     const unordered = fifoTargetRefusal({ group: route.group, fifo: route.fifo, target: route.target.kind });
     if (unordered) throw new InvalidBridgeConfigError(unordered);
@@ -162,6 +192,42 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
     }
   }
   return config;
+}
+
+/** The RocketMQ consumer group a route consumes as: its own, or the catalogue group's name. */
+export function rocketmqGroupOf(route: {
+  readonly group: string;
+  readonly rocketmqGroup?: string | undefined;
+}): string {
+  return route.rocketmqGroup ?? route.group;
+}
+
+/**
+ * Why routes cannot consume as the RocketMQ groups they name, or `undefined`. Shared by the
+ * bridge's start and the CDK app's synth. Two routes of one bridge in one RocketMQ group would be
+ * two consumers of one group in one process, each taking the other's queues and retries; a group
+ * of several topics is not supported yet (docs/migration.md). Taking over a group is built for the
+ * RocketMQ 4 remoting client, which reads the group's committed offsets before it subscribes.
+ */
+export function rocketmqGroupRefusal(
+  protocol: RocketMQProtocol,
+  routes: ReadonlyArray<{
+    readonly group: string;
+    readonly rocketmqGroup?: string | undefined;
+    readonly takeOver?: unknown;
+  }>,
+): string | undefined {
+  const seen = new Map<string, string>();
+  for (const route of routes) {
+    const name = rocketmqGroupOf(route);
+    const other = seen.get(name);
+    if (other !== undefined)
+      return `routes ${other} and ${route.group} both consume as RocketMQ group ${name}: give each route its own group (rocketmqGroup)`;
+    seen.set(name, route.group);
+    if (route.takeOver && protocol !== RocketMQProtocol.RocketMQ4)
+      return `route ${route.group}: takeOver is built for protocol rocketmq4 (a 4.x group moving to the bridge), but the protocol is ${protocol}`;
+  }
+  return undefined;
 }
 
 /**

@@ -17,6 +17,11 @@ export interface RouteStats {
  * Counters per route, flushed as CloudWatch embedded-metric-format lines on stdout (on Fargate the
  * awslogs driver ships them and CloudWatch extracts the metrics; no PutMetricData permission needed).
  * RocketMQ 5's gRPC API has no consumer-lag call, so lag is measured on the messages themselves.
+ *
+ * Aggregated here between flushes, one value per metric per flush: Powertools Metrics keeps every
+ * `addMetric` value and serialises a line whenever a metric holds 100 of them, which per batch
+ * meant a line every 100 batches. The alarms read counts as `Sum` and lag as `Maximum`
+ * (infra/bridge/bridge-alarms.ts), so a sum and a maximum per flush keep what they see.
  */
 export class RouteMetrics {
   readonly stats: RouteStats = {
@@ -29,7 +34,10 @@ export class RouteMetrics {
     lastReceiveAt: undefined,
   };
   readonly #emf: Metrics;
-  #dirty = false;
+  /** Counts since the last flush, by metric name. */
+  readonly #counts = new Map<string, number>();
+  /** The largest lag since the last flush. */
+  #maxLagMs: number | undefined;
 
   constructor(group: string, topic: string) {
     this.#emf = new Metrics({
@@ -49,7 +57,7 @@ export class RouteMetrics {
     this.#add(BridgeMetric.forwarded, count);
     if (lagMs !== undefined) {
       this.stats.lagMs = lagMs;
-      this.#emf.addMetric(BridgeMetric.forwardLag, MetricUnit.Milliseconds, lagMs);
+      this.#maxLagMs = Math.max(lagMs, this.#maxLagMs ?? lagMs);
     }
   }
 
@@ -74,14 +82,17 @@ export class RouteMetrics {
   }
 
   flush(): void {
-    if (!this.#dirty) return;
-    this.#dirty = false;
+    if (this.#counts.size === 0 && this.#maxLagMs === undefined) return;
+    for (const [name, count] of this.#counts) this.#emf.addMetric(name, MetricUnit.Count, count);
+    if (this.#maxLagMs !== undefined)
+      this.#emf.addMetric(BridgeMetric.forwardLag, MetricUnit.Milliseconds, this.#maxLagMs);
+    this.#counts.clear();
+    this.#maxLagMs = undefined;
     this.#emf.publishStoredMetrics();
   }
 
   #add(name: string, count: number): void {
     if (count === 0) return;
-    this.#dirty = true;
-    this.#emf.addMetric(name, MetricUnit.Count, count);
+    this.#counts.set(name, (this.#counts.get(name) ?? 0) + count);
   }
 }

@@ -10,6 +10,7 @@ import { Bridge } from './bridge.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
 import { HealthServer } from './health-server.ts';
 import type { BeforeAckHook } from './route-forwarder.ts';
+import { BRIDGE_SQS_CLIENT_SETTINGS } from './sqs-target.ts';
 
 /**
  * The bridge as a process: configuration from `BRIDGE_CONFIG`, AWS from the task role (or the
@@ -41,7 +42,7 @@ export async function runBridgeProcess(
     ...(config.signing
       ? { signingKeys: new SecretSigningKeys(createSecretsManager(aws), config.signing.secretId) }
       : {}),
-    sqs: createSqs(aws),
+    sqs: createSqs(aws, BRIDGE_SQS_CLIENT_SETTINGS),
     eventBridge: createEventBridge(aws),
     logger,
     ...(accessKey && accessSecret ? { credentials: { accessKey, accessSecret } } : {}),

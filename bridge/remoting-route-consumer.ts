@@ -1,7 +1,9 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type ClientLogger, Consumer, type Message, type MessageHandler, type MessageQueue, Producer } from 'ali-ons';
 import { TagExpression } from '../lib/rocketmq/index.ts';
+import { StartWithoutOffset } from './bridge-config.ts';
 import { describeError } from './forward-target.ts';
+import { GroupWithoutOffsetsError, queuesWithoutOffset, type RemotingAdmin } from './group-takeover.ts';
 import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
 import type { AckResult, MessageSource } from './route-pump.ts';
 
@@ -50,6 +52,8 @@ export interface RemotingRouteConsumerOptions {
   readonly logger: ClientLogger;
   /** How often consume offsets are committed to the broker (they also ride along on every pull). */
   readonly persistOffsetIntervalMs?: number;
+  /** The group is taken over from other consumers: start at its committed offsets (see group-takeover.ts). */
+  readonly takeOver?: { readonly startWithoutOffset: StartWithoutOffset };
 }
 
 /** The name servers were given; the client's address-server lookup (Alibaba Cloud only) must never run. */
@@ -84,6 +88,27 @@ class ForwardingPushConsumer extends Consumer {
   // Called for the route's topic and for `%RETRY%<group>` alike; `mq` is the queue it was pulled from.
   protected override async consumeSingleMsg(_handler: MessageHandler, msg: Message, mq: MessageQueue): Promise<void> {
     await this.deliver(msg, mq);
+  }
+
+  /** The client's remoting API (ali-ons keeps it as `_mqClient`, with the name servers and credentials given). */
+  get admin(): RemotingAdmin {
+    return (this as unknown as { _mqClient: RemotingAdmin })._mqClient;
+  }
+}
+
+/**
+ * A `%RETRY%<group>` message of a topic the route does not forward: a group taken over from
+ * consumers that subscribed to several topics holds their retries in one queue. Skipping it would
+ * move the retry queue's offset past it and lose it, so it stays unconsumed, and says so.
+ */
+export class ForeignRetryError extends Error {
+  override readonly name = 'ForeignRetryError';
+  constructor(group: string, msgId: string, topic: string, routeTopic: string) {
+    super(
+      `%RETRY%${group} holds message ${msgId} of topic ${topic}, which this route (topic ${routeTopic}) does not ` +
+        `forward: it stays unconsumed, and the retry queue's offset stays before it, until a route of group ` +
+        `${group} forwards topic ${topic} (docs/migration.md, a group of several topics)`,
+    );
   }
 }
 
@@ -120,6 +145,9 @@ export class RemotingRouteConsumer implements MessageSource {
         // per queue however fast the bridge forwards (measured: 900 msg/s from 8 queues).
         pullTimeDelayMillsWhenFlowControl: FLOW_CONTROL_PAUSE_MS,
         persistConsumerOffsetInterval: options.persistOffsetIntervalMs ?? 5_000,
+        ...(options.takeOver?.startWithoutOffset === StartWithoutOffset.FIRST
+          ? { consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET' }
+          : {}),
         logger: options.logger,
         ...(options.credentials
           ? { accessKey: options.credentials.accessKey, secretKey: options.credentials.accessSecret }
@@ -133,6 +161,7 @@ export class RemotingRouteConsumer implements MessageSource {
 
   async start(): Promise<void> {
     await this.#consumer.ready();
+    await this.#refuseTakeOverWithoutOffsets();
     // The client starts a process-wide producer for sending messages back, which this source never
     // does; without a listener its route-lookup failures (e.g. `%RETRY%<group>` before the first
     // heartbeat creates it) are printed to stderr with stack traces. It is one per process: its
@@ -142,6 +171,16 @@ export class RemotingRouteConsumer implements MessageSource {
       fallback.on('error', (err: Error) => this.#options.logger.debug('%s', err.message));
     // The client subscribes `%RETRY%<group>` itself; its handler for it is never called (see ForwardingPushConsumer).
     this.#consumer.subscribe(this.#options.topic, this.#tags.source, async () => undefined);
+  }
+
+  /** Before subscribing, so that no queue is assigned (and started at its end) first. */
+  async #refuseTakeOverWithoutOffsets(): Promise<void> {
+    if (this.#options.takeOver?.startWithoutOffset !== StartWithoutOffset.REFUSE) return;
+    const { consumerGroup, topic } = this.#options;
+    const missing = await queuesWithoutOffset(this.#consumer.admin, consumerGroup, topic);
+    if (missing.length === 0) return;
+    await this.#consumer.close().catch(() => undefined);
+    throw new GroupWithoutOffsetsError(consumerGroup, topic, missing);
   }
 
   async receive(): Promise<ReceivedMessage[]> {
@@ -197,16 +236,12 @@ export class RemotingRouteConsumer implements MessageSource {
   #deliver(msg: Message, mq: MessageQueue): Promise<void> {
     const topic = originalTopic(msg, this.#options.consumerGroup);
     if (topic !== this.#options.topic) {
-      // A retry of another topic this group once subscribed: not this route's to forward, and
-      // the client would have skipped it too.
-      this.#options.logger.warn(
-        'skipping %s from %s: its topic %s is not the route topic %s',
-        msg.msgId,
-        mq.topic,
-        topic,
-        this.#options.topic,
+      const uniqKey = msg.properties?.UNIQ_KEY || msg.msgId;
+      this.#options.logger.error(
+        '%s',
+        new ForeignRetryError(this.#options.consumerGroup, uniqKey, topic, this.#options.topic).message,
       );
-      return Promise.resolve();
+      return new Promise(() => undefined);
     }
     // Filtered on the broker by tag hash; an untagged message passes that filter but matches only `*`.
     if (!this.#tags.matches(msg.tags || undefined)) return Promise.resolve();

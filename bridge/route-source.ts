@@ -1,6 +1,12 @@
 import { format } from 'node:util';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { type BridgeConfig, type BridgeRoute, batchesInFlightOf, RocketMQProtocol } from './bridge-config.ts';
+import {
+  type BridgeConfig,
+  type BridgeRoute,
+  batchesInFlightOf,
+  RocketMQProtocol,
+  rocketmqGroupOf,
+} from './bridge-config.ts';
 import { GroupDeadLettersError } from './group-retry-policy.ts';
 import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
 import { RouteConsumer } from './route-consumer.ts';
@@ -20,7 +26,9 @@ export function createRouteSource(
 ): MessageSource {
   const { credentials } = options;
   const logger = clientLogger(
-    options.logger.createChild({ persistentKeys: { component: 'rocketmq-client', group: route.group } }),
+    options.logger.createChild({
+      persistentKeys: { component: 'rocketmq-client', group: route.group, rocketmqGroup: rocketmqGroupOf(route) },
+    }),
   );
   if (config.protocol === RocketMQProtocol.RocketMQ4) {
     return new RemotingRouteConsumer({
@@ -28,7 +36,7 @@ export function createRouteSource(
         .nameServer!.split(';')
         .map((a) => a.trim())
         .filter((a) => a.length > 0),
-      consumerGroup: route.group,
+      consumerGroup: rocketmqGroupOf(route),
       topic: route.topic,
       tagExpression: route.tagExpression,
       batchSize: config.receiveBatchSize,
@@ -37,13 +45,14 @@ export function createRouteSource(
       redeliverAfterMs: config.invisibleDurationMs,
       logger,
       ...(credentials ? { credentials } : {}),
+      ...(route.takeOver ? { takeOver: route.takeOver } : {}),
     });
   }
   const consumer = new RouteConsumer({
     endpoints: config.proxyEndpoint!,
     namespace: config.namespace,
     sslEnabled: config.sslEnabled,
-    consumerGroup: route.group,
+    consumerGroup: rocketmqGroupOf(route),
     subscriptions: new Map([[route.topic, route.tagExpression]]),
     awaitDuration: config.awaitDurationMs,
     invisibleDurationMs: config.invisibleDurationMs,

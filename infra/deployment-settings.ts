@@ -113,6 +113,25 @@ const bridgeSchema = z
      * default 10911). RocketMQ 5 clients talk to the proxies alone, so it is refused there.
      */
     brokerPorts: z.array(z.number().int().min(1).max(65_535)).min(1).optional(),
+    /**
+     * Per catalogue group, the RocketMQ consumer group its route consumes as instead of the group's
+     * own name: the legacy group a cutover takes over (`takeOver`, RocketMQ 4), or a shadow stage's
+     * group. The catalogue group keeps naming the queues, records and metrics (docs/migration.md).
+     */
+    routes: z
+      .record(
+        z.string(),
+        z
+          .object({
+            rocketmqGroup: z.string().min(1),
+            takeOver: z
+              .object({ startWithoutOffset: z.enum(['refuse', 'first']).default('refuse') })
+              .strict()
+              .optional(),
+          })
+          .strict(),
+      )
+      .default({}),
     /** Tasks running when idle; every task joins every route's consumer group and shares its messages. */
     desiredCount: z.number().int().min(1).max(100).default(2),
     /** Upper bound of CPU target tracking. */
@@ -212,9 +231,12 @@ export class InvalidDeploymentSettingsError extends Error {
 function unknownGroups(settings: DeploymentSettings): string[] {
   const known = new Set<string>(CONSUMER_GROUPS.map((g) => g.group));
   return Object.entries(settings.stages).flatMap(([stage, s]) =>
-    Object.keys(s.groups ?? {})
-      .filter((g) => !known.has(g))
-      .map((g) => `${CONTEXT_KEY}.stages.${stage}.groups.${g}: not a consumer group of the catalogue`),
+    [
+      ...Object.keys(s.groups ?? {}).map((g) => [`groups.${g}`, g] as const),
+      ...Object.keys(s.bridge?.routes ?? {}).map((g) => [`bridge.routes.${g}`, g] as const),
+    ]
+      .filter(([, g]) => !known.has(g))
+      .map(([path]) => `${CONTEXT_KEY}.stages.${stage}.${path}: not a consumer group of the catalogue`),
   );
 }
 

@@ -1,49 +1,78 @@
 /**
- * The bridge benchmark: how many messages a second one bridge task forwards from a real local
- * RocketMQ to SQS, against what the same broker gives a consumer that only receives and acks.
+ * The bridge benchmark: what one bridge task costs per message forwarded from a real local
+ * RocketMQ to SQS, against a consumer of the same broker that only receives and acks.
  *
  *   npm run bench:bridge -- [--messages 10000] [--latency-ms 5] [--source 5|4|both] [--sqs stand-in|emulator]
- *                           [--in-flight n] [--json]
+ *                           [--in-flight n] [--pairs 3] [--signing signed|unsigned|both]
+ *                           [--cpu-prof-dir dir] [--json]
  *
  * For each source (RocketMQ 5.5.0 through its proxy, 4.7.1 through its name server), one run:
- * a fresh broker, a producer preloads `messages` PAID orders, and four consumer groups drain them
- * in turn: a warm-up, the bare consumer, the bridge, the bare consumer again.
+ * a fresh broker, a producer preloads `messages` PAID orders, and consumer groups drain them in
+ * turn: a warm-up, then `pairs` times the bare consumer followed by the bridge.
  *   - The bare consumer: the bridge's own consumer for the route, receiving and acking in several
  *     lanes and forwarding nothing (the source's limit on this machine).
  *   - The bridge: the production `Bridge` with its default settings and one route (`--in-flight`
- *     overrides maxBatchesInFlight, 1 being the old one-batch-at-a-time pump), forwarding to SQS
- *     with `latency-ms` added to every SQS call at the SDK client.
+ *     overrides maxBatchesInFlight, 1 being the old one-batch-at-a-time pump), signing every
+ *     envelope as production does (`--signing unsigned` not, `both` adds an unsigned drain to each
+ *     pair), metrics on, tracing off, forwarding to SQS with `latency-ms` added to every SQS call at
+ *     the SDK client.
  * SQS is an in-process stand-in by default (scripts/bridge-bench/sqs-stand-in.ts) or the moto
  * emulator. Runs on loopback only: npm runs it inside `unshare --net` like the bridge tests.
  *
- * With --json, one line per source: {forwardedPerSec, bareReceiveAckPerSec, ratio, p50ForwardMs,
- * p99ForwardMs, tasks, cpuMicrosPerMessage, ...}. p50/p99ForwardMs: per message, from the receive
- * that returned it to its ack. Linux only (unshare, and /proc for the broker's CPU).
+ * The measure is CPU per message, of the consumer and of the broker, each drain's own; the pairs
+ * alternate so that drift during the run (the broker's varies about 10 %) falls on both sides.
+ * With --json, one line per source: {cpuRatioBridgeToBare, brokerCpuRatioBridgeToBare (medians of
+ * the pairs' ratios), forwardedPerSec, bareReceiveAckPerSec, ratio, p50ForwardMs, p99ForwardMs,
+ * cpuMicrosPerMessage, drains, ...}. p50/p99ForwardMs: per message, from the receive that returned
+ * it to its ack. Linux only (unshare, and /proc for the broker's CPU).
  */
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Bridge } from '../bridge/bridge.ts';
 import { type BridgeConfig, parseBridgeConfig } from '../bridge/bridge-config.ts';
 import { createRouteSource } from '../bridge/route-source.ts';
+import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
+import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../lib/rocketmq/index.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';
 import { CpuMeter } from './bridge-bench/cpu-meter.ts';
+import { profiled } from './bridge-bench/cpu-profile.ts';
+import { discardMetricLines } from './bridge-bench/metric-lines.ts';
 import { startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
 import { type Drain, TimedSource } from './bridge-bench/timed-source.ts';
 import { startEmulator } from './emulator/emulator.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
 
-process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-
-/** A throw-away drain first: the broker's JIT warms up on it, so neither measured drain runs on a cold JVM. */
+/** A throw-away drain first: the broker's JIT warms up on it, so no measured drain runs on a cold JVM. */
 const WARM_UP_GROUP = 'bench-warm-up-group';
-const BARE_GROUPS = ['bench-bare-group-1', 'bench-bare-group-2'] as const;
-const BRIDGE_GROUP = 'bench-bridge-group';
 /** Receive lanes of the bare consumer: more than this gave it no more on the 2-core machine. */
 const BARE_LANES = 8;
 const SqsSide = { StandIn: 'stand-in', Emulator: 'emulator' } as const;
 type SqsSide = (typeof SqsSide)[keyof typeof SqsSide];
+/** Which bridge drains each pair holds: signed as production runs, unsigned, or both (a third drain per pair). */
+const Signing = { Signed: 'signed', Unsigned: 'unsigned', Both: 'both' } as const;
+type Signing = (typeof Signing)[keyof typeof Signing];
+const DrainKind = { Bare: 'bare', Bridge: 'bridge', BridgeUnsigned: 'bridgeUnsigned' } as const;
+type DrainKind = (typeof DrainKind)[keyof typeof DrainKind];
+
+interface CpuPerMessage {
+  /** The consumer (the bridge or the bare consumer): this process without the SQS stand-in's thread. */
+  consumer: number;
+  /** The broker's JVMs. On one machine both share the cores, so a message costs their sum. */
+  broker: number;
+}
+
+interface DrainFigures {
+  kind: DrainKind;
+  pair: number;
+  perSec: number;
+  cpuMicrosPerMessage: CpuPerMessage;
+  /** The broker's CPU per message less what it burns with no consumer at all over as long as the drain took. */
+  brokerBeyondIdleMicrosPerMessage: number;
+}
 
 interface BenchFigures {
   source: string;
@@ -51,21 +80,34 @@ interface BenchFigures {
   batchesInFlight: number;
   messages: number;
   latencyMs: number;
+  pairs: number;
+  signing: Signing;
+  /** Medians over the pairs. */
   forwardedPerSec: number;
-  /** Mean of the two bare drains, one before and one after the bridge's, so drift during the run cancels. */
   bareReceiveAckPerSec: number;
-  bareDrainsPerSec: readonly number[];
   ratio: number;
+  /** Median over the pairs of the bridge's CPU per message over the bare consumer's, in the consumer. */
+  cpuRatioBridgeToBare: number;
+  /** The same for the broker's CPU per message while it serves each. */
+  brokerCpuRatioBridgeToBare: number;
+  /** With `--signing both`: the same medians for the unsigned bridge drains. */
+  unsigned?: { forwardedPerSec: number; cpuRatioBridgeToBare: number; brokerCpuRatioBridgeToBare: number };
+  /** Over every signed bridge drain's messages. */
   p50ForwardMs: number;
   p99ForwardMs: number;
   /** Bridge tasks (processes) forwarding: always one here. */
   tasks: number;
+  /** Medians over the pairs, per kind of drain. */
+  cpuMicrosPerMessage: Partial<Record<DrainKind, CpuPerMessage>>;
+  /** Every measured drain, in the order it ran. */
+  drains: DrainFigures[];
   /**
-   * CPU per message during a drain: the consumer (the bridge or the bare consumer; this process
-   * without the SQS stand-in's thread) and the broker's JVMs. On one machine both share the cores,
-   * so a message costs their sum.
+   * The broker's CPU a second with no consumer receiving (timers, revive and long-poll threads),
+   * measured after the warm-up: a drain that takes longer pays more of it per message.
    */
-  cpuMicrosPerMessage: Record<'bare' | 'bridge', { consumer: number; broker: number }>;
+  brokerIdleMicrosPerSec: number;
+  /** The median ratio of the broker's CPU per message beyond that idle burn, bridge to bare. */
+  brokerBeyondIdleRatioBridgeToBare: number;
 }
 
 /** SQS as the bridge sees it: a client with the latency added, a queue, and how many distinct messages it holds. */
@@ -90,6 +132,10 @@ async function main() {
       source: { type: 'string', default: '5' },
       sqs: { type: 'string', default: SqsSide.StandIn },
       'in-flight': { type: 'string' },
+      pairs: { type: 'string', default: '3' },
+      signing: { type: 'string', default: Signing.Signed },
+      /** Writes a V8 CPU profile of each bridge drain: <dir>/bridge-<pair>.cpuprofile. */
+      'cpu-prof-dir': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -98,13 +144,25 @@ async function main() {
   if (!(latencyMs >= 0)) throw new Error(`--latency-ms must be ≥ 0, got ${values['latency-ms']}`);
   const sqs = oneOf(values.sqs, Object.values(SqsSide), 'sqs');
   const batchesInFlight = values['in-flight'] === undefined ? undefined : positiveInt(values['in-flight'], 'in-flight');
+  const pairs = positiveInt(values.pairs, 'pairs');
+  const signing = oneOf(values.signing, Object.values(Signing), 'signing');
   const sources =
     values.source === 'both'
       ? Object.values(SourceVersion)
       : [oneOf(values.source, Object.values(SourceVersion), 'source')];
+  // Metrics on, as in production (awslogs ships the EMF lines there); here the lines are dropped, not printed.
+  discardMetricLines();
 
   for (const source of sources) {
-    const figures = await benchSource(source, { messages, latencyMs, sqs, batchesInFlight });
+    const figures = await benchSource(source, {
+      messages,
+      latencyMs,
+      sqs,
+      batchesInFlight,
+      pairs,
+      signing,
+      profileDir: values['cpu-prof-dir'],
+    });
     print(figures);
     if (values.json) console.log(JSON.stringify(figures));
   }
@@ -116,12 +174,28 @@ interface BenchOptions {
   readonly sqs: SqsSide;
   /** The bridge's maxBatchesInFlight; its default when not given. */
   readonly batchesInFlight: number | undefined;
+  readonly pairs: number;
+  readonly signing: Signing;
+  readonly profileDir: string | undefined;
+}
+
+/** The drains of one run, in order: a bare drain, then the bridge's (signed, unsigned or both), `pairs` times. */
+function drainPlan(pairs: number, signing: Signing): { kind: DrainKind; pair: number; group: string }[] {
+  const bridgeKinds: DrainKind[] =
+    signing === Signing.Both
+      ? [DrainKind.Bridge, DrainKind.BridgeUnsigned]
+      : [signing === Signing.Signed ? DrainKind.Bridge : DrainKind.BridgeUnsigned];
+  return Array.from({ length: pairs }, (_, i) => i + 1).flatMap((pair) =>
+    [DrainKind.Bare, ...bridgeKinds].map((kind) => ({ kind, pair, group: `bench-${kind}-group-${pair}` })),
+  );
 }
 
 async function benchSource(version: SourceVersion, options: BenchOptions): Promise<BenchFigures> {
   const { messages, latencyMs } = options;
-  const cluster = await startBenchCluster(version, [WARM_UP_GROUP, ...BARE_GROUPS, BRIDGE_GROUP]);
+  const plan = drainPlan(options.pairs, options.signing);
+  const cluster = await startBenchCluster(version, [WARM_UP_GROUP, ...plan.map((d) => d.group)]);
   const sink = await startSqsSink(options.sqs, latencyMs);
+  const signingKeys = new StaticSigningKeys(generateSigningKey());
   try {
     const preloadStarted = performance.now();
     await cluster.preload(messages);
@@ -132,47 +206,122 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
     const cpu = new CpuMeter(() => sink.inProcessCpuMicros());
     const timed = (config: BridgeConfig) =>
       new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages, cpu);
-    const bare = (group: string) => drainBare(timed(configFor(cluster, sink, group)), BARE_LANES);
 
-    await bare(WARM_UP_GROUP);
-    const bareBefore = await bare(BARE_GROUPS[0]);
-    const bridgeConfig = configFor(cluster, sink, BRIDGE_GROUP, options.batchesInFlight);
-    const { drain: bridge, forwardMs } = await forwardAll(bridgeConfig, sink, logger, timed(bridgeConfig));
-    const bareAfter = await bare(BARE_GROUPS[1]);
+    await drainBare(timed(configFor(cluster, sink, WARM_UP_GROUP)), BARE_LANES);
+    const brokerIdleMicrosPerSec = await brokerIdleRate(cpu);
+    const drains: DrainFigures[] = [];
+    const forwardMs: number[] = [];
+    for (const { kind, pair, group } of plan) {
+      let drain: Drain;
+      if (kind === DrainKind.Bare) {
+        drain = await drainBare(timed(configFor(cluster, sink, group)), BARE_LANES);
+      } else {
+        const config = configFor(cluster, sink, group, options.batchesInFlight);
+        const keys = kind === DrainKind.Bridge ? signingKeys : undefined;
+        const profile = options.profileDir && join(options.profileDir, `${kind}-${pair}.cpuprofile`);
+        const forwarded = await profiled(profile || undefined, () =>
+          forwardAll(config, { sink, logger, signingKeys: keys }, timed(config)),
+        );
+        drain = forwarded.drain;
+        if (kind === DrainKind.Bridge) forwardMs.push(...forwarded.forwardMs);
+      }
+      const idleMicrosPerMessage = (brokerIdleMicrosPerSec * drain.ms) / 1000 / messages;
+      drains.push({
+        kind,
+        pair,
+        perSec: Math.round(messages / (drain.ms / 1000)),
+        cpuMicrosPerMessage: perMessage(drain, messages),
+        brokerBeyondIdleMicrosPerMessage: Math.round(drain.cpu.brokerMicros / messages - idleMicrosPerMessage),
+      });
+      console.error(`  pair ${pair} ${kind.padEnd(14)} ${JSON.stringify(drains.at(-1))}`);
+    }
+    // Every drain sends the same messages: the stand-in counts distinct envelope ids, the emulator every message.
     const arrived = await sink.distinctMessages();
     if (arrived < messages) throw new BenchIncompleteError(`SQS holds ${arrived} distinct messages of ${messages}`);
-
-    const bareDrainsPerSec = [bareBefore, bareAfter].map((d) => messages / (d.ms / 1000));
-    const forwardedPerSec = messages / (bridge.ms / 1000);
-    const perMessage = (...drains: Drain[]) => {
-      const sum = (micros: (d: Drain) => number) =>
-        drains.reduce((total, d) => total + micros(d), 0) / (drains.length * messages);
-      return {
-        consumer: Math.round(sum((d) => d.cpu.consumerMicros)),
-        broker: Math.round(sum((d) => d.cpu.brokerMicros)),
-      };
-    };
-    const bareReceiveAckPerSec = (bareDrainsPerSec[0]! + bareDrainsPerSec[1]!) / 2;
-    const sorted = forwardMs.toSorted((a, b) => a - b);
-    return {
-      source: cluster.version,
-      sqs: options.sqs,
-      batchesInFlight: bridgeConfig.maxBatchesInFlight,
-      messages,
-      latencyMs,
-      forwardedPerSec: Math.round(forwardedPerSec),
-      bareReceiveAckPerSec: Math.round(bareReceiveAckPerSec),
-      bareDrainsPerSec: bareDrainsPerSec.map(Math.round),
-      ratio: round(forwardedPerSec / bareReceiveAckPerSec, 2),
-      p50ForwardMs: round(percentileOf(sorted, 50), 1),
-      p99ForwardMs: round(percentileOf(sorted, 99), 1),
-      tasks: 1,
-      cpuMicrosPerMessage: { bare: perMessage(bareBefore, bareAfter), bridge: perMessage(bridge) },
-    };
+    const { maxBatchesInFlight } = configFor(cluster, sink, WARM_UP_GROUP, options.batchesInFlight);
+    return { ...figuresOf(cluster.version, maxBatchesInFlight, options, drains, forwardMs), brokerIdleMicrosPerSec };
   } finally {
     await sink.stop();
     await cluster.stop();
   }
+}
+
+/** How long the broker is watched with no consumer receiving. */
+const IDLE_WATCH_MS = 5_000;
+
+async function brokerIdleRate(cpu: CpuMeter): Promise<number> {
+  const before = await cpu.read();
+  await sleep(IDLE_WATCH_MS);
+  const after = await cpu.read();
+  return Math.round(((after.brokerMicros - before.brokerMicros) * 1000) / IDLE_WATCH_MS);
+}
+
+function perMessage(drain: Drain, messages: number): CpuPerMessage {
+  return {
+    consumer: Math.round(drain.cpu.consumerMicros / messages),
+    broker: Math.round(drain.cpu.brokerMicros / messages),
+  };
+}
+
+function figuresOf(
+  source: string,
+  batchesInFlight: number,
+  options: BenchOptions,
+  drains: DrainFigures[],
+  forwardMs: number[],
+): Omit<BenchFigures, 'brokerIdleMicrosPerSec'> {
+  const of = (kind: DrainKind) => drains.filter((d) => d.kind === kind);
+  const bare = of(DrainKind.Bare);
+  /** Median over the pairs of `value(bridge drain, bare drain of the same pair)`. */
+  const overPairs = (kind: DrainKind, value: (bridge: DrainFigures, bare: DrainFigures) => number) =>
+    median(of(kind).map((d) => value(d, bare.find((b) => b.pair === d.pair)!)));
+  const cpuRatio = (side: keyof CpuPerMessage) => (bridge: DrainFigures, b: DrainFigures) =>
+    bridge.cpuMicrosPerMessage[side] / b.cpuMicrosPerMessage[side];
+  const medianCpu = (list: DrainFigures[]): CpuPerMessage => ({
+    consumer: median(list.map((d) => d.cpuMicrosPerMessage.consumer)),
+    broker: median(list.map((d) => d.cpuMicrosPerMessage.broker)),
+  });
+  const main = options.signing === Signing.Unsigned ? DrainKind.BridgeUnsigned : DrainKind.Bridge;
+  const sorted = forwardMs.toSorted((a, b) => a - b);
+  return {
+    source,
+    sqs: options.sqs,
+    batchesInFlight,
+    messages: options.messages,
+    latencyMs: options.latencyMs,
+    pairs: options.pairs,
+    signing: options.signing,
+    forwardedPerSec: median(of(main).map((d) => d.perSec)),
+    bareReceiveAckPerSec: median(bare.map((d) => d.perSec)),
+    ratio: round(
+      overPairs(main, (d, b) => d.perSec / b.perSec),
+      2,
+    ),
+    cpuRatioBridgeToBare: round(overPairs(main, cpuRatio('consumer')), 2),
+    brokerCpuRatioBridgeToBare: round(overPairs(main, cpuRatio('broker')), 2),
+    brokerBeyondIdleRatioBridgeToBare: round(
+      overPairs(main, (d, b) => d.brokerBeyondIdleMicrosPerMessage / b.brokerBeyondIdleMicrosPerMessage),
+      2,
+    ),
+    ...(options.signing === Signing.Both
+      ? {
+          unsigned: {
+            forwardedPerSec: median(of(DrainKind.BridgeUnsigned).map((d) => d.perSec)),
+            cpuRatioBridgeToBare: round(overPairs(DrainKind.BridgeUnsigned, cpuRatio('consumer')), 2),
+            brokerCpuRatioBridgeToBare: round(overPairs(DrainKind.BridgeUnsigned, cpuRatio('broker')), 2),
+          },
+        }
+      : {}),
+    p50ForwardMs: round(percentileOf(sorted, 50), 1),
+    p99ForwardMs: round(percentileOf(sorted, 99), 1),
+    tasks: 1,
+    cpuMicrosPerMessage: Object.fromEntries(
+      Object.values(DrainKind)
+        .filter((kind) => of(kind).length > 0)
+        .map((kind) => [kind, medianCpu(of(kind))]),
+    ),
+    drains,
+  };
 }
 
 function configFor(cluster: BenchCluster, sink: SqsSink, group: string, maxBatchesInFlight?: number): BridgeConfig {
@@ -192,8 +341,17 @@ function configFor(cluster: BenchCluster, sink: SqsSink, group: string, maxBatch
 }
 
 /** The production bridge on a timed source; resolves once every message was forwarded and acked. */
-async function forwardAll(config: BridgeConfig, sink: SqsSink, logger: Logger, timed: TimedSource) {
-  const bridge = new Bridge(config, { sqs: sink.client, logger, sourceFor: () => timed });
+async function forwardAll(
+  config: BridgeConfig,
+  deps: { sink: SqsSink; logger: Logger; signingKeys: SigningKeyRing | undefined },
+  timed: TimedSource,
+) {
+  const bridge = new Bridge(config, {
+    sqs: deps.sink.client,
+    logger: deps.logger,
+    sourceFor: () => timed,
+    ...(deps.signingKeys ? { signingKeys: deps.signingKeys } : {}),
+  });
   await bridge.start();
   try {
     return { drain: await timed.drained, forwardMs: timed.forwardMs };
@@ -209,6 +367,7 @@ async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> 
       endpoint,
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
       maxAttempts: 3,
+      ...BRIDGE_SQS_CLIENT_SETTINGS,
     });
     injectLatency(client, latencyMs);
     return client;
@@ -246,16 +405,26 @@ async function startSqsSink(side: SqsSide, latencyMs: number): Promise<SqsSink> 
 function print(f: BenchFigures): void {
   console.error(
     [
-      `RocketMQ ${f.source} → bridge (${f.batchesInFlight} batches in flight) → SQS ${f.sqs} (+${f.latencyMs} ms per call), ${f.messages} messages, ${f.tasks} task`,
-      `  bare receive+ack   ${f.bareReceiveAckPerSec} msg/s (drains before and after the bridge's: ${f.bareDrainsPerSec.join(', ')})`,
-      `  forwarded          ${f.forwardedPerSec} msg/s   ratio ${f.ratio}`,
+      `RocketMQ ${f.source} → bridge (${f.batchesInFlight} batches in flight, ${f.signing}) → SQS ${f.sqs} (+${f.latencyMs} ms per call), ${f.messages} messages, ${f.pairs} pairs, ${f.tasks} task`,
+      `  medians over the pairs: bare receive+ack ${f.bareReceiveAckPerSec} msg/s, forwarded ${f.forwardedPerSec} msg/s, ratio ${f.ratio}`,
       `  forward latency    p50 ${f.p50ForwardMs} ms   p99 ${f.p99ForwardMs} ms`,
-      ...(['bare', 'bridge'] as const).map((side) => {
-        const { consumer, broker } = f.cpuMicrosPerMessage[side];
-        return `  CPU per message    ${side.padEnd(6)} ${consumer} µs in the consumer + ${broker} µs in the broker`;
-      }),
+      ...Object.entries(f.cpuMicrosPerMessage).map(
+        ([kind, { consumer, broker }]) =>
+          `  CPU per message    ${kind.padEnd(14)} ${consumer} µs in the consumer + ${broker} µs in the broker`,
+      ),
+      `  broker idle        ${f.brokerIdleMicrosPerSec} µs a second; beyond it, broker ratio bridge/bare ${f.brokerBeyondIdleRatioBridgeToBare}`,
+      `  CPU ratio bridge/bare: consumer ${f.cpuRatioBridgeToBare}, broker ${f.brokerCpuRatioBridgeToBare}` +
+        (f.unsigned
+          ? ` (unsigned: consumer ${f.unsigned.cpuRatioBridgeToBare}, broker ${f.unsigned.brokerCpuRatioBridgeToBare})`
+          : ''),
     ].join('\n'),
   );
+}
+
+function median(values: readonly number[]): number {
+  const sorted = values.toSorted((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** Nearest-rank percentile of ascending values. */

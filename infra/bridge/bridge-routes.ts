@@ -7,11 +7,16 @@ import type { RocketMQBridgeRoute } from './bridge-service.ts';
  * group is a RocketMQ consumer group of the same name subscribed to its topic with its tag
  * expression, forwarded to its own source queue, with its own DLQ for what cannot be forwarded.
  * One RocketMQ consumer group per catalogue group keeps RocketMQ's clustering semantics: every
- * group gets every message of its topic once, whatever the number of bridge tasks.
+ * group gets every message of its topic once, whatever the number of bridge tasks. A stage may
+ * name the RocketMQ group a route consumes as (`bridge.routes`): the legacy group it takes over.
  */
-export function bridgeRoutes(groups: readonly RocketMQConsumerGroup[]): RocketMQBridgeRoute[] {
+export function bridgeRoutes(
+  groups: readonly RocketMQConsumerGroup[],
+  routeGroups: Readonly<Record<string, Pick<RocketMQBridgeRoute, 'rocketmqGroup' | 'takeOver'>>> = {},
+): RocketMQBridgeRoute[] {
   return groups.map((g) =>
     checkedRoute({
+      ...routeGroups[g.definition.group],
       group: g.definition.group,
       topic: g.definition.topic,
       tagExpression: g.definition.tagExpression,

@@ -9,7 +9,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
+import { type BridgeConfigInput, rocketmqGroupRefusal } from '../../bridge/bridge-config.ts';
 import type { MessageGroupSource } from '../../lib/rocketmq/index.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
@@ -28,6 +28,10 @@ export interface RocketMQBridgeRoute {
   readonly fifo?: boolean;
   /** FIFO routes: where each message's `MessageGroupId` comes from (default the RocketMQ 5 message group). */
   readonly messageGroupFrom?: MessageGroupSource;
+  /** The RocketMQ consumer group the route consumes as, when not `group` (a legacy group taken over, a shadow group). */
+  readonly rocketmqGroup?: string;
+  /** RocketMQ 4: take over a group other consumers ran, from its committed offsets (docs/migration.md). */
+  readonly takeOver?: NonNullable<BridgeConfigInput['routes'][number]['takeOver']>;
 }
 
 export interface RocketMQBridgeServiceProps {
@@ -113,6 +117,8 @@ export class RocketMQBridgeService extends Construct {
         'RocketMQBridgeService: the RocketMQ 4 client (nameServer) has no TLS; set sslEnabled: false explicitly to accept a clear-text link',
       );
     }
+    const groupRefusal = rocketmqGroupRefusal(props.nameServer ? 'rocketmq4' : 'rocketmq5', props.routes);
+    if (groupRefusal) throw new Error(groupRefusal);
     for (const route of props.routes) {
       if (!route.queue === !route.eventBus)
         throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
@@ -156,6 +162,8 @@ export class RocketMQBridgeService extends Construct {
         tagExpression: r.tagExpression ?? '*',
         fifo: r.fifo ?? false,
         ...(r.messageGroupFrom ? { messageGroupFrom: r.messageGroupFrom } : {}),
+        ...(r.rocketmqGroup ? { rocketmqGroup: r.rocketmqGroup } : {}),
+        ...(r.takeOver ? { takeOver: r.takeOver } : {}),
         target: r.queue
           ? { kind: 'sqs' as const, queueUrl: r.queue.queueUrl }
           : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },

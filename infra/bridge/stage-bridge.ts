@@ -55,7 +55,7 @@ export class StageBridge extends Construct {
       clusterName: `${props.prefix}-bridge`,
       containerInsightsV2: ecs.ContainerInsights.ENABLED,
     });
-    const routes = bridgeRoutes(props.groups);
+    const routes = bridgeRoutes(props.groups, s.routes);
     const tasks = new ec2.SecurityGroup(this, 'Tasks', {
       vpc,
       description: `${props.prefix} RocketMQ bridge tasks: out to HTTPS (AWS APIs) and the RocketMQ cluster ports only`,

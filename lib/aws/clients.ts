@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /**
@@ -42,8 +42,9 @@ export function createDynamoDb(config: AwsConfig = {}): DynamoDBDocumentClient {
   );
 }
 
-export function createSqs(config: AwsConfig = {}): SQSClient {
-  return new SQSClient(baseConfig(config));
+/** `settings`: client settings of the caller's own (the bridge turns the SDK's MD5 check off, see sqs-target.ts). */
+export function createSqs(config: AwsConfig = {}, settings: Partial<SQSClientConfig> = {}): SQSClient {
+  return new SQSClient({ ...baseConfig(config), ...settings });
 }
 
 export function createSecretsManager(config: AwsConfig = {}): SecretsManagerClient {

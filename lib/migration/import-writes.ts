@@ -113,7 +113,10 @@ export async function writeLegacyAward(award: LegacyAward, target: ImportTarget)
       return judgeExisting(award, target.runId, error.Item ? unmarshall(error.Item) : {}, 'fingerprint', 'firstMsgId');
     }
   }
-  const items = [...(live ? [{ Put: recordPut }] : []), ...ledger];
+  // Past the horizon no record is written, but the one the consumer here may have written for the
+  // order still decides: moving the legacy award over it would award the order twice (twice to
+  // one user, or to two users), so it is checked in the same transaction.
+  const items = [live ? { Put: recordPut } : { ConditionCheck: recordCheckOf(award, target) }, ...ledger];
   try {
     await target.dynamoDb.send(new TransactWriteCommand({ TransactItems: items }));
     return { outcome: RowOutcome.IMPORTED };
@@ -123,10 +126,27 @@ export async function writeLegacyAward(award: LegacyAward, target: ImportTarget)
     const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
     if (failed === -1) throw error;
     const existing = reasons[failed]!.Item ? unmarshall(reasons[failed]!.Item!) : {};
-    return live && failed === 0
+    return failed === 0
       ? judgeExisting(award, target.runId, existing, 'fingerprint', 'firstMsgId')
       : judgeExisting(award, target.runId, existing, 'fingerprint', 'msgId');
   }
+}
+
+/**
+ * A row past its horizon moves its award only where nothing but an import of the same award holds
+ * the order's record: no record, or an imported one with the same content (or none, from a store
+ * without content). A record the consumer wrote (completed or in progress, expired or not: the award
+ * it stands for stays in the ledger) refuses, and so does other content.
+ */
+function recordCheckOf(award: LegacyAward, target: ImportTarget) {
+  return {
+    TableName: target.idempotencyTable,
+    Key: { id: recordId(target.group, award.orderNo) },
+    ConditionExpression:
+      'attribute_not_exists(id) OR (origin = :legacyImport AND (attribute_not_exists(fingerprint) OR fingerprint = :fp))',
+    ExpressionAttributeValues: { ':legacyImport': RecordOrigin.LEGACY_IMPORT, ':fp': award.fingerprint },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  };
 }
 
 /** `moved`: the ledger entry (created at the legacy award) and the balance increment; nothing for 0 points. */

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { serializeEnvelope } from './envelope-writer.ts';
 
@@ -179,8 +179,24 @@ export async function signatureRefusals(
   return refusals;
 }
 
+/**
+ * The keys as `KeyObject`s, made once per key: on Node 24 `createHmac` with raw key bytes costs
+ * about 25 µs more than with a `KeyObject` (it converts the bytes on every call), more than the
+ * HMAC itself, once per envelope signed or checked.
+ */
+const keyObjects = new WeakMap<Uint8Array, KeyObject>();
+
+function keyObjectOf(key: Uint8Array): KeyObject {
+  let keyObject = keyObjects.get(key);
+  if (keyObject === undefined) {
+    keyObject = createSecretKey(key);
+    keyObjects.set(key, keyObject);
+  }
+  return keyObject;
+}
+
 function mac(unsigned: Record<string, unknown>, key: Uint8Array): Buffer {
-  return createHmac('sha256', key)
+  return createHmac('sha256', keyObjectOf(key))
     .update(canonicalize(unsigned) ?? '')
     .digest();
 }

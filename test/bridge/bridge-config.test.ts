@@ -4,6 +4,7 @@ import {
   InvalidBridgeConfigError,
   loadBridgeConfig,
   parseBridgeConfig,
+  rocketmqGroupOf,
 } from '../../bridge/bridge-config.ts';
 
 const route = {
@@ -116,6 +117,36 @@ describe('bridge configuration', () => {
       routes: [route, fifo],
     });
     expect(v4.routes.map((r) => batchesInFlightOf(v4, r))).toEqual([8, 1]);
+  });
+
+  it('consumes as the route’s own RocketMQ group when it names one, and takes a group over only on RocketMQ 4', () => {
+    const v4 = { protocol: 'rocketmq4', nameServer: 'ns:9876', sslEnabled: false };
+    const config = parseBridgeConfig({
+      ...v4,
+      routes: [
+        { ...route, rocketmqGroup: 'LEGACY_G', takeOver: {} },
+        { ...route, group: 'H' },
+      ],
+    });
+    expect(config.routes.map((r) => [rocketmqGroupOf(r), r.takeOver])).toEqual([
+      ['LEGACY_G', { startWithoutOffset: 'refuse' }],
+      ['H', undefined],
+    ]);
+    expect(() =>
+      parseBridgeConfig({
+        ...v4,
+        routes: [
+          { ...route, rocketmqGroup: 'H' },
+          { ...route, group: 'H' },
+        ],
+      }),
+    ).toThrow('routes G and H both consume as RocketMQ group H: give each route its own group (rocketmqGroup)');
+    expect(() => parseBridgeConfig({ proxyEndpoint: 'p:8081', routes: [{ ...route, takeOver: {} }] })).toThrow(
+      'route G: takeOver is built for protocol rocketmq4 (a 4.x group moving to the bridge), but the protocol is rocketmq5',
+    );
+    expect(() =>
+      parseBridgeConfig({ ...v4, routes: [{ ...route, takeOver: { startWithoutOffset: 'last' } }] }),
+    ).toThrow(InvalidBridgeConfigError);
   });
 
   it('says what is missing when there is no configuration at all', () => {

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { format } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import {
   CreateQueueCommand,
@@ -7,7 +6,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { Consumer, Message, Producer } from 'ali-ons';
+import { Message, Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bridge } from '../../bridge/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-config.ts';
@@ -15,6 +14,7 @@ import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
 import { MsgIdGenerator, parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { BridgeChildProcess, bridgeEnv, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
+import { legacyGroupConsumer } from './support/legacy-group-consumer.ts';
 import { sendOrdered } from './support/rocketmq4-producer.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 
@@ -111,19 +111,8 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     // Prepare: the group's old consumer fails one order, and ali-ons sends it back to %RETRY%<group>.
     const group = `points-v4-${randomUUID().slice(0, 6)}`;
     const retried = await send('PAID', { orderNo: 'SO-R', userId: 'u9', points: 9 });
-    const legacy = new Consumer({
-      nameSrv: rocketMq!.namesrvAddr,
-      httpclient: NO_ADDRESS_SERVER,
-      consumerGroup: group,
-      logger: {
-        ...SILENT,
-        info: (...args: unknown[]) => {
-          if (format(...args).includes('consumerSendMessageBack success')) sentBack.resolve();
-        },
-      },
-    });
     const sentBack = Promise.withResolvers<void>();
-    legacy.on('error', () => undefined);
+    const legacy = legacyGroupConsumer(rocketMq!.namesrvAddr, group, () => sentBack.resolve());
     legacy.subscribe(ORDER_TOPIC, 'PAID', async () => {
       throw new Error('the old consumer fails this order');
     });

@@ -255,4 +255,38 @@ describe('a stage with its bridge enabled', () => {
     expect(json).toContain('\\"nameServer\\":\\"ns1.mq.internal:9876\\"');
     expect(json).toMatch(/\\"group\\":\\"order-status-consumer-group\\"[^}]*\\"fifo\\":true/);
   });
+
+  it('consumes a route as the legacy RocketMQ group it takes over, named per stage; the catalogue group keeps its queues', () => {
+    // Prepare
+    const v4 = {
+      ...BRIDGE,
+      protocol: 'rocketmq4',
+      endpoints: 'ns1.mq.internal:9876',
+      tls: false,
+      routes: { 'point-consumer-group': { rocketmqGroup: 'POINT_CONSUMER_GROUP', takeOver: {} } },
+    };
+
+    // Act
+    const template = synth(v4).test;
+
+    // Assess
+    const container = Object.values(template.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties
+      .ContainerDefinitions[0];
+    const json = JSON.stringify(container.Environment.find((e: { Name: string }) => e.Name === 'BRIDGE_CONFIG').Value);
+    expect(json).toMatch(
+      /\\"group\\":\\"point-consumer-group\\",[^}]*\\"rocketmqGroup\\":\\"POINT_CONSUMER_GROUP\\",\\"takeOver\\":\{\\"startWithoutOffset\\":\\"refuse\\"\}/,
+    );
+    expect(json).not.toMatch(/\\"group\\":\\"coupon-consumer-group\\",[^}]*rocketmqGroup/);
+    expect(() => synth({ ...v4, routes: { 'no-such-group': { rocketmqGroup: 'X' } } })).toThrow(
+      'rocketmq.stages.test.bridge.routes.no-such-group: not a consumer group of the catalogue',
+    );
+    expect(() =>
+      synth({ ...v4, routes: { 'point-consumer-group': { rocketmqGroup: 'coupon-consumer-group' } } }),
+    ).toThrow(
+      'routes point-consumer-group and coupon-consumer-group both consume as RocketMQ group coupon-consumer-group',
+    );
+    expect(() => synth({ ...BRIDGE, routes: v4.routes })).toThrow(
+      'route point-consumer-group: takeOver is built for protocol rocketmq4',
+    );
+  }, 120_000);
 });

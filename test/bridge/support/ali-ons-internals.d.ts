@@ -1,7 +1,7 @@
 /**
- * The two internal modules of ali-ons 3.12.0 that the bridge tests use to ask a 4.x broker about
- * itself (consume offsets, queue offsets, runtime statistics): the client's remoting API and its
- * command. Names and shapes are the library's own.
+ * The internal module of ali-ons 3.12.0 that the bridge tests use to ask a 4.x broker about
+ * itself (consume offsets, queue offsets, runtime statistics): the client's remoting API (its
+ * command is declared with the bridge's, in bridge/ali-ons.d.ts). Names and shapes are the library's own.
  */
 declare module 'ali-ons/lib/mq_client_api.js' {
   import type { ClientOptions } from 'ali-ons';
@@ -24,14 +24,5 @@ declare module 'ali-ons/lib/mq_client_api.js' {
       addr: string,
       header: { topic: string; consumerGroup: string; queueId: number; commitOffset: number },
     ): Promise<void>;
-  }
-}
-
-declare module 'ali-ons/lib/protocol/command/remoting_command.js' {
-  export default class RemotingCommand {
-    static createRequestCommand(code: number, customHeader: Record<string, unknown> | null): RemotingCommand;
-    readonly code: number;
-    readonly remark: string | undefined;
-    body: Buffer | undefined;
   }
 }

@@ -141,6 +141,47 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
     expect(table.stdout).toMatch(/invalid\s+t_point_record#\d+\s+SO 1\s+4\s+1\s+orderNo must be printable ASCII/);
   }, 60_000);
 
+  it('--ledger moved: a row past its horizon does not move its award over the record the consumer here wrote for the order', async () => {
+    // Prepare: the consumer here awarded SO-OLD-C to user 2 and SO-OLD-N to user 3; the legacy rows are from 2020
+    const f = await pointsFixture();
+    await awardThroughConsumer(f, [
+      { orderNo: 'SO-OLD-C', userId: '2', points: 40 },
+      { orderNo: 'SO-OLD-N', userId: '3', points: 30 },
+    ]);
+    await insertLegacyAwards(mariaDb.db, [
+      { orderNo: 'SO-OLD-C', userId: 1, points: 40, createTime: '2020-07-05 14:22:31' },
+      { orderNo: 'SO-OLD-N', userId: 3, points: 30, createTime: '2020-07-05 14:22:32' },
+      { orderNo: 'SO-OLD-FREE', userId: 4, points: 4, createTime: '2020-07-05 14:22:33' },
+    ]);
+
+    // Act
+    const result = await ops(f, [...importArgs('moved', '--json')]);
+
+    // Assess: the order the consumer gave another user is conflicting, and nothing of it moved
+    expect(result.code).toBe(1);
+    const report = result.json();
+    expect(report.counts).toMatchObject({ read: 3, imported: 1, conflicting: 1, awardedNatively: 1, pastHorizon: 0 });
+    expect(report.rejected).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          kind: 'conflicting',
+          orderNo: 'SO-OLD-C',
+          userId: '1',
+          reason: expect.stringMatching(/other content was written for SO-OLD-C by the consumer \(msgId (?!unknown)/),
+        }),
+        expect.objectContaining({ kind: 'awarded-natively', orderNo: 'SO-OLD-N' }),
+      ]),
+    );
+    expect(await f.ledger('1')).toEqual([]);
+    expect(await f.balance('1')).toBe(0);
+    expect(await f.balance('3')).toBe(30);
+    expect((await f.ledger('4')).map((e) => e.msgId)).toEqual([expect.stringMatching(/^legacy:t_point_record#\d+$/)]);
+    expect(await f.balance('4')).toBe(4);
+    // No record for the rows past the horizon: only the consumer's own two
+    expect((await recordsOf(f)).map((r) => r.key).sort()).toEqual(['SO-OLD-C', 'SO-OLD-N']);
+    expect(await f.ledgerMismatches()).toEqual([]);
+  }, 60_000);
+
   it('--since imports only the rows processed since, reading DATETIMEs in the server’s zone (+08:00)', async () => {
     // Prepare: two rows an hour before the backfill, two a minute after, in Beijing wall-clock time
     const f = await pointsFixture();

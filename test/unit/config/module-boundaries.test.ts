@@ -113,12 +113,13 @@ describe('the CDK app reads names and constants from lib/config and lib/rocketmq
     {
       target: 'bridge/bridge-config.ts',
       reason:
-        "the bridge's configuration input type, which the bridge's service construct writes; and fifoTargetRefusal, " +
-        'so that the synth refuses a FIFO route to EventBridge with the rule and the words the bridge refuses it with at start',
+        "the bridge's configuration input type, which the bridge's service construct writes; and fifoTargetRefusal " +
+        'and rocketmqGroupRefusal, so that the synth refuses a FIFO route to EventBridge, two routes in one RocketMQ ' +
+        'group and a takeover on RocketMQ 5 with the rules and the words the bridge refuses them with at start',
     },
   ];
   /** What infra/ takes from bridge/bridge-config.ts (a module of zod schemas and pure checks, nothing that runs). */
-  const FROM_BRIDGE_CONFIG = ['type BridgeConfigInput', 'fifoTargetRefusal'];
+  const FROM_BRIDGE_CONFIG = ['type BridgeConfigInput', 'fifoTargetRefusal', 'rocketmqGroupRefusal'];
 
   it.each(tsFilesUnder('infra'))('%s imports from lib/ and bridge/ only the named entries', (file) => {
     for (const target of relativeImportsOf(file).filter((t) => /^(lib|bridge)\//.test(t)))

@@ -1,0 +1,80 @@
+import RemotingCommand from 'ali-ons/lib/protocol/command/remoting_command.js';
+
+/**
+ * Taking over a consumer group another consumer ran (the legacy Java consumers of a cutover):
+ * the bridge joins the group under its name and RocketMQ hands it the group's committed offsets.
+ * A queue on which the group committed nothing would start where the client's default puts it,
+ * at the queue's end for a 4.x client, skipping every message already there: the backlog the
+ * takeover exists to carry over. So the route refuses to start unless it says where such a queue
+ * starts.
+ */
+export class GroupWithoutOffsetsError extends Error {
+  override readonly name = 'GroupWithoutOffsetsError';
+  constructor(
+    readonly group: string,
+    readonly topic: string,
+    readonly queues: readonly string[],
+  ) {
+    super(
+      `taking over consumer group ${group} on topic ${topic}: the group has no committed offset on ${queues.length} ` +
+        `queue(s) (${queues.join(', ')}), where the client would start at the queue's end and skip what is there; ` +
+        `start the route once the group has committed offsets there (its consumers ran on those queues), or say ` +
+        `where those queues start: takeOver.startWithoutOffset "first"`,
+    );
+  }
+}
+
+/** A topic's route as the name server gives it (the fields read here). */
+interface TopicRoute {
+  readonly queueDatas: ReadonlyArray<{ readonly brokerName: string; readonly readQueueNums: number }>;
+  readonly brokerDatas: ReadonlyArray<{ readonly brokerName: string; readonly brokerAddrs: Record<string, string> }>;
+}
+
+/** What the check asks of the remoting client (ali-ons' `MQClientAPI`). */
+export interface RemotingAdmin {
+  getTopicRouteInfoFromNameServer(topic: string, timeoutMs?: number): Promise<TopicRoute | undefined>;
+  invoke(
+    addr: string,
+    command: RemotingCommand,
+    timeoutMs?: number,
+  ): Promise<{ readonly code: number; readonly remark: string | undefined; readonly body: Buffer | undefined }>;
+}
+
+/** `RequestCode.GET_ALL_CONSUMER_OFFSET`: the broker's consume offset table, every group's, as `mqadmin` reads it. */
+const GET_ALL_CONSUMER_OFFSET = 43;
+const MASTER_ID = '0';
+const TIMEOUT_MS = 5_000;
+
+/**
+ * The topic's queues (`<brokerName>:<queueId>`) on which the group has committed no offset, from
+ * each master's offset table. Not QUERY_CONSUMER_OFFSET: for a group without an offset the 4.7.1
+ * broker answers 0 while the queue's first message is still in memory, and "not found" only once
+ * it is not, so that answer depends on the broker's page cache rather than on the group.
+ */
+export async function queuesWithoutOffset(admin: RemotingAdmin, group: string, topic: string): Promise<string[]> {
+  const route = await admin.getTopicRouteInfoFromNameServer(topic, TIMEOUT_MS);
+  if (!route) throw new Error(`the name servers have no route for topic ${topic}`);
+  const missing: string[] = [];
+  for (const { brokerName, readQueueNums } of route.queueDatas) {
+    const master = route.brokerDatas.find((b) => b.brokerName === brokerName)?.brokerAddrs[MASTER_ID];
+    // Offsets are committed to the master; without one they cannot be read, nor would they be committed.
+    if (!master) throw new Error(`broker ${brokerName} of topic ${topic} has no master to read ${group}'s offsets`);
+    const committed = (await offsetTableOf(admin, master))[`${topic}@${group}`] ?? {};
+    for (let queueId = 0; queueId < readQueueNums; queueId++)
+      if (!(committed[queueId] !== undefined && committed[queueId]! >= 0)) missing.push(`${brokerName}:${queueId}`);
+  }
+  return missing;
+}
+
+async function offsetTableOf(admin: RemotingAdmin, brokerAddr: string) {
+  const response = await admin.invoke(
+    brokerAddr,
+    RemotingCommand.createRequestCommand(GET_ALL_CONSUMER_OFFSET, null),
+    TIMEOUT_MS,
+  );
+  if (response.code !== 0 || !response.body)
+    throw new Error(`GET_ALL_CONSUMER_OFFSET from ${brokerAddr} answered ${response.code}: ${response.remark}`);
+  // The broker's fastjson writes the queue ids, integer map keys, unquoted: `{"T@g":{0:12,1:7}}`.
+  const json = response.body.toString('utf8').replace(/([{,])(\d+):/g, '$1"$2":');
+  return (JSON.parse(json) as { offsetTable?: Record<string, Record<string, number>> }).offsetTable ?? {};
+}

@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { format } from 'node:util';
+import { Message, type Producer } from 'ali-ons';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StartWithoutOffset } from '../../bridge/bridge-config.ts';
+import { GroupWithoutOffsetsError } from '../../bridge/group-takeover.ts';
+import { RemotingRouteConsumer } from '../../bridge/remoting-route-consumer.ts';
+import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
+import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
+import { BrokerProbe } from './support/broker-probe.ts';
+import { legacyGroupConsumer } from './support/legacy-group-consumer.ts';
+import { until } from './support/master-slave-switchover.ts';
+import { orderServiceProducer } from './support/rocketmq4-producer.ts';
+
+/**
+ * RocketMQ 4.7.1 (name server + broker, real JVMs): a route taking over a consumer group other
+ * consumers ran, as the cutover of docs/migration.md does with the legacy group. One cluster for
+ * the file; each scenario has its own groups.
+ */
+const TOPIC = 'TAKEOVER_TOPIC';
+const OTHER_TOPIC = 'OTHER_TOPIC';
+const QUEUE_IDS = [0, 1, 2, 3];
+const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
+
+let rocketMq: LocalRocketMQ4 | undefined;
+let producer: Producer | undefined;
+let probe: BrokerProbe | undefined;
+const ids = new MsgIdGenerator('7F000001', 0x2828);
+
+beforeAll(async () => {
+  rocketMq = await startLocalRocketMQ4({
+    topics: [
+      { name: TOPIC, queues: QUEUE_IDS.length },
+      { name: OTHER_TOPIC, queues: 1 },
+    ],
+  });
+  producer = await orderServiceProducer(rocketMq.namesrvAddr);
+  probe = await BrokerProbe.open(rocketMq.namesrvAddr);
+});
+
+afterAll(async () => {
+  await probe?.close();
+  await producer?.close();
+  await rocketMq?.stop();
+});
+
+async function send(topic: string, tag: string, count: number): Promise<string[]> {
+  const sent: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const message = new Message(topic, tag, JSON.stringify({ orderNo: `SO-${randomUUID().slice(0, 8)}` }));
+    message.properties.UNIQ_KEY = ids.next();
+    await producer!.send(message);
+    sent.push(message.properties.UNIQ_KEY);
+  }
+  return sent;
+}
+
+function routeSource(group: string, errors: string[] = [], startWithoutOffset?: StartWithoutOffset) {
+  return new RemotingRouteConsumer({
+    nameServers: [rocketMq!.namesrvAddr],
+    consumerGroup: group,
+    topic: TOPIC,
+    tagExpression: '*',
+    batchSize: 32,
+    batchesInFlight: 1,
+    awaitDurationMs: 5_000,
+    redeliverAfterMs: 60_000,
+    persistOffsetIntervalMs: 1_000,
+    logger: { ...SILENT, error: (...args: unknown[]) => errors.push(format(...args)) },
+    ...(startWithoutOffset ? { takeOver: { startWithoutOffset } } : {}),
+  });
+}
+
+/** Receives and acks until a receive comes back empty (5 s), or until `stop` says enough. */
+async function drain(source: RemotingRouteConsumer, stop: (all: ReceivedMessage[]) => boolean = () => false) {
+  const all: ReceivedMessage[] = [];
+  for (let i = 0; i < 40; i++) {
+    const batch = await source.receive();
+    await source.ack(batch);
+    all.push(...batch);
+    if (batch.length === 0 || stop(all)) return all;
+  }
+  throw new Error(`the route kept receiving: ${all.length} messages`);
+}
+
+describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
+  it('refuses a group without a committed offset on some queue, naming the group and the queues; once the group has them, starts at them', async () => {
+    // Prepare: the legacy consumers consumed what was sent so far, and committed on queues 0 and 1 only
+    const group = `legacy-points-${randomUUID().slice(0, 6)}`;
+    const before = await send(TOPIC, 'PAID', 8);
+    const consumedUpTo = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, consumedUpTo.slice(0, 2));
+
+    // Act
+    const refused = await routeSource(group, [], 'refuse')
+      .start()
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, consumedUpTo);
+    const after = await send(TOPIC, 'PAID', 8);
+    const takeOver = routeSource(group, [], 'refuse');
+    await takeOver.start();
+    const received = await drain(takeOver);
+    await takeOver.stop();
+
+    // Assess: the refusal names the group, the topic and the two queues; the takeover forwards only what came after
+    expect(refused).toBeInstanceOf(GroupWithoutOffsetsError);
+    const b = rocketMq!.brokerName;
+    expect((refused as Error).message).toContain(
+      `taking over consumer group ${group} on topic ${TOPIC}: the group has no committed offset on 2 queue(s) (${b}:2, ${b}:3)`,
+    );
+    expect((refused as Error).message).toContain('takeOver.startWithoutOffset "first"');
+    expect(received.map((m) => m.msgId).sort()).toEqual([...after].sort());
+    expect(received.map((m) => m.msgId)).not.toContain(before[0]);
+  }, 120_000);
+
+  it('starts the queues of a group without offsets at their first message when the route says so', async () => {
+    // Prepare: a group that never consumed, and what the topic holds
+    const group = `legacy-coupons-${randomUUID().slice(0, 6)}`;
+    const held = (await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS)).reduce((a, b) => a + b, 0);
+
+    // Act
+    const source = routeSource(group, [], 'first');
+    await source.start();
+    const received = await drain(source);
+    await source.stop();
+
+    // Assess
+    expect(held).toBeGreaterThan(0);
+    expect(new Set(received.map((m) => m.msgId)).size).toBe(held);
+  }, 120_000);
+
+  it('forwards a taken-over %RETRY% message with its reconsumeTimes and original topic, and keeps a retry of another topic unconsumed with an error', async () => {
+    // Prepare: the legacy consumer subscribed two topics and failed one message of each: both went back to %RETRY%<group>
+    const group = `legacy-multi-${randomUUID().slice(0, 6)}`;
+    let sentBack = 0;
+    const legacy = legacyGroupConsumer(rocketMq!.namesrvAddr, group, () => sentBack++);
+    const fail = async (msg: Message) => {
+      if (msg.tags === 'FAIL') throw new Error('the legacy consumer fails this message');
+    };
+    legacy.subscribe(TOPIC, '*', fail);
+    legacy.subscribe(OTHER_TOPIC, '*', fail);
+    const [own] = await send(TOPIC, 'FAIL', 1);
+    const [foreign] = await send(OTHER_TOPIC, 'FAIL', 1);
+    await until('the legacy consumer sent both back', async () => (sentBack >= 2 ? true : undefined), 30_000);
+    // The client moves its offsets past the originals only after logging the send-back.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await legacy.close();
+    const retryTopic = `%RETRY%${group}`;
+    await until(
+      'both retries stored in the retry topic (after the 10 s delay)',
+      async () => ((await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]))[0]! >= 2 ? true : undefined),
+      40_000,
+    );
+
+    // Act: the bridge's route of TOPIC takes the group over
+    const errors: string[] = [];
+    const source = routeSource(group, errors);
+    await source.start();
+    const received = await drain(source, (all) => all.some((m) => m.msgId === own) && errors.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await source.stop();
+
+    // Assess: its own retry forwarded as the legacy consumer left it, the other topic's not, and not skipped
+    const retried = received.filter((m) => m.msgId === own);
+    expect(retried).toHaveLength(1);
+    expect(retried[0]).toMatchObject({ topic: TOPIC, reconsumeTimes: 1, tag: 'FAIL' });
+    expect(received.map((m) => m.msgId)).not.toContain(foreign);
+    expect(errors.join('\n')).toContain(
+      `%RETRY%${group} holds message ${foreign} of topic ${OTHER_TOPIC}, which this route (topic ${TOPIC}) does not forward: it stays unconsumed`,
+    );
+    const [committed] = await probe!.consumerOffsets(rocketMq!.brokerAddr, group, retryTopic, [0]);
+    const [stored] = await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]);
+    expect(committed).toBeLessThan(stored!);
+  }, 150_000);
+});
