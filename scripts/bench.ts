@@ -26,7 +26,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig, scanTable } from '../lib/aws/index.ts';
-import { MsgIdGenerator, RetrySchedule, writeEnvelope } from '../lib/rocketmq/index.ts';
+import { MsgIdGenerator, RetrySchedule } from '../lib/rocketmq/index.ts';
 import { createPowertoolsPointsConsumer } from './comparison/powertools-points-consumer.ts';
 import { type Emulator, startEmulator } from './emulator/emulator.ts';
 import { interceptCommands } from './instrumentation/command-interceptor.ts';
@@ -34,6 +34,7 @@ import { injectLatency } from './instrumentation/latency-injection.ts';
 import { type RoundTrip, RoundTripCounter } from './instrumentation/round-trip-counter.ts';
 import { writeUnitsOf, writtenTables } from './instrumentation/write-units.ts';
 import { lambdaContext } from './local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from './local/local-signing-key.ts';
 import { type LocalResources, provisionLocal } from './local/provision.ts';
 import { seededRandom } from './local/seeded-random.ts';
 import { sqsRecord } from './local/sqs-record.ts';
@@ -117,7 +118,7 @@ function awardWorkload(messages: number, users: number) {
       userId: `u${Math.floor(random() * users)}`,
       points: 1 + Math.floor(random() * 500),
     };
-    const body = writeEnvelope({
+    const body = PROCESS_SIGNING_KEY.envelope({
       topic: 'ORDER_TOPIC',
       msgId: ids.next(),
       tags: 'PAID',
@@ -202,6 +203,7 @@ async function rigFor(
           schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
           dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
           packing: variant === 'packed',
+          envelopeKeys: PROCESS_SIGNING_KEY.ring,
         });
   const batches: SQSEvent[] = [];
   for (let i = 0; i < workload.length; i += options.batchSize) {

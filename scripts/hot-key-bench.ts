@@ -24,12 +24,13 @@ import type { SQSRecord } from 'aws-lambda';
 import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../lib/aws/index.ts';
 import type { RecordReport } from '../lib/consumer/index.ts';
-import { MsgIdGenerator, RetrySchedule, writeEnvelope } from '../lib/rocketmq/index.ts';
+import { MsgIdGenerator, RetrySchedule } from '../lib/rocketmq/index.ts';
 import { type Emulator, startEmulator } from './emulator/emulator.ts';
 import { ItemContentionModel } from './instrumentation/item-contention-model.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
 import { RoundTripCounter } from './instrumentation/round-trip-counter.ts';
 import { lambdaContext } from './local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from './local/local-signing-key.ts';
 import { provisionLocal } from './local/provision.ts';
 import { sqsRecord } from './local/sqs-record.ts';
 
@@ -123,6 +124,7 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
       dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
       onReport: (r) => reports.push(r),
       packing,
+      envelopeKeys: PROCESS_SIGNING_KEY.ring,
     });
   });
 
@@ -136,7 +138,12 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
     };
     expected += order.points;
     return sqsRecord(
-      writeEnvelope({ topic: 'ORDER_TOPIC', msgId: ids.next(), tags: 'PAID', body: JSON.stringify(order) }),
+      PROCESS_SIGNING_KEY.envelope({
+        topic: 'ORDER_TOPIC',
+        msgId: ids.next(),
+        tags: 'PAID',
+        body: JSON.stringify(order),
+      }),
       queue.source.arn,
       { messageId: `hot-${i}` },
     );

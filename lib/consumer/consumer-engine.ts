@@ -60,10 +60,12 @@ export interface ConsumerEngineOptions<P, R> {
   /** Base of the exponential, jittered backoff between those retries; default 25 ms. */
   contentionBackoffMs?: number;
   /**
-   * When given, every envelope must carry the bridge's signature made with one of these keys;
-   * anything else is dead-lettered at once as `UNAUTHENTICATED_MESSAGE` (lib/rocketmq/envelope-signature.ts).
+   * Every envelope must carry the bridge's signature made with one of these keys; anything else is
+   * dead-lettered at once as `UNAUTHENTICATED_MESSAGE` (lib/rocketmq/envelope-signature.ts). There is
+   * no consumer without one: a message that reaches the function by any other way than the bridge
+   * (a loosened queue policy, a direct invocation) must not act.
    */
-  envelopeKeys?: SigningKeyRing;
+  envelopeKeys: SigningKeyRing;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
@@ -79,13 +81,19 @@ type Runner = <P, R>(setup: ConsumerSetup<P, R>, batch: BatchState<P>) => Promis
  * dead-lettered with its reason, or acknowledged). It knows SQS, DynamoDB and RocketMQ's
  * rules, not the application: its group, tags, record-id prefix and business are given.
  *
- * Refuses at construction what cannot work: a schedule the queues cannot carry, records that
- * expire while a copy can still come back, an orderly group without failure counts or with packing.
+ * Refuses at construction what cannot work: no signing key ring, a schedule the queues cannot carry,
+ * records that expire while a copy can still come back, an orderly group without failure counts or with packing.
  */
 export class ConsumerEngine<P, R> {
   private readonly setup: ConsumerSetup<P, R>;
 
   constructor(options: ConsumerEngineOptions<P, R>) {
+    // The type requires it; a caller in plain JavaScript (or through a cast) is refused here rather than
+    // at its first batch, since a consumer without keys could only refuse every envelope or trust any.
+    if (!options.envelopeKeys)
+      throw new InvalidConsumerConfigError(
+        `consumer group ${options.group}: no envelope signing key ring (envelopeKeys); every consumer checks the bridge's signature`,
+      );
     const tags = TagExpression.parse(options.tagExpression);
     const lifetimes = recordsOutliveRetries(options);
     this.setup = {

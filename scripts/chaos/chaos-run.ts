@@ -2,6 +2,7 @@ import { createDynamoDb, createSqs } from '../../lib/aws/index.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
+import { LocalSigningKey } from '../local/local-signing-key.ts';
 import { selectGroups } from '../local/run-settings.ts';
 import { compressedScheduleOf } from '../local/time-scale.ts';
 import type { ChaosPlugin } from './chaos-plugin.ts';
@@ -118,14 +119,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const definitions = selectGroups(catalogue, options.groups);
   const groups = definitions.map((d) => d.group);
   const plugins = await loadChaosPlugins(definitions, options.plugins);
-  const workload =
-    options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages });
+  // The run's signing key, made at its start; the workload is judged as the bridge puts it on the queues: signed.
+  const signing = new LocalSigningKey();
+  const workload = signedWorkload(
+    options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages }),
+    signing,
+  );
   const underTest = groupsUnderTest(workload, definitions, plugins);
   const plan = options.plan ?? planFaults(underTest, { seed: options.seed, sdk: options.sdk });
   const timeScale = options.timeScale ?? 600;
   const tally = new FaultTally();
   const run = await runLocalPipeline({
     phases: workload.phases,
+    signing,
     catalogue,
     groups,
     consumers: options.consumers,
@@ -230,4 +236,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   } finally {
     await run.close();
   }
+}
+
+/** The workload with every body as the run's bridge sends it: signed with the run's key (`LocalSigningKey.sign`). */
+function signedWorkload(workload: ChaosWorkload, signing: LocalSigningKey): ChaosWorkload {
+  return {
+    ...workload,
+    phases: workload.phases.map((phase) => ({
+      ...phase,
+      messages: phase.messages.map((message) => ({ ...message, body: signing.sign(message.body) })),
+    })),
+  };
 }

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
 import { type MessageGroupSource, messageGroupOf } from '../../lib/rocketmq/index.ts';
+import type { LocalSigningKey } from './local-signing-key.ts';
 import type { LocalResources } from './provision.ts';
 import type { QueueOccupancy } from './queue-occupancy.ts';
 import { TopicRoutes } from './topic-routes.ts';
@@ -27,7 +28,9 @@ export interface BridgeAccount {
 }
 
 /**
- * The RocketMQ → SQS bridge of the local run: each message to the source queue of every group its `TopicRoutes` name.
+ * The RocketMQ → SQS bridge of the local run: each message to the source queue of every group its `TopicRoutes` name,
+ * signed with the run's key as the deployed bridge signs with the stage's. The run accounts for the message as the
+ * traffic gave it; only the copy on the queue carries the signature.
  */
 export class LocalBridge {
   sent = 0;
@@ -48,6 +51,7 @@ export class LocalBridge {
     private readonly maxQueueBacklog: number,
     private readonly occupancy: QueueOccupancy,
     private readonly deadline: number,
+    private readonly signing: LocalSigningKey,
   ) {
     const zeroes = () => Object.fromEntries(groups.map((g) => [g.group, 0]));
     this.account = {
@@ -140,7 +144,7 @@ export class LocalBridge {
         QueueUrl: this.resources.queues[group]!.source.url,
         Entries: messages.map((m, i) => ({
           Id: String(i),
-          MessageBody: m.body,
+          MessageBody: this.signing.sign(m.body),
           // No DelaySeconds: SQS allows none per message on a FIFO queue, and the bridge sets none anyway.
           // As the bridge derives it for the group's FIFO route (catalogue `messageGroupFrom`).
           ...(fifo

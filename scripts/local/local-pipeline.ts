@@ -10,6 +10,7 @@ import type { CrashAfterCommit } from './incident-scenario.ts';
 import { type BridgeAccount, LocalBridge } from './local-bridge.ts';
 import { type LocalConsumerDeps, loadRegistrations } from './local-consumers.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
+import { LocalSigningKey } from './local-signing-key.ts';
 import { seedOrders } from './order-seeding.ts';
 import { type LocalResources, provisionLocal } from './provision.ts';
 import { QueueOccupancy } from './queue-occupancy.ts';
@@ -87,6 +88,12 @@ export interface LocalPipelineOptions {
    */
   maxQueueBacklog?: number;
   onProgress?: (progress: RunProgress) => void;
+  /**
+   * The envelope signing key the run's bridge signs with and its consumers verify with. Default: one
+   * generated when the run starts. The chaos run passes the one it signed its workload with, so the
+   * bodies it judges are the ones on the queues.
+   */
+  signing?: LocalSigningKey;
 }
 
 export interface RunProgress {
@@ -149,8 +156,8 @@ export interface LocalRun {
 }
 
 /**
- * The whole local path: emulator → the CDK app's resources → bridge (each envelope to
- * every subscribed group's queue) → Lambda-like pollers → the real handlers → DynamoDB,
+ * The whole local path: emulator → the CDK app's resources → bridge (each envelope signed
+ * with a key the run generates, to every subscribed group's queue) → Lambda-like pollers → the real handlers → DynamoDB,
  * then the account of what happened and what the tables hold.
  */
 export async function runLocalPipeline(options: LocalPipelineOptions): Promise<LocalRun> {
@@ -208,6 +215,8 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     );
     const reports = new InvocationReports();
     const fault = crashAfterCommitFault(options.crashes ?? []);
+    // The run's own envelope signing key, made at its start: its bridge signs, its consumers verify.
+    const signing = options.signing ?? new LocalSigningKey();
     let pollErrors = 0;
     const pools = registrations.map((r) => {
       const { group, functionName } = r.definition;
@@ -217,6 +226,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         tables: resources.tables,
         deadLetterQueueUrl: queues.deadLetter.url,
         schedule: compressedScheduleOf(r.definition, settings.timeScale),
+        envelopeKeys: signing.ring,
         onReport: reports.onReport,
         couponServiceUrl: coupons?.url ?? '',
         services: { 'coupon-service': coupons?.url ?? '' },
@@ -254,6 +264,7 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       options.maxQueueBacklog ?? 300,
       occupancy,
       deadline,
+      signing,
     );
     let phase = options.phases[0]?.name ?? '';
     const progress = () => {

@@ -7,6 +7,7 @@ import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { orderlyFixture } from '../support/orderly-fixture.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './support/bridge-child-process.ts';
+import { bridgeSigningKey } from './support/bridge-signing-key.ts';
 import { BrokerProbe } from './support/broker-probe.ts';
 import { allocationOf, isRebalanceOf } from './support/client-rebalance.ts';
 import {
@@ -132,9 +133,10 @@ function figuresOf(result: SwitchoverResult, group: GroupSwitchover) {
 describe('RocketMQ 4.7.1 → two bridge tasks sharing an orderly queue during a rebalance', () => {
   it('a second task joins while interleaved orders flow through a FIFO route; both pull the same queues until the first rebalances, and the order-status consumer applies each order’s PAID before its FINISHED, each once', async () => {
     // Prepare: the order-status group on its FIFO queues, a FIFO route from an ordered topic.
-    const f = await orderlyFixture({ schedule: orderlySchedule({ intervalSeconds: 0 }) });
+    const signing = await bridgeSigningKey();
+    const f = await orderlyFixture({ schedule: orderlySchedule({ intervalSeconds: 0 }), envelopeKeys: signing.ring });
     const group = `order-status-v4-${randomUUID().slice(0, 6)}`;
-    const config = remotingBridgeConfig(
+    const unsigned = remotingBridgeConfig(
       rocketMq!,
       [
         {
@@ -149,6 +151,7 @@ describe('RocketMQ 4.7.1 → two bridge tasks sharing an orderly queue during a 
       // Small receives: a queue's events go over in several slices, so both tasks have some in hand at once.
       { receiveBatchSize: 4 },
     );
+    const config = { ...unsigned, signing: { secretId: signing.secretId } };
     // The client's own lines (rebalances and their allocations) are logged at debug.
     const env = bridgeEnv(config, { POWERTOOLS_LOG_LEVEL: 'DEBUG' });
     const first = new BridgeChildProcess(env);

@@ -5,6 +5,7 @@ import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
 import { consumerGroup, FIFO_QUEUE_ATTRIBUTES, lifetimesOf } from '../../lib/config/index.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
 import { LocalBridge } from '../../scripts/local/local-bridge.ts';
+import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
 import { QueueOccupancy } from '../../scripts/local/queue-occupancy.ts';
 import { pollOnce } from '../../scripts/local/sqs-poller.ts';
@@ -70,7 +71,17 @@ describe('the local run on FIFO queues', () => {
     const finished = event('FINISHED', 'SO1');
     const other = event('PAID', 'SO2');
     const occupancy = new QueueOccupancy({ [ORDER_STATUS.group]: queue.maxReceiveCount });
-    const bridge = new LocalBridge(sqs, resources, [ORDER_STATUS], 0, Math.random, 300, occupancy, Date.now() + 60_000);
+    const bridge = new LocalBridge(
+      sqs,
+      resources,
+      [ORDER_STATUS],
+      0,
+      Math.random,
+      300,
+      occupancy,
+      Date.now() + 60_000,
+      PROCESS_SIGNING_KEY,
+    );
 
     // Act: the PAID again (a bridge re-forward, same msgId) between the others.
     await bridge.send([paid, other, { ...paid, label: 'bridge redelivery (same msgId)' }, finished]);
@@ -94,10 +105,12 @@ describe('the local run on FIFO queues', () => {
     expect(occupancy.inQueue(ORDER_STATUS.group)).toBe(3);
     expect(seen).toHaveLength(3);
     const so1 = seen.filter((r) => r.MessageGroupId === 'SO1');
-    expect(so1.map((r) => r.body)).toEqual([paid.body, finished.body]);
+    // The bridge signs each copy it puts on the queue.
+    const onQueue = (m: { body: string }) => PROCESS_SIGNING_KEY.sign(m.body);
+    expect(so1.map((r) => r.body)).toEqual([onQueue(paid), onQueue(finished)]);
     expect(so1.map((r) => r.MessageDeduplicationId)).toEqual([paid.msgId, finished.msgId]);
     for (const r of seen) expect(r.SequenceNumber).toMatch(/^\d+$/);
-    expect(seen.find((r) => r.body === other.body)).toMatchObject({
+    expect(seen.find((r) => r.body === onQueue(other))).toMatchObject({
       MessageGroupId: 'SO2',
       MessageDeduplicationId: other.msgId,
     });

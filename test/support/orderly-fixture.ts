@@ -8,7 +8,8 @@ import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.t
 import { lifetimesOf, recordId } from '../../lib/config/index.ts';
 import type { ConsumerHandler, RecordReport } from '../../lib/consumer/index.ts';
 import type { Order } from '../../lib/orders/index.ts';
-import type { RetrySchedule } from '../../lib/rocketmq/index.ts';
+import type { RetrySchedule, SigningKeyRing } from '../../lib/rocketmq/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
 import { pollOnce } from '../../scripts/local/sqs-poller.ts';
 import { readAllMessages } from './queue-reading.ts';
@@ -18,7 +19,12 @@ import { readAllMessages } from './queue-reading.ts';
  * catalogue's redrive count), its consumer on the given schedule, and the local run's poller,
  * which hands the handler FIFO records as Lambda does.
  */
-export async function orderlyFixture(options: { schedule: RetrySchedule; visibilityTimeoutSeconds?: number }) {
+export async function orderlyFixture(options: {
+  schedule: RetrySchedule;
+  visibilityTimeoutSeconds?: number;
+  /** The keys its consumer verifies with; default the process's (`orderEnvelope` signs with it). */
+  envelopeKeys?: SigningKeyRing;
+}) {
   const endpoint = inject('emulatorEndpoint');
   const aws = emulatorConfig(endpoint);
   const { tables, queues } = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, {
@@ -37,6 +43,7 @@ export async function orderlyFixture(options: { schedule: RetrySchedule; visibil
     queueLifetimes: lifetimesOf(ORDER_STATUS).lifetimes.queues,
     dynamoDb,
     sqs,
+    envelopeKeys: options.envelopeKeys ?? PROCESS_SIGNING_KEY.ring,
     onReport: (r) => reports.push(r),
   });
   return {

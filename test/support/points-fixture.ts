@@ -9,6 +9,7 @@ import type { ConsumerConfig, RecordReport } from '../../lib/consumer/index.ts';
 import type { LedgerEntry } from '../../lib/points/index.ts';
 import { type EnvelopeFields, MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../scripts/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { type LocalResources, provisionLocal } from '../../scripts/local/provision.ts';
 import { pollOnce } from '../../scripts/local/sqs-poller.ts';
 import { sqsRecord as localSqsRecord } from '../../scripts/local/sqs-record.ts';
@@ -24,7 +25,13 @@ export interface OrderFields {
 const ids = new MsgIdGenerator();
 export const newMsgId = () => ids.next();
 
+/** The bridge's envelope of an `ORDER_TOPIC` message, signed with the process's key as the fixtures' consumers expect. */
 export function orderEnvelope(order: Record<string, unknown>, fields: Partial<EnvelopeFields> = {}): string {
+  return PROCESS_SIGNING_KEY.sign(unsignedOrderEnvelope(order, fields));
+}
+
+/** The same envelope without a signature: what a sender other than the bridge puts on a queue. */
+export function unsignedOrderEnvelope(order: Record<string, unknown>, fields: Partial<EnvelopeFields> = {}): string {
   return writeEnvelope({
     topic: 'ORDER_TOPIC',
     msgId: fields.msgId ?? newMsgId(),
@@ -50,7 +57,10 @@ export function inMessageGroup(record: SQSRecord, messageGroupId: string): SQSRe
 /** Delays of zero: a failed record is visible again at once, so retry paths run in milliseconds. */
 export const IMMEDIATE_RETRIES = new RetrySchedule(Array.from({ length: 16 }, () => 0));
 
-/** A points consumer wired to fresh tables and queues on the shared emulator. */
+/**
+ * A points consumer wired to fresh tables and queues on the shared emulator; it verifies with the
+ * process's key (`orderEnvelope` signs with it) unless the test gives its own `envelopeKeys`.
+ */
 export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POINTS>> = {}) {
   const endpoint = inject('emulatorEndpoint');
   const aws = emulatorConfig(endpoint);
@@ -67,6 +77,7 @@ export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POI
     deadLetterQueueUrl: queue.deadLetter.url,
     schedule: IMMEDIATE_RETRIES,
     dynamoDb,
+    envelopeKeys: PROCESS_SIGNING_KEY.ring,
     onReport: (r) => reports.push(r),
     ...overrides,
   });

@@ -28,8 +28,8 @@ export class InvalidPayloadError extends ConsumptionError {
 }
 
 /**
- * Envelope signing is on and this envelope is unsigned, or signed with no key the consumer
- * holds: it did not come from the bridge (someone sent it straight to the queue or the bus).
+ * The envelope is unsigned, or signed with no key the consumer holds: it did not come from the
+ * bridge (someone sent it straight to the queue or the bus, or invoked the function directly).
  */
 export class UnauthenticatedMessageError extends ConsumptionError {
   override readonly name = 'UnauthenticatedMessageError';

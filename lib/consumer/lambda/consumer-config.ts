@@ -35,8 +35,11 @@ export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
   services?: Partial<Record<OutsideServiceName, string | ServiceEndpoint>>;
   /** Batch packing (transactional groups), from the catalogue's `tuning.packing`. */
   packing?: boolean;
-  /** Set when envelopes must carry the bridge's signature: the keys it may have signed with. */
-  envelopeKeys?: SigningKeyRing;
+  /**
+   * The keys the bridge may have signed with: every envelope must carry its signature. Deployed, the
+   * stage's secret (`ENVELOPE_SIGNING_SECRET`); elsewhere a key the local run or the test generated.
+   */
+  envelopeKeys: SigningKeyRing;
 }
 
 /**

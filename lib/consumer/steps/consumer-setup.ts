@@ -20,8 +20,8 @@ export interface ConsumerSetup<P, R> {
   readonly parsePayload: (body: string, message: RocketMQMessage) => P;
   readonly keyOf: (payload: P) => string;
   readonly fingerprintFields: (payload: P) => unknown;
-  /** Set when envelopes must carry the bridge's signature: the keys it may have signed with. */
-  readonly envelopeKeys?: SigningKeyRing;
+  /** The keys the bridge may have signed with: every envelope must carry its signature. */
+  readonly envelopeKeys: SigningKeyRing;
   readonly strategy: ConsumptionStrategy<R>;
   readonly business: Business<P, R>;
   readonly failures: FailureRouter;

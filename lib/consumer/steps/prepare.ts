@@ -46,15 +46,13 @@ export async function prepareBatch<P>(
   invocation: Invocation,
 ): Promise<BatchState<P>> {
   // Before any record is read: keys that cannot be read fail the whole batch, which Lambda retries.
-  const refusals = setup.envelopeKeys
-    ? await signatureRefusals(
-        records.map((r) => r.body),
-        setup.envelopeKeys,
-      )
-    : undefined;
+  const refusals = await signatureRefusals(
+    records.map((r) => r.body),
+    setup.envelopeKeys,
+  );
   const batch = new BatchState<P>(records, invocation);
   for (const [i, record] of records.entries()) {
-    const msg = prepareRecord(setup, batch, record, refusals?.get(i));
+    const msg = prepareRecord(setup, batch, record, refusals.get(i));
     if (msg) batch.messages.push(msg);
   }
   if (setup.counter) await readAttempts(setup, batch);

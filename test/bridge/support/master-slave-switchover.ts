@@ -9,6 +9,7 @@ import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import type { LocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './bridge-child-process.ts';
+import { bridgeSigningKey } from './bridge-signing-key.ts';
 import type { BrokerProbe } from './broker-probe.ts';
 import { allocationOf, offsetReads } from './client-rebalance.ts';
 import { remotingBridgeConfig } from './remoting-bridge-config.ts';
@@ -348,9 +349,10 @@ interface GroupRun {
 }
 
 async function groupOf(name: string, rocketMq: LocalRocketMQ4): Promise<GroupRun> {
-  const points = await pointsFixture();
+  const signing = await bridgeSigningKey();
+  const points = await pointsFixture({ envelopeKeys: signing.ring });
   const queue = points.resources.queues[POINTS_GROUP]!;
-  const config = remotingBridgeConfig(rocketMq, [
+  const unsigned = remotingBridgeConfig(rocketMq, [
     {
       group: name,
       topic: ORDER_TOPIC,
@@ -359,6 +361,7 @@ async function groupOf(name: string, rocketMq: LocalRocketMQ4): Promise<GroupRun
       dlqUrl: queue.deadLetter.url,
     },
   ]);
+  const config = { ...unsigned, signing: { secretId: signing.secretId } };
   const tasks: BridgeChildProcess[] = [];
   return {
     name,

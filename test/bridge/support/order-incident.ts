@@ -4,6 +4,7 @@ import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './bridge-child-process.ts';
+import { bridgeSigningKey } from './bridge-signing-key.ts';
 
 /**
  * The incident, replayed against a real broker: producers keep sending PAID orders (some of them
@@ -75,7 +76,8 @@ export async function replayOrderIncident(
   options: { orders: number; resendEvery: number },
 ): Promise<IncidentResult> {
   const started = Date.now();
-  const points = await pointsFixture();
+  const signing = await bridgeSigningKey();
+  const points = await pointsFixture({ envelopeKeys: signing.ring });
   const queue = points.resources.queues[POINTS_GROUP]!;
   const bridges: BridgeChildProcess[] = [];
   const startBridge = (env: Record<string, string> = {}) => {
@@ -84,6 +86,7 @@ export async function replayOrderIncident(
       invisibleDurationMs: 10_000,
       awaitDurationMs: 5_000,
       health: { host: '127.0.0.1', port: 0 },
+      signing: { secretId: signing.secretId },
       routes: [
         {
           group: POINTS_GROUP,

@@ -19,6 +19,7 @@ import {
 } from '../../../lib/consumer/index.ts';
 import { type OrderPaid, parseOrderPaid } from '../../../lib/points/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { IMMEDIATE_RETRIES, sqsRecord } from '../../support/points-fixture.ts';
@@ -71,6 +72,7 @@ export async function consumerFixture<R>(options: ConsumerUnderTest<R>) {
         deadLetterQueueUrl: queue.deadLetter.url,
         schedule: IMMEDIATE_RETRIES,
       }),
+      envelopeKeys: PROCESS_SIGNING_KEY.ring,
       onReport: (r) => reports.push(r),
     }),
   );

@@ -12,6 +12,7 @@ import {
 } from '../../../lib/consumer/index.ts';
 import { type OrderPaid, parseOrderPaid } from '../../../lib/points/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import { IMMEDIATE_RETRIES, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 
 describe('a batch is finished once', () => {
@@ -79,6 +80,7 @@ describe('a batch that fails after routing is answered without cutting the other
             deadLetterQueueUrl: queue.deadLetter.url,
             schedule: IMMEDIATE_RETRIES,
           }),
+          envelopeKeys: PROCESS_SIGNING_KEY.ring,
           onReport: () => {
             throw new Error('metrics sink down');
           },

@@ -2,6 +2,7 @@ import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-s
 import { describe, expect, it } from 'vitest';
 import { DeadLetterQueue, DeadLetterReason } from '../../../bridge/dead-letter-queue.ts';
 import { buildEnvelope, noticeBody } from '../../../lib/rocketmq/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 import { ops, type PointsFixture } from './operations-fixture.ts';
 
@@ -68,7 +69,10 @@ async function dlqOfEveryKind(f: PointsFixture) {
   // dead-letters it again under its own reason.
   const consumed = largeOrder('SO-BIG-CONSUMED');
   const crash = newMsgId();
-  await f.invoke([sqsRecord(noticeBody(consumed, 'BODY_TOO_LARGE', TOO_LARGE), queue.source.arn)]);
+  // Signed, as the bridge signs what it sends
+  await f.invoke([
+    sqsRecord(PROCESS_SIGNING_KEY.sign(noticeBody(consumed, 'BODY_TOO_LARGE', TOO_LARGE)), queue.source.arn),
+  ]);
   await f.sqs.send(
     new SendMessageCommand({
       QueueUrl: queue.deadLetter.url,

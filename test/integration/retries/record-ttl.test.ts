@@ -5,6 +5,7 @@ import { consumer as pointsConsumer } from '../../../functions/points-consumer/h
 import { emulatorConfig } from '../../../lib/aws/index.ts';
 import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
 import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 
 /** Enough configuration to build a consumer; nothing is called at build time. */
 const deps = () => ({
@@ -18,6 +19,7 @@ const deps = () => ({
   deadLetterQueueUrl: 'http://127.0.0.1/queue/unused-dlq',
   schedule: new RetrySchedule(),
   services: { 'coupon-service': 'http://127.0.0.1:9/' },
+  envelopeKeys: PROCESS_SIGNING_KEY.ring,
 });
 
 const RETRY_WINDOW_SECONDS = 17_140; // 4h45m40s

@@ -21,7 +21,7 @@ import {
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { loadRegistration } from '../../../scripts/local/local-consumers.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';
-import { orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
+import { orderEnvelope, pointsFixture, sqsRecord, unsignedOrderEnvelope } from '../../support/points-fixture.ts';
 
 const aws = () => emulatorConfig(inject('emulatorEndpoint'));
 
@@ -87,7 +87,7 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     const event = (body: string) => ({ Records: [sqsRecord(body, queue.source.arn)] });
     // Act: lambda:InvokeFunction with a made-up SQS event, past every queue policy; then a genuine one
     const forged = await deployed(
-      event(orderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-DIRECT', points: 1_000_000 })),
+      event(unsignedOrderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-DIRECT', points: 1_000_000 })),
       lambdaContext('points-consumer', 30_000),
     );
     const genuine = await deployed(
@@ -108,7 +108,7 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     // Act: the forged message names another order, so an award from it would show
     await f.send(
       signed(orderEnvelope(ORDER), secret.key),
-      orderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-1', points: 1_000_000 }),
+      unsignedOrderEnvelope({ ...ORDER, orderNo: 'SO-FORGED-1', points: 1_000_000 }),
     );
     await f.drain();
     // Assess
@@ -264,7 +264,7 @@ describe('every group of the catalogue refuses an unsigned envelope when its fun
       couponServiceUrl: 'http://127.0.0.1:9',
     });
     const envelope = (signed: boolean) => {
-      const body = orderEnvelope({ orderNo: `SO-${randomUUID().slice(0, 8)}` }, { topic: definition.topic });
+      const body = unsignedOrderEnvelope({ orderNo: `SO-${randomUUID().slice(0, 8)}` }, { topic: definition.topic });
       return sqsRecord(
         signed ? JSON.stringify(signEnvelope(JSON.parse(body), KEY)) : body,
         resources.queues[definition.group]!.source.arn,

@@ -15,6 +15,7 @@ import type { ConsumerConfig, ConsumerHandler, DedupRecord, RecordReport } from 
 import type { Order } from '../../../lib/orders/index.ts';
 import { messageGroupOf } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import { type LocalResources, provisionLocal } from '../../../scripts/local/provision.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { trafficMessage } from '../../../scripts/local/traffic.ts';
@@ -45,6 +46,7 @@ async function groupFixture(group: string) {
       schedule: IMMEDIATE_RETRIES,
       dynamoDb,
       sqs,
+      envelopeKeys: PROCESS_SIGNING_KEY.ring,
       onReport: (r: RecordReport) => reports.push(r),
     },
     /** A record as Lambda delivers it; from an orderly group's FIFO queue it carries its message group. */

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConsumerEngine } from '../../../lib/consumer/consumer-engine.ts';
 import { FailureRouter } from '../../../lib/consumer/failures/failure-router.ts';
-import { TransientFailureError } from '../../../lib/consumer/index.ts';
+import { InvalidConsumerConfigError, TransientFailureError } from '../../../lib/consumer/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import { awardRecord, DLQ_URL, GROUP, parseAward, rawRecord } from './consumer-under-test.ts';
 import { inMemoryStrategy } from './in-memory-strategy.ts';
 import { recordingSqs } from './recording-sqs.ts';
@@ -24,12 +25,30 @@ function engine(strategy = inMemoryStrategy<Grant>()) {
       return { points: msg.payload.points };
     },
     failures: new FailureRouter({ sqs, group: GROUP, deadLetterQueueUrl: DLQ_URL }),
+    envelopeKeys: PROCESS_SIGNING_KEY.ring,
     now: () => 1_000_000,
   });
   return { consumer, strategy, inputsOf };
 }
 
 describe('ConsumerEngine: a batch in, the batch response and one report per record out', () => {
+  it('cannot be built without a signing key ring: no consumer skips the signature check', () => {
+    const { sqs } = recordingSqs();
+    const build = () =>
+      // @ts-expect-error envelopeKeys is required
+      new ConsumerEngine<{ orderNo: string; points: number }, Grant>({
+        group: GROUP,
+        tagExpression: 'PAID',
+        parsePayload: parseAward,
+        keyOf: (award) => award.orderNo,
+        strategy: inMemoryStrategy<Grant>().strategy,
+        business: (msg) => ({ points: msg.payload.points }),
+        failures: new FailureRouter({ sqs, group: GROUP, deadLetterQueueUrl: DLQ_URL }),
+      });
+    expect(build).toThrow(InvalidConsumerConfigError);
+    expect(build).toThrow(/no envelope signing key ring \(envelopeKeys\)/);
+  });
+
   it('answers with the records that must come back and reports every record in batch order, routed', async () => {
     // Prepare
     const { consumer, inputsOf } = engine();

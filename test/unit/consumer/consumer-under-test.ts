@@ -12,6 +12,7 @@ import {
 import type { ConsumerMessage, RecordReport } from '../../../lib/consumer/settlement.ts';
 import { type EnvelopeFields, MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import { sqsRecord } from '../../../scripts/local/sqs-record.ts';
 import { recordingSqs, type SqsAnswer } from './recording-sqs.ts';
 
@@ -40,7 +41,7 @@ export function parseAward(body: string): Award {
 const ids = new MsgIdGenerator();
 let sqsIds = 0;
 
-/** An SQS record holding the bridge envelope of one `ORDER_TOPIC` message (tag `PAID` unless told). */
+/** An SQS record holding the bridge's signed envelope of one `ORDER_TOPIC` message (tag `PAID` unless told). */
 export function awardRecord(
   order: Record<string, unknown>,
   options: {
@@ -60,12 +61,15 @@ export function awardRecord(
   return rawRecord(body, options);
 }
 
-/** An SQS record with any body at all (an envelope the bridge never wrote). */
+/**
+ * An SQS record with any body at all (an envelope the bridge never wrote), signed when it is a JSON
+ * object (`LocalSigningKey.sign`), so that the consumer judges its content; unless `unsigned`.
+ */
 export function rawRecord(
   body: string,
-  options: { receiveCount?: number; redriveCount?: number; messageId?: string } = {},
+  options: { receiveCount?: number; redriveCount?: number; messageId?: string; unsigned?: boolean } = {},
 ): SQSRecord {
-  const record = sqsRecord(body, SOURCE_ARN, {
+  const record = sqsRecord(options.unsigned ? body : PROCESS_SIGNING_KEY.sign(body), SOURCE_ARN, {
     messageId: options.messageId ?? `m-${++sqsIds}`,
     receiveCount: options.receiveCount ?? 1,
   });
@@ -122,6 +126,7 @@ export function consumerUnderTest<R>(setup: ConsumerSetup<R>) {
       strategy,
       business: run,
       failures,
+      envelopeKeys: PROCESS_SIGNING_KEY.ring,
       onReport: (r) => reports.push(r),
       ...options,
     }),

@@ -13,8 +13,9 @@ import {
   type Settlement,
   TransientFailureError,
 } from '../../../lib/consumer/index.ts';
-import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
+import { MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
+import { LocalSigningKey, PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import {
   type Award,
   awardRecord,
@@ -70,6 +71,43 @@ describe('rocketmqConsumer: reading a record before any effect', () => {
     expect(store.calls).toEqual([]);
     expect(c.businessCalls).toEqual([]);
     expect(c.sent).toEqual([]);
+  });
+
+  it('dead-letters an unsigned, a wrongly signed and a changed envelope at once as UNAUTHENTICATED_MESSAGE, unread, and acts on the signed one', async () => {
+    // Prepare: the consumer holds the process's generated key, as every consumer built directly does
+    const store = inMemoryStrategy<Grant>();
+    const c = consumerUnderTest({ strategy: store.strategy, business: grant });
+    const ids = new MsgIdGenerator();
+    const envelope = (orderNo: string) =>
+      writeEnvelope({
+        topic: 'ORDER_TOPIC',
+        msgId: ids.next(),
+        tags: 'PAID',
+        body: JSON.stringify({ orderNo, points: 5 }),
+      });
+    const unsigned = rawRecord(envelope('SO-UNSIGNED'), { unsigned: true });
+    const otherKey = rawRecord(new LocalSigningKey().sign(envelope('SO-OTHER-KEY')), { unsigned: true });
+    const changed = rawRecord(
+      PROCESS_SIGNING_KEY.sign(envelope('SO-CHANGED')).replace('\\"points\\":5', '\\"points\\":500000'),
+      { unsigned: true },
+    );
+    const genuine = awardRecord({ orderNo: 'SO-GENUINE', points: 5 });
+    // Act
+    const response = await c.invoke([unsigned, otherKey, changed, genuine]);
+    // Assess
+    expect(changed.body).toContain('500000');
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(
+      [unsigned, otherKey, changed].map((r) => [failureOf(c.reportOf(r))?.code, failureOf(c.reportOf(r))?.message]),
+    ).toEqual([
+      ['UNAUTHENTICATED_MESSAGE', 'the envelope is not signed'],
+      ['UNAUTHENTICATED_MESSAGE', "the envelope's signature matches none of the signing keys"],
+      ['UNAUTHENTICATED_MESSAGE', "the envelope's signature matches none of the signing keys"],
+    ]);
+    // Nothing of an unauthenticated envelope is trusted, not even its msgId.
+    expect([unsigned, otherKey, changed].map((r) => c.reportOf(r)?.msgId)).toEqual([undefined, undefined, undefined]);
+    expect(c.businessCalls.map((m) => m.key)).toEqual(['SO-GENUINE']);
+    expect(c.reportOf(genuine)?.settlement.outcome).toBe('processed');
   });
 
   it('dead-letters a body that is not an envelope at once as INVALID_ENVELOPE, on whatever delivery it arrives', async () => {
@@ -721,6 +759,7 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
     parsePayload: parseAward,
     keyOf: (a: Award) => a.orderNo,
     business: grant,
+    envelopeKeys: PROCESS_SIGNING_KEY.ring,
   };
 
   it('refuses dedup records that expire while a copy of a message can still come back', () => {

@@ -6,6 +6,7 @@ import type { BatchState } from '../../../../lib/consumer/steps/batch-state.ts';
 import type { ConsumerSetup } from '../../../../lib/consumer/steps/consumer-setup.ts';
 import { prepareBatch } from '../../../../lib/consumer/steps/prepare.ts';
 import { TagExpression } from '../../../../lib/rocketmq/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../../../scripts/local/local-signing-key.ts';
 import { type Award, DLQ_URL, GROUP, parseAward } from '../consumer-under-test.ts';
 import { recordingSqs, type SqsAnswer } from '../recording-sqs.ts';
 
@@ -28,6 +29,7 @@ export function runnerSetup<R>(
     parsePayload: parseAward,
     keyOf: (award) => award.orderNo,
     fingerprintFields: (award) => award,
+    envelopeKeys: PROCESS_SIGNING_KEY.ring,
     strategy,
     business,
     failures: new FailureRouter({ sqs, group: GROUP, deadLetterQueueUrl: DLQ_URL }),
