@@ -53,6 +53,8 @@ export function createRouteSource(
     namespace: config.namespace,
     sslEnabled: config.sslEnabled,
     consumerGroup: rocketmqGroupOf(route),
+    // One topic per client: a multi-topic client's startup can miss the settings reply it waits for
+    // (see waitForRoutes in scripts/rocketmq/local-rocketmq.ts).
     subscriptions: new Map([[route.topic, route.tagExpression]]),
     awaitDuration: config.awaitDurationMs,
     invisibleDurationMs: config.invisibleDurationMs,

@@ -177,17 +177,7 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
       await waitForRoutes(proxyEndpoint, topicNames, began + timeoutMs);
       return { recoveryMs: Date.now() - began };
     };
-    try {
-      await waitForRoutes(proxyEndpoint, topicNames, started + timeoutMs);
-    } catch (err) {
-      if (!(err instanceof LocalRocketMQStartError)) throw err;
-      // Seen once in a full bridge suite, never with a test file alone: the proxy said it was up
-      // and no producer could start for the whole timeout. A broker restarted on its store comes
-      // up (the incident tests do it every run), so the start tries that once before failing.
-      process.stderr.write(`local RocketMQ: ${err.message}; restarting the broker once\n`);
-      await killBroker();
-      await restartBroker();
-    }
+    await waitForRoutes(proxyEndpoint, topicNames, started + timeoutMs);
     const startupMs = Date.now() - started;
     return {
       proxyEndpoint,
@@ -209,15 +199,25 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
 /**
  * The proxy reports itself up before the broker's first registration at the name server has
  * necessarily landed; until it has, clients fail with "No topic route info". A producer that
- * fetches every declared topic's route at start-up is the readiness probe clients would agree with.
+ * fetches a topic's route at start-up is the readiness probe clients would agree with.
+ *
+ * One producer per topic: rocketmq-client-nodejs 1.0.8 fetches the routes of a multi-topic client
+ * one after the other, syncs its settings as soon as the first answers, and only then starts
+ * listening for the settings reply it waits for. Once the proxy is warm the reply beats the
+ * remaining route queries and `startup()` never settles (12 of 12 five-topic starts hung on a local
+ * 5.5.0, 60 of 60 one-topic starts succeeded). A one-topic client sends its settings after its only
+ * route query, so it cannot lose the reply.
  */
 async function waitForRoutes(endpoints: string, topics: string[], deadline: number): Promise<void> {
-  if (topics.length === 0) return;
+  for (const topic of topics) await waitForRoute(endpoints, topic, deadline);
+}
+
+async function waitForRoute(endpoints: string, topic: string, deadline: number): Promise<void> {
   for (;;) {
-    const producer = new Producer({ endpoints, namespace: '', topics, logger: SILENT, requestTimeout: 3000 });
+    const producer = new Producer({ endpoints, namespace: '', topics: [topic], logger: SILENT, requestTimeout: 3000 });
     let timer: NodeJS.Timeout | undefined;
-    // A startup that never settles (seen while the proxy was still starting) is a failed attempt
-    // too, or the deadline below would never be checked and the caller would wait forever.
+    // A startup that never settles is a failed attempt too, or the deadline below would never be
+    // checked and the caller would wait forever.
     const unanswered = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('the producer did not start within 10 s')), 10_000);
     });
@@ -227,7 +227,8 @@ async function waitForRoutes(endpoints: string, topics: string[], deadline: numb
       return;
     } catch (err) {
       void producer.shutdown().catch(() => undefined);
-      if (Date.now() > deadline) throw new LocalRocketMQStartError(`topic routes never appeared: ${String(err)}`);
+      if (Date.now() > deadline)
+        throw new LocalRocketMQStartError(`the route of ${topic} never appeared: ${String(err)}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
     } finally {
       clearTimeout(timer);
