@@ -60,3 +60,11 @@ export {
   METRICS_NAMESPACE,
   NOTIFIER_METRICS_NAMESPACE,
 } from './telemetry-names.ts';
+export {
+  InvalidTracingBackendError,
+  TRACER_NAMES,
+  TRACING_BACKEND_ENV,
+  TRACING_BACKENDS,
+  TracingBackend,
+  tracingBackendOf,
+} from './tracing-backend.ts';

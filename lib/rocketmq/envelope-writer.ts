@@ -1,4 +1,4 @@
-import { checkEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from './envelope.ts';
+import { checkEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE, ROCKETMQ5_TRACE_CONTEXT_PROPERTY } from './envelope.ts';
 
 export type { Envelope };
 
@@ -32,6 +32,14 @@ export interface EnvelopeFields {
   /** RocketMQ 5 FIFO message group (`__SHARDINGKEY` in 4.x terms). */
   messageGroup?: string;
   userProperties?: Readonly<Record<string, string>>;
+  /** RocketMQ 5 only: the message's trace-context system property (the producer's `traceparent`). */
+  traceContext?: string;
+  /**
+   * The W3C context of the hop writing the envelope (the bridge's forward span), as the CloudEvents
+   * distributed-tracing attributes; the producer's own context stays in the message's properties.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /**
@@ -57,6 +65,8 @@ export function buildEnvelope(fields: EnvelopeFields, now: () => number = Date.n
     subject: fields.topic,
     time: new Date(fields.storeTimestamp ?? born).toISOString(),
     datacontenttype: 'application/json',
+    ...optional('traceparent', fields.traceparent),
+    ...optional('tracestate', fields.tracestate || undefined),
     data: {
       topic: fields.topic,
       msgId: fields.msgId,
@@ -101,6 +111,7 @@ function systemPropertiesOf(fields: EnvelopeFields): Record<string, string> {
     ...(fields.keys?.length ? { KEYS: fields.keys.join(' ') } : {}),
     ...(fields.tags ? { TAGS: fields.tags } : {}),
     ...(fields.messageGroup !== undefined ? { __SHARDINGKEY: fields.messageGroup } : {}),
+    ...(fields.traceContext ? { [ROCKETMQ5_TRACE_CONTEXT_PROPERTY]: fields.traceContext } : {}),
   };
 }
 

@@ -35,7 +35,22 @@ export interface RocketMQMessage {
   readonly time?: string;
   readonly systemProperties: Readonly<Record<string, string>>;
   readonly userProperties: Readonly<Record<string, string>>;
+  /**
+   * The envelope's CloudEvents distributed-tracing attributes: the W3C context of the last hop that
+   * forwarded the message (the bridge's forward span), unvalidated (lib/tracing reads it strictly).
+   */
+  readonly traceparent?: string;
+  readonly tracestate?: string;
+  /** Set when EventBridge replayed the event from the bus archive (its `replay-name`): an old copy arriving as new. */
+  readonly replayName?: string;
 }
+
+/**
+ * RocketMQ 5's trace-context system property (`MessageConst.PROPERTY_TRACE_CONTEXT`), where the 5.x
+ * client's OpenTelemetry instrumentation puts the producer's `traceparent`; the envelope keeps it
+ * under this name among its `systemProperties`.
+ */
+export const ROCKETMQ5_TRACE_CONTEXT_PROPERTY = 'TRACE_CONTEXT';
 
 /** A body that is not a RocketMQ envelope: permanent, retrying cannot fix it. */
 export class InvalidEnvelopeError extends Error {
@@ -117,6 +132,12 @@ const cloudEventSchema = z.object({
    * requires it.
    */
   signature: boundedText.optional(),
+  /**
+   * CloudEvents distributed-tracing extension: the W3C context of the hop that wrote the envelope.
+   * A malformed value is ignored by the reader, never refused; only its length is bounded here.
+   */
+  traceparent: boundedText.optional(),
+  tracestate: z.string().max(512).optional(),
   data: dataSchema,
 });
 
@@ -162,20 +183,30 @@ export function checkEnvelope(envelope: Envelope): void {
 }
 
 /** Accepts the CloudEvent itself, or an EventBridge event whose `detail` is the CloudEvent or its `data`. */
-function unwrap(json: unknown): { event?: CloudEvent; data: EnvelopeData } {
+function unwrap(json: unknown): { event?: CloudEvent; data: EnvelopeData; replayName?: string } {
   if (isObject(json) && 'detail-type' in json && 'detail' in json) {
     const detail = json.detail;
+    const replay = json['replay-name'];
+    const replayName = typeof replay === 'string' && replay !== '' ? { replayName: excerpt(replay) } : {};
     if (isObject(detail) && 'specversion' in detail) {
       const event = validate(cloudEventSchema, detail);
-      return { event, data: event.data };
+      return { event, data: event.data, ...replayName };
     }
-    return { data: validate(dataSchema, detail) };
+    return { data: validate(dataSchema, detail), ...replayName };
   }
   const event = validate(cloudEventSchema, json);
   return { event, data: event.data };
 }
 
-function normalise({ event, data }: { event?: CloudEvent; data: EnvelopeData }): RocketMQMessage {
+function normalise({
+  event,
+  data,
+  replayName,
+}: {
+  event?: CloudEvent;
+  data: EnvelopeData;
+  replayName?: string;
+}): RocketMQMessage {
   checkPropertiesSize(data);
   const system = data.systemProperties ?? {};
   const tags = data.tags ?? system.TAGS;
@@ -196,6 +227,9 @@ function normalise({ event, data }: { event?: CloudEvent; data: EnvelopeData }):
     storeHost: data.storeHost,
     source: event?.source,
     time: event?.time,
+    ...(event?.traceparent === undefined ? {} : { traceparent: event.traceparent }),
+    ...(event?.tracestate === undefined ? {} : { tracestate: event.tracestate }),
+    ...(replayName === undefined ? {} : { replayName }),
     systemProperties: system,
     userProperties: data.userProperties ?? {},
   };

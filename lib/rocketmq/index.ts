@@ -21,6 +21,7 @@ export {
   InvalidEnvelopeError,
   parseEnvelope,
   ROCKETMQ_EVENT_TYPE,
+  ROCKETMQ5_TRACE_CONTEXT_PROPERTY,
   type RocketMQMessage,
 } from './envelope.ts';
 export { storeTimeRefusal, topicRefusal } from './envelope-admission.ts';
