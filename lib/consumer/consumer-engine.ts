@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Tracer } from '@opentelemetry/api';
 import type { SQSEvent } from 'aws-lambda';
 import { DeliveryLifetimes, IncoherentLifetimesError, type Ordering, type QueueLifetimes } from '../config/index.ts';
 import { type RocketMQMessage, type SigningKeyRing, TagExpression } from '../rocketmq/index.ts';
@@ -66,6 +67,11 @@ export interface ConsumerEngineOptions<P, R> {
    * (a loosened queue policy, a direct invocation) must not act.
    */
   envelopeKeys: SigningKeyRing;
+  /**
+   * A span per record (with children for dedup, commit and routing) when given: the handler gives the
+   * global tracer when the stage's tracing backend is not `off`. Without one, no span is made.
+   */
+  tracer?: Tracer;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
@@ -116,6 +122,7 @@ export class ConsumerEngine<P, R> {
         backoffMs: options.contentionBackoffMs ?? 25,
         sleep: options.sleep ?? sleep,
       },
+      tracer: options.tracer,
       now: options.now ?? Date.now,
     };
   }

@@ -1,5 +1,6 @@
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import type { RocketMQMessage } from '../rocketmq/index.ts';
+import type { RuntimeSpan } from '../tracing/index.ts';
 import type { ConsumptionError } from './failures/errors.ts';
 
 /** One SQS record that passed parsing and the tag filter, ready for the business. */
@@ -14,6 +15,10 @@ export interface ConsumerMessage<P> {
   readonly attempt: number;
   /** Lease mode: the fencing token this delivery holds. */
   readonly leaseToken?: number;
+  /** The trace this record belongs to (32 hex): its span's, or the message's context when no span is made. */
+  readonly traceId?: string;
+  /** The record's span, when the consumer traces: the business may open its own children under it. */
+  readonly span?: RuntimeSpan;
 }
 
 /** The Lambda invocation a batch is consumed in. */
@@ -76,6 +81,8 @@ export interface RecordReport {
   readonly sentAt?: number;
   readonly msgId?: string;
   readonly key?: string;
+  /** The record's trace (32 hex), when its message carried a context or the consumer traces. */
+  readonly traceId?: string;
   readonly attempt: number;
   readonly settlement: Settlement;
   readonly disposition: Disposition;

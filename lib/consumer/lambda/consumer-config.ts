@@ -1,3 +1,4 @@
+import { type Tracer, trace } from '@opentelemetry/api';
 import { type AwsConfig, configFromEnv, createSecretsManager, SecretSigningKeys } from '../../aws/index.ts';
 import {
   assertOrderingFits,
@@ -15,6 +16,9 @@ import {
   serviceAuthSchema,
   TABLE_ENV,
   type TableKey,
+  TRACER_NAMES,
+  TracingBackend,
+  tracingBackendOf,
 } from '../../config/index.ts';
 import { RetrySchedule, type SigningKeyRing } from '../../rocketmq/index.ts';
 import { InvalidConsumerConfigError } from '../failures/errors.ts';
@@ -40,6 +44,11 @@ export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
    * stage's secret (`ENVELOPE_SIGNING_SECRET`); elsewhere a key the local run or the test generated.
    */
   envelopeKeys: SigningKeyRing;
+  /**
+   * Makes the records' spans. Deployed: the global tracer when the stage's tracing backend
+   * (`TRACING_BACKEND`) is not `off`, whose provider the ADOT layer registers; absent, no span is made.
+   */
+  tracer?: Tracer;
 }
 
 /**
@@ -103,6 +112,7 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
       ]),
     ),
     packing,
+    ...(tracingBackendOf(env) === TracingBackend.off ? {} : { tracer: trace.getTracer(TRACER_NAMES.consumer) }),
     envelopeKeys: new SecretSigningKeys(createSecretsManager(aws), signingSecret, {
       // A retired key verifies as long as a copy signed with it can come back to this group.
       retentionMs:

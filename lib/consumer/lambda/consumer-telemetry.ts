@@ -12,6 +12,7 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
       group: report.group,
       msgId: report.msgId,
       key: report.key,
+      ...(report.traceId === undefined ? {} : { traceId: report.traceId }),
       sqsMessageId: report.sqsMessageId,
       ...(report.messageGroupId === undefined ? {} : { messageGroupId: report.messageGroupId }),
       attempt: report.attempt,

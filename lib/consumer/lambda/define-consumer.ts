@@ -125,6 +125,7 @@ function createConsumer<D extends ConsumerGroupDefinition, P, S extends Strategy
       : {}),
     queues: config.queueLifetimes,
     envelopeKeys: config.envelopeKeys,
+    tracer: config.tracer,
     onReport: config.onReport,
     now: wiring.now,
   });

@@ -64,6 +64,8 @@ async function runEach<P, R>(
 /** One batch commit of the ready messages (never called empty); each failure aborted, each message settled. */
 async function commitTogether<P, R>(setup: ConsumerSetup<P, R>, batch: BatchState<P>, ready: Ready<P, R>[]) {
   if (ready.length === 0) return;
+  // One transaction commits them all: each traced record gets its own commit span over it.
+  const commitSpans = ready.map((r) => r.msg.span?.startChild('commit'));
   const settlements = await commitRetryingContention(
     ready,
     (items) =>
@@ -73,6 +75,7 @@ async function commitTogether<P, R>(setup: ConsumerSetup<P, R>, batch: BatchStat
       ).catch((error): Settlement[] => items.map(() => failedAs(error))),
     setup.contention,
   );
+  for (const span of commitSpans) span?.end();
   for (const [i, { msg }] of ready.entries()) {
     const settlement = settlements[i]!;
     batch.settleMessage(msg, settlement.outcome === 'failed' ? await abort(setup, msg, settlement.error) : settlement);

@@ -1,10 +1,12 @@
 import type { SQSRecord } from 'aws-lambda';
+import type { RuntimeSpan } from '../../tracing/index.ts';
 import type { ConsumerMessage, Disposition, Invocation, Settlement } from '../settlement.ts';
 
 /** What the runtime knows of a record once a step has settled it; routing adds its disposition. */
 export interface SettledRecord {
   readonly msgId?: string;
   readonly key?: string;
+  readonly traceId?: string;
   /** 1-based attempt on the retry schedule. */
   readonly attempt: number;
   readonly settlement: Settlement;
@@ -22,6 +24,8 @@ export class BatchState<P> {
   readonly attemptOffsets = new Map<SQSRecord, number>();
   /** A failed record's fate, decided once: an orderly runner decides it in turn, to know whether its group goes on. */
   readonly dispositions = new Map<SQSRecord, Promise<Disposition>>();
+  /** Each traced record's span, ended once its disposition is known (empty when the consumer does not trace). */
+  readonly spans = new Map<SQSRecord, RuntimeSpan>();
   private readonly settled = new Map<SQSRecord, SettledRecord>();
 
   constructor(
@@ -34,7 +38,8 @@ export class BatchState<P> {
   }
 
   settleMessage(msg: ConsumerMessage<P>, settlement: Settlement): void {
-    this.settled.set(msg.record, { msgId: msg.message.msgId, key: msg.key, attempt: msg.attempt, settlement });
+    const { msgId } = msg.message;
+    this.settled.set(msg.record, { msgId, key: msg.key, traceId: msg.traceId, attempt: msg.attempt, settlement });
   }
 
   settledAs(record: SQSRecord): SettledRecord | undefined {

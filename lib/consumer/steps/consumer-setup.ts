@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { RocketMQMessage, SigningKeyRing, TagExpression } from '../../rocketmq/index.ts';
 import type { FailureCounter } from '../failures/failure-counter.ts';
 import type { FailureRouter } from '../failures/failure-router.ts';
@@ -30,5 +31,7 @@ export interface ConsumerSetup<P, R> {
   /** Records settled at once (distinct keys only); FIFO batches: message groups at once. */
   readonly concurrency: number;
   readonly contention: ContentionPolicy;
+  /** Makes each record's span when given; without one the runtime makes no span at all (tracing off). */
+  readonly tracer?: Tracer;
   readonly now: () => number;
 }

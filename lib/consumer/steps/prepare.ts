@@ -20,9 +20,12 @@ import { fingerprintOf } from '../idempotency/record.ts';
 import type { ConsumerMessage, Invocation } from '../settlement.ts';
 import { BatchState } from './batch-state.ts';
 import type { ConsumerSetup } from './consumer-setup.ts';
+import { traceRecord } from './record-trace.ts';
 
 type PrepareSetup<P> = Pick<
   ConsumerSetup<P, unknown>,
+  | 'group'
+  | 'tracer'
   | 'topic'
   | 'tags'
   | 'horizonSeconds'
@@ -86,21 +89,25 @@ export function prepareRecord<P>(
   // Orderly: the first delivery until the failure count is read (`readAttempts`).
   const attempt = offset + (setup.counter ? 1 : receiveCount);
   const msgId = message.msgId;
+  // Only an authenticated envelope's context is trusted: the span and the log line follow it from here on.
+  const traceId = traceRecord(setup.tracer, setup.group, batch, record, message, attempt);
   const notAdmitted = admissionRefusal(setup, message);
   if (notAdmitted) {
-    batch.settleRecord(record, { msgId, attempt, settlement: { outcome: 'failed', error: notAdmitted } });
+    batch.settleRecord(record, { msgId, traceId, attempt, settlement: { outcome: 'failed', error: notAdmitted } });
     return undefined;
   }
   if (!setup.tags.matches(message.tags)) {
-    batch.settleRecord(record, { msgId, attempt, settlement: { outcome: 'filtered', tag: message.tags } });
+    batch.settleRecord(record, { msgId, traceId, attempt, settlement: { outcome: 'filtered', tag: message.tags } });
     return undefined;
   }
   try {
     const payload = setup.parsePayload(message.body, message);
     const key = setup.keyOf(payload);
-    return { record, message, payload, key, fingerprint: fingerprintOf(setup.fingerprintFields(payload)), attempt };
+    const fingerprint = fingerprintOf(setup.fingerprintFields(payload));
+    const span = batch.spans.get(record);
+    return { record, message, payload, key, fingerprint, attempt, traceId, ...(span ? { span } : {}) };
   } catch (error) {
-    batch.settleRecord(record, { msgId, attempt, settlement: { outcome: 'failed', error: classify(error) } });
+    batch.settleRecord(record, { msgId, traceId, attempt, settlement: { outcome: 'failed', error: classify(error) } });
     return undefined;
   }
 }

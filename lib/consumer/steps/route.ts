@@ -5,6 +5,7 @@ import { messageGroupOf } from '../runners/message-groups.ts';
 import type { BatchResult, Disposition, RecordReport } from '../settlement.ts';
 import type { BatchState, SettledRecord } from './batch-state.ts';
 import type { ConsumerSetup } from './consumer-setup.ts';
+import { endRecordSpans } from './record-trace.ts';
 
 type RouteSetup = Pick<ConsumerSetup<unknown, unknown>, 'group' | 'failures' | 'counter' | 'concurrency'>;
 
@@ -24,6 +25,7 @@ export async function routeBatch<P>(setup: RouteSetup, batch: BatchState<P>): Pr
     .filter((r) => comesBack(dispositions.get(r)!))
     .map((r) => ({ itemIdentifier: r.messageId }));
   const reports = batch.records.map((r) => reportOf(setup.group, r, batch.settledAs(r)!, dispositions.get(r)!));
+  endRecordSpans(batch, reports);
   return { response: { batchItemFailures }, reports };
 }
 
@@ -31,7 +33,8 @@ export async function routeBatch<P>(setup: RouteSetup, batch: BatchState<P>): Pr
 export function dispose<P>(setup: RouteSetup, batch: BatchState<P>, record: SQSRecord): Promise<Disposition> {
   let disposition = batch.dispositions.get(record);
   if (!disposition) {
-    disposition = decide(setup, batch, record);
+    const span = batch.spans.get(record);
+    disposition = span ? span.child('route', () => decide(setup, batch, record)) : decide(setup, batch, record);
     batch.dispositions.set(record, disposition);
   }
   return disposition;

@@ -19,7 +19,8 @@ export async function begin<P, R>(
   deadline: number,
 ): Promise<Begun<P>> {
   try {
-    const begun = await setup.strategy.begin(msg, deadline);
+    const start = () => setup.strategy.begin(msg, deadline);
+    const begun = await (msg.span ? msg.span.child('dedup', start) : start());
     if (!begun.proceed) return { settlement: begun.settlement };
     return { proceed: { ...msg, leaseToken: begun.leaseToken } };
   } catch (error) {
@@ -45,11 +46,13 @@ export async function runBusiness<P, R>(
 
 /** Commits one message's result: contention is retried (`commitRetryingContention`), a failure aborted. */
 export async function commit<P, R>(setup: ConsumerSetup<P, R>, msg: ConsumerMessage<P>, value: R): Promise<Settlement> {
-  const [settlement] = await commitRetryingContention(
-    [msg],
-    async () => [await setup.strategy.commit(msg, value).catch(failedAs)],
-    setup.contention,
-  );
+  const write = () =>
+    commitRetryingContention(
+      [msg],
+      async () => [await setup.strategy.commit(msg, value).catch(failedAs)],
+      setup.contention,
+    );
+  const [settlement] = await (msg.span ? msg.span.child('commit', write) : write());
   if (settlement!.outcome !== 'failed') return settlement!;
   return abort(setup, msg, settlement!.error);
 }

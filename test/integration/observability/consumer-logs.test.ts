@@ -25,7 +25,11 @@ describe('consumer logs (emulator)', () => {
     const lines = captureLogs();
     const f = await pointsFixture();
     const msgId = newMsgId();
-    const body = orderEnvelope({ orderNo: 'SO-LOG-1', userId: 5, points: 7 }, { msgId });
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const body = orderEnvelope(
+      { orderNo: 'SO-LOG-1', userId: 5, points: 7 },
+      { msgId, userProperties: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } },
+    );
     // Act: processed, duplicate, filtered, dead-lettered
     await f.invoke([body]);
     await f.invoke([
@@ -48,8 +52,12 @@ describe('consumer logs (emulator)', () => {
     expect(records.find((l) => l.outcome === 'processed')).toMatchObject({
       msgId,
       key: 'SO-LOG-1',
+      traceId,
       disposition: 'ack',
     });
+    // The producer's trace id, whatever the stage's tracing backend: `ops trace` finds the trace from it.
+    expect(records.find((l) => l.outcome === 'duplicate')).toMatchObject({ traceId });
+    expect(records.find((l) => l.outcome === 'failed')).not.toHaveProperty('traceId');
     expect(records.find((l) => l.outcome === 'duplicate')).toMatchObject({
       msgId,
       key: 'SO-LOG-1',
