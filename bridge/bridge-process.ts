@@ -6,8 +6,10 @@ import {
   createSqs,
   SecretSigningKeys,
 } from '../lib/aws/index.ts';
+import { tracingBackendOf } from '../lib/config/index.ts';
 import { Bridge } from './bridge.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
+import { type BridgeTracing, bridgeTracingOf } from './bridge-tracing.ts';
 import { HealthServer } from './health-server.ts';
 import type { BeforeAckHook } from './route-forwarder.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from './sqs-target.ts';
@@ -45,6 +47,7 @@ export async function runBridgeProcess(
     sqs: createSqs(aws, BRIDGE_SQS_CLIENT_SETTINGS),
     eventBridge: createEventBridge(aws),
     logger,
+    ...bridgeTracingDependency(),
     ...(accessKey && accessSecret ? { credentials: { accessKey, accessSecret } } : {}),
     ...(options.beforeAck ? { beforeAck: options.beforeAck } : {}),
   });
@@ -74,4 +77,10 @@ export async function runBridgeProcess(
   const port = await health.listen(config.health.port, config.health.host);
   logger.info('health endpoint listening', { host: config.health.host, port });
   await bridge.start();
+}
+
+/** The stage's tracing backend, as the CDK app sets it in the task's environment (`TRACING_BACKEND`). */
+function bridgeTracingDependency(): { tracing?: BridgeTracing } {
+  const tracing = bridgeTracingOf(tracingBackendOf(process.env));
+  return tracing ? { tracing } : {};
 }

@@ -5,6 +5,7 @@ import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/index.ts';
 import type { SigningKeyRing } from '../lib/rocketmq/index.ts';
 import { type BridgeConfig, type BridgeRoute, batchesInFlightOf } from './bridge-config.ts';
 import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
+import type { BridgeTracing } from './bridge-tracing.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
 import type { ForwardTarget } from './forward-target.ts';
@@ -24,6 +25,8 @@ export interface BridgeDependencies {
   readonly beforeAck?: BeforeAckHook;
   /** The envelope signing key (`signing` in the configuration). */
   readonly signingKeys?: SigningKeyRing;
+  /** A span per forward (the stage's tracing backend); absent when it is `off`. */
+  readonly tracing?: BridgeTracing;
 }
 
 export interface BridgeStatus {
@@ -59,6 +62,7 @@ export class Bridge {
         ack: (messages) => source.ack(messages),
         ...(deps.beforeAck ? { beforeAck: deps.beforeAck } : {}),
         ...(deps.signingKeys ? { signingKeys: deps.signingKeys } : {}),
+        ...(deps.tracing ? { tracing: deps.tracing } : {}),
       });
       const pump = new RoutePump({
         group: route.group,

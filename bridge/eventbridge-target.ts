@@ -40,6 +40,7 @@ export class EventBridgeTarget implements ForwardTarget {
             DetailType: ENVELOPE_TYPE,
             Detail: m.body,
             ...(m.time ? { Time: m.time } : {}),
+            ...(m.awsTraceHeader !== undefined ? { TraceHeader: m.awsTraceHeader } : {}),
           })),
         }),
       );

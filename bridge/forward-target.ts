@@ -13,6 +13,8 @@ export interface OutboundMessage {
   readonly deduplicationId?: string;
   /** The broker's store time, the event's time on EventBridge. */
   readonly time?: Date;
+  /** X-Ray back end only: the forward span's context in X-Ray's format (SQS `AWSTraceHeader`, EventBridge `TraceHeader`). */
+  readonly awsTraceHeader?: string;
 }
 
 export type ForwardResult =

@@ -14,6 +14,7 @@ export function envelopeOf(
   message: ReceivedMessage,
   clusterName: string,
   now: () => Date = () => new Date(),
+  hop: { traceparent: string; tracestate?: string } | undefined = undefined,
 ): Envelope {
   return buildEnvelope(
     {
@@ -34,6 +35,8 @@ export function envelopeOf(
       messageGroup: message.messageGroup,
       reconsumeTimes: message.reconsumeTimes,
       cluster: clusterName,
+      traceContext: message.traceContext,
+      ...hop,
     },
     () => now().getTime(),
   );

@@ -51,6 +51,8 @@ export interface ReceivedMessage {
    * group is the bridge's (a failed forward or ack, a task that died), however the proxy counts it.
    */
   readonly reconsumeTimes: number;
+  /** RocketMQ 5 only: the trace-context system property, where the producer's instrumentation put its `traceparent`. */
+  readonly traceContext?: string;
 }
 
 /**
@@ -203,5 +205,6 @@ function factsOf(view: MessageView, message: MessagePB, mq: MessageQueue): Omit<
     queueOffset: view.offset,
     brokerName: mq.broker.name || undefined,
     reconsumeTimes: 0,
+    ...(system.getTraceContext() ? { traceContext: system.getTraceContext() } : {}),
   };
 }

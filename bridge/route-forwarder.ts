@@ -2,6 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { messageGroupOf, type SigningKeyRing, signEnvelope } from '../lib/rocketmq/index.ts';
 import type { BridgeRoute } from './bridge-config.ts';
 import type { RouteMetrics } from './bridge-metrics.ts';
+import { type BridgeTracing, endForward, type TracedForward, traceForward } from './bridge-tracing.ts';
 import { type DeadLetterQueue, DeadLetterReason } from './dead-letter-queue.ts';
 import type { ForwardTarget, OutboundMessage } from './forward-target.ts';
 import { type Envelope, envelopeOf, serializeEnvelope } from './received-envelope.ts';
@@ -23,6 +24,8 @@ export interface RouteForwarderOptions {
   readonly beforeAck?: BeforeAckHook;
   /** Signs every envelope (and dead letter) with the ring's current key, for consumers that require it. */
   readonly signingKeys?: SigningKeyRing;
+  /** A span per forward, its context carried on in the envelope; absent when the stage's tracing is off. */
+  readonly tracing?: BridgeTracing;
   readonly now?: () => Date;
 }
 
@@ -39,6 +42,7 @@ interface Prepared {
   readonly message: ReceivedMessage;
   readonly envelope: Envelope;
   readonly outbound: OutboundMessage;
+  readonly forward?: TracedForward;
 }
 
 /**
@@ -74,6 +78,13 @@ export class RouteForwarder {
       notAcked,
     );
     this.#record(forwarded, deadLettered, notAcked);
+    if (this.options.tracing) {
+      for (const p of prepared)
+        endForward(
+          p.forward,
+          forwarded.includes(p) ? 'forwarded' : deadLettered.includes(p) ? 'dead-lettered' : 'not-acked',
+        );
+    }
 
     const toAck = [...deadLettered, ...forwarded].map((p) => p.message);
     if (toAck.length > 0 && this.options.beforeAck) await this.options.beforeAck(toAck);
@@ -116,14 +127,18 @@ export class RouteForwarder {
   }
 
   #prepare(message: ReceivedMessage, index: number, key: Uint8Array | undefined): Prepared {
-    const unsigned = envelopeOf(message, this.options.clusterName, this.options.now);
+    const { tracing, route } = this.options;
+    const forward = tracing ? traceForward(tracing, message, route.group, route.target.kind) : undefined;
+    const unsigned = envelopeOf(message, this.options.clusterName, this.options.now, forward?.hop);
     const envelope = key ? signEnvelope(unsigned, key) : unsigned;
     const fifo = this.options.route.fifo;
     return {
       index,
       message,
       envelope,
+      ...(forward ? { forward } : {}),
       outbound: {
+        ...(forward?.awsTraceHeader ? { awsTraceHeader: forward.awsTraceHeader } : {}),
         id: `m${index}`,
         body: serializeEnvelope(envelope),
         ...(fifo

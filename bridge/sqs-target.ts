@@ -48,6 +48,9 @@ export class SqsTarget implements ForwardTarget {
       MessageBody: m.body,
       ...(m.messageGroupId !== undefined ? { MessageGroupId: m.messageGroupId } : {}),
       ...(m.deduplicationId !== undefined ? { MessageDeduplicationId: m.deduplicationId } : {}),
+      ...(m.awsTraceHeader !== undefined
+        ? { MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: m.awsTraceHeader } } }
+        : {}),
     }));
     let response: SendMessageBatchCommandOutput;
     try {
