@@ -27,6 +27,7 @@ import {
 } from '../lib/config/index.ts';
 import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
+import type { StageTracing } from './function-tracing.ts';
 import { type ServiceSetting, serviceAccess } from './outside-service.ts';
 import { type FunctionNetwork, ProjectFunction } from './project-function.ts';
 import type { ProtectedSecret } from './protected-secret.ts';
@@ -89,6 +90,8 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   readonly serviceTokens?: Partial<Record<OutsideServiceName, ProtectedSecret>>;
   /** IAM roles allowed to send to the DLQ besides the group's consumer (the bridge, senders, operators). */
   readonly deadLetterSenders?: readonly string[];
+  /** The stage's tracing back end (default: off). */
+  readonly tracing?: StageTracing;
 }
 
 /** A catalogue entry's tuning (plain numbers) as construct props. */
@@ -205,6 +208,7 @@ export class RocketMQConsumerGroup extends Construct {
       description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
       timeout,
       memorySize: props.memorySize,
+      tracing: props.tracing,
       ...(props.vpc
         ? {
             network: this.network(

@@ -13,6 +13,7 @@ import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
+import type { StageTracing } from './function-tracing.ts';
 import type { ServiceSetting } from './outside-service.ts';
 import { ProtectedSecret } from './protected-secret.ts';
 import { restrictBusSenders } from './sender-policy.ts';
@@ -41,6 +42,8 @@ export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRouti
   readonly senderRoleArns?: readonly string[];
   /** Roles operators run `ops` writes with (`operatorRoleArns`): redrive, re-sign, revoke, put secret values. */
   readonly operatorRoleArns?: readonly string[];
+  /** Where the consumers' and the bridge's spans go (`tracing` in the stage settings; default off). */
+  readonly tracing?: StageTracing;
 }
 
 /** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
@@ -104,6 +107,7 @@ export class RocketMQConsumersStack extends Stack {
           vpc: props.groupVpcs?.[definition.group],
           envelopeSigningKey: this.envelopeSigningKey,
           serviceTokens: this.serviceTokens,
+          tracing: props.tracing,
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
@@ -115,6 +119,7 @@ export class RocketMQConsumersStack extends Stack {
         alarmTopic: this.alarmRouting.topic,
         runbookUrl: props.runbookUrl,
         envelopeSigningKey: this.envelopeSigningKey.secret,
+        tracing: props.tracing?.backend,
       });
       this.envelopeSigningKey.grantRead(this.bridge.bridge.taskDefinition.taskRole, { versions: true });
     }

@@ -1,6 +1,12 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
-import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/index.ts';
+import {
+  CONSUMER_GROUPS,
+  OUTSIDE_SERVICES,
+  type OutsideServiceName,
+  TRACING_BACKENDS,
+  TracingBackend,
+} from '../lib/config/index.ts';
 import { serviceSettingSchema } from './outside-service.ts';
 
 /**
@@ -158,46 +164,68 @@ const bridgeSchema = z
     path: ['tls'],
   });
 
-const stageSchema = z.object({
-  account,
-  region,
-  /** Prefix of every physical name of this deployment. */
-  prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/),
-  /** Each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`): URL and authentication. */
-  services: z
-    .partialRecord(
-      z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]),
-      serviceSettingSchema,
-    )
-    .default({}),
-  alarmTimeZone: z.string().optional(),
-  dingTalkSecretName: z.string().optional(),
-  operatorEmail: z.email().optional(),
-  notifierReservedConcurrency: z.number().int().nonnegative().optional(),
-  maxConcurrency: z.number().int().min(2).max(1000).optional(),
-  batchSize: z.number().int().min(1).max(10_000).optional(),
-  maxBatchingWindowSeconds: z.number().int().min(0).max(300).optional(),
-  /**
-   * false: no tag filter in the event source, so unreadable bodies are dead-lettered by the consumer instead of
-   * dropped.
-   */
-  filterAtEventSource: z.boolean().optional(),
-  /** Per consumer group, over its catalogue tuning: `{"point-consumer-group": {"maxConcurrency": 50}}`. */
-  groups: z.record(z.string(), groupTuningSchema).optional(),
-  bridge: bridgeSchema.optional(),
-  /**
-   * IAM roles allowed, besides the stage's bridge, to send to the source queues and put events on
-   * the bus (ARNs, `*` allowed): a bridge run elsewhere, the role operators redrive dead letters
-   * with. Everyone else is denied by the queues' and the bus's resource policies.
-   */
-  senderRoleArns: z.array(roleArn).default([]),
-  /**
-   * IAM roles operators run `ops` writes with (`dlq redrive`, `dlq resign`, `keys revoke`): they
-   * may send to the source queues and the DLQs, read the signing key (to re-sign reviewed letters)
-   * and put new values on the stage's secrets. Everyone else is denied by the resource policies.
-   */
-  operatorRoleArns: z.array(roleArn).default([]),
-});
+const stageSchema = z
+  .object({
+    account,
+    region,
+    /** Prefix of every physical name of this deployment. */
+    prefix: z.string().regex(/^[a-z][a-z0-9-]{1,30}$/),
+    /** Each outside service a group of the catalogue calls (`OUTSIDE_SERVICES`): URL and authentication. */
+    services: z
+      .partialRecord(
+        z.enum(Object.keys(OUTSIDE_SERVICES) as [OutsideServiceName, ...OutsideServiceName[]]),
+        serviceSettingSchema,
+      )
+      .default({}),
+    alarmTimeZone: z.string().optional(),
+    dingTalkSecretName: z.string().optional(),
+    operatorEmail: z.email().optional(),
+    notifierReservedConcurrency: z.number().int().nonnegative().optional(),
+    maxConcurrency: z.number().int().min(2).max(1000).optional(),
+    batchSize: z.number().int().min(1).max(10_000).optional(),
+    maxBatchingWindowSeconds: z.number().int().min(0).max(300).optional(),
+    /**
+     * false: no tag filter in the event source, so unreadable bodies are dead-lettered by the consumer instead of
+     * dropped.
+     */
+    filterAtEventSource: z.boolean().optional(),
+    /** Per consumer group, over its catalogue tuning: `{"point-consumer-group": {"maxConcurrency": 50}}`. */
+    groups: z.record(z.string(), groupTuningSchema).optional(),
+    bridge: bridgeSchema.optional(),
+    /**
+     * IAM roles allowed, besides the stage's bridge, to send to the source queues and put events on
+     * the bus (ARNs, `*` allowed): a bridge run elsewhere, the role operators redrive dead letters
+     * with. Everyone else is denied by the queues' and the bus's resource policies.
+     */
+    senderRoleArns: z.array(roleArn).default([]),
+    /**
+     * IAM roles operators run `ops` writes with (`dlq redrive`, `dlq resign`, `keys revoke`): they
+     * may send to the source queues and the DLQs, read the signing key (to re-sign reviewed letters)
+     * and put new values on the stage's secrets. Everyone else is denied by the resource policies.
+     */
+    operatorRoleArns: z.array(roleArn).default([]),
+    /**
+     * Where the consumers' and the bridge's spans go: `off` (none made), `xray` (Lambda active
+     * tracing; the bridge sets SQS's AWSTraceHeader) or `adot` (the ADOT layer exports them; needs
+     * `adotLayerArn`). docs/architecture.md, "Trace context".
+     */
+    tracing: z.enum(TRACING_BACKENDS).default(TracingBackend.off),
+    /** `tracing: adot` only: the AWS Distro for OpenTelemetry Lambda layer (Node.js, arm64) in the stage's region. */
+    adotLayerArn: z
+      .string()
+      .regex(/^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[\w-]+:\d+$/, 'a Lambda layer version ARN')
+      .optional(),
+  })
+  .refine((s) => s.tracing === TracingBackend.adot || s.adotLayerArn === undefined, {
+    message:
+      'adotLayerArn is set but tracing is not adot: the layer would not be attached (set tracing to adot, or remove adotLayerArn)',
+    path: ['adotLayerArn'],
+  })
+  .refine((s) => s.tracing !== TracingBackend.adot || s.adotLayerArn !== undefined, {
+    message:
+      "tracing is adot but adotLayerArn is not set: name the ADOT Lambda layer (Node.js, arm64) of the stage's region",
+    path: ['tracing'],
+  });
 
 const pipelineSchema = z.object({
   account,

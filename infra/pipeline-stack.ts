@@ -188,6 +188,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
       bridge: stage.bridge,
       senderRoleArns: stage.senderRoleArns,
       operatorRoleArns: stage.operatorRoleArns,
+      tracing: { backend: stage.tracing, ...(stage.adotLayerArn ? { adotLayerArn: stage.adotLayerArn } : {}) },
       tuning: {
         maxConcurrency: stage.maxConcurrency,
         batchSize: stage.batchSize,

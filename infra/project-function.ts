@@ -8,6 +8,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { functionTracingProps, type StageTracing, tracingWildcardReason } from './function-tracing.ts';
 
 /** The repository root: handler entries in the catalogue are relative to it. */
 export const REPOSITORY_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -28,6 +29,8 @@ export interface ProjectFunctionProps {
   readonly logRetention?: logs.RetentionDays;
   /** Run in a VPC (default: outside any). */
   readonly network?: FunctionNetwork;
+  /** The stage's tracing back end (default: off). */
+  readonly tracing?: StageTracing;
 }
 
 export interface FunctionNetwork {
@@ -61,7 +64,14 @@ export class ProjectFunction extends Construct {
       description: props.description,
     });
     this.logGroup.grantWrite(this.role);
-    if (props.network) allowNetworkInterfaces(this, this.role, props.network);
+    const tracingWildcard = tracingWildcardReason(props.tracing);
+    if (props.network) allowNetworkInterfaces(this, this.role, props.network, tracingWildcard);
+    else if (tracingWildcard)
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+        reason: tracingWildcard,
+      });
+    const tracing = functionTracingProps(this, props.tracing);
     this.function = new NodejsFunction(this, 'Function', {
       functionName: props.functionName,
       entry,
@@ -77,7 +87,9 @@ export class ProjectFunction extends Construct {
       applicationLogLevelV2: lambda.ApplicationLogLevel.INFO,
       systemLogLevelV2: lambda.SystemLogLevel.WARN,
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
+      environment: { NODE_OPTIONS: '--enable-source-maps', ...tracing.environment, ...props.environment },
+      ...(tracing.tracing ? { tracing: tracing.tracing } : {}),
+      ...(tracing.layers ? { layers: tracing.layers } : {}),
       ...(props.network
         ? {
             vpc: props.network.vpc,
@@ -111,7 +123,13 @@ export class ProjectFunction extends Construct {
  * interfaces' own ids are Lambda's to choose, and the Describe actions have no resource-level
  * permissions, so those two stay wildcards, acknowledged for cdk-nag with this reason.
  */
-function allowNetworkInterfaces(scope: Construct, role: iam.Role, network: FunctionNetwork): void {
+function allowNetworkInterfaces(
+  scope: Construct,
+  role: iam.Role,
+  network: FunctionNetwork,
+  /** Why else the role holds a wildcard (active tracing): one acknowledgement per finding, so both reasons in it. */
+  alsoWildcard: string | undefined,
+): void {
   const stack = Stack.of(scope);
   const ec2Arn = (resource: string, resourceName: string) =>
     stack.formatArn({ service: 'ec2', resource, resourceName });
@@ -140,9 +158,11 @@ function allowNetworkInterfaces(scope: Construct, role: iam.Role, network: Funct
   // The interfaces' ARN as cdk-nag prints it: pseudo parameters as `<AWS::…>`.
   const pseudo = (value: string, name: string) => (Token.isUnresolved(value) ? `<AWS::${name}>` : value);
   const renderedInterfaces = `arn:<AWS::Partition>:ec2:${pseudo(stack.region, 'Region')}:${pseudo(stack.account, 'AccountId')}:network-interface/*`;
-  for (const finding of ['Resource::*', `Resource::${renderedInterfaces}`]) {
-    Validations.of(role).acknowledge({ id: `AwsSolutions::AwsSolutions-IAM5[${finding}]`, reason });
-  }
+  Validations.of(role).acknowledge({
+    id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+    reason: alsoWildcard ? `${reason} ${alsoWildcard}` : reason,
+  });
+  Validations.of(role).acknowledge({ id: `AwsSolutions::AwsSolutions-IAM5[Resource::${renderedInterfaces}]`, reason });
 }
 
 export class MissingHandlerError extends Error {

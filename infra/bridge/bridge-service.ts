@@ -10,6 +10,7 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { type BridgeConfigInput, rocketmqGroupRefusal } from '../../bridge/bridge-config.ts';
+import { TRACING_BACKEND_ENV, TracingBackend } from '../../lib/config/index.ts';
 import type { MessageGroupSource } from '../../lib/rocketmq/index.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
@@ -54,6 +55,11 @@ export interface RocketMQBridgeServiceProps {
   readonly sslEnabled?: boolean;
   /** Sign every envelope with this secret's value (consumers given the same secret refuse unsigned ones). */
   readonly envelopeSigningKey?: secretsmanager.ISecret;
+  /**
+   * The stage's tracing back end, in the task's `TRACING_BACKEND`: with `xray` each SQS entry carries
+   * the producer's context as `AWSTraceHeader`, so X-Ray links the forward to the consumer's invocation.
+   */
+  readonly tracing?: TracingBackend;
   /** A secret with JSON keys `accessKey` and `secretKey`, when the cluster enforces ACL. */
   readonly rocketMqCredentials?: secretsmanager.ISecret;
   /** How long a received message stays invisible in RocketMQ before it is redelivered (default 60 s). */
@@ -181,7 +187,11 @@ export class RocketMQBridgeService extends Construct {
           exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', '!.bridge-image'],
         }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
-      environment: { BRIDGE_CONFIG: Stack.of(this).toJsonString(config), POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge' },
+      environment: {
+        BRIDGE_CONFIG: Stack.of(this).toJsonString(config),
+        POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge',
+        ...(props.tracing && props.tracing !== TracingBackend.off ? { [TRACING_BACKEND_ENV]: props.tracing } : {}),
+      },
       ...(props.rocketMqCredentials
         ? {
             secrets: {

@@ -4,6 +4,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import type { TracingBackend } from '../../lib/config/index.ts';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
 import type { BridgeStageSettings } from '../deployment-settings.ts';
 import { RocketMQBridgeAlarms } from './bridge-alarms.ts';
@@ -21,6 +22,8 @@ export interface StageBridgeProps {
   readonly directory?: string;
   /** The key the bridge signs every envelope with (`bridge.signEnvelopes`). */
   readonly envelopeSigningKey?: secretsmanager.ISecret;
+  /** The stage's tracing back end (default: off). */
+  readonly tracing?: TracingBackend;
 }
 
 /**
@@ -72,6 +75,7 @@ export class StageBridge extends Construct {
       namespace: s.namespace,
       sslEnabled: s.tls,
       ...(props.envelopeSigningKey ? { envelopeSigningKey: props.envelopeSigningKey } : {}),
+      ...(props.tracing ? { tracing: props.tracing } : {}),
       ...(s.credentialsSecretName
         ? { rocketMqCredentials: secretsmanager.Secret.fromSecretNameV2(this, 'Credentials', s.credentialsSecretName) }
         : {}),
