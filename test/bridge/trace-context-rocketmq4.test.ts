@@ -1,0 +1,142 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { SpanKind } from '@opentelemetry/api';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { Message, Producer } from 'ali-ons';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Bridge } from '../../bridge/bridge.ts';
+import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
+import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
+import { SpanAttribute, traceparentOf } from '../../lib/tracing/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
+import { pointsFixture } from '../support/points-fixture.ts';
+import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
+
+/**
+ * One trace from a RocketMQ 4.7.1 producer to the consumer's commit: the producer puts its
+ * `traceparent` in the message's properties (as OpenTelemetry's rocketmq-client-4.8 instrumentation
+ * does), the real bridge forwards it in its span, and the points consumer commits in the same trace.
+ */
+const ORDER_TOPIC = 'ORDER_TOPIC';
+const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
+const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server given')) };
+
+let rocketMq: LocalRocketMQ4 | undefined;
+let producer: Producer | undefined;
+const ids = new MsgIdGenerator('7F000001', 0x7ace);
+
+beforeAll(async () => {
+  rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 2 }] });
+  producer = new Producer({
+    nameSrv: rocketMq.namesrvAddr,
+    httpclient: NO_ADDRESS_SERVER,
+    producerGroup: 'order-service',
+    logger: SILENT,
+  });
+  producer.on('error', () => undefined);
+  await producer.ready();
+});
+
+afterAll(async () => {
+  await producer?.close();
+  await rocketMq?.stop();
+});
+
+describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → commit', () => {
+  it('keeps one trace id from the producer span to the commit span, for the applied order and its re-send', async () => {
+    // Prepare: spans of all three parties collected in memory; the consumer's queue is the bridge's target
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const f = await pointsFixture({ tracer: provider.getTracer('consumer') });
+    const queue = f.resources.queues['point-consumer-group']!;
+    const bridge = new Bridge(
+      parseBridgeConfig(
+        remotingBridgeConfig(rocketMq!, [
+          {
+            group: `points-trace-${ids.next().slice(-6)}`,
+            topic: ORDER_TOPIC,
+            tagExpression: 'PAID',
+            target: { kind: 'sqs', queueUrl: queue.source.url },
+            dlqUrl: queue.deadLetter.url,
+          },
+        ]),
+      ),
+      {
+        sqs: f.sqs,
+        logger: new Logger({ serviceName: 'bridge-test', logLevel: 'ERROR' }),
+        signingKeys: PROCESS_SIGNING_KEY.ring,
+        tracing: { tracer: provider.getTracer('bridge'), awsTraceHeader: false },
+      },
+    );
+    const orderService = provider.getTracer('order-service');
+    /** The order sent in a producer span whose context goes into the message's properties. */
+    const publish = async () => {
+      const span = orderService.startSpan(`${ORDER_TOPIC} publish`, { kind: SpanKind.PRODUCER });
+      const message = new Message(
+        ORDER_TOPIC,
+        'PAID',
+        JSON.stringify({ orderNo: 'SO-E2E-T', userId: 'u-t', points: 300 }),
+      );
+      message.keys = ['SO-E2E-T'];
+      message.properties.UNIQ_KEY = ids.next();
+      message.properties.traceparent = traceparentOf(span.spanContext());
+      message.properties.tracestate = 'shop=checkout';
+      await producer!.send(message);
+      span.end();
+      return { msgId: message.properties.UNIQ_KEY, context: span.spanContext() };
+    };
+    // Act: the order, then the application's re-send of it (a new msgId, a new producer span)
+    const first = await publish();
+    const resend = await publish();
+    await bridge.start();
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline && f.reports.length < 2) {
+      await f.drain();
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    await bridge.stop();
+    // Assess
+    const spans = exporter.getFinishedSpans();
+    const byParent = (parent: ReadableSpan) =>
+      spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
+    const chainOf = (sent: typeof first) => {
+      const forward = spans.find((s) => s.parentSpanContext?.spanId === sent.context.spanId)!;
+      const record = byParent(forward).find((s) => s.kind === SpanKind.CONSUMER)!;
+      return { forward, record, children: byParent(record) };
+    };
+    // Both copies reach the consumer; which one is applied depends on which queue the broker served first.
+    expect(f.reports.map((r) => r.settlement.outcome).sort()).toEqual(['duplicate', 'processed']);
+    const outcomeOf = (msgId: string) =>
+      f.reports.find((r) => r.msgId === msgId)!.settlement.outcome === 'processed' ? 'applied' : 'duplicate';
+    for (const sent of [first, resend]) {
+      const outcome = outcomeOf(sent.msgId);
+      const { forward, record, children } = chainOf(sent);
+      expect(forward).toMatchObject({ name: `${ORDER_TOPIC} forward`, kind: SpanKind.PRODUCER });
+      expect(forward.links.map((l) => l.context.spanId)).toEqual([sent.context.spanId]);
+      expect(record.links.map((l) => l.context.spanId)).toEqual([sent.context.spanId]);
+      expect(record.attributes).toMatchObject({
+        [SpanAttribute.outcome]: outcome,
+        [SpanAttribute.delivery]: 'first',
+        [SpanAttribute.messageId]: sent.msgId,
+      });
+      // The applied copy committed; a duplicate met in the same batch is judged against it without a write.
+      const inBatch = f.reports.find((r) => r.msgId === sent.msgId)!.settlement;
+      const expected =
+        outcome === 'applied' || (inBatch.outcome === 'duplicate' && inBatch.reason !== 'in-batch-duplicate')
+          ? ['commit', 'dedup', 'route']
+          : ['route'];
+      expect(children.map((s) => s.name).sort()).toEqual(expected);
+      const last = children.find((s) => s.name === (outcome === 'applied' ? 'commit' : 'route'))!;
+      for (const span of [forward, record, last]) expect(span.spanContext().traceId).toBe(sent.context.traceId);
+      expect(record.spanContext().traceState?.get('shop')).toBe('checkout');
+    }
+    for (const sent of [first, resend])
+      expect(f.reports.find((r) => r.msgId === sent.msgId)!.traceId).toBe(sent.context.traceId);
+    expect(await f.balance('u-t')).toBe(300);
+  }, 180_000);
+});
