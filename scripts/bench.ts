@@ -6,7 +6,10 @@
  *
  * Variants: `transactional` (this project, one transaction per record), `packed` (batch
  * packing), `powertools` (Powertools idempotency around a handler that writes the ledger
- * and the balance in its own transaction). Each gets fresh tables. Each variant's handler
+ * and the balance in its own transaction), `traced` (transactional with tracing on: a span per
+ * record and its children, through the SDK's batch processor into memory; every envelope of every
+ * variant carries a producer's `traceparent`, so `transactional` is tracing off on the same input).
+ * Each gets fresh tables. Each variant's handler
  * is invoked directly with SQS events built from envelopes, one batch after another (one
  * warm Lambda instance), so the figures measure the DynamoDB path and not SQS. Then the
  * same messages are delivered again (the duplicate pass). Round trips are counted by a
@@ -23,6 +26,7 @@
 import { parseArgs } from 'node:util';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig, scanTable } from '../lib/aws/index.ts';
@@ -44,7 +48,7 @@ process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.AWS_REGION ??= 'us-east-1';
 
-const VARIANTS = ['transactional', 'packed', 'powertools'] as const;
+const VARIANTS = ['transactional', 'packed', 'powertools', 'traced'] as const;
 type Variant = (typeof VARIANTS)[number];
 
 export interface VariantFigures {
@@ -56,6 +60,10 @@ export interface VariantFigures {
   duplicateRoundTripsPerMessage: number;
   /** Median over the first pass's batches of the longest chain of sequential calls in a batch. */
   criticalPathRoundTripsPerBatch: number;
+  /** CPU time of the consumer's own process per message, first pass (the emulator runs in another process). */
+  cpuUsPerMessage: number;
+  /** Spans exported per message, first pass (`traced` only; 0 elsewhere). */
+  spansPerMessage: number;
 }
 
 interface VariantDetail extends VariantFigures {
@@ -118,12 +126,15 @@ function awardWorkload(messages: number, users: number) {
       userId: `u${Math.floor(random() * users)}`,
       points: 1 + Math.floor(random() * 500),
     };
+    const traceId = (i + 1).toString(16).padStart(32, 'a');
     const body = PROCESS_SIGNING_KEY.envelope({
       topic: 'ORDER_TOPIC',
       msgId: ids.next(),
       tags: 'PAID',
       keys: [order.orderNo],
       body: JSON.stringify(order),
+      // A RocketMQ 4.x producer's context, as OpenTelemetry's instrumentation sets it.
+      userProperties: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
     });
     return { order, body };
   });
@@ -140,6 +151,9 @@ interface Rig {
   /** Start and end of every call (each SDK attempt) during the batch being delivered. */
   calls: CallSpan[];
   batches: SQSEvent[];
+  /** `traced`: the spans its tracer exported (empty for the other variants). */
+  spans: InMemorySpanExporter;
+  provider: BasicTracerProvider | undefined;
 }
 
 interface CallSpan {
@@ -193,6 +207,9 @@ async function rigFor(
   injectLatency(client, options.latencyMs);
   const calls: CallSpan[] = [];
   recordCallSpans(client, calls);
+  const spans = new InMemorySpanExporter();
+  const provider =
+    variant === 'traced' ? new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }) : undefined;
   const handler: Handler =
     variant === 'powertools'
       ? createPowertoolsPointsConsumer({ dynamoDb: client, tables: resources.tables })
@@ -204,6 +221,7 @@ async function rigFor(
           dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
           packing: variant === 'packed',
           envelopeKeys: PROCESS_SIGNING_KEY.ring,
+          ...(provider ? { tracer: provider.getTracer('bench') } : {}),
         });
   const batches: SQSEvent[] = [];
   for (let i = 0; i < workload.length; i += options.batchSize) {
@@ -213,7 +231,7 @@ async function rigFor(
         .map((w, j) => sqsRecord(w.body, queue.source.arn, { messageId: `bench-${i + j}` })),
     });
   }
-  return { variant, handler, resources, client, counter, trips, calls, batches };
+  return { variant, handler, resources, client, counter, trips, calls, batches, spans, provider };
 }
 
 interface PassResult {
@@ -226,6 +244,15 @@ interface PassResult {
   trips: RoundTrip[];
   /** Critical path of each batch, in round trips. */
   criticalPaths: number[];
+  /** The consumer process's CPU time over the pass, in microseconds. */
+  cpuUs: number;
+  spans: number;
+}
+
+/** The spans a rig's tracer exported over a pass (its batch processor flushed first). */
+async function exportedSpans(rig: Rig): Promise<number> {
+  await rig.provider?.forceFlush();
+  return rig.spans.getFinishedSpans().length;
 }
 
 /**
@@ -237,7 +264,9 @@ async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
   const batchMs = new Map<Variant, number[]>(rigs.map((r) => [r.variant, []]));
   const failed = new Map<Variant, number>(rigs.map((r) => [r.variant, 0]));
   const paths = new Map<Variant, number[]>(rigs.map((r) => [r.variant, []]));
+  const cpuUs = new Map<Variant, number>(rigs.map((r) => [r.variant, 0]));
   for (const rig of rigs) {
+    rig.spans.reset();
     rig.counter.reset();
     rig.trips.length = 0;
   }
@@ -247,12 +276,17 @@ async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
       const rig = rigs[(b + k) % rigs.length]!;
       rig.calls.length = 0;
       const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
       const response = await rig.handler(rig.batches[b]!, lambdaContext('points-consumer', 30_000));
+      const cpu = process.cpuUsage(cpu0);
+      cpuUs.set(rig.variant, cpuUs.get(rig.variant)! + cpu.user + cpu.system);
       batchMs.get(rig.variant)!.push(performance.now() - t0);
       paths.get(rig.variant)!.push(criticalPath(rig.calls));
       failed.set(rig.variant, failed.get(rig.variant)! + response.batchItemFailures.length);
     }
   }
+  const exported = new Map<Variant, number>();
+  for (const rig of rigs) exported.set(rig.variant, await exportedSpans(rig));
   return new Map(
     rigs.map((rig) => [
       rig.variant,
@@ -265,6 +299,8 @@ async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
         byCommand: rig.counter.byCommand(),
         trips: [...rig.trips],
         criticalPaths: paths.get(rig.variant)!,
+        cpuUs: cpuUs.get(rig.variant)!,
+        spans: exported.get(rig.variant)!,
       },
     ]),
   );
@@ -295,6 +331,8 @@ async function runVariants(
       p99BatchMs: round(percentile(f.batchMs, 99), 1),
       duplicateRoundTripsPerMessage: round(d.roundTrips / n, 3),
       criticalPathRoundTripsPerBatch: percentile(f.criticalPaths, 50),
+      cpuUsPerMessage: round(f.cpuUs / n, 0),
+      spansPerMessage: round(f.spans / n, 2),
       maxCriticalPathRoundTrips: Math.max(0, ...f.criticalPaths),
       duplicateWriteUnitsPerMessage: round(d.writeUnits / n, 3),
       duplicateMsgsPerSec: round(n / seconds(d.batchMs), 1),
@@ -397,6 +435,8 @@ function printReport(r: {
     ['msgs / s', (d) => d.msgsPerSec],
     ['p50 batch ms', (d) => d.p50BatchMs],
     ['p99 batch ms', (d) => d.p99BatchMs],
+    ['cpu µs / msg', (d) => d.cpuUsPerMessage],
+    ['spans / msg', (d) => d.spansPerMessage],
     ['dup: round trips / msg', (d) => d.duplicateRoundTripsPerMessage],
     ['dup: write units / msg', (d) => d.duplicateWriteUnitsPerMessage],
     ['dup: msgs / s', (d) => d.duplicateMsgsPerSec],
@@ -418,6 +458,11 @@ function printReport(r: {
         .join(', ')}`,
     );
   }
+  const on = r.details.traced;
+  const off = r.details.transactional;
+  console.log(
+    `tracing on (traced) vs off (transactional): ${on.cpuUsPerMessage - off.cpuUsPerMessage} µs CPU / msg, ${on.spansPerMessage} spans / msg, p50 batch ${on.p50BatchMs} vs ${off.p50BatchMs} ms`,
+  );
   const pt = r.details.powertools;
   console.log(
     `speed-up over powertools: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`,
@@ -432,6 +477,8 @@ const pick = (d: VariantDetail): VariantFigures => ({
   p99BatchMs: d.p99BatchMs,
   duplicateRoundTripsPerMessage: d.duplicateRoundTripsPerMessage,
   criticalPathRoundTripsPerBatch: d.criticalPathRoundTripsPerBatch,
+  cpuUsPerMessage: d.cpuUsPerMessage,
+  spansPerMessage: d.spansPerMessage,
 });
 
 function percentile(values: number[], p: number): number {
