@@ -6,7 +6,7 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { Message, Producer } from 'ali-ons';
+import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Bridge } from '../../bridge/bridge.ts';
 import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
@@ -16,6 +16,7 @@ import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { pointsFixture } from '../support/points-fixture.ts';
 import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
+import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 
 /**
  * One trace from a RocketMQ 4.7.1 producer to the consumer's commit: the producer puts its
@@ -23,8 +24,6 @@ import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
  * does), the real bridge forwards it in its span, and the points consumer commits in the same trace.
  */
 const ORDER_TOPIC = 'ORDER_TOPIC';
-const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
-const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server given')) };
 
 let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
@@ -32,14 +31,7 @@ const ids = new MsgIdGenerator('7F000001', 0x7ace);
 
 beforeAll(async () => {
   rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 2 }] });
-  producer = new Producer({
-    nameSrv: rocketMq.namesrvAddr,
-    httpclient: NO_ADDRESS_SERVER,
-    producerGroup: 'order-service',
-    logger: SILENT,
-  });
-  producer.on('error', () => undefined);
-  await producer.ready();
+  producer = await orderServiceProducer(rocketMq.namesrvAddr);
 });
 
 afterAll(async () => {
