@@ -1,4 +1,4 @@
-import type { Attributes, Tracer } from '@opentelemetry/api';
+import { type Attributes, isSpanContextValid, type Tracer } from '@opentelemetry/api';
 import type { SQSRecord } from 'aws-lambda';
 import type { RocketMQMessage } from '../../rocketmq/index.ts';
 import { type Delivery, messageTraceContext, SpanAttribute, startRecordSpan } from '../../tracing/index.ts';
@@ -44,7 +44,9 @@ export function traceRecord<P>(
     traceContext,
   });
   batch.spans.set(record, span);
-  return span.traceId;
+  // With no provider registered (xray: Lambda traces the invocation, nothing exports these spans) a
+  // root span is the API's no-op with an all-zero id: the log line keeps the message's own trace id.
+  return isSpanContextValid(span.span.spanContext()) ? span.traceId : traceContext.parent?.traceId;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, trace } from '@opentelemetry/api';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -160,6 +160,19 @@ describe('record spans (emulator)', () => {
     expect(span!.attributes[SpanAttribute.refusedContext]).toEqual(['rocketmq4-properties:TRACEPARENT_MALFORMED']);
     expect(span!.attributes[SpanAttribute.outcome]).toBe('applied');
     expect(await f.balance('u-bad')).toBe(2);
+  });
+
+  it('logs the message’s trace id, never an all-zero one, when no provider is registered (the xray back end)', async () => {
+    const t = tracing();
+    const f = await pointsFixture({ tracer: trace.getTracer('no provider registered') });
+    const producer = t.produce();
+    const body = orderEnvelope(
+      { orderNo: 'SO-TRACE-6', userId: 'u-noop', points: 4 },
+      { userProperties: { traceparent: producer.traceparent } },
+    );
+    await f.invoke([body]);
+    await f.invoke([sqsRecord(body, f.resources.queues['point-consumer-group']!.source.arn, 2)]);
+    expect(f.reports.map((r) => r.traceId)).toEqual([producer.span.traceId, producer.span.traceId]);
   });
 
   it('makes no span without a tracer, and still logs the message’s trace id', async () => {
