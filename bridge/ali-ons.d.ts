@@ -130,5 +130,7 @@ declare module 'ali-ons/lib/protocol/command/remoting_command.js' {
     readonly code: number;
     readonly remark: string | undefined;
     body: Buffer | undefined;
+    /** The response's header fields (`extFields`), as strings. */
+    readonly extFields: Record<string, string> | undefined;
   }
 }

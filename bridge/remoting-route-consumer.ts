@@ -3,7 +3,12 @@ import { type ClientLogger, Consumer, type Message, type MessageHandler, type Me
 import { TagExpression } from '../lib/rocketmq/index.ts';
 import { StartWithoutOffset } from './bridge-config.ts';
 import { describeError } from './forward-target.ts';
-import { GroupWithoutOffsetsError, queuesWithoutOffset, type RemotingAdmin } from './group-takeover.ts';
+import {
+  GroupWithoutOffsetsError,
+  queuesWithoutOffset,
+  type RemotingAdmin,
+  startQueuesWithoutOffsetAt,
+} from './group-takeover.ts';
 import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
 import type { AckResult, MessageSource } from './route-pump.ts';
 
@@ -161,7 +166,7 @@ export class RemotingRouteConsumer implements MessageSource {
 
   async start(): Promise<void> {
     await this.#consumer.ready();
-    await this.#refuseTakeOverWithoutOffsets();
+    await this.#takeOverQueuesWithoutOffsets();
     // The client starts a process-wide producer for sending messages back, which this source never
     // does; without a listener its route-lookup failures (e.g. `%RETRY%<group>` before the first
     // heartbeat creates it) are printed to stderr with stack traces. It is one per process: its
@@ -174,9 +179,27 @@ export class RemotingRouteConsumer implements MessageSource {
   }
 
   /** Before subscribing, so that no queue is assigned (and started at its end) first. */
-  async #refuseTakeOverWithoutOffsets(): Promise<void> {
-    if (this.#options.takeOver?.startWithoutOffset !== StartWithoutOffset.REFUSE) return;
-    const { consumerGroup, topic } = this.#options;
+  async #takeOverQueuesWithoutOffsets(): Promise<void> {
+    const start = this.#options.takeOver?.startWithoutOffset;
+    if (start === undefined || start === StartWithoutOffset.FIRST) return;
+    const { consumerGroup, topic, logger } = this.#options;
+    if (start !== StartWithoutOffset.REFUSE) {
+      const started = await startQueuesWithoutOffsetAt(
+        this.#consumer.admin,
+        consumerGroup,
+        topic,
+        Date.parse(start.timestamp),
+      );
+      if (started.length > 0)
+        logger.warn(
+          'taking over %s on %s: queues without an offset start at %s: %s',
+          consumerGroup,
+          topic,
+          start.timestamp,
+          started.join(', '),
+        );
+      return;
+    }
     const missing = await queuesWithoutOffset(this.#consumer.admin, consumerGroup, topic);
     if (missing.length === 0) return;
     await this.#consumer.close().catch(() => undefined);

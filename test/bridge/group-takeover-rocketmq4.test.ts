@@ -56,8 +56,8 @@ async function send(topic: string, tag: string, count: number): Promise<string[]
   return sent;
 }
 
-function routeSource(group: string, errors: string[] = [], startWithoutOffset?: StartWithoutOffset) {
-  return new RemotingRouteConsumer({
+function routeOptions(group: string) {
+  return {
     nameServers: [rocketMq!.namesrvAddr],
     consumerGroup: group,
     topic: TOPIC,
@@ -67,6 +67,13 @@ function routeSource(group: string, errors: string[] = [], startWithoutOffset?: 
     awaitDurationMs: 5_000,
     redeliverAfterMs: 60_000,
     persistOffsetIntervalMs: 1_000,
+    logger: SILENT,
+  };
+}
+
+function routeSource(group: string, errors: string[] = [], startWithoutOffset?: StartWithoutOffset) {
+  return new RemotingRouteConsumer({
+    ...routeOptions(group),
     logger: { ...SILENT, error: (...args: unknown[]) => errors.push(format(...args)) },
     ...(startWithoutOffset ? { takeOver: { startWithoutOffset } } : {}),
   });
@@ -131,6 +138,49 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     // Assess
     expect(held).toBeGreaterThan(0);
     expect(new Set(received.map((m) => m.msgId)).size).toBe(held);
+  }, 120_000);
+
+  it('starts the queues of a group without offsets at a timestamp, commits where it started them, and keeps the offsets the group has', async () => {
+    // Prepare: the group committed on queue 0 only; messages stored before the instant, then after it
+    const group = `legacy-orders-${randomUUID().slice(0, 6)}`;
+    const atStart = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, atStart.slice(0, 1));
+    const before = await send(TOPIC, 'PAID', 12);
+    const atInstant = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    // Store times are in milliseconds; the pauses keep the instant clear of both sends.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const instant = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const after = await send(TOPIC, 'PAID', 12);
+
+    // Act
+    const warnings: string[] = [];
+    const source = new RemotingRouteConsumer({
+      ...routeOptions(group),
+      logger: { ...SILENT, warn: (...args: unknown[]) => warnings.push(format(...args)) },
+      takeOver: { startWithoutOffset: { timestamp: instant } },
+    });
+    await source.start();
+    const received = await drain(source);
+    await source.stop();
+    const committedAtStart = await probe!.consumerOffsets(rocketMq!.brokerAddr, group, TOPIC, QUEUE_IDS);
+
+    // Assess: everything after the instant; before it, queue 0's from the group's own offset, and on the other queues
+    // at most the one message the broker found nearest the instant (4.7.1 answers the closest message in time)
+    const ids = received.map((m) => m.msgId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.filter((id) => after.includes(id)).sort()).toEqual([...after].sort());
+    const earlier = received.filter((m) => before.includes(m.msgId));
+    expect(earlier.filter((m) => m.queueId === 0)).toHaveLength(atInstant[0]! - atStart[0]!);
+    const startedAt = [1, 2, 3].map((q) => {
+      const first = Math.min(...earlier.filter((m) => m.queueId === q).map((m) => m.queueOffset!), atInstant[q]!);
+      expect(first).toBeGreaterThanOrEqual(atInstant[q]! - 1);
+      return `${rocketMq!.brokerName}:${q}@${first}`;
+    });
+    expect(warnings.join('\n')).toContain(
+      `taking over ${group} on ${TOPIC}: queues without an offset start at ${instant}: ${startedAt.join(', ')}`,
+    );
+    expect(committedAtStart.every((offset) => offset! >= atInstant[3]!)).toBe(true);
   }, 120_000);
 
   it('forwards a taken-over %RETRY% message with its reconsumeTimes and original topic, and keeps a retry of another topic unconsumed with an error', async () => {
