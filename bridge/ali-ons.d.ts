@@ -111,6 +111,13 @@ declare module 'ali-ons' {
      * `%RETRY%<group>` when it throws, and drops it once `reconsumeTimes` exceeds `maxReconsumeTimes`.
      */
     protected consumeSingleMsg(handler: MessageHandler, msg: Message, mq: MessageQueue, pq: unknown): Promise<void>;
+    /**
+     * Where a queue newly assigned by a rebalance starts: an offset, or a negative number to leave the queue
+     * unassigned until the next rebalance (`rebalanceInterval`, 10 s).
+     */
+    protected computePullFromWhere(mq: MessageQueue): Promise<number>;
+    /** `CONSUME_FROM_LAST_OFFSET` unless the options said otherwise. */
+    readonly consumeFromWhere: string;
   }
 
   export class Producer extends EventEmitter {

@@ -65,6 +65,7 @@ import {
 import { generateSigningKey } from '../lib/rocketmq/index.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
+import { shadowCompare } from './ops/shadow-compare.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 
@@ -96,6 +97,13 @@ Commands:
                            (within a minute); a current key is replaced by a new one first.
   migrate import           Import a legacy consumer's dedup state (and, --ledger moved, its
                            awards) so that copies of what it processed are suppressed here.
+  compare --legacy-source <store> --since <time>
+                           On a shadow stage: every order the legacy consumer or this stage
+                           awarded since <time> (the shadow's start), per order: awarded on
+                           both sides, once, to the same user with the same points. Lists
+                           each disagreement; exit 0 when all agree, 1 otherwise.
+    --settle <age>         Orders first awarded later than this before now are not judged
+                           yet (default 5m).
 
 Target:
   --endpoint <url>         Local emulator; without it, AWS via the default credential chain.
@@ -215,6 +223,7 @@ const OPTIONS = {
   'page-size': { type: 'string' },
   'idempotency-table': { type: 'string' },
   'legacy-source': { type: 'string' },
+  settle: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -363,6 +372,16 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         secrets: secrets(),
         print,
         confirmation: confirmationOf(v, io),
+      });
+    case 'compare':
+      return shadowCompare(v, {
+        format,
+        dynamoDb: dynamoDb(),
+        ledgerTable: pointTablesOf(target).ledger,
+        segments,
+        settleMs: durationMs(v.settle, 'settle'),
+        now,
+        print,
       });
     case 'migrate': {
       const ctx = { format, target, dynamoDb, print, stderr: io.stderr, confirmation: confirmationOf(v, io), now };
