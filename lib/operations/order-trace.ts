@@ -95,7 +95,9 @@ function whyOf(line: ConsumerLogLine, appliedMsgId: string | undefined): { outco
     line.disposition === 'retry'
       ? `; retried in ${line.retryInSeconds ?? '?'}s`
       : line.disposition === 'dead-letter'
-        ? '; dead-lettered'
+        ? line.errorClass === 'transient'
+          ? '; retries spent, dead-lettered'
+          : '; dead-lettered'
         : line.disposition === 'retry-dead-letter'
           ? '; the DLQ send failed, left for SQS to deliver again'
           : '';
