@@ -93,7 +93,8 @@ export async function readOrderEvidence(subject: string, sources: EvidenceSource
   const letters = await lettersOfGroups(sources, gaps);
   let lines = asked ? await read({ msgIds: [asked] }) : [];
   const orderNo = asked ? orderNoOf(lines, letters, asked) : subject;
-  if (orderNo) lines = mergeLines(lines, await read({ orderNo }));
+  // The order's lines first: lines of one millisecond keep the order CloudWatch Logs gave them.
+  if (orderNo) lines = mergeLines(await read({ orderNo }), lines);
   const msgIds = new Set([...lines.map((l) => l.msgId?.toUpperCase()), asked].filter((m) => m !== undefined));
   const groups: GroupEvidence[] = [];
   for (const definition of sources.groups) {

@@ -112,7 +112,12 @@ export function renderOrderTraceMermaid(trace: OrderTrace): string {
   const msgIds = [...new Set(groups.flatMap((g) => g.deliveries.map((d) => d.msgId)).filter((m) => m !== undefined))];
   for (const m of msgIds) out.push(`  P->>B: msgId ${m}`);
   for (const g of groups) out.push(`  B->>Q_${participantOf(g.group)}: forwards the order's messages`);
-  for (const g of groups) out.push(...groupMermaid(g));
+  // One journey in time order: the groups' deliveries interleave as they happened.
+  const steps = groups.flatMap((g) => g.deliveries.map((d) => ({ at: d.at, lines: deliveryMermaid(g.group, d) })));
+  for (const step of steps.sort((a, b) => a.at.localeCompare(b.at))) out.push(...step.lines);
+  for (const g of groups)
+    for (const l of g.letters)
+      out.push(`  Note over L: waiting in ${g.deadLetterQueue}: ${mermaidText(`${l.msgId ?? '?'} ${l.reason}`)}`);
   for (const e of trace.ledger?.effect ?? [])
     out.push(
       `  Note over D: user ${mermaidText(e.userId)}: ${e.points > 0 ? '+' : ''}${e.points} points, ${e.awardsInForce} award(s) in force`,
@@ -120,19 +125,14 @@ export function renderOrderTraceMermaid(trace: OrderTrace): string {
   return out.join('\n');
 }
 
-function groupMermaid(g: GroupStory): string[] {
-  const q = `Q_${participantOf(g.group)}`;
-  const f = `F_${participantOf(g.group)}`;
-  const out: string[] = [];
-  for (const d of g.deliveries) {
-    const time = d.at.slice(11, 23);
-    out.push(`  ${d.redriven ? 'L' : q}->>${f}: ${time} ${d.msgId ?? '?'} attempt ${d.attempt ?? '?'}`);
-    if (d.outcome === 'applied') out.push(`  ${f}->>D: commit dedup record + effect`, `  D-->>${f}: applied`);
-    else if (d.outcome === 'duplicate')
-      out.push(`  ${f}->>D: commit`, `  D-->>${f}: ${mermaidText(`duplicate: ${d.why}`)}`);
-    else out.push(`  Note over ${f}: ${mermaidText(`${d.outcome}: ${d.why}`)}`);
-    if (d.why.includes('dead-lettered')) out.push(`  ${f}->>L: dead letter ${d.msgId ?? ''}`.trimEnd());
-  }
-  for (const l of g.letters) out.push(`  Note over L: waiting: ${mermaidText(`${l.msgId ?? '?'} ${l.reason}`)}`);
+function deliveryMermaid(group: string, d: Delivery): string[] {
+  const q = `Q_${participantOf(group)}`;
+  const f = `F_${participantOf(group)}`;
+  const out = [`  ${d.redriven ? 'L' : q}->>${f}: ${d.at.slice(11, 23)} ${d.msgId ?? '?'} attempt ${d.attempt ?? '?'}`];
+  if (d.outcome === 'applied') out.push(`  ${f}->>D: commit`, `  D-->>${f}: applied`);
+  else if (d.outcome === 'duplicate')
+    out.push(`  ${f}->>D: commit`, `  D-->>${f}: ${mermaidText(`duplicate: ${d.why}`)}`);
+  else out.push(`  Note over ${f}: ${mermaidText(`${d.outcome}: ${d.why}`)}`);
+  if (d.why.includes('dead-lettered')) out.push(`  ${f}->>L: dead letter ${d.msgId ?? ''}`.trimEnd());
   return out;
 }

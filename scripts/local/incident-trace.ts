@@ -13,6 +13,7 @@ export async function orderTraceSections(
   order: { orderNo: string; userId: string },
 ): Promise<string> {
   const dynamoDb = createDynamoDb(result.resources.aws);
+  const started = performance.now();
   const out: string[] = [];
   for (const group of result.groups) {
     let stdout = '';
@@ -27,6 +28,7 @@ export async function orderTraceSections(
     out.push('', `$ npm run ops -- ${argv.join(' ')}   (exit ${code})`, (stdout + stderr).trimEnd());
   }
   dynamoDb.destroy();
+  out.push('', `(${result.groups.length} traces read in ${Math.round(performance.now() - started)} ms)`);
   return out.join('\n');
 }
 
