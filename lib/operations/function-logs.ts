@@ -90,7 +90,7 @@ export interface LogRead {
 /**
  * Reads the subject's lines of each log group with `FilterLogEvents`, every page. The service
  * selects with the pattern; the lines are parsed and re-checked here, so a line that only looks
- * alike (or an emulator that ignores JSON patterns, docs/emulator.md) never enters a story.
+ * alike (or a stock moto, which applies no JSON pattern: docs/emulator.md) never enters a story.
  */
 export async function readConsumerLogLines(options: {
   logs: CloudWatchLogsClient;

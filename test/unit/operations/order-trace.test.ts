@@ -19,7 +19,7 @@ const line = (fields: Record<string, unknown>) =>
   JSON.stringify({ level: 'INFO', timestamp: '2026-12-01T10:00:00.000Z', service: 'point-consumer-group', ...fields });
 
 /**
- * FilterLogEvents answers in the API reference's shape: the emulator ignores JSON filter
+ * FilterLogEvents answers in the API reference's shape: moto applies no JSON filter
  * patterns (docs/emulator.md), so what the service is asked, and paging, are checked here.
  */
 function recordedLogs(pages: Record<string, Array<Partial<FilterLogEventsCommandOutput>>>) {
