@@ -1,5 +1,6 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
+import { takeOverSchema } from '../bridge/bridge-config.ts';
 import { CONSUMER_GROUPS, OUTSIDE_SERVICES, type OutsideServiceName } from '../lib/config/index.ts';
 import { serviceSettingSchema } from './outside-service.ts';
 
@@ -124,10 +125,7 @@ const bridgeSchema = z
         z
           .object({
             rocketmqGroup: z.string().min(1),
-            takeOver: z
-              .object({ startWithoutOffset: z.enum(['refuse', 'first']).default('refuse') })
-              .strict()
-              .optional(),
+            takeOver: takeOverSchema.optional(),
           })
           .strict(),
       )
