@@ -23,7 +23,7 @@ export {
 } from './dead-letter-redrive.ts';
 export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
 export { messageOf, NothingToTraceError, OperationsError, UsageError } from './errors.ts';
-export { checkTraceSubject } from './function-logs.ts';
+export { checkTraceSubject, logFilterPattern } from './function-logs.ts';
 export {
   type AuditReport,
   auditLedger,

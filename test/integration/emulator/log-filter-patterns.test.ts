@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-cloudwatch-logs';
 import { describe, expect, inject, it } from 'vitest';
 import { createCloudWatchLogs, emulatorConfig } from '../../../lib/aws/index.ts';
-import { logFilterPattern } from '../../../lib/operations/function-logs.ts';
+import { logFilterPattern } from '../../../lib/operations/index.ts';
 
 const LINES = [
   { key: 'SO-1', msgId: 'AA01', outcome: 'processed', attempt: 1 },
