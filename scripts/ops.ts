@@ -67,6 +67,7 @@ import { generateSigningKey } from '../lib/rocketmq/index.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
 import { orderTrace } from './ops/order-trace.ts';
+import { shadowCompare } from './ops/shadow-compare.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 
@@ -105,6 +106,13 @@ Commands:
                            balance effect, and where each delivery's trace can be opened.
                            Read only. Exit 0 told, 1 findings (two awards in force, letters
                            waiting in a DLQ), 2 nothing found or an error.
+  compare --legacy-source <store> --since <time>
+                           On a shadow stage: every order the legacy consumer or this stage
+                           awarded since <time> (the shadow's start), per order: awarded on
+                           both sides, once, to the same user with the same points. Lists
+                           each disagreement; exit 0 when all agree, 1 otherwise.
+    --settle <age>         Orders first awarded later than this before now are not judged
+                           yet (default 5m).
 
 Target:
   --endpoint <url>         Local emulator; without it, AWS via the default credential chain.
@@ -235,6 +243,7 @@ const OPTIONS = {
   mermaid: { type: 'boolean' },
   user: { type: 'string' },
   'log-group': { type: 'string' },
+  settle: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -398,6 +407,16 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         print,
       });
     }
+    case 'compare':
+      return shadowCompare(v, {
+        format,
+        dynamoDb: dynamoDb(),
+        ledgerTable: pointTablesOf(target).ledger,
+        segments,
+        settleMs: durationMs(v.settle, 'settle'),
+        now,
+        print,
+      });
     case 'migrate': {
       const ctx = { format, target, dynamoDb, print, stderr: io.stderr, confirmation: confirmationOf(v, io), now };
       if (sub === 'import') return migrateImport(v, ctx);
