@@ -111,6 +111,13 @@ declare module 'ali-ons' {
      * `%RETRY%<group>` when it throws, and drops it once `reconsumeTimes` exceeds `maxReconsumeTimes`.
      */
     protected consumeSingleMsg(handler: MessageHandler, msg: Message, mq: MessageQueue, pq: unknown): Promise<void>;
+    /**
+     * Where a queue newly assigned by a rebalance starts: an offset, or a negative number to leave the queue
+     * unassigned until the next rebalance (`rebalanceInterval`, 10 s).
+     */
+    protected computePullFromWhere(mq: MessageQueue): Promise<number>;
+    /** `CONSUME_FROM_LAST_OFFSET` unless the options said otherwise. */
+    readonly consumeFromWhere: string;
   }
 
   export class Producer extends EventEmitter {
@@ -130,5 +137,7 @@ declare module 'ali-ons/lib/protocol/command/remoting_command.js' {
     readonly code: number;
     readonly remark: string | undefined;
     body: Buffer | undefined;
+    /** The response's header fields (`extFields`), as strings. */
+    readonly extFields: Record<string, string> | undefined;
   }
 }

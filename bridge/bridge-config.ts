@@ -32,7 +32,24 @@ export const StartWithoutOffset = {
   /** A queue without a committed offset starts at its first message (everything the broker still keeps). */
   FIRST: 'first',
 } as const;
-export type StartWithoutOffset = (typeof StartWithoutOffset)[keyof typeof StartWithoutOffset];
+
+/**
+ * A route's `takeOver`, also the stage setting's (infra/deployment-settings.ts), so that the synth
+ * and the bridge accept the same values. `startWithoutOffset` is `refuse` (the default), `first`, or
+ * `{ "timestamp": "<ISO-8601 instant>" }`: such a queue then starts at its first message stored at
+ * or after that instant, or at most one message earlier (bridge/group-takeover.ts).
+ */
+export const takeOverSchema = z
+  .object({
+    startWithoutOffset: z
+      .union([
+        z.enum([StartWithoutOffset.REFUSE, StartWithoutOffset.FIRST]),
+        z.object({ timestamp: z.iso.datetime({ offset: true }) }).strict(),
+      ])
+      .default(StartWithoutOffset.REFUSE),
+  })
+  .strict();
+export type StartWithoutOffset = z.infer<typeof takeOverSchema>['startWithoutOffset'];
 
 const routeSchema = z.object({
   /** The catalogue group: names the route's queues, records and metrics. */
@@ -47,14 +64,7 @@ const routeSchema = z.object({
    * offsets and refuses to start while a queue of the topic has none, unless `startWithoutOffset` says
    * where such a queue starts (bridge/group-takeover.ts).
    */
-  takeOver: z
-    .object({
-      startWithoutOffset: z
-        .enum([StartWithoutOffset.REFUSE, StartWithoutOffset.FIRST])
-        .default(StartWithoutOffset.REFUSE),
-    })
-    .strict()
-    .optional(),
+  takeOver: takeOverSchema.optional(),
   topic: z.string().min(1),
   /** RocketMQ tag expression: `*`, `PAID`, `PAID || FINISHED`. */
   tagExpression: z.string().min(1).default('*'),

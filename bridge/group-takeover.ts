@@ -19,7 +19,7 @@ export class GroupWithoutOffsetsError extends Error {
       `taking over consumer group ${group} on topic ${topic}: the group has no committed offset on ${queues.length} ` +
         `queue(s) (${queues.join(', ')}), where the client would start at the queue's end and skip what is there; ` +
         `start the route once the group has committed offsets there (its consumers ran on those queues), or say ` +
-        `where those queues start: takeOver.startWithoutOffset "first"`,
+        `where those queues start: takeOver.startWithoutOffset "first" or { "timestamp": "<ISO-8601 instant>" }`,
     );
   }
 }
@@ -37,11 +37,25 @@ export interface RemotingAdmin {
     addr: string,
     command: RemotingCommand,
     timeoutMs?: number,
-  ): Promise<{ readonly code: number; readonly remark: string | undefined; readonly body: Buffer | undefined }>;
+  ): Promise<{
+    readonly code: number;
+    readonly remark: string | undefined;
+    readonly body: Buffer | undefined;
+    readonly extFields?: Record<string, string> | undefined;
+  }>;
+}
+
+/** A queue of the topic, with the master that keeps its offsets. */
+interface QueueOnMaster {
+  readonly brokerName: string;
+  readonly queueId: number;
+  readonly master: string;
 }
 
 /** `RequestCode.GET_ALL_CONSUMER_OFFSET`: the broker's consume offset table, every group's, as `mqadmin` reads it. */
 const GET_ALL_CONSUMER_OFFSET = 43;
+const SEARCH_OFFSET_BY_TIMESTAMP = 29;
+const UPDATE_CONSUMER_OFFSET = 15;
 const MASTER_ID = '0';
 const TIMEOUT_MS = 5_000;
 
@@ -52,28 +66,78 @@ const TIMEOUT_MS = 5_000;
  * it is not, so that answer depends on the broker's page cache rather than on the group.
  */
 export async function queuesWithoutOffset(admin: RemotingAdmin, group: string, topic: string): Promise<string[]> {
+  return (await queuesWithoutOffsetOnMasters(admin, group, topic)).map((q) => `${q.brokerName}:${q.queueId}`);
+}
+
+async function queuesWithoutOffsetOnMasters(admin: RemotingAdmin, group: string, topic: string) {
   const route = await admin.getTopicRouteInfoFromNameServer(topic, TIMEOUT_MS);
   if (!route) throw new Error(`the name servers have no route for topic ${topic}`);
-  const missing: string[] = [];
+  const missing: QueueOnMaster[] = [];
   for (const { brokerName, readQueueNums } of route.queueDatas) {
     const master = route.brokerDatas.find((b) => b.brokerName === brokerName)?.brokerAddrs[MASTER_ID];
     // Offsets are committed to the master; without one they cannot be read, nor would they be committed.
     if (!master) throw new Error(`broker ${brokerName} of topic ${topic} has no master to read ${group}'s offsets`);
     const committed = (await offsetTableOf(admin, master))[`${topic}@${group}`] ?? {};
     for (let queueId = 0; queueId < readQueueNums; queueId++)
-      if (!(committed[queueId] !== undefined && committed[queueId]! >= 0)) missing.push(`${brokerName}:${queueId}`);
+      if (!(committed[queueId] !== undefined && committed[queueId]! >= 0))
+        missing.push({ brokerName, queueId, master });
   }
   return missing;
 }
 
+/**
+ * Starts each queue on which the group committed nothing at `instantMs`, and returns what it
+ * committed (`<brokerName>:<queueId>@<offset>`). The offset is the broker's answer to
+ * SEARCH_OFFSET_BY_TIMESTAMP, which on 4.7.1 is the message stored nearest the instant: the first
+ * one at or after it, or the last one before it when that one is closer. So a queue starts at most
+ * one message early, never late; a copy of that message, if it was consumed, is suppressed by its
+ * business key.
+ *
+ * Committed for the group rather than left to the client's `CONSUME_FROM_TIMESTAMP`, which reads
+ * "no offset" through QUERY_CONSUMER_OFFSET (above: 0 while the queue's first message is in
+ * memory, so it would start there), and so that a bridge restarted before its own first commit
+ * starts at the same place. `%RETRY%<group>` is left alone: the client starts it at its committed
+ * offset or at its first letter, which is owed whenever it was sent back.
+ */
+export async function startQueuesWithoutOffsetAt(
+  admin: RemotingAdmin,
+  group: string,
+  topic: string,
+  instantMs: number,
+): Promise<string[]> {
+  const started: string[] = [];
+  for (const q of await queuesWithoutOffsetOnMasters(admin, group, topic)) {
+    const found = await call(admin, q.master, SEARCH_OFFSET_BY_TIMESTAMP, {
+      topic,
+      queueId: q.queueId,
+      timestamp: instantMs,
+    });
+    const offset = Number(found.extFields?.offset);
+    if (!Number.isInteger(offset) || offset < 0)
+      throw new Error(
+        `SEARCH_OFFSET_BY_TIMESTAMP for ${topic} on ${q.brokerName}:${q.queueId} answered ${found.extFields?.offset}`,
+      );
+    await call(admin, q.master, UPDATE_CONSUMER_OFFSET, {
+      consumerGroup: group,
+      topic,
+      queueId: q.queueId,
+      commitOffset: offset,
+    });
+    started.push(`${q.brokerName}:${q.queueId}@${offset}`);
+  }
+  return started;
+}
+
+async function call(admin: RemotingAdmin, brokerAddr: string, code: number, header: Record<string, unknown> | null) {
+  const response = await admin.invoke(brokerAddr, RemotingCommand.createRequestCommand(code, header), TIMEOUT_MS);
+  if (response.code !== 0)
+    throw new Error(`request ${code} to ${brokerAddr} answered ${response.code}: ${response.remark}`);
+  return response;
+}
+
 async function offsetTableOf(admin: RemotingAdmin, brokerAddr: string) {
-  const response = await admin.invoke(
-    brokerAddr,
-    RemotingCommand.createRequestCommand(GET_ALL_CONSUMER_OFFSET, null),
-    TIMEOUT_MS,
-  );
-  if (response.code !== 0 || !response.body)
-    throw new Error(`GET_ALL_CONSUMER_OFFSET from ${brokerAddr} answered ${response.code}: ${response.remark}`);
+  const response = await call(admin, brokerAddr, GET_ALL_CONSUMER_OFFSET, null);
+  if (!response.body) throw new Error(`GET_ALL_CONSUMER_OFFSET from ${brokerAddr} answered without a body`);
   // The broker's fastjson writes the queue ids, integer map keys, unquoted: `{"T@g":{0:12,1:7}}`.
   const json = response.body.toString('utf8').replace(/([{,])(\d+):/g, '$1"$2":');
   return (JSON.parse(json) as { offsetTable?: Record<string, Record<string, number>> }).offsetTable ?? {};

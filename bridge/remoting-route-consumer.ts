@@ -3,7 +3,12 @@ import { type ClientLogger, Consumer, type Message, type MessageHandler, type Me
 import { TagExpression } from '../lib/rocketmq/index.ts';
 import { StartWithoutOffset } from './bridge-config.ts';
 import { describeError } from './forward-target.ts';
-import { GroupWithoutOffsetsError, queuesWithoutOffset, type RemotingAdmin } from './group-takeover.ts';
+import {
+  GroupWithoutOffsetsError,
+  queuesWithoutOffset,
+  type RemotingAdmin,
+  startQueuesWithoutOffsetAt,
+} from './group-takeover.ts';
 import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
 import type { AckResult, MessageSource } from './route-pump.ts';
 
@@ -94,6 +99,60 @@ class ForwardingPushConsumer extends Consumer {
   get admin(): RemotingAdmin {
     return (this as unknown as { _mqClient: RemotingAdmin })._mqClient;
   }
+
+  /**
+   * ali-ons reads the group's committed offset through its offset store, whose `readOffset` turns
+   * every failure (a timeout, a broker restarting, a refused connection) into -1, "no offset", and
+   * then starts the queue at its end: a failed read-back during a rebalance would skip everything
+   * the group had not consumed there. The Java client leaves such a queue for the next rebalance;
+   * so does this. Only the broker's "not found" means the group has no offset.
+   */
+  protected override async computePullFromWhere(mq: MessageQueue): Promise<number> {
+    const internals = this as unknown as {
+      _offsetStore: OffsetStore;
+      _mqClient: { maxOffset(mq: MessageQueue): Promise<number> };
+    };
+    let committed: number;
+    try {
+      committed = await internals._offsetStore.fetchConsumeOffsetFromBroker(mq);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== QUERY_NOT_FOUND) {
+        this.emit('error', new OffsetReadError(this.consumerGroup, mq, err));
+        return -1;
+      }
+      committed = -1;
+    }
+    if (committed >= 0) {
+      internals._offsetStore.updateOffset(mq, committed, false);
+      return committed;
+    }
+    // The client's own rules for a group without an offset there: a retry queue from its first letter,
+    // a topic's queue at its first message or at its end, as the route was told.
+    if (mq.topic.startsWith(RETRY_TOPIC_PREFIX) || this.consumeFromWhere === 'CONSUME_FROM_FIRST_OFFSET') return 0;
+    return internals._mqClient.maxOffset(mq);
+  }
+}
+
+/** ali-ons' remote-broker offset store, the two calls the start of a queue needs. */
+interface OffsetStore {
+  /** QUERY_CONSUMER_OFFSET; throws the broker's answer (`code` 22 when the group has no offset there) or the transport's error. */
+  fetchConsumeOffsetFromBroker(mq: MessageQueue): Promise<number>;
+  updateOffset(mq: MessageQueue, offset: number, increaseOnly: boolean): void;
+}
+
+/** `ResponseCode.QUERY_NOT_FOUND`: the broker keeps no offset of the group on the queue. */
+const QUERY_NOT_FOUND = 22;
+
+/** The group's committed offset on a queue could not be read: the queue waits for the next rebalance rather than start at its end. */
+export class OffsetReadError extends Error {
+  override readonly name = 'OffsetReadError';
+  constructor(group: string, mq: MessageQueue, cause: unknown) {
+    super(
+      `reading ${group}'s committed offset on ${mq.topic} ${mq.brokerName}:${mq.queueId} failed (${cause instanceof Error ? cause.message : String(cause)}); ` +
+        'the queue is not started at its end, the next rebalance tries again',
+      { cause },
+    );
+  }
 }
 
 /**
@@ -161,7 +220,7 @@ export class RemotingRouteConsumer implements MessageSource {
 
   async start(): Promise<void> {
     await this.#consumer.ready();
-    await this.#refuseTakeOverWithoutOffsets();
+    await this.#takeOverQueuesWithoutOffsets();
     // The client starts a process-wide producer for sending messages back, which this source never
     // does; without a listener its route-lookup failures (e.g. `%RETRY%<group>` before the first
     // heartbeat creates it) are printed to stderr with stack traces. It is one per process: its
@@ -174,9 +233,27 @@ export class RemotingRouteConsumer implements MessageSource {
   }
 
   /** Before subscribing, so that no queue is assigned (and started at its end) first. */
-  async #refuseTakeOverWithoutOffsets(): Promise<void> {
-    if (this.#options.takeOver?.startWithoutOffset !== StartWithoutOffset.REFUSE) return;
-    const { consumerGroup, topic } = this.#options;
+  async #takeOverQueuesWithoutOffsets(): Promise<void> {
+    const start = this.#options.takeOver?.startWithoutOffset;
+    if (start === undefined || start === StartWithoutOffset.FIRST) return;
+    const { consumerGroup, topic, logger } = this.#options;
+    if (start !== StartWithoutOffset.REFUSE) {
+      const started = await startQueuesWithoutOffsetAt(
+        this.#consumer.admin,
+        consumerGroup,
+        topic,
+        Date.parse(start.timestamp),
+      );
+      if (started.length > 0)
+        logger.warn(
+          'taking over %s on %s: queues without an offset start at %s: %s',
+          consumerGroup,
+          topic,
+          start.timestamp,
+          started.join(', '),
+        );
+      return;
+    }
     const missing = await queuesWithoutOffset(this.#consumer.admin, consumerGroup, topic);
     if (missing.length === 0) return;
     await this.#consumer.close().catch(() => undefined);

@@ -1,5 +1,6 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
+import { takeOverSchema } from '../bridge/bridge-config.ts';
 import {
   CONSUMER_GROUPS,
   OUTSIDE_SERVICES,
@@ -130,10 +131,7 @@ const bridgeSchema = z
         z
           .object({
             rocketmqGroup: z.string().min(1),
-            takeOver: z
-              .object({ startWithoutOffset: z.enum(['refuse', 'first']).default('refuse') })
-              .strict()
-              .optional(),
+            takeOver: takeOverSchema.optional(),
           })
           .strict(),
       )

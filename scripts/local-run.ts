@@ -5,7 +5,9 @@
  * not run, 2 bad arguments, 3 it gave up before the queues drained.
  */
 import { parseArgs } from 'node:util';
-import { incidentScenario } from './local/incident-scenario.ts';
+import type { LogLevel } from '@aws-lambda-powertools/logger/types';
+import { INCIDENT_ORDER, incidentScenario } from './local/incident-scenario.ts';
+import { orderTraceSections, shippingText } from './local/incident-trace.ts';
 import { HandlerModuleError } from './local/local-consumers.ts';
 import { LocalRunConfigError, runLocalPipeline } from './local/local-pipeline.ts';
 import { ProgressDisplay } from './local/progress-display.ts';
@@ -31,7 +33,9 @@ const USAGE = `Usage: npm start -- [options]
                               per copy: each message times the groups it goes to)
   --endpoint <url>            use a running emulator (e.g. one left by --keep) instead of starting one
   --prefix <name>             resource name prefix (default local-<random>)
-  --log-level <level>         consumer log level (Powertools; default SILENT)
+  --log-level <level>         consumer log level printed on the console (Powertools; default SILENT);
+                              INFO and up is shipped to the emulator's CloudWatch Logs either way
+  --no-function-logs          do not ship the consumers' log lines (and skip the closing ops trace)
   -h, --help`;
 
 class UsageError extends Error {
@@ -57,6 +61,7 @@ function parse() {
       endpoint: { type: 'string' },
       prefix: { type: 'string' },
       'log-level': { type: 'string' },
+      'no-function-logs': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -75,6 +80,7 @@ function parse() {
     endpoint: values.endpoint,
     prefix: values.prefix,
     logLevel: values['log-level'] ?? 'SILENT',
+    functionLogs: !values['no-function-logs'],
     groups: values.groups
       ?.split(',')
       .map((g) => g.trim())
@@ -130,12 +136,28 @@ async function main(): Promise<number> {
     prefix: args.prefix,
     maxRunMs: args.maxRunSeconds !== undefined ? args.maxRunSeconds * 1000 : undefined,
     onProgress: progress.update,
+    // As deployed (applicationLogLevelV2 INFO): INFO and up reach the log group.
+    ...(args.functionLogs
+      ? {
+          functionLogs: {
+            logLevel: args.logLevel === 'SILENT' ? 'INFO' : (args.logLevel as LogLevel),
+            echo: args.logLevel !== 'SILENT',
+          },
+        }
+      : {}),
   }).finally(() => progress.done());
 
   const { result } = run;
   process.stdout.write(
     args.json ? `${JSON.stringify(runSummary(result, file?.account))}\n` : `${renderReport(result, context)}\n`,
   );
+  if (!args.json && result.logShipping) {
+    process.stdout.write(`\n${shippingText(result.logShipping)}\n`);
+    if (scenario)
+      process.stdout.write(
+        `\nThe incident's order, as an operator traces it (ops trace, per consumer group):\n${await orderTraceSections(result, INCIDENT_ORDER)}\n`,
+      );
+  }
 
   if (args.keep) {
     const r = result.resources;

@@ -8,10 +8,11 @@ import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSecretsManager, createSqs } from '../lib/aws/index.ts';
+import { createCloudWatchLogs, createDynamoDb, createSecretsManager, createSqs } from '../lib/aws/index.ts';
 import { type CrossSystemReport, renderCrossSystem } from '../lib/migration/index.ts';
 import {
   type AuditReport,
@@ -65,6 +66,8 @@ import {
 import { generateSigningKey } from '../lib/rocketmq/index.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
+import { orderTrace } from './ops/order-trace.ts';
+import { shadowCompare } from './ops/shadow-compare.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
 
@@ -96,6 +99,20 @@ Commands:
                            (within a minute); a current key is replaced by a new one first.
   migrate import           Import a legacy consumer's dedup state (and, --ledger moved, its
                            awards) so that copies of what it processed are suppressed here.
+  trace <orderNo | msgId>  The story of one order in every consumer group (--group: one), in
+                           time order: each delivery (msgIds, attempts, times), the copy that
+                           applied the effect, the copies suppressed and why, failures,
+                           retries, dead letters and redrives, the ledger entries and their
+                           balance effect, and where each delivery's trace can be opened.
+                           Read only. Exit 0 told, 1 findings (two awards in force, letters
+                           waiting in a DLQ), 2 nothing found or an error.
+  compare --legacy-source <store> --since <time>
+                           On a shadow stage: every order the legacy consumer or this stage
+                           awarded since <time> (the shadow's start), per order: awarded on
+                           both sides, once, to the same user with the same points. Lists
+                           each disagreement; exit 0 when all agree, 1 otherwise.
+    --settle <age>         Orders first awarded later than this before now are not judged
+                           yet (default 5m).
 
 Target:
   --endpoint <url>         Local emulator; without it, AWS via the default credential chain.
@@ -118,6 +135,14 @@ audit / reverse:
   --legacy-source <store>  Also every order awarded both here and in the legacy store, or to
                            another user here (read only; --table, --map, --time-zone, --pattern
                            as for migrate import). reverse compensates them in this ledger.
+trace:
+  --mermaid                A Mermaid sequence diagram of the order's journey (for the ticket).
+  --user <userId>          The order's user: the ledger is queried in that user's partition
+                           (without it, the ledger is scanned).
+  --newer-than <age>       Only log lines newer than that (e.g. 2d): less for CloudWatch Logs
+                           to search. Default: the log groups' whole retention.
+  --log-group <name>       With --group: the function's log group, when it is not Lambda's
+                           /aws/lambda/<prefix>-<functionName>.
 dlq:
   --visibility-timeout <s> How long read messages stay hidden (list/show default 30, redrive 120).
   --limit <n>              At most n messages.
@@ -215,6 +240,10 @@ const OPTIONS = {
   'page-size': { type: 'string' },
   'idempotency-table': { type: 'string' },
   'legacy-source': { type: 'string' },
+  mermaid: { type: 'boolean' },
+  user: { type: 'string' },
+  'log-group': { type: 'string' },
+  settle: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -227,6 +256,7 @@ export interface OpsIo {
   dynamoDb?: DynamoDBDocumentClient;
   sqs?: SQSClient;
   secrets?: SecretsManagerClient;
+  logs?: CloudWatchLogsClient;
   now?: () => Date;
 }
 
@@ -363,6 +393,29 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         secrets: secrets(),
         print,
         confirmation: confirmationOf(v, io),
+      });
+    case 'trace': {
+      const newerThan = durationMs(v['newer-than'], 'newer-than');
+      return orderTrace(sub, v, {
+        format,
+        target,
+        region: aws.region ?? process.env.AWS_REGION ?? 'us-east-1',
+        startTime: newerThan === undefined ? undefined : now().getTime() - newerThan,
+        logs: io.logs ?? createCloudWatchLogs(aws),
+        dynamoDb: dynamoDb(),
+        sqs: sqs(),
+        print,
+      });
+    }
+    case 'compare':
+      return shadowCompare(v, {
+        format,
+        dynamoDb: dynamoDb(),
+        ledgerTable: pointTablesOf(target).ledger,
+        segments,
+        settleMs: durationMs(v.settle, 'settle'),
+        now,
+        print,
       });
     case 'migrate': {
       const ctx = { format, target, dynamoDb, print, stderr: io.stderr, confirmation: confirmationOf(v, io), now };

@@ -1,3 +1,4 @@
+import { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -53,6 +54,10 @@ export function createSecretsManager(config: AwsConfig = {}): SecretsManagerClie
 
 export function createEventBridge(config: AwsConfig = {}): EventBridgeClient {
   return new EventBridgeClient(baseConfig(config));
+}
+
+export function createCloudWatchLogs(config: AwsConfig = {}): CloudWatchLogsClient {
+  return new CloudWatchLogsClient(baseConfig(config));
 }
 
 /**

@@ -6,6 +6,7 @@
 export {
   type AwsConfig,
   configFromEnv,
+  createCloudWatchLogs,
   createDynamoDb,
   createEventBridge,
   createSecretsManager,

@@ -30,6 +30,7 @@ export {
   DLQ_RETENTION_DAYS,
   deadLetterQueueName,
   FIFO_QUEUE_ATTRIBUTES,
+  functionLogGroupName,
   type GroupTuning,
   OUTSIDE_SERVICES,
   type OutsideServiceName,

@@ -190,6 +190,15 @@ export function deadLetterQueueName(prefix: string, group: string, ordering = or
 }
 
 /**
+ * A group function's log group, as Lambda names it for the function `<prefix>-<functionName>`. The
+ * local run ships its consumers' log lines there, and `ops trace` reads them from there unless told
+ * another log group (`--log-group`).
+ */
+export function functionLogGroupName(prefix: string, functionName: string): string {
+  return `/aws/lambda/${prefix}-${functionName}`;
+}
+
+/**
  * SQS attributes of an orderly group's source queue and DLQ (the CDK app sets the same
  * through its props; test/infra compares them). No content-based deduplication: the sender
  * sets `MessageDeduplicationId` to the RocketMQ msgId, so a re-forward of one message within

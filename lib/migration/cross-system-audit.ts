@@ -65,7 +65,22 @@ export interface CrossSystemAuditOptions {
   readonly onProgress?: (progress: ScanProgress) => void;
 }
 
-type StoredEntry = Partial<LedgerEntry> & { userId: string; entryId: string };
+export type StoredEntry = Partial<LedgerEntry> & { userId: string; entryId: string };
+
+/** The ledger's awards not reversed, per order. */
+export function awardsInForceByOrder(entries: readonly StoredEntry[]): Map<string, StoredEntry[]> {
+  const reversed = new Set(
+    entries
+      .filter((e) => e.kind === LedgerEntryKind.REVERSAL && e.reverses)
+      .map((e) => `${e.userId}\u0000${e.reverses}`),
+  );
+  const awardsByOrder = new Map<string, StoredEntry[]>();
+  for (const e of entries) {
+    if (e.kind !== LedgerEntryKind.AWARD || !e.orderNo || reversed.has(`${e.userId}\u0000${e.entryId}`)) continue;
+    awardsByOrder.set(e.orderNo, [...(awardsByOrder.get(e.orderNo) ?? []), e]);
+  }
+  return awardsByOrder;
+}
 
 /** Reads the ledger, then streams the legacy store against it; memory holds the ledger's awards, not the legacy rows. */
 export async function auditAcrossSystems(options: CrossSystemAuditOptions): Promise<CrossSystemReport> {
@@ -73,21 +88,12 @@ export async function auditAcrossSystems(options: CrossSystemAuditOptions): Prom
     segments: options.segments,
     onProgress: options.onProgress,
   });
-  const reversed = new Set(
-    entries
-      .filter((e) => e.kind === LedgerEntryKind.REVERSAL && e.reverses)
-      .map((e) => `${e.userId}\u0000${e.reverses}`),
-  );
   const compensatedLegacy = new Set(
     entries
       .filter((e) => e.kind === LedgerEntryKind.REVERSAL && e.reverses?.startsWith('LEGACY#'))
       .map((e) => e.reverses!),
   );
-  const awardsByOrder = new Map<string, StoredEntry[]>();
-  for (const e of entries) {
-    if (e.kind !== LedgerEntryKind.AWARD || !e.orderNo || reversed.has(`${e.userId}\u0000${e.entryId}`)) continue;
-    awardsByOrder.set(e.orderNo, [...(awardsByOrder.get(e.orderNo) ?? []), e]);
-  }
+  const awardsByOrder = awardsInForceByOrder(entries);
   const found: CrossSystemAward[] = [];
   let legacyRows = 0;
   let legacyInvalid = 0;

@@ -50,10 +50,17 @@ export {
   type SourcePage,
 } from './legacy-source.ts';
 export { legacyInstant, legacyWallClock, MissingTimeZoneError, zoneOffsetMinutes } from './legacy-time.ts';
-export { renderCrossSystem, renderImport } from './migration-output.ts';
+export { renderCrossSystem, renderImport, renderShadowComparison } from './migration-output.ts';
 export {
   ARTICLE_KEY_TTL_SECONDS,
   type LegacySourceSpec,
   legacySourceKind,
   openLegacySource,
 } from './open-legacy-source.ts';
+export {
+  compareWithLegacy,
+  Disagreement,
+  type OrderDisagreement,
+  type ShadowComparison,
+  type ShadowComparisonOptions,
+} from './shadow-comparison.ts';

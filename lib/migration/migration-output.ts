@@ -1,6 +1,7 @@
 import { type Column, type OutputFormat, renderCsv, renderTable } from '../operations/index.ts';
 import type { CrossSystemAward, CrossSystemReport } from './cross-system-audit.ts';
 import type { ImportReport, RejectedRow } from './legacy-import.ts';
+import type { OrderDisagreement, ShadowComparison } from './shadow-comparison.ts';
 
 /** What the migration commands print, in the three formats (lib/operations/command-output.ts prints the others). */
 
@@ -113,6 +114,36 @@ export function renderCrossSystem(report: CrossSystemReport): string {
       ],
       report.inBothSystems,
     ),
+  );
+  return out.join('\n');
+}
+
+const DISAGREEMENT_COLUMNS: Column<OrderDisagreement>[] = [
+  { header: 'order', value: (d) => d.orderNo },
+  { header: 'disagreement', value: (d) => d.kind },
+  {
+    header: 'legacy award',
+    value: (d) => (d.legacy ? `${d.legacy.ref} ${d.legacy.userId}:${d.legacy.points} ${d.legacy.awardedAt ?? ''}` : ''),
+  },
+  { header: 'awards here', value: (d) => d.here.map((n) => `${n.userId}:${n.points} ${n.createdAt ?? ''}`).join(' ') },
+];
+
+export function renderShadowComparison(report: ShadowComparison, format: OutputFormat): string {
+  if (format === 'json') return JSON.stringify(report, null, 2);
+  if (format === 'csv') return renderCsv(DISAGREEMENT_COLUMNS, report.disagreements);
+  const out = [
+    `Against the legacy store: ${report.source}`,
+    `Orders first awarded from ${report.since} to ${report.until}: ${report.legacyAwards} by the legacy consumer ` +
+      `(${report.legacyInvalid} invalid rows), ${report.ordersHere} here; ${report.agreeing} agree.`,
+  ];
+  if (report.disagreements.length === 0) {
+    out.push('Every order agrees: same user, same points, awarded once on both sides.');
+    return out.join('\n');
+  }
+  out.push(
+    '',
+    `Disagreements (${report.disagreements.length}):`,
+    renderTable(DISAGREEMENT_COLUMNS, report.disagreements),
   );
   return out.join('\n');
 }

@@ -13,6 +13,11 @@ export class UsageError extends OperationsError {
   override readonly name = 'UsageError';
 }
 
+/** `ops trace` found nothing about what it was asked: no log line, dedup record, letter or ledger entry. */
+export class NothingToTraceError extends OperationsError {
+  override readonly name = 'NothingToTraceError';
+}
+
 export function messageOf(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);

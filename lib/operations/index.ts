@@ -22,7 +22,8 @@ export {
   redriveDeadLetters,
 } from './dead-letter-redrive.ts';
 export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
-export { messageOf, OperationsError, UsageError } from './errors.ts';
+export { messageOf, NothingToTraceError, OperationsError, UsageError } from './errors.ts';
+export { checkTraceSubject, logFilterPattern } from './function-logs.ts';
 export {
   type AuditReport,
   auditLedger,
@@ -34,11 +35,15 @@ export {
 export {
   awsConfigOf,
   groupQueuesOf,
+  idempotencyTableOf,
   type PointTableNames,
   pointTablesOf,
   signingSecretOf,
   type TargetOptions,
 } from './operations-target.ts';
+export { readOrderEvidence } from './order-evidence.ts';
+export { isEmptyTrace, type OrderTrace, orderTraceOf } from './order-trace.ts';
+export { renderOrderTraceMermaid, renderOrderTraceText } from './order-trace-output.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
 export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';
 export { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from './reversal-plan.ts';

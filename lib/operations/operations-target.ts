@@ -63,6 +63,13 @@ export function pointTablesOf(options: TargetOptions): PointTableNames {
   return { ledger, accounts };
 }
 
+/** The dedup / idempotency table: `--idempotency-table`, else the one the stack names after the prefix. */
+export function idempotencyTableOf(options: TargetOptions & { idempotencyTable?: string }): string {
+  const table = options.idempotencyTable ?? (options.prefix ? tableName(options.prefix, 'idempotency') : undefined);
+  if (!table) throw new TargetResolutionError('name the tables: --prefix <deployment prefix>, or --idempotency-table');
+  return table;
+}
+
 export interface GroupQueues {
   group: string;
   deadLetterUrl: string;

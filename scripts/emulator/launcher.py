@@ -72,6 +72,10 @@ Why a launcher of our own instead of plain `moto_server` -- measured gaps:
    in a chaos run (py-spy). The launcher serves the same app with cheroot
    (keep-alive, a thread pool).
 
+7. moto's FilterLogEvents treats every JSON filter pattern (``{ $.key = "SO-1" }``)
+   as unsupported and returns every event. ``log_filter_patterns.py`` applies the
+   part of the syntax the project uses (``test/integration/emulator/log-filter-patterns.test.ts``).
+
 --stock serves moto's own behaviour (no lock, no patch; the same HTTP server and
 readiness protocol); the differential/timing tests compare against it.
 """
@@ -92,6 +96,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hot_paths  # noqa: E402
 import item_rollback  # noqa: E402
+import log_filter_patterns  # noqa: E402
 
 _dynamodb_lock = threading.Lock()
 
@@ -251,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.stock:
         mode = "patched" if item_rollback.install() else "locked"
         hot = hot_paths.install()
+        log_filter_patterns.install()
         serialise_dynamodb_actions()
         serialise_sqs_actions()
         remember_fifo_deduplication_ids()

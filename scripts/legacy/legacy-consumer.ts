@@ -34,6 +34,7 @@ export interface LegacyConsumerOptions {
     readonly failAlways?: string;
     readonly failFirst?: string;
     readonly failAfterCommit?: string;
+    readonly failAfterCommitAlways?: string;
     readonly holdAfterAward?: string;
   };
 }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
 import type { ConsumerHandler, ConsumerModule, ConsumerRuntimeConfig, RecordReport } from '../../lib/consumer/index.ts';
 
@@ -11,6 +12,8 @@ export interface LocalConsumerDeps extends ConsumerRuntimeConfig {
   onReport: (report: RecordReport) => void;
   /** Base URL of the run's own coupon service stand-in. */
   couponServiceUrl: string;
+  /** The function's logger, when the run ships its log lines (function-log-shipping.ts). */
+  logger?: Logger;
 }
 
 /**

@@ -1,11 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition, FIFO_MAX_BATCH_SIZE } from '../../lib/config/index.ts';
+import { createCloudWatchLogs, createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  FIFO_MAX_BATCH_SIZE,
+  functionLogGroupName,
+} from '../../lib/config/index.ts';
 import type { ConsumerHandler } from '../../lib/consumer/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';
+import { FunctionLogShipper, lambdaLogStreamName, ShippingLogger } from './function-log-shipping.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import { type BridgeAccount, LocalBridge } from './local-bridge.ts';
 import { type LocalConsumerDeps, loadRegistrations } from './local-consumers.ts';
@@ -89,6 +96,11 @@ export interface LocalPipelineOptions {
   maxQueueBacklog?: number;
   onProgress?: (progress: RunProgress) => void;
   /**
+   * Ships every consumer's JSON log lines to the emulator's CloudWatch Logs, in the log group Lambda
+   * would write them to (`/aws/lambda/<prefix>-<functionName>`), from `logLevel` up; `echo` prints them too.
+   */
+  functionLogs?: { logLevel: LogLevel; echo: boolean };
+  /**
    * The envelope signing key the run's bridge signs with and its consumers verify with. Default: one
    * generated when the run starts. The chaos run passes the one it signed its workload with, so the
    * bodies it judges are the ones on the queues.
@@ -147,6 +159,20 @@ export interface LocalRunResult {
   readonly couponGrants?: number;
   /** Items written before the traffic (by default orders as WAIT_PAY, standing in for the order service). */
   readonly seededOrders: number;
+  /** With `functionLogs`: what shipping the log lines cost. */
+  readonly logShipping?: LogShippingAccount;
+}
+
+export interface LogShippingAccount {
+  readonly logGroups: string[];
+  readonly lines: number;
+  readonly calls: number;
+  /** Time spent in PutLogEvents calls, beside the consumers (they never wait for it). */
+  readonly putMs: number;
+  /** The last flush after the queues drained: the only shipping time the run waits for. */
+  readonly finalFlushMs: number;
+  /** Batches refused by the emulator (retried at the next flush). */
+  readonly refusedBatches: number;
 }
 
 /** A finished run whose emulator may still be running (`close()` stops what the run started). */
@@ -218,6 +244,20 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     // The run's own envelope signing key, made at its start: its bridge signs, its consumers verify.
     const signing = options.signing ?? new LocalSigningKey();
     let pollErrors = 0;
+    const shippers = new Map<string, FunctionLogShipper>();
+    if (options.functionLogs) {
+      const logs = createCloudWatchLogs(aws);
+      for (const { definition } of registrations) {
+        const instance = randomUUID().replace(/-/g, '');
+        const shipper = new FunctionLogShipper(
+          logs,
+          functionLogGroupName(resources.prefix, definition.functionName),
+          lambdaLogStreamName(new Date(), instance),
+        );
+        await shipper.open();
+        shippers.set(definition.group, shipper);
+      }
+    }
     const pools = registrations.map((r) => {
       const { group, functionName } = r.definition;
       const queues = resources.queues[group]!;
@@ -230,6 +270,15 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
         onReport: reports.onReport,
         couponServiceUrl: coupons?.url ?? '',
         services: { 'coupon-service': coupons?.url ?? '' },
+        ...(options.functionLogs && shippers.has(group)
+          ? {
+              logger: ShippingLogger.create(shippers.get(group)!.push, {
+                serviceName: group,
+                logLevel: options.functionLogs.logLevel,
+                echo: options.functionLogs.echo,
+              }),
+            }
+          : {}),
       };
       const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
       // Lambda reads at most 10 records a batch from a FIFO queue and allows no batching window there.
@@ -306,6 +355,9 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       clearInterval(ticker);
       await Promise.all(pools.map((p) => p.stop()));
     }
+    const flushStarted = performance.now();
+    await Promise.all([...shippers.values()].map((s) => s.close()));
+    const finalFlushMs = performance.now() - flushStarted;
     const leftInQueues = await messagesInQueues(sqs, resources, groups);
     const { ledger, balances } = await readPoints(dynamoDb, resources);
     const deadLetters = await readDeadLetters(sqs, resources, groups);
@@ -332,10 +384,22 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
       pollErrors,
       seededOrders,
       ...(coupons ? { couponGrants: coupons.grants.size } : {}),
+      ...(options.functionLogs ? { logShipping: shippingAccountOf([...shippers.values()], finalFlushMs) } : {}),
     };
     return { result, close };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+function shippingAccountOf(shippers: readonly FunctionLogShipper[], finalFlushMs: number): LogShippingAccount {
+  return {
+    logGroups: shippers.map((s) => s.logGroupName),
+    lines: shippers.reduce((n, s) => n + s.account.lines, 0),
+    calls: shippers.reduce((n, s) => n + s.account.calls, 0),
+    putMs: Math.round(shippers.reduce((n, s) => n + s.account.putMs, 0)),
+    finalFlushMs: Math.round(finalFlushMs),
+    refusedBatches: shippers.reduce((n, s) => n + s.failures, 0),
+  };
 }

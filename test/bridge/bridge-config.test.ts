@@ -147,6 +147,13 @@ describe('bridge configuration', () => {
     expect(() =>
       parseBridgeConfig({ ...v4, routes: [{ ...route, takeOver: { startWithoutOffset: 'last' } }] }),
     ).toThrow(InvalidBridgeConfigError);
+    const at = { timestamp: '2026-12-01T08:00:00+08:00' };
+    const atInstant = parseBridgeConfig({ ...v4, routes: [{ ...route, takeOver: { startWithoutOffset: at } }] });
+    expect(atInstant.routes[0]!.takeOver).toEqual({ startWithoutOffset: at });
+    for (const timestamp of ['2026-12-01 08:00', '20261201080000', '2026-12-01T08:00:00'])
+      expect(() =>
+        parseBridgeConfig({ ...v4, routes: [{ ...route, takeOver: { startWithoutOffset: { timestamp } } }] }),
+      ).toThrow(InvalidBridgeConfigError);
   });
 
   it('says what is missing when there is no configuration at all', () => {

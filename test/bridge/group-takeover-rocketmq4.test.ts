@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { format } from 'node:util';
-import { Message, type Producer } from 'ali-ons';
+import { Message, type MessageQueue, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StartWithoutOffset } from '../../bridge/bridge-config.ts';
 import { GroupWithoutOffsetsError } from '../../bridge/group-takeover.ts';
@@ -22,6 +23,10 @@ const TOPIC = 'TAKEOVER_TOPIC';
 const OTHER_TOPIC = 'OTHER_TOPIC';
 const QUEUE_IDS = [0, 1, 2, 3];
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
+/** ali-ons' offset store, into which a test injects a failed read-back (no broker fails one on demand). */
+const RemoteBrokerOffsetStore = createRequire(import.meta.url)('ali-ons/lib/store/remote_broker.js') as {
+  prototype: { fetchConsumeOffsetFromBroker(mq: MessageQueue): Promise<number> };
+};
 
 let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
@@ -56,8 +61,8 @@ async function send(topic: string, tag: string, count: number): Promise<string[]
   return sent;
 }
 
-function routeSource(group: string, errors: string[] = [], startWithoutOffset?: StartWithoutOffset) {
-  return new RemotingRouteConsumer({
+function routeOptions(group: string) {
+  return {
     nameServers: [rocketMq!.namesrvAddr],
     consumerGroup: group,
     topic: TOPIC,
@@ -67,6 +72,13 @@ function routeSource(group: string, errors: string[] = [], startWithoutOffset?: 
     awaitDurationMs: 5_000,
     redeliverAfterMs: 60_000,
     persistOffsetIntervalMs: 1_000,
+    logger: SILENT,
+  };
+}
+
+function routeSource(group: string, errors: string[] = [], startWithoutOffset?: StartWithoutOffset) {
+  return new RemotingRouteConsumer({
+    ...routeOptions(group),
     logger: { ...SILENT, error: (...args: unknown[]) => errors.push(format(...args)) },
     ...(startWithoutOffset ? { takeOver: { startWithoutOffset } } : {}),
   });
@@ -131,6 +143,97 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     // Assess
     expect(held).toBeGreaterThan(0);
     expect(new Set(received.map((m) => m.msgId)).size).toBe(held);
+  }, 120_000);
+
+  it('starts the queues of a group without offsets at a timestamp, commits where it started them, and keeps the offsets the group has', async () => {
+    // Prepare: the group committed on queue 0 only; messages stored before the instant, then after it
+    const group = `legacy-orders-${randomUUID().slice(0, 6)}`;
+    const atStart = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, atStart.slice(0, 1));
+    const before = await send(TOPIC, 'PAID', 12);
+    const atInstant = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    // Store times are in milliseconds; the pauses keep the instant clear of both sends.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const instant = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    const after = await send(TOPIC, 'PAID', 12);
+
+    // Act
+    const warnings: string[] = [];
+    const source = new RemotingRouteConsumer({
+      ...routeOptions(group),
+      logger: { ...SILENT, warn: (...args: unknown[]) => warnings.push(format(...args)) },
+      takeOver: { startWithoutOffset: { timestamp: instant } },
+    });
+    await source.start();
+    const received = await drain(source);
+    await source.stop();
+    const committedAtStart = await probe!.consumerOffsets(rocketMq!.brokerAddr, group, TOPIC, QUEUE_IDS);
+
+    // Assess: everything after the instant; before it, queue 0's from the group's own offset, and on the other queues
+    // at most the one message the broker found nearest the instant (4.7.1 answers the closest message in time)
+    const ids = received.map((m) => m.msgId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.filter((id) => after.includes(id)).sort()).toEqual([...after].sort());
+    const earlier = received.filter((m) => before.includes(m.msgId));
+    expect(earlier.filter((m) => m.queueId === 0)).toHaveLength(atInstant[0]! - atStart[0]!);
+    const startedAt = [1, 2, 3].map((q) => {
+      const first = Math.min(...earlier.filter((m) => m.queueId === q).map((m) => m.queueOffset!), atInstant[q]!);
+      expect(first).toBeGreaterThanOrEqual(atInstant[q]! - 1);
+      return `${rocketMq!.brokerName}:${q}@${first}`;
+    });
+    expect(warnings.join('\n')).toContain(
+      `taking over ${group} on ${TOPIC}: queues without an offset start at ${instant}: ${startedAt.join(', ')}`,
+    );
+    expect(committedAtStart.every((offset) => offset! >= atInstant[3]!)).toBe(true);
+  }, 120_000);
+
+  it('leaves a queue whose offset could not be read for the next rebalance instead of starting it at its end', async () => {
+    // Prepare: a group with a backlog on every queue, and the first read of its offset on queue 0 failing as a timeout
+    const group = `points-offset-read-${randomUUID().slice(0, 6)}`;
+    await probe!.commitOffsets(
+      rocketMq!.brokerAddr,
+      group,
+      TOPIC,
+      await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS),
+    );
+    const backlog = await send(TOPIC, 'PAID', 16);
+    const offsets = RemoteBrokerOffsetStore.prototype;
+    const read = offsets.fetchConsumeOffsetFromBroker;
+    let failed = 0;
+    offsets.fetchConsumeOffsetFromBroker = async function (this: { groupName: string }, mq: MessageQueue) {
+      if (this.groupName === group && mq.topic === TOPIC && mq.queueId === 0 && failed++ === 0)
+        throw Object.assign(new Error('invoke timeout'), { name: 'ResponseTimeoutError' });
+      return read.call(this, mq);
+    };
+    const warnings: string[] = [];
+
+    // Act
+    const source = new RemotingRouteConsumer({
+      ...routeOptions(group),
+      logger: { ...SILENT, warn: (...args: unknown[]) => warnings.push(format(...args)) },
+    });
+    try {
+      await source.start();
+      const received: ReceivedMessage[] = [];
+      // Queue 0 waits for the client's next rebalance (10 s), past the receives that come back empty meanwhile.
+      for (const deadline = Date.now() + 40_000; Date.now() < deadline && received.length < backlog.length; ) {
+        const batch = await source.receive();
+        await source.ack(batch);
+        received.push(...batch);
+      }
+
+      // Assess: the whole backlog, queue 0's after the next rebalance read its offset
+      expect(received.map((m) => m.msgId).sort()).toEqual([...backlog].sort());
+      expect(failed).toBeGreaterThan(1);
+      expect(warnings.join('\n')).toContain(
+        `reading ${group}'s committed offset on ${TOPIC} ${rocketMq!.brokerName}:0 failed (invoke timeout); ` +
+          'the queue is not started at its end',
+      );
+    } finally {
+      offsets.fetchConsumeOffsetFromBroker = read;
+      await source.stop();
+    }
   }, 120_000);
 
   it('forwards a taken-over %RETRY% message with its reconsumeTimes and original topic, and keeps a retry of another topic unconsumed with an error', async () => {

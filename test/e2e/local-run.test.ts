@@ -259,7 +259,9 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(s.inFlight).toBeLessThanOrEqual(s.bridge.enqueued);
   });
 
-  it('prints a readable report without --json', { timeout: 180_000 }, async () => {
+  it('prints a readable report without --json, ending with ops trace of the incident order per group', {
+    timeout: 180_000,
+  }, async () => {
     // Act
     const run = await localRun(['--endpoint', inject('emulatorEndpoint')]);
 
@@ -268,6 +270,28 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(run.stdout).toContain('Order SO202007051422310088, delivery by delivery');
     expect(run.stdout).toContain('INVALID_PAYLOAD');
     expect(run.stdout).toMatch(/Balance equals ledger for every user \(\d+\): HOLDS/);
+    expect(run.stdout).toMatch(/Function logs: \d+ JSON lines shipped to \/aws\/lambda\/local-\w+-points-consumer/);
+    // The traces read the shipped log lines back through FilterLogEvents: each group's story of the order.
+    const traces = run.stdout.slice(run.stdout.indexOf("The incident's order, as an operator traces it"));
+    const story = (group: string) => {
+      const at = traces.indexOf(`trace SO202007051422310088 --group ${group} --user 88372   (exit 0)`);
+      expect(at, `${group}'s trace`).toBeGreaterThan(0);
+      return traces.slice(at, traces.indexOf('Findings:', at));
+    };
+    for (const group of ['point-consumer-group', 'coupon-consumer-group']) {
+      const text = story(group);
+      expect(text.match(/ applied {4}applied the effect/g)).toHaveLength(1);
+      expect(text).toContain('the same msgId again (a redelivery)');
+      expect(text).toContain('a new msgId for the same key (an application re-send; applied by ');
+      expect(text).toContain('2 copy(ies) suppressed as duplicates.');
+    }
+    // Its FIFO queue absorbed the same-msgId copy; the re-send met the order's advanced state.
+    const status = story('order-status-consumer-group');
+    expect(status.match(/ applied {4}applied the effect/g)).toHaveLength(1);
+    expect(status).toContain('the state has already moved on');
+    expect(story('point-consumer-group')).toContain(
+      'Balance effect for user 88372: +300 points, 1 award(s) in force; balance now 300.',
+    );
   });
 
   it('exits non-zero when it cannot run: a missing file, a bad argument', async () => {

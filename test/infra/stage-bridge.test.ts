@@ -288,5 +288,9 @@ describe('a stage with its bridge enabled', () => {
     expect(() => synth({ ...BRIDGE, routes: v4.routes })).toThrow(
       'route point-consumer-group: takeOver is built for protocol rocketmq4',
     );
+    const at = { rocketmqGroup: 'POINT_CONSUMER_GROUP', takeOver: { startWithoutOffset: { timestamp: 'yesterday' } } };
+    expect(() => synth({ ...v4, routes: { 'point-consumer-group': at } })).toThrow(
+      'rocketmq.stages.test.bridge.routes.point-consumer-group.takeOver.startWithoutOffset',
+    );
   }, 120_000);
 });

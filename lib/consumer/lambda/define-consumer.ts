@@ -1,3 +1,4 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
@@ -13,6 +14,8 @@ import { type ResultOf, type StrategyChoice, wiredStrategy } from './strategy-wi
 /** What a caller may put between a consumer and the world: observers, a clock, instrumented clients. */
 export interface ConsumerObservers {
   onReport?: (report: RecordReport) => void;
+  /** Where the structured log lines go (the local run ships them to the emulator's CloudWatch Logs). */
+  logger?: Logger;
   now?: () => number;
 }
 
@@ -127,6 +130,7 @@ function createConsumer<D extends ConsumerGroupDefinition, P, S extends Strategy
     envelopeKeys: config.envelopeKeys,
     tracer: config.tracer,
     onReport: config.onReport,
+    ...(config.logger ? { logger: config.logger } : {}),
     now: wiring.now,
   });
 }

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BridgeConfigInput } from '../../../bridge/bridge-config.ts';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './bridge-child-process.ts';
 import { bridgeSigningKey } from './bridge-signing-key.ts';
+import { pollPointsQueue } from './lambda-poller.ts';
 
 /**
  * The incident, replayed against a real broker: producers keep sending PAID orders (some of them
@@ -139,19 +139,7 @@ export async function replayOrderIncident(
     });
 
     // The points consumer behind the bridge, polling like the SQS event source mapping.
-    let consuming = true;
-    const consumer = (async () => {
-      while (consuming) {
-        const poll = await pollOnce({
-          sqs: points.sqs,
-          queueUrl: queue.source.url,
-          queueArn: queue.source.arn,
-          handler: points.handler,
-          functionName: 'points-consumer',
-        });
-        if (poll.received === 0) await sleep(200);
-      }
-    })();
+    const consumer = pollPointsQueue(points);
 
     // The producers: one order every ~20 ms; the broker dies a third of the way in.
     const sent: { msgId: string; order: Order }[] = [];
@@ -201,8 +189,7 @@ export async function replayOrderIncident(
       },
       180_000,
     );
-    consuming = false;
-    await consumer;
+    await consumer.stop();
     await points.drain();
     second.kill('SIGTERM');
     await second.exited;

@@ -115,11 +115,12 @@ describe('the CDK app reads names and constants from lib/config and lib/rocketmq
       reason:
         "the bridge's configuration input type, which the bridge's service construct writes; and fifoTargetRefusal " +
         'and rocketmqGroupRefusal, so that the synth refuses a FIFO route to EventBridge, two routes in one RocketMQ ' +
-        'group and a takeover on RocketMQ 5 with the rules and the words the bridge refuses them with at start',
+        'group and a takeover on RocketMQ 5 with the rules and the words the bridge refuses them with at start; and ' +
+        'takeOverSchema, so that a stage accepts the takeovers the bridge accepts',
     },
   ];
   /** What infra/ takes from bridge/bridge-config.ts (a module of zod schemas and pure checks, nothing that runs). */
-  const FROM_BRIDGE_CONFIG = ['type BridgeConfigInput', 'fifoTargetRefusal', 'rocketmqGroupRefusal'];
+  const FROM_BRIDGE_CONFIG = ['type BridgeConfigInput', 'fifoTargetRefusal', 'rocketmqGroupRefusal', 'takeOverSchema'];
 
   it.each(tsFilesUnder('infra'))('%s imports from lib/ and bridge/ only the named entries', (file) => {
     for (const target of relativeImportsOf(file).filter((t) => /^(lib|bridge)\//.test(t)))

@@ -39,7 +39,9 @@ import redis.clients.jedis.params.SetParams;
  * persistOffsetMs. Faults for tests, each a regex on the order number: failAlways (every
  * delivery fails), failFirst (the first delivery fails), failAfterCommit (the award commits,
  * then the delivery fails: a %RETRY% copy of an awarded order), holdAfterAward (the award
- * commits and the thread never returns: the offset cannot move past it until the process dies).
+ * commits and the thread never returns: the offset cannot move past it until the process dies),
+ * failAfterCommitAlways (the award commits on the first delivery, then every delivery fails, the
+ * duplicates too: a %DLQ% letter of an awarded order, as a notification that keeps failing leaves).
  * One JSON line per event on standard output.
  */
 public final class PointConsumer {
@@ -50,6 +52,7 @@ public final class PointConsumer {
     private final Pattern failAlways;
     private final Pattern failFirst;
     private final Pattern failAfterCommit;
+    private final Pattern failAfterCommitAlways;
     private final Pattern holdAfterAward;
     private final JedisPooled redis;
 
@@ -58,6 +61,7 @@ public final class PointConsumer {
         this.failAlways = pattern("failAlways");
         this.failFirst = pattern("failFirst");
         this.failAfterCommit = pattern("failAfterCommit");
+        this.failAfterCommitAlways = pattern("failAfterCommitAlways");
         this.holdAfterAward = pattern("holdAfterAward");
         if ("redis".equals(conf.getOrDefault("dedup", "mysql"))) {
             String[] hostPort = conf.get("redis").split(":");
@@ -121,6 +125,9 @@ public final class PointConsumer {
                 emit(awarded ? "awarded" : "duplicate", fields);
                 if (awarded && failAfterCommit.matcher(orderNo).find() && msg.getReconsumeTimes() == 0) {
                     throw new IllegalStateException("the notification after the award failed");
+                }
+                if (failAfterCommitAlways.matcher(orderNo).find()) {
+                    throw new IllegalStateException("the notification after the award keeps failing");
                 }
                 if (awarded && holdAfterAward.matcher(orderNo).find()) {
                     emit("held", fields);
