@@ -118,6 +118,8 @@ declare module 'ali-ons' {
     protected computePullFromWhere(mq: MessageQueue): Promise<number>;
     /** `CONSUME_FROM_LAST_OFFSET` unless the options said otherwise. */
     readonly consumeFromWhere: string;
+    /** The logger the options gave. */
+    protected readonly logger: ClientLogger;
   }
 
   export class Producer extends EventEmitter {

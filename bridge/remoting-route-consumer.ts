@@ -122,6 +122,14 @@ class ForwardingPushConsumer extends Consumer {
       }
       committed = -1;
     }
+    // The client's own line for a queue's start, as its computePullFromWhere writes it (tests read it).
+    this.logger.info(
+      '[mq:consumer] read lastOffset => %s from store, topic="%s", brokerName="%s", queueId="%s"',
+      committed,
+      mq.topic,
+      mq.brokerName,
+      mq.queueId,
+    );
     if (committed >= 0) {
       internals._offsetStore.updateOffset(mq, committed, false);
       return committed;
