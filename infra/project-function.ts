@@ -1,13 +1,14 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { CfnDeletionPolicy, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { lambdaLogGroupName } from '../lib/config/index.ts';
 import { functionTracingProps, type StageTracing, tracingWildcardReason } from './function-tracing.ts';
 
 /** The repository root: handler entries in the catalogue are relative to it. */
@@ -55,9 +56,15 @@ export class ProjectFunction extends Construct {
     const entry = path.join(REPOSITORY_ROOT, props.entry);
     if (!existsSync(entry)) throw new MissingHandlerError(props.entry);
     this.logGroup = new logs.LogGroup(this, 'Logs', {
+      // Named as Lambda would name it, so that `ops trace` finds a function's lines by its name.
+      logGroupName: lambdaLogGroupName(props.functionName),
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    // A stage deployed before the groups were named gets a new group; the old one, with its
+    // lines, is kept rather than deleted by the replacement (docs/deploy.md), and expires with
+    // its retention.
+    (this.logGroup.node.defaultChild as logs.CfnLogGroup).cfnOptions.updateReplacePolicy = CfnDeletionPolicy.RETAIN;
     // Not AWSLambdaBasicExecutionRole: that managed policy may write to every log group.
     this.role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),

@@ -32,6 +32,7 @@ export {
   FIFO_QUEUE_ATTRIBUTES,
   functionLogGroupName,
   type GroupTuning,
+  lambdaLogGroupName,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
   orderingOf,

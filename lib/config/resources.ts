@@ -190,12 +190,17 @@ export function deadLetterQueueName(prefix: string, group: string, ordering = or
 }
 
 /**
- * A group function's log group, as Lambda names it for the function `<prefix>-<functionName>`. The
- * local run ships its consumers' log lines there, and `ops trace` reads them from there unless told
- * another log group (`--log-group`).
+ * A group function's log group, as Lambda names it for the function `<prefix>-<functionName>` and
+ * as the stack names it (infra/project-function.ts). The local run ships its consumers' log lines
+ * there, and `ops trace` reads them from there unless told another log group (`--log-group`).
  */
 export function functionLogGroupName(prefix: string, functionName: string): string {
-  return `/aws/lambda/${prefix}-${functionName}`;
+  return lambdaLogGroupName(`${prefix}-${functionName}`);
+}
+
+/** The log group Lambda itself would create for a function of this full name. */
+export function lambdaLogGroupName(deployedFunctionName: string): string {
+  return `/aws/lambda/${deployedFunctionName}`;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   ConsumerMetric,
   DLQ_RETENTION_DAYS,
   deadLetterQueueName,
+  functionLogGroupName,
   METRICS_NAMESPACE,
   queueName,
   recordId,
@@ -196,6 +197,15 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
     // The group it was deployed for, checked by the handler at cold start, and the catalogue's packing switch.
     expect(env.CONSUMER_GROUP).toBe(def.group);
     expect(env.CONSUMER_PACKING).toBe(def.tuning?.packing ? 'on' : undefined);
+  });
+
+  it('logs to the group named as Lambda would name it, where ops trace reads; a replaced group is kept', () => {
+    const fn = resources[functionOf(def.group)]!.Properties;
+    const logGroup = resources[fn.LoggingConfig.LogGroup.Ref]!;
+    expect(logGroup.Properties.LogGroupName).toBe(functionLogGroupName(prefix, def.functionName));
+    expect(fn.FunctionName).toBe(`${prefix}-${def.functionName}`);
+    expect(logGroup.Properties.RetentionInDays).toBe(30);
+    expect(logGroup.UpdateReplacePolicy).toBe('Retain');
   });
 
   it('consumes with partial batch responses and a filter on its RocketMQ tags', () => {
