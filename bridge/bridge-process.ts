@@ -9,10 +9,11 @@ import {
 import { tracingBackendOf } from '../lib/config/index.ts';
 import { Bridge } from './bridge.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
-import { type BridgeTracing, bridgeTracingOf } from './bridge-tracing.ts';
+import { bridgeTracingOf } from './bridge-tracing.ts';
 import { HealthServer } from './health-server.ts';
 import type { BeforeAckHook } from './route-forwarder.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from './sqs-target.ts';
+import { startTraceExport } from './trace-export.ts';
 
 /**
  * The bridge as a process: configuration from `BRIDGE_CONFIG`, AWS from the task role (or the
@@ -40,6 +41,10 @@ export async function runBridgeProcess(
     logger.warn(
       'envelopes are not signed (no signing in the configuration): consumers that require signatures will dead-letter them',
     );
+  const backend = tracingBackendOf(env);
+  const traceExport = startTraceExport(backend, env);
+  if (traceExport) logger.info('exporting forward spans', { tracing: backend, endpoint: traceExport.endpoint });
+  const tracing = bridgeTracingOf(backend);
   const bridge = new Bridge(config, {
     ...(config.signing
       ? { signingKeys: new SecretSigningKeys(createSecretsManager(aws), config.signing.secretId) }
@@ -47,7 +52,7 @@ export async function runBridgeProcess(
     sqs: createSqs(aws, BRIDGE_SQS_CLIENT_SETTINGS),
     eventBridge: createEventBridge(aws),
     logger,
-    ...bridgeTracingDependency(),
+    ...(tracing ? { tracing } : {}),
     ...(accessKey && accessSecret ? { credentials: { accessKey, accessSecret } } : {}),
     ...(options.beforeAck ? { beforeAck: options.beforeAck } : {}),
   });
@@ -59,6 +64,8 @@ export async function runBridgeProcess(
       logger.info('draining', { signal });
       await bridge.stop();
       await health.close();
+      // The last forwards' spans are still in the batch: flushed before exit, or they are lost.
+      await traceExport?.shutdown();
     })();
     return stopping;
   };
@@ -77,10 +84,4 @@ export async function runBridgeProcess(
   const port = await health.listen(config.health.port, config.health.host);
   logger.info('health endpoint listening', { host: config.health.host, port });
   await bridge.start();
-}
-
-/** The stage's tracing backend, as the CDK app sets it in the task's environment (`TRACING_BACKEND`). */
-function bridgeTracingDependency(): { tracing?: BridgeTracing } {
-  const tracing = bridgeTracingOf(tracingBackendOf(process.env));
-  return tracing ? { tracing } : {};
 }

@@ -13,7 +13,7 @@ import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
 import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
-import type { StageTracing } from './function-tracing.ts';
+import { type StageTracing, xrayTracingNote } from './function-tracing.ts';
 import type { ServiceSetting } from './outside-service.ts';
 import { ProtectedSecret } from './protected-secret.ts';
 import { restrictBusSenders } from './sender-policy.ts';
@@ -111,6 +111,8 @@ export class RocketMQConsumersStack extends Stack {
         }),
     );
     new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
+    const xrayNote = xrayTracingNote(props.tracing);
+    if (xrayNote) Annotations.of(this).addInfo(xrayNote);
     if (props.bridge?.enabled) {
       this.bridge = new StageBridge(this, 'Bridge', {
         prefix: props.prefix,

@@ -42,6 +42,15 @@ export function functionTracingProps(scope: Construct, tracing: StageTracing | u
 }
 
 /**
+ * What `xray` leaves out, said at synth: Lambda records each invocation (linked to the bridge's
+ * forward through `AWSTraceHeader`), but nothing in the function exports the runtime's per-record spans.
+ */
+export function xrayTracingNote(tracing: StageTracing | undefined): string | undefined {
+  if (tracing?.backend !== TracingBackend.xray) return undefined;
+  return 'tracing: xray records each invocation and links it to the bridge\'s forward; the per-record spans (record, dedup, commit, route) are exported only with tracing: adot (docs/architecture.md, "Trace context")';
+}
+
+/**
  * Why a traced function's role holds a wildcard, for cdk-nag: active tracing grants
  * `xray:PutTraceSegments` and `xray:PutTelemetryRecords` on `*`, which have no resource-level permissions.
  */

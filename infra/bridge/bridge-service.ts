@@ -56,10 +56,18 @@ export interface RocketMQBridgeServiceProps {
   /** Sign every envelope with this secret's value (consumers given the same secret refuse unsigned ones). */
   readonly envelopeSigningKey?: secretsmanager.ISecret;
   /**
-   * The stage's tracing back end, in the task's `TRACING_BACKEND`: with `xray` each SQS entry carries
-   * the producer's context as `AWSTraceHeader`, so X-Ray links the forward to the consumer's invocation.
+   * The stage's tracing back end, in the task's `TRACING_BACKEND`. Not `off`: the bridge exports its
+   * forward spans over OTLP to a collector sidecar in the task, which sends them to X-Ray; with `xray`
+   * each SQS entry also carries the producer's context as `AWSTraceHeader`, so X-Ray links the forward
+   * to the consumer's invocation.
    */
   readonly tracing?: TracingBackend;
+  /**
+   * The collector sidecar's image when tracing is on (default the AWS Distro for OpenTelemetry
+   * collector on ECR Public, {@link DEFAULT_TRACE_COLLECTOR_IMAGE}); a stage whose subnets cannot reach
+   * ECR Public names its own mirror here.
+   */
+  readonly traceCollectorImage?: ecs.ContainerImage;
   /** A secret with JSON keys `accessKey` and `secretKey`, when the cluster enforces ACL. */
   readonly rocketMqCredentials?: secretsmanager.ISecret;
   /** How long a received message stays invisible in RocketMQ before it is redelivered (default 60 s). */
@@ -96,6 +104,33 @@ export interface RocketMQBridgeNames {
 }
 
 const HEALTH_PORT = 8080;
+
+/** The AWS Distro for OpenTelemetry collector, pinned: a sidecar that changes by itself is not reviewed. */
+export const DEFAULT_TRACE_COLLECTOR_IMAGE = 'public.ecr.aws/aws-observability/aws-otel-collector:v0.49.0';
+/** Where the sidecar receives OTLP/HTTP: loopback of the task's shared network namespace only. */
+export const TRACE_COLLECTOR_ENDPOINT = 'http://127.0.0.1:4318/v1/traces';
+
+/**
+ * The sidecar's whole configuration (`AOT_CONFIG_CONTENT`): OTLP/HTTP in on loopback, batched, out
+ * to X-Ray. Nothing else is received or exported, so the task role needs only X-Ray's two write actions.
+ */
+export const TRACE_COLLECTOR_CONFIG = `receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:4318
+processors:
+  batch:
+    timeout: 5s
+exporters:
+  awsxray:
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [awsxray]
+`;
 
 /**
  * The bridge as an ECS Fargate service: its configuration in `BRIDGE_CONFIG`, a container health
@@ -177,7 +212,8 @@ export class RocketMQBridgeService extends Construct {
       })),
     };
 
-    this.taskDefinition.addContainer('Bridge', {
+    const tracing = props.tracing ?? TracingBackend.off;
+    const bridge = this.taskDefinition.addContainer('Bridge', {
       image:
         props.image ??
         ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
@@ -190,7 +226,9 @@ export class RocketMQBridgeService extends Construct {
       environment: {
         BRIDGE_CONFIG: Stack.of(this).toJsonString(config),
         POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge',
-        ...(props.tracing && props.tracing !== TracingBackend.off ? { [TRACING_BACKEND_ENV]: props.tracing } : {}),
+        ...(tracing === TracingBackend.off
+          ? {}
+          : { [TRACING_BACKEND_ENV]: tracing, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: TRACE_COLLECTOR_ENDPOINT }),
       },
       ...(props.rocketMqCredentials
         ? {
@@ -217,6 +255,7 @@ export class RocketMQBridgeService extends Construct {
       stopTimeout: Duration.seconds(60),
       readonlyRootFilesystem: true,
     });
+    if (tracing !== TracingBackend.off) this.addTraceCollector(bridge, props.traceCollectorImage);
     this.grantForwarding(props.routes);
     props.envelopeSigningKey?.grantRead(this.taskDefinition.taskRole);
     Validations.of(this.taskDefinition).acknowledge({
@@ -254,6 +293,30 @@ export class RocketMQBridgeService extends Construct {
           scaleInCooldown: Duration.minutes(5),
         });
     }
+  }
+
+  /**
+   * The collector sidecar: not essential, so a collector that fails costs spans, never forwarding;
+   * the bridge starts after it has started, so its first spans find it listening.
+   */
+  private addTraceCollector(bridge: ecs.ContainerDefinition, image: ecs.ContainerImage | undefined): void {
+    const collector = this.taskDefinition.addContainer('TraceCollector', {
+      image: image ?? ecs.ContainerImage.fromRegistry(DEFAULT_TRACE_COLLECTOR_IMAGE),
+      essential: false,
+      environment: { AOT_CONFIG_CONTENT: TRACE_COLLECTOR_CONFIG },
+      logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'trace-collector' }),
+      memoryReservationMiB: 64,
+      readonlyRootFilesystem: true,
+    });
+    bridge.addContainerDependencies({ container: collector, condition: ecs.ContainerDependencyCondition.START });
+    this.taskDefinition.taskRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] }),
+    );
+    Validations.of(this.taskDefinition.taskRole).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+      reason:
+        "The trace collector sidecar sends the bridge's spans to X-Ray: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions.",
+    });
   }
 
   /** SendMessageBatch is authorised as sqs:SendMessage; nothing else is needed to forward. */

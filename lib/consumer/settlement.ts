@@ -81,6 +81,8 @@ export interface RecordReport {
   readonly sentAt?: number;
   readonly msgId?: string;
   readonly key?: string;
+  /** Times `ops dlq redrive` sent this copy back, when it did: the log line says so, `ops trace` reads it. */
+  readonly redriveCount?: number;
   /** The record's trace (32 hex), when its message carried a context or the consumer traces. */
   readonly traceId?: string;
   readonly attempt: number;

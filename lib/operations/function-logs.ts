@@ -20,6 +20,8 @@ export interface ConsumerLogLine {
   readonly sqsMessageId?: string;
   readonly messageGroupId?: string;
   readonly attempt?: number;
+  /** Set on a copy `ops dlq redrive` sent back (lines written before it existed have none). */
+  readonly redriveCount?: number;
   readonly outcome?: string;
   readonly disposition?: string;
   readonly reason?: string;
@@ -151,6 +153,7 @@ export function parseLine(message: string, at: number, logGroup: string): Consum
     sqsMessageId: str(f.sqsMessageId),
     messageGroupId: str(f.messageGroupId),
     attempt: num(f.attempt),
+    redriveCount: num(f.redriveCount),
     outcome: str(f.outcome),
     disposition: str(f.disposition),
     reason: str(f.reason),

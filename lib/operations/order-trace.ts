@@ -30,8 +30,13 @@ export interface Delivery {
   readonly outcome: DeliveryOutcome;
   /** Why, in words: the duplicate's reason, the failure, what happens next. */
   readonly why: string;
-  /** A new SQS message of a msgId this group had dead-lettered: the letter sent back. */
+  /**
+   * A letter sent back: the consumer logged its redrive count, or (lines from before that field) it is a new SQS
+   * message of a msgId this group had dead-lettered.
+   */
   readonly redriven: boolean;
+  /** How many times `ops dlq redrive` had sent this copy back, as its consumer logged it. */
+  readonly redriveCount?: number;
   readonly traceId: string | undefined;
 }
 
@@ -133,8 +138,14 @@ function groupStory(g: GroupEvidence): GroupStory {
   const seenSqs = new Map<string, string>();
   const deliveries = g.lines.map((line): Delivery => {
     const msgId = line.msgId?.toUpperCase();
+    // The line says so since consumers log `redriveCount`; older lines are judged by a new SQS message of a msgId
+    // the group had dead-lettered.
     const redriven =
-      msgId !== undefined && deadLettered.has(msgId) && line.sqsMessageId !== seenSqs.get(msgId) && !!line.sqsMessageId;
+      (line.redriveCount ?? 0) > 0 ||
+      (msgId !== undefined &&
+        deadLettered.has(msgId) &&
+        line.sqsMessageId !== seenSqs.get(msgId) &&
+        !!line.sqsMessageId);
     if (msgId && line.disposition === 'dead-letter') deadLettered.add(msgId);
     if (msgId && line.sqsMessageId) seenSqs.set(msgId, line.sqsMessageId);
     const { outcome, why } = whyOf(line, applied?.msgId);
@@ -146,6 +157,7 @@ function groupStory(g: GroupEvidence): GroupStory {
       outcome,
       why: redriven ? `redriven from the DLQ; ${why}` : why,
       redriven,
+      ...(line.redriveCount ? { redriveCount: line.redriveCount } : {}),
       traceId: line.traceId ?? traceIdOfXray(line.xrayTraceId),
     };
   });

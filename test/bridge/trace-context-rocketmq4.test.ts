@@ -14,7 +14,10 @@ import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
 import { SpanAttribute, traceparentOf } from '../../lib/tracing/index.ts';
 import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
+import { startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { pointsFixture } from '../support/points-fixture.ts';
+import { readAllMessages } from '../support/queue-reading.ts';
+import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './support/bridge-child-process.ts';
 import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 
@@ -130,5 +133,85 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
     for (const sent of [first, resend])
       expect(f.reports.find((r) => r.msgId === sent.msgId)!.traceId).toBe(sent.context.traceId);
     expect(await f.balance('u-t')).toBe(300);
+  }, 180_000);
+
+  it('the bridge process exports its forward spans over OTLP/HTTP to the collector endpoint, the last ones at drain', async () => {
+    // Prepare: an OTLP/HTTP receiver of the test's own where the task's collector sidecar listens in AWS, and the
+    // bridge as the task runs it (its own process, the stage's back end in TRACING_BACKEND)
+    const receiver = await startOtlpReceiver();
+    const f = await pointsFixture();
+    const queue = f.resources.queues['point-consumer-group']!;
+    const orderService = new BasicTracerProvider().getTracer('order-service');
+    const producerSpan = orderService.startSpan(`${ORDER_TOPIC} publish`, { kind: SpanKind.PRODUCER });
+    const send = async (orderNo: string, traceparent?: string) => {
+      const message = new Message(ORDER_TOPIC, 'PAID', JSON.stringify({ orderNo, userId: 'u-x', points: 1 }));
+      message.keys = [orderNo];
+      message.properties.UNIQ_KEY = ids.next();
+      if (traceparent) message.properties.traceparent = traceparent;
+      await producer!.send(message);
+      return message.properties.UNIQ_KEY as string;
+    };
+    const traced = await send('SO-EXPORT-1', traceparentOf(producerSpan.spanContext()));
+    producerSpan.end();
+    const untraced = await send('SO-EXPORT-2');
+    const startedAt = Math.floor(Date.now() / 1000);
+    // Act
+    const bridge = new BridgeChildProcess(
+      bridgeEnv(
+        remotingBridgeConfig(rocketMq!, [
+          {
+            group: `points-export-${ids.next().slice(-6)}`,
+            topic: ORDER_TOPIC,
+            tagExpression: 'PAID',
+            target: { kind: 'sqs', queueUrl: queue.source.url },
+            dlqUrl: queue.deadLetter.url,
+          },
+        ]),
+        { TRACING_BACKEND: 'adot', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url },
+      ),
+    );
+    try {
+      await bridge.waitFor(
+        'both messages forwarded',
+        (lines) => ([traced, untraced].every((id) => forwardedMsgIds(lines).includes(id)) ? true : undefined),
+        90_000,
+      );
+      bridge.kill('SIGTERM');
+      const exit = await bridge.exited;
+      // Assess: exported by the time the drained process exits, in the producer's trace or in an X-Ray trace id
+      expect(exit.code).toBe(0);
+      expect(bridge.lines).toContainEqual(
+        expect.objectContaining({ message: 'exporting forward spans', tracing: 'adot', endpoint: receiver.url }),
+      );
+      expect(receiver.refused()).toBe(0);
+      const forwardOf = (msgId: string) =>
+        receiver.spans.filter((s) => s.attributes[SpanAttribute.messageId] === msgId && s.name.endsWith('forward'));
+      const [withContext] = forwardOf(traced);
+      const [withoutContext] = forwardOf(untraced);
+      expect(forwardOf(traced)).toHaveLength(1);
+      expect(withContext).toMatchObject({
+        serviceName: 'rocketmq-bridge',
+        name: `${ORDER_TOPIC} forward`,
+        traceId: producerSpan.spanContext().traceId,
+        parentSpanId: producerSpan.spanContext().spanId,
+        links: [{ traceId: producerSpan.spanContext().traceId, spanId: producerSpan.spanContext().spanId }],
+      });
+      expect(forwardOf(untraced)).toHaveLength(1);
+      // X-Ray's trace id: its first 8 hex digits are the epoch second the trace began.
+      const epoch = Number.parseInt(withoutContext!.traceId.slice(0, 8), 16);
+      expect(epoch).toBeGreaterThanOrEqual(startedAt - 5);
+      expect(epoch).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+      // The envelope carries on the context of the exported span.
+      // (The group starts at the topic's first offset: the earlier test's messages are forwarded too.)
+      const envelopes = (await readAllMessages(f.sqs, queue.source.url))
+        .map((m) => JSON.parse(m.body) as { id: string; traceparent?: string })
+        .filter((e) => e.id === traced || e.id === untraced);
+      expect(envelopes.map((e) => e.traceparent).sort()).toEqual(
+        [withContext!, withoutContext!].map((s) => `00-${s.traceId}-${s.spanId}-01`).sort(),
+      );
+    } finally {
+      bridge.kill('SIGKILL');
+      await receiver.close();
+    }
   }, 180_000);
 });

@@ -2,8 +2,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, describe, expect, it } from 'vitest';
+import {
+  DEFAULT_TRACE_COLLECTOR_IMAGE,
+  TRACE_COLLECTOR_CONFIG,
+  TRACE_COLLECTOR_ENDPOINT,
+} from '../../infra/bridge/bridge-service.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { ADOT_EXEC_WRAPPER } from '../../infra/function-tracing.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
@@ -36,15 +41,39 @@ function synth(tracing: Record<string, unknown>) {
   const nag = JSON.parse(readFileSync(path.join(outdir, 'validation-report.json'), 'utf8')).pluginReports.find(
     (p: { pluginName: string }) => p.pluginName === 'AwsSolutions',
   );
-  return { template: Template.fromStack(built.pipeline.test.consumers), nag };
+  const stack = built.pipeline.test.consumers;
+  return { template: Template.fromStack(stack), nag, annotations: Annotations.fromStack(stack) };
 }
 
 const consumerFunctions = (template: Template) =>
   Object.values(template.findResources('AWS::Lambda::Function')).filter(
     (f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP !== undefined,
   );
+const bridgeContainers = (template: Template): Array<Record<string, unknown>> =>
+  Object.values(template.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions;
 const bridgeEnvironment = (template: Template): Array<{ Name: string; Value: unknown }> =>
-  Object.values(template.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions[0].Environment;
+  bridgeContainers(template)[0]!.Environment as Array<{ Name: string; Value: unknown }>;
+
+/** The bridge task with tracing on: the collector sidecar beside the bridge, which exports to it and starts after it. */
+function expectTraceCollector(template: Template) {
+  const [bridge, collector, ...others] = bridgeContainers(template);
+  expect(others).toEqual([]);
+  expect(collector).toMatchObject({
+    Name: 'TraceCollector',
+    Image: DEFAULT_TRACE_COLLECTOR_IMAGE,
+    Essential: false,
+    ReadonlyRootFilesystem: true,
+    Environment: [{ Name: 'AOT_CONFIG_CONTENT', Value: TRACE_COLLECTOR_CONFIG }],
+  });
+  expect(bridge!.Environment).toContainEqual({
+    Name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    Value: TRACE_COLLECTOR_ENDPOINT,
+  });
+  expect(bridge!.DependsOn).toEqual([{ ContainerName: 'TraceCollector', Condition: 'START' }]);
+  // The collector takes OTLP/HTTP on the endpoint the bridge is given, and nothing but X-Ray out.
+  expect(TRACE_COLLECTOR_CONFIG).toContain(`endpoint: ${new URL(TRACE_COLLECTOR_ENDPOINT).host}`);
+  expect(TRACE_COLLECTOR_CONFIG).toMatch(/exporters: \[awsxray\]/);
+}
 const xrayWrites = Match.objectLike({
   Action: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'],
   Effect: 'Allow',
@@ -62,10 +91,12 @@ describe('the stage’s tracing back end switches on what it needs, and nothing 
     expect(consumerFunctions(template)).toHaveLength(CONSUMER_GROUPS.length);
     expect(JSON.stringify(template.toJSON())).not.toContain('xray:');
     expect(bridgeEnvironment(template).map((e) => e.Name)).not.toContain('TRACING_BACKEND');
+    expect(bridgeContainers(template).map((c) => c.Name)).toEqual(['Bridge']);
   }, 180_000);
 
   it('xray: active tracing and X-Ray writes on every consumer, TRACING_BACKEND to functions and bridge, nag-clean', () => {
-    const { template, nag } = synth({ tracing: 'xray' });
+    const { template, nag, annotations } = synth({ tracing: 'xray' });
+    annotations.hasInfo('*', Match.stringLikeRegexp('per-record spans .* are exported only with tracing: adot'));
     for (const f of consumerFunctions(template)) {
       expect(f.Properties.TracingConfig).toEqual({ Mode: 'Active' });
       expect(f.Properties.Layers).toBeUndefined();
@@ -77,17 +108,23 @@ describe('the stage’s tracing back end switches on what it needs, and nothing 
     const xrayPolicies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
       JSON.stringify(p).includes('xray:PutTraceSegments'),
     );
-    expect(xrayPolicies).toHaveLength(CONSUMER_GROUPS.length);
+    // One per consumer function, one for the bridge's task role (its collector sidecar writes to X-Ray).
+    expect(xrayPolicies).toHaveLength(CONSUMER_GROUPS.length + 1);
     expect(bridgeEnvironment(template)).toContainEqual({ Name: 'TRACING_BACKEND', Value: 'xray' });
+    expectTraceCollector(template);
     expect(nag.violations).toEqual([]);
     const tracingAcks = nag.suppressedViolations.filter((v: { reason: string }) =>
       v.reason.includes('Lambda active tracing'),
     );
     expect(tracingAcks.length).toBeGreaterThanOrEqual(CONSUMER_GROUPS.length);
+    expect(nag.suppressedViolations.some((v: { reason: string }) => v.reason.includes('trace collector sidecar'))).toBe(
+      true,
+    );
   }, 180_000);
 
   it('adot: the layer and its wrapper besides active tracing', () => {
-    const { template, nag } = synth({ tracing: 'adot', adotLayerArn: ADOT_LAYER });
+    const { template, nag, annotations } = synth({ tracing: 'adot', adotLayerArn: ADOT_LAYER });
+    expect(annotations.findInfo('*', Match.stringLikeRegexp('per-record spans'))).toEqual([]);
     for (const f of consumerFunctions(template)) {
       expect(f.Properties.TracingConfig).toEqual({ Mode: 'Active' });
       expect(f.Properties.Layers).toEqual([ADOT_LAYER]);
@@ -97,6 +134,7 @@ describe('the stage’s tracing back end switches on what it needs, and nothing 
       });
     }
     expect(bridgeEnvironment(template)).toContainEqual({ Name: 'TRACING_BACKEND', Value: 'adot' });
+    expectTraceCollector(template);
     expect(nag.violations).toEqual([]);
   }, 180_000);
 

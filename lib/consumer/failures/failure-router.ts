@@ -28,6 +28,11 @@ export const DEAD_LETTER_ATTRIBUTES = {
 /** Set by `ops dlq redrive` on the messages it sends back. */
 export const REDRIVE_COUNT_ATTRIBUTE = 'redrive-count';
 
+/** How many times `ops dlq redrive` sent this copy back (0: never dead-lettered, or moved by other means). */
+export function redriveCountOf(record: SQSRecord): number {
+  return Number(record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue ?? 0) || 0;
+}
+
 /** SQS allows 256 KB per attribute value, but a reason longer than this helps nobody. */
 const MAX_REASON_CHARS = 1000;
 /** Every other attribute is an id, a code or a timestamp; an attacker-chosen key is cut here. */

@@ -16,6 +16,7 @@ export function consumerTelemetry(logger: Logger, metrics: Metrics) {
       sqsMessageId: report.sqsMessageId,
       ...(report.messageGroupId === undefined ? {} : { messageGroupId: report.messageGroupId }),
       attempt: report.attempt,
+      ...(report.redriveCount === undefined ? {} : { redriveCount: report.redriveCount }),
       outcome: s.outcome,
       disposition: report.disposition.action,
       ...(s.outcome === 'duplicate' ? { reason: s.reason, winnerMsgId: s.winnerMsgId } : {}),

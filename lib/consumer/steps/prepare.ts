@@ -15,7 +15,7 @@ import {
   UnauthenticatedMessageError,
   UnsubscribedTopicError,
 } from '../failures/errors.ts';
-import { REDRIVE_COUNT_ATTRIBUTE } from '../failures/failure-router.ts';
+import { redriveCountOf } from '../failures/failure-router.ts';
 import { fingerprintOf } from '../idempotency/record.ts';
 import type { ConsumerMessage, Invocation } from '../settlement.ts';
 import { BatchState } from './batch-state.ts';
@@ -146,6 +146,5 @@ export const receiveCountOf = (record: SQSRecord): number =>
  * would dead-letter it again on its first transient failure). Its redrive count keeps the history.
  */
 function attemptOffset(record: SQSRecord, reconsumeTimes: number): number {
-  const redriven = Number(record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue ?? 0) > 0;
-  return redriven ? 0 : reconsumeTimes;
+  return redriveCountOf(record) > 0 ? 0 : reconsumeTimes;
 }

@@ -3,7 +3,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { RocketMQMessage } from '../../rocketmq/index.ts';
 import { type Delivery, messageTraceContext, SpanAttribute, startRecordSpan } from '../../tracing/index.ts';
 import { HeldBackError } from '../failures/errors.ts';
-import { REDRIVE_COUNT_ATTRIBUTE } from '../failures/failure-router.ts';
+import { redriveCountOf } from '../failures/failure-router.ts';
 import type { Disposition, RecordReport, Settlement } from '../settlement.ts';
 import type { BatchState } from './batch-state.ts';
 
@@ -54,7 +54,7 @@ export function traceRecord<P>(
  * a copy SQS (or RocketMQ before the bridge) delivered again, or the first delivery.
  */
 export function deliveryOf(record: SQSRecord, message: RocketMQMessage): Delivery {
-  if (Number(record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue ?? 0) > 0) return 'redriven';
+  if (redriveCountOf(record) > 0) return 'redriven';
   if (message.replayName !== undefined) return 'replayed';
   const receiveCount = Number(record.attributes?.ApproximateReceiveCount ?? '1') || 1;
   if (receiveCount > 1 || message.reconsumeTimes > 0) return 'redelivered';

@@ -1,6 +1,7 @@
 import type { SQSBatchItemFailure, SQSRecord } from 'aws-lambda';
 import { mapLimit } from '../concurrency.ts';
 import { type ConsumptionError, HeldBackError } from '../failures/errors.ts';
+import { redriveCountOf } from '../failures/failure-router.ts';
 import { messageGroupOf } from '../runners/message-groups.ts';
 import type { BatchResult, Disposition, RecordReport } from '../settlement.ts';
 import type { BatchState, SettledRecord } from './batch-state.ts';
@@ -65,11 +66,13 @@ const failureOf = (settled: SettledRecord): ConsumptionError | undefined =>
 const comesBack = (d: Disposition) => d.action === 'retry' || d.action === 'retry-dead-letter';
 
 function reportOf(group: string, record: SQSRecord, settled: SettledRecord, disposition: Disposition): RecordReport {
+  const redriveCount = redriveCountOf(record);
   return {
     group,
     sqsMessageId: record.messageId,
     messageGroupId: messageGroupOf(record),
     sentAt: Number(record.attributes?.SentTimestamp) || undefined,
+    ...(redriveCount > 0 ? { redriveCount } : {}),
     ...settled,
     disposition,
   };

@@ -37,7 +37,14 @@ type Traced = {
   orderNo: string;
   groups: Array<{
     group: string;
-    deliveries: Array<{ msgId: string; outcome: string; why: string; attempt: number; redriven: boolean }>;
+    deliveries: Array<{
+      msgId: string;
+      outcome: string;
+      why: string;
+      attempt: number;
+      redriven: boolean;
+      redriveCount?: number;
+    }>;
     appliedBy?: { msgId: string };
     suppressed: number;
     records: Array<{ key: string; status: string; firstMsgId: string }>;
@@ -147,6 +154,7 @@ describe('ops trace (emulator)', () => {
       ['applied', true, 1],
     ]);
     expect(story.deliveries[1]!.why).toBe('redriven from the DLQ; applied the effect');
+    expect(story.deliveries[1]!.redriveCount).toBe(1);
     expect(story.letters).toEqual([]);
     expect((after.json() as Traced).ledger.effect).toEqual([
       { userId: 'u-31', points: 40, awardsInForce: 1, balance: 40 },

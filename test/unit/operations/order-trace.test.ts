@@ -146,6 +146,27 @@ describe('ops trace: the story', () => {
     expect(renderOrderTraceText(untraced, 'us-east-1')).toContain('Traces: no trace id in these log lines');
   });
 
+  it('tells a redriven copy by the redrive count its consumer logged, when the dead-letter line has aged out', () => {
+    const traced = orderTraceOf(
+      evidence([
+        { message: 'record processed', outcome: 'processed', key: ORDER, msgId: MSG, sqsMessageId: 's-2', attempt: 1 },
+        {
+          message: 'record processed',
+          outcome: 'processed',
+          key: ORDER,
+          msgId: RESEND,
+          sqsMessageId: 's-3',
+          attempt: 1,
+          redriveCount: 2,
+        },
+      ]),
+    );
+    expect(traced.groups[0]!.deliveries.map((d) => [d.msgId, d.redriven, d.redriveCount])).toEqual([
+      [MSG, false, undefined],
+      [RESEND, true, 2],
+    ]);
+  });
+
   it('tells a conflict and a retry, and keeps a sender\u2019s text from breaking the diagram', () => {
     const trace = orderTraceOf(
       evidence([

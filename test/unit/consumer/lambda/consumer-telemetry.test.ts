@@ -73,4 +73,13 @@ describe('consumer telemetry for FIFO records', () => {
       ConsumerMetric.retried,
     ]);
   });
+
+  it('logs the redrive count of a copy ops dlq redrive sent back, and none for any other copy', () => {
+    const r = recorder();
+    const processed = { outcome: 'processed' as const };
+    r.telemetry(report({ settlement: processed, disposition: { action: 'ack' }, redriveCount: 1 }));
+    r.telemetry(report({ settlement: processed, disposition: { action: 'ack' } }));
+    expect(r.logs.map(([, , fields]) => fields.redriveCount)).toEqual([1, undefined]);
+    expect('redriveCount' in r.logs[1]![2]).toBe(false);
+  });
 });
