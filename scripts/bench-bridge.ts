@@ -4,18 +4,19 @@
  *
  *   npm run bench:bridge -- [--messages 10000] [--latency-ms 5] [--source 5|4|both] [--sqs stand-in|emulator]
  *                           [--in-flight n] [--pairs 3] [--signing signed|unsigned|both]
- *                           [--cpu-prof-dir dir] [--json]
+ *                           [--log-level INFO] [--cpu-prof-dir dir] [--json]
  *
  * For each source (RocketMQ 5.5.0 through its proxy, 4.7.1 through its name server), one run:
  * a fresh broker, a producer preloads `messages` PAID orders, and consumer groups drain them in
- * turn: a warm-up, then `pairs` times the bare consumer followed by the bridge.
+ * turn: a warm-up (bare, then through the bridge), then `pairs` times the bare consumer followed
+ * by the bridge.
  *   - The bare consumer: the bridge's own consumer for the route, receiving and acking in several
  *     lanes and forwarding nothing (the source's limit on this machine).
  *   - The bridge: the production `Bridge` with its default settings and one route (`--in-flight`
  *     overrides maxBatchesInFlight, 1 being the old one-batch-at-a-time pump), signing every
  *     envelope as production does (`--signing unsigned` not, `both` adds an unsigned drain to each
- *     pair), metrics on, tracing off, forwarding to SQS with `latency-ms` added to every SQS call at
- *     the SDK client.
+ *     pair), metrics on, logging at production's INFO (`--log-level`), tracing off, forwarding to
+ *     SQS with `latency-ms` added to every SQS call at the SDK client.
  * SQS is an in-process stand-in by default (scripts/bridge-bench/sqs-stand-in.ts) or the moto
  * emulator. Runs on loopback only: npm runs it inside `unshare --net` like the bridge tests.
  *
@@ -38,16 +39,21 @@ import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
 import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../lib/rocketmq/index.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';
-import { CpuMeter } from './bridge-bench/cpu-meter.ts';
+import { brokerThreadMicros, CpuMeter } from './bridge-bench/cpu-meter.ts';
 import { profiled } from './bridge-bench/cpu-profile.ts';
-import { discardMetricLines } from './bridge-bench/metric-lines.ts';
 import { startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
+import { discardTelemetryLines } from './bridge-bench/telemetry-lines.ts';
 import { type Drain, TimedSource } from './bridge-bench/timed-source.ts';
 import { startEmulator } from './emulator/emulator.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
 
-/** A throw-away drain first: the broker's JIT warms up on it, so no measured drain runs on a cold JVM. */
+/**
+ * Throw-away drains first, one bare and one through the bridge: the broker's JIT and V8's warm up
+ * on them, so no measured drain runs on a cold JVM or on the bridge's unoptimised code (without
+ * the bridge's warm-up its first drain cost 1.7× its third).
+ */
 const WARM_UP_GROUP = 'bench-warm-up-group';
+const WARM_UP_BRIDGE_GROUP = 'bench-warm-up-bridge-group';
 /** Receive lanes of the bare consumer: more than this gave it no more on the 2-core machine. */
 const BARE_LANES = 8;
 const SqsSide = { StandIn: 'stand-in', Emulator: 'emulator' } as const;
@@ -55,6 +61,8 @@ type SqsSide = (typeof SqsSide)[keyof typeof SqsSide];
 /** Which bridge drains each pair holds: signed as production runs, unsigned, or both (a third drain per pair). */
 const Signing = { Signed: 'signed', Unsigned: 'unsigned', Both: 'both' } as const;
 type Signing = (typeof Signing)[keyof typeof Signing];
+const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+type LogLevel = (typeof LOG_LEVELS)[number];
 const DrainKind = { Bare: 'bare', Bridge: 'bridge', BridgeUnsigned: 'bridgeUnsigned' } as const;
 type DrainKind = (typeof DrainKind)[keyof typeof DrainKind];
 
@@ -106,6 +114,8 @@ interface BenchFigures {
    * measured after the warm-up: a drain that takes longer pays more of it per message.
    */
   brokerIdleMicrosPerSec: number;
+  /** Where that idle burn goes: the broker's busiest threads over the same watch, µs a second each. */
+  brokerIdleThreads: Record<string, number>;
   /** The median ratio of the broker's CPU per message beyond that idle burn, bridge to bare. */
   brokerBeyondIdleRatioBridgeToBare: number;
 }
@@ -136,6 +146,8 @@ async function main() {
       signing: { type: 'string', default: Signing.Signed },
       /** Writes a V8 CPU profile of each bridge drain: <dir>/bridge-<pair>.cpuprofile. */
       'cpu-prof-dir': { type: 'string' },
+      /** The bridge's log level; INFO, Powertools' default, is production's (a `forwarded` line per batch). */
+      'log-level': { type: 'string', default: 'INFO' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -150,8 +162,9 @@ async function main() {
     values.source === 'both'
       ? Object.values(SourceVersion)
       : [oneOf(values.source, Object.values(SourceVersion), 'source')];
-  // Metrics on, as in production (awslogs ships the EMF lines there); here the lines are dropped, not printed.
-  discardMetricLines();
+  const logLevel = oneOf(values['log-level'], LOG_LEVELS, 'log-level');
+  // Metrics and logs on, as in production (awslogs ships the lines there); here they are dropped, not printed.
+  discardTelemetryLines();
 
   for (const source of sources) {
     const figures = await benchSource(source, {
@@ -161,6 +174,7 @@ async function main() {
       batchesInFlight,
       pairs,
       signing,
+      logLevel,
       profileDir: values['cpu-prof-dir'],
     });
     print(figures);
@@ -176,6 +190,7 @@ interface BenchOptions {
   readonly batchesInFlight: number | undefined;
   readonly pairs: number;
   readonly signing: Signing;
+  readonly logLevel: LogLevel;
   readonly profileDir: string | undefined;
 }
 
@@ -193,7 +208,7 @@ function drainPlan(pairs: number, signing: Signing): { kind: DrainKind; pair: nu
 async function benchSource(version: SourceVersion, options: BenchOptions): Promise<BenchFigures> {
   const { messages, latencyMs } = options;
   const plan = drainPlan(options.pairs, options.signing);
-  const cluster = await startBenchCluster(version, [WARM_UP_GROUP, ...plan.map((d) => d.group)]);
+  const cluster = await startBenchCluster(version, [WARM_UP_GROUP, WARM_UP_BRIDGE_GROUP, ...plan.map((d) => d.group)]);
   const sink = await startSqsSink(options.sqs, latencyMs);
   const signingKeys = new StaticSigningKeys(generateSigningKey());
   try {
@@ -202,13 +217,15 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
     console.error(
       `RocketMQ ${cluster.version}: ${messages} messages preloaded in ${Math.round(performance.now() - preloadStarted)} ms`,
     );
-    const logger = new Logger({ serviceName: 'bench-bridge', logLevel: 'WARN' });
+    const logger = new Logger({ serviceName: 'bench-bridge', logLevel: options.logLevel });
     const cpu = new CpuMeter(() => sink.inProcessCpuMicros());
     const timed = (config: BridgeConfig) =>
       new TimedSource(createRouteSource(config, config.routes[0]!, { logger }), messages, cpu);
 
     await drainBare(timed(configFor(cluster, sink, WARM_UP_GROUP)), BARE_LANES);
-    const brokerIdleMicrosPerSec = await brokerIdleRate(cpu);
+    const warmUpBridge = configFor(cluster, sink, WARM_UP_BRIDGE_GROUP, options.batchesInFlight);
+    await forwardAll(warmUpBridge, { sink, logger, signingKeys }, timed(warmUpBridge));
+    const { brokerIdleMicrosPerSec, brokerIdleThreads } = await brokerIdle(cpu);
     const drains: DrainFigures[] = [];
     const forwardMs: number[] = [];
     for (const { kind, pair, group } of plan) {
@@ -239,7 +256,11 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
     const arrived = await sink.distinctMessages();
     if (arrived < messages) throw new BenchIncompleteError(`SQS holds ${arrived} distinct messages of ${messages}`);
     const { maxBatchesInFlight } = configFor(cluster, sink, WARM_UP_GROUP, options.batchesInFlight);
-    return { ...figuresOf(cluster.version, maxBatchesInFlight, options, drains, forwardMs), brokerIdleMicrosPerSec };
+    return {
+      ...figuresOf(cluster.version, maxBatchesInFlight, options, drains, forwardMs),
+      brokerIdleMicrosPerSec,
+      brokerIdleThreads,
+    };
   } finally {
     await sink.stop();
     await cluster.stop();
@@ -249,11 +270,23 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
 /** How long the broker is watched with no consumer receiving. */
 const IDLE_WATCH_MS = 5_000;
 
-async function brokerIdleRate(cpu: CpuMeter): Promise<number> {
+/** The broker's threads listed by name in `brokerIdleThreads`, busiest first. */
+const IDLE_THREADS_LISTED = 8;
+
+async function brokerIdle(cpu: CpuMeter) {
   const before = await cpu.read();
+  const threadsBefore = brokerThreadMicros();
   await sleep(IDLE_WATCH_MS);
   const after = await cpu.read();
-  return Math.round(((after.brokerMicros - before.brokerMicros) * 1000) / IDLE_WATCH_MS);
+  const perSec = (micros: number) => Math.round((micros * 1000) / IDLE_WATCH_MS);
+  const threads = [...brokerThreadMicros()]
+    .map(([name, micros]) => [name, perSec(micros - (threadsBefore.get(name) ?? 0))] as const)
+    .toSorted((a, b) => b[1] - a[1])
+    .slice(0, IDLE_THREADS_LISTED);
+  return {
+    brokerIdleMicrosPerSec: perSec(after.brokerMicros - before.brokerMicros),
+    brokerIdleThreads: Object.fromEntries(threads),
+  };
 }
 
 function perMessage(drain: Drain, messages: number): CpuPerMessage {
@@ -269,7 +302,7 @@ function figuresOf(
   options: BenchOptions,
   drains: DrainFigures[],
   forwardMs: number[],
-): Omit<BenchFigures, 'brokerIdleMicrosPerSec'> {
+): Omit<BenchFigures, 'brokerIdleMicrosPerSec' | 'brokerIdleThreads'> {
   const of = (kind: DrainKind) => drains.filter((d) => d.kind === kind);
   const bare = of(DrainKind.Bare);
   /** Median over the pairs of `value(bridge drain, bare drain of the same pair)`. */
@@ -413,6 +446,9 @@ function print(f: BenchFigures): void {
           `  CPU per message    ${kind.padEnd(14)} ${consumer} µs in the consumer + ${broker} µs in the broker`,
       ),
       `  broker idle        ${f.brokerIdleMicrosPerSec} µs a second; beyond it, broker ratio bridge/bare ${f.brokerBeyondIdleRatioBridgeToBare}`,
+      `  busiest idle threads (µs a second): ${Object.entries(f.brokerIdleThreads)
+        .map(([name, micros]) => `${name} ${micros}`)
+        .join(', ')}`,
       `  CPU ratio bridge/bare: consumer ${f.cpuRatioBridgeToBare}, broker ${f.brokerCpuRatioBridgeToBare}` +
         (f.unsigned
           ? ` (unsigned: consumer ${f.unsigned.cpuRatioBridgeToBare}, broker ${f.unsigned.brokerCpuRatioBridgeToBare})`
