@@ -13,7 +13,7 @@ import { RouteMetrics } from '../../bridge/bridge-metrics.ts';
 import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../../bridge/dead-letter-queue.ts';
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { RouteForwarder } from '../../bridge/route-forwarder.ts';
-import { SqsTarget } from '../../bridge/sqs-target.ts';
+import { BRIDGE_SQS_CLIENT_SETTINGS, SqsTarget } from '../../bridge/sqs-target.ts';
 import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
 import { parseEnvelope, type SigningKeyRing, signatureRefusal } from '../../lib/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
@@ -28,7 +28,8 @@ beforeAll(() => {
 });
 
 async function queuePair(fifo = false) {
-  const sqs = createSqs(emulatorConfig(endpoint));
+  // The bridge's own client settings (no MD5 check, the middleware stack resolved once per command class).
+  const sqs = createSqs(emulatorConfig(endpoint), BRIDGE_SQS_CLIENT_SETTINGS);
   const name = `bridge-${randomUUID().slice(0, 8)}`;
   const suffix = fifo ? '.fifo' : '';
   const attributes = fifo ? { FifoQueue: 'true' } : {};
