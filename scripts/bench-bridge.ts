@@ -144,7 +144,7 @@ async function main() {
       'in-flight': { type: 'string' },
       pairs: { type: 'string', default: '3' },
       signing: { type: 'string', default: Signing.Signed },
-      /** Writes a V8 CPU profile of each bridge drain: <dir>/bridge-<pair>.cpuprofile. */
+      /** Writes a V8 CPU profile of each measured drain: <dir>/<bare|bridge|bridgeUnsigned>-<pair>.cpuprofile. */
       'cpu-prof-dir': { type: 'string' },
       /** The bridge's log level; INFO, Powertools' default, is production's (a `forwarded` line per batch). */
       'log-level': { type: 'string', default: 'INFO' },
@@ -230,12 +230,14 @@ async function benchSource(version: SourceVersion, options: BenchOptions): Promi
     const forwardMs: number[] = [];
     for (const { kind, pair, group } of plan) {
       let drain: Drain;
+      const profile = options.profileDir && join(options.profileDir, `${kind}-${pair}.cpuprofile`);
       if (kind === DrainKind.Bare) {
-        drain = await drainBare(timed(configFor(cluster, sink, group)), BARE_LANES);
+        drain = await profiled(profile || undefined, () =>
+          drainBare(timed(configFor(cluster, sink, group)), BARE_LANES),
+        );
       } else {
         const config = configFor(cluster, sink, group, options.batchesInFlight);
         const keys = kind === DrainKind.Bridge ? signingKeys : undefined;
-        const profile = options.profileDir && join(options.profileDir, `${kind}-${pair}.cpuprofile`);
         const forwarded = await profiled(profile || undefined, () =>
           forwardAll(config, { sink, logger, signingKeys: keys }, timed(config)),
         );
