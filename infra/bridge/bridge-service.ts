@@ -108,7 +108,9 @@ const HEALTH_PORT = 8080;
 /** The AWS Distro for OpenTelemetry collector, pinned: a sidecar that changes by itself is not reviewed. */
 export const DEFAULT_TRACE_COLLECTOR_IMAGE = 'public.ecr.aws/aws-observability/aws-otel-collector:v0.49.0';
 /** Where the sidecar receives OTLP/HTTP: loopback of the task's shared network namespace only. */
-export const TRACE_COLLECTOR_ENDPOINT = 'http://127.0.0.1:4318/v1/traces';
+const TRACE_COLLECTOR_ADDRESS = '127.0.0.1:4318';
+/** The bridge's exporter sends there: the same address, stated once. */
+export const TRACE_COLLECTOR_ENDPOINT = `http://${TRACE_COLLECTOR_ADDRESS}/v1/traces`;
 
 /**
  * The sidecar's whole configuration (`AOT_CONFIG_CONTENT`): OTLP/HTTP in on loopback, batched, out
@@ -118,7 +120,7 @@ export const TRACE_COLLECTOR_CONFIG = `receivers:
   otlp:
     protocols:
       http:
-        endpoint: 127.0.0.1:4318
+        endpoint: ${TRACE_COLLECTOR_ADDRESS}
 processors:
   batch:
     timeout: 5s
