@@ -30,7 +30,7 @@ const WARM_UP_CALLS = 2000;
 const CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 const REGION = 'us-east-1';
 
-type Send = () => Promise<unknown>;
+type Send = () => Promise<void>;
 const Way = { SdkDefaults: 'sdkDefaults', SdkNoMd5: 'sdkNoMd5', SdkBridge: 'sdkBridge', Floor: 'floor' } as const;
 type Way = (typeof Way)[keyof typeof Way];
 
@@ -128,7 +128,20 @@ function sdkSender(
     maxAttempts: 3,
     ...settings,
   });
-  return () => client.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries }));
+  return async () =>
+    landedAll(await client.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: entries })));
+}
+
+class CallFailedError extends Error {
+  override readonly name = 'CallFailedError';
+}
+
+/** A call counts only when SQS took every entry: a failing way must not pass for a cheap one. */
+function landedAll(answer: unknown): void {
+  const successful = (answer as { Successful?: unknown[] } | undefined)?.Successful?.length ?? 0;
+  if (successful !== ENTRIES_PER_CALL) {
+    throw new CallFailedError(`SendMessageBatch took ${successful} of ${ENTRIES_PER_CALL} entries`);
+  }
 }
 
 function floorSender(standIn: SqsStandIn, queueUrl: string, entries: { Id: string; MessageBody: string }[]): Send {
@@ -158,7 +171,14 @@ function floorSender(standIn: SqsStandIn, queueUrl: string, entries: { Id: strin
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+          res.on('end', () => {
+            try {
+              if (res.statusCode !== 200) throw new CallFailedError(`SendMessageBatch answered ${res.statusCode}`);
+              resolve(landedAll(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+            } catch (err) {
+              reject(err);
+            }
+          });
           res.on('error', reject);
         },
       );
