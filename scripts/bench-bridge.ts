@@ -37,6 +37,7 @@ import { type BridgeConfig, parseBridgeConfig } from '../bridge/bridge-config.ts
 import { createRouteSource } from '../bridge/route-source.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
 import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../lib/rocketmq/index.ts';
+import { median, positiveInt } from './bench-support.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';
 import { brokerThreadMicros, CpuMeter } from './bridge-bench/cpu-meter.ts';
@@ -459,21 +460,9 @@ function print(f: BenchFigures): void {
   );
 }
 
-function median(values: readonly number[]): number {
-  const sorted = values.toSorted((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
 /** Nearest-rank percentile of ascending values. */
 function percentileOf(sorted: readonly number[], p: number): number {
   return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-}
-
-function positiveInt(value: string | undefined, name: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${value}`);
-  return n;
 }
 
 function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T {

@@ -23,6 +23,7 @@ import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
 import { buildEnvelope, generateSigningKey, serializeEnvelope, signEnvelope } from '../lib/rocketmq/index.ts';
+import { median, positiveInt } from './bench-support.ts';
 import { type SqsStandIn, startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
 
 const ENTRIES_PER_CALL = 10;
@@ -199,18 +200,6 @@ async function cpuPerCall(send: Send, standIn: SqsStandIn, calls: number, lanes:
   const used = process.cpuUsage(before);
   const standInUsed = (await standIn.cpuMicros()) - standInBefore;
   return Math.round((used.user + used.system - standInUsed) / (Math.ceil(calls / lanes) * lanes));
-}
-
-function median(values: readonly number[]): number {
-  const sorted = values.toSorted((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-function positiveInt(value: string | undefined, name: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${value}`);
-  return n;
 }
 
 await main();

@@ -31,6 +31,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
 import { emulatorConfig, scanTable } from '../lib/aws/index.ts';
 import { MsgIdGenerator, RetrySchedule } from '../lib/rocketmq/index.ts';
+import { positiveInt } from './bench-support.ts';
 import { createPowertoolsPointsConsumer } from './comparison/powertools-points-consumer.ts';
 import { type Emulator, startEmulator } from './emulator/emulator.ts';
 import { interceptCommands } from './instrumentation/command-interceptor.ts';
@@ -484,12 +485,6 @@ const pick = (d: VariantDetail): VariantFigures => ({
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
-}
-
-function positiveInt(value: string | undefined, name: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${value}`);
-  return n;
 }
 
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
