@@ -22,9 +22,10 @@ import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 
 /**
- * One trace from a RocketMQ 4.7.1 producer to the consumer's commit: the producer puts its
+ * A RocketMQ 4.7.1 producer's trace context, as far as it reaches: the producer puts its
  * `traceparent` in the message's properties (as OpenTelemetry's rocketmq-client-4.8 instrumentation
- * does), the real bridge forwards it in its span, and the points consumer commits in the same trace.
+ * does); the real bridge forwards the message in a trace of its own that links to the producer's
+ * span, and the points consumer commits in the bridge's trace. The producer chooses nothing in it.
  */
 const ORDER_TOPIC = 'ORDER_TOPIC';
 
@@ -43,7 +44,7 @@ afterAll(async () => {
 });
 
 describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → commit', () => {
-  it('keeps one trace id from the producer span to the commit span, for the applied order and its re-send', async () => {
+  it('runs the bridge’s trace from the forward to the commit, linked to the producer’s span, for an order and its re-send', async () => {
     // Prepare: spans of all three parties collected in memory; the consumer's queue is the bridge's target
     const exporter = new InMemorySpanExporter();
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -100,7 +101,9 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
     const byParent = (parent: ReadableSpan) =>
       spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
     const chainOf = (sent: typeof first) => {
-      const forward = spans.find((s) => s.parentSpanContext?.spanId === sent.context.spanId)!;
+      const forward = spans.find(
+        (s) => s.kind === SpanKind.PRODUCER && s.links.some((l) => l.context.spanId === sent.context.spanId),
+      )!;
       const record = byParent(forward).find((s) => s.kind === SpanKind.CONSUMER)!;
       return { forward, record, children: byParent(record) };
     };
@@ -111,8 +114,12 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
     for (const sent of [first, resend]) {
       const outcome = outcomeOf(sent.msgId);
       const { forward, record, children } = chainOf(sent);
+      // The forward is a root of the bridge's own: the producer's span is a link, never its parent.
       expect(forward).toMatchObject({ name: `${ORDER_TOPIC} forward`, kind: SpanKind.PRODUCER });
+      expect(forward.parentSpanContext).toBeUndefined();
+      expect(forward.spanContext().traceId).not.toBe(sent.context.traceId);
       expect(forward.links.map((l) => l.context.spanId)).toEqual([sent.context.spanId]);
+      expect(forward.links[0]!.context.traceState?.get('shop')).toBe('checkout');
       expect(record.links.map((l) => l.context.spanId)).toEqual([sent.context.spanId]);
       expect(record.attributes).toMatchObject({
         [SpanAttribute.outcome]: outcome,
@@ -127,11 +134,11 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
           : ['route'];
       expect(children.map((s) => s.name).sort()).toEqual(expected);
       const last = children.find((s) => s.name === (outcome === 'applied' ? 'commit' : 'route'))!;
-      for (const span of [forward, record, last]) expect(span.spanContext().traceId).toBe(sent.context.traceId);
-      expect(record.spanContext().traceState?.get('shop')).toBe('checkout');
+      for (const span of [record, last]) expect(span.spanContext().traceId).toBe(forward.spanContext().traceId);
+      // The producer's vendor state stays on the link: nothing the producer wrote travels on in the context.
+      expect(record.spanContext().traceState).toBeUndefined();
+      expect(f.reports.find((r) => r.msgId === sent.msgId)!.traceId).toBe(forward.spanContext().traceId);
     }
-    for (const sent of [first, resend])
-      expect(f.reports.find((r) => r.msgId === sent.msgId)!.traceId).toBe(sent.context.traceId);
     expect(await f.balance('u-t')).toBe(300);
   }, 180_000);
 
@@ -178,7 +185,8 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
       );
       bridge.kill('SIGTERM');
       const exit = await bridge.exited;
-      // Assess: exported by the time the drained process exits, in the producer's trace or in an X-Ray trace id
+      // Assess: exported by the time the drained process exits, each forward in a trace of the bridge's own with an
+      // X-Ray trace id
       expect(exit.code).toBe(0);
       expect(bridge.lines).toContainEqual(
         expect.objectContaining({ message: 'exporting forward spans', tracing: 'adot', endpoint: receiver.url }),
@@ -192,15 +200,17 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
       expect(withContext).toMatchObject({
         serviceName: 'rocketmq-bridge',
         name: `${ORDER_TOPIC} forward`,
-        traceId: producerSpan.spanContext().traceId,
-        parentSpanId: producerSpan.spanContext().spanId,
         links: [{ traceId: producerSpan.spanContext().traceId, spanId: producerSpan.spanContext().spanId }],
       });
+      expect(withContext).not.toHaveProperty('parentSpanId');
+      expect(withContext!.traceId).not.toBe(producerSpan.spanContext().traceId);
       expect(forwardOf(untraced)).toHaveLength(1);
       // X-Ray's trace id: its first 8 hex digits are the epoch second the trace began.
-      const epoch = Number.parseInt(withoutContext!.traceId.slice(0, 8), 16);
-      expect(epoch).toBeGreaterThanOrEqual(startedAt - 5);
-      expect(epoch).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+      for (const span of [withContext!, withoutContext!]) {
+        const epoch = Number.parseInt(span.traceId.slice(0, 8), 16);
+        expect(epoch).toBeGreaterThanOrEqual(startedAt - 5);
+        expect(epoch).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+      }
       // The envelope carries on the context of the exported span.
       // (The group starts at the topic's first offset: the earlier test's messages are forwarded too.)
       const envelopes = (await readAllMessages(f.sqs, queue.source.url))
