@@ -28,6 +28,12 @@ import { orderServiceProducer } from './support/rocketmq4-producer.ts';
  * span, and the points consumer commits in the bridge's trace. The producer chooses nothing in it.
  */
 const ORDER_TOPIC = 'ORDER_TOPIC';
+/** What the bridge process signs its span exports with, and the receiver verifies them against. */
+const TRACE_EXPORT_CREDENTIALS = {
+  accessKeyId: 'AKIATRACEEXPORTTEST1',
+  secretAccessKey: 'trace-export-test-secret-0123456789abcdef',
+  sessionToken: 'trace-export-test-session-token',
+};
 
 let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
@@ -142,10 +148,13 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
     expect(await f.balance('u-t')).toBe(300);
   }, 180_000);
 
-  it('the bridge process exports its forward spans over OTLP/HTTP to the collector endpoint, the last ones at drain', async () => {
-    // Prepare: an OTLP/HTTP receiver of the test's own where the task's collector sidecar listens in AWS, and the
-    // bridge as the task runs it (its own process, the stage's back end in TRACING_BACKEND)
-    const receiver = await startOtlpReceiver();
+  it('the bridge process sends its forward spans to the OTLP endpoint itself, SigV4-signed, the last ones at drain', async () => {
+    // Prepare: an OTLP/HTTP receiver of the test's own standing in for X-Ray's endpoint, which verifies each
+    // request's signature with the credentials the bridge process is given; the bridge as the task runs it (its
+    // own process, the stage's back end in TRACING_BACKEND, credentials from the environment as the SDK finds them)
+    const receiver = await startOtlpReceiver({
+      sigv4: { ...TRACE_EXPORT_CREDENTIALS, region: 'us-east-1', service: 'xray' },
+    });
     const f = await pointsFixture();
     const queue = f.resources.queues['point-consumer-group']!;
     const orderService = new BasicTracerProvider().getTracer('order-service');
@@ -174,7 +183,13 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
             dlqUrl: queue.deadLetter.url,
           },
         ]),
-        { TRACING_BACKEND: 'adot', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url },
+        {
+          TRACING_BACKEND: 'xray',
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url,
+          AWS_ACCESS_KEY_ID: TRACE_EXPORT_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: TRACE_EXPORT_CREDENTIALS.secretAccessKey,
+          AWS_SESSION_TOKEN: TRACE_EXPORT_CREDENTIALS.sessionToken,
+        },
       ),
     );
     try {
@@ -185,13 +200,14 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
       );
       bridge.kill('SIGTERM');
       const exit = await bridge.exited;
-      // Assess: exported by the time the drained process exits, each forward in a trace of the bridge's own with an
-      // X-Ray trace id
+      // Assess: exported, every request signed for X-Ray by the process's credentials, by the time the drained
+      // process exits; each forward in a trace of the bridge's own with an X-Ray trace id
+      expect(receiver.refusals).toEqual([]);
+      expect(receiver.verified()).toBeGreaterThan(0);
       expect(exit.code).toBe(0);
       expect(bridge.lines).toContainEqual(
-        expect.objectContaining({ message: 'exporting forward spans', tracing: 'adot', endpoint: receiver.url }),
+        expect.objectContaining({ message: 'exporting forward spans', tracing: 'xray', endpoint: receiver.url }),
       );
-      expect(receiver.refused()).toBe(0);
       const forwardOf = (msgId: string) =>
         receiver.spans.filter((s) => s.attributes[SpanAttribute.messageId] === msgId && s.name.endsWith('forward'));
       const [withContext] = forwardOf(traced);
