@@ -8,7 +8,15 @@ describe("the legacy side's throw-away servers", () => {
   let mariaDb: LocalMariaDb;
   let redis: LocalRedis;
   beforeAll(async () => {
-    [mariaDb, redis] = await Promise.all([startLocalMariaDb(), startLocalRedis()]);
+    // Each kept as soon as it is up, so that afterAll stops one whose partner failed to start.
+    await Promise.all([
+      startLocalMariaDb().then((started) => {
+        mariaDb = started;
+      }),
+      startLocalRedis().then((started) => {
+        redis = started;
+      }),
+    ]);
   }, 120_000);
   afterAll(async () => {
     await Promise.all([mariaDb?.stop(), redis?.stop()]);
