@@ -19,8 +19,10 @@ export {
   type ImportCheckpoint,
   type ImportCounts,
   importKeyOf,
+  PRIVATE_FILE_MODE,
 } from './import-checkpoint.ts';
 export {
+  IMPORT_CONTENTION,
   type ImportTarget,
   importedRecord,
   importedRecordExpiry,
@@ -37,6 +39,7 @@ export {
   type ImportProgress,
   type ImportReport,
   type LegacyImportOptions,
+  lanesOf,
   type RejectedRow,
   runLegacyImport,
 } from './legacy-import.ts';
@@ -49,7 +52,16 @@ export {
   redactedUrl,
   type SourcePage,
 } from './legacy-source.ts';
-export { legacyInstant, legacyWallClock, MissingTimeZoneError, zoneOffsetMinutes } from './legacy-time.ts';
+export {
+  earliestWallClockSince,
+  instantOfWallClock,
+  type LegacyZone,
+  legacyInstant,
+  legacyWallClock,
+  legacyZone,
+  MissingTimeZoneError,
+} from './legacy-time.ts';
+export { LEGACY_PASSWORD_VARIABLE, type LegacyTls, legacyTransport } from './legacy-transport.ts';
 export { renderCrossSystem, renderImport, renderShadowComparison } from './migration-output.ts';
 export {
   ARTICLE_KEY_TTL_SECONDS,
@@ -60,6 +72,7 @@ export {
 export {
   compareWithLegacy,
   Disagreement,
+  legacyReadSince,
   type OrderDisagreement,
   type ShadowComparison,
   type ShadowComparisonOptions,

@@ -40,6 +40,7 @@ export function renderImport(report: ImportReport, format: OutputFormat): string
           'the consumer here awarded a copy before the import: ops audit --legacy-source',
         ],
         ['conflicting', c.conflicting, 'another user or other points than what is there'],
+        ['contended', c.contended, 'TransactionConflict after every retry: nothing written, run again'],
         ['past the horizon', c.pastHorizon, 'no copy can arrive any more: nothing to write'],
         ['invalid', c.invalid, ''],
       ];

@@ -1,4 +1,4 @@
-import { appendFile, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
@@ -16,10 +16,12 @@ import {
   ImportInterruptedError,
   type ImportReport,
   importKeyOf,
+  LEGACY_PASSWORD_VARIABLE,
   LedgerMode,
   type LegacySourceSpec,
   legacySourceKind,
   openLegacySource,
+  PRIVATE_FILE_MODE,
   renderImport,
   runLegacyImport,
 } from '../../lib/migration/index.ts';
@@ -45,6 +47,7 @@ export interface MigrateImportValues {
   pattern?: string;
   since?: string;
   'time-zone'?: string;
+  'legacy-ca'?: string;
   'key-ttl'?: string;
   'accept-expired-keys'?: boolean;
   'legacy-max-reconsume-times'?: string;
@@ -107,7 +110,8 @@ export function sourceSpecOf(v: MigrateImportValues): LegacySourceSpec {
     timeZone: v['time-zone'],
     pattern: v.pattern,
     keyTtlSeconds: number(v['key-ttl'], 'key-ttl'),
-    password: process.env.LEGACY_PASSWORD,
+    password: process.env[LEGACY_PASSWORD_VARIABLE],
+    caFile: v['legacy-ca'],
     pageSize: number(v['page-size'], 'page-size'),
   };
 }
@@ -209,8 +213,11 @@ export async function migrateImport(v: MigrateImportValues, ctx: MigrateContext)
         importKey,
         concurrency: number(v.concurrency, 'concurrency'),
         // A resumed run adds to the rejects file of the run it continues; a new run starts it afresh.
+        // It names orders and users: owner only, whoever created it first.
         onBegin: async (resumed) => {
-          if (v.rejects && !resumed) await writeFile(v.rejects, '');
+          if (!v.rejects) return;
+          if (!resumed) await writeFile(v.rejects, '', { mode: PRIVATE_FILE_MODE });
+          await chmod(v.rejects, PRIVATE_FILE_MODE);
         },
         onRejected: v.rejects ? (row) => appendFile(v.rejects!, `${JSON.stringify(row)}\n`) : undefined,
         onProgress: (p) => bar.update({ table, scanned: p.read, estimatedTotal: p.estimatedTotal }),
@@ -223,7 +230,7 @@ export async function migrateImport(v: MigrateImportValues, ctx: MigrateContext)
     bar.done({ table, scanned: report.counts.read, estimatedTotal: undefined });
     ctx.print(renderImport(report, ctx.format));
     const c = report.counts;
-    return c.conflicting + c.invalid + c.awardedNatively > 0 ? 1 : 0;
+    return c.conflicting + c.invalid + c.awardedNatively + c.contended > 0 ? 1 : 0;
   } finally {
     await source.close();
   }
