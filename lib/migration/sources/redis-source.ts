@@ -40,12 +40,16 @@ export async function openRedisSource(options: RedisSourceOptions): Promise<Lega
     ...(options.url.password || options.password === undefined ? {} : { password: options.password }),
     ...(tls ? { tls } : {}),
   });
-  redis.on('error', () => undefined); // surfaced by the failing command
+  // Surfaced by the failing command; a TLS failure only here ("Connection is closed" is all connect() says).
+  let lastError: unknown;
+  redis.on('error', (error) => {
+    lastError = error;
+  });
   try {
     await redis.connect();
   } catch (error) {
     redis.disconnect();
-    throw new LegacySourceError(`cannot connect to ${redactedUrl(options.url)}: ${messageOf(error)}`);
+    throw new LegacySourceError(`cannot connect to ${redactedUrl(options.url)}: ${messageOf(lastError ?? error)}`);
   }
   const ttlMs = options.keyTtlSeconds * 1000;
   /** When the key was set: its TTL minus what remains. A key without expiry, or longer than the TTL: now. */
