@@ -133,8 +133,9 @@ Output:
 audit / reverse:
   --segments <n>           Parallel scan segments (default 4).
   --legacy-source <store>  Also every order awarded both here and in the legacy store, or to
-                           another user here (read only; --table, --map, --time-zone, --pattern
-                           as for migrate import). reverse compensates them in this ledger.
+                           another user here (read only; --table, --map, --time-zone, --pattern,
+                           --legacy-ca as for migrate import). reverse compensates them in this
+                           ledger (a moved legacy award: its entry here).
 trace:
   --mermaid                A Mermaid sequence diagram of the order's journey (for the ticket).
   --user <userId>          The order's user: the ledger is queried in that user's partition
@@ -154,6 +155,10 @@ migrate import (docs/migration.md):
                            for a store on loopback).
   --legacy-ca <pem>        The CAs the store's certificate must chain to (default: Node's
                            roots); on loopback it asks for TLS too.
+  --sha256 <hex>           An export's published checksum: another file is refused.
+  --plan <file>            --ledger moved: with --dry-run, save the awards and points per
+                           user for review; without it, import exactly that reviewed plan
+                           (refused, nothing written, if the source no longer holds it).
   --group <group>          The catalogue group whose records are written.
   --ledger moved|kept      moved: legacy awards enter the ledger and balances here too;
                            kept: dedup records only (the legacy ledger keeps its awards).
@@ -237,6 +242,7 @@ const OPTIONS = {
   since: { type: 'string' },
   'time-zone': { type: 'string' },
   'legacy-ca': { type: 'string' },
+  sha256: { type: 'string' },
   'key-ttl': { type: 'string' },
   'accept-expired-keys': { type: 'boolean' },
   'legacy-max-reconsume-times': { type: 'string' },

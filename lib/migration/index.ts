@@ -22,6 +22,17 @@ export {
   PRIVATE_FILE_MODE,
 } from './import-checkpoint.ts';
 export {
+  checkAgainstPlan,
+  checkPlanImport,
+  type ImportPlan,
+  ImportPlanError,
+  type ImportPlanUser,
+  PlanTally,
+  readImportPlan,
+  tallySource,
+  writeImportPlan,
+} from './import-plan.ts';
+export {
   IMPORT_CONTENTION,
   type ImportTarget,
   importedRecord,

@@ -53,6 +53,14 @@ export interface ImportReport {
   readonly elapsedMs: number;
   readonly rowsPerSecond: number;
   readonly peakRssBytes: number;
+  /** `--ledger moved --dry-run --plan <file>`: the plan saved for review (lib/migration/import-plan.ts). */
+  readonly plan?: {
+    readonly file: string;
+    readonly digest: string;
+    readonly awards: number;
+    readonly points: number;
+    readonly users: number;
+  };
 }
 
 export interface LegacyImportOptions {
@@ -71,6 +79,12 @@ export interface LegacyImportOptions {
   /** Called once the checkpoint is read: `resumed` says whether this run continues an interrupted one. */
   readonly onBegin?: (resumed: boolean) => Promise<void>;
   readonly onProgress?: (progress: ImportProgress) => void;
+  /** Each page's rows in the source's order, before they are written (a plan's tally). */
+  readonly onPage?: (rows: readonly LegacyRow[]) => void;
+  /** Read no further than this source position (an import plan's end). */
+  readonly upTo?: string;
+  /** When `upTo` was taken (the plan's dry run): rows after it are the delta import's, so `deltaSince` starts before it. */
+  readonly upToAt?: string;
   readonly now?: () => number;
 }
 
@@ -131,7 +145,8 @@ export async function runLegacyImport(options: LegacyImportOptions): Promise<Imp
   const report = (): ImportReport => reportOf(options, state, resumed, started, now());
   const save = (complete: boolean) => options.checkpoint?.save(checkpointOf(options.importKey, state, now(), complete));
   try {
-    for await (const page of options.source.pages(state.position)) {
+    for await (const page of options.source.pages(state.position, options.upTo)) {
+      options.onPage?.(page.rows);
       await mapLimit(lanesOf(page.rows), options.concurrency ?? 16, async (lane) => {
         for (const row of lane) await settleRow(row, options, target, state, now);
       });
@@ -318,7 +333,9 @@ function reportOf(
       importedRecordLifetimeSeconds: options.horizon.importedRecordLifetimeSeconds,
       legacy: `${options.horizon.legacy.describe()}, then the group's record TTL ${options.horizon.recordTtlSeconds}s`,
     },
-    deltaSince: new Date(Date.parse(state.startedAt) - DELTA_MARGIN_MS).toISOString(),
+    deltaSince: new Date(
+      Math.min(Date.parse(state.startedAt), Date.parse(options.upToAt ?? state.startedAt)) - DELTA_MARGIN_MS,
+    ).toISOString(),
     elapsedMs,
     rowsPerSecond: elapsedMs > 0 ? Math.round((readNow / elapsedMs) * 1000) : 0,
     // The process's high-water mark (Linux: ru_maxrss), so a peak between two samples is not missed.

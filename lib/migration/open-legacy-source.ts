@@ -18,6 +18,8 @@ export interface LegacySourceSpec {
   readonly password?: string;
   /** `--legacy-ca`: PEM file of the CAs a TLS server's certificate must chain to. */
   readonly caFile?: string;
+  /** `--sha256`: an export's checksum, checked before a row is read. */
+  readonly sha256?: string;
   readonly pageSize?: number;
 }
 
@@ -36,6 +38,8 @@ export function legacySourceKind(source: string): LegacySource['kind'] {
 
 export async function openLegacySource(spec: LegacySourceSpec): Promise<LegacySource> {
   const kind = legacySourceKind(spec.source);
+  if (spec.sha256 !== undefined && (kind === 'mysql' || kind === 'redis'))
+    throw new LegacySourceError('--sha256 checks an export file; a database has no checksum to give');
   switch (kind) {
     case 'mysql':
       return openSqlSource({
@@ -66,6 +70,7 @@ export async function openLegacySource(spec: LegacySourceSpec): Promise<LegacySo
         since: spec.since,
         timeZone: spec.timeZone,
         pageSize: spec.pageSize,
+        sha256: spec.sha256,
       });
   }
 }

@@ -15,6 +15,8 @@ export interface FileSourceOptions {
   /** The zone of times written without one; required when the export has such times. */
   readonly timeZone?: string;
   readonly pageSize?: number;
+  /** `--sha256`: the export's checksum as its producer published it; another file is refused before a row is read. */
+  readonly sha256?: string;
 }
 
 /** The export is not the file an interrupted run read: resuming it would skip or repeat rows. */
@@ -42,6 +44,7 @@ export async function openFileSource(options: FileSourceOptions): Promise<Legacy
   } catch (error) {
     throw new LegacySourceError(`cannot read ${options.path}: ${messageOf(error)}`);
   }
+  if (options.sha256 !== undefined) await checkSha256(options.path, options.sha256);
   const zone = options.timeZone === undefined ? undefined : legacyZone(options.timeZone);
   const { mapping, format } = options;
   const pageSize = options.pageSize ?? 1_000;
@@ -93,13 +96,17 @@ export async function openFileSource(options: FileSourceOptions): Promise<Legacy
     async estimateRows() {
       return undefined;
     },
-    async *pages(position): AsyncGenerator<SourcePage> {
+    async endPosition() {
+      return String((await stat(options.path)).size);
+    },
+    async *pages(position, upTo): AsyncGenerator<SourcePage> {
       const { startByte, startLine, read } = await resumeAt(options.path, position);
+      const upToByte = upTo === undefined ? undefined : Number(upTo);
       if (format === 'csv') header = await readHeader(options.path, mapping);
       let rows: LegacyRow[] = [];
       let last = { line: startLine, endByte: startByte };
       const positionAt = (endByte: number, line: number) => `${endByte}:${line}:${read.copy().digest('hex')}`;
-      for await (const { text, line, endByte } of linesOf(options.path, startByte, startLine, read)) {
+      for await (const { text, line, endByte } of linesOf(options.path, startByte, startLine, read, upToByte)) {
         last = { line, endByte };
         if ((format === 'csv' && line === 1) || text.trim() === '') continue;
         const row = parseLine(text, line);
@@ -113,6 +120,16 @@ export async function openFileSource(options: FileSourceOptions): Promise<Legacy
     },
     close: async () => undefined,
   };
+}
+
+async function checkSha256(path: string, expected: string): Promise<void> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  const actual = hash.digest('hex');
+  if (actual !== expected.trim().toLowerCase())
+    throw new LegacySourceError(
+      `${path}: its SHA-256 is ${actual}, not the ${expected} given (--sha256): this is not the export that was published`,
+    );
 }
 
 /**
@@ -185,12 +202,15 @@ async function* linesOf(
   startByte: number,
   startLine: number,
   read?: Hash,
+  upToByte?: number,
 ): AsyncGenerator<{ text: string; line: number; endByte: number }> {
+  if (upToByte !== undefined && upToByte <= startByte) return;
   let offset = startByte;
   let line = startLine;
   let rest = Buffer.alloc(0);
   for await (const chunk of createReadStream(path, {
     start: startByte,
+    ...(upToByte === undefined ? {} : { end: upToByte - 1 }),
     highWaterMark: 1 << 20,
   }) as AsyncIterable<Buffer>) {
     let buffer = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;

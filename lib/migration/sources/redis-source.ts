@@ -63,6 +63,9 @@ export async function openRedisSource(options: RedisSourceOptions): Promise<Lega
     async estimateRows() {
       return await redis.dbsize();
     },
+    async endPosition(): Promise<string> {
+      throw new LegacySourceError('a Redis SCAN has no end to plan an import to: keys carry no award to move');
+    },
     async *pages(position): AsyncGenerator<SourcePage> {
       let cursor = position ?? '0';
       do {

@@ -86,14 +86,27 @@ export async function openSqlSource(options: SqlSourceOptions): Promise<LegacySo
       );
       return rows[0]?.n === undefined || rows[0].n === null ? undefined : Number(rows[0].n);
     },
-    async *pages(position): AsyncGenerator<SourcePage> {
+    async endPosition() {
+      const [rows] = await connection.query<RowDataPacket[]>(
+        `SELECT MAX(${col(mapping.cursor)}) AS m FROM ${escapeId(mapping.table)}`,
+      );
+      return JSON.stringify(rows[0]?.m ?? null);
+    },
+    async *pages(position, upTo): AsyncGenerator<SourcePage> {
       let last: unknown = position === undefined ? undefined : JSON.parse(position);
+      const end: unknown = upTo === undefined ? undefined : JSON.parse(upTo);
+      if (end === null) return;
       for (;;) {
         const where = [
           ...(last === undefined ? [] : [`${col(mapping.cursor)} > ?`]),
+          ...(end === undefined ? [] : [`${col(mapping.cursor)} <= ?`]),
           ...(since === undefined ? [] : [`${col(mapping.time)} >= ?`]),
         ];
-        const params = [...(last === undefined ? [] : [last]), ...(since === undefined ? [] : [since])];
+        const params = [
+          ...(last === undefined ? [] : [last]),
+          ...(end === undefined ? [] : [end]),
+          ...(since === undefined ? [] : [since]),
+        ];
         let rows: RowDataPacket[];
         try {
           [rows] = await connection.query<RowDataPacket[]>(

@@ -2,7 +2,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, importLegacyAward, ops, reviewedPlan } from '../operations/operations-fixture.ts';
-import { insertLegacyAwards, mariaDbForFile, migrateImportArgs } from './migration-fixture.ts';
+import { insertLegacyAwards, mariaDbForFile, migrateImportArgs, reviewedImport } from './migration-fixture.ts';
 
 /**
  * `ops audit --legacy-source` and `ops reverse --legacy-source` against a real MariaDB: orders the
@@ -27,7 +27,7 @@ describe('ops audit / reverse --legacy-source: orders awarded in both systems', 
       { orderNo: 'SO-X1', userId: 5, points: 50 },
     ]);
     await mariaDb.db.query("DELETE FROM t_point_record WHERE order_no NOT IN ('SO-M1', 'SO-M2')");
-    expect((await ops(f, migrateImportArgs(mariaDb.url, 'moved'))).code).toBe(0);
+    expect((await ops(f, await reviewedImport(f, migrateImportArgs(mariaDb.url, 'moved')))).code).toBe(0);
     await insertLegacyAwards(mariaDb.db, [
       { orderNo: 'SO-D1', userId: 3, points: 30 },
       { orderNo: 'SO-D2', userId: 4, points: 40 },
@@ -121,7 +121,7 @@ describe('ops audit / reverse --legacy-source: orders awarded in both systems', 
     const f = await pointsFixture();
     await mariaDb.db.query('TRUNCATE t_point_record');
     await insertLegacyAwards(mariaDb.db, [{ orderNo: 'SO-Z', userId: 1, points: 10 }]);
-    expect((await ops(f, migrateImportArgs(mariaDb.url, 'moved'))).code).toBe(0);
+    expect((await ops(f, await reviewedImport(f, migrateImportArgs(mariaDb.url, 'moved')))).code).toBe(0);
     await importLegacyAward(f, {
       userId: '2',
       orderNo: 'SO-Z',

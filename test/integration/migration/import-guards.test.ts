@@ -10,7 +10,13 @@ import { injectFaults } from '../../../scripts/instrumentation/fault-injection.t
 import { startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, ops, type PointsFixture } from '../operations/operations-fixture.ts';
-import { insertLegacyAwards, mariaDbForFile, migrateImportArgs, recordsOf } from './migration-fixture.ts';
+import {
+  insertLegacyAwards,
+  mariaDbForFile,
+  migrateImportArgs,
+  recordsOf,
+  reviewedImport,
+} from './migration-fixture.ts';
 
 /**
  * What an import must never do, each against a real MariaDB (the article's table) and the
@@ -74,7 +80,7 @@ describe('ops migrate import: records the consumer wrote are never overwritten',
     ]);
 
     // Act
-    const result = await ops(f, [...importArgs('moved', '--json')]);
+    const result = await ops(f, await reviewedImport(f, importArgs('moved', '--json')));
 
     // Assess: nothing of the two orders moved; the consumer's records are still its own
     expect(result.code).toBe(1);
@@ -120,8 +126,9 @@ describe('ops migrate import --ledger moved under contention (TransactionConflic
     const { client, seen } = conflicting(f, { 'SO-TC1': 2, 'SO-TC2': Number.POSITIVE_INFINITY });
 
     // Act
-    const result = await ops(f, [...importArgs('moved', '--json')], { dynamoDb: client });
-    const table = await ops(f, importArgs('moved'), {
+    const args = await reviewedImport(f, importArgs('moved'));
+    const result = await ops(f, [...args, '--json'], { dynamoDb: client });
+    const table = await ops(f, args, {
       dynamoDb: conflicting(f, { 'SO-TC2': Number.POSITIVE_INFINITY }).client,
     });
 
@@ -164,9 +171,13 @@ describe('ops migrate import: rows of one order in one page', () => {
     });
 
     // Act
-    const result = await ops(f, [...migrateImportArgs(jsonl, 'moved', '--concurrency', '4', '--json')], {
-      dynamoDb: client,
-    });
+    const result = await ops(
+      f,
+      await reviewedImport(f, migrateImportArgs(jsonl, 'moved', '--concurrency', '4', '--json')),
+      {
+        dynamoDb: client,
+      },
+    );
 
     // Assess
     expect(result.code).toBe(1);
@@ -191,7 +202,7 @@ describe('ops migrate import: order numbers and times as the legacy store holds 
     );
 
     // Act
-    const result = await ops(f, [...importArgs('moved', '--table', 't_bigint_award', '--json')]);
+    const result = await ops(f, await reviewedImport(f, importArgs('moved', '--table', 't_bigint_award', '--json')));
 
     // Assess
     expect(result.code).toBe(0);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { createDynamoDb, emulatorConfig } from '../../../lib/aws/index.ts';
 import { type LocalRedis, startLocalRedis } from '../../../scripts/legacy/local-redis.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
-import { OpsProcess, recordsOf } from './migration-fixture.ts';
+import { OpsProcess, recordsOf, reviewedImport } from './migration-fixture.ts';
 
 /**
  * `ops migrate import` from the article's Redis variant (`SET mq:dedup:point:<orderNo> 1 NX EX
@@ -135,7 +136,7 @@ describe('ops migrate import from an export', () => {
     const csv = await scratch('t_point_record.csv');
     await writeFile(csv, `\uFEFF${header}\r\n${lines.join('\r\n')}\r\n`);
     const checkpoint = await scratch('checkpoint.json');
-    const args = [
+    const args = await reviewedImport(f, [
       'migrate',
       'import',
       '--source',
@@ -154,7 +155,7 @@ describe('ops migrate import from an export', () => {
       checkpoint,
       '--yes',
       '--json',
-    ];
+    ]);
 
     // Act
     const killed = new OpsProcess(f, args);
@@ -232,7 +233,7 @@ describe('ops migrate import from an export', () => {
     );
 
     // Act
-    const result = await ops(f, [...exportImport(jsonl, 'moved'), '--json']);
+    const result = await ops(f, await reviewedImport(f, [...exportImport(jsonl, 'moved'), '--json']));
 
     // Assess: the keys are the source's, to the last digit
     expect(result.code).toBe(0);
@@ -281,6 +282,27 @@ describe('ops migrate import from an export', () => {
     expect(edited.code).toBe(2);
     expect(edited.stderr).toMatch(/checkpoint\.json was changed after the import wrote it .*Start a new run/);
     expect((await recordsOf(f)).length).toBeLessThanOrEqual(50);
+  }, 60_000);
+
+  it('--sha256: imports the export whose checksum was published, refuses another file before reading a row', async () => {
+    // Prepare
+    const f = await pointsFixture();
+    const csv = await scratch('t_point_record.csv');
+    const text = `${header}\n1,SO-H1,1,1,2026-11-30T02:00:00Z\n`;
+    await writeFile(csv, text);
+    const published = createHash('sha256').update(text).digest('hex');
+
+    // Act
+    const tampered = await scratch('t_point_record.csv');
+    await writeFile(tampered, text.replace('SO-H1,1,1', 'SO-H1,2,1'));
+    const refused = await ops(f, [...exportImport(tampered, 'kept'), '--sha256', published]);
+    const imported = await ops(f, [...exportImport(csv, 'kept'), '--sha256', published, '--json']);
+
+    // Assess
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/its SHA-256 is [0-9a-f]{64}, not the [0-9a-f]{64} given \(--sha256\)/);
+    expect(imported.code).toBe(0);
+    expect((await recordsOf(f)).map((r) => r.key)).toEqual(['SO-H1']);
   }, 60_000);
 
   it('writes the checkpoint and the rejects file readable by their owner only (0600)', async () => {
