@@ -38,13 +38,7 @@ export class ExportChangedError extends OperationsError {
  * supported (these tables hold none), and such a line is reported as invalid.
  */
 export async function openFileSource(options: FileSourceOptions): Promise<LegacySource> {
-  let size: number;
-  try {
-    size = (await stat(options.path)).size;
-  } catch (error) {
-    throw new LegacySourceError(`cannot read ${options.path}: ${messageOf(error)}`);
-  }
-  if (options.sha256 !== undefined) await checkSha256(options.path, options.sha256);
+  const size = await checkedSize(options);
   const zone = options.timeZone === undefined ? undefined : legacyZone(options.timeZone);
   const { mapping, format } = options;
   const pageSize = options.pageSize ?? 1_000;
@@ -120,6 +114,18 @@ export async function openFileSource(options: FileSourceOptions): Promise<Legacy
     },
     close: async () => undefined,
   };
+}
+
+/** The export's size, once it is known to be the file `--sha256` names (when given). */
+async function checkedSize(options: FileSourceOptions): Promise<number> {
+  let size: number;
+  try {
+    size = (await stat(options.path)).size;
+  } catch (error) {
+    throw new LegacySourceError(`cannot read ${options.path}: ${messageOf(error)}`);
+  }
+  if (options.sha256 !== undefined) await checkSha256(options.path, options.sha256);
+  return size;
 }
 
 async function checkSha256(path: string, expected: string): Promise<void> {

@@ -40,32 +40,7 @@ export interface SqlSourceOptions {
  */
 export async function openSqlSource(options: SqlSourceOptions): Promise<LegacySource> {
   const { url, mapping } = options;
-  const tls = legacyTransport(url, options.caFile);
-  let connection: Connection;
-  try {
-    connection = await createConnection({
-      host: url.hostname,
-      port: url.port ? Number(url.port) : 3306,
-      user: decodeURIComponent(url.username),
-      password: url.password ? decodeURIComponent(url.password) : options.password,
-      database: decodeURIComponent(url.pathname.slice(1)),
-      // BIGINT user ids and cursors as text: no digits lost above 2^53. DATETIME as written.
-      supportBigNumbers: true,
-      bigNumberStrings: true,
-      dateStrings: true,
-      connectTimeout: 10_000,
-      ...(tls ? { ssl: { ...tls, verifyIdentity: true } } : {}),
-    });
-  } catch (error) {
-    throw new LegacySourceError(`cannot connect to ${redactedUrl(url)}: ${messageOf(error)}`);
-  }
-  let zone: LegacyZone;
-  try {
-    zone = options.timeZone === undefined ? await serverZone(connection) : legacyZone(options.timeZone);
-  } catch (error) {
-    await connection.end().catch(() => undefined);
-    throw error;
-  }
+  const { connection, zone } = await connect(options);
   const pageSize = options.pageSize ?? 1_000;
   const col = (name: string | undefined) => (name === undefined ? 'NULL' : escapeId(name));
   const select =
@@ -97,21 +72,19 @@ export async function openSqlSource(options: SqlSourceOptions): Promise<LegacySo
       const end: unknown = upTo === undefined ? undefined : JSON.parse(upTo);
       if (end === null) return;
       for (;;) {
-        const where = [
-          ...(last === undefined ? [] : [`${col(mapping.cursor)} > ?`]),
-          ...(end === undefined ? [] : [`${col(mapping.cursor)} <= ?`]),
-          ...(since === undefined ? [] : [`${col(mapping.time)} >= ?`]),
-        ];
-        const params = [
-          ...(last === undefined ? [] : [last]),
-          ...(end === undefined ? [] : [end]),
-          ...(since === undefined ? [] : [since]),
-        ];
+        const conditions = (
+          [
+            [`${col(mapping.cursor)} > ?`, last],
+            [`${col(mapping.cursor)} <= ?`, end],
+            [`${col(mapping.time)} >= ?`, since],
+          ] as const
+        ).filter(([, value]) => value !== undefined);
+        const where = conditions.length ? ` WHERE ${conditions.map(([clause]) => clause).join(' AND ')}` : '';
         let rows: RowDataPacket[];
         try {
           [rows] = await connection.query<RowDataPacket[]>(
-            `${select}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY ${col(mapping.cursor)} LIMIT ${pageSize}`,
-            params,
+            `${select}${where} ORDER BY ${col(mapping.cursor)} LIMIT ${pageSize}`,
+            conditions.map(([, value]) => value),
           );
         } catch (error) {
           throw new LegacySourceError(`reading ${mapping.table} failed: ${messageOf(error)}`);
@@ -125,6 +98,37 @@ export async function openSqlSource(options: SqlSourceOptions): Promise<LegacySo
     },
     close: () => connection.end().catch(() => undefined),
   };
+}
+
+/** The connection (over TLS off loopback: lib/migration/legacy-transport.ts) and the zone its DATETIMEs are in. */
+async function connect(options: SqlSourceOptions): Promise<{ connection: Connection; zone: LegacyZone }> {
+  const { url } = options;
+  const tls = legacyTransport(url, options.caFile);
+  let connection: Connection;
+  try {
+    connection = await createConnection({
+      host: url.hostname,
+      port: url.port ? Number(url.port) : 3306,
+      user: decodeURIComponent(url.username),
+      password: url.password ? decodeURIComponent(url.password) : options.password,
+      database: decodeURIComponent(url.pathname.slice(1)),
+      // BIGINT user ids and cursors as text: no digits lost above 2^53. DATETIME as written.
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      dateStrings: true,
+      connectTimeout: 10_000,
+      ...(tls ? { ssl: { ...tls, verifyIdentity: true } } : {}),
+    });
+  } catch (error) {
+    throw new LegacySourceError(`cannot connect to ${redactedUrl(url)}: ${messageOf(error)}`);
+  }
+  try {
+    const zone = options.timeZone === undefined ? await serverZone(connection) : legacyZone(options.timeZone);
+    return { connection, zone };
+  } catch (error) {
+    await connection.end().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** The WHERE clause compares wall-clock text, a superset around a change of offset: the exact cut is per row. */
