@@ -33,7 +33,6 @@ export {
   writeImportPlan,
 } from './import-plan.ts';
 export {
-  IMPORT_CONTENTION,
   type ImportTarget,
   importedRecord,
   importedRecordExpiry,
@@ -50,7 +49,6 @@ export {
   type ImportProgress,
   type ImportReport,
   type LegacyImportOptions,
-  lanesOf,
   type RejectedRow,
   runLegacyImport,
 } from './legacy-import.ts';
@@ -64,15 +62,13 @@ export {
   type SourcePage,
 } from './legacy-source.ts';
 export {
-  earliestWallClockSince,
-  instantOfWallClock,
   type LegacyZone,
   legacyInstant,
   legacyWallClock,
   legacyZone,
   MissingTimeZoneError,
 } from './legacy-time.ts';
-export { LEGACY_PASSWORD_VARIABLE, type LegacyTls, legacyTransport } from './legacy-transport.ts';
+export { LEGACY_PASSWORD_VARIABLE } from './legacy-transport.ts';
 export { renderCrossSystem, renderImport, renderShadowComparison } from './migration-output.ts';
 export {
   ARTICLE_KEY_TTL_SECONDS,
