@@ -24,15 +24,18 @@ export {
 } from './delivery-lifetimes.ts';
 export { isLoopbackUrl } from './loopback-url.ts';
 export {
+  assertCatalogueEntry,
   assertOrderingFits,
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
+  catalogue,
   consumerGroup,
   DLQ_RETENTION_DAYS,
   deadLetterQueueName,
   FIFO_QUEUE_ATTRIBUTES,
   functionLogGroupName,
   type GroupTuning,
+  InvalidCatalogueEntryError,
   lambdaLogGroupName,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
@@ -40,6 +43,8 @@ export {
   queueName,
   recordId,
   recordIdPrefix,
+  STRATEGY_TABLES,
+  type StrategyName,
   signingKeySecretName,
   TABLE_ENV,
   TABLES,
