@@ -7,11 +7,13 @@
 import { parseArgs } from 'node:util';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { INCIDENT_ORDER, incidentScenario } from './local/incident-scenario.ts';
-import { orderTraceSections, shippingText } from './local/incident-trace.ts';
+
 import { HandlerModuleError } from './local/local-consumers.ts';
 import { LocalRunConfigError, runLocalPipeline } from './local/local-pipeline.ts';
+import { LocalSigningKey } from './local/local-signing-key.ts';
 import { ProgressDisplay } from './local/progress-display.ts';
-import { type ReportContext, renderReport, runSummary } from './local/replay-report.ts';
+import { type ReportContext, runSummary } from './local/replay-report.ts';
+import { readableReport } from './local/run-report.ts';
 import { InvalidTimeScaleError } from './local/time-scale.ts';
 import { readTrafficFile, TrafficFileError } from './local/traffic-file.ts';
 
@@ -36,6 +38,7 @@ const USAGE = `Usage: npm start -- [options]
   --log-level <level>         consumer log level printed on the console (Powertools; default SILENT);
                               INFO and up is shipped to the emulator's CloudWatch Logs either way
   --no-function-logs          do not ship the consumers' log lines (and skip the closing ops trace)
+  --full-trace                print the closing ops trace of the incident's order whole, per group
   -h, --help`;
 
 class UsageError extends Error {
@@ -62,6 +65,7 @@ function parse() {
       prefix: { type: 'string' },
       'log-level': { type: 'string' },
       'no-function-logs': { type: 'boolean', default: false },
+      'full-trace': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -81,6 +85,7 @@ function parse() {
     prefix: values.prefix,
     logLevel: values['log-level'] ?? 'SILENT',
     functionLogs: !values['no-function-logs'],
+    fullTrace: values['full-trace'],
     groups: values.groups
       ?.split(',')
       .map((g) => g.trim())
@@ -112,15 +117,18 @@ async function main(): Promise<number> {
   process.env.POWERTOOLS_LOG_LEVEL = args.logLevel;
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 
+  // The run's envelope signing key: the scenario is judged as its bridge puts it on the queues, signed.
+  const signing = new LocalSigningKey();
   const scenario = args.events ? undefined : incidentScenario({ seed: args.seed });
   const file = args.events ? await readTrafficFile(args.events) : undefined;
   const context: ReportContext = file
     ? { title: `Replay of ${args.events}`, phases: [{ name: 'replay', messages: file.messages }], input: file.account }
-    : { title: scenario!.title, phases: scenario!.phases, focusOrderNo: scenario!.focusOrderNo };
+    : { title: scenario!.title, phases: signing.signed(scenario!.phases), focusOrderNo: scenario!.focusOrderNo };
 
   const progress = new ProgressDisplay();
   const run = await runLocalPipeline({
     phases: context.phases,
+    signing,
     crashes: scenario?.crashes,
     groups: args.groups,
     consumers: args.consumers,
@@ -149,24 +157,25 @@ async function main(): Promise<number> {
 
   const { result } = run;
   process.stdout.write(
-    args.json ? `${JSON.stringify(runSummary(result, file?.account))}\n` : `${renderReport(result, context)}\n`,
+    args.json
+      ? `${JSON.stringify(runSummary(result, file?.account))}\n`
+      : await readableReport(result, context, {
+          crashes: scenario?.crashes,
+          ...(scenario
+            ? { facts: { incident: INCIDENT_ORDER }, trace: { order: INCIDENT_ORDER, full: args.fullTrace } }
+            : {}),
+        }),
   );
-  if (!args.json && result.logShipping) {
-    process.stdout.write(`\n${shippingText(result.logShipping)}\n`);
-    if (scenario)
-      process.stdout.write(
-        `\nThe incident's order, as an operator traces it (ops trace, per consumer group):\n${await orderTraceSections(result, INCIDENT_ORDER)}\n`,
-      );
-  }
 
   if (args.keep) {
     const r = result.resources;
     const lines = [
       '',
       `Emulator kept running at ${result.endpoint} (Ctrl-C stops it and discards its data).`,
-      `  export AWS_ENDPOINT_URL=${result.endpoint} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local`,
-      `  aws sqs list-queues --queue-name-prefix ${r.prefix}`,
-      `  aws dynamodb scan --table-name ${r.tables.ledger}`,
+      `  export AWS_ENDPOINT_URL=${result.endpoint} AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local`,
+      '  (the AWS CLI v1 reads neither AWS_REGION nor AWS_ENDPOINT_URL: hence AWS_DEFAULT_REGION and --endpoint-url)',
+      `  aws --endpoint-url ${result.endpoint} sqs list-queues --queue-name-prefix ${r.prefix}`,
+      `  aws --endpoint-url ${result.endpoint} dynamodb scan --table-name ${r.tables.ledger}`,
       `  re-run against it: npm start -- --endpoint ${result.endpoint} [--events file.jsonl]`,
       ...Object.entries(r.tables).map(([k, name]) => `  table ${k}: ${name}`),
       ...Object.entries(r.queues).flatMap(([g, q]) => [`  ${g}: ${q.source.url}`, `  ${g} DLQ: ${q.deadLetter.url}`]),
