@@ -174,7 +174,8 @@ function protectStacks(stage: ConsumerStage, partition: string): pipelines.CodeB
   });
 }
 
-function stageProps(stage: StageSettings, runbookUrl: string) {
+/** A stage's settings as the props of its consumers' stack: the pipeline's stages and a sandbox alike. */
+export function stageProps(stage: StageSettings, runbookUrl: string) {
   return {
     env: { account: stage.account, region: stage.region },
     consumers: {

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
+import { InvalidCatalogueEntryError } from '../lib/config/index.ts';
 import { INCIDENT_ORDER, incidentScenario } from './local/incident-scenario.ts';
 
 import { HandlerModuleError } from './local/local-consumers.ts';
@@ -197,7 +198,11 @@ main().then(
   },
   (error: unknown) => {
     const badArgument = error instanceof LocalRunConfigError || error instanceof InvalidTimeScaleError;
-    const known = badArgument || error instanceof TrafficFileError || error instanceof HandlerModuleError;
+    const known =
+      badArgument ||
+      error instanceof TrafficFileError ||
+      error instanceof HandlerModuleError ||
+      error instanceof InvalidCatalogueEntryError;
     process.stderr.write(
       `local run failed: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`,
     );

@@ -267,7 +267,7 @@ function duplicatesSection(result: LocalRunResult, labels: CopyLabels, focusOrde
   );
   const focus = all.length - dupes.length;
   return [
-    `Duplicates suppressed: ${all.length} deliveries, by why they came → what the consumer found${focus > 0 ? ` (${focus} of the followed order: with it)` : ''}`,
+    `Duplicates suppressed: ${all.length} deliveries, by why they came → what the consumer found${focus > 0 ? ` (and the followed order's ${focus}, above and in its trace)` : ''}`,
     ...kinds.slice(0, MAX_LISTED).map(([why, n]) => `  ${String(n).padStart(5)} × ${why}`),
     ...(kinds.length > MAX_LISTED ? [`  … ${kinds.length - MAX_LISTED} more kinds`] : []),
   ];

@@ -1,9 +1,9 @@
 import { createDynamoDb, createSqs } from '../../lib/aws/index.ts';
 import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
-import { type ChaosMessage, orderNoOf } from '../chaos/chaos-plugin.ts';
+import { type ChaosMessage, orderNoOf, UnexpectedFactError } from '../chaos/chaos-plugin.ts';
 import { groupsUnderTest } from '../chaos/groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from '../chaos/invariants.ts';
-import { loadChaosPlugins } from '../chaos/plugin-discovery.ts';
+import { loadChaosPlugins, MissingChaosPluginError } from '../chaos/plugin-discovery.ts';
 import type { Delivery } from './delivery-account.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
@@ -70,14 +70,26 @@ export async function judgeRun(
   const messages = run.phases.flatMap((p) => p.messages);
   const factual = messages.length > 0 && messages.every((m): m is ChaosMessage => 'fact' in m);
   return {
-    ...(factual
-      ? { invariants: await judgeGroups(result, run.phases, run.definitions) }
-      : { notJudged: PLUG_INS_NEED_FACTS }),
+    ...(factual ? await judgedGroups(result, run.phases, run.definitions) : { notJudged: PLUG_INS_NEED_FACTS }),
     ...(run.focusOrderNo && factual
       ? { focus: focusVerdict(result, messages as ChaosMessage[], run.focusOrderNo) }
       : {}),
     injected: (run.crashes ?? []).map((crash) => injectedCrash(result.account.deliveries, crash)),
   };
+}
+
+/** The plug-ins' verdict, or why there is none: a plug-in that refuses the run (a fact it has no expectation for) says so. */
+async function judgedGroups(
+  result: LocalRunResult,
+  phases: readonly TrafficPhase[],
+  catalogue: readonly ConsumerGroupDefinition[],
+): Promise<Pick<RunVerdict, 'invariants' | 'notJudged'>> {
+  try {
+    return { invariants: await judgeGroups(result, phases, catalogue) };
+  } catch (error) {
+    if (!(error instanceof UnexpectedFactError || error instanceof MissingChaosPluginError)) throw error;
+    return { notJudged: `the chaos plug-ins could not judge this run: ${error.message}` };
+  }
 }
 
 async function judgeGroups(
