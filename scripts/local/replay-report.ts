@@ -146,7 +146,7 @@ export function renderReport(
   const labels = labelsOf(context.phases);
   const sections = [
     [context.title, '='.repeat(Math.min(100, context.title.length))],
-    context.verdict ? verdictBlock(result, context.verdict, context.facts ?? {}) : [],
+    context.verdict ? verdictBlock(context.verdict, context.facts ?? {}, result.captureTimes) : [],
     runSettings(result),
     context.input ? inputSection(context.input) : [],
     deliveredSection(result, summary, context.verdict),

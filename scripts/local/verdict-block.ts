@@ -1,5 +1,4 @@
 import type { GroupInvariantReport, InvariantReport } from '../chaos/invariants.ts';
-import type { LocalRunResult } from './local-pipeline.ts';
 import { textTable } from './report-text.ts';
 import type { FocusVerdict, InjectedCrash, RunVerdict } from './run-verdict.ts';
 
@@ -28,15 +27,15 @@ export interface VerdictFacts {
  * in on purpose, and a replayed capture's times. A reader who stops here knows the outcome.
  */
 export function verdictBlock(
-  result: LocalRunResult & { readonly captureTimes?: CaptureTimesReadout },
   verdict: RunVerdict,
   facts: VerdictFacts,
+  captureTimes: CaptureTimesReadout | undefined,
 ): string[] {
   const out = [`Verdict: ${headline(verdict.invariants)}`];
   if (verdict.focus) out.push(...focusLines(verdict.focus, facts));
   out.push(...(verdict.invariants ? invariantLines(verdict.invariants) : [`  Not judged: ${verdict.notJudged}.`]));
   out.push(...injectedLines(verdict.injected, verdict.invariants));
-  if (result.captureTimes) out.push(`  ${captureTimesLine(result.captureTimes)}`);
+  if (captureTimes) out.push(`  ${captureTimesLine(captureTimes)}`);
   return out;
 }
 
@@ -53,10 +52,10 @@ function focusLines(focus: FocusVerdict, facts: VerdictFacts): string[] {
   const incident = facts.incident;
   if (focus.ledger && incident) {
     const { entries, points, userIds } = focus.ledger;
-    const who = userIds.length === 1 ? `User ${userIds[0]}` : `Users ${userIds.join(', ') || '(none)'}`;
-    const times = entries === 1 ? 'once' : `${entries} times`;
+    const who = userIds.length > 1 ? `Users ${userIds.join(', ')} were` : `User ${userIds[0] ?? incident.userId} was`;
+    const award = entries === 0 ? 'never awarded' : `awarded ${points} points ${timesWord(entries)}`;
     out.push(
-      `  ${who} was awarded ${points} points ${times} for ${focus.orderNo} (${entries} ledger entr${entries === 1 ? 'y' : 'ies'}); the incident awarded ${incident.incidentAwarded}.`,
+      `  ${who} ${award} for ${focus.orderNo} (${entries} ledger entr${entries === 1 ? 'y' : 'ies'}); the incident awarded ${incident.incidentAwarded}.`,
     );
   }
   out.push(`  The order came as: ${focus.copies.join('; ')}.`);
@@ -72,7 +71,7 @@ function focusLines(focus: FocusVerdict, facts: VerdictFacts): string[] {
   return out;
 }
 
-const timesWord = (n: number) => (n === 1 ? 'once' : n === 2 ? 'twice' : `${n} times`);
+const timesWord = (n: number) => (n === 0 ? 'never' : n === 1 ? 'once' : n === 2 ? 'twice' : `${n} times`);
 
 function invariantLines(invariants: InvariantReport): string[] {
   const out = [
