@@ -4,6 +4,7 @@ import { type ChaosMessage, orderNoOf, UnexpectedFactError } from '../chaos/chao
 import { groupsUnderTest } from '../chaos/groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from '../chaos/invariants.ts';
 import { loadChaosPlugins, MissingChaosPluginError } from '../chaos/plugin-discovery.ts';
+import type { ChaosPhase } from '../chaos/workload.ts';
 import type { Delivery } from './delivery-account.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
@@ -67,21 +68,37 @@ export async function judgeRun(
     focusOrderNo?: string;
   },
 ): Promise<RunVerdict> {
-  const messages = run.phases.flatMap((p) => p.messages);
-  const factual = messages.length > 0 && messages.every((m): m is ChaosMessage => 'fact' in m);
+  const phases = factualPhases(run.phases);
   return {
-    ...(factual ? await judgedGroups(result, run.phases, run.definitions) : { notJudged: PLUG_INS_NEED_FACTS }),
-    ...(run.focusOrderNo && factual
-      ? { focus: focusVerdict(result, messages as ChaosMessage[], run.focusOrderNo) }
+    ...(phases ? await judgedGroups(result, phases, run.definitions) : { notJudged: PLUG_INS_NEED_FACTS }),
+    ...(run.focusOrderNo && phases
+      ? {
+          focus: focusVerdict(
+            result,
+            phases.flatMap((p) => p.messages),
+            run.focusOrderNo,
+          ),
+        }
       : {}),
     injected: (run.crashes ?? []).map((crash) => injectedCrash(result.account.deliveries, crash)),
   };
 }
 
+/** The phases as the chaos plug-ins take them, when every message says what it stands for. */
+function factualPhases(phases: readonly TrafficPhase[]): ChaosPhase[] | undefined {
+  const factual: ChaosPhase[] = [];
+  for (const phase of phases) {
+    const messages = phase.messages.filter((m): m is ChaosMessage => 'fact' in m);
+    if (messages.length < phase.messages.length) return undefined;
+    factual.push({ ...phase, messages });
+  }
+  return factual.some((p) => p.messages.length > 0) ? factual : undefined;
+}
+
 /** The plug-ins' verdict, or why there is none: a plug-in that refuses the run (a fact it has no expectation for) says so. */
 async function judgedGroups(
   result: LocalRunResult,
-  phases: readonly TrafficPhase[],
+  phases: readonly ChaosPhase[],
   catalogue: readonly ConsumerGroupDefinition[],
 ): Promise<Pick<RunVerdict, 'invariants' | 'notJudged'>> {
   try {
@@ -94,12 +111,12 @@ async function judgedGroups(
 
 async function judgeGroups(
   result: LocalRunResult,
-  phases: readonly TrafficPhase[],
+  phases: readonly ChaosPhase[],
   catalogue: readonly ConsumerGroupDefinition[],
 ): Promise<InvariantReport> {
   const definitions = catalogue.filter((d) => result.groups.includes(d.group));
   const plugins = await loadChaosPlugins(definitions);
-  const workload = { seed: result.settings.seed, messages: 0, phases: phases as never, compositions: {} };
+  const workload = { seed: result.settings.seed, messages: 0, phases, compositions: {} };
   const dynamoDb = createDynamoDb(result.resources.aws);
   const sqs = createSqs(result.resources.aws);
   try {
