@@ -17,6 +17,7 @@ import {
 } from '../../lib/config/index.ts';
 import type { ConsumerHandler } from '../../lib/consumer/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
+import { type CaptureTimes, withCaptureTimes } from './capture-times.ts';
 import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';
 import { FunctionLogShipper, lambdaLogStreamName, ShippingLogger } from './function-log-shipping.ts';
@@ -82,6 +83,12 @@ export interface LocalPipelineOptions {
    * seed their own. Returns how many items it wrote.
    */
   seedTables?: (dynamoDb: DynamoDBDocumentClient, tables: LocalResources['tables']) => Promise<number>;
+  /**
+   * A replay of captured traffic: `rebased` moves every envelope's store and born times so the
+   * capture's latest is the moment the replay begins, `as-captured` keeps them (`CaptureTimes`).
+   * Default: the traffic is sent as given, and the result says nothing of its times.
+   */
+  captureTimes?: CaptureTimes['mode'];
   /** Use a running emulator instead of starting one. */
   endpoint?: string;
   /**
@@ -168,6 +175,8 @@ export interface LocalRunResult {
   readonly seededOrders: number;
   /** With `functionLogs`: what shipping the log lines cost. */
   readonly logShipping?: LogShippingAccount;
+  /** With `captureTimes`: how the capture's times were sent. */
+  readonly captureTimes?: CaptureTimes;
 }
 
 export interface LogShippingAccount {
@@ -208,9 +217,11 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
   try {
     const stage = await openStage(options, { catalogue, registrations, settings }, cleanups);
     const consumers = await startConsumers(options, stage, registrations, settings);
-    const traffic = await replayTraffic(options, { stage, consumers, definitions, settings, started });
+    const times = options.captureTimes && withCaptureTimes(options.phases, options.captureTimes, Date.now());
+    const phases = times?.phases ?? options.phases;
+    const traffic = await replayTraffic(options, phases, { stage, consumers, definitions, settings, started });
     const result = await readOutcome(options, { stage, consumers, traffic, settings, started });
-    return { result, close };
+    return { result: times ? { ...result, captureTimes: times.captureTimes } : result, close };
   } catch (error) {
     await close();
     throw error;
@@ -386,6 +397,7 @@ interface TrafficOutcome {
 /** Sends the phases through the bridge, each once the run is quiet if it asks to, then waits for quiet. */
 async function replayTraffic(
   options: LocalPipelineOptions,
+  phases: readonly TrafficPhase[],
   run: {
     stage: Stage;
     consumers: Consumers;
@@ -396,7 +408,7 @@ async function replayTraffic(
 ): Promise<TrafficOutcome> {
   const { stage, consumers, settings, started } = run;
   const { pools, occupancy, account } = consumers;
-  const toEnqueue = options.phases.reduce((n, p) => n + p.messages.length, 0);
+  const toEnqueue = phases.reduce((n, p) => n + p.messages.length, 0);
   const deadline = started + (options.maxRunMs ?? defaultMaxRunMs(toEnqueue * stage.groups.length));
   const bridge = new LocalBridge(
     stage.sqs,
@@ -409,7 +421,7 @@ async function replayTraffic(
     deadline,
     consumers.signing,
   );
-  let phase = options.phases[0]?.name ?? '';
+  let phase = phases[0]?.name ?? '';
   const progress = () => {
     const total = account.total();
     options.onProgress?.({
@@ -431,16 +443,16 @@ async function replayTraffic(
   const ticker = setInterval(progress, 500);
   let completed = true;
   try {
-    for (const [i, p] of options.phases.entries()) {
+    for (const [i, p] of phases.entries()) {
       if (p.afterQuiet && !(await quiet.wait())) {
         completed = false;
-        bridge.skip(options.phases.slice(i).flatMap((q) => q.messages));
+        bridge.skip(phases.slice(i).flatMap((q) => q.messages));
         break;
       }
       phase = p.name;
       if (!(await bridge.send(p.messages))) {
         completed = false;
-        bridge.skip(options.phases.slice(i + 1).flatMap((q) => q.messages));
+        bridge.skip(phases.slice(i + 1).flatMap((q) => q.messages));
         break;
       }
     }
