@@ -10,7 +10,7 @@ import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { BrokerProbe } from './support/broker-probe.ts';
-import { legacyGroupConsumer } from './support/legacy-group-consumer.ts';
+import { closeLegacyConsumer, legacyGroupConsumer } from './support/legacy-group-consumer.ts';
 import { until } from './support/master-slave-switchover.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 
@@ -50,15 +50,33 @@ afterAll(async () => {
   await rocketMq?.stop();
 });
 
+/** Where each message `send` sent was stored, by msgId. */
+const placed = new Map<string, { queueId: number; queueOffset: number }>();
+
 async function send(topic: string, tag: string, count: number): Promise<string[]> {
   const sent: string[] = [];
   for (let i = 0; i < count; i++) {
     const message = new Message(topic, tag, JSON.stringify({ orderNo: `SO-${randomUUID().slice(0, 8)}` }));
     message.properties.UNIQ_KEY = ids.next();
-    await producer!.send(message);
+    const result = await producer!.send(message);
+    // ali-ons reads the queue id from the response header as text.
+    placed.set(message.properties.UNIQ_KEY, {
+      queueId: Number(result.messageQueue.queueId),
+      queueOffset: result.queueOffset,
+    });
     sent.push(message.properties.UNIQ_KEY);
   }
   return sent;
+}
+
+/** The topic's queue ends once its queues hold every message of `sent` (see BrokerProbe.maxOffsetsHolding). */
+function queueEndsAfter(sent: readonly string[]): Promise<number[]> {
+  return probe!.maxOffsetsHolding(
+    rocketMq!.brokerAddr,
+    TOPIC,
+    QUEUE_IDS,
+    sent.map((id) => placed.get(id)!),
+  );
 }
 
 function routeOptions(group: string) {
@@ -101,7 +119,7 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     // Prepare: the legacy consumers consumed what was sent so far, and committed on queues 0 and 1 only
     const group = `legacy-points-${randomUUID().slice(0, 6)}`;
     const before = await send(TOPIC, 'PAID', 8);
-    const consumedUpTo = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    const consumedUpTo = await queueEndsAfter(before);
     await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, consumedUpTo.slice(0, 2));
 
     // Act
@@ -151,7 +169,7 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     const atStart = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
     await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, atStart.slice(0, 1));
     const before = await send(TOPIC, 'PAID', 12);
-    const atInstant = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    const atInstant = await queueEndsAfter(before);
     // Store times are in milliseconds; the pauses keep the instant clear of both sends.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     const instant = new Date().toISOString();
@@ -251,7 +269,7 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     await until('the legacy consumer sent both back', async () => (sentBack >= 2 ? true : undefined), 30_000);
     // The client moves its offsets past the originals only after logging the send-back.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    await legacy.close();
+    await closeLegacyConsumer(legacy, probe!, rocketMq!.brokerAddr);
     const retryTopic = `%RETRY%${group}`;
     await until(
       'both retries stored in the retry topic (after the 10 s delay)',
