@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type ClientLogger, Consumer, type Message, type MessageHandler, type MessageQueue, Producer } from 'ali-ons';
-import { TagExpression } from '../lib/rocketmq/index.ts';
+import { excerpt, TagExpression } from '../lib/rocketmq/index.ts';
 import { StartWithoutOffset } from './bridge-config.ts';
 import { describeError } from './forward-target.ts';
 import {
@@ -179,6 +179,23 @@ export class ForeignRetryError extends Error {
   }
 }
 
+/**
+ * What the route says of a `%RETRY%<group>` message of a tag its expression does not match (the
+ * group's previous consumers subscribed more tags): it is forwarded, as RocketMQ hands a group
+ * every retry, and the consumer classifies it by its own expression.
+ */
+function unsubscribedTagRetry(
+  route: Pick<RemotingRouteConsumerOptions, 'consumerGroup' | 'tagExpression'>,
+  msg: Message,
+) {
+  const msgId = msg.properties?.UNIQ_KEY || msg.msgId;
+  return (
+    `%RETRY%${route.consumerGroup} holds message ${msgId} of tag ${msg.tags ? excerpt(msg.tags) : '(none)'}, which the ` +
+    `route's tag expression ${route.tagExpression} does not match: forwarded, as RocketMQ hands a consumer group its ` +
+    `retries whatever their tag; the consumer counts it as filtered unless its own expression matches`
+  );
+}
+
 export class RemotingRouteConsumer implements MessageSource {
   readonly #options: RemotingRouteConsumerOptions;
   readonly #tags: TagExpression;
@@ -328,8 +345,14 @@ export class RemotingRouteConsumer implements MessageSource {
       );
       return new Promise(() => undefined);
     }
-    // Filtered on the broker by tag hash; an untagged message passes that filter but matches only `*`.
-    if (!this.#tags.matches(msg.tags || undefined)) return Promise.resolve();
+    if (!this.#tags.matches(msg.tags || undefined)) {
+      // The topic's queues are filtered on the broker by tag hash; an untagged message passes that filter but matches
+      // only `*`, and a hash collision passes it too: the group does not subscribe to either.
+      if (msg.topic === topic) return Promise.resolve();
+      // `%RETRY%<group>` is subscribed with `*`, by this client and by RocketMQ's own: a retry goes to the group's
+      // consumer whatever its tag. Acknowledging it here would lose what a consumer of a wider expression sent back.
+      this.#options.logger.warn('%s', unsubscribedTagRetry(this.#options, msg));
+    }
     if (this.#stopped) return new Promise(() => undefined);
     return new Promise((resolve) => {
       const pending = new PendingDelivery(resolve);

@@ -10,6 +10,7 @@ import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { BrokerProbe } from './support/broker-probe.ts';
+import { sendWithJavaClient } from './support/java-producer.ts';
 import { closeLegacyConsumer, legacyGroupConsumer } from './support/legacy-group-consumer.ts';
 import { until } from './support/master-slave-switchover.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
@@ -21,6 +22,8 @@ import { orderServiceProducer } from './support/rocketmq4-producer.ts';
  */
 const TOPIC = 'TAKEOVER_TOPIC';
 const OTHER_TOPIC = 'OTHER_TOPIC';
+/** One queue, so that the broker's search by time runs over this file's messages alone. */
+const ONE_QUEUE_TOPIC = 'ONE_QUEUE_TOPIC';
 const QUEUE_IDS = [0, 1, 2, 3];
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 /** ali-ons' offset store, into which a test injects a failed read-back (no broker fails one on demand). */
@@ -38,6 +41,7 @@ beforeAll(async () => {
     topics: [
       { name: TOPIC, queues: QUEUE_IDS.length },
       { name: OTHER_TOPIC, queues: 1 },
+      { name: ONE_QUEUE_TOPIC, queues: 1 },
     ],
   });
   producer = await orderServiceProducer(rocketMq.namesrvAddr);
@@ -206,6 +210,46 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     expect(committedAtStart.every((offset) => offset! >= atInstant[3]!)).toBe(true);
   }, 120_000);
 
+  it('starts a queue taken over at a timestamp at the first of several messages stored in that millisecond, never later', async () => {
+    // Prepare: one message, then five in one batch (one store timestamp), then one more, a second apart
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 1_100));
+    const one = (tag: string) => ({ topic: ONE_QUEUE_TOPIC, tags: tag, keys: tag, body: Buffer.from(tag) });
+    const [earlier] = await sendWithJavaClient(rocketMq!.namesrvAddr, [one('EARLIER')]);
+    await pause();
+    const batch = await sendWithJavaClient(
+      rocketMq!.namesrvAddr,
+      ['B1', 'B2', 'B3', 'B4', 'B5'].map((tag) => ({ ...one(tag), batch: 'same-ms' })),
+    );
+    await pause();
+    const [later] = await sendWithJavaClient(rocketMq!.namesrvAddr, [one('LATER')]);
+    const reader = new RemotingRouteConsumer({
+      ...routeOptions(`same-ms-reader-${randomUUID().slice(0, 6)}`),
+      topic: ONE_QUEUE_TOPIC,
+      takeOver: { startWithoutOffset: 'first' },
+    });
+    await reader.start();
+    const stored = await drain(reader);
+    await reader.stop();
+    const batchStoredAt = new Set(stored.filter((m) => m.tag?.startsWith('B')).map((m) => m.storeTimestamp));
+    expect(stored).toHaveLength(7);
+    expect(batchStoredAt.size).toBe(1);
+    const [instant] = [...batchStoredAt] as number[];
+
+    // Act: a group without an offset taken over at the batch's millisecond
+    const source = new RemotingRouteConsumer({
+      ...routeOptions(`legacy-same-ms-${randomUUID().slice(0, 6)}`),
+      topic: ONE_QUEUE_TOPIC,
+      takeOver: { startWithoutOffset: { timestamp: new Date(instant!).toISOString() } },
+    });
+    await source.start();
+    const received = await drain(source);
+    await source.stop();
+
+    // Assess: the whole batch and what came after; of what came before, at most the one message nearest the instant
+    const ids = received.map((m) => m.msgId);
+    expect(ids.filter((id) => id !== earlier!.msgId)).toEqual([...batch, later!].map((m) => m.msgId));
+  }, 120_000);
+
   it('leaves a queue whose offset could not be read for the next rebalance instead of starting it at its end', async () => {
     // Prepare: a group with a backlog on every queue, and the first read of its offset on queue 0 failing as a timeout
     const group = `points-offset-read-${randomUUID().slice(0, 6)}`;
@@ -252,6 +296,45 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
       offsets.fetchConsumeOffsetFromBroker = read;
       await source.stop();
     }
+  }, 120_000);
+
+  it('forwards a taken-over %RETRY% message of a tag the route does not subscribe to, as RocketMQ hands a group its retries', async () => {
+    // Prepare: the legacy consumer subscribed every tag and failed a CANCELLED order; the route forwards PAID only
+    const group = `legacy-narrowed-${randomUUID().slice(0, 6)}`;
+    const [cancelled] = await send(TOPIC, 'CANCELLED', 1);
+    const sentBack = Promise.withResolvers<void>();
+    const legacy = legacyGroupConsumer(rocketMq!.namesrvAddr, group, () => sentBack.resolve());
+    legacy.subscribe(TOPIC, '*', async (msg: Message) => {
+      if (msg.properties.UNIQ_KEY === cancelled) throw new Error('the legacy consumer fails this order');
+    });
+    await sentBack.promise;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await closeLegacyConsumer(legacy, probe!, rocketMq!.brokerAddr);
+    const retryTopic = `%RETRY%${group}`;
+    await until(
+      'the retry stored in the retry topic (after the 10 s delay)',
+      async () => ((await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]))[0]! >= 1 ? true : undefined),
+      40_000,
+    );
+
+    // Act
+    const warnings: string[] = [];
+    const source = new RemotingRouteConsumer({
+      ...routeOptions(group),
+      tagExpression: 'PAID',
+      logger: { ...SILENT, warn: (...args: unknown[]) => warnings.push(format(...args)) },
+    });
+    await source.start();
+    const received = await drain(source, (all) => all.some((m) => m.msgId === cancelled));
+    await source.stop();
+
+    // Assess: forwarded with the legacy consumer's count and its own tag, for the consumer to classify; and said
+    expect(received.filter((m) => m.msgId === cancelled)).toEqual([
+      expect.objectContaining({ topic: TOPIC, tag: 'CANCELLED', reconsumeTimes: 1 }),
+    ]);
+    expect(warnings.join('\n')).toContain(
+      `%RETRY%${group} holds message ${cancelled} of tag "CANCELLED", which the route's tag expression PAID does not match: forwarded`,
+    );
   }, 120_000);
 
   it('forwards a taken-over %RETRY% message with its reconsumeTimes and original topic, and keeps a retry of another topic unconsumed with an error', async () => {

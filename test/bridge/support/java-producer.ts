@@ -15,6 +15,10 @@ export interface JavaMessage {
   readonly body: Uint8Array;
   /** Set one by one with `Message.putUserProperty`. */
   readonly userProperties?: Readonly<Record<string, string>>;
+  /** `Message.setDelayTimeLevel`: 1 = 1 s, 2 = 5 s, 3 = 10 s … (the broker's `messageDelayLevel`). */
+  readonly delayTimeLevel?: number;
+  /** Consecutive messages with the same batch go in one `send(Collection)`: stored under one store timestamp. */
+  readonly batch?: string;
 }
 
 /** What the client's `SendResult` said of one message. */
@@ -54,6 +58,8 @@ export async function sendWithJavaClient(
     keys: m.keys,
     bodyBase64: Buffer.from(m.body).toString('base64'),
     userProperties: m.userProperties ?? {},
+    ...(m.delayTimeLevel === undefined ? {} : { delayTimeLevel: m.delayTimeLevel }),
+    ...(m.batch === undefined ? {} : { batch: m.batch }),
   }));
   // The client writes its logs under user.home; a folder of its own keeps them out of the way. Netty logs through
   // logback, which prints DEBUG to the console unless configured.
