@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { format } from 'node:util';
-import { Message, type MessageQueue, type Producer } from 'ali-ons';
+import { type Consumer, Message, type MessageQueue, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StartWithoutOffset } from '../../bridge/bridge-config.ts';
 import { GroupWithoutOffsetsError } from '../../bridge/group-takeover.ts';
@@ -116,6 +116,21 @@ async function drain(source: RemotingRouteConsumer, stop: (all: ReceivedMessage[
     if (batch.length === 0 || stop(all)) return all;
   }
   throw new Error(`the route kept receiving: ${all.length} messages`);
+}
+
+/**
+ * Closes a legacy consumer that has sent `count` messages back, once it moved its offsets past them (the client
+ * does so only after logging the send-back), and waits until `%RETRY%<group>` holds them (after their 10 s delay).
+ */
+async function closeWithRetriesStored(legacy: Consumer, count: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  await closeLegacyConsumer(legacy, probe!, rocketMq!.brokerAddr);
+  const retryTopic = `%RETRY%${legacy.consumerGroup}`;
+  await until(
+    `${count} retries stored in the retry topic`,
+    async () => ((await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]))[0]! >= count ? true : undefined),
+    40_000,
+  );
 }
 
 describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
@@ -308,14 +323,7 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
       if (msg.properties.UNIQ_KEY === cancelled) throw new Error('the legacy consumer fails this order');
     });
     await sentBack.promise;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    await closeLegacyConsumer(legacy, probe!, rocketMq!.brokerAddr);
-    const retryTopic = `%RETRY%${group}`;
-    await until(
-      'the retry stored in the retry topic (after the 10 s delay)',
-      async () => ((await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]))[0]! >= 1 ? true : undefined),
-      40_000,
-    );
+    await closeWithRetriesStored(legacy, 1);
 
     // Act
     const warnings: string[] = [];
@@ -350,15 +358,8 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     const [own] = await send(TOPIC, 'FAIL', 1);
     const [foreign] = await send(OTHER_TOPIC, 'FAIL', 1);
     await until('the legacy consumer sent both back', async () => (sentBack >= 2 ? true : undefined), 30_000);
-    // The client moves its offsets past the originals only after logging the send-back.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    await closeLegacyConsumer(legacy, probe!, rocketMq!.brokerAddr);
+    await closeWithRetriesStored(legacy, 2);
     const retryTopic = `%RETRY%${group}`;
-    await until(
-      'both retries stored in the retry topic (after the 10 s delay)',
-      async () => ((await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]))[0]! >= 2 ? true : undefined),
-      40_000,
-    );
 
     // Act: the bridge's route of TOPIC takes the group over
     const errors: string[] = [];
