@@ -459,6 +459,29 @@ export function shardingKeyOf(properties: Readonly<Record<string, string>>): str
   return properties[SHARDING_KEY] || properties[ALI_ONS_SHARDING_KEY] || undefined;
 }
 
+/**
+ * When a 4.x message was to be delivered: the delay level the broker held it back on (`DELAY`, a
+ * system property: the producer's `setDelayTimeLevel`, or the level a send-back to `%RETRY%<group>`
+ * used), and the time a timed message's producer set in `__STARTDELIVERTIME` (which stays in
+ * `userProperties` too). Values that are not whole numbers are left out of the fields, never guessed.
+ */
+export function delayOf(
+  properties: Readonly<Record<string, string>>,
+): Pick<ReceivedMessage, 'deliveryTimestamp' | 'delayTimeLevel'> {
+  const level = wholeNumber(properties.DELAY);
+  const at = wholeNumber(properties[START_DELIVER_TIME]);
+  return {
+    ...(level !== undefined && level > 0 ? { delayTimeLevel: level } : {}),
+    ...(at === undefined ? {} : { deliveryTimestamp: at }),
+  };
+}
+
+const START_DELIVER_TIME = '__STARTDELIVERTIME';
+
+function wholeNumber(text: string | undefined): number | undefined {
+  return text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : undefined;
+}
+
 function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle: PendingDelivery): ReceivedMessage {
   const properties = msg.properties ?? {};
   const uniqKey = properties.UNIQ_KEY;
@@ -478,6 +501,7 @@ function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle
     bornTimestamp: msg.bornTimestamp,
     storeHost: msg.storeHost,
     storeTimestamp: msg.storeTimestamp,
+    ...delayOf(properties),
     queueId: msg.queueId,
     queueOffset: msg.queueOffset,
     brokerName: mq.brokerName,
