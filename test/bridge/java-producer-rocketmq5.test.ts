@@ -95,6 +95,8 @@ describe('RocketMQ 5 Java producer → 5.5.0 proxy → bridge → SQS', () => {
     expect(late.envelope.deliveryTimestamp).toBe(due);
     expect(late.at).toBeGreaterThanOrEqual(due);
     expect(late.envelope.bornTimestamp).toBeLessThan(due);
+    // Stored when the timer released it (the timer wheel's precision is a second): what the redrive horizon counts from.
+    expect(late.envelope.storeTimestamp).toBeGreaterThanOrEqual(due - 1_000);
     expect(landed.get(immediate!.toUpperCase())!.envelope).not.toHaveProperty('deliveryTimestamp');
   }, 120_000);
 });
