@@ -128,14 +128,16 @@ describe('tables', () => {
       ]);
       expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
       expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
-      expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+      expect(table.Properties.SSESpecification).toEqual({
+        SSEEnabled: true,
+        SSEType: 'KMS',
+        KMSMasterKeyId: getAtt(
+          single('AWS::KMS::Key', (p) => p.Description?.endsWith('tables and function log groups')),
+        ),
+      });
       expect(table.Properties.TimeToLiveSpecification).toEqual(
         def.ttlAttribute ? { AttributeName: def.ttlAttribute, Enabled: true } : undefined,
       );
-      if (def.holdsBusinessData) {
-        expect(table.Properties.DeletionProtectionEnabled).toBe(true);
-        expect(table.DeletionPolicy).toBe('Retain');
-      }
     },
   );
 
