@@ -26,8 +26,12 @@ export function cloudFormationExecutionRoleArn(stack: Stack): string {
  * deployment runs as (so the pipeline can still create, update and fix them), and the account's
  * root user, so that a mistaken policy can always be repaired by hand.
  */
-export function deploymentPrincipals(scope: Stack): string[] {
-  return [cloudFormationExecutionRoleArn(scope), `arn:${scope.partition}:iam::${scope.account}:root`];
+export function deploymentPrincipals(stack: Stack): string[] {
+  return [cloudFormationExecutionRoleArn(stack), accountRootArn(stack)];
+}
+
+export function accountRootArn(stack: Stack): string {
+  return `arn:${stack.partition}:iam::${stack.account}:root`;
 }
 
 /** A condition that matches every principal whose ARN is none of `arns`, read when the template is rendered. */

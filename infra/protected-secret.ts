@@ -3,7 +3,13 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { denyStatement, deploymentPrincipals, principalOtherThan, restrictKeyManagement } from './deployment-guards.ts';
+import {
+  accountRootArn,
+  denyStatement,
+  deploymentPrincipals,
+  principalOtherThan,
+  restrictKeyManagement,
+} from './deployment-guards.ts';
 
 export interface ProtectedSecretProps {
   readonly secretName: string;
@@ -134,7 +140,6 @@ export class ProtectedSecret extends Construct {
   private restrict(secretName: string): void {
     const stack = Stack.of(this);
     const deployment = deploymentPrincipals(stack);
-    const root = deployment[1]!;
     const readers = () => [...this.readers, ...deployment];
     const keepers = () => [...this.keepers, ...deployment];
     this.policy.document.addStatements(
@@ -142,7 +147,7 @@ export class ProtectedSecret extends Construct {
       denyStatement(
         'OnlyItsReadersReadIt',
         ['secretsmanager:GetSecretValue'],
-        principalOtherThan(() => [...this.readers, root]),
+        principalOtherThan(() => [...this.readers, accountRootArn(stack)]),
       ),
       denyStatement('OnlyItsKeepersChangeItsValue', SECRET_VALUE_CHANGES, principalOtherThan(keepers)),
       denyStatement(

@@ -122,7 +122,7 @@ export class StageBridge extends Construct {
     credentials.allowKeepers(props.operatorRoleArns ?? []);
     Annotations.of(this).addWarningV2(
       '@rocketmq/acl-secret-key',
-      `${props.prefix}: credentialsSecretName names a secret this stack does not own: it gets the resource policy, but keeps the KMS key it was created with until it is re-encrypted with alias/${secretName} (docs/deploy.md)`,
+      `${props.prefix}: credentialsSecretName names a secret this stack does not own: it gets the resource policy, but keeps the KMS key it was created with until it is re-encrypted with alias/${secretName} (docs/security.md, item 5)`,
     );
     return credentials;
   }
