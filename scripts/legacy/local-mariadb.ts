@@ -23,6 +23,8 @@ export interface LocalMariaDbOptions {
   readonly schema?: string;
   readonly timeZone?: string;
   readonly startTimeoutMs?: number;
+  /** Also serve TLS with this certificate and key (PEM files): for tests of the import's certificate checks. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
 }
 
 export interface LocalMariaDb {
@@ -91,6 +93,7 @@ export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Prom
         '--skip-log-bin',
         '--performance-schema=OFF',
         `--default-time-zone=${timeZone}`,
+        ...(options.tls ? [`--ssl-cert=${options.tls.certFile}`, `--ssl-key=${options.tls.keyFile}`] : []),
         ...asUser,
         ...small,
       ],
