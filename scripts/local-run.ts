@@ -86,6 +86,7 @@ function parse() {
       throw new CommandLineError(`--${name} must be a number, got "${value}"`);
     return n;
   };
+  // ops spells it --group: both are taken, repeated or comma-separated.
   const groups = [...(values.groups ?? []), ...(values.group ?? [])];
   return {
     help: values.help,
@@ -99,7 +100,7 @@ function parse() {
     logLevel: values['log-level'] ?? 'SILENT',
     functionLogs: !values['no-function-logs'],
     groups:
-      values.groups || values.group
+      groups.length > 0
         ? groups
             .flatMap((g) => g.split(','))
             .map((g) => g.trim())

@@ -31,8 +31,11 @@ export function withCaptureTimes(
   mode: CaptureTimes['mode'],
   now: number,
 ): { phases: TrafficPhase[]; captureTimes: CaptureTimes } {
-  const timed = phases.flatMap((p) => p.messages).flatMap((m) => (m.rejection === undefined ? timesOf(m.body) : []));
-  const all = timed.flatMap((t) => t.times);
+  const timed = phases
+    .flatMap((p) => p.messages)
+    .map((m) => (m.rejection === undefined ? timesOf(m.body) : []))
+    .filter((times) => times.length > 0);
+  const all = timed.flat();
   if (all.length === 0) return { phases: [...phases], captureTimes: { mode, shiftMs: 0, messages: 0 } };
   // A loop, not Math.min(...all): a large capture's times would overflow the argument list.
   let earliest = all[0]!;
@@ -81,16 +84,10 @@ function timeFieldsOf(json: unknown): Array<{ holder: Json; field: string; iso: 
   return fields;
 }
 
-function timesOf(body: string): Array<{ times: number[] }> {
-  const fields = timeFieldsOf(JSON.parse(body));
-  if (fields.length === 0) return [];
-  return [
-    {
-      times: fields.map(({ holder, field, iso }) =>
-        iso ? Date.parse(holder[field] as string) : Number(holder[field]),
-      ),
-    },
-  ];
+function timesOf(body: string): number[] {
+  return timeFieldsOf(JSON.parse(body)).map(({ holder, field, iso }) =>
+    iso ? Date.parse(holder[field] as string) : Number(holder[field]),
+  );
 }
 
 function shiftedBody(body: string, shiftMs: number): string {

@@ -90,8 +90,11 @@ export async function provisionLocal(
     reused: [...tables.filter((t) => t.found).map((t) => t.name), ...queues.flatMap((q) => q.reused)],
   };
   for (const q of queues) {
-    const deadLetter = q.deadLetter.found ?? (await createQueue(sqs, q.deadLetter.name, q.deadLetter.attributes()));
-    const source = q.source.found ?? (await createQueue(sqs, q.source.name, q.source.attributes(deadLetter.arn)));
+    const deadLetter = q.deadLetter.found ?? (await createQueue(sqs, q.deadLetter.name, q.deadLetter.attributes));
+    const redrive = { deadLetterTargetArn: deadLetter.arn, maxReceiveCount: q.maxReceiveCount };
+    const source =
+      q.source.found ??
+      (await createQueue(sqs, q.source.name, { ...q.source.attributes, RedrivePolicy: JSON.stringify(redrive) }));
     resources.queues[q.group] = { source, deadLetter, maxReceiveCount: q.maxReceiveCount, fifo: q.fifo };
   }
   return resources;
@@ -132,7 +135,10 @@ async function createTable(dynamoDb: ReturnType<typeof createDynamoDb>, name: st
   }
 }
 
-/** Each selected group's source queue and DLQ: names, and the attributes they are created with. */
+/**
+ * Each selected group's source queue and DLQ: their names, and the attributes they are created with
+ * (the source queue's redrive policy names its DLQ's ARN, known once the DLQ exists).
+ */
 function plannedQueues(
   prefix: string,
   options: {
@@ -147,29 +153,21 @@ function plannedQueues(
       const { queues: lifetimes, ordering } = lifetimesOf(def).lifetimes;
       const fifo = ordering === 'orderly';
       const queueType = fifo ? FIFO_QUEUE_ATTRIBUTES : {};
-      const deadLetterName = deadLetterQueueName(prefix, def.group, ordering);
       return {
         group: def.group,
         fifo,
         maxReceiveCount: lifetimes.maxReceiveCount,
         deadLetter: {
-          name: deadLetterName,
-          attributes: (): Record<string, string> => ({
-            ...queueType,
-            MessageRetentionPeriod: String(lifetimes.deadLetterRetentionSeconds),
-          }),
+          name: deadLetterQueueName(prefix, def.group, ordering),
+          attributes: { ...queueType, MessageRetentionPeriod: String(lifetimes.deadLetterRetentionSeconds) },
         },
         source: {
           name: queueName(prefix, def.group, ordering),
-          attributes: (deadLetterArn: string): Record<string, string> => ({
+          attributes: {
             ...queueType,
             VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? LOCAL_VISIBILITY_TIMEOUT_SECONDS),
             MessageRetentionPeriod: String(lifetimes.sourceRetentionSeconds),
-            RedrivePolicy: JSON.stringify({
-              deadLetterTargetArn: deadLetterArn,
-              maxReceiveCount: lifetimes.maxReceiveCount,
-            }),
-          }),
+          },
         },
       };
     });
@@ -179,8 +177,11 @@ function plannedQueues(
 async function inspectQueues(sqs: SQSClient, planned: ReturnType<typeof plannedQueues>) {
   return Promise.all(
     planned.map(async (q) => {
-      const neededDeadLetter = neededQueueShape(q.deadLetter.attributes());
-      const neededSource = neededQueueShape(q.source.attributes('<its DLQ>'), q.deadLetter.name);
+      const neededDeadLetter = neededQueueShape(q.deadLetter.attributes);
+      const neededSource = neededQueueShape(q.source.attributes, {
+        maxReceiveCount: q.maxReceiveCount,
+        deadLetter: q.deadLetter.name,
+      });
       const deadLetter = await foundQueue(sqs, q.deadLetter.name, neededDeadLetter);
       const source = await foundQueue(sqs, q.source.name, neededSource);
       const differences = [

@@ -36,7 +36,7 @@ export function shapeDifferences(resource: string, needed: Shape, found: Shape):
     .filter((attribute) => needed[attribute] !== found[attribute])
     .map((attribute) => {
       const setting = SETTING_OF[attribute];
-      return `${resource}: ${attribute} is ${found[attribute] ?? 'not set'}, this run needs ${needed[attribute] ?? 'it not set'}${setting ? ` (${setting})` : ''}`;
+      return `${resource}: ${attribute} is ${found[attribute] ?? 'none'}, this run needs ${needed[attribute] ?? 'none'}${setting ? ` (${setting})` : ''}`;
     });
 }
 
@@ -70,15 +70,16 @@ export async function foundTableShape(dynamoDb: DynamoDBDocumentClient, name: st
   };
 }
 
-/** The queue attributes the run sets, as SQS reports them, with the redrive policy taken apart. */
-export function neededQueueShape(attributes: Readonly<Record<string, string>>, deadLetterName?: string): Shape {
-  const { RedrivePolicy, ...rest } = attributes;
-  const redrive = RedrivePolicy ? (JSON.parse(RedrivePolicy) as { maxReceiveCount: number }) : undefined;
+/** The queue attributes the run sets, and the redrive policy it gives a source queue, taken apart. */
+export function neededQueueShape(
+  attributes: Readonly<Record<string, string>>,
+  redrive?: { maxReceiveCount: number; deadLetter: string },
+): Shape {
   return {
     FifoQueue: 'false',
-    ...rest,
-    'redrive maxReceiveCount': redrive ? String(redrive.maxReceiveCount) : undefined,
-    'redrive target': redrive ? deadLetterName : undefined,
+    ...attributes,
+    'redrive maxReceiveCount': redrive && String(redrive.maxReceiveCount),
+    'redrive target': redrive?.deadLetter,
   };
 }
 
