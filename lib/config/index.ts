@@ -23,6 +23,7 @@ export {
   type QueueLifetimes,
 } from './delivery-lifetimes.ts';
 export { isLoopbackUrl } from './loopback-url.ts';
+export { eventIdOf, OUTBOX_EVENT_ID_PROPERTY } from './outbox.ts';
 export {
   assertOrderingFits,
   CONSUMER_GROUPS,
