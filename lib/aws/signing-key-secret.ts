@@ -4,15 +4,11 @@ import {
   type SecretsManagerClient,
   type SecretVersionsListEntry,
 } from '@aws-sdk/client-secrets-manager';
-import { DeliveryLifetimes } from '../config/index.ts';
+import { DeliveryLifetimes, REVOKED_STAGE_PREFIX } from '../config/index.ts';
 import { assertSigningKey, InvalidSigningKeyError, RetrySchedule, type SigningKeyRing } from '../rocketmq/index.ts';
 import { ExpiringRead } from './expiring-read.ts';
 
-/**
- * A version label that takes a key out of the ring at once: `revoked-<versionId>` (a label names
- * one version of a secret, so each revoked version gets its own). Set by `ops keys revoke`.
- */
-export const REVOKED_STAGE_PREFIX = 'revoked-';
+export { REVOKED_STAGE_PREFIX };
 export const revokedStageOf = (versionId: string) => `${REVOKED_STAGE_PREFIX}${versionId}`;
 
 /** One version of the signing key secret. */

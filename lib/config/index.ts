@@ -39,6 +39,7 @@ export {
   type OutsideServiceName,
   orderingOf,
   queueName,
+  REVOKED_STAGE_PREFIX,
   recordId,
   recordIdPrefix,
   signingKeySecretName,
