@@ -95,8 +95,9 @@ Commands:
                            signed with no key of the deployment stay (forged or changed).
   keys list                The envelope signing key's versions: created, labels, revoked.
   keys revoke --version <id>
-                           Take a compromised key out of every consumer and bridge at once
-                           (within a minute); a current key is replaced by a new one first.
+                           Take a compromised key out of every consumer and bridge; a current
+                           key is replaced by a new one in the same step. Returns once every
+                           ring has read the revocation (about a minute).
   migrate import           Import a legacy consumer's dedup state (and, --ledger moved, its
                            awards) so that copies of what it processed are suppressed here.
   trace <orderNo | msgId>  The story of one order in every consumer group (--group: one), in
@@ -258,6 +259,8 @@ export interface OpsIo {
   secrets?: SecretsManagerClient;
   logs?: CloudWatchLogsClient;
   now?: () => Date;
+  /** How the command waits (`keys revoke` waits for every ring to refresh); tests move their clock instead. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 type Values = ReturnType<typeof parse>['values'];
@@ -392,6 +395,8 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         secretId: signingSecretOf(target),
         secrets: secrets(),
         print,
+        stderr: io.stderr,
+        ...(io.sleep ? { sleep: io.sleep } : {}),
         confirmation: confirmationOf(v, io),
       });
     case 'trace': {
@@ -620,6 +625,8 @@ async function keys(
     secretId: string;
     secrets: SecretsManagerClient;
     print: (text: string) => void;
+    stderr: ProgressStream;
+    sleep?: (ms: number) => Promise<void>;
     confirmation: ConfirmationChannel;
   },
 ): Promise<number> {
@@ -655,7 +662,7 @@ async function keys(
           location,
           resources: [['signing key secret', ctx.secretId]],
           details: [
-            `version ${versionId} labelled revoked-${versionId}: no consumer or bridge accepts or signs with it from its next refresh (a minute); a current version is replaced by a new key first`,
+            `version ${versionId} labelled revoked-${versionId}; a current version is replaced by a new key in the same step. The command returns once every consumer and bridge has read the label (about a minute): from then on none accepts or signs with the key`,
           ],
         },
         ctx.confirmation,
@@ -665,6 +672,11 @@ async function keys(
         secretId: ctx.secretId,
         versionId,
         newKey: () => Buffer.from(generateSigningKey()).toString('base64url').slice(0, 64),
+        onWaiting: (ms) =>
+          ctx.stderr.write(
+            `Revocation written; waiting ${Math.ceil(ms / 1000)} s for every consumer and bridge to read it.\n`,
+          ),
+        ...(ctx.sleep ? { sleep: ctx.sleep } : {}),
       });
       ctx.print(
         ctx.format === 'json'

@@ -14,6 +14,12 @@ export {
   emulatorConfig,
 } from './clients.ts';
 export { type ServiceCredentials, ServiceCredentialsError, serviceCredentials } from './service-credentials.ts';
-export { REVOKED_STAGE_PREFIX, revokedStageOf, SecretSigningKeys } from './signing-key-secret.ts';
+export {
+  REVOKED_STAGE_PREFIX,
+  revokedStageOf,
+  revokedVersionIds,
+  SecretSigningKeys,
+  SIGNING_KEYS_TTL_MS,
+} from './signing-key-secret.ts';
 export { sqsText } from './sqs-text.ts';
 export { type ScanProgress, scanTable } from './table-scan.ts';

@@ -3,9 +3,10 @@ import {
   ListSecretVersionIdsCommand,
   PutSecretValueCommand,
   type SecretsManagerClient,
+  type SecretVersionsListEntry,
   UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
-import { REVOKED_STAGE_PREFIX, revokedStageOf } from '../aws/index.ts';
+import { revokedStageOf, revokedVersionIds, SIGNING_KEYS_TTL_MS } from '../aws/index.ts';
 import { UnauthenticatedMessageError } from '../consumer/index.ts';
 import { resignBody, signingKeyIndex } from '../rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
@@ -28,24 +29,24 @@ export async function signingKeyVersions(
   secrets: SecretsManagerClient,
   secretId: string,
 ): Promise<SigningKeyVersionInfo[]> {
-  const versions: SigningKeyVersionInfo[] = [];
+  const listed: SecretVersionsListEntry[] = [];
   let token: string | undefined;
   do {
     const page = await secrets.send(
       new ListSecretVersionIdsCommand({ SecretId: secretId, IncludeDeprecated: true, NextToken: token }),
     );
-    for (const v of page.Versions ?? []) {
-      const stages = v.VersionStages ?? [];
-      versions.push({
-        versionId: v.VersionId!,
-        createdAt: v.CreatedDate,
-        stages,
-        revoked: stages.some((s) => s.startsWith(REVOKED_STAGE_PREFIX)),
-      });
-    }
+    listed.push(...(page.Versions ?? []));
     token = page.NextToken || undefined;
   } while (token);
-  return versions.sort((a, b) => (b.createdAt?.getTime() ?? 0) - (a.createdAt?.getTime() ?? 0));
+  const revoked = revokedVersionIds(listed);
+  return listed
+    .map((v) => ({
+      versionId: v.VersionId!,
+      createdAt: v.CreatedDate,
+      stages: v.VersionStages ?? [],
+      revoked: revoked.has(v.VersionId!),
+    }))
+    .sort((a, b) => (b.createdAt?.getTime() ?? 0) - (a.createdAt?.getTime() ?? 0));
 }
 
 export interface RevocationResult {
@@ -57,10 +58,14 @@ export interface RevocationResult {
 /**
  * Takes a compromised key out of every ring at once, without waiting out its retention: the
  * version gets the label `revoked-<versionId>`, which verifiers and signers read on their next
- * refresh (a minute) and then never accept or sign with again. A current version is replaced
- * first by `newKey`, so the bridge keeps signing, with the new key and no publication delay (its
- * predecessor is revoked). Genuine letters signed with the revoked key are refused from then on
- * (`UNAUTHENTICATED_MESSAGE`); `ops dlq resign` re-signs the ones a person has reviewed.
+ * refresh and then never accept or sign with again. A current version is replaced by `newKey` in
+ * the same call that revokes it (the replacement is put holding the label, then the label moves to
+ * the version it names), so a ring that reads the secret in between never signs with the revoked
+ * key; the bridge signs with the replacement at once, and a consumer that has not read it yet
+ * reads it on the first envelope that names it. Returns once every ring has refreshed
+ * (`ringTtlMs` after the label): from then on nothing signs with or accepts the revoked key.
+ * Genuine letters signed with it are refused (`UNAUTHENTICATED_MESSAGE`); `ops dlq resign`
+ * re-signs the ones a reviewed plan proves.
  */
 export async function revokeSigningKey(options: {
   secrets: SecretsManagerClient;
@@ -68,25 +73,49 @@ export async function revokeSigningKey(options: {
   versionId: string;
   /** The replacement, used only when the revoked version is the current one. */
   newKey: () => string;
+  /** How long a ring keeps what it read (default: the rings' own). */
+  ringTtlMs?: number;
+  sleep?: (ms: number) => Promise<void>;
+  /** Told when the revocation is written and the wait for the rings begins. */
+  onWaiting?: (ms: number) => void;
 }): Promise<RevocationResult> {
   const { secrets, secretId, versionId } = options;
-  const version = (await signingKeyVersions(secrets, secretId)).find((v) => v.versionId === versionId);
+  const versions = await signingKeyVersions(secrets, secretId);
+  const version = versions.find((v) => v.versionId === versionId);
   if (!version) throw new SigningKeyRevocationError(`the signing key secret ${secretId} has no version ${versionId}`);
-  if (version.revoked) return { revoked: versionId };
+  const label = revokedStageOf(versionId);
+  let holder = versions.find((v) => v.stages.includes(label))?.versionId;
   let replacedBy: string | undefined;
-  if (version.stages.includes('AWSCURRENT')) {
-    const put = await secrets.send(new PutSecretValueCommand({ SecretId: secretId, SecretString: options.newKey() }));
+  if (!version.revoked && version.stages.includes('AWSCURRENT')) {
+    const put = await secrets.send(
+      new PutSecretValueCommand({
+        SecretId: secretId,
+        SecretString: options.newKey(),
+        VersionStages: ['AWSCURRENT', label],
+      }),
+    );
     replacedBy = put.VersionId;
+    holder = replacedBy;
   }
-  await secrets.send(
-    new UpdateSecretVersionStageCommand({
-      SecretId: secretId,
-      VersionStage: revokedStageOf(versionId),
-      MoveToVersionId: versionId,
-    }),
-  );
+  if (holder !== versionId) {
+    await secrets.send(
+      new UpdateSecretVersionStageCommand({
+        SecretId: secretId,
+        VersionStage: label,
+        MoveToVersionId: versionId,
+        ...(holder ? { RemoveFromVersionId: holder } : {}),
+      }),
+    );
+  }
+  // A ring that read the list just before the label keeps it for one TTL; a read in flight then adds its own latency.
+  const wait = (options.ringTtlMs ?? SIGNING_KEYS_TTL_MS) + RING_READ_ALLOWANCE_MS;
+  options.onWaiting?.(wait);
+  await (options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))))(wait);
   return { revoked: versionId, ...(replacedBy ? { replacedBy } : {}) };
 }
+
+/** How long a ring's ListSecretVersionIds may take, beyond its TTL. */
+const RING_READ_ALLOWANCE_MS = 5_000;
 
 /** A version with its value: what `ops dlq resign` verifies letters against (an operator's role reads the secret). */
 export interface SigningKeyMaterial extends SigningKeyVersionInfo {

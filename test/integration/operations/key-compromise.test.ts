@@ -24,7 +24,12 @@ async function compromisedDeployment() {
   const envelopeKeys = new SecretSigningKeys(secrets, secretId, { now: clock.now });
   const f = await pointsFixture({ now: clock.now, envelopeKeys });
   /** The command line against this deployment and its signing key secret. */
-  const run = (argv: string[]) => ops(f, [...argv, '--signing-secret', secretId]);
+  const run = (argv: string[]) =>
+    ops(f, [...argv, '--signing-secret', secretId], {
+      sleep: async (ms) => {
+        clock.at += ms;
+      },
+    });
   return { f, run, leaked, clock };
 }
 

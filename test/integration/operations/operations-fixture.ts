@@ -15,7 +15,7 @@ export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
 export async function ops(
   f: PointsFixture,
   argv: string[],
-  io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'stdin' | 'now'> = {},
+  io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'stdin' | 'now' | 'sleep'> = {},
 ) {
   let stdout = '';
   let stderr = '';

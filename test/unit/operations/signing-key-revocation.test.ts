@@ -62,9 +62,7 @@ describe('resignRewrite: which dead letters are signed again', () => {
     const rewritten = resignRewrite(RING, decision)(letter(signedOrder(LEAKED)));
     if (!('body' in rewritten)) throw new Error(`refused: ${rewritten.refusal}`);
     expect(signatureRefusal(rewritten.body, [CURRENT])).toBeUndefined();
-    expect(signatureRefusal(rewritten.body, [LEAKED])).toBe(
-      "the envelope's signature matches none of the signing keys",
-    );
+    expect(signatureRefusal(rewritten.body, [LEAKED])).toContain('which is none of the signing keys');
     expect(JSON.parse(rewritten.body)).toMatchObject({
       resignedby: 'alice',
       resignednote: 'INC-7',
