@@ -15,7 +15,7 @@ export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
 export async function ops(
   f: PointsFixture,
   argv: string[],
-  io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'stdin' | 'now' | 'sleep'> = {},
+  io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'logs' | 'stdin' | 'now' | 'sleep'> = {},
 ) {
   let stdout = '';
   let stderr = '';
