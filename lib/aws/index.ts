@@ -11,6 +11,7 @@ export {
   createEventBridge,
   createSecretsManager,
   createSqs,
+  createSts,
   emulatorConfig,
 } from './clients.ts';
 export { type ServiceCredentials, ServiceCredentialsError, serviceCredentials } from './service-credentials.ts';

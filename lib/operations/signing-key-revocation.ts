@@ -11,6 +11,7 @@ import { UnauthenticatedMessageError } from '../consumer/index.ts';
 import { resignBody, signingKeyIndex } from '../rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { OperationsError } from './errors.ts';
+import { letterSha256, type ResignPlan } from './resign-plan.ts';
 
 /** A version of the signing key secret as `ops keys` lists it (never its value). */
 export interface SigningKeyVersionInfo {
@@ -139,21 +140,50 @@ export async function readSigningKeyVersions(
 
 const UNAUTHENTICATED_CODE = new UnauthenticatedMessageError('').code;
 
-/** Who decided that letters signed with a revoked key are genuine, when, and why: recorded in each re-signed envelope. */
+/** Who re-signs letters, when, why, and on which reviewed plan: recorded in each re-signed envelope. */
 export interface ResignDecision {
-  readonly reviewedBy: string;
+  /** The caller's identity as AWS gives it (STS GetCallerIdentity's ARN), never a name typed in. */
+  readonly by: string;
   readonly note: string;
   readonly at: Date;
+  readonly plan: ResignPlan;
 }
 
 /**
- * What `ops dlq resign` does to one letter: a letter the consumer refused as
- * UNAUTHENTICATED_MESSAGE whose signature verifies with a revoked key is signed again with the
- * current key, the decision added to the envelope as signed extension attributes (`resignedby`,
- * `resignedat`, `resignednote`, `resignedfrom`: the revoked version), so the consumer acts on it
- * and every later reader sees who let it through. Anything else stays in the DLQ with the reason:
- * a letter signed with no key this deployment ever had is forged or changed, and one that verifies
- * with a key still in force needs no re-signing (`dlq redrive`).
+ * Whether a letter is one `ops dlq resign` may sign again: refused as UNAUTHENTICATED_MESSAGE and
+ * signed with a revoked key (the version it verifies with), or why not. A letter signed with no key
+ * this deployment ever had is forged or changed; one that verifies with a key still in force needs
+ * no re-signing (`dlq redrive`).
+ */
+export function resignCandidate(
+  versions: readonly SigningKeyMaterial[],
+  letter: DeadLetter,
+): { version: SigningKeyMaterial } | { refusal: string } {
+  if (letter.failure?.code !== UNAUTHENTICATED_CODE)
+    return { refusal: 'it was not refused as UNAUTHENTICATED_MESSAGE: dlq redrive sends it as it is' };
+  const index = signingKeyIndex(
+    letter.body,
+    versions.map((v) => v.key),
+  );
+  if (index === undefined) {
+    return {
+      refusal:
+        'its signature verifies with no key this deployment ever had: forged, or changed after signing. It stays; find its sender in CloudTrail',
+    };
+  }
+  const version = versions[index]!;
+  if (!version.revoked)
+    return { refusal: `it verifies with key version ${version.versionId}, which is not revoked: dlq redrive sends it` };
+  return { version };
+}
+
+/**
+ * What `ops dlq resign --apply` does to one letter: a candidate (`resignCandidate`) that the
+ * reviewed plan holds, with the same body, is signed again with the current key, the decision added
+ * to the envelope as signed extension attributes (`resignedby`: the caller's ARN, `resignedat`,
+ * `resignednote`, `resignedfrom`: the revoked version, `resignedproof`: the plan's proof,
+ * `resignedplan`: its digest), so the consumer acts on it and every later reader sees who let it
+ * through and on what evidence. Anything else stays in the DLQ with the reason.
  */
 export function resignRewrite(
   versions: readonly SigningKeyMaterial[],
@@ -161,27 +191,22 @@ export function resignRewrite(
 ): (letter: DeadLetter) => { body: string } | { refusal: string } {
   const signer = versions.find((v) => v.current && !v.revoked);
   if (!signer) throw new SigningKeyRevocationError('the signing key secret has no current key that is not revoked');
-  const keys = versions.map((v) => v.key);
+  const planned = new Map(decision.plan.letters.map((l) => [l.letterSha256, l]));
   return (letter) => {
-    if (letter.failure?.code !== UNAUTHENTICATED_CODE)
-      return { refusal: 'it was not refused as UNAUTHENTICATED_MESSAGE: dlq redrive sends it as it is' };
-    const index = signingKeyIndex(letter.body, keys);
-    if (index === undefined) {
+    const candidate = resignCandidate(versions, letter);
+    if ('refusal' in candidate) return candidate;
+    const entry = planned.get(letterSha256(letter));
+    if (!entry || entry.msgId !== letter.envelope?.msgId)
       return {
-        refusal:
-          'its signature verifies with no key this deployment ever had: forged, or changed after signing. It stays; find its sender in CloudTrail',
-      };
-    }
-    const version = versions[index]!;
-    if (!version.revoked)
-      return {
-        refusal: `it verifies with key version ${version.versionId}, which is not revoked: dlq redrive sends it`,
+        refusal: `it is not in the reviewed plan ${decision.plan.digest} (or its body changed since the review): run dlq resign --plan again`,
       };
     const body = resignBody(letter.body, signer.key, {
-      resignedby: decision.reviewedBy,
+      resignedby: decision.by,
       resignedat: decision.at.toISOString(),
       resignednote: decision.note,
-      resignedfrom: version.versionId,
+      resignedfrom: candidate.version.versionId,
+      resignedproof: entry.proof.kind,
+      resignedplan: decision.plan.digest,
     });
     return { body };
   };
