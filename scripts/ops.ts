@@ -561,6 +561,7 @@ async function dlq(sub: string | undefined, rest: string[], v: Values, ctx: DlqC
         deadLetterQueueUrl: queues.deadLetterUrl,
         maxReceiveCount: queues.maxReceiveCount,
         limit,
+        visibilityTimeoutSeconds: positiveNumber(v['visibility-timeout'], 'visibility-timeout', 120),
         filter: filterOf(v),
         redrive: (filter, rewrite, onMoved) => redrive(v, queues, dlqName, limit, ctx, { filter, rewrite, onMoved }),
       });

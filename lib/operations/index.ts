@@ -14,7 +14,7 @@ export {
   reversalWriteSummary,
   type SavedPlan,
 } from './command-output.ts';
-export { findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
+export { type DeadLetter, findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
 export {
   deadLetterSourcesOf,
   matchesFilter,

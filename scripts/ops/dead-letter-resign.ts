@@ -5,6 +5,7 @@ import { GetCallerIdentityCommand, type STSClient } from '@aws-sdk/client-sts';
 import { parseBridgeConfig, RocketMQProtocol } from '../../bridge/bridge-config.ts';
 import {
   checkResignPlanTarget,
+  type DeadLetter,
   letterSha256,
   matchesFilter,
   type OutputFormat,
@@ -36,7 +37,6 @@ export interface ResignValues {
   'reviewed-by'?: string;
   'compromised-since'?: string;
   'bridge-config'?: string;
-  'visibility-timeout'?: string;
 }
 
 export interface ResignContext {
@@ -53,12 +53,14 @@ export interface ResignContext {
   deadLetterQueueUrl: string;
   maxReceiveCount: number | undefined;
   limit: number | undefined;
+  /** How long the plan run keeps the letters it reads hidden (they are made visible again at its end). */
+  visibilityTimeoutSeconds: number;
   filter: RedriveFilter;
   /** `dlq redrive`'s sending, with the guards, of the letters `filter` selects, each rewritten by `rewrite`. */
   redrive: (
     filter: RedriveFilter,
-    rewrite: (letter: Parameters<ReturnType<typeof resignRewrite>>[0]) => { body: string } | { refusal: string },
-    onMoved: (letter: Parameters<ReturnType<typeof resignRewrite>>[0]) => void,
+    rewrite: (letter: DeadLetter) => { body: string } | { refusal: string },
+    onMoved: (letter: DeadLetter) => void,
   ) => Promise<number>;
 }
 
@@ -97,7 +99,7 @@ async function writePlan(v: ResignValues, path: string, dlqArn: string, ctx: Res
   const letters = await readDeadLetters({
     sqs: ctx.sqs,
     queueUrl: ctx.deadLetterQueueUrl,
-    visibilityTimeoutSeconds: Number(v['visibility-timeout'] ?? 120),
+    visibilityTimeoutSeconds: ctx.visibilityTimeoutSeconds,
     limit: ctx.limit,
     maxReceiveCount: ctx.maxReceiveCount,
   });
