@@ -1,5 +1,6 @@
 import { createHash, createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { SIGNING_KEY_ID } from './envelope.ts';
 import { serializeEnvelope } from './envelope-writer.ts';
 
 /**
@@ -25,7 +26,6 @@ export const SIGNATURE_FIELD = 'signature';
 const SCHEME = 'hmac-sha256:';
 /** The extension attribute naming the signing key (`signingKeyId`). */
 export const SIGNING_KEY_FIELD = 'signaturekey';
-const KEY_ID = /^[A-Za-z0-9_-]{16}$/;
 
 /** Keys shorter than this are refused: an HMAC key should be at least as long as the hash. */
 export const MIN_SIGNING_KEY_BYTES = 32;
@@ -186,7 +186,7 @@ function signedEvent(body: string): SignedEvent | { refusal: string } | undefine
   if (typeof signature !== 'string' || !signature.startsWith(SCHEME))
     return { refusal: `the envelope's signature is not an ${SCHEME.slice(0, -1)} signature` };
   const keyId = event[SIGNING_KEY_FIELD];
-  if (keyId !== undefined && (typeof keyId !== 'string' || !KEY_ID.test(keyId)))
+  if (keyId !== undefined && (typeof keyId !== 'string' || !SIGNING_KEY_ID.test(keyId)))
     return { refusal: `the envelope's ${SIGNING_KEY_FIELD} is not a signing key id` };
   const { [SIGNATURE_FIELD]: _signature, ...unsigned } = event;
   return { unsigned, given: Buffer.from(signature.slice(SCHEME.length), 'base64url'), keyId };
