@@ -7,13 +7,13 @@
 import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { STSClient } from '@aws-sdk/client-sts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createCloudWatchLogs, createDynamoDb, createSecretsManager, createSqs, createSts } from '../lib/aws/index.ts';
+import { IncoherentLifetimesError } from '../lib/config/index.ts';
 import { type CrossSystemReport, renderCrossSystem } from '../lib/migration/index.ts';
 import {
   type AuditReport,
@@ -63,9 +63,11 @@ import {
   writeReversalPlan,
 } from '../lib/operations/index.ts';
 import { generateSigningKey } from '../lib/rocketmq/index.ts';
+import { CommandLineError, nearest, parseCommandLine } from './command-line.ts';
 import { resignDeadLetters } from './ops/dead-letter-resign.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
+import { missingTablesText } from './ops/missing-tables.ts';
 import { orderTrace } from './ops/order-trace.ts';
 import { shadowCompare } from './ops/shadow-compare.ts';
 
@@ -286,7 +288,10 @@ export interface OpsIo {
 }
 
 type Values = ReturnType<typeof parse>['values'];
-const parse = (argv: string[]) => parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+const parse = (argv: string[]) => parseCommandLine({ args: argv, options: OPTIONS, allowPositionals: true });
+
+const COMMANDS = ['audit', 'reverse', 'dlq', 'keys', 'trace', 'compare', 'migrate'] as const;
+const HELP_HINT = 'npm run ops -- --help lists every command and option';
 
 /** Runs one command and returns its exit code; never throws. */
 export async function runOps(argv: string[], io: OpsIo): Promise<number> {
@@ -298,7 +303,7 @@ export async function runOps(argv: string[], io: OpsIo): Promise<number> {
   try {
     ({ values, positionals } = parse(argv));
   } catch (error) {
-    fail(`${(error as Error).message}\n\n${USAGE}`);
+    fail(`${(error as Error).message}\n(${HELP_HINT})`);
     return ExitCode.ERROR;
   }
   if (values.help || positionals.length === 0) {
@@ -310,9 +315,30 @@ export async function runOps(argv: string[], io: OpsIo): Promise<number> {
   } catch (error) {
     if (error instanceof ReversalInterruptedError)
       print(renderReversal(error.report, pointTablesOf(targetOf(values)), formatOf(values)));
-    fail(error instanceof OperationsError ? error.message : messageOf(error));
+    fail(await errorText(error, values, io));
     return ExitCode.ERROR;
   }
+}
+
+/**
+ * What an operator reads when a command stops: the message of a refusal (a usage error, a
+ * setting that disagrees with another) without the class behind it, and for a table that does
+ * not exist the tables the options named, the prefix that named them and the prefixes there are.
+ */
+async function errorText(error: unknown, v: Values, io: OpsIo): Promise<string> {
+  if (error instanceof UsageError || error instanceof CommandLineError || error instanceof IncoherentLifetimesError)
+    return `${error.message}\n(${HELP_HINT})`;
+  if (error instanceof OperationsError) return error.message;
+  if ((error as Error).name === 'ResourceNotFoundException') {
+    const target = { ...targetOf(v), idempotencyTable: v['idempotency-table'] };
+    const where = v.endpoint ?? `region ${v.region ?? process.env.AWS_REGION ?? 'us-east-1'}`;
+    const missing = await missingTablesText(io.dynamoDb ?? createDynamoDb(awsConfigOf(target)), target, where).catch(
+      () => undefined,
+    );
+    if (missing) return missing;
+    return `${messageOf(error)}${v.prefix ? ` (the names come from --prefix ${v.prefix})` : ''}`;
+  }
+  return messageOf(error);
 }
 
 function targetOf(v: Values): TargetOptions {
@@ -451,8 +477,10 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
       if (sub === 'import') return migrateImport(v, ctx);
       throw new UsageError(`unknown migrate command "${sub ?? ''}": import`);
     }
-    default:
-      throw new UsageError(`unknown command "${command}"; see --help`);
+    default: {
+      const near = nearest(command ?? '', COMMANDS);
+      throw new UsageError(`unknown command "${command}"${near ? `; did you mean ${near}?` : ''}`);
+    }
   }
 }
 

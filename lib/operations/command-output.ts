@@ -431,13 +431,15 @@ export function renderRedrive(
     report.dryRun
       ? `Redrive DRY RUN from ${from} to ${to}: nothing sent or deleted.`
       : `Redrive from ${from} to ${to}.`,
-    `Examined ${report.examined} message(s); ${report.selected.length} selected by the filter.`,
+    // One count per letter the filter matched: sent back (or, dry, to be sent back) or held back.
+    `Examined ${report.examined} message(s); ${report.selected.length + report.heldBack.length} matched the filter: ` +
+      `${report.selected.length} ${report.dryRun ? 'would be sent back' : 'to send back'}, ${report.heldBack.length} held back.`,
   ];
   if (report.selected.length > 0) {
     out.push('', renderTable<DeadLetter>([...deadLetterColumns(now)], report.selected));
   }
   if (report.heldBack.length > 0) {
-    out.push('', `Held back ${report.heldBack.length} selected message(s); they stay in the DLQ:`);
+    out.push('', `Held back ${report.heldBack.length} of them; they stay in the DLQ:`);
     for (const { letter, why } of report.heldBack)
       out.push(`- ${letter.messageId} (${letter.failure?.key ?? letter.envelope?.keys.join(' ') ?? 'no key'}): ${why}`);
   }

@@ -22,6 +22,7 @@ export {
   RedriveInterruptedError,
   redriveDeadLetters,
 } from './dead-letter-redrive.ts';
+export { deploymentPrefixesAt } from './deployment-prefixes.ts';
 export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
 export { messageOf, NothingToTraceError, OperationsError, UsageError } from './errors.ts';
 export { checkTraceSubject, logFilterPattern } from './function-logs.ts';

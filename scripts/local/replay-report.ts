@@ -1,4 +1,5 @@
 import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '../../lib/consumer/index.ts';
+import type { CaptureTimes } from './capture-times.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
 import type { TrafficPhase } from './traffic.ts';
@@ -32,6 +33,10 @@ export interface RunSummary extends Counts {
   /** Messages still in the source queues when the run stopped (0 when completed). */
   inFlight: number;
   wallMs: number;
+  /** The stage's prefix, and how many of its tables and queues an earlier run had left (a kept stage). */
+  stage: { prefix: string; reused: number };
+  /** A replayed capture: whether its store and born times were rebased onto now, and by how much. */
+  captureTimes?: { mode: string; shiftMs: number; messages: number; earliest?: string; latest?: string };
 }
 
 export interface ReportContext {
@@ -79,6 +84,46 @@ export function runSummary(result: LocalRunResult, input?: TrafficFileAccount): 
     neverSent: result.neverSent,
     inFlight: result.leftInQueues,
     wallMs: result.wallMs,
+    stage: { prefix: result.resources.prefix, reused: result.resources.reused.length },
+    ...(result.captureTimes ? { captureTimes: captureTimesJson(result.captureTimes) } : {}),
+  };
+}
+
+/** The report's one line on the capture's times. */
+function captureTimesLine(t: CaptureTimes): string {
+  if (t.earliest === undefined || t.latest === undefined)
+    return 'Capture times: no envelope carries a store or born time.';
+  const span = `${new Date(t.earliest).toISOString()} to ${new Date(t.latest).toISOString()}`;
+  return t.mode === 'rebased'
+    ? `Capture times rebased onto now: ${t.messages} envelope(s) captured ${span}, each moved by ${durationText(t.shiftMs)} (spacing and order kept; --original-times keeps them as captured).`
+    : `Capture times kept as captured (--original-times): ${t.messages} envelope(s) from ${span}; a copy stored before its group's redrive horizon is dead-lettered as PAST_REDRIVE_HORIZON.`;
+}
+
+/** `+2342d 7h 5m 3s`: the largest unit first, zeros left out. */
+function durationText(ms: number): string {
+  const seconds = Math.round(Math.abs(ms) / 1000);
+  const parts = [
+    [Math.floor(seconds / 86_400), 'd'],
+    [Math.floor(seconds / 3600) % 24, 'h'],
+    [Math.floor(seconds / 60) % 60, 'm'],
+    [seconds % 60, 's'],
+  ] as const;
+  const text =
+    parts
+      .filter(([n]) => n > 0)
+      .map(([n, unit]) => `${n}${unit}`)
+      .join(' ') || '0s';
+  return `${ms < 0 ? '-' : '+'}${text}`;
+}
+
+function captureTimesJson(t: CaptureTimes): NonNullable<RunSummary['captureTimes']> {
+  return {
+    mode: t.mode,
+    shiftMs: t.shiftMs,
+    messages: t.messages,
+    ...(t.earliest === undefined || t.latest === undefined
+      ? {}
+      : { earliest: new Date(t.earliest).toISOString(), latest: new Date(t.latest).toISOString() }),
   };
 }
 
@@ -138,7 +183,12 @@ export function renderReport(result: LocalRunResult, context: ReportContext): st
     out.push(
       `Seeded ${result.seededOrders} orders as WAIT_PAY first, standing in for the order service that creates them.`,
     );
-  out.push(`Emulator: ${result.endpoint}, resources prefixed "${result.resources.prefix}".`, '');
+  const reused = result.resources.reused.length;
+  out.push(
+    `Emulator: ${result.endpoint}, resources prefixed "${result.resources.prefix}"${reused > 0 ? ` (a kept stage: ${reused} of its tables and queues were there already, with what earlier runs left in them)` : ''}.`,
+  );
+  if (result.captureTimes) out.push(captureTimesLine(result.captureTimes));
+  out.push('');
 
   if (context.input) {
     const i = context.input;
