@@ -2,12 +2,18 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { deploymentSettings } from './deployment-settings.ts';
 import { PipelineStack } from './pipeline-stack.ts';
+import { StageReaderStack } from './stage-reader-stack.ts';
 
 /**
- * The CDK app: the pipeline stack, which holds the test and production stages.
+ * The CDK app: the pipeline stack, which holds the test and production stages, and per stage
+ * account the stack reader the pipeline reads that stage through (deployed once, by hand).
  * cdk-nag's AwsSolutions checks run on every synthesis; a finding fails it.
  */
-export function buildApp(app: App = new App()): { app: App; pipeline: PipelineStack } {
+export function buildApp(app: App = new App()): {
+  app: App;
+  pipeline: PipelineStack;
+  readers: { test: StageReaderStack; prod: StageReaderStack };
+} {
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   const settings = deploymentSettings(app.node);
   const pipeline = new PipelineStack(app, 'RocketMqConsumersPipeline', {
@@ -15,5 +21,15 @@ export function buildApp(app: App = new App()): { app: App; pipeline: PipelineSt
     settings,
     description: 'CDK Pipeline deploying the RocketMQ consumers to test, then production',
   });
-  return { app, pipeline };
+  const reader = (id: 'Test' | 'Prod', stage: 'test' | 'prod') => {
+    const { account, region, prefix } = settings.stages[stage];
+    return new StageReaderStack(app, `RocketMqConsumersReader-${id}`, {
+      env: { account, region },
+      prefix,
+      stackName: pipeline[stage].consumers.stackName,
+      pipeline: settings.pipeline,
+      description: `Lets the pipeline read ${pipeline[stage].consumers.stackName} and nothing else; deployed once, by hand`,
+    });
+  };
+  return { app, pipeline, readers: { test: reader('Test', 'test'), prod: reader('Prod', 'prod') } };
 }
