@@ -10,6 +10,7 @@ import { integrityCheckedInstall, lockedPackage } from '../../infra/pipeline-too
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
+import { SecurityBaselineCheck } from '../../infra/security-baseline.ts';
 import {
   ALARM_STORM_TABLE,
   CONSUMER_GROUPS,
@@ -81,7 +82,9 @@ beforeAll(() => {
   outdir = mkdtempSync(path.join(tmpdir(), 'cdk-infra-test-'));
   const started = performance.now();
   // Synthesise as the CLI does (path metadata, version reporting), so cfn-lint sees the deployed templates.
-  const built = buildApp(new App({ outdir, context: cdkJson.context, analyticsReporting: true, stackTraces: false }));
+  const built = buildApp(new App({ outdir, context: cdkJson.context, analyticsReporting: true, stackTraces: false }), {
+    securityBaseline: new SecurityBaselineCheck(),
+  });
   built.app.synth();
   synthSeconds = (performance.now() - started) / 1000;
   pipeline = built.pipeline;
