@@ -10,11 +10,18 @@ import { buildApp } from '../../infra/consumers-app.ts';
 import type { PipelineStack } from '../../infra/pipeline-stack.ts';
 import { integrityCheckedInstall, type LockedPackage, lockedPackage } from '../../infra/pipeline-tooling.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
+import {
+  allowingStatements,
+  denyingStatements,
+  type PolicyRequest,
+  type PolicyStatement,
+} from '../support/resource-policy.ts';
 
 /**
  * Issue #37, item 1: no CodeBuild project but the pipeline's own deploy actions can deploy; what
  * reports on a stage reads its stack and nothing else; the asset role starts only its projects;
- * the CLIs the pipeline installs are checked against the lockfile's integrity.
+ * the CLIs the pipeline installs are checked against the lockfile's integrity; and the SCP and
+ * bootstrap trust docs/security.md gives close what CDK cannot, judged against the synthesized names.
  */
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
 const settings = cdkJson.context.rocketmq;
@@ -336,5 +343,102 @@ exit 99
     expect(off.output).toContain(
       `Termination protection of Prod-Consumers (account ${STAGE_ACCOUNTS[1]}) is off. Turn it on once, as an administrator of that account: aws cloudformation update-termination-protection --enable-termination-protection --region ${REGION} --stack-name Prod-Consumers`,
     );
+  });
+});
+
+describe('the SCP and the bootstrap trust in docs/security.md', () => {
+  const doc = readFileSync(path.join(REPOSITORY_ROOT, 'docs', 'security.md'), 'utf8');
+  /** The first JSON block under a heading, as an operator would copy it. */
+  const block = (heading: string) => {
+    const section = doc.slice(doc.indexOf(heading));
+    expect(section.length, heading).toBeLessThan(doc.length);
+    return JSON.parse(/```json\n([\s\S]*?)\n```/.exec(section)![1]!);
+  };
+  const as = (principal: string, action: string, resource: string): PolicyRequest => ({
+    principal,
+    action,
+    resource,
+    context: { 'aws:PrincipalArn': principal },
+  });
+  const generatedName = (id: string) => iamRole(PIPELINE_ACCOUNT, `RocketMqConsumersPipeline-${id}-0A1B2C3D4E5F`);
+  const pipelineRoles = () => ({
+    pipeline: iamRole(PIPELINE_ACCOUNT, `rocketmq-consumers-pipeline-${REGION}`),
+    assets: iamRole(PIPELINE_ACCOUNT, `rocketmq-consumers-file-assets-${REGION}`),
+    reader: iamRole(PIPELINE_ACCOUNT, `rocketmq-consumers-stack-reader-${REGION}`),
+    tests: generatedName(roleOf(projectNamed('rocketmq-consumers-tests')[1])),
+    selfMutation: generatedName(roleOf(projectNamed('rocketmq-consumers-selfupdate')[1])),
+    admin: iamRole(PIPELINE_ACCOUNT, 'AWSReservedSSO_AdministratorAccess_0123456789abcdef'),
+  });
+
+  it('the pipeline account’s SCP leaves starting the pipeline’s projects to the pipeline, and changing them to CloudFormation', () => {
+    // An SCP names no principal: it binds every principal of the account (but service-linked roles).
+    const scp = (block('#### SCP for the pipeline account').Statement as PolicyStatement[]).map((s) => ({
+      ...s,
+      Principal: '*',
+    }));
+    const denied = (request: PolicyRequest) => denyingStatements(scp, request).length > 0;
+    const roles = pipelineRoles();
+    const cloudFormation = bootstrapRole('cfn-exec', PIPELINE_ACCOUNT);
+    const projectArn = (name: string) => `arn:aws:codebuild:${REGION}:${PIPELINE_ACCOUNT}:project/${name}`;
+    const names = projects().map(([, p]) => p.Properties.Name as string);
+    expect(names).toContain('rocketmq-consumers-prod-termination-protection');
+    for (const name of names) {
+      for (const start of ['codebuild:StartBuild', 'codebuild:StartBuildBatch', 'codebuild:RetryBuild']) {
+        expect(denied(as(roles.pipeline, start, projectArn(name))), `${start} ${name} by the pipeline`).toBe(false);
+        for (const other of [roles.admin, roles.assets, roles.reader, roles.tests, roles.selfMutation, cloudFormation])
+          expect(denied(as(other, start, projectArn(name))), `${start} ${name} by ${other}`).toBe(true);
+      }
+      expect(denied(as(roles.admin, 'codebuild:UpdateProject', projectArn(name)))).toBe(true);
+      expect(denied(as(cloudFormation, 'codebuild:UpdateProject', projectArn(name)))).toBe(false);
+    }
+    const [, codePipeline] = ofType('AWS::CodePipeline::Pipeline')[0]!;
+    const pipelineArn = `arn:aws:codepipeline:${REGION}:${PIPELINE_ACCOUNT}:${codePipeline.Properties.Name}`;
+    expect(denied(as(roles.admin, 'codepipeline:UpdatePipeline', pipelineArn))).toBe(true);
+    expect(denied(as(cloudFormation, 'codepipeline:UpdatePipeline', pipelineArn))).toBe(false);
+    for (const role of [roles.pipeline, roles.assets, roles.reader])
+      for (const action of ['iam:PassRole', 'iam:PutRolePolicy', 'iam:UpdateAssumeRolePolicy', 'iam:CreateRole']) {
+        expect(denied(as(roles.admin, action, role)), `${action} ${role} by an administrator`).toBe(true);
+        expect(denied(as(cloudFormation, action, role)), `${action} ${role} by CloudFormation`).toBe(false);
+      }
+    // Other projects and roles of the account are untouched.
+    expect(denied(as(roles.admin, 'codebuild:StartBuild', projectArn('another-app-build')))).toBe(false);
+    expect(denied(as(roles.admin, 'iam:PassRole', iamRole(PIPELINE_ACCOUNT, 'another-app-role')))).toBe(false);
+  });
+
+  it('the stage accounts’ bootstrap roles trust only the pipeline’s roles that need them', () => {
+    const trust = block("#### Trust of the stage accounts' bootstrap roles") as Record<string, PolicyStatement[]>;
+    const roles = pipelineRoles();
+    const may = (statements: PolicyStatement[], principal: string, role: string) =>
+      allowingStatements(statements, as(principal, 'sts:AssumeRole', role)).length > 0;
+    for (const account of STAGE_ACCOUNTS) {
+      const deploy = bootstrapRole('deploy', account);
+      const files = bootstrapRole('file-publishing', account);
+      const lookup = bootstrapRole('lookup', account);
+      expect(may(trust.DeploymentActionRole!, roles.pipeline, deploy)).toBe(true);
+      expect(may(trust.FilePublishingRole!, roles.assets, files)).toBe(true);
+      for (const other of [roles.admin, roles.assets, roles.reader, roles.tests, roles.selfMutation])
+        expect(may(trust.DeploymentActionRole!, other, deploy), `${other} deploys`).toBe(false);
+      for (const other of [roles.admin, roles.pipeline, roles.reader, roles.tests])
+        expect(may(trust.FilePublishingRole!, other, files), `${other} publishes`).toBe(false);
+      for (const anyone of Object.values(roles)) expect(may(trust.LookupRole!, anyone, lookup)).toBe(false);
+      expect(
+        may(
+          trust.ImagePublishingRole!,
+          iamRole(PIPELINE_ACCOUNT, `rocketmq-consumers-image-assets-${REGION}`),
+          bootstrapRole('image-publishing', account),
+        ),
+      ).toBe(true);
+    }
+    // The names the documented statements trust are the ones the pipeline stack gives its roles.
+    for (const name of [roles.pipeline, roles.assets])
+      expect(ofType('AWS::IAM::Role').map(([, r]) => iamRole(PIPELINE_ACCOUNT, r.Properties.RoleName))).toContain(name);
+    // And another account's role of the same name is not trusted.
+    expect(
+      may(
+        trust.DeploymentActionRole!,
+        iamRole('999999999999', `rocketmq-consumers-pipeline-${REGION}`),
+        bootstrapRole('deploy', STAGE_ACCOUNTS[1]!),
+      ),
+    ).toBe(false);
   });
 });
