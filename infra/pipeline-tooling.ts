@@ -56,7 +56,7 @@ const GENERATED_INSTALL = /^npm install -g (aws-cdk|cdk-assets)@(\S+)$/;
  * {@link integrityCheckedInstall} of the locked package, and a version other than the locked one
  * fails the synth.
  */
-export function pinGeneratedToolInstalls(pipeline: IConstruct, root = REPOSITORY_ROOT): number {
+export function pinGeneratedToolInstalls(pipeline: IConstruct, root = REPOSITORY_ROOT): void {
   let replaced = 0;
   for (const project of pipeline.node.findAll()) {
     if (!(project instanceof codebuild.Project)) continue;
@@ -77,5 +77,8 @@ export function pinGeneratedToolInstalls(pipeline: IConstruct, root = REPOSITORY
     });
     cfn.addPropertyOverride('Source.BuildSpec', JSON.stringify(spec, null, 2));
   }
-  return replaced;
+  if (replaced === 0)
+    throw new Error(
+      `${pipeline.node.path}: no npm install -g of aws-cdk or cdk-assets found; CDK Pipelines changed how it installs them`,
+    );
 }

@@ -139,6 +139,37 @@ describe('who can deploy', () => {
     expect(buildActions[0]!.Resource).toEqual(own);
   });
 
+  it('with the bridge on, its image is published by the image asset role, which starts only its own project', () => {
+    const bridge = {
+      enabled: true,
+      endpoints: 'proxy1.mq.internal:8081',
+      vpcId: 'vpc-0a1b2c3d4e5f60718',
+      subnets: [{ id: 'subnet-0a1b2c3d4e5f60711', availabilityZone: 'ap-northeast-1a' }],
+    };
+    const rocketmq = { ...settings, stages: { ...settings.stages, test: { ...settings.stages.test, bridge } } };
+    const app = new App({ context: { rocketmq, [cx_api.BUNDLING_STACKS]: [] }, stackTraces: false });
+    const withBridge = Template.fromStack(buildApp(app).pipeline).toJSON().Resources as Record<string, Resource>;
+    const [imageRole] = Object.entries(withBridge).find(
+      ([, r]) => r.Type === 'AWS::IAM::Role' && r.Properties.RoleName === `rocketmq-consumers-image-assets-${REGION}`,
+    )!;
+    const own = Object.entries(withBridge)
+      .filter(
+        ([, r]) => r.Type === 'AWS::CodeBuild::Project' && r.Properties.ServiceRole['Fn::GetAtt'][0] === imageRole,
+      )
+      .map(([id, r]) => {
+        expect(r.Properties.Name).toMatch(/^rocketmq-consumers-assets-dockerasset\d+$/);
+        return { 'Fn::GetAtt': [id, 'Arn'] };
+      });
+    expect(own).toHaveLength(1);
+    const starts = Object.values(withBridge)
+      .filter(
+        (r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x: { Ref: string }) => x.Ref === imageRole),
+      )
+      .flatMap((r) => r.Properties.PolicyDocument.Statement as Statement[])
+      .filter((st) => actions(st).includes('codebuild:StartBuild'));
+    expect(starts.map((st) => st.Resource)).toEqual([own]);
+  }, 120_000);
+
   it('names every project under the pipeline’s name, and the roles the stage accounts trust', () => {
     for (const [, project] of projects()) expect(project.Properties.Name).toMatch(/^rocketmq-consumers-/);
     for (const role of ['pipeline', 'file-assets', 'stack-reader']) roleNamed(`rocketmq-consumers-${role}-${REGION}`);
