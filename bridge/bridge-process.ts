@@ -42,7 +42,7 @@ export async function runBridgeProcess(
       'envelopes are not signed (no signing in the configuration): consumers that require signatures will dead-letter them',
     );
   const backend = tracingBackendOf(env);
-  const traceExport = startTraceExport(backend, env);
+  const traceExport = startTraceExport(backend, env, { log: logger });
   if (traceExport) logger.info('exporting forward spans', { tracing: backend, endpoint: traceExport.endpoint });
   const tracing = bridgeTracingOf(backend);
   const bridge = new Bridge(config, {

@@ -31,9 +31,10 @@ export interface TracedForward {
 }
 
 /**
- * Opens the forward span of one received message, the child of (and linked to) the producer's
- * context its properties carry. Without a registered provider the span is the API's no-op, whose
- * context is the producer's: the envelope then carries the producer's context on unchanged.
+ * Opens the forward span of one received message: a root of the bridge's own, linked to the
+ * producer's context its properties carry. Without a registered provider the span is the API's
+ * no-op, whose context is invalid: the envelope then carries no context of the bridge's, and the
+ * SQS entry no `AWSTraceHeader`.
  */
 export function traceForward(
   tracing: BridgeTracing,

@@ -4,6 +4,7 @@ import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import type { Construct } from 'constructs';
+import { recordArtifactAccess } from './artifact-bucket.ts';
 import { tuningOf } from './consumer-group.ts';
 import { ConsumerStage } from './consumer-stage.ts';
 import type { DeploymentSettings, StageSettings } from './deployment-settings.ts';
@@ -130,6 +131,7 @@ export class PipelineStack extends Stack {
       post: [this.terminationProtectionCheck(this.prod, stages.prod)],
     });
     this.pipeline.buildPipeline();
+    recordArtifactAccess(this.pipeline);
     nameAndScopeAssetSteps(this.pipeline);
     pinGeneratedToolInstalls(this.pipeline);
     acknowledgePipelineFindings(this.pipeline, [this.pipelineRole, this.stackReader]);
@@ -227,6 +229,7 @@ function stageProps(stage: StageSettings, runbookUrl: string) {
       bridge: stage.bridge,
       senderRoleArns: stage.senderRoleArns,
       operatorRoleArns: stage.operatorRoleArns,
+      keyRevokerRoleArns: stage.keyRevokerRoleArns,
       tracing: { backend: stage.tracing, ...(stage.adotLayerArn ? { adotLayerArn: stage.adotLayerArn } : {}) },
       tuning: {
         maxConcurrency: stage.maxConcurrency,

@@ -110,7 +110,10 @@ async function ledgerMode(endpoint: string, ledger: 'kept' | 'moved', csv: strin
     ...['migrate', 'import', '--source', csv, '--group', POINTS_GROUP, '--ledger', ledger],
     ...['--concurrency', String(CONCURRENCY), '--checkpoint', join(dir, `${ledger}-${run}.json`)],
     ...['--yes', '--json', '--quiet', '--endpoint', endpoint, '--prefix', resources.prefix],
+    ...(ledger === 'moved' ? ['--plan', join(dir, 'moved-plan.json')] : []),
   ];
+  // --ledger moved applies a reviewed plan: the dry run that saves it touches no AWS resource.
+  if (ledger === 'moved') await importPass([...argv('plan'), '--dry-run'], client, trips);
   const first = await importPass(argv('first'), client, trips);
   const rerun = await importPass(argv('rerun'), client, trips);
   base.destroy();

@@ -133,8 +133,9 @@ Output:
 audit / reverse:
   --segments <n>           Parallel scan segments (default 4).
   --legacy-source <store>  Also every order awarded both here and in the legacy store, or to
-                           another user here (read only; --table, --map, --time-zone, --pattern
-                           as for migrate import). reverse compensates them in this ledger.
+                           another user here (read only; --table, --map, --time-zone, --pattern,
+                           --legacy-ca as for migrate import). reverse compensates them in this
+                           ledger (a moved legacy award: its entry here).
 trace:
   --mermaid                A Mermaid sequence diagram of the order's journey (for the ticket).
   --user <userId>          The order's user: the ledger is queried in that user's partition
@@ -147,9 +148,17 @@ dlq:
   --visibility-timeout <s> How long read messages stay hidden (list/show default 30, redrive 120).
   --limit <n>              At most n messages.
 migrate import (docs/migration.md):
-  --source <url|file>      mysql://user@host/db, mariadb://…, redis://host:6379/0, or an
-                           export: file.csv (header row) / file.jsonl. A password may come
-                           from LEGACY_PASSWORD instead of the URL.
+  --source <url|file>      mysql://user@host/db, mariadb://…, rediss://host:6379/0, or an
+                           export: file.csv (header row) / file.jsonl. Off this machine the
+                           store is read over TLS only (rediss:// for Redis), its certificate
+                           checked; the password comes from LEGACY_PASSWORD (in the URL only
+                           for a store on loopback).
+  --legacy-ca <pem>        The CAs the store's certificate must chain to (default: Node's
+                           roots); on loopback it asks for TLS too.
+  --sha256 <hex>           An export's published checksum: another file is refused.
+  --plan <file>            --ledger moved: with --dry-run, save the awards and points per
+                           user for review; without it, import exactly that reviewed plan
+                           (refused, nothing written, if the source no longer holds it).
   --group <group>          The catalogue group whose records are written.
   --ledger moved|kept      moved: legacy awards enter the ledger and balances here too;
                            kept: dedup records only (the legacy ledger keeps its awards).
@@ -163,7 +172,10 @@ migrate import (docs/migration.md):
   --accept-expired-keys    Import keys that expire before a copy can stop arriving (refused
                            otherwise: the gap is reported, audit afterwards).
   --since <time>           Only rows processed at or after it (the delta import).
-  --time-zone <±hh:mm>     Zone of times written without one (default: the MySQL server's).
+  --time-zone <zone>       Zone of times written without one: +08:00, or an IANA name such as
+                           Europe/Berlin for a zone with daylight saving time (each time read
+                           with its own offset). Default: the MySQL server's, when it keeps
+                           one offset all year.
   --legacy-max-reconsume-times <n>  --legacy-delay-levels "<1s 5s …>"
   --legacy-file-reserved-hours <h>  The legacy group's and broker's settings (4.x defaults).
   --checkpoint <file>      Where the run's progress is kept (default .ops-checkpoints/);
@@ -229,6 +241,8 @@ const OPTIONS = {
   pattern: { type: 'string' },
   since: { type: 'string' },
   'time-zone': { type: 'string' },
+  'legacy-ca': { type: 'string' },
+  sha256: { type: 'string' },
   'key-ttl': { type: 'string' },
   'accept-expired-keys': { type: 'boolean' },
   'legacy-max-reconsume-times': { type: 'string' },

@@ -56,18 +56,19 @@ export interface RocketMQBridgeServiceProps {
   /** Sign every envelope with this secret's value (consumers given the same secret refuse unsigned ones). */
   readonly envelopeSigningKey?: secretsmanager.ISecret;
   /**
-   * The stage's tracing back end, in the task's `TRACING_BACKEND`. Not `off`: the bridge exports its
-   * forward spans over OTLP to a collector sidecar in the task, which sends them to X-Ray; with `xray`
-   * each SQS entry also carries the producer's context as `AWSTraceHeader`, so X-Ray links the forward
-   * to the consumer's invocation.
+   * The stage's tracing back end, in the task's `TRACING_BACKEND`. Not `off`: the bridge process
+   * sends its forward spans to X-Ray's OTLP endpoint itself, signed with the task role's
+   * credentials; with `xray` each SQS entry also carries the forward's context as `AWSTraceHeader`,
+   * so X-Ray links the forward to the consumer's invocation.
    */
   readonly tracing?: TracingBackend;
   /**
-   * The collector sidecar's image when tracing is on (default the AWS Distro for OpenTelemetry
-   * collector on ECR Public, {@link DEFAULT_TRACE_COLLECTOR_IMAGE}); a stage whose subnets cannot reach
-   * ECR Public names its own mirror here.
+   * Refused at synth: no collector runs beside the bridge. Every container of a task holds the
+   * task role's credentials (the signing key, every queue), so the task runs the bridge's own
+   * image alone.
+   * @deprecated The bridge exports its spans itself; remove the setting.
    */
-  readonly traceCollectorImage?: ecs.ContainerImage;
+  readonly traceCollectorImage?: never;
   /** A secret with JSON keys `accessKey` and `secretKey`, when the cluster enforces ACL. */
   readonly rocketMqCredentials?: secretsmanager.ISecret;
   /** How long a received message stays invisible in RocketMQ before it is redelivered (default 60 s). */
@@ -105,35 +106,6 @@ export interface RocketMQBridgeNames {
 
 const HEALTH_PORT = 8080;
 
-/** The AWS Distro for OpenTelemetry collector, pinned: a sidecar that changes by itself is not reviewed. */
-export const DEFAULT_TRACE_COLLECTOR_IMAGE = 'public.ecr.aws/aws-observability/aws-otel-collector:v0.49.0';
-/** Where the sidecar receives OTLP/HTTP: loopback of the task's shared network namespace only. */
-const TRACE_COLLECTOR_ADDRESS = '127.0.0.1:4318';
-/** The bridge's exporter sends there: the same address, stated once. */
-export const TRACE_COLLECTOR_ENDPOINT = `http://${TRACE_COLLECTOR_ADDRESS}/v1/traces`;
-
-/**
- * The sidecar's whole configuration (`AOT_CONFIG_CONTENT`): OTLP/HTTP in on loopback, batched, out
- * to X-Ray. Nothing else is received or exported, so the task role needs only X-Ray's two write actions.
- */
-export const TRACE_COLLECTOR_CONFIG = `receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: ${TRACE_COLLECTOR_ADDRESS}
-processors:
-  batch:
-    timeout: 5s
-exporters:
-  awsxray:
-service:
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [awsxray]
-`;
-
 /**
  * The bridge as an ECS Fargate service: its configuration in `BRIDGE_CONFIG`, a container health
  * check on the readiness endpoint, logs (and EMF metrics) in CloudWatch, and a task role that may
@@ -147,6 +119,10 @@ export class RocketMQBridgeService extends Construct {
   constructor(scope: Construct, id: string, props: RocketMQBridgeServiceProps) {
     super(scope, id);
     if (props.routes.length === 0) throw new Error('RocketMQBridgeService needs at least one route');
+    if (props.traceCollectorImage !== undefined)
+      throw new Error(
+        "RocketMQBridgeService: traceCollectorImage is refused: the bridge sends its spans to X-Ray's OTLP endpoint itself, and no other container runs with its task role, which reads the signing key and sends to every queue (docs/security.md, third review); remove the setting",
+      );
     if (!props.proxyEndpoint === !props.nameServer)
       throw new Error(
         'RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)',
@@ -215,7 +191,7 @@ export class RocketMQBridgeService extends Construct {
     };
 
     const tracing = props.tracing ?? TracingBackend.off;
-    const bridge = this.taskDefinition.addContainer('Bridge', {
+    this.taskDefinition.addContainer('Bridge', {
       image:
         props.image ??
         ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
@@ -228,9 +204,7 @@ export class RocketMQBridgeService extends Construct {
       environment: {
         BRIDGE_CONFIG: Stack.of(this).toJsonString(config),
         POWERTOOLS_SERVICE_NAME: 'rocketmq-bridge',
-        ...(tracing === TracingBackend.off
-          ? {}
-          : { [TRACING_BACKEND_ENV]: tracing, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: TRACE_COLLECTOR_ENDPOINT }),
+        ...(tracing === TracingBackend.off ? {} : { [TRACING_BACKEND_ENV]: tracing }),
       },
       ...(props.rocketMqCredentials
         ? {
@@ -257,7 +231,7 @@ export class RocketMQBridgeService extends Construct {
       stopTimeout: Duration.seconds(60),
       readonlyRootFilesystem: true,
     });
-    if (tracing !== TracingBackend.off) this.addTraceCollector(bridge, props.traceCollectorImage);
+    if (tracing !== TracingBackend.off) this.grantSpanExport();
     this.grantForwarding(props.routes);
     props.envelopeSigningKey?.grantRead(this.taskDefinition.taskRole);
     Validations.of(this.taskDefinition).acknowledge({
@@ -298,26 +272,23 @@ export class RocketMQBridgeService extends Construct {
   }
 
   /**
-   * The collector sidecar: not essential, so a collector that fails costs spans, never forwarding;
-   * the bridge starts after it has started, so its first spans find it listening.
+   * What X-Ray's OTLP endpoint is authorised as, `xray:PutTraceSegments`, and nothing else (no
+   * `PutTelemetryRecords`: that is a daemon's). X-Ray has no resource-level permissions, so the
+   * resource is `*`; the global `aws:RequestedRegion` narrows it to the stage's region.
    */
-  private addTraceCollector(bridge: ecs.ContainerDefinition, image: ecs.ContainerImage | undefined): void {
-    const collector = this.taskDefinition.addContainer('TraceCollector', {
-      image: image ?? ecs.ContainerImage.fromRegistry(DEFAULT_TRACE_COLLECTOR_IMAGE),
-      essential: false,
-      environment: { AOT_CONFIG_CONTENT: TRACE_COLLECTOR_CONFIG },
-      logging: ecs.LogDrivers.awsLogs({ logGroup: this.logGroup, streamPrefix: 'trace-collector' }),
-      memoryReservationMiB: 64,
-      readonlyRootFilesystem: true,
-    });
-    bridge.addContainerDependencies({ container: collector, condition: ecs.ContainerDependencyCondition.START });
-    this.taskDefinition.taskRole.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], resources: ['*'] }),
+  private grantSpanExport(): void {
+    const role = this.taskDefinition.taskRole;
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['xray:PutTraceSegments'],
+        resources: ['*'],
+        conditions: { StringEquals: { 'aws:RequestedRegion': Stack.of(this).region } },
+      }),
     );
-    Validations.of(this.taskDefinition.taskRole).acknowledge({
+    Validations.of(role).acknowledge({
       id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
       reason:
-        "The trace collector sidecar sends the bridge's spans to X-Ray: xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions.",
+        "The bridge sends its spans to X-Ray's OTLP endpoint, authorised as xray:PutTraceSegments, which has no resource-level permissions; aws:RequestedRegion keeps it to the stage's region.",
     });
   }
 

@@ -13,7 +13,12 @@ export {
   createSqs,
   emulatorConfig,
 } from './clients.ts';
-export { type ServiceCredentials, ServiceCredentialsError, serviceCredentials } from './service-credentials.ts';
+export {
+  type ServiceCredentials,
+  ServiceCredentialsError,
+  SigV4Signer,
+  serviceCredentials,
+} from './service-credentials.ts';
 export { REVOKED_STAGE_PREFIX, revokedStageOf, SecretSigningKeys } from './signing-key-secret.ts';
 export { sqsText } from './sqs-text.ts';
 export { type ScanProgress, scanTable } from './table-scan.ts';

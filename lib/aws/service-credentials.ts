@@ -12,7 +12,7 @@ export interface OutgoingRequest {
   readonly method: string;
   readonly url: URL;
   readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
+  readonly body: string | Uint8Array;
 }
 
 /**
@@ -84,14 +84,19 @@ export class SecretBearerToken implements ServiceCredentials {
 }
 
 /**
- * Signs each call with SigV4 and the function's own credentials, for an API Gateway API
- * (`execute-api`) or a Lambda function URL (`lambda`) whose authorisation is AWS_IAM. The
- * signature covers the method, path, body and the headers given, and expires after five minutes.
+ * Signs each call with SigV4 and the caller's own credentials: for an API Gateway API
+ * (`execute-api`) or a Lambda function URL (`lambda`) whose authorisation is AWS_IAM, and for
+ * X-Ray's OTLP endpoint (`xray`, the bridge's span export). The signature covers the method,
+ * path, body and the headers given, and expires after five minutes.
  */
 export class SigV4Signer implements ServiceCredentials {
   private readonly signer: SignatureV4;
 
-  constructor(options: { service: SigV4Service; region: string; credentials: AwsCredentialIdentityProvider }) {
+  constructor(options: {
+    service: SigV4Service | 'xray';
+    region: string;
+    credentials: AwsCredentialIdentityProvider;
+  }) {
     this.signer = new SignatureV4({
       service: options.service,
       region: options.region,

@@ -15,6 +15,7 @@ export {
   IncoherentLifetimesError,
   type LegacyHorizon,
   type LegacyLifetimeSettings,
+  LegacyLifetimes,
   legacyHorizonOf,
   lifetimesOf,
   type Ordering,

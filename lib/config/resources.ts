@@ -18,19 +18,17 @@ export interface TableDefinition {
   readonly partitionKey: string;
   readonly sortKey?: string;
   readonly ttlAttribute?: string;
-  /** Data tables are retained and deletion-protected; caches and records are not. */
-  readonly holdsBusinessData: boolean;
 }
 
 export const TABLES = {
   /** Dedup / idempotency records, one per (consumer group, business key). */
-  idempotency: { suffix: 'idempotency', partitionKey: 'id', ttlAttribute: 'expiresAt', holdsBusinessData: false },
+  idempotency: { suffix: 'idempotency', partitionKey: 'id', ttlAttribute: 'expiresAt' },
   /** Point ledger: every award and reversal of one user under that user's partition. */
-  ledger: { suffix: 'point-ledger', partitionKey: 'userId', sortKey: 'entryId', holdsBusinessData: true },
+  ledger: { suffix: 'point-ledger', partitionKey: 'userId', sortKey: 'entryId' },
   /** Point balances, one item per user. */
-  accounts: { suffix: 'point-accounts', partitionKey: 'userId', holdsBusinessData: true },
+  accounts: { suffix: 'point-accounts', partitionKey: 'userId' },
   /** Orders and their status, moved by the order-status consumer. */
-  orders: { suffix: 'orders', partitionKey: 'orderNo', holdsBusinessData: true },
+  orders: { suffix: 'orders', partitionKey: 'orderNo' },
 } as const satisfies Record<string, TableDefinition>;
 
 export type TableKey = keyof typeof TABLES;

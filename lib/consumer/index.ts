@@ -12,7 +12,7 @@
  * side (`lambda/`: the Middy middleware, logs and metrics, configuration, the wiring).
  */
 
-export { mapLimit } from './concurrency.ts';
+export { mapLimit, sleep } from './concurrency.ts';
 export { ConsumerEngine, type ConsumerEngineOptions } from './consumer-engine.ts';
 export {
   ConsumptionError,
@@ -97,4 +97,5 @@ export type {
   RecordReport,
   Settlement,
 } from './settlement.ts';
+export { type ContentionPolicy, commitRetryingContention } from './steps/contention.ts';
 export type { ReportObserver } from './steps/report.ts';

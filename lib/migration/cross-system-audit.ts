@@ -14,9 +14,13 @@ import type { LegacySource } from './legacy-source.ts';
  *
  * What counts as one award: a legacy row; a ledger entry `AWARD#<orderNo>` not reversed. A ledger
  * entry the import moved there (`--ledger moved`: origin `legacy-import`) is the same award as
- * its legacy row, not a second one. A legacy award compensated by this
- * project (a `REVERSAL#LEGACY#<row>` entry: the project never writes the legacy store) is no
- * longer in force. The project only reads the legacy store.
+ * its legacy row, not a second one: the finding names that entry as the legacy award, so a
+ * reversal of it reverses the entry itself, and the ledger's own audit and this one then agree
+ * that it is no longer in force (a `REVERSAL#LEGACY#<row>` beside a moved entry left in force
+ * would leave two awards in the ledger, and a second reversal would debit the user again). A
+ * legacy award that was not moved and that this project compensated (a `REVERSAL#LEGACY#<row>`
+ * entry: the project never writes the legacy store) is no longer in force either. The project
+ * only reads the legacy store.
  */
 export const legacyAwardRef = (ref: string) => `LEGACY#${ref}`;
 
@@ -30,7 +34,10 @@ export interface NativeAward {
 /** One order awarded in both systems, or to another user here than there. */
 export interface CrossSystemAward {
   readonly orderNo: string;
-  /** The legacy award: `entryId` is `LEGACY#<row>`; no user or points for a store without content (Redis). */
+  /**
+   * The legacy award: `entryId` is its moved ledger entry (`AWARD#<orderNo>`) when the import moved
+   * it, else `LEGACY#<row>`; no user or points for a store without content (Redis).
+   */
   readonly legacy: {
     readonly ref: string;
     readonly entryId: string;
@@ -94,6 +101,11 @@ export async function auditAcrossSystems(options: CrossSystemAuditOptions): Prom
       .map((e) => e.reverses!),
   );
   const awardsByOrder = awardsInForceByOrder(entries);
+  const inForce = new Set([...awardsByOrder.values()].flat());
+  const movedByOrder = new Map<string, StoredEntry[]>();
+  for (const e of entries)
+    if (e.kind === LedgerEntryKind.AWARD && e.origin === RecordOrigin.LEGACY_IMPORT && e.orderNo)
+      movedByOrder.set(e.orderNo, [...(movedByOrder.get(e.orderNo) ?? []), e]);
   const found: CrossSystemAward[] = [];
   let legacyRows = 0;
   let legacyInvalid = 0;
@@ -108,19 +120,17 @@ export async function auditAcrossSystems(options: CrossSystemAuditOptions): Prom
         continue;
       }
       const award = check.award;
-      const entryId = legacyAwardRef(award.ref);
-      const inForce = awardsByOrder.get(award.orderNo) ?? [];
       // Moved by the import (whichever export it was read from): the legacy award itself, in this ledger.
-      const mirror = inForce.find(
-        (e) => e.origin === RecordOrigin.LEGACY_IMPORT && (award.userId === undefined || e.userId === award.userId),
-      );
-      if (compensatedLegacy.has(entryId)) {
+      const mirror = movedByOrder
+        .get(award.orderNo)
+        ?.find((e) => award.userId === undefined || e.userId === award.userId);
+      const entryId = mirror?.entryId ?? legacyAwardRef(award.ref);
+      if (mirror ? !inForce.has(mirror) : compensatedLegacy.has(entryId)) {
         compensated++;
         continue;
       }
       if (mirror) moved++;
-      const native = inForce.filter((e) => e !== mirror);
-      // A moved award reversed here is compensated with its mirror; the legacy row then stands alone.
+      const native = (awardsByOrder.get(award.orderNo) ?? []).filter((e) => e !== mirror);
       if (native.length === 0) continue;
       const users = [...new Set([award.userId, ...native.map((e) => e.userId)].filter((u): u is string => !!u))].sort();
       found.push({

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
+import { canonicalJson } from '../consumer/index.ts';
 import { OperationsError } from '../operations/index.ts';
 
 /**
@@ -11,6 +12,11 @@ import { OperationsError } from '../operations/index.ts';
  * run interrupted at any row resumes after the last saved page: the rows of the page it was in are
  * written again, and their conditional writes find what the interrupted run wrote (its run id
  * says so), so no row is written twice or counted twice, and none is missed.
+ *
+ * The file holds order numbers and user ids: it is written readable by its owner only (0600, its
+ * folder 0700). It carries a digest of its fields, so a checkpoint edited by hand (a position moved
+ * to skip rows) is refused rather than resumed; an export's position also hashes the bytes read
+ * (sources/file-source.ts), so a rewritten export is refused too.
  */
 const countsSchema = z.object({
   read: z.number(),
@@ -18,6 +24,7 @@ const countsSchema = z.object({
   alreadyPresent: z.number(),
   awardedNatively: z.number(),
   conflicting: z.number(),
+  contended: z.number(),
   invalid: z.number(),
   pastHorizon: z.number(),
   unverified: z.number(),
@@ -30,13 +37,14 @@ export const emptyCounts = (): ImportCounts => ({
   alreadyPresent: 0,
   awardedNatively: 0,
   conflicting: 0,
+  contended: 0,
   invalid: 0,
   pastHorizon: 0,
   unverified: 0,
 });
 
 const checkpointSchema = z.object({
-  version: z.literal(1),
+  version: z.literal(2),
   /** Hash of what was imported where: a checkpoint never resumes another import. */
   importKey: z.string(),
   runId: z.string(),
@@ -50,7 +58,7 @@ const checkpointSchema = z.object({
   rejected: z
     .array(
       z.object({
-        kind: z.enum(['invalid', 'conflicting', 'awarded-natively']),
+        kind: z.enum(['invalid', 'conflicting', 'awarded-natively', 'contended']),
         ref: z.string(),
         orderNo: z.string().optional(),
         userId: z.string().optional(),
@@ -61,6 +69,12 @@ const checkpointSchema = z.object({
     .default([]),
 });
 export type ImportCheckpoint = z.infer<typeof checkpointSchema>;
+
+/** Owner only: the file names orders and users. */
+export const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_FOLDER_MODE = 0o700;
+
+const digestOf = (fields: unknown) => createHash('sha256').update(canonicalJson(fields)).digest('hex');
 
 export class CheckpointError extends OperationsError {
   override readonly name = 'CheckpointError';
@@ -83,8 +97,23 @@ export class CheckpointFile {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw new CheckpointError(`cannot read the checkpoint ${this.path}: ${(error as Error).message}`);
     }
-    const parsed = checkpointSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new CheckpointError(`${this.path} is not an import checkpoint`);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new CheckpointError(`${this.path} is not an import checkpoint`);
+    }
+    const { digest, ...fields } = (json ?? {}) as Record<string, unknown>;
+    const parsed = checkpointSchema.safeParse(fields);
+    if (!parsed.success)
+      throw new CheckpointError(
+        `${this.path} is not an import checkpoint of this version: start a new run (remove it, or give another --checkpoint)`,
+      );
+    if (digest !== digestOf(fields))
+      throw new CheckpointError(
+        `${this.path} was changed after the import wrote it (its fields no longer match its digest): ` +
+          'a resumed run would start from a position no run recorded. Start a new run: remove it, or give another --checkpoint',
+      );
     if (parsed.data.complete) return undefined;
     if (parsed.data.importKey !== importKey)
       throw new CheckpointError(
@@ -95,9 +124,12 @@ export class CheckpointFile {
   }
 
   async save(checkpoint: ImportCheckpoint): Promise<void> {
-    await mkdir(dirname(this.path), { recursive: true });
+    await mkdir(dirname(this.path), { recursive: true, mode: PRIVATE_FOLDER_MODE });
     const temporary = `${this.path}.${process.pid}.tmp`;
-    await writeFile(temporary, `${JSON.stringify(checkpoint, null, 2)}\n`);
+    const signed = { ...checkpoint, digest: digestOf(checkpoint) };
+    await rm(temporary, { force: true });
+    // A new file each time (then renamed over the old one), so the mode is the one it is created with.
+    await writeFile(temporary, `${JSON.stringify(signed, null, 2)}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
     await rename(temporary, this.path);
   }
 }

@@ -3,7 +3,16 @@ import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { LegacyHorizon } from '../config/index.ts';
 import { recordId } from '../config/index.ts';
-import { type DedupRecord, RecordOrigin, RecordStatus } from '../consumer/index.ts';
+import {
+  ContentionError,
+  type ContentionPolicy,
+  commitRetryingContention,
+  type DedupRecord,
+  RecordOrigin,
+  RecordStatus,
+  type Settlement,
+  sleep,
+} from '../consumer/index.ts';
 import { awardEntry, awardEntryPut, balanceIncrement, type LedgerEntry, type PointTables } from '../points/index.ts';
 import type { LegacyAward } from './legacy-award.ts';
 
@@ -23,9 +32,16 @@ import type { LegacyAward } from './legacy-award.ts';
  * - `--ledger kept` (the legacy ledger stays the record of its awards): the dedup record alone,
  *   one conditional put (1 write unit).
  *
- * Every write is conditional (the record absent or expired, the entry absent), so a row written
- * twice (a re-run, a resumed run, a key SCAN returned twice) is written once; the refusal returns
- * the item that is there, which tells what the row is.
+ * Every write is conditional (the record absent, or an expired import of the same award; the
+ * entry absent), so a row written twice (a re-run, a resumed run, a key SCAN returned twice) is
+ * written once, and a record the consumer wrote, live or expired, is never overwritten: the award
+ * it stands for is in the ledger until TTL deletes the record, and writing over it would award the
+ * order again. The refusal returns the item that is there, which tells what the row is.
+ *
+ * DynamoDB cancels a transaction that meets another on the same item (one user's balance, written
+ * by two rows or by the consumer) with `TransactionConflict`: nothing was written, and the row is
+ * committed again by the consumer's own contention policy (lib/consumer/steps/contention.ts), with
+ * backoff; one still contended after its retries is reported as such, and the run goes on.
  */
 export const LedgerMode = { MOVED: 'moved', KEPT: 'kept' } as const;
 export type LedgerMode = (typeof LedgerMode)[keyof typeof LedgerMode];
@@ -39,6 +55,8 @@ export const RowOutcome = {
   AWARDED_NATIVELY: 'awarded-natively',
   /** A record or ledger entry for the order holds other content (another user, other points). */
   CONFLICTING: 'conflicting',
+  /** Every commit met another transaction on the same item (`TransactionConflict`) until the retries were spent. */
+  CONTENDED: 'contended',
   /** No copy of the message can arrive any more, and nothing else is to be written. */
   PAST_HORIZON: 'past-horizon',
 } as const;
@@ -62,7 +80,15 @@ export interface ImportTarget {
   /** Names this import run on every item it writes: a resumed run knows its own writes. */
   readonly runId: string;
   readonly now: () => number;
+  /** How a contended commit is retried; default `IMPORT_CONTENTION`. */
+  readonly contention?: ContentionPolicy;
 }
+
+/**
+ * The consumer's policy with more rounds: an import has no invocation deadline, and a row left
+ * contended is an operator's work. 6 rounds from 25 ms: about 1.6 s of waiting at most.
+ */
+export const IMPORT_CONTENTION: ContentionPolicy = { retries: 6, backoffMs: 25, sleep };
 
 /** The record's `firstMsgId`: the legacy row it came from, which a PAYLOAD_CONFLICT then names. */
 export const legacyMsgId = (ref: string) => `legacy:${ref}`;
@@ -91,15 +117,35 @@ export function importedRecord(award: LegacyAward, target: ImportTarget, nowMs: 
 
 /** Writes one award (see above) and says what became of it. Throws what DynamoDB throws otherwise. */
 export async function writeLegacyAward(award: LegacyAward, target: ImportTarget): Promise<RowResult> {
+  const [settled] = await commitRetryingContention(
+    [award],
+    async () => [settlementOf(await writeOnce(award, target))],
+    target.contention ?? IMPORT_CONTENTION,
+  );
+  return settled!.outcome === 'processed' ? (settled!.result as RowResult) : { outcome: RowOutcome.CONTENDED };
+}
+
+/** A row's result as the contention policy reads it: contended, or settled. */
+function settlementOf(result: RowResult): Settlement {
+  return result.outcome === RowOutcome.CONTENDED
+    ? {
+        outcome: 'failed',
+        error: new ContentionError('transaction cancelled: TransactionConflict', 'TransactionConflict'),
+      }
+    : { outcome: 'processed', result };
+}
+
+async function writeOnce(award: LegacyAward, target: ImportTarget): Promise<RowResult> {
   const nowMs = target.now();
   const record = importedRecord(award, target, nowMs);
   const live = record.expiresAt > Math.floor(nowMs / 1000);
+  const sameImport = sameImportCondition(award);
   const recordPut = {
     TableName: target.idempotencyTable,
     Item: record,
-    // As the consumer's own put: an expired record (TTL deletes lazily) counts as absent.
-    ConditionExpression: 'attribute_not_exists(id) OR expiresAt < :nowSeconds',
-    ExpressionAttributeValues: { ':nowSeconds': Math.floor(nowMs / 1000) },
+    // Unlike the consumer's own put, an expired record counts as absent only when it is an import of the same award.
+    ConditionExpression: `attribute_not_exists(id) OR (expiresAt < :nowSeconds AND ${sameImport.expression})`,
+    ExpressionAttributeValues: { ':nowSeconds': Math.floor(nowMs / 1000), ...sameImport.values },
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
   };
   const ledger = ledgerWritesOf(award, target, nowMs);
@@ -124,12 +170,28 @@ export async function writeLegacyAward(award: LegacyAward, target: ImportTarget)
     if (!(error instanceof TransactionCanceledException)) throw error;
     const reasons = error.CancellationReasons ?? [];
     const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
-    if (failed === -1) throw error;
+    if (failed === -1) {
+      if (reasons.some((r) => r.Code === 'TransactionConflict')) return { outcome: RowOutcome.CONTENDED };
+      throw error;
+    }
     const existing = reasons[failed]!.Item ? unmarshall(reasons[failed]!.Item!) : {};
     return failed === 0
       ? judgeExisting(award, target.runId, existing, 'fingerprint', 'firstMsgId')
       : judgeExisting(award, target.runId, existing, 'fingerprint', 'msgId');
   }
+}
+
+/** The record is an import of this award: origin `legacy-import`, and the same content, or none on either side. */
+function sameImportCondition(award: LegacyAward) {
+  return award.fingerprint === undefined
+    ? {
+        expression: 'origin = :legacyImport AND attribute_not_exists(fingerprint)',
+        values: { ':legacyImport': RecordOrigin.LEGACY_IMPORT },
+      }
+    : {
+        expression: 'origin = :legacyImport AND (attribute_not_exists(fingerprint) OR fingerprint = :fp)',
+        values: { ':legacyImport': RecordOrigin.LEGACY_IMPORT, ':fp': award.fingerprint },
+      };
 }
 
 /**
@@ -139,12 +201,12 @@ export async function writeLegacyAward(award: LegacyAward, target: ImportTarget)
  * it stands for stays in the ledger) refuses, and so does other content.
  */
 function recordCheckOf(award: LegacyAward, target: ImportTarget) {
+  const sameImport = sameImportCondition(award);
   return {
     TableName: target.idempotencyTable,
     Key: { id: recordId(target.group, award.orderNo) },
-    ConditionExpression:
-      'attribute_not_exists(id) OR (origin = :legacyImport AND (attribute_not_exists(fingerprint) OR fingerprint = :fp))',
-    ExpressionAttributeValues: { ':legacyImport': RecordOrigin.LEGACY_IMPORT, ':fp': award.fingerprint },
+    ConditionExpression: `attribute_not_exists(id) OR (${sameImport.expression})`,
+    ExpressionAttributeValues: sameImport.values,
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
   };
 }

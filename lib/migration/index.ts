@@ -19,7 +19,19 @@ export {
   type ImportCheckpoint,
   type ImportCounts,
   importKeyOf,
+  PRIVATE_FILE_MODE,
 } from './import-checkpoint.ts';
+export {
+  checkAgainstPlan,
+  checkPlanImport,
+  type ImportPlan,
+  ImportPlanError,
+  type ImportPlanUser,
+  PlanTally,
+  readImportPlan,
+  tallySource,
+  writeImportPlan,
+} from './import-plan.ts';
 export {
   type ImportTarget,
   importedRecord,
@@ -49,7 +61,14 @@ export {
   redactedUrl,
   type SourcePage,
 } from './legacy-source.ts';
-export { legacyInstant, legacyWallClock, MissingTimeZoneError, zoneOffsetMinutes } from './legacy-time.ts';
+export {
+  type LegacyZone,
+  legacyInstant,
+  legacyWallClock,
+  legacyZone,
+  MissingTimeZoneError,
+} from './legacy-time.ts';
+export { LEGACY_PASSWORD_VARIABLE } from './legacy-transport.ts';
 export { renderCrossSystem, renderImport, renderShadowComparison } from './migration-output.ts';
 export {
   ARTICLE_KEY_TTL_SECONDS,
@@ -60,6 +79,7 @@ export {
 export {
   compareWithLegacy,
   Disagreement,
+  legacyReadSince,
   type OrderDisagreement,
   type ShadowComparison,
   type ShadowComparisonOptions,

@@ -61,6 +61,10 @@ function issueOf(result: { success: false; error: z.ZodError }): string {
  */
 export function checkLegacyRow(row: LegacyRow): RowCheck {
   if (row.invalid !== undefined) return { ok: false, reason: row.invalid };
+  // A number past 2^53 − 1 lost digits before it got here: its text is another order's key. Sources
+  // keep such digits as text (BIGINT as strings, JSON by its source text); this refuses any that did not.
+  if (typeof row.orderNo === 'number' && Number.isInteger(row.orderNo) && !Number.isSafeInteger(row.orderNo))
+    return { ok: false, reason: 'orderNo above 2^53 - 1 lost digits as a number: export it as text' };
   const key = orderNo.safeParse(typeof row.orderNo === 'number' ? String(row.orderNo) : row.orderNo);
   if (!key.success) return { ok: false, reason: row.orderNo == null ? 'orderNo is empty' : issueOf(key) };
   const hasUser = row.userId !== undefined;

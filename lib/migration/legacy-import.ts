@@ -16,7 +16,7 @@ import type { LegacySource } from './legacy-source.ts';
 
 /** A row the import did not write, for the report and the rejects file. */
 export interface RejectedRow {
-  readonly kind: 'invalid' | 'conflicting' | 'awarded-natively';
+  readonly kind: 'invalid' | 'conflicting' | 'awarded-natively' | 'contended';
   readonly ref: string;
   readonly orderNo?: string;
   readonly userId?: string;
@@ -53,6 +53,14 @@ export interface ImportReport {
   readonly elapsedMs: number;
   readonly rowsPerSecond: number;
   readonly peakRssBytes: number;
+  /** `--ledger moved --dry-run --plan <file>`: the plan saved for review (lib/migration/import-plan.ts). */
+  readonly plan?: {
+    readonly file: string;
+    readonly digest: string;
+    readonly awards: number;
+    readonly points: number;
+    readonly users: number;
+  };
 }
 
 export interface LegacyImportOptions {
@@ -71,6 +79,12 @@ export interface LegacyImportOptions {
   /** Called once the checkpoint is read: `resumed` says whether this run continues an interrupted one. */
   readonly onBegin?: (resumed: boolean) => Promise<void>;
   readonly onProgress?: (progress: ImportProgress) => void;
+  /** Each page's rows in the source's order, before they are written (a plan's tally). */
+  readonly onPage?: (rows: readonly LegacyRow[]) => void;
+  /** Read no further than this source position (an import plan's end). */
+  readonly upTo?: string;
+  /** When `upTo` was taken (the plan's dry run): rows after it are the delta import's, so `deltaSince` starts before it. */
+  readonly upToAt?: string;
   readonly now?: () => number;
 }
 
@@ -99,6 +113,11 @@ export const DELTA_MARGIN_MS = 10 * 60_000;
  * import-writes.ts) with `concurrency` writes in flight, and checkpoints after each page. Constant
  * memory: one page and the report's first rows of each kind. Resumes an unfinished run of the same
  * import from its checkpoint.
+ *
+ * Rows of a page that share a user or an order number are written one after another, in the
+ * source's order (`lanesOf`): one user's rows would otherwise contend for the user's balance item,
+ * and of two rows of one order the first by the source's cursor is the one imported (the other
+ * meets it), the same on every run.
  */
 export async function runLegacyImport(options: LegacyImportOptions): Promise<ImportReport> {
   const now = options.now ?? Date.now;
@@ -126,8 +145,11 @@ export async function runLegacyImport(options: LegacyImportOptions): Promise<Imp
   const report = (): ImportReport => reportOf(options, state, resumed, started, now());
   const save = (complete: boolean) => options.checkpoint?.save(checkpointOf(options.importKey, state, now(), complete));
   try {
-    for await (const page of options.source.pages(state.position)) {
-      await mapLimit(page.rows, options.concurrency ?? 16, (row) => settleRow(row, options, target, state, now));
+    for await (const page of options.source.pages(state.position, options.upTo)) {
+      options.onPage?.(page.rows);
+      await mapLimit(lanesOf(page.rows), options.concurrency ?? 16, async (lane) => {
+        for (const row of lane) await settleRow(row, options, target, state, now);
+      });
       state.position = page.position;
       await save(false);
       options.onProgress?.({ read: state.counts.read, estimatedTotal });
@@ -186,7 +208,44 @@ async function settleRow(
     case RowOutcome.CONFLICTING:
       state.counts.conflicting++;
       return reject(options, state, rejectedOf('conflicting', award, result));
+    case RowOutcome.CONTENDED:
+      state.counts.contended++;
+      return reject(options, state, rejectedOf('contended', award, result));
   }
+}
+
+/**
+ * The page's rows in lanes: rows that share a user or an order number (directly, or through
+ * another row) in one lane, in page order. A union-find over the two keys: linear in the page.
+ */
+export function lanesOf(rows: readonly LegacyRow[]): LegacyRow[][] {
+  const parent: number[] = rows.map((_, i) => i);
+  const find = (i: number): number => {
+    while (parent[i] !== i) {
+      parent[i] = parent[parent[i]!]!;
+      i = parent[i]!;
+    }
+    return i;
+  };
+  const firstWith = new Map<string, number>();
+  rows.forEach((row, i) => {
+    const keys = [
+      `order\u0000${String(row.orderNo)}`,
+      ...(row.userId == null ? [] : [`user\u0000${String(row.userId)}`]),
+    ];
+    for (const key of keys) {
+      const first = firstWith.get(key);
+      if (first === undefined) firstWith.set(key, i);
+      else parent[find(i)] = find(first);
+    }
+  });
+  const lanes = new Map<number, LegacyRow[]>();
+  rows.forEach((row, i) => {
+    const lane = lanes.get(find(i));
+    if (lane) lane.push(row);
+    else lanes.set(find(i), [row]);
+  });
+  return [...lanes.values()];
 }
 
 /** An invalid row's values as text for the report (at most 64 characters each; absent ones left out). */
@@ -212,10 +271,12 @@ function rejectedOf(kind: RejectedRow['kind'], award: LegacyAward, result: RowRe
     ref: award.ref,
     orderNo: award.orderNo,
     ...(award.userId === undefined ? {} : { userId: award.userId, points: award.points }),
-    reason:
-      kind === 'conflicting'
-        ? `other content was written for ${award.orderNo} by ${by} (msgId ${result.existingMsgId ?? 'unknown'})`
-        : `the consumer here awarded a copy first (msgId ${result.existingMsgId ?? 'unknown'}): see ops audit --legacy`,
+    reason: {
+      conflicting: `other content was written for ${award.orderNo} by ${by} (msgId ${result.existingMsgId ?? 'unknown'})`,
+      'awarded-natively': `the consumer here awarded a copy first (msgId ${result.existingMsgId ?? 'unknown'}): see ops audit --legacy-source`,
+      contended:
+        'every commit met another transaction on the same item (TransactionConflict): nothing was written; run the import again',
+    }[kind as Exclude<RejectedRow['kind'], 'invalid'>],
   };
 }
 
@@ -231,7 +292,7 @@ function checkpointOf(
   complete: boolean,
 ): ImportCheckpoint {
   return {
-    version: 1,
+    version: 2,
     importKey,
     runId: state.runId,
     startedAt: state.startedAt,
@@ -272,7 +333,9 @@ function reportOf(
       importedRecordLifetimeSeconds: options.horizon.importedRecordLifetimeSeconds,
       legacy: `${options.horizon.legacy.describe()}, then the group's record TTL ${options.horizon.recordTtlSeconds}s`,
     },
-    deltaSince: new Date(Date.parse(state.startedAt) - DELTA_MARGIN_MS).toISOString(),
+    deltaSince: new Date(
+      Math.min(Date.parse(state.startedAt), Date.parse(options.upToAt ?? state.startedAt)) - DELTA_MARGIN_MS,
+    ).toISOString(),
     elapsedMs,
     rowsPerSecond: elapsedMs > 0 ? Math.round((readNow / elapsedMs) * 1000) : 0,
     // The process's high-water mark (Linux: ru_maxrss), so a peak between two samples is not missed.

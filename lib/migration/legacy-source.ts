@@ -21,8 +21,13 @@ export interface LegacySource {
   readonly carriesContent: boolean;
   /** About how many rows there are, for progress; `undefined` when the store cannot say cheaply. */
   estimateRows(): Promise<number | undefined>;
-  /** Pages from the start, or after `position` (a page's position from an earlier, interrupted run). */
-  pages(position: string | undefined): AsyncIterable<SourcePage>;
+  /**
+   * Pages from the start, or after `position` (a page's position from an earlier, interrupted run),
+   * up to `upTo` (an `endPosition()` answer) when given.
+   */
+  pages(position: string | undefined, upTo?: string): AsyncIterable<SourcePage>;
+  /** Where the source ends now: an import plan reads no further than the dry run did. */
+  endPosition(): Promise<string>;
   close(): Promise<void>;
 }
 

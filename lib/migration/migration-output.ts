@@ -40,6 +40,7 @@ export function renderImport(report: ImportReport, format: OutputFormat): string
           'the consumer here awarded a copy before the import: ops audit --legacy-source',
         ],
         ['conflicting', c.conflicting, 'another user or other points than what is there'],
+        ['contended', c.contended, 'TransactionConflict after every retry: nothing written, run again'],
         ['past the horizon', c.pastHorizon, 'no copy can arrive any more: nothing to write'],
         ['invalid', c.invalid, ''],
       ];
@@ -72,6 +73,12 @@ export function renderImport(report: ImportReport, format: OutputFormat): string
     out.push('', 'Invalid rows by reason:', ...reasons.map(([reason, n]) => `  ${String(n).padStart(8)}  ${reason}`));
   if (report.rejected.length > 0)
     out.push('', 'Rows not imported (first of each kind):', renderTable(REJECTED_COLUMNS, report.rejected));
+  if (report.plan)
+    out.push(
+      '',
+      `Plan ${report.plan.digest} saved to ${report.plan.file}: ${report.plan.awards} awards, ${report.plan.points} points to ${report.plan.users} user(s).`,
+      `After review, import exactly these: the same command without --dry-run, with --plan ${report.plan.file}.`,
+    );
   if (!report.dryRun)
     out.push(
       '',

@@ -14,8 +14,12 @@ export interface LegacySourceSpec {
   readonly pattern?: string;
   /** Redis: the TTL the legacy consumer set on its keys. */
   readonly keyTtlSeconds?: number;
-  /** A password kept out of the URL (and so out of `ps` and the shell history). */
+  /** A password kept out of the URL (and so out of `ps` and the shell history): `LEGACY_PASSWORD`. */
   readonly password?: string;
+  /** `--legacy-ca`: PEM file of the CAs a TLS server's certificate must chain to. */
+  readonly caFile?: string;
+  /** `--sha256`: an export's checksum, checked before a row is read. */
+  readonly sha256?: string;
   readonly pageSize?: number;
 }
 
@@ -34,6 +38,8 @@ export function legacySourceKind(source: string): LegacySource['kind'] {
 
 export async function openLegacySource(spec: LegacySourceSpec): Promise<LegacySource> {
   const kind = legacySourceKind(spec.source);
+  if (spec.sha256 !== undefined && (kind === 'mysql' || kind === 'redis'))
+    throw new LegacySourceError('--sha256 checks an export file; a database has no checksum to give');
   switch (kind) {
     case 'mysql':
       return openSqlSource({
@@ -42,14 +48,15 @@ export async function openLegacySource(spec: LegacySourceSpec): Promise<LegacySo
         since: spec.since,
         timeZone: spec.timeZone,
         password: spec.password,
+        caFile: spec.caFile,
         pageSize: spec.pageSize,
       });
     case 'redis': {
       if (spec.since) throw new LegacySourceError('--since: a Redis key carries no time to select by; import all keys');
-      const url = new URL(spec.source);
-      if (!url.password && spec.password) url.password = spec.password;
       return openRedisSource({
-        url,
+        url: new URL(spec.source),
+        password: spec.password,
+        caFile: spec.caFile,
         pattern: spec.pattern ?? 'mq:dedup:point:*',
         keyTtlSeconds: spec.keyTtlSeconds ?? ARTICLE_KEY_TTL_SECONDS,
         pageSize: spec.pageSize,
@@ -63,6 +70,7 @@ export async function openLegacySource(spec: LegacySourceSpec): Promise<LegacySo
         since: spec.since,
         timeZone: spec.timeZone,
         pageSize: spec.pageSize,
+        sha256: spec.sha256,
       });
   }
 }

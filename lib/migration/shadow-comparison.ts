@@ -1,5 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type ScanProgress, scanTable } from '../aws/index.ts';
+import type { LegacyLifetimes } from '../config/index.ts';
 import { awardsInForceByOrder, type NativeAward, type StoredEntry } from './cross-system-audit.ts';
 import { checkLegacyRow, type LegacyAward } from './legacy-award.ts';
 import { type LegacySource, LegacySourceError } from './legacy-source.ts';
@@ -14,7 +15,10 @@ import { type LegacySource, LegacySourceError } from './legacy-source.ts';
  * (`since`) to `until`, a settling time before now, so that an order the legacy consumer awarded a
  * second ago and the shadow is still consuming is not a disagreement. Awards after `until` are
  * still read, so that an order awarded just inside the window on one side and just after it on the
- * other agrees.
+ * other agrees; and legacy awards from before `since` are read too, as far back as the legacy
+ * consumer retries a message (`legacyReadSince`), so that an order it awarded just before the
+ * shadow started, whose copy the shadow awarded just after, is first awarded before the window and
+ * not judged.
  */
 export const Disagreement = {
   /** The legacy consumer awarded the order; the shadow did not (yet: failed, retried, dead-lettered). */
@@ -53,11 +57,16 @@ export interface ShadowComparison {
   readonly disagreements: readonly OrderDisagreement[];
 }
 
+/** Where the legacy store is read from: the shadow's start, less the time the legacy consumer retries a message. */
+export function legacyReadSince(since: Date, legacy: LegacyLifetimes): Date {
+  return new Date(since.getTime() - legacy.retryWindowSeconds * 1000);
+}
+
 export interface ShadowComparisonOptions {
   readonly dynamoDb: DynamoDBDocumentClient;
   /** The shadow stage's ledger. */
   readonly ledgerTable: string;
-  /** Opened with `since`, so that it reads only the window's rows and after. */
+  /** Opened with `legacyReadSince(since, …)`: the window's rows, after, and the legacy retry window before. */
   readonly source: LegacySource;
   readonly since: Date;
   readonly until: Date;

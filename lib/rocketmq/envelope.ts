@@ -29,6 +29,14 @@ export interface RocketMQMessage {
   readonly brokerName?: string;
   readonly bornTimestamp?: number;
   readonly storeTimestamp?: number;
+  /**
+   * When the producer asked RocketMQ to deliver the message (epoch milliseconds): RocketMQ 5's
+   * delivery timestamp of a delay message, or a 4.x message's `__STARTDELIVERTIME`. Absent for a
+   * message sent to be delivered at once.
+   */
+  readonly deliveryTimestamp?: number;
+  /** RocketMQ 4's delay level the broker held the message back on (its `DELAY` property). */
+  readonly delayTimeLevel?: number;
   readonly bornHost?: string;
   readonly storeHost?: string;
   readonly source?: string;
@@ -110,6 +118,8 @@ const dataSchema = z.object({
   brokerName: boundedText.optional(),
   bornTimestamp: nonNegativeInt.optional(),
   storeTimestamp: nonNegativeInt.optional(),
+  deliveryTimestamp: nonNegativeInt.optional(),
+  delayTimeLevel: z.number().int().positive().optional(),
   bornHost: boundedText.optional(),
   storeHost: boundedText.optional(),
   reconsumeTimes: nonNegativeInt.optional(),
@@ -223,6 +233,8 @@ function normalise({
     brokerName: data.brokerName,
     bornTimestamp: data.bornTimestamp,
     storeTimestamp: data.storeTimestamp,
+    ...(data.deliveryTimestamp === undefined ? {} : { deliveryTimestamp: data.deliveryTimestamp }),
+    ...(data.delayTimeLevel === undefined ? {} : { delayTimeLevel: data.delayTimeLevel }),
     bornHost: data.bornHost,
     storeHost: data.storeHost,
     source: event?.source,

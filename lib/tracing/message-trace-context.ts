@@ -21,9 +21,13 @@ export interface RefusedTraceContext {
 
 /** What a message says of its trace. Every field is absent on a message that carries no context. */
 export interface MessageTraceContext {
-  /** The context the next span continues: the last hop's (the bridge's forward span), else the producer's. */
+  /**
+   * The context the consumer's record span continues: the bridge's forward span, as the envelope's
+   * own attributes carry it (under the bridge's signature). Never the producer's: a producer chooses
+   * its context, and would otherwise choose the trace and the sampling of our spans.
+   */
   readonly parent?: SpanContext;
-  /** The producer's own context, as the RocketMQ message carries it. */
+  /** The producer's own context, as the RocketMQ message carries it: linked to, never continued. */
   readonly producer?: SpanContext;
   readonly refused?: readonly RefusedTraceContext[];
 }
@@ -37,16 +41,18 @@ export function producerTraceContext(
   systemTraceContext: string | undefined,
 ): MessageTraceContext {
   const user = userProperties.traceparent;
-  if (user !== undefined) return read(TraceContextSource.Rocketmq4Properties, user, userProperties.tracestate);
-  if (systemTraceContext !== undefined) return read(TraceContextSource.Rocketmq5SystemProperty, systemTraceContext);
+  if (user !== undefined)
+    return read('producer', TraceContextSource.Rocketmq4Properties, user, userProperties.tracestate);
+  if (systemTraceContext !== undefined)
+    return read('producer', TraceContextSource.Rocketmq5SystemProperty, systemTraceContext);
   return NO_CONTEXT;
 }
 
 /**
- * A consumed message's context. The envelope's own attributes (set by the bridge) come first: the
- * record's span continues the bridge's forward span, which is itself the producer span's child.
- * An envelope written without them (the local run, a bridge with tracing off) still carries the
- * producer's properties, and the record continues those.
+ * A consumed message's context. The envelope's own attributes, set by the bridge, are the parent:
+ * the record's span continues the bridge's forward span. The producer's properties are read for
+ * a link only; an envelope without the bridge's attributes (the local run, a bridge with tracing
+ * off) gives no parent, and the record starts a trace of its own.
  */
 export function messageTraceContext(message: RocketMQMessage): MessageTraceContext {
   const producer = producerTraceContext(
@@ -54,17 +60,22 @@ export function messageTraceContext(message: RocketMQMessage): MessageTraceConte
     message.systemProperties[ROCKETMQ5_TRACE_CONTEXT_PROPERTY],
   );
   if (message.traceparent === undefined) return producer;
-  const hop = read(TraceContextSource.Envelope, message.traceparent, message.tracestate);
+  const hop = read('parent', TraceContextSource.Envelope, message.traceparent, message.tracestate);
   const refused = [...(hop.refused ?? []), ...(producer.refused ?? [])];
   return {
-    ...((hop.parent ?? producer.parent) ? { parent: hop.parent ?? producer.parent } : {}),
+    ...(hop.parent ? { parent: hop.parent } : {}),
     ...(producer.producer ? { producer: producer.producer } : {}),
     ...(refused.length > 0 ? { refused } : {}),
   };
 }
 
-function read(source: TraceContextSource, traceparent: string, tracestate?: string): MessageTraceContext {
+function read(
+  as: 'parent' | 'producer',
+  source: TraceContextSource,
+  traceparent: string,
+  tracestate?: string,
+): MessageTraceContext {
   const reading = readTraceparent(traceparent, tracestate);
   if (!reading.ok) return { refused: [{ source, reason: reading.reason }] };
-  return { parent: reading.spanContext, producer: reading.spanContext };
+  return { [as]: reading.spanContext };
 }

@@ -97,10 +97,11 @@ export interface RecordSpanStart {
 
 /**
  * The consumer's span of one record (`<topic> process`, kind CONSUMER). A first delivery is the
- * child of the message's context (the bridge's forward span, itself the producer span's child),
- * so one trace runs from the producer to the commit. A redelivered, redriven or replayed copy starts its own
- * trace that links to the original context: its work happens later, for another reason, and
- * would otherwise stretch the original trace over hours or days.
+ * child of the bridge's forward span (the envelope's context), so one trace runs from the forward
+ * to the commit, and links to the producer's span. A redelivered, redriven or replayed copy starts
+ * its own trace that links to both: its work happens later, for another reason, and would
+ * otherwise stretch the original trace over hours or days. A message the bridge did not trace
+ * (no context in the envelope) starts its own trace too: the producer's context is a link only.
  */
 export function startRecordSpan(tracer: Tracer, start: RecordSpanStart): RuntimeSpan {
   const { parent, producer, refused } = start.traceContext;
@@ -137,9 +138,12 @@ export interface ForwardSpanStart {
 }
 
 /**
- * The bridge's span of one forward (`<topic> forward`, kind PRODUCER): the child of the producer's
- * span, with a link to it too, so a back end that draws links (X-Ray, Jaeger) shows the hop even
- * where the parent is not drawn. Its context is what the envelope carries on.
+ * The bridge's span of one forward (`<topic> forward`, kind PRODUCER): the root of a trace of the
+ * bridge's own, linked to the producer's span. Never its child: a producer chooses its context, and
+ * as a parent it would choose our trace id (attaching our spans, the SQS `AWSTraceHeader` and the
+ * consumer's invocation to another system's trace) and our sampling (a sampled flag on every
+ * message). The root's sampling is the bridge's sampler's alone. Its context is what the envelope
+ * and `AWSTraceHeader` carry on; the producer's trace is one link away.
  */
 export function startForwardSpan(tracer: Tracer, start: ForwardSpanStart): RuntimeSpan {
   const { producer, refused } = start.traceContext;
@@ -152,11 +156,10 @@ export function startForwardSpan(tracer: Tracer, start: ForwardSpanStart): Runti
     'rocketmq.forward.target': start.target,
     ...(refused ? { [SpanAttribute.refusedContext]: refused.map((r) => `${r.source}:${r.reason}`) } : {}),
   };
-  const parentContext = producer ? trace.setSpanContext(ROOT_CONTEXT, producer) : ROOT_CONTEXT;
   const span = tracer.startSpan(
     `${start.topic} forward`,
-    { kind: SpanKind.PRODUCER, attributes, links: linksTo([producer]) },
-    parentContext,
+    { kind: SpanKind.PRODUCER, attributes, links: linksTo([producer]), root: true },
+    ROOT_CONTEXT,
   );
   return new RuntimeSpan(tracer, span);
 }

@@ -23,14 +23,13 @@
  * Run directly (`npm run emulator:setup`) it provisions and prints the interpreter's path: for
  * steps that run where the package index is unreachable (test:bridge's network namespace).
  */
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative } from 'node:path';
-import { createInterface } from 'node:readline';
-import type { Readable, Writable } from 'node:stream';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { InstallLockError, withInstallLock } from '../install-lock.ts';
 
 /** The hash lock the environment is built from (generated from requirements.in, where the pins are chosen). */
 export const EMULATOR_REQUIREMENTS = fileURLToPath(new URL('./requirements.txt', import.meta.url));
@@ -47,6 +46,8 @@ export interface PythonEnvironmentOptions {
   basePython?: string;
   /** Receives the one progress line printed when the environment is (re)built. Default: stderr. */
   onProgress?: (line: string) => void;
+  /** What the environment is for, first on the progress line. Default `emulator`. */
+  label?: string;
 }
 
 /** The environment could not be made; `command` is what to run by hand to see why. */
@@ -87,6 +88,7 @@ interface Environment {
   /** Beside the environment, not inside: `venv --clear` empties the directory. */
   lockFile: string;
   onProgress: (line: string) => void;
+  label: string;
 }
 
 /** Makes sure the environment holds the requirements; resolves to its interpreter. */
@@ -94,7 +96,7 @@ export async function ensurePythonEnvironment(options: PythonEnvironmentOptions 
   const env = environmentOf(options);
   const digest = await digestOf(env.requirements);
   if (await isCurrent(env, digest)) return env.python;
-  return withInstallLock(env, async () => {
+  return withLock(env, async () => {
     // Whoever held the lock before may have just built it.
     if (!(await isCurrent(env, digest))) await build(env, digest);
     return env.python;
@@ -111,6 +113,7 @@ function environmentOf(options: PythonEnvironmentOptions): Environment {
     stamp: join(directory, STAMP),
     lockFile: `${directory}.lock`,
     onProgress: options.onProgress ?? ((line) => process.stderr.write(`${line}\n`)),
+    label: options.label ?? 'emulator',
   };
 }
 
@@ -140,7 +143,7 @@ async function build(env: Environment, digest: string): Promise<void> {
         ? 'its Python is gone'
         : `${basename(env.requirements)} changed`;
   env.onProgress(
-    `emulator: ${previous === undefined ? 'installing' : 'reinstalling'} ${await summaryOf(env.requirements)} into ${shown(env.directory)} (${why})…`,
+    `${env.label}: ${previous === undefined ? 'installing' : 'reinstalling'} ${await summaryOf(env.requirements)} into ${shown(env.directory)} (${why})…`,
   );
   await rm(env.stamp, { force: true });
   // A stamped environment is ours and is rebuilt from empty, so nothing of an old pin survives.
@@ -274,61 +277,16 @@ function notFound(python: string, err: Error): PythonNotFoundError {
   );
 }
 
-/**
- * Node has no flock, so a small Python process holds one on `<directory>.lock` while this process
- * installs. The kernel drops the lock when the holder exits, and the holder exits at EOF on its
- * stdin, i.e. when we release it or when this process dies, even by SIGKILL. So no stale-lock
- * guessing: a pid check would misjudge holders in another PID namespace (test:bridge runs in one),
- * a timeout would misjudge a slow install.
- */
-const HOLD_LOCK = [
-  'import fcntl, sys',
-  'with open(sys.argv[1], "a") as lock:',
-  '    fcntl.flock(lock, fcntl.LOCK_EX)',
-  '    print("locked", flush=True)',
-  '    sys.stdin.read()',
-].join('\n');
-
-async function withInstallLock<T>(env: Environment, work: () => Promise<T>): Promise<T> {
-  await mkdir(dirname(env.lockFile), { recursive: true });
-  const holder = spawn(env.basePython, ['-c', HOLD_LOCK, env.lockFile], { stdio: ['pipe', 'pipe', 'pipe'] });
-  holder.stdin.on('error', () => {}); // EPIPE if the holder is already gone
-  const exited = new Promise<void>((resolve) => {
-    holder.once('close', () => resolve());
-    holder.once('error', () => resolve());
-  });
+/** The install lock (install-lock.ts), its failures as this module's errors. */
+async function withLock<T>(env: Environment, work: () => Promise<T>): Promise<T> {
   try {
-    await lockAcquired(holder, env);
-    return await work();
-  } finally {
-    holder.stdin.end();
-    await exited;
+    return await withInstallLock(env.lockFile, env.basePython, work);
+  } catch (err) {
+    if (!(err instanceof InstallLockError)) throw err;
+    throw err.pythonMissing
+      ? notFound(env.basePython, err.cause as Error)
+      : new PythonEnvironmentError(err.message, err.command);
   }
-}
-
-function lockAcquired(holder: ChildProcessByStdio<Writable, Readable, Readable>, env: Environment): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let stderr = '';
-    holder.stderr.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-2000);
-    });
-    const lines = createInterface({ input: holder.stdout });
-    lines.once('line', () => {
-      lines.close();
-      resolve();
-    });
-    holder.once('error', (err) => reject(notFound(env.basePython, err)));
-    holder.once('exit', (code) => {
-      const command = commandLine([env.basePython, '-c', HOLD_LOCK, env.lockFile]);
-      const last = stderr.trim().split('\n').at(-1) ?? '';
-      reject(
-        new PythonEnvironmentError(
-          `${env.basePython} could not lock ${shown(env.lockFile)} (exit ${code}: ${last})`,
-          command,
-        ),
-      );
-    });
-  });
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

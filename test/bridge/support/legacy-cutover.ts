@@ -8,6 +8,7 @@ import { MsgIdGenerator } from '../../../lib/rocketmq/index.ts';
 import { LegacyConsumerProcess, resendDeadLetter } from '../../../scripts/legacy/legacy-consumer.ts';
 import { startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';
 import type { LocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';
+import { reviewedImport } from '../../integration/migration/migration-fixture.ts';
 import { ops } from '../../integration/operations/operations-fixture.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './bridge-child-process.ts';
@@ -127,7 +128,7 @@ export async function replayCutover(
   let sending = true;
   const imports: { code: number; counts: Record<string, number> }[] = [];
   const importLegacy = async (...more: string[]) => {
-    const run = await ops(points, [
+    const args = await reviewedImport(points, [
       'migrate',
       'import',
       '--source',
@@ -140,6 +141,7 @@ export async function replayCutover(
       '--json',
       ...more,
     ]);
+    const run = await ops(points, args);
     if (run.code !== 0) throw new Error(`the import failed (${run.code}): ${run.stdout}${run.stderr}`);
     const report = run.json() as { counts: Record<string, number>; deltaSince: string };
     imports.push({ code: run.code, counts: report.counts });

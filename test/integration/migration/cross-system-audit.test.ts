@@ -1,8 +1,8 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { pointsFixture } from '../../support/points-fixture.ts';
-import { awardThroughConsumer, ops, reviewedPlan } from '../operations/operations-fixture.ts';
-import { insertLegacyAwards, mariaDbForFile, migrateImportArgs } from './migration-fixture.ts';
+import { awardThroughConsumer, importLegacyAward, ops, reviewedPlan } from '../operations/operations-fixture.ts';
+import { insertLegacyAwards, mariaDbForFile, migrateImportArgs, reviewedImport } from './migration-fixture.ts';
 
 /**
  * `ops audit --legacy-source` and `ops reverse --legacy-source` against a real MariaDB: orders the
@@ -27,7 +27,7 @@ describe('ops audit / reverse --legacy-source: orders awarded in both systems', 
       { orderNo: 'SO-X1', userId: 5, points: 50 },
     ]);
     await mariaDb.db.query("DELETE FROM t_point_record WHERE order_no NOT IN ('SO-M1', 'SO-M2')");
-    expect((await ops(f, migrateImportArgs(mariaDb.url, 'moved'))).code).toBe(0);
+    expect((await ops(f, await reviewedImport(f, migrateImportArgs(mariaDb.url, 'moved')))).code).toBe(0);
     await insertLegacyAwards(mariaDb.db, [
       { orderNo: 'SO-D1', userId: 3, points: 30 },
       { orderNo: 'SO-D2', userId: 4, points: 40 },
@@ -114,5 +114,41 @@ describe('ops audit / reverse --legacy-source: orders awarded in both systems', 
     expect(await f.balance('8')).toBe(-80);
     expect(await f.balance('9')).toBe(80);
     expect(after.json()).toMatchObject({ clean: true, crossSystem: { compensated: 1, inBothSystems: [] } });
+  }, 60_000);
+
+  it('reversing a moved legacy award for another user reverses its entry here: both audits clean, a second reverse finds nothing', async () => {
+    // Prepare: the import moved SO-Z (user 1) into this ledger; the order was awarded here to user 2 as well
+    const f = await pointsFixture();
+    await mariaDb.db.query('TRUNCATE t_point_record');
+    await insertLegacyAwards(mariaDb.db, [{ orderNo: 'SO-Z', userId: 1, points: 10 }]);
+    expect((await ops(f, await reviewedImport(f, migrateImportArgs(mariaDb.url, 'moved')))).code).toBe(0);
+    await importLegacyAward(f, {
+      userId: '2',
+      orderNo: 'SO-Z',
+      points: 10,
+      entryId: 'AWARD#SO-Z',
+      createdAt: new Date().toISOString(),
+    });
+    const legacy = ['--legacy-source', mariaDb.url];
+
+    // Act: the rightful user is the one here
+    const plan = await reviewedPlan(f, [...legacy, '--rightful', 'SO-Z=2']);
+    const applied = await ops(f, ['reverse', ...legacy, '--apply', '--plan', plan, '--yes', '--json']);
+    const ledgerAudit = await ops(f, ['audit', '--json']);
+    const crossAudit = await ops(f, ['audit', ...legacy, '--json']);
+    const again = await ops(f, ['reverse', '--rightful', 'SO-Z=2', '--json']);
+
+    // Assess: the moved entry itself was reversed; user 1 debited once
+    expect(applied.code).toBe(0);
+    expect(applied.json().outcomes).toEqual([
+      expect.objectContaining({ userId: '1', reversedEntryId: 'AWARD#SO-Z', status: 'written' }),
+    ]);
+    expect(await f.balance('1')).toBe(0);
+    expect(await f.balance('2')).toBe(10);
+    expect(ledgerAudit.code).toBe(0);
+    expect(crossAudit.json()).toMatchObject({ clean: true, crossSystem: { compensated: 1, inBothSystems: [] } });
+    expect(again.code).toBe(0);
+    expect(again.json().outcomes).toEqual([]);
+    expect(await f.balance('1')).toBe(0);
   }, 60_000);
 });

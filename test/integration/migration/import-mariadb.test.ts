@@ -1,10 +1,17 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
-import { insertLegacyAwards, mariaDbForFile, migrateImportArgs, OpsProcess, recordsOf } from './migration-fixture.ts';
+import {
+  insertLegacyAwards,
+  mariaDbForFile,
+  migrateImportArgs,
+  OpsProcess,
+  recordsOf,
+  reviewedImport,
+} from './migration-fixture.ts';
 
 /**
  * `ops migrate import` against a real MariaDB holding the article's table, written as the legacy
@@ -60,13 +67,16 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
     }));
     await insertLegacyAwards(mariaDb.db, rows);
     const checkpoint = await checkpointPath();
-    const args = importArgs('moved', '--checkpoint', checkpoint, '--page-size', '100', '--concurrency', '4', '--json');
+    const args = await reviewedImport(
+      f,
+      importArgs('moved', '--checkpoint', checkpoint, '--page-size', '100', '--concurrency', '4', '--json'),
+    );
 
     // Act: kill the import (SIGKILL) while it writes its third page, then run the same command again
     const killed = new OpsProcess(f, args);
     const readWhenKilled = await killed.killAfterPages(checkpoint, 100, 2);
     const resumed = await ops(f, args);
-    const rerun = await ops(f, [...importArgs('moved', '--json')]);
+    const rerun = await ops(f, await reviewedImport(f, importArgs('moved', '--json')));
 
     // Assess: the kill came mid-run, the second run resumed it and completed it
     expect(killed.child.signalCode).toBe('SIGKILL');
@@ -91,6 +101,61 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
     expect(await f.ledgerMismatches()).toEqual([]);
   }, 180_000);
 
+  it('--ledger moved writes only a reviewed plan: refused without one, and when the source no longer holds what was reviewed', async () => {
+    // Prepare: three awards to two users
+    const f = await pointsFixture();
+    await insertLegacyAwards(mariaDb.db, [
+      { orderNo: 'SO-P1', userId: 11, points: 100 },
+      { orderNo: 'SO-P2', userId: 11, points: 50 },
+      { orderNo: 'SO-P3', userId: 12, points: 7 },
+    ]);
+    const plan = join(await mkdtemp(join(tmpdir(), 'import-plan-')), 'plan.json');
+    const apply = [...importArgs('moved'), '--plan', plan];
+
+    // Act: without a plan; a dry run that saves one; a row changed after the review
+    const unplanned = await ops(f, importArgs('moved'));
+    const dryRun = await ops(f, [...importArgs('moved'), '--dry-run', '--plan', plan]);
+    const reviewed = JSON.parse(await readFile(plan, 'utf8'));
+    await mariaDb.db.query("UPDATE t_point_record SET point = 500 WHERE order_no = 'SO-P2'");
+    const changed = await ops(f, apply);
+    await mariaDb.db.query("UPDATE t_point_record SET point = 50 WHERE order_no = 'SO-P2'");
+    await writeFile(plan, JSON.stringify({ ...reviewed, users: [{ userId: '11', awards: 2, points: 157 }] }));
+    const edited = await ops(f, apply);
+    await writeFile(plan, JSON.stringify(reviewed));
+    const otherImport = await ops(f, [...apply, '--since', '2026-01-01T00:00:00Z']);
+    // …a row the legacy consumer adds after the review is not in the plan, nor read by its apply run
+    await insertLegacyAwards(mariaDb.db, [{ orderNo: 'SO-P4', userId: 13, points: 9 }]);
+    const applied = await ops(f, [...apply, '--json']);
+
+    // Assess: nothing written until the reviewed plan was applied, and then exactly it
+    expect(unplanned.code).toBe(2);
+    expect(unplanned.stderr).toMatch(/--ledger moved raises balances: review a plan first\. .*--dry-run --plan <file>/);
+    expect(dryRun.code).toBe(0);
+    expect(dryRun.stdout).toMatch(/Plan [0-9a-f]{16} saved to .*plan\.json: 3 awards, 157 points to 2 user\(s\)\./);
+    expect(reviewed).toMatchObject({
+      awards: 3,
+      points: 157,
+      users: [
+        { userId: '11', awards: 2, points: 150 },
+        { userId: '12', awards: 1, points: 7 },
+      ],
+    });
+    expect((await stat(plan)).mode & 0o777).toBe(0o600);
+    expect(changed.code).toBe(2);
+    expect(changed.stderr).toMatch(
+      /the source no longer holds the reviewed awards \(plan [0-9a-f]{16}, now [0-9a-f]{16}; .*user 11: 150 points in 2 awards in the plan, 600 points in 2 awards now\): nothing was written/,
+    );
+    expect(edited.code).toBe(2);
+    expect(edited.stderr).toMatch(/was edited after the dry run wrote it/);
+    expect(otherImport.code).toBe(2);
+    expect(otherImport.stderr).toMatch(/is the plan of another import/);
+    expect(applied.code).toBe(0);
+    expect(applied.json().counts).toMatchObject({ read: 3, imported: 3 });
+    expect(await f.balance('11')).toBe(150);
+    expect(await f.balance('13')).toBe(0);
+    expect((await recordsOf(f)).map((r) => r.key).sort()).toEqual(['SO-P1', 'SO-P2', 'SO-P3']);
+  }, 60_000);
+
   it('lists conflicting rows, rows the consumer awarded first and invalid rows with reasons, and exits 1', async () => {
     // Prepare: the consumer here already awarded SO-C (to another user) and SO-N (the same award)
     const f = await pointsFixture();
@@ -109,8 +174,9 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
     ]);
 
     // Act
-    const result = await ops(f, [...importArgs('moved', '--json')]);
-    const table = await ops(f, importArgs('moved'));
+    const args = await reviewedImport(f, importArgs('moved'));
+    const result = await ops(f, [...args, '--json']);
+    const table = await ops(f, args);
 
     // Assess
     expect(result.code).toBe(1);
@@ -155,7 +221,7 @@ describe('ops migrate import from MariaDB (the article’s t_point_record)', () 
     ]);
 
     // Act
-    const result = await ops(f, [...importArgs('moved', '--json')]);
+    const result = await ops(f, await reviewedImport(f, importArgs('moved', '--json')));
 
     // Assess: the order the consumer gave another user is conflicting, and nothing of it moved
     expect(result.code).toBe(1);

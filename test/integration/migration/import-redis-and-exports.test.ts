@@ -1,4 +1,5 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -8,7 +9,7 @@ import { createDynamoDb, emulatorConfig } from '../../../lib/aws/index.ts';
 import { type LocalRedis, startLocalRedis } from '../../../scripts/legacy/local-redis.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
-import { OpsProcess, recordsOf } from './migration-fixture.ts';
+import { OpsProcess, recordsOf, reviewedImport } from './migration-fixture.ts';
 
 /**
  * `ops migrate import` from the article's Redis variant (`SET mq:dedup:point:<orderNo> 1 NX EX
@@ -135,7 +136,7 @@ describe('ops migrate import from an export', () => {
     const csv = await scratch('t_point_record.csv');
     await writeFile(csv, `\uFEFF${header}\r\n${lines.join('\r\n')}\r\n`);
     const checkpoint = await scratch('checkpoint.json');
-    const args = [
+    const args = await reviewedImport(f, [
       'migrate',
       'import',
       '--source',
@@ -154,7 +155,7 @@ describe('ops migrate import from an export', () => {
       checkpoint,
       '--yes',
       '--json',
-    ];
+    ]);
 
     // Act
     const killed = new OpsProcess(f, args);
@@ -220,4 +221,111 @@ describe('ops migrate import from an export', () => {
     expect(delta.json().counts).toMatchObject({ read: 2, imported: 2 });
     expect((await recordsOf(f)).map((r) => r.key).sort()).toEqual(['SO-J2', 'SO-J3']);
   }, 60_000);
+
+  it('keeps every digit of a numeric order number past 2^53 in a JSONL export', async () => {
+    // Prepare: the order number as a JSON number, as some exporters write a BIGINT
+    const f = await pointsFixture();
+    const jsonl = await scratch('awards.jsonl');
+    await writeFile(
+      jsonl,
+      '{"id":1,"order_no":202007051422310088,"user_id":88372,"point":300,"create_time":"2026-11-30T02:00:00Z"}\n' +
+        '{"id":2,"order_no":202007051422310089,"user_id":9007199254740993,"point":5,"create_time":"2026-11-30T02:00:00Z"}\n',
+    );
+
+    // Act
+    const result = await ops(f, await reviewedImport(f, [...exportImport(jsonl, 'moved'), '--json']));
+
+    // Assess: the keys are the source's, to the last digit
+    expect(result.code).toBe(0);
+    expect((await recordsOf(f)).map((r) => r.key).sort()).toEqual(['202007051422310088', '202007051422310089']);
+    expect((await f.ledger('88372')).map((e) => e.entryId)).toEqual(['AWARD#202007051422310088']);
+    expect((await f.ledger('9007199254740993')).map((e) => e.entryId)).toEqual(['AWARD#202007051422310089']);
+  }, 60_000);
+
+  it('refuses to resume over an export rewritten since the interrupted run, or a checkpoint edited by hand (exit 2)', async () => {
+    // Prepare: an import of 120 lines interrupted after its first pages
+    const f = await pointsFixture();
+    const csv = await scratch('t_point_record.csv');
+    const line = (i: number) => `${i + 1},SO-W${String(i).padStart(4, '0')},${700 + (i % 5)},1,2026-11-30T02:00:00Z`;
+    const original = `${header}\n${Array.from({ length: 120 }, (_, i) => line(i)).join('\n')}\n`;
+    await writeFile(csv, original);
+    const checkpoint = await scratch('checkpoint.json');
+    const args = [
+      ...exportImport(csv, 'kept'),
+      '--page-size',
+      '20',
+      '--concurrency',
+      '1',
+      '--checkpoint',
+      checkpoint,
+      '--json',
+    ];
+    const failing = createDynamoDb(emulatorConfig(f.resources.endpoint));
+    failWritesAfter(failing, 50);
+    expect((await ops(f, args, { dynamoDb: failing })).code).toBe(2);
+    const saved = JSON.parse(await readFile(checkpoint, 'utf8'));
+    expect(saved.position).toMatch(/^\d+:41:[0-9a-f]{64}$/);
+
+    // Act: the export is rewritten without its 10th line (every later row moves up); then the original
+    // comes back, and the checkpoint's position is moved on by hand
+    await writeFile(csv, original.replace(`${line(9)}\n`, ''));
+    const rewritten = await ops(f, args);
+    await writeFile(csv, original);
+    await writeFile(checkpoint, JSON.stringify({ ...saved, position: saved.position.replace(/^\d+:41:/, '2000:60:') }));
+    const edited = await ops(f, args);
+
+    // Assess: neither resumed; nothing past the interrupted run's pages was written
+    expect(rewritten.code).toBe(2);
+    expect(rewritten.stderr).toMatch(
+      /t_point_record\.csv changed since the interrupted run read it \(its first \d+ bytes are not the ones read\).*Start a new run/,
+    );
+    expect(edited.code).toBe(2);
+    expect(edited.stderr).toMatch(/checkpoint\.json was changed after the import wrote it .*Start a new run/);
+    expect((await recordsOf(f)).length).toBeLessThanOrEqual(50);
+  }, 60_000);
+
+  it('--sha256: imports the export whose checksum was published, refuses another file before reading a row', async () => {
+    // Prepare
+    const f = await pointsFixture();
+    const csv = await scratch('t_point_record.csv');
+    const text = `${header}\n1,SO-H1,1,1,2026-11-30T02:00:00Z\n`;
+    await writeFile(csv, text);
+    const published = createHash('sha256').update(text).digest('hex');
+
+    // Act
+    const tampered = await scratch('t_point_record.csv');
+    await writeFile(tampered, text.replace('SO-H1,1,1', 'SO-H1,2,1'));
+    const refused = await ops(f, [...exportImport(tampered, 'kept'), '--sha256', published]);
+    const imported = await ops(f, [...exportImport(csv, 'kept'), '--sha256', published, '--json']);
+
+    // Assess
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/its SHA-256 is [0-9a-f]{64}, not the [0-9a-f]{64} given \(--sha256\)/);
+    expect(imported.code).toBe(0);
+    expect((await recordsOf(f)).map((r) => r.key)).toEqual(['SO-H1']);
+  }, 60_000);
+
+  it('writes the checkpoint and the rejects file readable by their owner only (0600)', async () => {
+    // Prepare: an export with a row that is rejected; a rejects file that already exists, world-readable
+    const f = await pointsFixture();
+    const csv = await scratch('t_point_record.csv');
+    await writeFile(csv, `${header}\n1,SO-P1,1,1,2026-11-30T02:00:00Z\n2,SO P2,1,1,2026-11-30T02:00:00Z\n`);
+    const checkpoint = await scratch('checkpoint.json');
+    const rejects = await scratch('rejects.jsonl');
+    await writeFile(rejects, '', { mode: 0o644 });
+
+    // Act
+    const result = await ops(f, [...exportImport(csv, 'kept'), '--checkpoint', checkpoint, '--rejects', rejects]);
+
+    // Assess
+    expect(result.code).toBe(1);
+    expect(await readFile(rejects, 'utf8')).toContain('SO P2');
+    expect((await stat(checkpoint)).mode & 0o777).toBe(0o600);
+    expect((await stat(rejects)).mode & 0o777).toBe(0o600);
+  }, 60_000);
 });
+
+/** `ops migrate import` of an export whose times carry their zone. */
+function exportImport(path: string, ledger: 'moved' | 'kept'): string[] {
+  return ['migrate', 'import', '--source', path, '--group', 'point-consumer-group', '--ledger', ledger, '--yes'];
+}

@@ -1,12 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll } from 'vitest';
 import type { DedupRecord } from '../../../lib/consumer/index.ts';
 import { type LocalMariaDb, startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';
-import type { PointsFixture } from '../operations/operations-fixture.ts';
+import { ops, type PointsFixture } from '../operations/operations-fixture.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
@@ -44,6 +46,17 @@ export const migrateImportArgs = (source: string, ledger: 'moved' | 'kept', ...m
   '--yes',
   ...more,
 ];
+
+/**
+ * `--ledger moved` as an operator runs it: the dry run saves a plan (`--dry-run --plan <file>`),
+ * and the arguments returned apply exactly that plan.
+ */
+export async function reviewedImport(f: PointsFixture, args: readonly string[]): Promise<string[]> {
+  const file = join(await mkdtemp(join(tmpdir(), 'import-plan-')), 'plan.json');
+  const planned = await ops(f, [...args.filter((a) => a !== '--json'), '--dry-run', '--plan', file]);
+  if (planned.code > 1) throw new Error(`the dry run could not plan the import: ${planned.stderr}`);
+  return [...args, '--plan', file];
+}
 
 /** The article's consumer's rows, as its transaction inserts them (create_time: the server's local time). */
 export async function insertLegacyAwards(

@@ -81,6 +81,38 @@ describe('ops compare --legacy-source: a shadow stage against the legacy consume
     expect(settling.json()).toMatchObject({ legacyAwards: 0, ordersHere: 0, disagreements: [] });
   }, 120_000);
 
+  it('does not judge an order the legacy consumer awarded just before the shadow started, whose copy the shadow awarded just after', async () => {
+    // Prepare: the shadow started a minute ago; SO-EDGE was awarded by the legacy consumer a second
+    // before, and its copy reached the shadow after its start; SO-IN was awarded inside the window on both sides
+    const f = await pointsFixture();
+    await mariaDb.db.query('TRUNCATE t_point_record');
+    const since = new Date(Date.now() - 60_000).toISOString();
+    await mariaDb.db.query(
+      "INSERT INTO t_point_record (order_no, user_id, point, create_time) VALUES ('SO-EDGE', 1, 10, NOW() - INTERVAL 61 SECOND)",
+    );
+    await insertLegacyAwards(mariaDb.db, [{ orderNo: 'SO-IN', userId: 2, points: 20 }]);
+    await awardThroughConsumer(f, [
+      { orderNo: 'SO-EDGE', userId: '1', points: 10 },
+      { orderNo: 'SO-IN', userId: '2', points: 20 },
+    ]);
+
+    // Act
+    const judged = await ops(f, [
+      'compare',
+      '--legacy-source',
+      mariaDb.url,
+      '--since',
+      since,
+      '--settle',
+      '0s',
+      '--json',
+    ]);
+
+    // Assess: SO-EDGE was first awarded before the window: not judged, on either side
+    expect(judged.code).toBe(0);
+    expect(judged.json()).toMatchObject({ legacyAwards: 1, ordersHere: 1, agreeing: 1, disagreements: [] });
+  }, 60_000);
+
   it('refuses a store of keys only, and a comparison without the shadow’s start', async () => {
     // Prepare
     const f = await pointsFixture();

@@ -28,7 +28,11 @@ describe('consumer logs (emulator)', () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const body = orderEnvelope(
       { orderNo: 'SO-LOG-1', userId: 5, points: 7 },
-      { msgId, userProperties: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } },
+      {
+        msgId,
+        userProperties: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+      },
     );
     // Act: processed, duplicate, filtered, dead-lettered
     await f.invoke([body]);
@@ -55,7 +59,8 @@ describe('consumer logs (emulator)', () => {
       traceId,
       disposition: 'ack',
     });
-    // The producer's trace id, whatever the stage's tracing backend: `ops trace` finds the trace from it.
+    // The bridge's trace id (the envelope's traceparent, never the producer's), whatever the stage's tracing
+    // backend: `ops trace` finds the trace from it.
     expect(records.find((l) => l.outcome === 'duplicate')).toMatchObject({ traceId });
     expect(records.find((l) => l.outcome === 'failed')).not.toHaveProperty('traceId');
     expect(records.find((l) => l.outcome === 'duplicate')).toMatchObject({

@@ -2,8 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { fingerprintOf } from '../../../lib/consumer/index.ts';
 import { checkLegacyRow } from '../../../lib/migration/legacy-award.ts';
 import { ARTICLE_MAPPING, columnMappingOf } from '../../../lib/migration/legacy-source.ts';
-import { legacyInstant, legacyWallClock, MissingTimeZoneError } from '../../../lib/migration/legacy-time.ts';
-import { splitCsvLine } from '../../../lib/migration/sources/file-source.ts';
+import {
+  earliestWallClockSince,
+  legacyInstant,
+  legacyWallClock,
+  legacyZone,
+  MissingTimeZoneError,
+} from '../../../lib/migration/legacy-time.ts';
+import { parseKeepingDigits, splitCsvLine } from '../../../lib/migration/sources/file-source.ts';
 import { orderPaidFingerprintFields, parseOrderPaid } from '../../../lib/points/index.ts';
 
 describe('checkLegacyRow: a legacy row judged by the consumer’s own rules', () => {
@@ -33,6 +39,7 @@ describe('checkLegacyRow: a legacy row judged by the consumer’s own rules', ()
     [{ orderNo: 'SO-1', userId: 1, points: 1.5 }, 'points must be a whole number'],
     [{ orderNo: 'SO-1', userId: 1, points: 'many' }, 'points must be a number'],
     [{ orderNo: 'SO-1', invalid: 'not JSON' }, 'not JSON'],
+    [{ orderNo: Number('202007051422310088') }, 'orderNo above 2^53 - 1 lost digits as a number: export it as text'],
   ])('refuses %j: %s', (row, reason) => {
     expect(checkLegacyRow({ ref: 'r', ...row })).toEqual({ ok: false, reason });
   });
@@ -60,13 +67,56 @@ describe('the column mapping', () => {
 
 describe('legacy times', () => {
   it('reads wall-clock DATETIMEs in the legacy zone, zoned text as it says, and refuses a zone it was not given', () => {
-    expect(legacyInstant('2020-07-05 14:22:31', 480, 'create_time')).toEqual(new Date('2020-07-05T06:22:31Z'));
+    const beijing = legacyZone('+08:00');
+    expect(legacyInstant('2020-07-05 14:22:31', beijing, 'create_time')).toEqual(new Date('2020-07-05T06:22:31Z'));
+    expect(legacyInstant('2020-07-05 14:22:31', legacyZone('Asia/Shanghai'), 't')).toEqual(
+      new Date('2020-07-05T06:22:31Z'),
+    );
     expect(legacyInstant('2020-07-05T14:22:31+08:00', undefined, 't')).toEqual(new Date('2020-07-05T06:22:31Z'));
     expect(legacyInstant(1593930151, undefined, 't')).toEqual(new Date('2020-07-05T06:22:31Z'));
     expect(legacyInstant('', undefined, 't')).toBeUndefined();
     expect(() => legacyInstant('2020-07-05 14:22:31', undefined, 'create_time')).toThrow(MissingTimeZoneError);
-    expect(() => legacyInstant('soon', 0, 'create_time')).toThrow('create_time "soon" is not a time');
-    expect(legacyWallClock(new Date('2020-07-05T06:22:31Z'), 480)).toBe('2020-07-05 14:22:31');
+    expect(() => legacyInstant('soon', legacyZone('Z'), 'create_time')).toThrow('create_time "soon" is not a time');
+    expect(legacyWallClock(new Date('2020-07-05T06:22:31Z'), beijing)).toBe('2020-07-05 14:22:31');
+    expect(() => legacyZone('Mars/Olympus')).toThrow(/neither an offset like \+08:00 nor an IANA zone/);
+  });
+
+  it('reads each DATETIME of a zone with daylight saving time with its own offset, around both changes', () => {
+    const berlin = legacyZone('Europe/Berlin');
+    const at = (text: string) => legacyInstant(text, berlin, 't')!.toISOString();
+    // Spring forward, 2026-03-29: 02:00 CET becomes 03:00 CEST
+    expect(at('2026-03-29 01:30:00')).toBe('2026-03-29T00:30:00.000Z');
+    expect(at('2026-03-29 03:30:00')).toBe('2026-03-29T01:30:00.000Z');
+    expect(at('2026-07-01 12:00:00')).toBe('2026-07-01T10:00:00.000Z');
+    expect(at('2026-12-01 12:00:00')).toBe('2026-12-01T11:00:00.000Z');
+    // Fall back, 2026-10-25: 02:30 happens twice; the later instant is taken (never read as older than it is)
+    expect(at('2026-10-25 02:30:00')).toBe('2026-10-25T01:30:00.000Z');
+    expect(at('2026-10-25 01:30:00')).toBe('2026-10-24T23:30:00.000Z');
+    expect(legacyWallClock(new Date('2026-03-29T00:30:00Z'), berlin)).toBe('2026-03-29 01:30:00');
+    expect(legacyWallClock(new Date('2026-03-29T01:30:00Z'), berlin)).toBe('2026-03-29 03:30:00');
+  });
+
+  it('selects from the earliest wall-clock time a later row can carry (clocks going back after --since)', () => {
+    const berlin = legacyZone('Europe/Berlin');
+    // 00:40Z is 02:40 CEST; the rows of the repeated hour after it read 02:00–02:59 CET
+    expect(earliestWallClockSince(new Date('2026-10-25T00:40:00Z'), berlin)).toBe('2026-10-25 01:40:00');
+    expect(earliestWallClockSince(new Date('2026-03-29T00:30:00Z'), berlin)).toBe('2026-03-29 01:30:00');
+    expect(earliestWallClockSince(new Date('2020-07-05T06:22:31Z'), legacyZone('+08:00'))).toBe('2020-07-05 14:22:31');
+  });
+});
+
+describe('JSON lines with integers past 2^53', () => {
+  it('keeps their digits from the source text; safe numbers stay numbers', () => {
+    expect(parseKeepingDigits('{"order_no":202007051422310088,"user_id":9007199254740993,"point":300}')).toEqual({
+      order_no: '202007051422310088',
+      user_id: '9007199254740993',
+      point: 300,
+    });
+    expect(parseKeepingDigits('{"a":-12345678901234567890,"b":1.5,"c":1e300}')).toEqual({
+      a: '-12345678901234567890',
+      b: 1.5,
+      c: 1e300,
+    });
   });
 });
 

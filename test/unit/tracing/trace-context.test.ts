@@ -52,7 +52,7 @@ describe('readTraceparent (W3C Trace Context, strict)', () => {
 });
 
 describe('a message’s trace context', () => {
-  it('reads RocketMQ 4.x’s traceparent/tracestate user properties', () => {
+  it('reads RocketMQ 4.x’s traceparent/tracestate user properties as the producer’s context, never as the parent', () => {
     const context = messageTraceContext(
       message({
         topic: 'T',
@@ -61,15 +61,17 @@ describe('a message’s trace context', () => {
         userProperties: { traceparent: VALID, tracestate: 'k=v' },
       }),
     );
-    expect(context.parent).toMatchObject({ traceId: TRACE_ID, spanId: SPAN_ID });
-    expect(context.producer).toBe(context.parent);
-    expect(context.parent?.traceState?.get('k')).toBe('v');
+    expect(context.producer).toMatchObject({ traceId: TRACE_ID, spanId: SPAN_ID });
+    expect(context.producer?.traceState?.get('k')).toBe('v');
+    expect(context.parent).toBeUndefined();
+    expect(producerTraceContext({ traceparent: VALID }, undefined).parent).toBeUndefined();
   });
 
   it('reads RocketMQ 5.x’s trace-context system property, kept by the envelope as TRACE_CONTEXT', () => {
     const parsed = message({ topic: 'T', msgId: 'A'.repeat(32), body: '{}', traceContext: VALID });
     expect(parsed.systemProperties.TRACE_CONTEXT).toBe(VALID);
     expect(messageTraceContext(parsed).producer).toMatchObject({ traceId: TRACE_ID, spanId: SPAN_ID });
+    expect(messageTraceContext(parsed).parent).toBeUndefined();
   });
 
   it('continues the envelope’s own traceparent (the bridge’s span) and keeps the producer’s for a link', () => {
@@ -88,7 +90,7 @@ describe('a message’s trace context', () => {
     expect(context.refused).toBeUndefined();
   });
 
-  it('ignores a malformed header with a classified reason and falls back to the next source', () => {
+  it('ignores a malformed header with a classified reason; the producer’s context stays a link', () => {
     const context = messageTraceContext(
       message({
         topic: 'T',
@@ -98,7 +100,8 @@ describe('a message’s trace context', () => {
         traceparent: '00-broken',
       }),
     );
-    expect(context.parent?.spanId).toBe(SPAN_ID);
+    expect(context.parent).toBeUndefined();
+    expect(context.producer?.spanId).toBe(SPAN_ID);
     expect(context.refused).toEqual([{ source: TraceContextSource.Envelope, reason: TraceparentRefusal.Malformed }]);
     expect(producerTraceContext({ traceparent: `ff-${TRACE_ID}-${SPAN_ID}-01` }, undefined)).toEqual({
       refused: [{ source: TraceContextSource.Rocketmq4Properties, reason: TraceparentRefusal.ForbiddenVersion }],
