@@ -1,12 +1,12 @@
 import { Annotations, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import type { Construct } from 'constructs';
-import { REVOKED_STAGE_PREFIX } from '../lib/aws/signing-key-secret.ts';
 import {
   BUS_ARCHIVE_RETENTION_SECONDS,
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   type OutsideServiceName,
+  REVOKED_STAGE_PREFIX,
   signingKeySecretName,
   TABLES,
   type TableKey,

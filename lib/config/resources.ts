@@ -160,6 +160,13 @@ export function consumerGroup<G extends ConsumerGroupName>(group: G): CatalogueE
   return entry as CatalogueEntry<G>;
 }
 
+/**
+ * A version label that takes a signing key out of the ring at once: `revoked-<versionId>` (a label names
+ * one version of a secret, so each revoked version gets its own). Set by `ops keys revoke`; the stage's
+ * revoker role may set labels with this prefix and no other.
+ */
+export const REVOKED_STAGE_PREFIX = 'revoked-';
+
 /** The Secrets Manager secret the bridge signs envelopes with and every consumer verifies them against. */
 export function signingKeySecretName(prefix: string): string {
   return `${prefix}/envelope-signing-key`;

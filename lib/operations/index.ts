@@ -14,9 +14,10 @@ export {
   reversalWriteSummary,
   type SavedPlan,
 } from './command-output.ts';
-export { findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
+export { type DeadLetter, findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
 export {
   deadLetterSourcesOf,
+  matchesFilter,
   type RedriveFilter,
   RedriveInterruptedError,
   redriveDeadLetters,
@@ -46,9 +47,21 @@ export { isEmptyTrace, type OrderTrace, orderTraceOf } from './order-trace.ts';
 export { renderOrderTraceMermaid, renderOrderTraceText } from './order-trace-output.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
 export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';
+export {
+  checkResignPlanTarget,
+  letterSha256,
+  type PlannedResign,
+  proofOf,
+  type ResignPlan,
+  readResignPlan,
+  resignPlanOf,
+  writeResignPlan,
+} from './resign-plan.ts';
 export { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from './reversal-plan.ts';
+export { MessageLookupError, RocketMQMessageLookup } from './rocketmq-message-lookup.ts';
 export {
   readSigningKeyVersions,
+  resignCandidate,
   resignRewrite,
   revokeSigningKey,
   signingKeyVersions,

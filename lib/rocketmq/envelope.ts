@@ -98,6 +98,8 @@ export const ENVELOPE_LIMITS = {
 } as const;
 
 const MSG_ID = /^[0-9A-Fa-f]{32,56}$/;
+/** A signing key's id as an envelope names it (lib/rocketmq/envelope-signature.ts `signingKeyId`). */
+export const SIGNING_KEY_ID = /^[A-Za-z0-9_-]{16}$/;
 const TOPIC = /^[%|a-zA-Z0-9_-]+$/;
 const stringMap = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
 const nonNegativeInt = z.number().int().nonnegative();
@@ -142,6 +144,12 @@ const cloudEventSchema = z.object({
    * requires it.
    */
   signature: boundedText.optional(),
+  /**
+   * The id of the key the signature was made with (`signingKeyId`: 96 bits of the key's SHA-256, base64url), covered
+   * by the signature: a verifier that does not hold that key yet reads the secret again at once instead of refusing a
+   * genuine envelope.
+   */
+  signaturekey: z.string().regex(SIGNING_KEY_ID, 'signaturekey must be 16 base64url characters').optional(),
   /**
    * CloudEvents distributed-tracing extension: the W3C context of the hop that wrote the envelope.
    * A malformed value is ignored by the reader, never refused; only its length is bounded here.

@@ -33,6 +33,13 @@ const cloudEvent = {
 };
 
 describe('parseEnvelope', () => {
+  it('reads the signing key id an envelope names, and refuses one that cannot be a key id', () => {
+    expect(() => parseEnvelope(JSON.stringify({ ...cloudEvent, signaturekey: 'AbCdEf0123456789' }))).not.toThrow();
+    expect(() => parseEnvelope(JSON.stringify({ ...cloudEvent, signaturekey: 'AbCdEf01234567' }))).toThrow(
+      /signaturekey must be 16 base64url characters/,
+    );
+  });
+
   it('reads the documented CloudEvent with every field', () => {
     const m = parseEnvelope(JSON.stringify(cloudEvent));
     expect(m).toMatchObject({
