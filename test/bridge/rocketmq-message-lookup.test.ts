@@ -1,13 +1,18 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Message, type Producer as Producer4 } from 'ali-ons';
 import { Producer as Producer5 } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RocketMQMessageLookup, sha256 } from '../../lib/operations/rocketmq-message-lookup.ts';
+import { RocketMQMessageLookup } from '../../lib/operations/index.ts';
 import { MsgIdGenerator, signEnvelope, writeEnvelope } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
+
+/** The body hash the lookup reports, computed independently of it. */
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
 import { compromisedDeployment } from '../integration/operations/operations-fixture.ts';
 import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
