@@ -88,10 +88,15 @@ async function queuesWithoutOffsetOnMasters(admin: RemotingAdmin, group: string,
 /**
  * Starts each queue on which the group committed nothing at `instantMs`, and returns what it
  * committed (`<brokerName>:<queueId>@<offset>`). The offset is the broker's answer to
- * SEARCH_OFFSET_BY_TIMESTAMP, which on 4.7.1 is the message stored nearest the instant: the first
- * one at or after it, or the last one before it when that one is closer. So a queue starts at most
- * one message early, never late; a copy of that message, if it was consumed, is suppressed by its
- * business key.
+ * SEARCH_OFFSET_BY_TIMESTAMP for the millisecond before the instant. On 4.7.1 that search
+ * (`ConsumeQueue.getOffsetInQueueByTime`, a binary search by store time) answers a message stored
+ * at exactly the millisecond asked for as soon as it meets one, which of several stored in that
+ * millisecond depends on where the search lands; asked for the instant itself, it could skip the
+ * instant's first messages. Asked for the millisecond before, it answers one of that
+ * millisecond's messages, or else the message nearest it in time: the first one at or after the
+ * instant, or the last one before when that one is nearer. So a queue never starts late; it starts
+ * early by at most one message or the messages of the millisecond before the instant, whose copies,
+ * if they were consumed, are suppressed by their business keys.
  *
  * Committed for the group rather than left to the client's `CONSUME_FROM_TIMESTAMP`, which reads
  * "no offset" through QUERY_CONSUMER_OFFSET (above: 0 while the queue's first message is in
@@ -110,7 +115,7 @@ export async function startQueuesWithoutOffsetAt(
     const found = await call(admin, q.master, SEARCH_OFFSET_BY_TIMESTAMP, {
       topic,
       queueId: q.queueId,
-      timestamp: instantMs,
+      timestamp: instantMs - 1,
     });
     const offset = Number(found.extFields?.offset);
     if (!Number.isInteger(offset) || offset < 0)

@@ -29,6 +29,8 @@ export function envelopeOf(
       bornTimestamp: message.bornTimestamp,
       storeHost: message.storeHost,
       storeTimestamp: message.storeTimestamp,
+      deliveryTimestamp: message.deliveryTimestamp,
+      delayTimeLevel: message.delayTimeLevel,
       queueId: message.queueId,
       queueOffset: message.queueOffset,
       brokerName: message.brokerName,

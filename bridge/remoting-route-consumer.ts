@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type ClientLogger, Consumer, type Message, type MessageHandler, type MessageQueue, Producer } from 'ali-ons';
-import { TagExpression } from '../lib/rocketmq/index.ts';
+import { excerpt, TagExpression } from '../lib/rocketmq/index.ts';
 import { StartWithoutOffset } from './bridge-config.ts';
 import { describeError } from './forward-target.ts';
 import {
@@ -179,6 +179,23 @@ export class ForeignRetryError extends Error {
   }
 }
 
+/**
+ * What the route says of a `%RETRY%<group>` message of a tag its expression does not match (the
+ * group's previous consumers subscribed more tags): it is forwarded, as RocketMQ hands a group
+ * every retry, and the consumer classifies it by its own expression.
+ */
+function unsubscribedTagRetry(
+  route: Pick<RemotingRouteConsumerOptions, 'consumerGroup' | 'tagExpression'>,
+  msg: Message,
+) {
+  const msgId = msg.properties?.UNIQ_KEY || msg.msgId;
+  return (
+    `%RETRY%${route.consumerGroup} holds message ${msgId} of tag ${msg.tags ? excerpt(msg.tags) : '(none)'}, which the ` +
+    `route's tag expression ${route.tagExpression} does not match: forwarded, as RocketMQ hands a consumer group its ` +
+    `retries whatever their tag; the consumer counts it as filtered unless its own expression matches`
+  );
+}
+
 export class RemotingRouteConsumer implements MessageSource {
   readonly #options: RemotingRouteConsumerOptions;
   readonly #tags: TagExpression;
@@ -328,8 +345,14 @@ export class RemotingRouteConsumer implements MessageSource {
       );
       return new Promise(() => undefined);
     }
-    // Filtered on the broker by tag hash; an untagged message passes that filter but matches only `*`.
-    if (!this.#tags.matches(msg.tags || undefined)) return Promise.resolve();
+    if (!this.#tags.matches(msg.tags || undefined)) {
+      // The topic's queues are filtered on the broker by tag hash; an untagged message passes that filter but matches
+      // only `*`, and a hash collision passes it too: the group does not subscribe to either.
+      if (msg.topic === topic) return Promise.resolve();
+      // `%RETRY%<group>` is subscribed with `*`, by this client and by RocketMQ's own: a retry goes to the group's
+      // consumer whatever its tag. Acknowledging it here would lose what a consumer of a wider expression sent back.
+      this.#options.logger.warn('%s', unsubscribedTagRetry(this.#options, msg));
+    }
     if (this.#stopped) return new Promise(() => undefined);
     return new Promise((resolve) => {
       const pending = new PendingDelivery(resolve);
@@ -436,6 +459,29 @@ export function shardingKeyOf(properties: Readonly<Record<string, string>>): str
   return properties[SHARDING_KEY] || properties[ALI_ONS_SHARDING_KEY] || undefined;
 }
 
+/**
+ * When a 4.x message was to be delivered: the delay level the broker held it back on (`DELAY`, a
+ * system property: the producer's `setDelayTimeLevel`, or the level a send-back to `%RETRY%<group>`
+ * used), and the time a timed message's producer set in `__STARTDELIVERTIME` (which stays in
+ * `userProperties` too). Values that are not whole numbers are left out of the fields, never guessed.
+ */
+export function delayOf(
+  properties: Readonly<Record<string, string>>,
+): Pick<ReceivedMessage, 'deliveryTimestamp' | 'delayTimeLevel'> {
+  const level = wholeNumber(properties.DELAY);
+  const at = wholeNumber(properties[START_DELIVER_TIME]);
+  return {
+    ...(level !== undefined && level > 0 ? { delayTimeLevel: level } : {}),
+    ...(at === undefined ? {} : { deliveryTimestamp: at }),
+  };
+}
+
+const START_DELIVER_TIME = '__STARTDELIVERTIME';
+
+function wholeNumber(text: string | undefined): number | undefined {
+  return text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : undefined;
+}
+
 function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle: PendingDelivery): ReceivedMessage {
   const properties = msg.properties ?? {};
   const uniqKey = properties.UNIQ_KEY;
@@ -455,6 +501,7 @@ function toReceivedMessage(msg: Message, mq: MessageQueue, topic: string, handle
     bornTimestamp: msg.bornTimestamp,
     storeHost: msg.storeHost,
     storeTimestamp: msg.storeTimestamp,
+    ...delayOf(properties),
     queueId: msg.queueId,
     queueOffset: msg.queueOffset,
     brokerName: mq.brokerName,

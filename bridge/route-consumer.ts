@@ -39,6 +39,15 @@ export interface ReceivedMessage {
   readonly bornTimestamp: number | undefined;
   readonly storeHost: string | undefined;
   readonly storeTimestamp: number | undefined;
+  /**
+   * When the producer asked RocketMQ to deliver the message, epoch milliseconds. RocketMQ 5: the
+   * delivery timestamp of a delay message (`MessageView.deliveryTimestamp`, from the proxy's
+   * `delivery_timestamp`). RocketMQ 4: the `__STARTDELIVERTIME` property of a timed message, when it
+   * is a number of milliseconds.
+   */
+  readonly deliveryTimestamp?: number;
+  /** RocketMQ 4 only: the delay level the broker held the message back on (`DELAY`). */
+  readonly delayTimeLevel?: number;
   readonly queueId: number;
   readonly queueOffset: number | undefined;
   readonly brokerName: string | undefined;
@@ -201,6 +210,7 @@ function factsOf(view: MessageView, message: MessagePB, mq: MessageQueue): Omit<
     bornTimestamp: view.bornTimestamp?.getTime(),
     storeHost: system.getStoreHost() || undefined,
     storeTimestamp: system.getStoreTimestamp()?.toDate().getTime(),
+    ...(view.deliveryTimestamp ? { deliveryTimestamp: view.deliveryTimestamp.getTime() } : {}),
     queueId: system.getQueueId(),
     queueOffset: view.offset,
     brokerName: mq.broker.name || undefined,

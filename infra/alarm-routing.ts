@@ -12,8 +12,12 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ALARM_STORM_TABLE, DLQ_RETENTION_DAYS, NOTIFIER_METRICS_NAMESPACE } from '../lib/config/index.ts';
+import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
+import type { StageDataKey } from './data-key.ts';
+import { restrictKeyManagement } from './deployment-guards.ts';
 import { ProjectFunction } from './project-function.ts';
 import { ProtectedSecret } from './protected-secret.ts';
+import { guardQueue, guardTable } from './resource-guards.ts';
 import { alarmNamePattern } from './routed-alarm.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
 
@@ -23,6 +27,8 @@ export const NOTIFIER_SERVICE_NAME = 'alarm-notifier';
 export interface AlarmRoutingProps {
   readonly prefix: string;
   readonly runbookUrl: string;
+  /** The stage's data key: the rate-limit table and the notifier's log group are encrypted with it. */
+  readonly dataKey: StageDataKey;
   /** IANA zone the DingTalk messages show times in (default Asia/Shanghai). */
   readonly alarmTimeZone?: string;
   /**
@@ -54,6 +60,7 @@ export class AlarmRouting extends Construct {
   readonly robotSecret: ProtectedSecret;
   readonly stormTable: dynamodb.Table;
   readonly alarms: cloudwatch.Alarm[] = [];
+  private readonly notifierRole: iam.IRole;
 
   constructor(scope: Construct, id: string, props: AlarmRoutingProps) {
     super(scope, id);
@@ -64,6 +71,8 @@ export class AlarmRouting extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
       pendingWindow: Duration.days(7),
     });
+    // A changed key policy that drops CloudWatch's grant silences every alarm: only the deployment changes it.
+    restrictKeyManagement(this.key);
     // CloudWatch acts for this deployment's alarms only (confused deputy): the same conditions
     // on the key and on the topic. Without the key grant its publishes are silently dropped.
     const stack = Stack.of(this);
@@ -134,7 +143,8 @@ export class AlarmRouting extends Construct {
       timeToLiveAttribute: ALARM_STORM_TABLE.timeToLiveAttribute,
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: props.dataKey.key,
       // Token buckets and a day of delivery tombstones: nothing worth keeping after the stack.
       removalPolicy: RemovalPolicy.DESTROY,
     });
@@ -151,14 +161,16 @@ export class AlarmRouting extends Construct {
         'This queue is itself a dead-letter queue: the on-failure destination of the notifier and the DLQ of its SNS subscription (cdk-nag only recognises SQS redrive targets). A DLQ of a DLQ would hide failures further; its depth is alarmed instead.',
     });
 
+    const reservedConcurrency =
+      props.notifierReservedConcurrency === 0 ? undefined : (props.notifierReservedConcurrency ?? 2);
     const notifier = new ProjectFunction(this, 'Notifier', {
       functionName: `${props.prefix}-${NOTIFIER_SERVICE_NAME}`,
       entry: NOTIFIER_ENTRY,
       description: 'CloudWatch alarms from SNS to the DingTalk robot',
       timeout: Duration.seconds(60),
       memorySize: 256,
-      reservedConcurrentExecutions:
-        props.notifierReservedConcurrency === 0 ? undefined : (props.notifierReservedConcurrency ?? 2),
+      logKey: props.dataKey.key,
+      reservedConcurrentExecutions: reservedConcurrency,
       environment: {
         // Which secret, never its value: the notifier reads the value at run time.
         DINGTALK_SECRET_ID: props.dingTalkSecretName ?? this.webhookSecret.secretArn,
@@ -169,12 +181,20 @@ export class AlarmRouting extends Construct {
       },
     });
     this.notifier = notifier.function;
+    skipCheckov(
+      this.notifier,
+      CHECKOV_SKIPS.notifierDeadLetters,
+      ...(reservedConcurrency === undefined ? [CHECKOV_SKIPS.notifierUnreserved] : []),
+    );
+    skipCheckov(this.notifierDeadLetterQueue, CHECKOV_SKIPS.queueSqsManagedEncryption);
     this.notifier.configureAsyncInvoke({
       retryAttempts: 2,
       maxEventAge: Duration.hours(6),
       onFailure: new SqsDestination(this.notifierDeadLetterQueue),
     });
     this.robotSecret.grantRead(notifier.role);
+    props.dataKey.grantTableUse(notifier.role);
+    this.notifierRole = notifier.role;
     notifier.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         // BatchWriteItem: delivered alarms become tombstones and leave the backlog in batches.
@@ -203,6 +223,15 @@ export class AlarmRouting extends Construct {
     this.alarm('NotifierErrors', 'notifierErrors', props, {
       metric: this.notifier.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
     });
+  }
+
+  /**
+   * Only the deployment changes the notifier's DLQ and the rate-limit table; only `operators` take letters off the
+   * DLQ; only the notifier and `operators` write the table (infra/resource-guards.ts).
+   */
+  guard(operators: readonly string[]): void {
+    guardQueue(this.notifierDeadLetterQueue, operators);
+    guardTable(this.stormTable, [this.notifierRole.roleArn, ...operators]);
   }
 
   private alarm(id: string, runbook: RunbookKey, props: AlarmRoutingProps, spec: { metric: cloudwatch.IMetric }): void {

@@ -27,11 +27,14 @@ import {
   TABLE_ENV,
 } from '../lib/config/index.ts';
 import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
+import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
+import type { StageDataKey } from './data-key.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
 import type { StageTracing } from './function-tracing.ts';
 import { type ServiceSetting, serviceAccess } from './outside-service.ts';
 import { type FunctionNetwork, ProjectFunction } from './project-function.ts';
 import type { ProtectedSecret } from './protected-secret.ts';
+import { guardQueue } from './resource-guards.ts';
 import { tagEventFilters, tagFilterPatterns, tagRoutePatterns } from './rocketmq-tag-filter.ts';
 import { routedAlarm } from './routed-alarm.ts';
 import type { RunbookKey } from './runbook.ts';
@@ -73,6 +76,8 @@ export interface RocketMQConsumerGroupProps extends ConsumerTuning {
   readonly definition: ConsumerGroupDefinition;
   readonly prefix: string;
   readonly tables: ConsumerTables;
+  /** The stage's data key: the tables and the function's log group are encrypted with it. */
+  readonly dataKey: StageDataKey;
   /** Alarm and OK actions go here. */
   readonly alarmTopic: sns.ITopic;
   /** Where alarm descriptions link to (`…/docs/runbook.md`). */
@@ -211,6 +216,7 @@ export class RocketMQConsumerGroup extends Construct {
       description: `RocketMQ consumer group ${def.group} (topic ${def.topic}, tags ${def.tagExpression})`,
       timeout,
       memorySize: props.memorySize,
+      logKey: props.dataKey.key,
       tracing: props.tracing,
       ...(props.vpc
         ? {
@@ -237,7 +243,10 @@ export class RocketMQConsumerGroup extends Construct {
     });
     this.function = consumer.function;
     this.role = consumer.role;
+    skipCheckov(this.function, CHECKOV_SKIPS.sqsTriggeredConcurrency, CHECKOV_SKIPS.sqsTriggeredDeadLetters);
+    for (const queue of [this.queue, this.deadLetterQueue]) skipCheckov(queue, CHECKOV_SKIPS.queueSqsManagedEncryption);
     this.grantTables(consumer.role, props);
+    props.dataKey.grantTableUse(consumer.role);
     for (const service of services) service.grant(consumer.role);
     // The key ring lists the secret's versions: a retired key verifies as long as a copy signed with it can come back.
     props.envelopeSigningKey?.grantRead(consumer.role, { versions: true });
@@ -281,6 +290,15 @@ export class RocketMQConsumerGroup extends Construct {
   restrictSenders(senders: Senders): void {
     restrictQueueSenders(this.queue, senders, this.rule?.ruleArn);
     restrictDeadLetterSenders(this.deadLetterQueue, { roleArns: [this.role.roleArn, ...senders.roleArns] });
+  }
+
+  /**
+   * Only the deployment changes the queues; only the consumer and `operators` take messages off the source queue,
+   * only `operators` off the DLQ (infra/resource-guards.ts).
+   */
+  guardQueues(operators: readonly string[]): void {
+    guardQueue(this.queue, [this.role.roleArn, ...operators]);
+    guardQueue(this.deadLetterQueue, operators);
   }
 
   /** Messages Lambda's event source filter deleted unread (`metricsConfig` EventCount), summed per period. */

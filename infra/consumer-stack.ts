@@ -6,20 +6,27 @@ import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   type OutsideServiceName,
+  REVOKED_STAGE_PREFIX,
   signingKeySecretName,
+  TABLES,
+  type TableKey,
 } from '../lib/config/index.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';
 import { ConsumerDashboard } from './dashboard.ts';
+import { StageDataKey } from './data-key.ts';
 import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import { type StageTracing, xrayTracingNote } from './function-tracing.ts';
 import type { ServiceSetting } from './outside-service.ts';
 import { ProtectedSecret } from './protected-secret.ts';
+import { guardBus, guardTable } from './resource-guards.ts';
 import { restrictBusSenders } from './sender-policy.ts';
 import { ConsumerTables } from './tables.ts';
 
-export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl'> {
+export interface RocketMQConsumersStackProps
+  extends StackProps,
+    Omit<AlarmRoutingProps, 'prefix' | 'runbookUrl' | 'dataKey'> {
   /** Prefix of every physical name (tables, queues, alarms): one per deployment, e.g. `rmq-prod`. */
   readonly prefix: string;
   /** Groups to deploy (default: every entry of `CONSUMER_GROUPS`). */
@@ -42,12 +49,18 @@ export interface RocketMQConsumersStackProps extends StackProps, Omit<AlarmRouti
   readonly senderRoleArns?: readonly string[];
   /** Roles operators run `ops` writes with (`operatorRoleArns`): redrive, re-sign, revoke, put secret values. */
   readonly operatorRoleArns?: readonly string[];
+  /**
+   * Break-glass roles that may revoke a signing key and do nothing else (`keyRevokerRoleArns`): `ops keys revoke`
+   * when the stage names no operator role.
+   */
+  readonly keyRevokerRoleArns?: readonly string[];
   /** Where the consumers' and the bridge's spans go (`tracing` in the stage settings; default off). */
   readonly tracing?: StageTracing;
 }
 
 /** Everything one deployment of the consumers needs: tables, alarm routing, a bus, the groups, a dashboard. */
 export class RocketMQConsumersStack extends Stack {
+  readonly dataKey: StageDataKey;
   readonly tables: ConsumerTables;
   readonly alarmRouting: AlarmRouting;
   readonly eventBus: events.EventBus;
@@ -60,11 +73,13 @@ export class RocketMQConsumersStack extends Stack {
 
   constructor(scope: Construct, id: string, props: RocketMQConsumersStackProps) {
     super(scope, id, props);
-    this.tables = new ConsumerTables(this, 'Tables', { prefix: props.prefix });
+    this.dataKey = new StageDataKey(this, 'DataKey', { prefix: props.prefix });
+    this.tables = new ConsumerTables(this, 'Tables', { prefix: props.prefix, encryptionKey: this.dataKey.key });
     this.alarmRouting = new AlarmRouting(this, 'AlarmRouting', {
       ...props,
       prefix: props.prefix,
       runbookUrl: props.runbookUrl,
+      dataKey: this.dataKey,
     });
     this.eventBus = new events.EventBus(this, 'RocketMqBus', {
       eventBusName: `${props.prefix}-rocketmq`,
@@ -100,6 +115,7 @@ export class RocketMQConsumersStack extends Stack {
           definition,
           prefix: props.prefix,
           tables: this.tables,
+          dataKey: this.dataKey,
           alarmTopic: this.alarmRouting.topic,
           runbookUrl: props.runbookUrl,
           eventBus: this.eventBus,
@@ -122,11 +138,27 @@ export class RocketMQConsumersStack extends Stack {
         runbookUrl: props.runbookUrl,
         envelopeSigningKey: this.envelopeSigningKey.secret,
         tracing: props.tracing?.backend,
+        operatorRoleArns: props.operatorRoleArns ?? [],
       });
       this.envelopeSigningKey.grantRead(this.bridge.bridge.taskDefinition.taskRole, { versions: true });
     }
     this.restrictSenders(props);
     this.restrictSecrets(props);
+    this.guardStores(props.operatorRoleArns ?? []);
+  }
+
+  /**
+   * Only the deployment changes the queues, the bus's rules and the tables; only the consumers and the operators take
+   * messages off the queues and write items, each table by the roles whose code writes it (infra/resource-guards.ts).
+   */
+  private guardStores(operators: readonly string[]): void {
+    for (const group of this.groups) group.guardQueues(operators);
+    this.alarmRouting.guard(operators);
+    guardBus(this.eventBus);
+    for (const key of Object.keys(TABLES) as TableKey[]) {
+      const writers = this.groups.filter((g) => g.definition.tables.includes(key)).map((g) => g.role.roleArn);
+      guardTable(this.tables.table(key), [...writers, ...operators]);
+    }
   }
 
   /**
@@ -137,6 +169,7 @@ export class RocketMQConsumersStack extends Stack {
   private restrictSecrets(props: RocketMQConsumersStackProps): void {
     const operators = props.operatorRoleArns ?? [];
     this.envelopeSigningKey.allowReaders([...(props.senderRoleArns ?? []), ...operators]);
+    this.envelopeSigningKey.allowRevokers(props.keyRevokerRoleArns ?? [], REVOKED_STAGE_PREFIX);
     this.alarmRouting.robotSecret.allowReaders(operators);
     for (const secret of [this.envelopeSigningKey, this.alarmRouting.robotSecret, ...Object.values(this.serviceTokens)])
       secret?.allowKeepers(operators);

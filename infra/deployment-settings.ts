@@ -203,6 +203,13 @@ export const stageSchema = z
      */
     operatorRoleArns: z.array(roleArn).default([]),
     /**
+     * Break-glass IAM roles that may revoke a version of the signing key (`ops keys revoke`) and do
+     * nothing else: label it `revoked-<id>` and, when it is the current one, put the replacement.
+     * They cannot read the key, move another label or change any other secret, so a stage without
+     * operator roles can still take a compromised key out at once (docs/runbook.md).
+     */
+    keyRevokerRoleArns: z.array(roleArn).default([]),
+    /**
      * Where the consumers' and the bridge's spans go: `off` (none made), `xray` (Lambda active
      * tracing; the bridge sets SQS's AWSTraceHeader) or `adot` (the ADOT layer exports them; needs
      * `adotLayerArn`). docs/architecture.md, "Trace context".

@@ -1,4 +1,5 @@
 import { type CfnElement, Stack, Validations } from 'aws-cdk-lib';
+import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import type * as pipelines from 'aws-cdk-lib/pipelines';
 import type { IConstruct } from 'constructs';
 
@@ -10,21 +11,19 @@ const CODEBUILD_OWN_LOGS =
 /**
  * cdk-nag findings on resources CDK Pipelines generates (roles and the artifact bucket), each with
  * why it is acceptable. Everything the consumers' stacks hold is acknowledged at its construct.
- * Call after `buildPipeline()`, when those resources exist.
+ * The pipeline's own roles made outside CDK Pipelines (`ownRoles`: the pipeline role, the stack
+ * reader) get the same grants on the artifact bucket and key, acknowledged likewise. Call after
+ * `buildPipeline()`, when those resources exist.
  */
-export function acknowledgePipelineFindings(pipeline: pipelines.CodePipeline): void {
+export function acknowledgePipelineFindings(pipeline: pipelines.CodePipeline, ownRoles: readonly IConstruct[]): void {
   const stack = Stack.of(pipeline);
   const { account, region } = stack;
   const logicalId = (path: string) => stack.getLogicalId(findByPath(pipeline, path) as CfnElement);
-  // Every CodeBuild project the pipeline has, by its path under the pipeline construct.
-  const projects = [
-    'Pipeline/Build/Synth/CdkBuildProject/Resource',
-    'Pipeline/Build/Tests/Tests/Resource',
-    'UpdatePipeline/SelfMutation/Resource',
-    'Pipeline/Test/ProtectStacks/ProtectStacks/Resource',
-    'Pipeline/Prod/SecurityDiff/SecurityDiff/Resource',
-    'Pipeline/Prod/ProtectStacks/ProtectStacks/Resource',
-  ].map(logicalId);
+  // Every CodeBuild project the pipeline has: each role's log and report groups are its project's own.
+  const projects = pipeline.node
+    .findAll()
+    .filter((c): c is codebuild.Project => c instanceof codebuild.Project)
+    .map((project) => stack.getLogicalId(project.node.defaultChild as CfnElement));
   const acknowledgements: Array<[string, string]> = [
     ...[
       's3:GetObject*',
@@ -62,12 +61,12 @@ export function acknowledgePipelineFindings(pipeline: pipelines.CodePipeline): v
     ],
     [
       'Resource::*',
-      'Generated unscoped by CDK Pipelines, which offers no option to narrow them, although each action supports resource-level scoping: cloudformation:DescribeStacks and s3:ListBucket for self-mutation (read-only; it reads the stacks and bootstrap buckets of every stage account) and codebuild:BatchGetBuilds/StartBuild/StopBuild for the asset role (asset projects are created per asset). Residual risk named in docs/security.md.',
+      'Generated unscoped by CDK Pipelines, which offers no option to narrow them, although each action supports resource-level scoping: cloudformation:DescribeStacks and s3:ListBucket for self-mutation (read-only; it reads the stacks and bootstrap buckets of every stage account). The codebuild actions CDK Pipelines grants the asset roles on * are narrowed to their own projects (infra/pipeline-assets.ts). Residual risk named in docs/security.md.',
     ],
   ];
-  for (const [finding, reason] of acknowledgements) {
-    Validations.of(pipeline).acknowledge({ id: `AwsSolutions::AwsSolutions-IAM5[${finding}]`, reason });
-  }
+  for (const scope of [pipeline, ...ownRoles])
+    for (const [finding, reason] of acknowledgements)
+      Validations.of(scope).acknowledge({ id: `AwsSolutions::AwsSolutions-IAM5[${finding}]`, reason });
   Validations.of(pipeline).acknowledge({
     id: 'AwsSolutions::AwsSolutions-S1',
     reason:

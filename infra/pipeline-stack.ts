@@ -1,28 +1,23 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { type DefaultStackSynthesizer, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import * as codebuild from 'aws-cdk-lib/aws-codebuild';
 import * as codepipeline from 'aws-cdk-lib/aws-codepipeline';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as pipelines from 'aws-cdk-lib/pipelines';
 import type { Construct } from 'constructs';
+import { recordArtifactAccess } from './artifact-bucket.ts';
 import { tuningOf } from './consumer-group.ts';
 import { ConsumerStage } from './consumer-stage.ts';
 import type { DeploymentSettings, StageSettings } from './deployment-settings.ts';
 import { acknowledgePipelineFindings } from './pipeline-acknowledgements.ts';
-import { REPOSITORY_ROOT } from './project-function.ts';
-
-/**
- * The version of a tool the pipeline's self-mutation and asset steps install (`aws-cdk`,
- * `cdk-assets`): the one the lockfile resolved, so the pipeline never runs a CLI the project did
- * not (CDK Pipelines otherwise installs the latest of each at every run).
- */
-export function lockedVersion(pkg: 'aws-cdk' | 'cdk-assets', root = REPOSITORY_ROOT): string {
-  const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8'));
-  const version = lock.packages?.[`node_modules/${pkg}`]?.version;
-  if (typeof version !== 'string') throw new Error(`package-lock.json resolves no ${pkg}: run npm install`);
-  return version;
-}
+import { nameAndScopeAssetSteps } from './pipeline-assets.ts';
+import {
+  iamRoleArn,
+  PIPELINE_NAME,
+  pipelineProjectName,
+  pipelineRoleName,
+  stageReaderRoleName,
+} from './pipeline-identities.ts';
+import { integrityCheckedInstall, lockedPackage, lockedVersion, pinGeneratedToolInstalls } from './pipeline-tooling.ts';
 
 export interface PipelineStackProps extends StackProps {
   readonly settings: DeploymentSettings;
@@ -45,15 +40,25 @@ const TESTS_RUNTIME = codebuild.BuildSpec.fromObject({
  * CDK Pipelines: source from the repository connection; the tests in a step of their own whose
  * output nothing uses; then the synth step, whose cloud assembly is what self-mutation, the asset
  * steps and the stages deploy, so it installs with scripts off and runs nothing but the synth (cdk-nag
- * runs there too); then test, a security diff of production for the approver, the manual approval,
- * production. The pipeline updates itself first, so changing it is a commit like any other.
+ * and the security baseline check run there too); then test, a security diff of production for the
+ * approver, the manual approval, production. The pipeline updates itself first, so changing it is a
+ * commit like any other: branch protection is what guards it (docs/security.md, #37).
+ *
+ * Only the pipeline's own role deploys (through the stage accounts' CDK deploy roles) and starts
+ * builds; no CodeBuild project of a stage step may assume a deploy role. What reports on a stage
+ * (the security diff, the termination-protection checks) reads it through the stage's stack
+ * reader, which may read that stack's template and status and nothing else.
  */
 export class PipelineStack extends Stack {
   readonly pipeline: pipelines.CodePipeline;
   readonly test: ConsumerStage;
   readonly prod: ConsumerStage;
-  /** The project the approver reads before promoting to production; its own role only reads. */
+  /** The project the approver reads before promoting to production; its role only reads templates. */
   readonly securityDiff: pipelines.CodeBuildStep;
+  /** CodePipeline's role: the one principal that starts the pipeline's builds and deploys the stages. */
+  readonly pipelineRole: iam.Role;
+  /** The security diff's and the checks' role: it may assume the stages' stack readers and nothing else. */
+  readonly stackReader: iam.Role;
 
   constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
@@ -63,6 +68,7 @@ export class PipelineStack extends Stack {
     });
     const tests = new pipelines.CodeBuildStep('Tests', {
       input,
+      projectName: pipelineProjectName('tests'),
       partialBuildSpec: TESTS_RUNTIME,
       // As on a developer's machine and in CI, install scripts included: nothing this step makes is
       // deployed. moto server and cfn-lint come from .venv, which emulator:setup provisions from the
@@ -70,8 +76,9 @@ export class PipelineStack extends Stack {
       installCommands: ['npm ci --no-audit --no-fund', 'npm run emulator:setup'],
       commands: ['npm test', 'npm run lint:cfn'],
     });
-    const synth = new pipelines.ShellStep('Synth', {
+    const synth = new pipelines.CodeBuildStep('Synth', {
       input,
+      projectName: pipelineProjectName('synth'),
       // No install scripts: nothing outside the lockfiles' integrity hashes runs or lands.
       // esbuild needs none (its platform binary is an optional dependency in the lockfile), and
       // the Node that runs the synth is the build image's.
@@ -81,9 +88,18 @@ export class PipelineStack extends Stack {
       commands: ['npm run bridge:rootfs -- --if-bridge-enabled', 'npm run synth'],
     });
     synth.addStepDependency(tests);
+    this.pipelineRole = new iam.Role(this, 'PipelineRole', {
+      roleName: pipelineRoleName('pipeline', this.region),
+      assumedBy: new iam.ServicePrincipal('codepipeline.amazonaws.com'),
+      description: 'CodePipeline: starts the pipeline builds and deploys the stages through their CDK deploy roles',
+    });
     this.pipeline = new pipelines.CodePipeline(this, 'Pipeline', {
-      pipelineName: 'rocketmq-consumers',
+      pipelineName: PIPELINE_NAME,
       pipelineType: codepipeline.PipelineType.V2,
+      role: this.pipelineRole,
+      // One principal starts builds and assumes the deploy roles, so the stage accounts' trust and
+      // the account's SCP name one role, not one generated per action.
+      usePipelineRoleForActions: true,
       // Test and production are separate accounts: artifacts are encrypted with a key both may use.
       crossAccountKeys: true,
       enableKeyRotation: true,
@@ -95,83 +111,108 @@ export class PipelineStack extends Stack {
         partialBuildSpec: NODE_RUNTIME,
       },
     });
+    this.stackReader = new iam.Role(this, 'StackReaderRole', {
+      roleName: pipelineRoleName('stack-reader', this.region),
+      assumedBy: new iam.ServicePrincipal('codebuild.amazonaws.com'),
+      description: "Reads the stage stacks' templates and termination protection through each stage's stack reader",
+    });
     this.test = new ConsumerStage(this, 'Test', stageProps(stages.test, runbookUrl));
-    this.pipeline.addStage(this.test, { post: [protectStacks(this.test, this.partition)] });
+    this.pipeline.addStage(this.test, { post: [this.terminationProtectionCheck(this.test, stages.test)] });
     this.prod = new ConsumerStage(this, 'Prod', stageProps(stages.prod, runbookUrl));
-    this.securityDiff = securityDiff(this.pipeline, this.prod, synth);
+    this.securityDiff = this.securityDiffOf(this.prod, stages.prod, synth);
     const approval = new pipelines.ManualApprovalStep('PromoteToProduction', {
       comment:
-        'Test stage deployed and watched. Read the SecurityDiff action first: what this commit broadens in production (IAM, resource and key policies, security groups). Promote it?',
+        'Test stage deployed and watched. Read the SecurityDiff action first: what this commit broadens in production (IAM, queue, topic, secret and key policies, security groups; not the bus policy, which the synth checks against its baseline). Promote it?',
       reviewUrl: codeBuildProjectUrl(props.settings.pipeline, SECURITY_DIFF_PROJECT),
     });
     approval.addStepDependency(this.securityDiff);
     this.pipeline.addStage(this.prod, {
       pre: [this.securityDiff, approval],
-      post: [protectStacks(this.prod, this.partition)],
+      post: [this.terminationProtectionCheck(this.prod, stages.prod)],
     });
     this.pipeline.buildPipeline();
-    acknowledgePipelineFindings(this.pipeline);
+    recordArtifactAccess(this.pipeline);
+    nameAndScopeAssetSteps(this.pipeline);
+    pinGeneratedToolInstalls(this.pipeline);
+    acknowledgePipelineFindings(this.pipeline, [this.pipelineRole, this.stackReader]);
+  }
+
+  /** The stage's stack reader, in the stage's account; the stack reader role may assume it. */
+  private stageReaderOf({ account, region, prefix }: StageSettings): string {
+    const arn = iamRoleArn(this.partition, account, stageReaderRoleName(prefix, region));
+    this.stackReader.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [arn] }));
+    return arn;
+  }
+
+  /** AWS CLI arguments that act as the stage's stack reader (the build's own role assumes it). */
+  private asStageReader(settings: StageSettings): { configure: string[]; target: string } {
+    return {
+      configure: [
+        `aws configure set profile.stage.role_arn ${this.stageReaderOf(settings)}`,
+        'aws configure set profile.stage.credential_source EcsContainer',
+      ],
+      target: `--profile stage --region ${settings.region}`,
+    };
+  }
+
+  /**
+   * `cdk diff --security-only` of the stage's stack, from the synth's cloud assembly against the
+   * deployed template, which the step reads through the stage's stack reader (`GetTemplate`) and
+   * hands to the CLI (`--template`), so the CLI itself needs no credentials. A stack not deployed yet
+   * is diffed against an empty template; any other failure to read it fails the step, and the
+   * approval is not reached. Advisory (`--fail-on=never`): what must not change unreviewed is
+   * enforced at synth by the security baseline.
+   */
+  private securityDiffOf(
+    stage: ConsumerStage,
+    settings: StageSettings,
+    synth: pipelines.CodeBuildStep,
+  ): pipelines.CodeBuildStep {
+    const name = stage.consumers.stackName;
+    const { configure, target } = this.asStageReader(settings);
+    return new pipelines.CodeBuildStep('SecurityDiff', {
+      input: synth,
+      projectName: SECURITY_DIFF_PROJECT,
+      role: this.stackReader,
+      installCommands: integrityCheckedInstall(lockedPackage('aws-cdk')),
+      commands: [
+        ...configure,
+        `if aws ${target} cloudformation describe-stacks --stack-name ${name} > /dev/null 2> describe-stacks.log; ` +
+          `then aws ${target} cloudformation get-template --stack-name ${name} --query TemplateBody --output json > deployed-template.json; ` +
+          `elif grep -q 'does not exist' describe-stacks.log; then echo '{}' > deployed-template.json && echo '${name} is not deployed yet: everything below is new.'; ` +
+          'else cat describe-stacks.log; false; fi',
+        `cdk diff --app ${stage.artifactId} --template deployed-template.json --security-only --fail-on=never --no-color`,
+      ],
+    });
+  }
+
+  /**
+   * CloudFormation deploy actions ignore a stack's `terminationProtection` (aws/aws-cdk#17871): only
+   * the CLI sets it. Setting it takes `cloudformation:UpdateTerminationProtection`, which only the
+   * deploy role holds, and no build may hold that: an administrator of the stage account turns it
+   * on once, after the stack's first deployment. After each deployment this step reads it through
+   * the stage's stack reader and fails, saying how to turn it on, unless it is on.
+   */
+  private terminationProtectionCheck(stage: ConsumerStage, settings: StageSettings): pipelines.CodeBuildStep {
+    const { stackName: name, account, region } = stage.consumers;
+    const { configure, target } = this.asStageReader(settings);
+    const turnOn = `aws cloudformation update-termination-protection --enable-termination-protection --region ${region} --stack-name ${name}`;
+    return new pipelines.CodeBuildStep('TerminationProtection', {
+      projectName: pipelineProjectName(`${stage.stageName.toLowerCase()}-termination-protection`),
+      role: this.stackReader,
+      commands: [
+        ...configure,
+        `test "$(aws ${target} cloudformation describe-stacks --stack-name ${name} --query 'Stacks[0].EnableTerminationProtection' --output text)" = True || ` +
+          `{ echo 'Termination protection of ${name} (account ${account}) is off. Turn it on once, as an administrator of that account: ${turnOn}; then retry this action.'; false; }`,
+      ],
+    });
   }
 }
 
-const SECURITY_DIFF_PROJECT = 'rocketmq-consumers-prod-security-diff';
+const SECURITY_DIFF_PROJECT = pipelineProjectName('prod-security-diff');
 
 function codeBuildProjectUrl({ account, region }: { account: string; region: string }, project: string): string {
   return `https://${region}.console.aws.amazon.com/codesuite/codebuild/${account}/projects/${project}/history?region=${region}`;
-}
-
-/**
- * `cdk diff --security-only` of the stage's stack, from the synth's cloud assembly against the
- * deployed template: what the commit would broaden (IAM statements, resource and key policies,
- * security group rules). `--method=template` reads the template through the stage account's CDK
- * lookup role (bootstrap: ReadOnlyAccess, kms:Decrypt denied); no change set, so the deploy role is
- * not needed. The step's role may assume that lookup role and nothing else, so what reports on the
- * stack cannot change it; if the lookup role cannot be assumed the CLI falls back to the deploy
- * role, which this role may not assume either, and the step fails rather than show nothing.
- */
-function securityDiff(scope: Construct, stage: ConsumerStage, synth: pipelines.ShellStep): pipelines.CodeBuildStep {
-  const synthesizer = stage.consumers.synthesizer as DefaultStackSynthesizer;
-  const lookupRole = synthesizer.lookupRole?.replace(PARTITION_PLACEHOLDER, Stack.of(scope).partition);
-  if (!lookupRole) throw new Error(`${stage.stageName}: the stack's synthesizer names no lookup role to read it with`);
-  const role = new iam.Role(scope, 'SecurityDiffRole', {
-    assumedBy: new iam.ServicePrincipal('codebuild.amazonaws.com'),
-    description: `Reads the deployed ${stage.consumers.stackName} template (through the stage account's CDK lookup role) to show the approver what a commit broadens`,
-  });
-  role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [lookupRole] }));
-  return new pipelines.CodeBuildStep('SecurityDiff', {
-    input: synth,
-    projectName: SECURITY_DIFF_PROJECT,
-    role,
-    installCommands: [`npm install -g aws-cdk@${lockedVersion('aws-cdk')}`],
-    commands: [`cdk diff --app ${stage.artifactId} --method=template --security-only --fail-on=never --no-color`],
-  });
-}
-
-/**
- * CloudFormation deploy actions ignore a stack's `terminationProtection` (aws/aws-cdk#17871): only
- * the CLI sets it. After each deployment this step sets it through the stage account's CDK deploy
- * role (the bootstrap grants it cloudformation:UpdateTerminationProtection) and fails unless the
- * stack reports it on.
- */
-// biome-ignore lint/suspicious/noTemplateCurlyInString: the synthesizer's CloudFormation placeholder, literally.
-const PARTITION_PLACEHOLDER = '${AWS::Partition}';
-
-function protectStacks(stage: ConsumerStage, partition: string): pipelines.CodeBuildStep {
-  const stack = stage.consumers;
-  const synthesizer = stack.synthesizer as DefaultStackSynthesizer;
-  // The synthesizer writes the partition as a CloudFormation placeholder; the pipeline and its
-  // stages share a partition, so the pipeline's own partition token stands in for it.
-  const deployRole = synthesizer.deployRoleArn.replace(PARTITION_PLACEHOLDER, partition);
-  const target = `--profile stage --region ${stack.region}`;
-  return new pipelines.CodeBuildStep('ProtectStacks', {
-    commands: [
-      `aws configure set profile.stage.role_arn ${deployRole}`,
-      'aws configure set profile.stage.credential_source EcsContainer',
-      `aws ${target} cloudformation update-termination-protection --enable-termination-protection --stack-name ${stack.stackName}`,
-      `test "$(aws ${target} cloudformation describe-stacks --stack-name ${stack.stackName} --query 'Stacks[0].EnableTerminationProtection' --output text)" = True`,
-    ],
-    rolePolicyStatements: [new iam.PolicyStatement({ actions: ['sts:AssumeRole'], resources: [deployRole] })],
-  });
 }
 
 /** A stage's settings as the props of its consumers' stack: the pipeline's stages and a sandbox alike. */
@@ -189,6 +230,7 @@ export function stageProps(stage: StageSettings, runbookUrl: string) {
       bridge: stage.bridge,
       senderRoleArns: stage.senderRoleArns,
       operatorRoleArns: stage.operatorRoleArns,
+      keyRevokerRoleArns: stage.keyRevokerRoleArns,
       tracing: { backend: stage.tracing, ...(stage.adotLayerArn ? { adotLayerArn: stage.adotLayerArn } : {}) },
       tuning: {
         maxConcurrency: stage.maxConcurrency,

@@ -4,11 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { CfnDeletionPolicy, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { lambdaLogGroupName } from '../lib/config/index.ts';
+import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
 import { functionTracingProps, type StageTracing, tracingWildcardReason } from './function-tracing.ts';
 
 /** The repository root: handler entries in the catalogue are relative to it. */
@@ -28,6 +30,8 @@ export interface ProjectFunctionProps {
   readonly memorySize?: number;
   readonly reservedConcurrentExecutions?: number;
   readonly logRetention?: logs.RetentionDays;
+  /** The key the log group is encrypted with: the stage's data key (a log line names an order and a user). */
+  readonly logKey: kms.IKey;
   /** Run in a VPC (default: outside any). */
   readonly network?: FunctionNetwork;
   /** The stage's tracing back end (default: off). */
@@ -59,6 +63,7 @@ export class ProjectFunction extends Construct {
       // Named as Lambda would name it, so that `ops trace` finds a function's lines by its name.
       logGroupName: lambdaLogGroupName(props.functionName),
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      encryptionKey: props.logKey,
       removalPolicy: RemovalPolicy.DESTROY,
     });
     // A stage deployed before the groups were named gets a new group; the old one, with its
@@ -120,6 +125,11 @@ export class ProjectFunction extends Construct {
         banner: "import{createRequire as __cr}from'node:module';const require=__cr(import.meta.url);",
       },
     });
+    skipCheckov(
+      this.function,
+      CHECKOV_SKIPS.lambdaEnvironmentKey,
+      ...(props.network ? [] : [CHECKOV_SKIPS.lambdaOutsideVpc]),
+    );
   }
 }
 

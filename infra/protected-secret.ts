@@ -1,8 +1,15 @@
-import { type DefaultStackSynthesizer, Duration, Lazy, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
+import {
+  accountRootArn,
+  denyStatement,
+  deploymentPrincipals,
+  principalOtherThan,
+  restrictKeyManagement,
+} from './deployment-guards.ts';
 
 export interface ProtectedSecretProps {
   readonly secretName: string;
@@ -35,27 +42,19 @@ const SECRET_MANAGEMENT = [
   'secretsmanager:StopReplicationToReplica',
 ];
 const KEY_ENCRYPTION = ['kms:Encrypt', 'kms:GenerateDataKey*', 'kms:ReEncrypt*'];
-const KEY_MANAGEMENT = [
-  'kms:PutKeyPolicy',
-  'kms:ScheduleKeyDeletion',
-  'kms:DisableKey',
-  'kms:DisableKeyRotation',
-  'kms:CreateGrant',
-];
 
 /**
  * A secret only its readers can read, under a customer-managed key with the same scope. In one
  * account an identity policy with broad Secrets Manager or KMS read (PowerUser, many CI roles)
  * reaches any secret whose own policies do not say otherwise, so every restriction is an explicit
- * Deny for every principal but those named, by `aws:PrincipalArn` (`ArnNotLike`: an SSO role's
- * generated suffix may be a `*`):
+ * Deny for every principal but those named (infra/deployment-guards.ts):
  *
  * - reading the value (`GetSecretValue`, and `kms:Decrypt` on the key): its readers;
- * - putting a value or moving a label (rotation, revocation): its keepers, the operators;
- * - changing the secret, its policy or the key's (`UpdateSecret`, `PutResourcePolicy`,
- *   `kms:PutKeyPolicy`, deletion, grants): the account's CloudFormation execution role alone,
- *   the role every deployment of the stack runs as, so the pipeline can still create, update and
- *   fix both; and the account's root user, so a mistaken policy can always be repaired by hand.
+ * - putting a value or moving a label (rotation, revocation): its keepers, the operators; its
+ *   revokers (break-glass) may only put a value and add a `revoked-` label;
+ * - changing the secret, its policy or the key (`UpdateSecret`, `PutResourcePolicy`, every key
+ *   management action, deletion, grants): the deployment principals alone (the CloudFormation
+ *   execution role and the account's root user).
  *
  * The key is used only through Secrets Manager (`kms:ViaService`), rotates yearly and is retained
  * with the secret.
@@ -67,6 +66,7 @@ export class ProtectedSecret extends Construct {
   readonly owned: boolean;
   private readonly readers: string[] = [];
   private readonly keepers: string[] = [];
+  private readonly policy: secretsmanager.ResourcePolicy;
 
   constructor(scope: Construct, id: string, props: ProtectedSecretProps) {
     super(scope, id);
@@ -86,6 +86,7 @@ export class ProtectedSecret extends Construct {
           removalPolicy: RemovalPolicy.RETAIN,
         })
       : secretsmanager.Secret.fromSecretNameV2(this, 'Secret', props.secretName);
+    this.policy = new secretsmanager.ResourcePolicy(this, 'Policy', { secret: this.secret });
     this.restrict(props.secretName);
   }
 
@@ -114,64 +115,58 @@ export class ProtectedSecret extends Construct {
     this.keepers.push(...roleArns);
   }
 
+  /**
+   * Roles that may revoke and do nothing else (break-glass): add a `<revokedStagePrefix>…` label
+   * and put the new value that replaces a revoked current version, never read the value, move
+   * another label or rotate.
+   */
+  allowRevokers(roleArns: readonly string[], revokedStagePrefix: string): void {
+    if (roleArns.length === 0) return;
+    this.keepers.push(...roleArns);
+    const revoker = { ArnLike: { 'aws:PrincipalArn': [...roleArns] } };
+    this.policy.document.addStatements(
+      denyStatement('ItsRevokersOnlyAddRevokedLabels', ['secretsmanager:UpdateSecretVersionStage'], {
+        ...revoker,
+        StringNotLike: { 'secretsmanager:VersionStage': `${revokedStagePrefix}*` },
+      }),
+      denyStatement(
+        'ItsRevokersDoNotRotate',
+        ['secretsmanager:RotateSecret', 'secretsmanager:CancelRotateSecret'],
+        revoker,
+      ),
+    );
+  }
+
   private restrict(secretName: string): void {
     const stack = Stack.of(this);
-    const cloudFormation = cloudFormationExecutionRoleArn(stack);
-    const root = `arn:${stack.partition}:iam::${stack.account}:root`;
-    // Everyone but `roles()` and `exempt`: the CloudFormation execution role, which manages the
-    // secret and the key on every deployment, and the root user, who can repair a mistaken policy by hand.
-    const other = (roles: () => readonly string[], exempt: readonly string[] = [cloudFormation, root]) => ({
-      ArnNotLike: {
-        'aws:PrincipalArn': Lazy.list({ produce: () => [...new Set([...roles(), ...exempt])] }),
-      },
-    });
-    const deny = (sid: string, actions: string[], conditions: Record<string, unknown>) =>
-      new iam.PolicyStatement({
-        sid,
-        effect: iam.Effect.DENY,
-        principals: [new iam.StarPrincipal()],
-        actions,
-        resources: ['*'],
-        conditions,
-      });
-    const readers = () => this.readers;
-    const keepers = () => this.keepers;
-    new secretsmanager.ResourcePolicy(this, 'Policy', { secret: this.secret }).document.addStatements(
+    const deployment = deploymentPrincipals(stack);
+    const readers = () => [...this.readers, ...deployment];
+    const keepers = () => [...this.keepers, ...deployment];
+    this.policy.document.addStatements(
       // Reading is no part of managing: no deployment reads the value.
-      deny('OnlyItsReadersReadIt', ['secretsmanager:GetSecretValue'], other(readers, [root])),
-      deny('OnlyItsKeepersChangeItsValue', SECRET_VALUE_CHANGES, other(keepers)),
-      deny(
+      denyStatement(
+        'OnlyItsReadersReadIt',
+        ['secretsmanager:GetSecretValue'],
+        principalOtherThan(() => [...this.readers, accountRootArn(stack)]),
+      ),
+      denyStatement('OnlyItsKeepersChangeItsValue', SECRET_VALUE_CHANGES, principalOtherThan(keepers)),
+      denyStatement(
         'OnlyTheDeploymentManagesIt',
         SECRET_MANAGEMENT,
-        other(() => []),
+        principalOtherThan(() => deployment),
       ),
     );
     const viaSecretsManager = `secretsmanager.${stack.region}.amazonaws.com`;
     for (const statement of [
       // CloudFormation decrypts when it re-encrypts the secret under another key (UpdateSecret).
-      deny('OnlyTheSecretsReadersDecrypt', ['kms:Decrypt'], other(readers)),
-      deny('OnlyItsKeepersEncrypt', KEY_ENCRYPTION, other(keepers)),
-      deny('OnlyThroughSecretsManager', ['kms:Decrypt', ...KEY_ENCRYPTION], {
+      denyStatement('OnlyTheSecretsReadersDecrypt', ['kms:Decrypt'], principalOtherThan(readers)),
+      denyStatement('OnlyItsKeepersEncrypt', KEY_ENCRYPTION, principalOtherThan(keepers)),
+      denyStatement('OnlyThroughSecretsManager', ['kms:Decrypt', ...KEY_ENCRYPTION], {
         StringNotEquals: { 'kms:ViaService': viaSecretsManager },
       }),
-      deny(
-        'OnlyTheDeploymentManagesTheKey',
-        KEY_MANAGEMENT,
-        other(() => []),
-      ),
     ])
       this.key.addToResourcePolicy(statement);
+    restrictKeyManagement(this.key);
     new kms.Alias(this, 'Alias', { aliasName: `alias/${secretName.replace(/[^\w/-]/g, '-')}`, targetKey: this.key });
   }
-}
-
-/**
- * The role CloudFormation runs the stack's deployments as (the CDK bootstrap's execution role of
- * the stage's account), with the partition as the template resolves it.
- */
-export function cloudFormationExecutionRoleArn(stack: Stack): string {
-  const arn = (stack.synthesizer as Partial<DefaultStackSynthesizer>).cloudFormationExecutionRoleArn;
-  if (!arn) throw new Error(`${stack.stackName}: its synthesizer names no CloudFormation execution role to exempt`);
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: the synthesizer's CloudFormation placeholder, literally.
-  return arn.replace('${AWS::Partition}', stack.partition);
 }

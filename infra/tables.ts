@@ -1,17 +1,24 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { TABLES, type TableDefinition, type TableKey, tableName } from '../lib/config/index.ts';
 
 export interface ConsumerTablesProps {
   /** Physical names are `<prefix>-<suffix>`, the same names the local emulator uses. */
   readonly prefix: string;
+  /** The stage's data key (infra/data-key.ts). */
+  readonly encryptionKey: kms.IKey;
 }
 
 /**
  * The consumers' DynamoDB tables, built from `TABLES` in `lib/config/resources.ts` so the
  * keys and the TTL attribute are exactly those the local emulator and the code use.
  * Key design and hot-key limits: docs/deploy.md#tables.
+ *
+ * Every one is retained and deletion-protected: the business tables hold the business, and the
+ * idempotency table holds what keeps it exactly once (without its records a redelivered or
+ * re-sent order is awarded again).
  */
 export class ConsumerTables extends Construct {
   private readonly byKey = new Map<TableKey, dynamodb.Table>();
@@ -19,7 +26,7 @@ export class ConsumerTables extends Construct {
   constructor(scope: Construct, id: string, props: ConsumerTablesProps) {
     super(scope, id);
     for (const [key, definition] of Object.entries(TABLES) as [TableKey, TableDefinition][]) {
-      this.byKey.set(key, this.createTable(key, definition, props.prefix));
+      this.byKey.set(key, this.createTable(key, definition, props));
     }
   }
 
@@ -29,19 +36,19 @@ export class ConsumerTables extends Construct {
     return table;
   }
 
-  private createTable(key: TableKey, definition: TableDefinition, prefix: string): dynamodb.Table {
+  private createTable(key: TableKey, definition: TableDefinition, props: ConsumerTablesProps): dynamodb.Table {
     return new dynamodb.Table(this, pascal(key), {
       // A fixed name keeps CloudFormation from ever replacing a table with a fresh, empty one.
-      tableName: tableName(prefix, key),
+      tableName: tableName(props.prefix, key),
       partitionKey: { name: definition.partitionKey, type: dynamodb.AttributeType.STRING },
       ...(definition.sortKey ? { sortKey: { name: definition.sortKey, type: dynamodb.AttributeType.STRING } } : {}),
       ...(definition.ttlAttribute ? { timeToLiveAttribute: definition.ttlAttribute } : {}),
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      // A key in the account's KMS (aws/dynamodb) puts every decryption in CloudTrail.
-      encryption: dynamodb.TableEncryption.AWS_MANAGED,
-      deletionProtection: definition.holdsBusinessData,
-      removalPolicy: definition.holdsBusinessData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: props.encryptionKey,
+      deletionProtection: true,
+      removalPolicy: RemovalPolicy.RETAIN,
     });
   }
 }

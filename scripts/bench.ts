@@ -6,7 +6,9 @@
  *
  * Variants: `transactional` (this project, one transaction per record), `packed` (batch
  * packing), `powertools` (Powertools idempotency around a handler that writes the ledger
- * and the balance in its own transaction), `traced` (transactional with tracing on: a span per
+ * and the balance in its own transaction, checking the bridge's signatures first as every
+ * consumer here does), `powertools-unsigned` (the same without the check: the control before
+ * consumers verified signatures), `traced` (transactional with tracing on: a span per
  * record and its children, through the SDK's batch processor into memory; every envelope of every
  * variant carries a producer's `traceparent`, so `transactional` is tracing off on the same input).
  * Each gets fresh tables. Each variant's handler
@@ -49,7 +51,7 @@ process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 process.env.AWS_REGION ??= 'us-east-1';
 
-const VARIANTS = ['transactional', 'packed', 'powertools', 'traced'] as const;
+const VARIANTS = ['transactional', 'packed', 'powertools', 'powertools-unsigned', 'traced'] as const;
 type Variant = (typeof VARIANTS)[number];
 
 export interface VariantFigures {
@@ -211,19 +213,22 @@ async function rigFor(
   const spans = new InMemorySpanExporter();
   const provider =
     variant === 'traced' ? new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(spans)] }) : undefined;
-  const handler: Handler =
-    variant === 'powertools'
-      ? createPowertoolsPointsConsumer({ dynamoDb: client, tables: resources.tables })
-      : pointsConsumer.create({
-          aws: emulatorConfig(emulator.endpoint),
-          tables: resources.tables,
-          deadLetterQueueUrl: queue.deadLetter.url,
-          schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
-          dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
-          packing: variant === 'packed',
-          envelopeKeys: PROCESS_SIGNING_KEY.ring,
-          ...(provider ? { tracer: provider.getTracer('bench') } : {}),
-        });
+  const handler: Handler = variant.startsWith('powertools')
+    ? createPowertoolsPointsConsumer({
+        dynamoDb: client,
+        tables: resources.tables,
+        ...(variant === 'powertools' ? { envelopeKeys: PROCESS_SIGNING_KEY.ring } : {}),
+      })
+    : pointsConsumer.create({
+        aws: emulatorConfig(emulator.endpoint),
+        tables: resources.tables,
+        deadLetterQueueUrl: queue.deadLetter.url,
+        schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
+        dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
+        packing: variant === 'packed',
+        envelopeKeys: PROCESS_SIGNING_KEY.ring,
+        ...(provider ? { tracer: provider.getTracer('bench') } : {}),
+      });
   const batches: SQSEvent[] = [];
   for (let i = 0; i < workload.length; i += options.batchSize) {
     batches.push({
@@ -448,9 +453,9 @@ function printReport(r: {
     ['balance total (expected)', (d) => `${d.balanceTotal} (${d.expectedBalanceTotal})`],
   ];
   const width = 26;
-  console.log(['', ...VARIANTS].map((v, i) => (i === 0 ? v.padEnd(width) : v.padStart(16))).join(''));
+  console.log(['', ...VARIANTS].map((v, i) => (i === 0 ? v.padEnd(width) : v.padStart(20))).join(''));
   for (const [label, value] of rows) {
-    console.log(label.padEnd(width) + VARIANTS.map((v) => String(value(r.details[v])).padStart(16)).join(''));
+    console.log(label.padEnd(width) + VARIANTS.map((v) => String(value(r.details[v])).padStart(20)).join(''));
   }
   for (const v of VARIANTS) {
     console.log(
@@ -464,9 +469,16 @@ function printReport(r: {
   console.log(
     `tracing on (traced) vs off (transactional): ${on.cpuUsPerMessage - off.cpuUsPerMessage} µs CPU / msg, ${on.spansPerMessage} spans / msg, p50 batch ${on.p50BatchMs} vs ${off.p50BatchMs} ms`,
   );
-  const pt = r.details.powertools;
+  for (const control of ['powertools', 'powertools-unsigned'] as const) {
+    const pt = r.details[control];
+    console.log(
+      `speed-up over ${control}: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`,
+    );
+  }
+  const verified = r.details.powertools;
+  const unsigned = r.details['powertools-unsigned'];
   console.log(
-    `speed-up over powertools: transactional ${round(r.details.transactional.msgsPerSec / pt.msgsPerSec, 2)}×, packed ${round(r.details.packed.msgsPerSec / pt.msgsPerSec, 2)}×`,
+    `signature check in the control: ${verified.cpuUsPerMessage - unsigned.cpuUsPerMessage} µs CPU / msg, p50 batch ${verified.p50BatchMs} vs ${unsigned.p50BatchMs} ms`,
   );
 }
 

@@ -7,12 +7,13 @@
 import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { STSClient } from '@aws-sdk/client-sts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createCloudWatchLogs, createDynamoDb, createSecretsManager, createSqs } from '../lib/aws/index.ts';
+import { createCloudWatchLogs, createDynamoDb, createSecretsManager, createSqs, createSts } from '../lib/aws/index.ts';
+import { IncoherentLifetimesError } from '../lib/config/index.ts';
 import { type CrossSystemReport, renderCrossSystem } from '../lib/migration/index.ts';
 import {
   type AuditReport,
@@ -37,7 +38,6 @@ import {
   ReversalInterruptedError,
   readDeadLetters,
   readReversalPlan,
-  readSigningKeyVersions,
   redriveDeadLetters,
   redriveWriteSummary,
   releaseDeadLetters,
@@ -47,7 +47,6 @@ import {
   renderRedrive,
   renderReversal,
   renderTable,
-  resignRewrite,
   reversalPlanOf,
   reversalWriteSummary,
   reverseDoubleAwards,
@@ -64,8 +63,11 @@ import {
   writeReversalPlan,
 } from '../lib/operations/index.ts';
 import { generateSigningKey } from '../lib/rocketmq/index.ts';
+import { CommandLineError, nearest, parseCommandLine } from './command-line.ts';
+import { resignDeadLetters } from './ops/dead-letter-resign.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';
 import { migrateImport } from './ops/migrate-import.ts';
+import { missingTablesText } from './ops/missing-tables.ts';
 import { orderTrace } from './ops/order-trace.ts';
 import { shadowCompare } from './ops/shadow-compare.ts';
 
@@ -87,16 +89,22 @@ Commands:
   dlq list --group G       List dead letters with their reasons and RocketMQ envelopes.
   dlq show --group G <id>  One dead letter in full (id: SQS message id, msgId or key).
   dlq redrive --group G    Send dead letters back to the source queue (--all or a filter).
-  dlq resign --group G --reviewed-by <who> --note <why>
-                           After a key was revoked: sign again, with the current key, the
-                           letters refused as UNAUTHENTICATED_MESSAGE whose signature verifies
-                           with a revoked key, record the decision in each envelope, and send
-                           them back as dlq redrive does (same filters and guards). Letters
-                           signed with no key of the deployment stay (forged or changed).
+  dlq resign --group G --plan <file> [--bridge-config <file>] [--compromised-since <time>]
+                           After a key was revoked: the letters refused as
+                           UNAUTHENTICATED_MESSAGE that verify with a revoked key and are proven
+                           genuine, saved for review: RocketMQ stores the msgId with the same
+                           body (asked through the bridge config's name servers), or the letter
+                           entered the source queue and was stored before <time>. Filters as
+                           for redrive; never --all. Exit 1 when a letter is left out.
+  dlq resign --group G --apply --plan <file> --note <why>
+                           Sign again, with the current key, exactly the letters of the reviewed
+                           plan (same body), record the caller (STS) and the decision in each
+                           envelope and a log line, and send them back as dlq redrive does.
   keys list                The envelope signing key's versions: created, labels, revoked.
   keys revoke --version <id>
-                           Take a compromised key out of every consumer and bridge at once
-                           (within a minute); a current key is replaced by a new one first.
+                           Take a compromised key out of every consumer and bridge; a current
+                           key is replaced by a new one in the same step. Returns once every
+                           ring has read the revocation (about a minute).
   migrate import           Import a legacy consumer's dedup state (and, --ledger moved, its
                            awards) so that copies of what it processed are suppressed here.
   trace <orderNo | msgId>  The story of one order in every consumer group (--group: one), in
@@ -214,6 +222,8 @@ const OPTIONS = {
   'signing-secret': { type: 'string' },
   'reviewed-by': { type: 'string' },
   note: { type: 'string' },
+  'compromised-since': { type: 'string' },
+  'bridge-config': { type: 'string' },
   version: { type: 'string' },
   group: { type: 'string' },
   json: { type: 'boolean' },
@@ -271,11 +281,17 @@ export interface OpsIo {
   sqs?: SQSClient;
   secrets?: SecretsManagerClient;
   logs?: CloudWatchLogsClient;
+  sts?: STSClient;
   now?: () => Date;
+  /** How the command waits (`keys revoke` waits for every ring to refresh); tests move their clock instead. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 type Values = ReturnType<typeof parse>['values'];
-const parse = (argv: string[]) => parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+const parse = (argv: string[]) => parseCommandLine({ args: argv, options: OPTIONS, allowPositionals: true });
+
+const COMMANDS = ['audit', 'reverse', 'dlq', 'keys', 'trace', 'compare', 'migrate'] as const;
+const HELP_HINT = 'npm run ops -- --help lists every command and option';
 
 /** Runs one command and returns its exit code; never throws. */
 export async function runOps(argv: string[], io: OpsIo): Promise<number> {
@@ -287,7 +303,7 @@ export async function runOps(argv: string[], io: OpsIo): Promise<number> {
   try {
     ({ values, positionals } = parse(argv));
   } catch (error) {
-    fail(`${(error as Error).message}\n\n${USAGE}`);
+    fail(`${(error as Error).message}\n(${HELP_HINT})`);
     return ExitCode.ERROR;
   }
   if (values.help || positionals.length === 0) {
@@ -299,9 +315,30 @@ export async function runOps(argv: string[], io: OpsIo): Promise<number> {
   } catch (error) {
     if (error instanceof ReversalInterruptedError)
       print(renderReversal(error.report, pointTablesOf(targetOf(values)), formatOf(values)));
-    fail(error instanceof OperationsError ? error.message : messageOf(error));
+    fail(await errorText(error, values, io));
     return ExitCode.ERROR;
   }
+}
+
+/**
+ * What an operator reads when a command stops: the message of a refusal (a usage error, a
+ * setting that disagrees with another) without the class behind it, and for a table that does
+ * not exist the tables the options named, the prefix that named them and the prefixes there are.
+ */
+async function errorText(error: unknown, v: Values, io: OpsIo): Promise<string> {
+  if (error instanceof UsageError || error instanceof CommandLineError || error instanceof IncoherentLifetimesError)
+    return `${error.message}\n(${HELP_HINT})`;
+  if (error instanceof OperationsError) return error.message;
+  if ((error as Error).name === 'ResourceNotFoundException') {
+    const target = { ...targetOf(v), idempotencyTable: v['idempotency-table'] };
+    const where = v.endpoint ?? `region ${v.region ?? process.env.AWS_REGION ?? 'us-east-1'}`;
+    const missing = await missingTablesText(io.dynamoDb ?? createDynamoDb(awsConfigOf(target)), target, where).catch(
+      () => undefined,
+    );
+    if (missing) return missing;
+    return `${messageOf(error)}${v.prefix ? ` (the names come from --prefix ${v.prefix})` : ''}`;
+  }
+  return messageOf(error);
 }
 
 function targetOf(v: Values): TargetOptions {
@@ -396,8 +433,10 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         target,
         sqs: sqs(),
         secrets,
+        sts: () => io.sts ?? createSts(aws),
         now,
         print,
+        log: io.stderr,
         confirmation: confirmationOf(v, io),
       });
     case 'keys':
@@ -406,6 +445,8 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         secretId: signingSecretOf(target),
         secrets: secrets(),
         print,
+        stderr: io.stderr,
+        ...(io.sleep ? { sleep: io.sleep } : {}),
         confirmation: confirmationOf(v, io),
       });
     case 'trace': {
@@ -436,8 +477,10 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
       if (sub === 'import') return migrateImport(v, ctx);
       throw new UsageError(`unknown migrate command "${sub ?? ''}": import`);
     }
-    default:
-      throw new UsageError(`unknown command "${command}"; see --help`);
+    default: {
+      const near = nearest(command ?? '', COMMANDS);
+      throw new UsageError(`unknown command "${command}"${near ? `; did you mean ${near}?` : ''}`);
+    }
   }
 }
 
@@ -516,8 +559,10 @@ type DlqContext = {
   target: TargetOptions;
   sqs: SQSClient;
   secrets: () => SecretsManagerClient;
+  sts: () => STSClient;
   now: () => Date;
   print: (text: string) => void;
+  log: ProgressStream;
   confirmation: ConfirmationChannel;
 };
 
@@ -550,39 +595,51 @@ async function dlq(sub: string | undefined, rest: string[], v: Values, ctx: DlqC
     }
     case 'redrive':
       return redrive(v, queues, dlqName, limit, ctx);
-    case 'resign': {
-      const reviewedBy = v['reviewed-by']?.trim();
-      const note = v.note?.trim();
-      if (!reviewedBy || !note)
-        throw new UsageError(
-          'dlq resign records who reviewed the letters and why in each one: give --reviewed-by <who> and --note <why>',
-        );
-      if (reviewedBy.length > 128 || note.length > 512)
-        throw new UsageError('--reviewed-by takes at most 128 characters, --note at most 512');
-      const versions = await readSigningKeyVersions(ctx.secrets(), signingSecretOf(ctx.target));
-      const rewrite = resignRewrite(versions, { reviewedBy, note, at: ctx.now() });
-      return redrive(v, queues, dlqName, limit, ctx, rewrite);
-    }
+    case 'resign':
+      return resignDeadLetters(v, {
+        ...ctx,
+        secrets: ctx.secrets(),
+        signingSecret: signingSecretOf(ctx.target),
+        deadLetterQueueUrl: queues.deadLetterUrl,
+        maxReceiveCount: queues.maxReceiveCount,
+        limit,
+        visibilityTimeoutSeconds: positiveNumber(v['visibility-timeout'], 'visibility-timeout', 120),
+        filter: filterOf(v),
+        redrive: (filter, rewrite, onMoved) => redrive(v, queues, dlqName, limit, ctx, { filter, rewrite, onMoved }),
+      });
     default:
       throw new UsageError(`unknown dlq command "${sub ?? ''}": list, show, redrive or resign`);
   }
 }
 
-/** `dlq redrive`, and `dlq resign`, which sends back what `rewrite` signed again. */
+function filterOf(v: Values): RedriveFilter {
+  return {
+    reasons: v.reason,
+    keys: v.key,
+    olderThanMs: durationMs(v['older-than'], 'older-than'),
+    newerThanMs: durationMs(v['newer-than'], 'newer-than'),
+  };
+}
+
+type RedriveOptions = Parameters<typeof redriveDeadLetters>[0];
+
+/**
+ * `dlq redrive`, and `dlq resign --apply`, which selects the letters of its plan (`resign.filter`)
+ * and sends back what `resign.rewrite` signed again.
+ */
 async function redrive(
   v: Values,
   queues: Awaited<ReturnType<typeof groupQueuesOf>>,
   dlqName: string,
   limit: number | undefined,
   ctx: DlqContext,
-  rewrite?: Parameters<typeof redriveDeadLetters>[0]['rewrite'],
+  resign?: {
+    filter: RedriveFilter;
+    rewrite: NonNullable<RedriveOptions['rewrite']>;
+    onMoved: NonNullable<RedriveOptions['onMoved']>;
+  },
 ): Promise<number> {
-  const filter: RedriveFilter = {
-    reasons: v.reason,
-    keys: v.key,
-    olderThanMs: durationMs(v['older-than'], 'older-than'),
-    newerThanMs: durationMs(v['newer-than'], 'newer-than'),
-  };
+  const filter = resign?.filter ?? filterOf(v);
   const filtered = Boolean(
     filter.reasons?.length ||
       filter.keys?.length ||
@@ -614,7 +671,7 @@ async function redrive(
       visibilityTimeoutSeconds: positiveNumber(v['visibility-timeout'], 'visibility-timeout', 120),
       maxReceiveCount: queues.maxReceiveCount,
       now: ctx.now,
-      ...(rewrite ? { rewrite } : {}),
+      ...(resign ? { rewrite: resign.rewrite, onMoved: resign.onMoved } : {}),
     });
     ctx.print(renderRedrive(report, dlqName, sourceName, ctx.format, ctx.now()));
     return report.sentNotDeleted.length > 0 || report.heldBack.length > 0 ? ExitCode.FINDINGS : ExitCode.OK;
@@ -634,6 +691,8 @@ async function keys(
     secretId: string;
     secrets: SecretsManagerClient;
     print: (text: string) => void;
+    stderr: ProgressStream;
+    sleep?: (ms: number) => Promise<void>;
     confirmation: ConfirmationChannel;
   },
 ): Promise<number> {
@@ -669,7 +728,7 @@ async function keys(
           location,
           resources: [['signing key secret', ctx.secretId]],
           details: [
-            `version ${versionId} labelled revoked-${versionId}: no consumer or bridge accepts or signs with it from its next refresh (a minute); a current version is replaced by a new key first`,
+            `version ${versionId} labelled revoked-${versionId}; a current version is replaced by a new key in the same step. The command returns once every consumer and bridge has read the label (about a minute): from then on none accepts or signs with the key`,
           ],
         },
         ctx.confirmation,
@@ -679,6 +738,11 @@ async function keys(
         secretId: ctx.secretId,
         versionId,
         newKey: () => Buffer.from(generateSigningKey()).toString('base64url').slice(0, 64),
+        onWaiting: (ms) =>
+          ctx.stderr.write(
+            `Revocation written; waiting ${Math.ceil(ms / 1000)} s for every consumer and bridge to read it.\n`,
+          ),
+        ...(ctx.sleep ? { sleep: ctx.sleep } : {}),
       });
       ctx.print(
         ctx.format === 'json'

@@ -1,12 +1,13 @@
-import { Duration, Stack } from 'aws-cdk-lib';
+import { Annotations, Duration, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import type { TracingBackend } from '../../lib/config/index.ts';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
 import type { BridgeStageSettings } from '../deployment-settings.ts';
+import { ProtectedSecret } from '../protected-secret.ts';
 import { RocketMQBridgeAlarms } from './bridge-alarms.ts';
 import { bridgeEgress } from './bridge-egress.ts';
 import { bridgeRoutes } from './bridge-routes.ts';
@@ -24,6 +25,8 @@ export interface StageBridgeProps {
   readonly envelopeSigningKey?: secretsmanager.ISecret;
   /** The stage's tracing back end (default: off). */
   readonly tracing?: TracingBackend;
+  /** Roles that put new values on the stage's secrets (`operatorRoleArns`): the RocketMQ ACL key's keepers. */
+  readonly operatorRoleArns?: readonly string[];
 }
 
 /**
@@ -42,6 +45,8 @@ export interface StageBridgeProps {
 export class StageBridge extends Construct {
   readonly bridge: RocketMQBridgeService;
   readonly alarms: RocketMQBridgeAlarms;
+  /** The RocketMQ ACL access key (`credentialsSecretName`), when the cluster enforces ACL. */
+  readonly credentials?: ProtectedSecret;
 
   constructor(scope: Construct, id: string, props: StageBridgeProps) {
     super(scope, id);
@@ -67,6 +72,7 @@ export class StageBridge extends Construct {
     for (const rule of bridgeEgress(s))
       tasks.addEgressRule(ec2.Peer.ipv4(rule.cidr), ec2.Port.tcp(rule.port), rule.description);
     const region = Stack.of(this).region;
+    this.credentials = s.credentialsSecretName ? this.aclCredentials(s.credentialsSecretName, props) : undefined;
     this.bridge = new RocketMQBridgeService(this, 'Service', {
       cluster,
       routes,
@@ -76,9 +82,7 @@ export class StageBridge extends Construct {
       sslEnabled: s.tls,
       ...(props.envelopeSigningKey ? { envelopeSigningKey: props.envelopeSigningKey } : {}),
       ...(props.tracing ? { tracing: props.tracing } : {}),
-      ...(s.credentialsSecretName
-        ? { rocketMqCredentials: secretsmanager.Secret.fromSecretNameV2(this, 'Credentials', s.credentialsSecretName) }
-        : {}),
+      ...(this.credentials ? { rocketMqCredentials: this.credentials.secret } : {}),
       desiredCount: s.desiredCount,
       maxCount: s.maxCount,
       cpuTargetPercent: s.cpuTargetPercent,
@@ -93,6 +97,8 @@ export class StageBridge extends Construct {
       },
       ...(props.directory ? { directory: props.directory } : {}),
     });
+    // ECS reads the access key into the container's environment with the execution role, and nobody else needs it.
+    this.credentials?.grantRead(this.bridge.taskDefinition.obtainExecutionRole());
     this.alarms = new RocketMQBridgeAlarms(this, 'Alarms', {
       prefix: props.prefix,
       service: this.bridge.service,
@@ -102,5 +108,22 @@ export class StageBridge extends Construct {
       runbookUrl: props.runbookUrl,
       lagThreshold: Duration.seconds(s.lagAlarmSeconds),
     });
+  }
+
+  /**
+   * The access key exists before the stack (the cluster's administrators issue it), so it keeps the KMS key it was
+   * created with until an operator re-encrypts it under the one made here; the synth says so.
+   */
+  private aclCredentials(secretName: string, props: StageBridgeProps): ProtectedSecret {
+    const credentials = new ProtectedSecret(this, 'Credentials', {
+      secretName,
+      description: 'RocketMQ ACL access key of the bridge: JSON {"accessKey","secretKey"}',
+    });
+    credentials.allowKeepers(props.operatorRoleArns ?? []);
+    Annotations.of(this).addWarningV2(
+      '@rocketmq/acl-secret-key',
+      `${props.prefix}: credentialsSecretName names a secret this stack does not own: it gets the resource policy, but keeps the KMS key it was created with until it is re-encrypted with alias/${secretName} (docs/security.md, item 5)`,
+    );
+    return credentials;
   }
 }

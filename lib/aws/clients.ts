@@ -3,6 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { STSClient } from '@aws-sdk/client-sts';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 /**
@@ -58,6 +59,10 @@ export function createEventBridge(config: AwsConfig = {}): EventBridgeClient {
 
 export function createCloudWatchLogs(config: AwsConfig = {}): CloudWatchLogsClient {
   return new CloudWatchLogsClient(baseConfig(config));
+}
+
+export function createSts(config: AwsConfig = {}): STSClient {
+  return new STSClient(baseConfig(config));
 }
 
 /**

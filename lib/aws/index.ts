@@ -11,6 +11,7 @@ export {
   createEventBridge,
   createSecretsManager,
   createSqs,
+  createSts,
   emulatorConfig,
 } from './clients.ts';
 export {
@@ -19,6 +20,12 @@ export {
   SigV4Signer,
   serviceCredentials,
 } from './service-credentials.ts';
-export { REVOKED_STAGE_PREFIX, revokedStageOf, SecretSigningKeys } from './signing-key-secret.ts';
+export {
+  REVOKED_STAGE_PREFIX,
+  revokedStageOf,
+  revokedVersionIds,
+  SecretSigningKeys,
+  SIGNING_KEYS_TTL_MS,
+} from './signing-key-secret.ts';
 export { sqsText } from './sqs-text.ts';
 export { type ScanProgress, scanTable } from './table-scan.ts';

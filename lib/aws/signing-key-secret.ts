@@ -4,16 +4,39 @@ import {
   type SecretsManagerClient,
   type SecretVersionsListEntry,
 } from '@aws-sdk/client-secrets-manager';
-import { DeliveryLifetimes } from '../config/index.ts';
-import { assertSigningKey, InvalidSigningKeyError, RetrySchedule, type SigningKeyRing } from '../rocketmq/index.ts';
+import { DeliveryLifetimes, REVOKED_STAGE_PREFIX } from '../config/index.ts';
+import {
+  assertSigningKey,
+  InvalidSigningKeyError,
+  type ReloadCause,
+  RetrySchedule,
+  type SigningKeyRing,
+  signingKeyId,
+} from '../rocketmq/index.ts';
 import { ExpiringRead } from './expiring-read.ts';
 
-/**
- * A version label that takes a key out of the ring at once: `revoked-<versionId>` (a label names
- * one version of a secret, so each revoked version gets its own). Set by `ops keys revoke`.
- */
-export const REVOKED_STAGE_PREFIX = 'revoked-';
+export { REVOKED_STAGE_PREFIX };
 export const revokedStageOf = (versionId: string) => `${REVOKED_STAGE_PREFIX}${versionId}`;
+
+/** The version ids the secret's labels revoke. */
+export function revokedVersionIds(versions: ReadonlyArray<{ readonly VersionStages?: string[] }>): Set<string> {
+  return new Set(
+    versions.flatMap((v) =>
+      (v.VersionStages ?? [])
+        .filter((s) => s.startsWith(REVOKED_STAGE_PREFIX))
+        .map((s) => s.slice(REVOKED_STAGE_PREFIX.length)),
+    ),
+  );
+}
+
+/**
+ * How long a ring keeps the version list it read (bridges and consumers alike): `ops keys revoke`
+ * returns once every ring has read the secret again since the revocation.
+ */
+export const SIGNING_KEYS_TTL_MS = 60_000;
+
+/** Key ids a ring remembers as absent, so a forger cycling through ids costs one bounded reload each, never memory. */
+const ABSENT_KEY_IDS = 1024;
 
 /** One version of the signing key secret. */
 export interface KeyVersion {
@@ -49,15 +72,25 @@ const DEFAULT_RETENTION_MS = DeliveryLifetimes.derive(new RetrySchedule()).signi
  * The version list is read at start and once per `ttlMs` (one ListSecretVersionIds); each
  * version's value is read once (GetSecretValue by version id: a version never changes). A reload
  * asked for within `minReloadMs` of the last read is skipped, so a stream of forged envelopes
- * cannot turn into a stream of calls.
+ * cannot turn into a stream of calls. An envelope that names a key the ring does not hold is
+ * different: the bridge signs with a revocation's replacement at once, so the ring reads the list
+ * again whatever `minReloadMs` says, after waiting out `minUnknownKeyReloadMs` since the last read
+ * (one call a second at most), unless a read that started after the envelope arrived already
+ * answered. An id still absent after that is forged (a key is put before anything is signed with
+ * it) and is refused from then on without another read.
  */
 export class SecretSigningKeys implements SigningKeyRing {
   private readonly keys: ExpiringRead<Keys>;
   private readonly values = new Map<string, Promise<KeyVersion | undefined>>();
   private readonly minReloadMs: number;
+  private readonly minUnknownKeyReloadMs: number;
   private readonly activationDelayMs: number;
   private readonly retentionMs: number;
   private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly absentKeyIds = new Set<string>();
+  /** Reloads for unknown keys, one after another: each waits for the one before, then may find it enough. */
+  private unknownKeyReloads: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly client: SecretsManagerClient,
@@ -65,16 +98,21 @@ export class SecretSigningKeys implements SigningKeyRing {
     options: {
       ttlMs?: number;
       minReloadMs?: number;
+      /** Between reloads for envelopes that name a key the ring lacks (default 1 s). */
+      minUnknownKeyReloadMs?: number;
       activationDelayMs?: number;
       /** How long a retired version still verifies (default: RocketMQ's schedule's copy lifetime). */
       retentionMs?: number;
       now?: () => number;
+      sleep?: (ms: number) => Promise<void>;
       /** Start reading at once (default true): in Lambda's init phase or the bridge's start. */
       prefetch?: boolean;
     } = {},
   ) {
-    const ttlMs = options.ttlMs ?? 60_000;
+    const ttlMs = options.ttlMs ?? SIGNING_KEYS_TTL_MS;
     this.minReloadMs = options.minReloadMs ?? 30_000;
+    this.minUnknownKeyReloadMs = options.minUnknownKeyReloadMs ?? 1_000;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.activationDelayMs = options.activationDelayMs ?? ttlMs + 60_000;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.now = options.now ?? Date.now;
@@ -104,16 +142,48 @@ export class SecretSigningKeys implements SigningKeyRing {
     return accepted;
   }
 
-  async reload(): Promise<boolean> {
+  async reload(cause: ReloadCause = {}): Promise<boolean> {
+    const unknown = (cause.unknownKeyIds ?? []).filter((id) => !this.absentKeyIds.has(id));
+    if (unknown.length > 0) {
+      const seenAt = this.now();
+      const reload = this.unknownKeyReloads.then(() => this.reloadForKeys(unknown, seenAt));
+      this.unknownKeyReloads = reload.catch(() => undefined);
+      return reload;
+    }
     const readAt = this.keys.readAt;
     if (readAt !== undefined && this.now() - readAt < this.minReloadMs) return false;
+    return this.reread();
+  }
+
+  /**
+   * Reads the list again unless a read started after `seenAt` (when the envelopes naming `keyIds`
+   * were in hand), waiting out `minUnknownKeyReloadMs` since the last read first. True when the
+   * ring changed or now holds one of the keys; the ids it still lacks are remembered as forged.
+   */
+  private async reloadForKeys(keyIds: readonly string[], seenAt: number): Promise<boolean> {
+    const readAt = this.keys.readAt;
+    let changed = false;
+    if (readAt === undefined || readAt <= seenAt) {
+      const wait = readAt === undefined ? 0 : readAt + this.minUnknownKeyReloadMs - this.now();
+      if (wait > 0) await this.sleep(wait);
+      changed = await this.reread();
+    }
+    const held = new Set((await this.accepted()).map(signingKeyId));
+    for (const id of keyIds.filter((k) => !held.has(k))) {
+      if (this.absentKeyIds.size >= ABSENT_KEY_IDS) this.absentKeyIds.delete(this.absentKeyIds.values().next().value!);
+      this.absentKeyIds.add(id);
+    }
+    return changed || keyIds.some((id) => held.has(id));
+  }
+
+  private async reread(): Promise<boolean> {
     const { before, after } = await this.keys.reread();
     return before === undefined || !sameVersions(before, after);
   }
 
   private async load(): Promise<Keys> {
     const listed = await this.listVersions();
-    const revoked = new Set(listed.filter(isRevoked).map((v) => v.VersionId!));
+    const revoked = revokedVersionIds(listed);
     const currentId = listed.find((v) => v.VersionStages?.includes('AWSCURRENT'))?.VersionId;
     if (currentId === undefined)
       throw new InvalidSigningKeyError(`the envelope signing key secret ${this.secretId} has no current value`);
@@ -195,10 +265,6 @@ export class SecretSigningKeys implements SigningKeyRing {
       );
     }
   }
-}
-
-function isRevoked(version: SecretVersionsListEntry): boolean {
-  return (version.VersionStages ?? []).some((stage) => stage.startsWith(REVOKED_STAGE_PREFIX));
 }
 
 function sameVersions(a: Keys, b: Keys): boolean {

@@ -23,6 +23,7 @@ export {
   type QueueLifetimes,
 } from './delivery-lifetimes.ts';
 export { isLoopbackUrl } from './loopback-url.ts';
+export { eventIdOf, OUTBOX_EVENT_ID_PROPERTY } from './outbox.ts';
 export {
   assertCatalogueEntry,
   assertOrderingFits,
@@ -41,6 +42,7 @@ export {
   type OutsideServiceName,
   orderingOf,
   queueName,
+  REVOKED_STAGE_PREFIX,
   recordId,
   recordIdPrefix,
   STRATEGY_TABLES,

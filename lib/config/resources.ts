@@ -18,19 +18,17 @@ export interface TableDefinition {
   readonly partitionKey: string;
   readonly sortKey?: string;
   readonly ttlAttribute?: string;
-  /** Data tables are retained and deletion-protected; caches and records are not. */
-  readonly holdsBusinessData: boolean;
 }
 
 export const TABLES = {
   /** Dedup / idempotency records, one per (consumer group, business key). */
-  idempotency: { suffix: 'idempotency', partitionKey: 'id', ttlAttribute: 'expiresAt', holdsBusinessData: false },
+  idempotency: { suffix: 'idempotency', partitionKey: 'id', ttlAttribute: 'expiresAt' },
   /** Point ledger: every award and reversal of one user under that user's partition. */
-  ledger: { suffix: 'point-ledger', partitionKey: 'userId', sortKey: 'entryId', holdsBusinessData: true },
+  ledger: { suffix: 'point-ledger', partitionKey: 'userId', sortKey: 'entryId' },
   /** Point balances, one item per user. */
-  accounts: { suffix: 'point-accounts', partitionKey: 'userId', holdsBusinessData: true },
+  accounts: { suffix: 'point-accounts', partitionKey: 'userId' },
   /** Orders and their status, moved by the order-status consumer. */
-  orders: { suffix: 'orders', partitionKey: 'orderNo', holdsBusinessData: true },
+  orders: { suffix: 'orders', partitionKey: 'orderNo' },
 } as const satisfies Record<string, TableDefinition>;
 
 export type TableKey = keyof typeof TABLES;
@@ -216,6 +214,13 @@ export function consumerGroup<G extends ConsumerGroupName>(group: G): CatalogueE
   if (!entry) throw new Error(`consumer group ${group} is not in the catalogue`);
   return entry as CatalogueEntry<G>;
 }
+
+/**
+ * A version label that takes a signing key out of the ring at once: `revoked-<versionId>` (a label names
+ * one version of a secret, so each revoked version gets its own). Set by `ops keys revoke`; the stage's
+ * revoker role may set labels with this prefix and no other.
+ */
+export const REVOKED_STAGE_PREFIX = 'revoked-';
 
 /** The Secrets Manager secret the bridge signs envelopes with and every consumer verifies them against. */
 export function signingKeySecretName(prefix: string): string {

@@ -1,4 +1,4 @@
-import { type DeadLetterNotice, refetchCommands } from '../rocketmq/index.ts';
+import { type DeadLetterNotice, type RocketMQMessage, refetchCommands } from '../rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { bodyLocationText, type LetterKind } from './dead-letter-kind.ts';
 import type { RedriveFilter, RedriveReport } from './dead-letter-redrive.ts';
@@ -363,13 +363,30 @@ export function renderDeadLetter(l: DeadLetter, format: OutputFormat, now: Date)
       `  ${'keys:'.padEnd(18)}${e.keys.join(' ') || '(none)'}`,
       `  ${'reconsumeTimes:'.padEnd(18)}${e.reconsumeTimes}`,
     );
-    if (e.bornTimestamp) out.push(`  ${'born:'.padEnd(18)}${new Date(e.bornTimestamp).toISOString()}`);
+    out.push(...messageTimeLines(e));
     if (!l.notice) out.push('', 'Body:', prettyBody(e.body));
   } else if (!l.notice) {
     out.push('', `Body (raw; not a RocketMQ envelope: ${l.envelopeError}):`, l.body);
   }
   if (l.notice) out.push('', ...noticeBodyLines(l.notice));
   return out.join('\n');
+}
+
+/**
+ * When the message was sent, stored and, for a delay message, due: RocketMQ held a delay message
+ * back until its delivery time (5.x) or for its delay level (4.x), so its store time can lie well
+ * after its born time, and a redrive horizon counts from the store time.
+ */
+function messageTimeLines(e: RocketMQMessage): string[] {
+  const at = (ms: number) => new Date(ms).toISOString();
+  return [
+    e.bornTimestamp !== undefined && `  ${'born:'.padEnd(18)}${at(e.bornTimestamp)}`,
+    e.storeTimestamp !== undefined && `  ${'stored:'.padEnd(18)}${at(e.storeTimestamp)}`,
+    e.deliveryTimestamp !== undefined &&
+      `  ${'delivery due:'.padEnd(18)}${at(e.deliveryTimestamp)} (a delay message: RocketMQ held it back until then)`,
+    e.delayTimeLevel !== undefined &&
+      `  ${'delay level:'.padEnd(18)}${e.delayTimeLevel} (RocketMQ 4: the broker held it back for this level's delay)`,
+  ].filter((line): line is string => typeof line === 'string');
 }
 
 const LETTER_KIND_TEXT: Record<LetterKind, string> = {
@@ -414,13 +431,15 @@ export function renderRedrive(
     report.dryRun
       ? `Redrive DRY RUN from ${from} to ${to}: nothing sent or deleted.`
       : `Redrive from ${from} to ${to}.`,
-    `Examined ${report.examined} message(s); ${report.selected.length} selected by the filter.`,
+    // One count per letter the filter matched: sent back (or, dry, to be sent back) or held back.
+    `Examined ${report.examined} message(s); ${report.selected.length + report.heldBack.length} matched the filter: ` +
+      `${report.selected.length} ${report.dryRun ? 'would be sent back' : 'to send back'}, ${report.heldBack.length} held back.`,
   ];
   if (report.selected.length > 0) {
     out.push('', renderTable<DeadLetter>([...deadLetterColumns(now)], report.selected));
   }
   if (report.heldBack.length > 0) {
-    out.push('', `Held back ${report.heldBack.length} selected message(s); they stay in the DLQ:`);
+    out.push('', `Held back ${report.heldBack.length} of them; they stay in the DLQ:`);
     for (const { letter, why } of report.heldBack)
       out.push(`- ${letter.messageId} (${letter.failure?.key ?? letter.envelope?.keys.join(' ') ?? 'no key'}): ${why}`);
   }

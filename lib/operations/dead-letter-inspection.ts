@@ -34,6 +34,8 @@ export interface FailureDetails {
   attempt?: number;
   sourceQueue?: string;
   deadLetteredAt?: string;
+  /** When SQS took the record into the source queue (set when the letter had room for it). */
+  sourceSentAt?: string;
 }
 
 /** One dead-lettered message, decoded for a person. */
@@ -122,6 +124,7 @@ function failureOf(attributes: Record<string, string>): FailureDetails | undefin
     attempt: Number.isFinite(attempt) && attributes[a.attempt] !== undefined ? attempt : undefined,
     sourceQueue: attributes[a.sourceQueue],
     deadLetteredAt: attributes[a.deadLetteredAt],
+    sourceSentAt: attributes[a.sourceSentAt],
   };
 }
 

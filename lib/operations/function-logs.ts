@@ -3,7 +3,9 @@ import {
   FilterLogEventsCommand,
   ResourceNotFoundException,
 } from '@aws-sdk/client-cloudwatch-logs';
+import { excerpt } from '../rocketmq/index.ts';
 import { UsageError } from './errors.ts';
+import { isMsgId, orderNoOfKey } from './order-keys.ts';
 
 /**
  * One record's line as the consumer runtime logs it (lib/consumer/lambda/consumer-telemetry.ts),
@@ -42,14 +44,27 @@ export interface LogSubject {
   readonly msgIds?: readonly string[];
 }
 
-// Order numbers and msgIds go into a filter pattern between quotes: nothing that could end the string.
-const PATTERN_SAFE = /^[A-Za-z0-9_.:-]{1,128}$/;
+// What the consumer accepts as an order number (lib/consumer/json-payload.ts `identifier`), or a msgId.
+const TRACE_SUBJECT = /^[\x21-\x7E]{1,64}$/;
 
-/** Refuses a value that cannot be put in a filter pattern as it is (and is no order number or msgId anyway). */
+/** Refuses what no consumer accepts as an order number and is no msgId either. */
 export function checkTraceSubject(value: string): string {
-  if (!PATTERN_SAFE.test(value))
-    throw new UsageError(`trace wants an order number or a msgId (letters, digits, _ . : -), got "${value}"`);
+  if (!TRACE_SUBJECT.test(value) && !isMsgId(value))
+    throw new UsageError(
+      `trace wants an order number (printable ASCII without spaces, at most 64) or a msgId, got ${excerpt(value)}`,
+    );
   return value;
+}
+
+/**
+ * A value as a quoted string of a JSON filter pattern: backslash and double quote escaped with a
+ * backslash, as CloudWatch Logs reads them and as aws-cdk-lib's `FilterPattern.stringValue` writes
+ * them, so a value from the command line, a log line or a dead letter can only ever be compared,
+ * never end the string. `*` stays CloudWatch's wildcard (it has no escape for it): a value holding
+ * one selects more lines, which `isAbout` drops.
+ */
+export function patternString(value: string): string {
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
 /**
@@ -60,8 +75,10 @@ export function checkTraceSubject(value: string): string {
  */
 export function logFilterPattern(subject: LogSubject): string {
   const terms: string[] = [];
-  if (subject.orderNo) terms.push(`($.key = "${subject.orderNo}")`, `($.key = "${subject.orderNo}#*")`);
-  for (const msgId of subject.msgIds ?? []) terms.push(`($.msgId = "${msgId}")`, `($.winnerMsgId = "${msgId}")`);
+  if (subject.orderNo)
+    terms.push(`($.key = ${patternString(subject.orderNo)})`, `($.key = ${patternString(`${subject.orderNo}#*`)})`);
+  for (const msgId of subject.msgIds ?? [])
+    terms.push(`($.msgId = ${patternString(msgId)})`, `($.winnerMsgId = ${patternString(msgId)})`);
   let pattern = '';
   for (const term of terms) {
     const next = pattern ? `${pattern} || ${term}` : term;
@@ -75,7 +92,7 @@ export function logFilterPattern(subject: LogSubject): string {
 /** Whether a parsed line is about the subject: the same test as the pattern, on the parsed fields. */
 export function isAbout(line: ConsumerLogLine, subject: LogSubject): boolean {
   const { orderNo } = subject;
-  if (orderNo && line.key !== undefined && (line.key === orderNo || line.key.startsWith(`${orderNo}#`))) return true;
+  if (orderNo && line.key !== undefined && orderNoOfKey(line.key) === orderNo) return true;
   const ids = new Set((subject.msgIds ?? []).map((id) => id.toUpperCase()));
   return (
     (line.msgId !== undefined && ids.has(line.msgId.toUpperCase())) ||

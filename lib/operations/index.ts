@@ -14,13 +14,15 @@ export {
   reversalWriteSummary,
   type SavedPlan,
 } from './command-output.ts';
-export { findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
+export { type DeadLetter, findDeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
 export {
   deadLetterSourcesOf,
+  matchesFilter,
   type RedriveFilter,
   RedriveInterruptedError,
   redriveDeadLetters,
 } from './dead-letter-redrive.ts';
+export { deploymentPrefixesAt } from './deployment-prefixes.ts';
 export { ReversalInterruptedError, reverseDoubleAwards } from './double-award-reversal.ts';
 export { messageOf, NothingToTraceError, OperationsError, UsageError } from './errors.ts';
 export { checkTraceSubject, logFilterPattern } from './function-logs.ts';
@@ -46,9 +48,21 @@ export { isEmptyTrace, type OrderTrace, orderTraceOf } from './order-trace.ts';
 export { renderOrderTraceMermaid, renderOrderTraceText } from './order-trace-output.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
 export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';
+export {
+  checkResignPlanTarget,
+  letterSha256,
+  type PlannedResign,
+  proofOf,
+  type ResignPlan,
+  readResignPlan,
+  resignPlanOf,
+  writeResignPlan,
+} from './resign-plan.ts';
 export { checkPlanTarget, readReversalPlan, reversalPlanOf, writeReversalPlan } from './reversal-plan.ts';
+export { MessageLookupError, RocketMQMessageLookup } from './rocketmq-message-lookup.ts';
 export {
   readSigningKeyVersions,
+  resignCandidate,
   resignRewrite,
   revokeSigningKey,
   signingKeyVersions,

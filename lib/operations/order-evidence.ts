@@ -8,6 +8,7 @@ import { type DeadLetter, readDeadLetters, releaseDeadLetters } from './dead-let
 import { TargetResolutionError } from './errors.ts';
 import { type ConsumerLogLine, type LogSubject, readConsumerLogLines } from './function-logs.ts';
 import { groupQueuesOf, type PointTableNames, type TargetOptions } from './operations-target.ts';
+import { isMsgId, orderNoOfKey } from './order-keys.ts';
 
 /**
  * What the system keeps about one order, read and not yet interpreted: each group's log lines,
@@ -62,16 +63,6 @@ export interface EvidenceSources {
   /** Only log lines written after this time (epoch ms). */
   readonly startTime?: number;
 }
-
-// A RocketMQ msgId: 16 bytes (IPv4), 28 (IPv6) or a 5.x client's 17 bytes starting with 01 (docs: FACTS).
-const MSG_ID = /^(?:[0-9A-F]{32}|01[0-9A-F]{32}|[0-9A-F]{56})$/i;
-
-export function isMsgId(value: string): boolean {
-  return MSG_ID.test(value);
-}
-
-/** An order-based key's order number: the key itself, or what precedes `#<kind>` (the order-status group's keys). */
-export const orderNoOfKey = (key: string) => key.split('#')[0]!;
 
 /**
  * Reads the evidence about `subject`, an order number or a msgId. For a msgId the lines that

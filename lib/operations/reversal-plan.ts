@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { type PlannedReversal, ReversalReason, reversalKey } from './double-award-reversal.ts';
 import { OperationsError } from './errors.ts';
 import type { PointTableNames } from './operations-target.ts';
+import { planDigest, readPlanFile, writePlanFile } from './reviewed-plan.ts';
 
 /**
  * What an operator reviewed in a dry run (`ops reverse --plan <file>`), and the only set
@@ -52,35 +51,23 @@ const planSchema = z.object({
   digest: z.string(),
 });
 
-function planDigest(reversals: readonly PlannedReversal[]): string {
-  const hash = createHash('sha256');
-  for (const key of reversals.map(reversalKey).sort()) hash.update(`${key}\n`);
-  return hash.digest('hex').slice(0, 16);
-}
+const digestOf = (reversals: readonly PlannedReversal[]) => planDigest(reversals.map(reversalKey));
 
 export function reversalPlanOf(fields: Omit<ReversalPlan, 'version' | 'digest'>): ReversalPlan {
-  return { version: 1, ...fields, digest: planDigest(fields.reversals) };
+  return { version: 1, ...fields, digest: digestOf(fields.reversals) };
 }
 
 export async function writeReversalPlan(path: string, plan: ReversalPlan): Promise<void> {
-  await writeFile(path, `${JSON.stringify(plan, null, 2)}\n`);
+  await writePlanFile(path, plan);
 }
 
-export async function readReversalPlan(path: string): Promise<ReversalPlan> {
-  let json: unknown;
-  try {
-    json = JSON.parse(await readFile(path, 'utf8'));
-  } catch (error) {
-    throw new ReversalPlanError(`cannot read the plan ${path}: ${(error as Error).message}`);
-  }
-  const parsed = planSchema.safeParse(json);
-  if (!parsed.success) throw new ReversalPlanError(`${path} is not a reversal plan written by ops reverse --plan`);
-  if (planDigest(parsed.data.reversals) !== parsed.data.digest) {
-    throw new ReversalPlanError(
-      `${path} was edited after the dry run wrote it (its reversals no longer match digest ${parsed.data.digest})`,
-    );
-  }
-  return parsed.data;
+export function readReversalPlan(path: string): Promise<ReversalPlan> {
+  return readPlanFile(path, {
+    schema: planSchema,
+    digestOf: (plan) => digestOf(plan.reversals),
+    writtenBy: 'ops reverse --plan',
+    refuse: (message) => new ReversalPlanError(message),
+  });
 }
 
 /** Refuses a plan reviewed against another ledger (account, region or deployment) or other tables. */

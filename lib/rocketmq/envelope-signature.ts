@@ -1,5 +1,6 @@
-import { createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { SIGNING_KEY_ID } from './envelope.ts';
 import { serializeEnvelope } from './envelope-writer.ts';
 
 /**
@@ -13,17 +14,29 @@ import { serializeEnvelope } from './envelope-writer.ts';
  * replay from the archive must keep the envelope valid. It covers every field, so no attribute a
  * consumer reads (topic, tag, keys, body, properties, message group) can be changed unnoticed.
  * It does not stop a replay of a genuine envelope: that is a duplicate, which idempotency absorbs.
+ *
+ * The envelope names the key it was signed with (`signaturekey`, signed too): a verifier that does
+ * not hold that key knows at once that its ring is behind, not that the envelope is forged, and
+ * reads the secret again before refusing (`SigningKeyRing.reload`). An envelope signed before the
+ * field existed names none and is checked against every accepted key.
  */
 
 /** The CloudEvents extension attribute holding the signature (extension names are lower-case letters and digits). */
 export const SIGNATURE_FIELD = 'signature';
 const SCHEME = 'hmac-sha256:';
+/** The extension attribute naming the signing key (`signingKeyId`). */
+export const SIGNING_KEY_FIELD = 'signaturekey';
 
 /** Keys shorter than this are refused: an HMAC key should be at least as long as the hash. */
 export const MIN_SIGNING_KEY_BYTES = 32;
 
 export class InvalidSigningKeyError extends Error {
   override readonly name = 'InvalidSigningKeyError';
+}
+
+/** Why a verifier reads its keys again: envelopes naming keys it does not hold (ids from `signingKeyId`). */
+export interface ReloadCause {
+  readonly unknownKeyIds?: readonly string[];
 }
 
 /**
@@ -35,8 +48,12 @@ export interface SigningKeyRing {
   current(): Promise<Uint8Array>;
   /** Every key a signature may have been made with: the current key, then the previous one if there is one. */
   accepted(): Promise<readonly Uint8Array[]>;
-  /** Reads the keys again (a signature matched none: the key may have been rotated since); true when they changed. */
-  reload(): Promise<boolean>;
+  /**
+   * Reads the keys again (a signature matched none: the key may have been rotated since); true when the keys
+   * `accepted()` gives may now judge the batch differently. An envelope naming a key the ring lacks
+   * (`cause.unknownKeyIds`) was signed with a key put after the ring read the secret, or is forged.
+   */
+  reload(cause?: ReloadCause): Promise<boolean>;
 }
 
 export function assertSigningKey(key: Uint8Array, name: string): Uint8Array {
@@ -80,10 +97,26 @@ export class StaticSigningKeys implements SigningKeyRing {
   }
 }
 
-/** The envelope with its signature, made with `key`. */
-export function signEnvelope<E extends object>(envelope: E, key: Uint8Array): E & { signature: string } {
-  const { [SIGNATURE_FIELD]: _previous, ...unsigned } = envelope as Record<string, unknown>;
-  return { ...envelope, [SIGNATURE_FIELD]: SCHEME + mac(unsigned, key).toString('base64url') };
+/**
+ * The id an envelope names its signing key by: 96 bits of the key's SHA-256, which tells keys apart
+ * and reveals nothing of a 256-bit-or-longer random key.
+ */
+export function signingKeyId(key: Uint8Array): string {
+  return preparedKey(key).id;
+}
+
+/** The envelope with the id of `key` and its signature, made with `key`. */
+export function signEnvelope<E extends object>(
+  envelope: E,
+  key: Uint8Array,
+): E & { signature: string; signaturekey: string } {
+  const { [SIGNATURE_FIELD]: _previous, ...rest } = envelope as Record<string, unknown>;
+  const unsigned = { ...rest, [SIGNING_KEY_FIELD]: signingKeyId(key) };
+  return {
+    ...envelope,
+    [SIGNING_KEY_FIELD]: signingKeyId(key),
+    [SIGNATURE_FIELD]: SCHEME + macOf(canonicalize(unsigned) ?? '', key).toString('base64url'),
+  };
 }
 
 /**
@@ -92,12 +125,25 @@ export function signEnvelope<E extends object>(envelope: E, key: Uint8Array): E 
  * CloudEvent is the body itself or, from EventBridge, its `detail`.
  */
 export function signatureRefusal(body: string, keys: readonly Uint8Array[]): string | undefined {
+  return verdictOf(body, keys)?.refusal;
+}
+
+/** A refusal, and the key the envelope names when the keys do not hold it. */
+type Verdict = { refusal: string; unknownKeyId?: string } | undefined;
+
+function verdictOf(body: string, keys: readonly Uint8Array[]): Verdict {
   const signed = signedEvent(body);
   if (signed === undefined) return undefined;
-  if ('refusal' in signed) return signed.refusal;
-  return matchingKey(signed, keys) === undefined
-    ? "the envelope's signature matches none of the signing keys"
-    : undefined;
+  if ('refusal' in signed) return signed;
+  const index = matchingKey(signed, keys);
+  if (index !== undefined) return undefined;
+  if (signed.keyId !== undefined && !keys.some((key) => signingKeyId(key) === signed.keyId)) {
+    return {
+      refusal: `the envelope names signing key ${signed.keyId}, which is none of the signing keys`,
+      unknownKeyId: signed.keyId,
+    };
+  }
+  return { refusal: "the envelope's signature matches none of the signing keys" };
 }
 
 /** Which of `keys` the body's envelope was signed with (its index), or `undefined` when none (or it is unsigned). */
@@ -126,9 +172,7 @@ export function resignBody(body: string, key: Uint8Array, extensions: Readonly<R
  * MAC, a refusal when it carries none, or `undefined` for a body that is not a JSON object at
  * all: the envelope parser refuses that one (`INVALID_ENVELOPE`), and nothing of it is acted on.
  */
-function signedEvent(
-  body: string,
-): { unsigned: Record<string, unknown>; given: Buffer } | { refusal: string } | undefined {
+function signedEvent(body: string): SignedEvent | { refusal: string } | undefined {
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -141,13 +185,30 @@ function signedEvent(
   const signature = event[SIGNATURE_FIELD];
   if (typeof signature !== 'string' || !signature.startsWith(SCHEME))
     return { refusal: `the envelope's signature is not an ${SCHEME.slice(0, -1)} signature` };
+  const keyId = event[SIGNING_KEY_FIELD];
+  if (keyId !== undefined && (typeof keyId !== 'string' || !SIGNING_KEY_ID.test(keyId)))
+    return { refusal: `the envelope's ${SIGNING_KEY_FIELD} is not a signing key id` };
   const { [SIGNATURE_FIELD]: _signature, ...unsigned } = event;
-  return { unsigned, given: Buffer.from(signature.slice(SCHEME.length), 'base64url') };
+  return { unsigned, given: Buffer.from(signature.slice(SCHEME.length), 'base64url'), keyId };
 }
 
-function matchingKey(signed: { unsigned: Record<string, unknown>; given: Buffer }, keys: readonly Uint8Array[]) {
+interface SignedEvent {
+  readonly unsigned: Record<string, unknown>;
+  readonly given: Buffer;
+  /** The key the envelope names; absent in envelopes signed before keys were named. */
+  readonly keyId: string | undefined;
+}
+
+/**
+ * The index of the key that made the signature: only the named key is tried when the envelope
+ * names one. The canonical form, most of a check's cost, is made once whatever the number of keys.
+ */
+function matchingKey(signed: SignedEvent, keys: readonly Uint8Array[]) {
+  let text: string | undefined;
   const index = keys.findIndex((key) => {
-    const expected = mac(signed.unsigned, key);
+    if (signed.keyId !== undefined && signingKeyId(key) !== signed.keyId) return false;
+    text ??= canonicalize(signed.unsigned) ?? '';
+    const expected = macOf(text, key);
     return signed.given.byteLength === expected.byteLength && timingSafeEqual(signed.given, expected);
   });
   return index < 0 ? undefined : index;
@@ -160,45 +221,49 @@ function isWrapped(json: Record<string, unknown>): json is Record<string, unknow
 /**
  * Checks a batch's bodies against the key ring: index → reason for each refused body. A miss
  * reads the keys once more before refusing, because the bridge may have picked up a rotated key
- * before this function did; `reload` decides how often that may happen.
+ * before this function did; `reload` decides how often that may happen, and is told which keys
+ * the envelopes name that the ring lacks.
  */
 export async function signatureRefusals(
   bodies: readonly string[],
   keyRing: SigningKeyRing,
 ): Promise<Map<number, string>> {
   const check = (keys: readonly Uint8Array[]) => {
-    const refusals = new Map<number, string>();
+    const verdicts = new Map<number, NonNullable<Verdict>>();
     for (const [i, body] of bodies.entries()) {
-      const reason = signatureRefusal(body, keys);
-      if (reason !== undefined) refusals.set(i, reason);
+      const verdict = verdictOf(body, keys);
+      if (verdict !== undefined) verdicts.set(i, verdict);
     }
-    return refusals;
+    return verdicts;
   };
-  const refusals = check(await keyRing.accepted());
-  if (refusals.size > 0 && (await keyRing.reload())) return check(await keyRing.accepted());
-  return refusals;
+  let verdicts = check(await keyRing.accepted());
+  if (verdicts.size > 0) {
+    const unknownKeyIds = [...new Set([...verdicts.values()].flatMap((v) => v.unknownKeyId ?? []))];
+    if (await keyRing.reload(unknownKeyIds.length > 0 ? { unknownKeyIds } : undefined))
+      verdicts = check(await keyRing.accepted());
+  }
+  return new Map([...verdicts].map(([i, v]) => [i, v.refusal]));
 }
 
 /**
- * The keys as `KeyObject`s, made once per key: on Node 24 `createHmac` with raw key bytes costs
- * about 25 µs more than with a `KeyObject` (it converts the bytes on every call), more than the
- * HMAC itself, once per envelope signed or checked.
+ * Each key as a `KeyObject` with its id, made once per key: on Node 24 `createHmac` with raw key
+ * bytes costs about 25 µs more than with a `KeyObject` (it converts the bytes on every call), more
+ * than the HMAC itself, once per envelope signed or checked.
  */
-const keyObjects = new WeakMap<Uint8Array, KeyObject>();
+const preparedKeys = new WeakMap<Uint8Array, { keyObject: KeyObject; id: string }>();
 
-function keyObjectOf(key: Uint8Array): KeyObject {
-  let keyObject = keyObjects.get(key);
-  if (keyObject === undefined) {
-    keyObject = createSecretKey(key);
-    keyObjects.set(key, keyObject);
+function preparedKey(key: Uint8Array): { keyObject: KeyObject; id: string } {
+  let prepared = preparedKeys.get(key);
+  if (prepared === undefined) {
+    const id = createHash('sha256').update(key).digest().subarray(0, 12).toString('base64url');
+    prepared = { keyObject: createSecretKey(key), id };
+    preparedKeys.set(key, prepared);
   }
-  return keyObject;
+  return prepared;
 }
 
-function mac(unsigned: Record<string, unknown>, key: Uint8Array): Buffer {
-  return createHmac('sha256', keyObjectOf(key))
-    .update(canonicalize(unsigned) ?? '')
-    .digest();
+function macOf(canonical: string, key: Uint8Array): Buffer {
+  return createHmac('sha256', preparedKey(key).keyObject).update(canonical).digest();
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

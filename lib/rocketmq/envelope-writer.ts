@@ -18,6 +18,10 @@ export interface EnvelopeFields {
   /** Default: now (the local run and tests); the bridge always has the broker's value. */
   bornTimestamp?: number;
   storeTimestamp?: number;
+  /** When the producer asked RocketMQ to deliver the message (a delay or timed message), epoch milliseconds. */
+  deliveryTimestamp?: number;
+  /** RocketMQ 4's delay level the broker held the message back on. */
+  delayTimeLevel?: number;
   /** Names the source: `rocketmq://<cluster>`. */
   cluster?: string;
   queueId?: number;
@@ -78,6 +82,8 @@ export function buildEnvelope(fields: EnvelopeFields, now: () => number = Date.n
       ...optional('brokerName', fields.brokerName || undefined),
       bornTimestamp: born,
       ...optional('storeTimestamp', fields.storeTimestamp),
+      ...optional('deliveryTimestamp', fields.deliveryTimestamp),
+      ...optional('delayTimeLevel', fields.delayTimeLevel),
       ...optional('bornHost', fields.bornHost || undefined),
       ...optional('storeHost', fields.storeHost || undefined),
       reconsumeTimes: fields.reconsumeTimes ?? 0,

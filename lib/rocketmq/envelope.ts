@@ -29,6 +29,14 @@ export interface RocketMQMessage {
   readonly brokerName?: string;
   readonly bornTimestamp?: number;
   readonly storeTimestamp?: number;
+  /**
+   * When the producer asked RocketMQ to deliver the message (epoch milliseconds): RocketMQ 5's
+   * delivery timestamp of a delay message, or a 4.x message's `__STARTDELIVERTIME`. Absent for a
+   * message sent to be delivered at once.
+   */
+  readonly deliveryTimestamp?: number;
+  /** RocketMQ 4's delay level the broker held the message back on (its `DELAY` property). */
+  readonly delayTimeLevel?: number;
   readonly bornHost?: string;
   readonly storeHost?: string;
   readonly source?: string;
@@ -90,6 +98,8 @@ export const ENVELOPE_LIMITS = {
 } as const;
 
 const MSG_ID = /^[0-9A-Fa-f]{32,56}$/;
+/** A signing key's id as an envelope names it (lib/rocketmq/envelope-signature.ts `signingKeyId`). */
+export const SIGNING_KEY_ID = /^[A-Za-z0-9_-]{16}$/;
 const TOPIC = /^[%|a-zA-Z0-9_-]+$/;
 const stringMap = z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]).transform(String));
 const nonNegativeInt = z.number().int().nonnegative();
@@ -110,6 +120,8 @@ const dataSchema = z.object({
   brokerName: boundedText.optional(),
   bornTimestamp: nonNegativeInt.optional(),
   storeTimestamp: nonNegativeInt.optional(),
+  deliveryTimestamp: nonNegativeInt.optional(),
+  delayTimeLevel: z.number().int().positive().optional(),
   bornHost: boundedText.optional(),
   storeHost: boundedText.optional(),
   reconsumeTimes: nonNegativeInt.optional(),
@@ -132,6 +144,12 @@ const cloudEventSchema = z.object({
    * requires it.
    */
   signature: boundedText.optional(),
+  /**
+   * The id of the key the signature was made with (`signingKeyId`: 96 bits of the key's SHA-256, base64url), covered
+   * by the signature: a verifier that does not hold that key yet reads the secret again at once instead of refusing a
+   * genuine envelope.
+   */
+  signaturekey: z.string().regex(SIGNING_KEY_ID, 'signaturekey must be 16 base64url characters').optional(),
   /**
    * CloudEvents distributed-tracing extension: the W3C context of the hop that wrote the envelope.
    * A malformed value is ignored by the reader, never refused; only its length is bounded here.
@@ -223,6 +241,8 @@ function normalise({
     brokerName: data.brokerName,
     bornTimestamp: data.bornTimestamp,
     storeTimestamp: data.storeTimestamp,
+    ...(data.deliveryTimestamp === undefined ? {} : { deliveryTimestamp: data.deliveryTimestamp }),
+    ...(data.delayTimeLevel === undefined ? {} : { delayTimeLevel: data.delayTimeLevel }),
     bornHost: data.bornHost,
     storeHost: data.storeHost,
     source: event?.source,

@@ -29,12 +29,15 @@ export {
   assertSigningKey,
   generateSigningKey,
   InvalidSigningKeyError,
+  type ReloadCause,
   resignBody,
+  SIGNING_KEY_FIELD,
   type SigningKeyRing,
   StaticSigningKeys,
   signatureRefusal,
   signatureRefusals,
   signEnvelope,
+  signingKeyId,
   signingKeyIndex,
 } from './envelope-signature.ts';
 export {

@@ -5,6 +5,10 @@
  * round trips, and the business write is not atomic with the record. Records of a batch
  * run in parallel and failures are reported per record (what Powertools' BatchProcessor
  * does). Only for the benchmark and the bundle report: never deployed.
+ *
+ * With `envelopeKeys` it checks the bridge's signatures first, with the project's own check, as a
+ * team on Powertools consuming from the same bridge would have to: a refused record is not
+ * processed and is reported as failed. Without it, it trusts every envelope.
  */
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
@@ -19,11 +23,12 @@ import {
   type PointTables,
   parseOrderPaid,
 } from '../../lib/points/index.ts';
-import { parseEnvelope } from '../../lib/rocketmq/index.ts';
+import { parseEnvelope, type SigningKeyRing, signatureRefusals } from '../../lib/rocketmq/index.ts';
 
 export interface PowertoolsPointsConsumerDeps {
   dynamoDb: DynamoDBClient;
   tables: PointTables & { idempotency: string };
+  envelopeKeys?: SigningKeyRing;
 }
 
 export function createPowertoolsPointsConsumer(deps: PowertoolsPointsConsumerDeps) {
@@ -58,8 +63,18 @@ export function createPowertoolsPointsConsumer(deps: PowertoolsPointsConsumerDep
   return async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     config.registerLambdaContext(context);
     const failures: SQSBatchItemFailure[] = [];
+    const refusals = deps.envelopeKeys
+      ? await signatureRefusals(
+          event.Records.map((r) => r.body),
+          deps.envelopeKeys,
+        )
+      : new Map<number, string>();
     await Promise.all(
-      event.Records.map(async (record) => {
+      event.Records.map(async (record, i) => {
+        if (refusals.has(i)) {
+          failures.push({ itemIdentifier: record.messageId });
+          return;
+        }
         try {
           const message = parseEnvelope(record.body);
           await award({ order: parseOrderPaid(message.body), msgId: message.msgId });

@@ -50,6 +50,8 @@ export interface PythonEnvironmentOptions {
    * seconds. Default: stderr.
    */
   onProgress?: (line: string) => void;
+  /** What the environment is for, first on the progress line. Default `emulator`. */
+  label?: string;
 }
 
 /** The environment could not be made; `command` is what to run by hand to see why. */
@@ -90,6 +92,7 @@ interface Environment {
   /** Beside the environment, not inside: `venv --clear` empties the directory. */
   lockFile: string;
   onProgress: (line: string) => void;
+  label: string;
 }
 
 /** Makes sure the environment holds the requirements; resolves to its interpreter. */
@@ -114,6 +117,7 @@ function environmentOf(options: PythonEnvironmentOptions): Environment {
     stamp: join(directory, STAMP),
     lockFile: `${directory}.lock`,
     onProgress: options.onProgress ?? ((line) => process.stderr.write(`${line}\n`)),
+    label: options.label ?? 'emulator',
   };
 }
 
@@ -143,7 +147,7 @@ async function build(env: Environment, digest: string): Promise<void> {
         ? 'its Python is gone'
         : `${basename(env.requirements)} changed`;
   env.onProgress(
-    `emulator: ${previous === undefined ? 'installing' : 'reinstalling'} ${await summaryOf(env.requirements)} into ${shown(env.directory)} (${why})…`,
+    `${env.label}: ${previous === undefined ? 'installing' : 'reinstalling'} ${await summaryOf(env.requirements)} into ${shown(env.directory)} (${why})…`,
   );
   await rm(env.stamp, { force: true });
   // A stamped environment is ours and is rebuilt from empty, so nothing of an old pin survives.

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createCloudWatchLogs, createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import {
+  type AwsConfig,
+  createCloudWatchLogs,
+  createDynamoDb,
+  createSqs,
+  emulatorConfig,
+} from '../../lib/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
@@ -10,12 +17,13 @@ import {
 } from '../../lib/config/index.ts';
 import type { ConsumerHandler } from '../../lib/consumer/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
+import { type CaptureTimes, withCaptureTimes } from './capture-times.ts';
 import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';
 import { DeliveryAccount } from './delivery-account.ts';
 import { FunctionLogShipper, lambdaLogStreamName, ShippingLogger } from './function-log-shipping.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import { type BridgeAccount, LocalBridge } from './local-bridge.ts';
-import { type LocalConsumerDeps, loadRegistrations } from './local-consumers.ts';
+import { type ConsumerRegistration, type LocalConsumerDeps, loadRegistrations } from './local-consumers.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
 import { LocalSigningKey } from './local-signing-key.ts';
 import { seedOrders } from './order-seeding.ts';
@@ -23,7 +31,7 @@ import { type LocalResources, provisionLocal } from './provision.ts';
 import { QueueOccupancy } from './queue-occupancy.ts';
 import { QuietDetector } from './quiet-detection.ts';
 import { type DeadLetter, messagesInQueues, readDeadLetters, readPoints } from './run-readout.ts';
-import { defaultMaxRunMs, selectGroups, validateSettings } from './run-settings.ts';
+import { defaultMaxRunMs, type RunSettings, selectGroups, validateSettings } from './run-settings.ts';
 import { seededRandom } from './seeded-random.ts';
 import { compressedScheduleOf } from './time-scale.ts';
 import { orderNumbersIn, type TrafficPhase } from './traffic.ts';
@@ -75,6 +83,12 @@ export interface LocalPipelineOptions {
    * seed their own. Returns how many items it wrote.
    */
   seedTables?: (dynamoDb: DynamoDBDocumentClient, tables: LocalResources['tables']) => Promise<number>;
+  /**
+   * A replay of captured traffic: `rebased` moves every envelope's store and born times so the
+   * capture's latest is the moment the replay begins, `as-captured` keeps them (`CaptureTimes`).
+   * Default: the traffic is sent as given, and the result says nothing of its times.
+   */
+  captureTimes?: CaptureTimes['mode'];
   /** Use a running emulator instead of starting one. */
   endpoint?: string;
   /**
@@ -161,6 +175,8 @@ export interface LocalRunResult {
   readonly seededOrders: number;
   /** With `functionLogs`: what shipping the log lines cost. */
   readonly logShipping?: LogShippingAccount;
+  /** With `captureTimes`: how the capture's times were sent. */
+  readonly captureTimes?: CaptureTimes;
 }
 
 export interface LogShippingAccount {
@@ -190,10 +206,31 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
   const started = Date.now();
   const catalogue = options.catalogue ?? CONSUMER_GROUPS;
   const definitions = selectGroups(catalogue, options.groups);
-  const groups = definitions.map((d) => d.group);
   const registrations = await loadRegistrations(definitions);
+  const settings = runSettingsOf(options);
+  validateSettings(settings);
+
+  const cleanups: Array<() => Promise<void>> = [];
+  const close = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  };
+  try {
+    const stage = await openStage(options, { catalogue, registrations, settings }, cleanups);
+    const consumers = await startConsumers(options, stage, registrations, settings);
+    const times = options.captureTimes && withCaptureTimes(options.phases, options.captureTimes, Date.now());
+    const phases = times?.phases ?? options.phases;
+    const traffic = await replayTraffic(options, phases, { stage, consumers, definitions, settings, started });
+    const result = await readOutcome(options, { stage, consumers, traffic, settings, started });
+    return { result: times ? { ...result, captureTimes: times.captureTimes } : result, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+function runSettingsOf(options: LocalPipelineOptions): RunSettings {
   const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 5;
-  const settings = {
+  return {
     concurrency: options.consumers ?? 2,
     batchSize: options.batchSize ?? 10,
     batchingWindowMs: options.batchingWindowMs ?? 0,
@@ -203,194 +240,270 @@ export async function runLocalPipeline(options: LocalPipelineOptions): Promise<L
     redeliverProbability: options.redeliverProbability ?? 0,
     seed: options.seed ?? 1,
   };
-  validateSettings(settings);
+}
 
-  const cleanups: Array<() => Promise<void>> = [];
-  const close = async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-  };
-  try {
-    let emulator: Emulator | undefined;
-    if (!options.endpoint) {
-      emulator = await startEmulator({ separateDynamoDb: options.separateDynamoDb ?? true });
-      cleanups.push(() => emulator!.stop());
-    }
-    const endpoint = options.endpoint ?? emulator!.endpoint;
-    const aws = emulatorConfig(endpoint, emulator?.dynamoDbEndpoint);
-    const resources = await provisionLocal(aws, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, {
-      catalogue,
-      groups,
-      visibilityTimeoutSeconds,
-    });
-    let coupons: LocalCouponService | undefined;
-    if (registrations.some((r) => r.usesCouponService)) {
-      coupons = await LocalCouponService.start();
-      cleanups.push(() => coupons!.stop());
-    }
+/** What the run stands on: the emulator, the stage's tables and queues, and the services its groups call. */
+interface Stage {
+  readonly endpoint: string;
+  readonly aws: AwsConfig;
+  readonly resources: LocalResources;
+  readonly groups: readonly string[];
+  readonly sqs: SQSClient;
+  readonly dynamoDb: DynamoDBDocumentClient;
+  readonly coupons?: LocalCouponService;
+  readonly seededOrders: number;
+}
 
-    const sqs = createSqs(aws);
-    const dynamoDb = createDynamoDb(aws);
-    const seededOrders = options.seedTables
-      ? await options.seedTables(dynamoDb, resources.tables)
-      : registrations.some((r) => r.needsOrders)
-        ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases))
-        : 0;
-    const account = new DeliveryAccount(groups);
-    const occupancy = new QueueOccupancy(
-      Object.fromEntries(groups.map((g) => [g, resources.queues[g]!.maxReceiveCount])),
-    );
-    const reports = new InvocationReports();
-    const fault = crashAfterCommitFault(options.crashes ?? []);
-    // The run's own envelope signing key, made at its start: its bridge signs, its consumers verify.
-    const signing = options.signing ?? new LocalSigningKey();
-    let pollErrors = 0;
-    const shippers = new Map<string, FunctionLogShipper>();
-    if (options.functionLogs) {
-      const logs = createCloudWatchLogs(aws);
-      for (const { definition } of registrations) {
-        const instance = randomUUID().replace(/-/g, '');
-        const shipper = new FunctionLogShipper(
-          logs,
-          functionLogGroupName(resources.prefix, definition.functionName),
-          lambdaLogStreamName(new Date(), instance),
-        );
-        await shipper.open();
-        shippers.set(definition.group, shipper);
-      }
-    }
-    const pools = registrations.map((r) => {
-      const { group, functionName } = r.definition;
-      const queues = resources.queues[group]!;
-      const deps: LocalConsumerDeps = {
-        aws,
-        tables: resources.tables,
-        deadLetterQueueUrl: queues.deadLetter.url,
-        schedule: compressedScheduleOf(r.definition, settings.timeScale),
-        envelopeKeys: signing.ring,
-        onReport: reports.onReport,
-        couponServiceUrl: coupons?.url ?? '',
-        services: { 'coupon-service': coupons?.url ?? '' },
-        ...(options.functionLogs && shippers.has(group)
-          ? {
-              logger: ShippingLogger.create(shippers.get(group)!.push, {
-                serviceName: group,
-                logLevel: options.functionLogs.logLevel,
-                echo: options.functionLogs.echo,
-              }),
-            }
-          : {}),
-      };
-      const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
-      // Lambda reads at most 10 records a batch from a FIFO queue and allows no batching window there.
-      const eventSource = queues.fifo
-        ? { batchSize: Math.min(settings.batchSize, FIFO_MAX_BATCH_SIZE), batchingWindowMs: 0 }
-        : {};
-      return new ConsumerPool({
-        ...settings,
-        ...eventSource,
-        group,
-        functionName,
-        handler,
-        sqs,
-        queue: queues.source,
-        reports,
-        account,
-        fault,
-        occupancy,
-        onPollError: () => pollErrors++,
-      });
-    });
-    for (const pool of pools) pool.start();
-
-    const toEnqueue = options.phases.reduce((n, p) => n + p.messages.length, 0);
-    const deadline = started + (options.maxRunMs ?? defaultMaxRunMs(toEnqueue * groups.length));
-    const bridge = new LocalBridge(
-      sqs,
-      resources,
-      definitions,
-      settings.redeliverProbability,
-      seededRandom(settings.seed),
-      options.maxQueueBacklog ?? 300,
-      occupancy,
-      deadline,
-      signing,
-    );
-    let phase = options.phases[0]?.name ?? '';
-    const progress = () => {
-      const total = account.total();
-      options.onProgress?.({
-        elapsedMs: Date.now() - started,
-        phase,
-        enqueued: bridge.sent,
-        toEnqueue,
-        inQueues: occupancy.total(),
-        delivered: total.delivered,
-        processed: total.processed,
-      });
-    };
-    const quiet = new QuietDetector(
-      () => pools.every((p) => p.inFlight === 0),
-      occupancy,
-      () => messagesInQueues(sqs, resources, groups),
-      deadline,
-    );
-    const ticker = setInterval(progress, 500);
-    let completed = true;
-    try {
-      for (const [i, p] of options.phases.entries()) {
-        if (p.afterQuiet && !(await quiet.wait())) {
-          completed = false;
-          bridge.skip(options.phases.slice(i).flatMap((q) => q.messages));
-          break;
-        }
-        phase = p.name;
-        if (!(await bridge.send(p.messages))) {
-          completed = false;
-          bridge.skip(options.phases.slice(i + 1).flatMap((q) => q.messages));
-          break;
-        }
-      }
-      if (completed) completed = await quiet.wait();
-    } finally {
-      clearInterval(ticker);
-      await Promise.all(pools.map((p) => p.stop()));
-    }
-    const flushStarted = performance.now();
-    await Promise.all([...shippers.values()].map((s) => s.close()));
-    const finalFlushMs = performance.now() - flushStarted;
-    const leftInQueues = await messagesInQueues(sqs, resources, groups);
-    const { ledger, balances } = await readPoints(dynamoDb, resources);
-    const deadLetters = await readDeadLetters(sqs, resources, groups);
-    sqs.destroy();
-    const result: LocalRunResult = {
-      endpoint,
-      resources,
-      groups,
-      settings,
-      account,
-      bridge: bridge.account,
-      deadLetters,
-      ledger,
-      balances,
-      leftInQueues,
-      neverSent: toEnqueue - bridge.sent,
-      untrackedDepartures: quiet.untrackedDepartures,
-      unsettled: [
-        ...bridge.unsent,
-        ...groups.flatMap((group) => occupancy.bodiesIn(group).map((body) => ({ group, body }))),
-      ],
-      completed: completed && leftInQueues === 0 && bridge.sent === toEnqueue,
-      wallMs: Date.now() - started,
-      pollErrors,
-      seededOrders,
-      ...(coupons ? { couponGrants: coupons.grants.size } : {}),
-      ...(options.functionLogs ? { logShipping: shippingAccountOf([...shippers.values()], finalFlushMs) } : {}),
-    };
-    return { result, close };
-  } catch (error) {
-    await close();
-    throw error;
+async function openStage(
+  options: LocalPipelineOptions,
+  run: {
+    catalogue: readonly ConsumerGroupDefinition[];
+    registrations: readonly ConsumerRegistration[];
+    settings: RunSettings;
+  },
+  cleanups: Array<() => Promise<void>>,
+): Promise<Stage> {
+  const groups = run.registrations.map((r) => r.definition.group);
+  let emulator: Emulator | undefined;
+  if (!options.endpoint) {
+    emulator = await startEmulator({ separateDynamoDb: options.separateDynamoDb ?? true });
+    cleanups.push(() => emulator!.stop());
   }
+  const endpoint = options.endpoint ?? emulator!.endpoint;
+  const aws = emulatorConfig(endpoint, emulator?.dynamoDbEndpoint);
+  const resources = await provisionLocal(aws, options.prefix ?? `local-${randomUUID().slice(0, 8)}`, {
+    catalogue: run.catalogue,
+    groups,
+    visibilityTimeoutSeconds: run.settings.visibilityTimeoutSeconds,
+  });
+  let coupons: LocalCouponService | undefined;
+  if (run.registrations.some((r) => r.usesCouponService)) {
+    coupons = await LocalCouponService.start();
+    cleanups.push(() => coupons!.stop());
+  }
+  const sqs = createSqs(aws);
+  const dynamoDb = createDynamoDb(aws);
+  const seededOrders = options.seedTables
+    ? await options.seedTables(dynamoDb, resources.tables)
+    : run.registrations.some((r) => r.needsOrders)
+      ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases))
+      : 0;
+  return { endpoint, aws, resources, groups, sqs, dynamoDb, ...(coupons ? { coupons } : {}), seededOrders };
+}
+
+/** The groups' pollers, running, and what they account for. */
+interface Consumers {
+  readonly pools: readonly ConsumerPool[];
+  readonly shippers: ReadonlyMap<string, FunctionLogShipper>;
+  readonly account: DeliveryAccount;
+  readonly occupancy: QueueOccupancy;
+  /** The run's own envelope signing key, made at its start: its bridge signs, its consumers verify. */
+  readonly signing: LocalSigningKey;
+  readonly pollErrors: () => number;
+}
+
+async function startConsumers(
+  options: LocalPipelineOptions,
+  stage: Stage,
+  registrations: readonly ConsumerRegistration[],
+  settings: RunSettings,
+): Promise<Consumers> {
+  const { resources, groups } = stage;
+  const account = new DeliveryAccount(groups);
+  const occupancy = new QueueOccupancy(
+    Object.fromEntries(groups.map((g) => [g, resources.queues[g]!.maxReceiveCount])),
+  );
+  const reports = new InvocationReports();
+  const fault = crashAfterCommitFault(options.crashes ?? []);
+  const signing = options.signing ?? new LocalSigningKey();
+  let pollErrors = 0;
+  const shippers = await openLogShippers(options, stage, registrations);
+  const pools = registrations.map((r) => {
+    const { group, functionName } = r.definition;
+    const queues = resources.queues[group]!;
+    const deps: LocalConsumerDeps = {
+      aws: stage.aws,
+      tables: resources.tables,
+      deadLetterQueueUrl: queues.deadLetter.url,
+      schedule: compressedScheduleOf(r.definition, settings.timeScale),
+      envelopeKeys: signing.ring,
+      onReport: reports.onReport,
+      couponServiceUrl: stage.coupons?.url ?? '',
+      services: { 'coupon-service': stage.coupons?.url ?? '' },
+      ...(options.functionLogs && shippers.has(group)
+        ? {
+            logger: ShippingLogger.create(shippers.get(group)!.push, {
+              serviceName: group,
+              logLevel: options.functionLogs.logLevel,
+              echo: options.functionLogs.echo,
+            }),
+          }
+        : {}),
+    };
+    const handler = options.buildConsumer ? options.buildConsumer(group, deps, r.create) : r.create(deps);
+    // Lambda reads at most 10 records a batch from a FIFO queue and allows no batching window there.
+    const eventSource = queues.fifo
+      ? { batchSize: Math.min(settings.batchSize, FIFO_MAX_BATCH_SIZE), batchingWindowMs: 0 }
+      : {};
+    return new ConsumerPool({
+      ...settings,
+      ...eventSource,
+      group,
+      functionName,
+      handler,
+      sqs: stage.sqs,
+      queue: queues.source,
+      reports,
+      account,
+      fault,
+      occupancy,
+      onPollError: () => pollErrors++,
+    });
+  });
+  for (const pool of pools) pool.start();
+  return { pools, shippers, account, occupancy, signing, pollErrors: () => pollErrors };
+}
+
+/** With `functionLogs`: one shipper per function, each writing one log stream as a Lambda instance would. */
+async function openLogShippers(
+  options: LocalPipelineOptions,
+  stage: Stage,
+  registrations: readonly ConsumerRegistration[],
+): Promise<Map<string, FunctionLogShipper>> {
+  const shippers = new Map<string, FunctionLogShipper>();
+  if (!options.functionLogs) return shippers;
+  const logs = createCloudWatchLogs(stage.aws);
+  for (const { definition } of registrations) {
+    const instance = randomUUID().replace(/-/g, '');
+    const shipper = new FunctionLogShipper(
+      logs,
+      functionLogGroupName(stage.resources.prefix, definition.functionName),
+      lambdaLogStreamName(new Date(), instance),
+    );
+    await shipper.open();
+    shippers.set(definition.group, shipper);
+  }
+  return shippers;
+}
+
+/** How the traffic went: what the bridge did, and whether it all went out and drained before the deadline. */
+interface TrafficOutcome {
+  readonly bridge: LocalBridge;
+  readonly quiet: QuietDetector;
+  readonly toEnqueue: number;
+  readonly completed: boolean;
+}
+
+/** Sends the phases through the bridge, each once the run is quiet if it asks to, then waits for quiet. */
+async function replayTraffic(
+  options: LocalPipelineOptions,
+  phases: readonly TrafficPhase[],
+  run: {
+    stage: Stage;
+    consumers: Consumers;
+    definitions: readonly ConsumerGroupDefinition[];
+    settings: RunSettings;
+    started: number;
+  },
+): Promise<TrafficOutcome> {
+  const { stage, consumers, settings, started } = run;
+  const { pools, occupancy, account } = consumers;
+  const toEnqueue = phases.reduce((n, p) => n + p.messages.length, 0);
+  const deadline = started + (options.maxRunMs ?? defaultMaxRunMs(toEnqueue * stage.groups.length));
+  const bridge = new LocalBridge(
+    stage.sqs,
+    stage.resources,
+    run.definitions,
+    settings.redeliverProbability,
+    seededRandom(settings.seed),
+    options.maxQueueBacklog ?? 300,
+    occupancy,
+    deadline,
+    consumers.signing,
+  );
+  let phase = phases[0]?.name ?? '';
+  const progress = () => {
+    const total = account.total();
+    options.onProgress?.({
+      elapsedMs: Date.now() - started,
+      phase,
+      enqueued: bridge.sent,
+      toEnqueue,
+      inQueues: occupancy.total(),
+      delivered: total.delivered,
+      processed: total.processed,
+    });
+  };
+  const quiet = new QuietDetector(
+    () => pools.every((p) => p.inFlight === 0),
+    occupancy,
+    () => messagesInQueues(stage.sqs, stage.resources, stage.groups),
+    deadline,
+  );
+  const ticker = setInterval(progress, 500);
+  let completed = true;
+  try {
+    for (const [i, p] of phases.entries()) {
+      if (p.afterQuiet && !(await quiet.wait())) {
+        completed = false;
+        bridge.skip(phases.slice(i).flatMap((q) => q.messages));
+        break;
+      }
+      phase = p.name;
+      if (!(await bridge.send(p.messages))) {
+        completed = false;
+        bridge.skip(phases.slice(i + 1).flatMap((q) => q.messages));
+        break;
+      }
+    }
+    if (completed) completed = await quiet.wait();
+  } finally {
+    clearInterval(ticker);
+    await Promise.all(pools.map((p) => p.stop()));
+  }
+  return { bridge, quiet, toEnqueue, completed };
+}
+
+/** The account of the run and what the tables and DLQs hold at its end. */
+async function readOutcome(
+  options: LocalPipelineOptions,
+  run: { stage: Stage; consumers: Consumers; traffic: TrafficOutcome; settings: RunSettings; started: number },
+): Promise<LocalRunResult> {
+  const { stage, consumers, traffic } = run;
+  const { sqs, resources, groups } = stage;
+  const shippers = [...consumers.shippers.values()];
+  const flushStarted = performance.now();
+  await Promise.all(shippers.map((s) => s.close()));
+  const finalFlushMs = performance.now() - flushStarted;
+  const leftInQueues = await messagesInQueues(sqs, resources, groups);
+  const { ledger, balances } = await readPoints(stage.dynamoDb, resources);
+  const deadLetters = await readDeadLetters(sqs, resources, groups);
+  sqs.destroy();
+  const { bridge, toEnqueue } = traffic;
+  return {
+    endpoint: stage.endpoint,
+    resources,
+    groups,
+    settings: run.settings,
+    account: consumers.account,
+    bridge: bridge.account,
+    deadLetters,
+    ledger,
+    balances,
+    leftInQueues,
+    neverSent: toEnqueue - bridge.sent,
+    untrackedDepartures: traffic.quiet.untrackedDepartures,
+    unsettled: [
+      ...bridge.unsent,
+      ...groups.flatMap((group) => consumers.occupancy.bodiesIn(group).map((body) => ({ group, body }))),
+    ],
+    completed: traffic.completed && leftInQueues === 0 && bridge.sent === toEnqueue,
+    wallMs: Date.now() - run.started,
+    pollErrors: consumers.pollErrors(),
+    seededOrders: stage.seededOrders,
+    ...(stage.coupons ? { couponGrants: stage.coupons.grants.size } : {}),
+    ...(options.functionLogs ? { logShipping: shippingAccountOf(shippers, finalFlushMs) } : {}),
+  };
 }
 
 function shippingAccountOf(shippers: readonly FunctionLogShipper[], finalFlushMs: number): LogShippingAccount {

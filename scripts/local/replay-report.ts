@@ -1,11 +1,12 @@
 import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '../../lib/consumer/index.ts';
+import type { CaptureTimes } from './capture-times.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
 import { shortMsgId, tally, textTable, wrapped } from './report-text.ts';
 import type { RunVerdict } from './run-verdict.ts';
 import type { TrafficPhase } from './traffic.ts';
 import type { TrafficFileAccount } from './traffic-file.ts';
-import { type CaptureTimesReadout, type VerdictFacts, verdictBlock } from './verdict-block.ts';
+import { type VerdictFacts, verdictBlock } from './verdict-block.ts';
 
 type Counts = Omit<DeliveryCounts, 'retried'> & { retried: number };
 
@@ -35,6 +36,10 @@ export interface RunSummary extends Counts {
   /** Messages still in the source queues when the run stopped (0 when completed). */
   inFlight: number;
   wallMs: number;
+  /** The stage's prefix, and how many of its tables and queues an earlier run had left (a kept stage). */
+  stage: { prefix: string; reused: number };
+  /** A replayed capture: whether its store and born times were rebased onto now, and by how much. */
+  captureTimes?: { mode: string; shiftMs: number; messages: number; earliest?: string; latest?: string };
 }
 
 export interface ReportContext {
@@ -87,6 +92,19 @@ export function runSummary(result: LocalRunResult, input?: TrafficFileAccount): 
     neverSent: result.neverSent,
     inFlight: result.leftInQueues,
     wallMs: result.wallMs,
+    stage: { prefix: result.resources.prefix, reused: result.resources.reused.length },
+    ...(result.captureTimes ? { captureTimes: captureTimesJson(result.captureTimes) } : {}),
+  };
+}
+
+function captureTimesJson(t: CaptureTimes): NonNullable<RunSummary['captureTimes']> {
+  return {
+    mode: t.mode,
+    shiftMs: t.shiftMs,
+    messages: t.messages,
+    ...(t.earliest === undefined || t.latest === undefined
+      ? {}
+      : { earliest: new Date(t.earliest).toISOString(), latest: new Date(t.latest).toISOString() }),
   };
 }
 
@@ -138,10 +156,7 @@ const WIDTH = 120;
  * behind it (what was delivered and how it was settled, duplicates and dead letters grouped by
  * why, the points ledger), each section a function of its own.
  */
-export function renderReport(
-  result: LocalRunResult & { readonly captureTimes?: CaptureTimesReadout },
-  context: ReportContext,
-): string {
+export function renderReport(result: LocalRunResult, context: ReportContext): string {
   const summary = runSummary(result, context.input);
   const labels = labelsOf(context.phases);
   const sections = [
@@ -191,9 +206,15 @@ function runSettings(result: LocalRunResult): string[] {
           `  Seeded ${result.seededOrders} orders as WAIT_PAY first, standing in for the order service that creates them.`,
         ]
       : []),
-    `  Emulator ${result.endpoint}, resources prefixed "${result.resources.prefix}".`,
+    `  Emulator ${result.endpoint}, resources prefixed "${result.resources.prefix}"${reusedNote(result.resources.reused.length)}.`,
   ];
 }
+
+/** A kept stage run into again holds what earlier runs left: the counts below are this run's, the tables everything's. */
+const reusedNote = (reused: number) =>
+  reused > 0
+    ? ` (a kept stage: ${reused} of its tables and queues were there already, with what earlier runs left in them)`
+    : '';
 
 function inputSection(i: TrafficFileAccount): string[] {
   return [

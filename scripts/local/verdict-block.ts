@@ -1,19 +1,7 @@
 import type { GroupInvariantReport, InvariantReport } from '../chaos/invariants.ts';
+import type { CaptureTimes } from './capture-times.ts';
 import { textTable } from './report-text.ts';
 import type { FocusVerdict, InjectedCrash, RunVerdict } from './run-verdict.ts';
-
-/**
- * What a replay of captured traffic did with the capture's store and born times: rebased onto the
- * moment the replay began (`shiftMs` added to every time), or kept as captured. The local run
- * adds it to its result when it replays a file.
- */
-export interface CaptureTimesReadout {
-  readonly mode: string;
-  readonly shiftMs: number;
-  readonly messages: number;
-  readonly earliest?: number;
-  readonly latest?: number;
-}
 
 /** What the verdict also names besides the run's own result. */
 export interface VerdictFacts {
@@ -29,7 +17,7 @@ export interface VerdictFacts {
 export function verdictBlock(
   verdict: RunVerdict,
   facts: VerdictFacts,
-  captureTimes: CaptureTimesReadout | undefined,
+  captureTimes: CaptureTimes | undefined,
 ): string[] {
   const out = [`Verdict: ${headline(verdict.invariants)}`];
   if (verdict.focus) out.push(...focusLines(verdict.focus, facts));
@@ -114,7 +102,7 @@ function injectedLines(injected: readonly InjectedCrash[], invariants: Invariant
 }
 
 /** The replay's one line on the capture's times. */
-export function captureTimesLine(t: CaptureTimesReadout): string {
+export function captureTimesLine(t: CaptureTimes): string {
   if (t.earliest === undefined || t.latest === undefined)
     return 'Capture times: no envelope carries a store or born time.';
   const span = `${new Date(t.earliest).toISOString()} to ${new Date(t.latest).toISOString()}`;

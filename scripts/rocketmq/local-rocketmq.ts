@@ -19,8 +19,8 @@ import { ensureRocketMQJars, ROCKETMQ_LIB_DIR } from './rocketmq-jars.ts';
  */
 export interface LocalTopic {
   readonly name: string;
-  /** `FIFO` topics need a FIFO consumer group to be consumed in order. */
-  readonly type?: 'NORMAL' | 'FIFO';
+  /** `FIFO` topics need a FIFO consumer group to be consumed in order; `DELAY` topics take delay messages. */
+  readonly type?: 'NORMAL' | 'FIFO' | 'DELAY';
   readonly queues?: number;
 }
 

@@ -33,7 +33,18 @@ export const ROCKETMQ_4: RocketMQRelease = {
   requiredJars: [/^rocketmq-namesrv-4\.7\.1\.jar$/, /^rocketmq-broker-4\.7\.1\.jar$/, /^rocketmq-tools-4\.7\.1\.jar$/],
 };
 
-const RELEASES = [ROCKETMQ_5, ROCKETMQ_4];
+/**
+ * The 5.x Java client a producer application uses (`rocketmq-client-java`, one shaded jar), for
+ * tests of what it sends through a 5.5.0 proxy: `scripts/rocketmq/pom-client-java-5.xml`.
+ */
+export const ROCKETMQ_5_JAVA_CLIENT: RocketMQRelease = {
+  version: '5.0.8 (Java client)',
+  pom: `${POM_DIR}pom-client-java-5.xml`,
+  libDir: fileURLToPath(new URL('../../.rocketmq/client-java-5/', import.meta.url)),
+  requiredJars: [/^rocketmq-client-java-5\..*\.jar$/],
+};
+
+const RELEASES = [ROCKETMQ_5, ROCKETMQ_4, ROCKETMQ_5_JAVA_CLIENT];
 
 export class RocketMQJarsMissingError extends Error {
   override readonly name = 'RocketMQJarsMissingError';

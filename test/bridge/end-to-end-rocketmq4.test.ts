@@ -14,7 +14,8 @@ import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
 import { MsgIdGenerator, parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { BridgeChildProcess, bridgeEnv, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';
-import { legacyGroupConsumer } from './support/legacy-group-consumer.ts';
+import { BrokerProbe } from './support/broker-probe.ts';
+import { closeLegacyConsumer, legacyGroupConsumer } from './support/legacy-group-consumer.ts';
 import { sendOrdered } from './support/rocketmq4-producer.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 
@@ -30,6 +31,7 @@ const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server
 
 let rocketMq: LocalRocketMQ4 | undefined;
 let producer: Producer | undefined;
+let probe: BrokerProbe | undefined;
 let sqs: SQSClient;
 const children: BridgeChildProcess[] = [];
 const ids = new MsgIdGenerator('7F000001', 0x4711);
@@ -45,12 +47,14 @@ beforeAll(async () => {
   // Sends fail while the broker is down; the test sees each failure as a rejected send.
   producer.on('error', () => undefined);
   await producer.ready();
+  probe = await BrokerProbe.open(rocketMq.namesrvAddr);
   sqs = createSqs(emulatorConfig(inject('emulatorEndpoint')));
 });
 
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await Promise.all(children.map((c) => c.exited));
+  await probe?.close();
   await producer?.close();
   await rocketMq?.stop();
 });
@@ -120,7 +124,7 @@ describe('RocketMQ 4.7.1 → bridge (remoting protocol) → SQS', () => {
     // The client moves its offset past the message only after logging the send-back; closing at
     // once could commit the older offset and hand the original to the bridge as well.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    await legacy.close();
+    await closeLegacyConsumer(legacy, probe!, rocketMq!.brokerAddr);
     // Then new orders: one with UNIQ_KEY, one without (msgId falls back to the offset id), one the route filters out.
     const so1 = await send('PAID', { orderNo: 'SO-1', userId: 'u1', points: 10 });
     const so2 = await send('PAID', { orderNo: 'SO-2', userId: 'u2', points: 20 }, false);

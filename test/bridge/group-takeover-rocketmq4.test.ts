@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { format } from 'node:util';
-import { Message, type MessageQueue, type Producer } from 'ali-ons';
+import { type Consumer, Message, type MessageQueue, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StartWithoutOffset } from '../../bridge/bridge-config.ts';
 import { GroupWithoutOffsetsError } from '../../bridge/group-takeover.ts';
@@ -10,7 +10,8 @@ import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { BrokerProbe } from './support/broker-probe.ts';
-import { legacyGroupConsumer } from './support/legacy-group-consumer.ts';
+import { sendWithJavaClient } from './support/java-producer.ts';
+import { closeLegacyConsumer, legacyGroupConsumer } from './support/legacy-group-consumer.ts';
 import { until } from './support/master-slave-switchover.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 
@@ -21,6 +22,8 @@ import { orderServiceProducer } from './support/rocketmq4-producer.ts';
  */
 const TOPIC = 'TAKEOVER_TOPIC';
 const OTHER_TOPIC = 'OTHER_TOPIC';
+/** One queue, so that the broker's search by time runs over this file's messages alone. */
+const ONE_QUEUE_TOPIC = 'ONE_QUEUE_TOPIC';
 const QUEUE_IDS = [0, 1, 2, 3];
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 /** ali-ons' offset store, into which a test injects a failed read-back (no broker fails one on demand). */
@@ -38,6 +41,7 @@ beforeAll(async () => {
     topics: [
       { name: TOPIC, queues: QUEUE_IDS.length },
       { name: OTHER_TOPIC, queues: 1 },
+      { name: ONE_QUEUE_TOPIC, queues: 1 },
     ],
   });
   producer = await orderServiceProducer(rocketMq.namesrvAddr);
@@ -50,15 +54,33 @@ afterAll(async () => {
   await rocketMq?.stop();
 });
 
+/** Where each message `send` sent was stored, by msgId. */
+const placed = new Map<string, { queueId: number; queueOffset: number }>();
+
 async function send(topic: string, tag: string, count: number): Promise<string[]> {
   const sent: string[] = [];
   for (let i = 0; i < count; i++) {
     const message = new Message(topic, tag, JSON.stringify({ orderNo: `SO-${randomUUID().slice(0, 8)}` }));
     message.properties.UNIQ_KEY = ids.next();
-    await producer!.send(message);
+    const result = await producer!.send(message);
+    // ali-ons reads the queue id from the response header as text.
+    placed.set(message.properties.UNIQ_KEY, {
+      queueId: Number(result.messageQueue.queueId),
+      queueOffset: result.queueOffset,
+    });
     sent.push(message.properties.UNIQ_KEY);
   }
   return sent;
+}
+
+/** The topic's queue ends once its queues hold every message of `sent` (see BrokerProbe.maxOffsetsHolding). */
+function queueEndsAfter(sent: readonly string[]): Promise<number[]> {
+  return probe!.maxOffsetsHolding(
+    rocketMq!.brokerAddr,
+    TOPIC,
+    QUEUE_IDS,
+    sent.map((id) => placed.get(id)!),
+  );
 }
 
 function routeOptions(group: string) {
@@ -96,12 +118,27 @@ async function drain(source: RemotingRouteConsumer, stop: (all: ReceivedMessage[
   throw new Error(`the route kept receiving: ${all.length} messages`);
 }
 
+/**
+ * Closes a legacy consumer that has sent `count` messages back, once it moved its offsets past them (the client
+ * does so only after logging the send-back), and waits until `%RETRY%<group>` holds them (after their 10 s delay).
+ */
+async function closeWithRetriesStored(legacy: Consumer, count: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  await closeLegacyConsumer(legacy, probe!, rocketMq!.brokerAddr);
+  const retryTopic = `%RETRY%${legacy.consumerGroup}`;
+  await until(
+    `${count} retries stored in the retry topic`,
+    async () => ((await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]))[0]! >= count ? true : undefined),
+    40_000,
+  );
+}
+
 describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
   it('refuses a group without a committed offset on some queue, naming the group and the queues; once the group has them, starts at them', async () => {
     // Prepare: the legacy consumers consumed what was sent so far, and committed on queues 0 and 1 only
     const group = `legacy-points-${randomUUID().slice(0, 6)}`;
     const before = await send(TOPIC, 'PAID', 8);
-    const consumedUpTo = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    const consumedUpTo = await queueEndsAfter(before);
     await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, consumedUpTo.slice(0, 2));
 
     // Act
@@ -151,7 +188,7 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     const atStart = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
     await probe!.commitOffsets(rocketMq!.brokerAddr, group, TOPIC, atStart.slice(0, 1));
     const before = await send(TOPIC, 'PAID', 12);
-    const atInstant = await probe!.maxOffsets(rocketMq!.brokerAddr, TOPIC, QUEUE_IDS);
+    const atInstant = await queueEndsAfter(before);
     // Store times are in milliseconds; the pauses keep the instant clear of both sends.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     const instant = new Date().toISOString();
@@ -186,6 +223,46 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
       `taking over ${group} on ${TOPIC}: queues without an offset start at ${instant}: ${startedAt.join(', ')}`,
     );
     expect(committedAtStart.every((offset) => offset! >= atInstant[3]!)).toBe(true);
+  }, 120_000);
+
+  it('starts a queue taken over at a timestamp at the first of several messages stored in that millisecond, never later', async () => {
+    // Prepare: one message, then five in one batch (one store timestamp), then one more, a second apart
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 1_100));
+    const one = (tag: string) => ({ topic: ONE_QUEUE_TOPIC, tags: tag, keys: tag, body: Buffer.from(tag) });
+    const [earlier] = await sendWithJavaClient(rocketMq!.namesrvAddr, [one('EARLIER')]);
+    await pause();
+    const batch = await sendWithJavaClient(
+      rocketMq!.namesrvAddr,
+      ['B1', 'B2', 'B3', 'B4', 'B5'].map((tag) => ({ ...one(tag), batch: 'same-ms' })),
+    );
+    await pause();
+    const [later] = await sendWithJavaClient(rocketMq!.namesrvAddr, [one('LATER')]);
+    const reader = new RemotingRouteConsumer({
+      ...routeOptions(`same-ms-reader-${randomUUID().slice(0, 6)}`),
+      topic: ONE_QUEUE_TOPIC,
+      takeOver: { startWithoutOffset: 'first' },
+    });
+    await reader.start();
+    const stored = await drain(reader);
+    await reader.stop();
+    const batchStoredAt = new Set(stored.filter((m) => m.tag?.startsWith('B')).map((m) => m.storeTimestamp));
+    expect(stored).toHaveLength(7);
+    expect(batchStoredAt.size).toBe(1);
+    const [instant] = [...batchStoredAt] as number[];
+
+    // Act: a group without an offset taken over at the batch's millisecond
+    const source = new RemotingRouteConsumer({
+      ...routeOptions(`legacy-same-ms-${randomUUID().slice(0, 6)}`),
+      topic: ONE_QUEUE_TOPIC,
+      takeOver: { startWithoutOffset: { timestamp: new Date(instant!).toISOString() } },
+    });
+    await source.start();
+    const received = await drain(source);
+    await source.stop();
+
+    // Assess: the whole batch and what came after; of what came before, at most the one message nearest the instant
+    const ids = received.map((m) => m.msgId);
+    expect(ids.filter((id) => id !== earlier!.msgId)).toEqual([...batch, later!].map((m) => m.msgId));
   }, 120_000);
 
   it('leaves a queue whose offset could not be read for the next rebalance instead of starting it at its end', async () => {
@@ -236,6 +313,39 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     }
   }, 120_000);
 
+  it('forwards a taken-over %RETRY% message of a tag the route does not subscribe to, as RocketMQ hands a group its retries', async () => {
+    // Prepare: the legacy consumer subscribed every tag and failed a CANCELLED order; the route forwards PAID only
+    const group = `legacy-narrowed-${randomUUID().slice(0, 6)}`;
+    const [cancelled] = await send(TOPIC, 'CANCELLED', 1);
+    const sentBack = Promise.withResolvers<void>();
+    const legacy = legacyGroupConsumer(rocketMq!.namesrvAddr, group, () => sentBack.resolve());
+    legacy.subscribe(TOPIC, '*', async (msg: Message) => {
+      if (msg.properties.UNIQ_KEY === cancelled) throw new Error('the legacy consumer fails this order');
+    });
+    await sentBack.promise;
+    await closeWithRetriesStored(legacy, 1);
+
+    // Act
+    const warnings: string[] = [];
+    const source = new RemotingRouteConsumer({
+      ...routeOptions(group),
+      tagExpression: 'PAID',
+      logger: { ...SILENT, warn: (...args: unknown[]) => warnings.push(format(...args)) },
+    });
+    await source.start();
+    const received = await drain(source, (all) => all.some((m) => m.msgId === cancelled));
+    await source.stop();
+
+    // Assess: forwarded with the legacy consumer's count and its own tag, for the consumer to classify; and said
+    expect(received.filter((m) => m.msgId === cancelled)).toEqual([
+      // The broker held the send-back on level 3 + reconsumeTimes (10 s), the level it delivers it with.
+      expect.objectContaining({ topic: TOPIC, tag: 'CANCELLED', reconsumeTimes: 1, delayTimeLevel: 3 }),
+    ]);
+    expect(warnings.join('\n')).toContain(
+      `%RETRY%${group} holds message ${cancelled} of tag "CANCELLED", which the route's tag expression PAID does not match: forwarded`,
+    );
+  }, 120_000);
+
   it('forwards a taken-over %RETRY% message with its reconsumeTimes and original topic, and keeps a retry of another topic unconsumed with an error', async () => {
     // Prepare: the legacy consumer subscribed two topics and failed one message of each: both went back to %RETRY%<group>
     const group = `legacy-multi-${randomUUID().slice(0, 6)}`;
@@ -249,15 +359,8 @@ describe('RocketMQ 4.7.1: a route taking over a consumer group', () => {
     const [own] = await send(TOPIC, 'FAIL', 1);
     const [foreign] = await send(OTHER_TOPIC, 'FAIL', 1);
     await until('the legacy consumer sent both back', async () => (sentBack >= 2 ? true : undefined), 30_000);
-    // The client moves its offsets past the originals only after logging the send-back.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    await legacy.close();
+    await closeWithRetriesStored(legacy, 2);
     const retryTopic = `%RETRY%${group}`;
-    await until(
-      'both retries stored in the retry topic (after the 10 s delay)',
-      async () => ((await probe!.maxOffsets(rocketMq!.brokerAddr, retryTopic, [0]))[0]! >= 2 ? true : undefined),
-      40_000,
-    );
 
     // Act: the bridge's route of TOPIC takes the group over
     const errors: string[] = [];

@@ -55,6 +55,41 @@ async function receiveAll(queueUrl: string) {
   }
 }
 
+/** Runs a bridge on TOPIC with a group of its own until `count` messages landed in a new queue; returns them. */
+async function forwardThroughBridge(count: number) {
+  const name = `java4-${randomUUID().slice(0, 8)}`;
+  const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
+  const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
+  const bridge = new Bridge(
+    parseBridgeConfig({
+      protocol: 'rocketmq4',
+      nameServer: rocketMq!.namesrvAddr,
+      clusterName: rocketMq!.clusterName,
+      sslEnabled: false,
+      health: { host: '127.0.0.1', port: 0 },
+      routes: [
+        {
+          group: `java-${name}`,
+          topic: TOPIC,
+          target: { kind: 'sqs', queueUrl },
+          dlqUrl,
+          takeOver: { startWithoutOffset: 'first' },
+        },
+      ],
+    }),
+    { sqs, logger: new Logger({ serviceName: 'bridge-test', logLevel: 'ERROR' }) },
+  );
+  await bridge.start();
+  const landed: Awaited<ReturnType<typeof receiveAll>> = [];
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && landed.length < count) {
+    landed.push(...(await receiveAll(queueUrl)));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  await bridge.stop();
+  return landed;
+}
+
 describe('RocketMQ 4.7.1 Java producer → broker → bridge → SQS', () => {
   it('keeps a leading byte-order mark byte for byte and every property the application set', async () => {
     // Prepare
@@ -71,30 +106,9 @@ describe('RocketMQ 4.7.1 Java producer → broker → bridge → SQS', () => {
       { topic: TOPIC, tags: 'PAID', keys: 'SO-J3', body: Buffer.from([...BOM, 0xff, 0x00, 0x41]) },
     ];
     const sent = await sendWithJavaClient(rocketMq!.namesrvAddr, messages);
-    const name = `java4-${randomUUID().slice(0, 8)}`;
-    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
-    const dlqUrl = (await sqs.send(new CreateQueueCommand({ QueueName: `${name}-dlq` }))).QueueUrl!;
-    const bridge = new Bridge(
-      parseBridgeConfig({
-        protocol: 'rocketmq4',
-        nameServer: rocketMq!.namesrvAddr,
-        clusterName: rocketMq!.clusterName,
-        sslEnabled: false,
-        health: { host: '127.0.0.1', port: 0 },
-        routes: [{ group: `java-${name}`, topic: TOPIC, target: { kind: 'sqs', queueUrl }, dlqUrl }],
-      }),
-      { sqs, logger: new Logger({ serviceName: 'bridge-test', logLevel: 'ERROR' }) },
-    );
 
     // Act
-    await bridge.start();
-    const landed: Awaited<ReturnType<typeof receiveAll>> = [];
-    const deadline = Date.now() + 60_000;
-    while (Date.now() < deadline && landed.length < sent.length) {
-      landed.push(...(await receiveAll(queueUrl)));
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    await bridge.stop();
+    const landed = await forwardThroughBridge(sent.length);
 
     // Assess: the client's ids, and each body exactly as the producer's bytes.
     const byId = new Map(landed.map((l) => [l.msgId, l]));
@@ -114,10 +128,29 @@ describe('RocketMQ 4.7.1 Java producer → broker → bridge → SQS', () => {
       __SHARDINGKEY: 'SO-J2',
     });
     expect(withProperties).toMatchObject({
+      // A timed message's time, as the producer set it in __STARTDELIVERTIME.
+      deliveryTimestamp: 1767225600000,
       keys: ['SO-J2', 'u-2'],
       offsetMsgId: sent[1]!.offsetMsgId,
       queueId: sent[1]!.queueId,
       queueOffset: sent[1]!.queueOffset,
     });
+  }, 120_000);
+
+  it("carries a delayed message's delay level, and forwards it once the broker released it", async () => {
+    // Prepare: delay level 2, which the broker's default messageDelayLevel makes 5 s
+    const [delayed] = await sendWithJavaClient(rocketMq!.namesrvAddr, [
+      { topic: TOPIC, tags: 'PAID', keys: 'SO-D4', body: Buffer.from('{"orderNo":"SO-D4"}'), delayTimeLevel: 2 },
+    ]);
+
+    // Act: a group reading the topic from its first message
+    const landed = await forwardThroughBridge(4);
+
+    // Assess
+    const envelope = parseEnvelope(landed.find((l) => l.msgId === delayed!.msgId)!.raw);
+    expect(envelope.delayTimeLevel).toBe(2);
+    expect(envelope.storeTimestamp! - envelope.bornTimestamp!).toBeGreaterThanOrEqual(4_500);
+    expect(envelope).not.toHaveProperty('deliveryTimestamp');
+    expect(parseEnvelope(landed.find((l) => l.msgId !== delayed!.msgId)!.raw)).not.toHaveProperty('delayTimeLevel');
   }, 120_000);
 });

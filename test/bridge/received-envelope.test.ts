@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
-import { parseEnvelope } from '../../lib/rocketmq/index.ts';
+import { delayOf } from '../../bridge/remoting-route-consumer.ts';
+import { parseEnvelope, signatureRefusal, signEnvelope } from '../../lib/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 describe('envelope writer', () => {
@@ -71,6 +72,60 @@ describe('envelope writer', () => {
     expect(envelope.data.systemProperties).toEqual({ UNIQ_KEY: envelope.id, __SHARDINGKEY: 'user-7' });
     expect(envelope.data).not.toHaveProperty('tags');
     expect(parseEnvelope(serializeEnvelope(envelope)).tags).toBeUndefined();
+  });
+});
+
+describe('a delayed message', () => {
+  const key = new Uint8Array(32).fill(7);
+
+  it('carries its delivery timestamp and delay level into the envelope, and the parser keeps both', () => {
+    // Prepare: a 5.x delay message, and a 4.x message held back on delay level 3
+    const v5 = receivedMessage({ deliveryTimestamp: 1767225600000 });
+    const v4 = receivedMessage({ msgId: '7F00000120A318B4AAC2000012340001', delayTimeLevel: 3 });
+
+    // Act
+    const fromV5 = parseEnvelope(serializeEnvelope(envelopeOf(v5, 'prod-5')));
+    const fromV4 = parseEnvelope(serializeEnvelope(envelopeOf(v4, 'prod-4')));
+    const atOnce = envelopeOf(receivedMessage(), 'prod-5');
+
+    // Assess
+    expect(fromV5.deliveryTimestamp).toBe(1767225600000);
+    expect(fromV4.delayTimeLevel).toBe(3);
+    expect(fromV4).not.toHaveProperty('deliveryTimestamp');
+    expect(atOnce.data).not.toHaveProperty('deliveryTimestamp');
+    expect(atOnce.data).not.toHaveProperty('delayTimeLevel');
+  });
+
+  it('is covered by the signature: an envelope whose delivery timestamp or delay level was changed is refused', () => {
+    // Prepare
+    const signed = signEnvelope(
+      envelopeOf(receivedMessage({ deliveryTimestamp: 1767225600000, delayTimeLevel: 3 }), 'prod'),
+      key,
+    );
+    const later = { ...signed, data: { ...signed.data, deliveryTimestamp: 1767225600001 } };
+    const lower = { ...signed, data: { ...signed.data, delayTimeLevel: 2 } };
+    const dropped = { ...signed, data: { ...signed.data, deliveryTimestamp: undefined } };
+
+    // Act
+    const refusals = [signed, later, lower, dropped].map((e) => signatureRefusal(serializeEnvelope(e), [key]));
+
+    // Assess
+    expect(refusals).toEqual([
+      undefined,
+      "the envelope's signature matches none of the signing keys",
+      "the envelope's signature matches none of the signing keys",
+      "the envelope's signature matches none of the signing keys",
+    ]);
+  });
+
+  it("reads a 4.x message's DELAY level and __STARTDELIVERTIME, and leaves out values that are not whole numbers", () => {
+    expect(delayOf({ DELAY: '2', __STARTDELIVERTIME: '1767225600000' })).toEqual({
+      delayTimeLevel: 2,
+      deliveryTimestamp: 1767225600000,
+    });
+    expect(delayOf({ DELAY: '0', __STARTDELIVERTIME: 'tomorrow' })).toEqual({});
+    expect(delayOf({ DELAY: '-1', __STARTDELIVERTIME: '1.5e12' })).toEqual({});
+    expect(delayOf({ TAGS: 'PAID' })).toEqual({});
   });
 });
 

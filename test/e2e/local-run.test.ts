@@ -1,12 +1,11 @@
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { KeptRun, runCommand } from './spawned-commands.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const POINTS = 'point-consumer-group';
 
 interface Summary {
@@ -33,55 +32,23 @@ interface Summary {
   bridge: { enqueued: number; redelivered: number; unrouted: number; rejected: number };
   input?: { lines: number; envelopes: number; badLines: number; blankLines: number };
   deadLetterQueue: number;
+  stage: { prefix: string; reused: number };
+  captureTimes?: { mode: string; shiftMs: number; messages: number; earliest?: string; latest?: string };
   completed: boolean;
   neverSent: number;
   inFlight: number;
 }
 
 /** Runs the command itself, as a person would: `npx tsx scripts/local-run.ts …`. */
-function localRun(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'npx',
-      ['tsx', 'scripts/local-run.ts', ...args],
-      { cwd: ROOT, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FORCE_COLOR: '0' } },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
+const localRun = (args: string[]) => runCommand('npx', ['tsx', 'scripts/local-run.ts', ...args]);
 
-/** The AWS CLI on this machine when it is version 1 (it reads AWS_DEFAULT_REGION, not AWS_REGION). */
+/** The AWS CLI on this machine when it is version 1 (it reads AWS_DEFAULT_REGION, not AWS_REGION, and no AWS_ENDPOINT_URL). */
 function awsCliV1(): boolean {
   try {
     return execFileSync('aws', ['--version'], { encoding: 'utf8', stdio: 'pipe' }).startsWith('aws-cli/1.');
   } catch {
     return false;
   }
-}
-
-/** `--keep`: runs until the emulator is kept, hands over what it printed on stderr, then stops it with Ctrl-C. */
-async function keptRun(args: string[], use: (stderr: string) => Promise<void>): Promise<number | null> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/local-run.ts', ...args, '--keep'], {
-    cwd: ROOT,
-    env: { ...process.env, FORCE_COLOR: '0' },
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-  let stderr = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (/DLQ: \S+\n/.test(stderr)) resolve();
-    });
-    void exited.then(() => reject(new Error(`the run ended before keeping the emulator: ${stderr}`)));
-  });
-  try {
-    await use(stderr);
-  } finally {
-    child.kill('SIGINT');
-  }
-  return exited;
 }
 
 function lastJsonLine(stdout: string): Summary {
@@ -157,6 +124,37 @@ function trafficFile() {
       blankLines: 1,
     },
   };
+}
+
+const JULY_5_2020 = Date.UTC(2020, 6, 5, 14, 22, 31, 117);
+
+/**
+ * Paid orders as a capture of a production queue holds them: stored at `storedFrom` and after,
+ * each carrying the production bridge's signature (which the local bridge's key does not verify).
+ */
+function captureFile(storedFrom: number) {
+  const ids = new MsgIdGenerator('0A000003', 0x0303);
+  const awarded: Record<string, number> = {};
+  const lines = Array.from({ length: 30 }, (_, i) => {
+    const stored = storedFrom + i * 137;
+    const order = { orderNo: `SO20200705142231${String(i).padStart(4, '0')}`, userId: `u${i % 4}`, points: 5 + i };
+    awarded[order.userId] = (awarded[order.userId] ?? 0) + order.points;
+    const envelope = JSON.parse(
+      writeEnvelope({
+        topic: 'ORDER_TOPIC',
+        msgId: ids.next(stored),
+        tags: 'PAID',
+        keys: [order.orderNo],
+        body: JSON.stringify(order),
+        bornTimestamp: stored - 4,
+        storeTimestamp: stored,
+      }),
+    );
+    return JSON.stringify({ ...envelope, signature: 'hmac-sha256:cHJvZHVjdGlvbiBrZXk' });
+  });
+  const path = join(mkdtempSync(join(tmpdir(), 'capture-')), 'capture.jsonl');
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return { path, awarded };
 }
 
 // Concurrent: each test is a separate command on its own resources, and mostly waits
@@ -387,50 +385,92 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(run.stdout).toContain('Points: balance equals ledger for every user (9): HOLDS.');
   });
 
-  it('--keep prints an AWS CLI set-up that works with the CLI v1 too (AWS_DEFAULT_REGION)', {
-    timeout: 180_000,
+  it("replays a capture stored in 2020 as traffic arriving now: it awards what the same capture with today's times awards", {
+    timeout: 240_000,
   }, async () => {
-    // Prepare
-    const file = trafficFile();
+    // Prepare: the same orders, captured in 2020 and a minute ago
+    const old = captureFile(JULY_5_2020);
+    const recent = captureFile(Date.now() - 60_000);
+    const replay = (path: string) =>
+      localRun(['--events', path, '--json', '--visibility-timeout', '30', '--endpoint', inject('emulatorEndpoint')]);
 
     // Act
-    const code = await keptRun(
-      [
-        '--events',
-        file.path,
-        '--json',
-        '--groups',
-        POINTS,
-        '--no-function-logs',
-        '--endpoint',
-        inject('emulatorEndpoint'),
-      ],
-      async (stderr) => {
-        // Assess: the environment it prints names the region both ways
-        const exported = stderr.split('\n').find((l) => l.trim().startsWith('export AWS_ENDPOINT_URL='))!;
-        const env = Object.fromEntries(
-          exported
-            .trim()
-            .slice('export '.length)
-            .split(' ')
-            .map((kv) => kv.split('=') as [string, string]),
-        );
-        expect(env).toMatchObject({ AWS_REGION: 'us-east-1', AWS_DEFAULT_REGION: 'us-east-1' });
-        if (!awsCliV1()) return;
-        // and the printed command, run by the CLI v1 with that environment alone, finds the run's queues.
-        const command = stderr.split('\n').find((l) => / aws --endpoint-url \S+ sqs list-queues /.test(l))!;
-        const [, ...argv] = command.trim().split(' ');
-        const listed = execFileSync('aws', argv, {
-          encoding: 'utf8',
-          env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-        });
-        expect(listed).toContain(`${argv.at(-1)}-${POINTS}`);
-      },
-    );
-    expect(code).toBe(0);
+    const [then, now] = await Promise.all([replay(old.path), replay(recent.path)]);
+
+    // Assess: before, every copy of the 2020 capture was dead-lettered as PAST_REDRIVE_HORIZON
+    expect(then.code, then.stderr).toBe(0);
+    expect(now.code, now.stderr).toBe(0);
+    const [a, b] = [lastJsonLine(then.stdout), lastJsonLine(now.stdout)];
+    expect(a.awarded).toEqual(old.awarded);
+    expect(b.awarded).toEqual(old.awarded);
+    expect(a.balances).toEqual(old.awarded);
+    for (const group of Object.keys(b.groups)) expect(a.groups[group], group).toEqual(b.groups[group]);
+    expect(a).toMatchObject({ deadLettered: 0, deadLetterQueue: 0, completed: true });
+    expect(a.captureTimes).toMatchObject({
+      mode: 'rebased',
+      messages: 30,
+      earliest: new Date(JULY_5_2020 - 4).toISOString(),
+      latest: new Date(JULY_5_2020 + 29 * 137).toISOString(),
+    });
+    expect(a.captureTimes!.shiftMs).toBeGreaterThan(Date.now() - JULY_5_2020 - 600_000);
   });
 
-  it('exits non-zero when it cannot run: a missing file, a bad argument', async () => {
+  it("with --original-times keeps a capture's times, so every copy past its group's redrive horizon is dead-lettered", {
+    timeout: 240_000,
+  }, async () => {
+    // Prepare
+    const old = captureFile(JULY_5_2020);
+    const endpoint = inject('emulatorEndpoint');
+
+    // Act
+    const run = await localRun(['--events', old.path, '--original-times', '--json', '--endpoint', endpoint]);
+    const s = lastJsonLine(run.stdout);
+    const letters = await runCommand('npx', [
+      ...['tsx', 'scripts/ops.ts', 'dlq', 'list', '--json', '--group', POINTS],
+      ...['--endpoint', endpoint, '--prefix', s.stage.prefix],
+    ]);
+
+    // Assess
+    expect(run.code, run.stderr).toBe(0);
+    expect(s.captureTimes).toMatchObject({ mode: 'as-captured', shiftMs: 0 });
+    expect(s.awarded).toEqual({});
+    for (const group of [POINTS, 'coupon-consumer-group'])
+      expect(s.groups[group], group).toMatchObject({ delivered: 30, processed: 0, deadLettered: 30 });
+    // A state transition keeps no dedup record that could expire: the status group has no horizon.
+    expect(s.groups['order-status-consumer-group']).toMatchObject({ processed: 30, deadLettered: 0 });
+    const codes = (JSON.parse(letters.stdout) as { messages: Array<{ failure?: { code: string } }> }).messages.map(
+      (m) => m.failure?.code,
+    );
+    expect(codes).toEqual(Array(30).fill('PAST_REDRIVE_HORIZON'));
+  });
+
+  it('--keep prints an AWS CLI set-up that works with the CLI v1 too (AWS_DEFAULT_REGION, --endpoint-url)', {
+    timeout: 180_000,
+  }, async () => {
+    // Act
+    const kept = new KeptRun(['--keep', '--no-traffic', '--groups', POINTS]);
+    try {
+      const env = await kept.exported();
+
+      // Assess: the environment it prints names the region both ways
+      expect(env).toMatchObject({ AWS_REGION: 'us-east-1', AWS_DEFAULT_REGION: 'us-east-1' });
+      const [command] = await kept.waitFor(/aws --endpoint-url \S+ sqs list-queues --queue-name-prefix \S+/);
+      if (!awsCliV1()) return;
+      // and the printed command, run by the CLI v1 with that environment alone, finds the stage's queues.
+      const [, ...argv] = command.split(' ');
+      const listed = execFileSync('aws', argv, {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      });
+      expect(listed).toContain(`${argv.at(-1)}-${POINTS}`);
+    } finally {
+      kept.interrupt('group');
+      await kept.exit();
+      kept.kill();
+    }
+  });
+
+  it('exits non-zero when it cannot run: a missing file, a bad argument', { timeout: 120_000 }, async () => {
     // Act
     const missing = await localRun(['--events', '/nonexistent/traffic.jsonl', '--json']);
     const bad = await localRun(['--consumers', 'many']);

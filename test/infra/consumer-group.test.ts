@@ -5,8 +5,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
-import { ConsumerTables } from '../../infra/tables.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { stageStores } from '../support/stage-stores.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 
@@ -18,7 +18,7 @@ function synthGroup(filterAtEventSource: boolean | undefined, definition: Consum
   new RocketMQConsumerGroup(stack, 'Points', {
     definition,
     prefix: 'unit',
-    tables: new ConsumerTables(stack, 'Tables', { prefix: 'unit' }),
+    ...stageStores(stack),
     alarmTopic: new sns.Topic(stack, 'Alarms'),
     runbookUrl: 'https://example.com/runbook.md',
     eventBus: new events.EventBus(stack, 'Bus'),

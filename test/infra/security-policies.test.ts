@@ -1,10 +1,4 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import {
   CONSUMER_GROUPS,
   deadLetterQueueName,
@@ -13,14 +7,33 @@ import {
   signingKeySecretName,
 } from '../../lib/config/index.ts';
 import { denyingStatements, type PolicyRequest, type PolicyStatement } from '../support/resource-policy.ts';
+import {
+  asRole,
+  BRIDGED_ACCOUNT,
+  BASE_SETTINGS as base,
+  bridgeRole,
+  cloudFormationRole,
+  consumerRoles,
+  EXTERNAL_BRIDGE,
+  eachStageOf,
+  logicalIdOf,
+  notifierRole,
+  OPERATOR_SESSION_ROLE,
+  OPERATORS,
+  only,
+  resolver,
+  type Stage,
+  secretPolicies,
+  synthApp as synth,
+  synthStages,
+} from '../support/stage-policies.ts';
 
 /**
  * Issue #25's policies, judged on the synthesized templates of the committed stages (cdk.json's
- * test and prod, no bridge) and of a stage with the bridge, external senders and operators. The
- * emulator enforces no resource policy, so each statement is evaluated by IAM's documented rules
- * (test/support/resource-policy.ts).
+ * test and prod, no bridge) and of a stage with the bridge, external senders and operators
+ * (test/support/stage-policies.ts). The emulator enforces no resource policy, so each statement is
+ * evaluated by IAM's documented rules (test/support/resource-policy.ts).
  */
-const base = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8')).context.rocketmq;
 const BRIDGE = {
   enabled: true,
   endpoints: 'proxy1.mq.internal:8081',
@@ -28,159 +41,19 @@ const BRIDGE = {
   subnets: [{ id: 'subnet-0a1b2c3d4e5f60711', availabilityZone: 'ap-northeast-1a' }],
 };
 
-interface Stage {
-  readonly name: string;
-  readonly template: Template;
-  readonly account: string;
-  readonly region: string;
-  readonly prefix: string;
-  readonly senders: readonly string[];
-  readonly operators: readonly string[];
-}
-
-function synth(overrides: Record<string, unknown> = {}) {
-  const context = {
-    rocketmq: { ...base, stages: { ...base.stages, test: { ...base.stages.test, ...overrides } } },
-  };
-  return buildApp(new App({ context })).pipeline;
-}
-
 const stages: Stage[] = [];
-const BRIDGED_ACCOUNT = base.stages.test.account as string;
-const EXTERNAL_BRIDGE = `arn:aws:iam::${BRIDGED_ACCOUNT}:role/rmq-test-bridge-elsewhere`;
-const OPERATORS = `arn:aws:iam::${BRIDGED_ACCOUNT}:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_RmqOperator_*`;
-const OPERATOR_SESSION_ROLE = `arn:aws:iam::${BRIDGED_ACCOUNT}:role/aws-reserved/sso.amazonaws.com/ap-northeast-1/AWSReservedSSO_RmqOperator_0a1b2c3d`;
 
 beforeAll(() => {
-  const committed = synth();
-  for (const [name, stage] of [
-    ['test', committed.test],
-    ['prod', committed.prod],
-  ] as const) {
-    const settings = base.stages[name];
-    stages.push({
-      name: `committed ${name}`,
-      template: Template.fromStack(stage.consumers),
-      account: settings.account,
-      region: settings.region,
-      prefix: settings.prefix,
-      senders: [],
-      operators: [],
-    });
-  }
-  const bridged = synth({ bridge: BRIDGE, senderRoleArns: [EXTERNAL_BRIDGE], operatorRoleArns: [OPERATORS] });
-  stages.push({
-    name: 'test with the bridge',
-    template: Template.fromStack(bridged.test.consumers),
-    account: BRIDGED_ACCOUNT,
-    region: base.stages.test.region,
-    prefix: base.stages.test.prefix,
-    senders: [EXTERNAL_BRIDGE],
-    operators: [OPERATORS],
-  });
+  stages.push(...synthStages());
 }, 600_000);
 
-/** Template values as a request names them: resources and roles as `arn:test:<logical id>`, pseudo parameters as deployed. */
-function resolver(stage: Stage) {
-  const resolve = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(resolve);
-    if (typeof value !== 'object' || value === null) return value;
-    const record = value as Record<string, unknown>;
-    if ('Fn::GetAtt' in record) return `arn:test:${(record['Fn::GetAtt'] as string[])[0]}`;
-    if ('Ref' in record) {
-      const pseudo: Record<string, string> = {
-        'AWS::Partition': 'aws',
-        'AWS::AccountId': stage.account,
-        'AWS::Region': stage.region,
-      };
-      return pseudo[record.Ref as string] ?? `arn:test:${record.Ref as string}`;
-    }
-    if ('Fn::Join' in record) {
-      const [separator, parts] = record['Fn::Join'] as [string, unknown[]];
-      return parts.map((p) => String(resolve(p))).join(separator);
-    }
-    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, resolve(v)]));
-  };
-  return resolve;
-}
-
-const only = <T>(values: T[], what: string): T => {
-  expect(values, what).toHaveLength(1);
-  return values[0]!;
-};
-
-function logicalIdOf(stage: Stage, type: string, props: Record<string, unknown>): string {
-  return only(
-    Object.keys(stage.template.findResources(type, { Properties: props })),
-    `${type} ${JSON.stringify(props)}`,
-  );
-}
-
-/** A request by an IAM role of the stage's account (or a role ARN given in full). */
-function asRole(stage: Stage, role: string, action: string, resource = '*', extra: Record<string, string> = {}) {
-  const arn = role.startsWith('arn:') ? role : `arn:aws:iam::${stage.account}:role/${role}`;
-  return {
-    principal: arn,
-    action,
-    resource,
-    context: { 'aws:PrincipalArn': arn, 'aws:PrincipalIsAWSService': 'false', ...extra },
-  } satisfies PolicyRequest;
-}
-
-function consumerRoles(stage: Stage): Record<string, string> {
-  const functions = stage.template.findResources('AWS::Lambda::Function');
-  return Object.fromEntries(
-    Object.values(functions)
-      .filter((f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP)
-      .map((f) => [
-        f.Properties.Environment.Variables.CONSUMER_GROUP,
-        `arn:test:${f.Properties.Role['Fn::GetAtt'][0]}`,
-      ]),
-  );
-}
-
-function bridgeRole(stage: Stage): string | undefined {
-  const [task] = Object.values(stage.template.findResources('AWS::ECS::TaskDefinition'));
-  return task ? `arn:test:${task.Properties.TaskRoleArn['Fn::GetAtt'][0]}` : undefined;
-}
-
-function cloudFormationRole(stage: Stage): string {
-  return `arn:aws:iam::${stage.account}:role/cdk-hnb659fds-cfn-exec-role-${stage.account}-${stage.region}`;
-}
-
-/** The secret's resource policy and its key's policy, resolved. */
-function secretPolicies(stage: Stage, secretName: string) {
-  const resolve = resolver(stage);
-  const secretId = logicalIdOf(stage, 'AWS::SecretsManager::Secret', { Name: secretName });
-  const secret = stage.template.findResources('AWS::SecretsManager::Secret')[secretId]!;
-  const keyId = secret.Properties.KmsKeyId['Fn::GetAtt'][0] as string;
-  const policy = only(
-    Object.values(
-      stage.template.findResources('AWS::SecretsManager::ResourcePolicy', {
-        Properties: { SecretId: { Ref: secretId } },
-      }),
-    ),
-    `resource policy of ${secretName}`,
-  );
-  const key = stage.template.findResources('AWS::KMS::Key')[keyId]!;
-  return {
-    secret,
-    key,
-    secretStatements: resolve(policy.Properties.ResourcePolicy.Statement) as PolicyStatement[],
-    keyStatements: resolve(key.Properties.KeyPolicy.Statement) as PolicyStatement[],
-  };
-}
-
-const eachStage = (title: string, body: (stage: Stage) => void) =>
-  it.each([0, 1, 2])(`${title} (stage %#: committed test, committed prod, test with the bridge)`, (i) =>
-    body(stages[i]!),
-  );
+const eachStage = eachStageOf(stages);
 
 describe('item 1: the envelope signing key in every deployed stage, and nothing invokes a consumer around it', () => {
   eachStage('has the retained key, under its own KMS key, named in every consumer function', (stage) => {
     const secretId = logicalIdOf(stage, 'AWS::SecretsManager::Secret', { Name: signingKeySecretName(stage.prefix) });
     const secret = stage.template.findResources('AWS::SecretsManager::Secret')[secretId]!;
-    expect(secret.DeletionPolicy).toBe('Retain');
+    expect(secret?.DeletionPolicy).toBe('Retain');
     expect(secret.UpdateReplacePolicy).toBe('Retain');
     expect(secret.Properties.GenerateSecretString).toMatchObject({ PasswordLength: 64, ExcludePunctuation: true });
     const key = stage.template.findResources('AWS::KMS::Key')[secret.Properties.KmsKeyId['Fn::GetAtt'][0]]!;
@@ -289,7 +162,7 @@ describe('item 2: each secret is readable by its readers alone, under a key with
     const secretName = base.stages[stage.name.endsWith('prod') ? 'prod' : 'test'].services['coupon-service'].auth
       .secretName as string;
     const { secret, secretStatements, keyStatements } = secretPolicies(stage, secretName);
-    expect(secret.DeletionPolicy).toBe('Retain');
+    expect(secret?.DeletionPolicy).toBe('Retain');
     const roles = consumerRoles(stage);
     const via = { 'kms:ViaService': `secretsmanager.${stage.region}.amazonaws.com` };
     expect(
@@ -311,18 +184,9 @@ describe('item 2: each secret is readable by its readers alone, under a key with
 
   eachStage('the DingTalk robot: the notifier (and the operators) alone read it, under its own key', (stage) => {
     const { secretStatements } = secretPolicies(stage, `${stage.prefix}/dingtalk-robot`);
-    const notifier = only(
-      Object.values(
-        stage.template.findResources('AWS::Lambda::Function', {
-          Properties: { FunctionName: `${stage.prefix}-alarm-notifier` },
-        }),
-      ),
-      'notifier',
-    );
-    const notifierRole = `arn:test:${notifier.Properties.Role['Fn::GetAtt'][0]}`;
-    expect(denyingStatements(secretStatements, asRole(stage, notifierRole, 'secretsmanager:GetSecretValue'))).toEqual(
-      [],
-    );
+    expect(
+      denyingStatements(secretStatements, asRole(stage, notifierRole(stage), 'secretsmanager:GetSecretValue')),
+    ).toEqual([]);
     for (const other of [Object.values(consumerRoles(stage))[0]!, 'PowerUserAccess'])
       expect(denyingStatements(secretStatements, asRole(stage, other, 'secretsmanager:GetSecretValue'))).toEqual([
         'OnlyItsReadersReadIt',

@@ -95,10 +95,11 @@ describe('only the bridge (and the roles a stage lists) can put a message where 
           `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/ap-northeast-1/AWSReservedSSO_RedriveOperator_0123abcd`,
         ),
       ).toEqual([]);
-      // Receiving (the event source, ops) is not what the policy restricts.
+      // A sender is not a receiver: receiving is the group's own consumer's and the operators' alone
+      // (test/infra/store-policies.test.ts holds who may).
       expect(
         denyingStatements(statements, role(`arn:aws:iam::${ACCOUNT}:role/Admin`, 'sqs:ReceiveMessage', queueArn)),
-      ).toEqual([]);
+      ).toEqual(['OnlyItsConsumersReceive']);
 
       const rules = Object.keys(
         template.findResources('AWS::Events::Rule', {
@@ -132,8 +133,9 @@ describe('only the bridge (and the roles a stage lists) can put a message where 
     const policies = Object.values(
       template.findResources('AWS::Events::EventBusPolicy', { Properties: { EventBusName: { Ref: busId } } }),
     );
-    expect(policies).toHaveLength(1);
-    const statements = [resolve(policies[0]!.Properties.Statement)] as PolicyStatement[];
+    // One policy per statement: who may put events, and who may change the bus's rules (the deployment alone).
+    const statements = policies.map((p) => resolve(p.Properties.Statement)) as PolicyStatement[];
+    expect(statements.map((s) => s.Sid)).toContain('cdk-OnlyTheBridgePutsEvents');
     const put = (arn: string) => denyingStatements(statements, role(arn, 'events:PutEvents', `arn:test:${busId}`));
     // CDK prefixes an event bus statement's id with `cdk-`.
     expect(put(`arn:aws:iam::${ACCOUNT}:role/Admin`)).toEqual(['cdk-OnlyTheBridgePutsEvents']);

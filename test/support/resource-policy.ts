@@ -60,7 +60,14 @@ function principalMatches(principal: unknown, requester: string): boolean {
   if (typeof principal !== 'object' || principal === null) return false;
   const { AWS, Service } = principal as { AWS?: string | string[]; Service?: string | string[] };
   const service = !requester.startsWith('arn:');
-  return service ? list(Service ?? []).includes(requester) : list(AWS ?? []).some((p) => p === '*' || p === requester);
+  return service
+    ? list(Service ?? []).includes(requester)
+    : list(AWS ?? []).some((p) => p === '*' || p === requester || accountOf(p) === requester.split(':')[4]);
+}
+
+/** An account principal (`123456789012` or `arn:aws:iam::123456789012:root`) stands for every principal of the account. */
+function accountOf(principal: string): string | undefined {
+  return /^(?:arn:[\w-]+:iam::)?(\d{12})(?::root)?$/.exec(principal)?.[1];
 }
 
 function conditionMatches(operator: string, value: string | undefined, expected: readonly string[]): boolean {

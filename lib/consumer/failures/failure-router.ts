@@ -23,6 +23,8 @@ export const DEAD_LETTER_ATTRIBUTES = {
   attempt: 'attempt',
   sourceQueue: 'source-queue',
   deadLetteredAt: 'dead-lettered-at',
+  /** When SQS took the record into the source queue (its `SentTimestamp`, which no sender sets). */
+  sourceSentAt: 'source-sent-at',
 } as const;
 
 /** Set by `ops dlq redrive` on the messages it sends back. */
@@ -151,9 +153,15 @@ export class FailureRouter {
       [DEAD_LETTER_ATTRIBUTES.attempt]: String(context.attempt),
       [DEAD_LETTER_ATTRIBUTES.sourceQueue]: record.eventSourceARN,
       [DEAD_LETTER_ATTRIBUTES.deadLetteredAt]: new Date().toISOString(),
-      // A letter that was redriven and failed again keeps its count (SQS allows 10 attributes: this is the 10th).
+      // A letter that was redriven and failed again keeps its count.
       [REDRIVE_COUNT_ATTRIBUTE]: record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue,
     };
+    // SQS allows 10 attributes. The source queue's sent time fits whenever msgId or key is not
+    // recorded, as for every unauthenticated envelope: `ops dlq resign` dates a letter by it,
+    // since the envelope's own store time is signed with the key that may have leaked.
+    const sentAt = Number(record.attributes?.SentTimestamp);
+    if (Object.values(attributes).filter((v) => v !== undefined && v !== '').length < 10 && sentAt > 0)
+      attributes[DEAD_LETTER_ATTRIBUTES.sourceSentAt] = new Date(sentAt).toISOString();
     const group = messageGroupOf(record);
     await this.options.sqs.send(
       new SendMessageCommand({

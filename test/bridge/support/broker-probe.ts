@@ -51,8 +51,13 @@ export class BrokerProbe {
    * on its first commit without a lock (`ConsumerOffsetManager.commitOffset`: get, null, put), so
    * of several first commits handled at once only one may survive; those are sent again.
    */
-  async commitOffsets(brokerAddr: string, group: string, topic: string, offsets: readonly number[]): Promise<void> {
-    const queueIds = [...offsets.keys()];
+  async commitOffsets(
+    brokerAddr: string,
+    group: string,
+    topic: string,
+    offsets: readonly number[] | Readonly<Record<number, number>>,
+  ): Promise<void> {
+    const queueIds = Object.keys(offsets).map(Number);
     let missing = queueIds;
     for (let attempt = 0; missing.length > 0; attempt++) {
       if (attempt >= 20)
@@ -69,13 +74,36 @@ export class BrokerProbe {
       );
       await new Promise((resolve) => setTimeout(resolve, 100));
       const committed = await this.consumerOffsets(brokerAddr, group, topic, queueIds);
-      missing = queueIds.filter((q) => committed[q] !== offsets[q]);
+      missing = queueIds.filter((q, i) => committed[i] !== offsets[q]);
     }
   }
 
-  /** Each queue's max offset: one past its newest message. */
+  /**
+   * Each queue's max offset: one past its newest message, as far as the broker has dispatched its
+   * commit log into the queues (see `maxOffsetsHolding`).
+   */
   maxOffsets(brokerAddr: string, topic: string, queueIds: readonly number[]): Promise<number[]> {
     return Promise.all(queueIds.map((queueId) => this.#api.getMaxOffset(brokerAddr, topic, queueId, 3_000)));
+  }
+
+  /**
+   * Each queue's max offset once it holds every message of `sent`. A send is answered when the
+   * message is in the commit log; the broker's reput thread moves it into its consume queue a little
+   * later (a millisecond when idle, more under load), so a max offset read right after a send can
+   * still miss it.
+   */
+  async maxOffsetsHolding(
+    brokerAddr: string,
+    topic: string,
+    queueIds: readonly number[],
+    sent: ReadonlyArray<{ readonly queueId: number; readonly queueOffset: number }>,
+  ): Promise<number[]> {
+    for (let attempt = 0; ; attempt++) {
+      const offsets = await this.maxOffsets(brokerAddr, topic, queueIds);
+      if (sent.every((s) => offsets[queueIds.indexOf(s.queueId)]! > s.queueOffset)) return offsets;
+      if (attempt >= 50) throw new Error(`${brokerAddr} did not dispatch every message sent to ${topic}: ${offsets}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   /**

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JAVA_17_OPENS } from '../../../scripts/rocketmq/local-rocketmq.ts';
-import { ROCKETMQ_4 } from '../../../scripts/rocketmq/rocketmq-jars.ts';
+import { ROCKETMQ_4, ROCKETMQ_5_JAVA_CLIENT, type RocketMQRelease } from '../../../scripts/rocketmq/rocketmq-jars.ts';
 
 /** One message as the Java application gives it to the client. */
 export interface JavaMessage {
@@ -15,6 +15,10 @@ export interface JavaMessage {
   readonly body: Uint8Array;
   /** Set one by one with `Message.putUserProperty`. */
   readonly userProperties?: Readonly<Record<string, string>>;
+  /** `Message.setDelayTimeLevel`: 1 = 1 s, 2 = 5 s, 3 = 10 s … (the broker's `messageDelayLevel`). */
+  readonly delayTimeLevel?: number;
+  /** Consecutive messages with the same batch go in one `send(Collection)`: stored under one store timestamp. */
+  readonly batch?: string;
 }
 
 /** What the client's `SendResult` said of one message. */
@@ -27,6 +31,7 @@ export interface JavaSendResult {
 }
 
 const SOURCE = fileURLToPath(new URL('./java/Producer471.java', import.meta.url));
+const SOURCE_5 = fileURLToPath(new URL('./java/Producer5.java', import.meta.url));
 
 export class JavaProducerError extends Error {
   override readonly name = 'JavaProducerError';
@@ -43,18 +48,65 @@ export async function sendWithJavaClient(
   messages: readonly JavaMessage[],
   java = process.env.JAVA ?? 'java',
 ): Promise<JavaSendResult[]> {
-  if (
-    !existsSync(ROCKETMQ_4.libDir) ||
-    !readdirSync(ROCKETMQ_4.libDir).some((j) => /^rocketmq-client-4\.7\.1\.jar$/.test(j))
-  )
-    throw new JavaProducerError(`rocketmq-client-4.7.1.jar is not in ${ROCKETMQ_4.libDir}: run npm run rocketmq:fetch`);
   const spec = messages.map((m) => ({
     topic: m.topic,
     tags: m.tags,
     keys: m.keys,
     bodyBase64: Buffer.from(m.body).toString('base64'),
     userProperties: m.userProperties ?? {},
+    ...(m.delayTimeLevel === undefined ? {} : { delayTimeLevel: m.delayTimeLevel }),
+    ...(m.batch === undefined ? {} : { batch: m.batch }),
   }));
+  return (
+    await runProducer(ROCKETMQ_4, /^rocketmq-client-4\.7\.1\.jar$/, SOURCE, [nameServer, JSON.stringify(spec)], java)
+  ).map((line) => JSON.parse(line) as JavaSendResult);
+}
+
+/** One message as a RocketMQ 5 Java application gives it to `MessageBuilder`. */
+export interface Java5Message {
+  readonly topic: string;
+  readonly tag: string;
+  readonly keys: readonly string[];
+  readonly body: Uint8Array;
+  /** `MessageBuilder.setDeliveryTimestamp`, epoch milliseconds: a delay message, for a topic of type DELAY. */
+  readonly deliveryTimestamp?: number;
+}
+
+/**
+ * Sends `messages` with the official RocketMQ 5 Java client (`rocketmq-client-java`, which
+ * `npm run rocketmq:fetch` puts in .rocketmq/client-java-5) through the proxy at `endpoints`, one
+ * JVM start; returns each message's id as the client's `SendReceipt` gave it.
+ */
+export async function sendWithJava5Client(
+  endpoints: string,
+  messages: readonly Java5Message[],
+  java = process.env.JAVA ?? 'java',
+): Promise<string[]> {
+  const args = messages.map((m) =>
+    [m.topic, m.tag, m.keys.join(' '), Buffer.from(m.body).toString('base64'), m.deliveryTimestamp ?? ''].join('\t'),
+  );
+  const lines = await runProducer(
+    ROCKETMQ_5_JAVA_CLIENT,
+    /^rocketmq-client-java-5\..*\.jar$/,
+    SOURCE_5,
+    [endpoints, ...args],
+    java,
+  );
+  return lines.map((line) => (JSON.parse(line) as { msgId: string }).msgId);
+}
+
+/** Runs a producer source program on a release's jars; returns the JSON lines it printed. */
+async function runProducer(
+  release: RocketMQRelease,
+  clientJar: RegExp,
+  source: string,
+  args: readonly string[],
+  java: string,
+): Promise<string[]> {
+  if (!existsSync(release.libDir) || !readdirSync(release.libDir).some((j) => clientJar.test(j)))
+    throw new JavaProducerError(
+      `the RocketMQ ${release.version} client is not in ${release.libDir}: run npm run rocketmq:fetch`,
+    );
   // The client writes its logs under user.home; a folder of its own keeps them out of the way. Netty logs through
   // logback, which prints DEBUG to the console unless configured.
   const home = mkdtempSync(join(tmpdir(), 'java-producer-'));
@@ -67,16 +119,12 @@ export async function sendWithJavaClient(
       `-Duser.home=${home}`,
       '-Xmx128m',
       '-cp',
-      `${ROCKETMQ_4.libDir}*`,
-      SOURCE,
-      nameServer,
-      JSON.stringify(spec),
+      `${release.libDir}*`,
+      source,
+      ...args,
     ]);
     if (code !== 0) throw new JavaProducerError(`the Java producer exited with ${code}: ${stderr.slice(-2000)}`);
-    return stdout
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as JavaSendResult);
+    return stdout.split('\n').filter((line) => line.startsWith('{'));
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

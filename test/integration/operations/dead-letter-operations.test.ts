@@ -118,6 +118,41 @@ describe('ops dlq (emulator)', () => {
     expect(missing.code).toBe(2);
   });
 
+  it("shows a delay message's born, store and delivery times and its 4.x delay level", async () => {
+    // Prepare: two letters of delayed messages, one from RocketMQ 5 (a delivery timestamp), one from 4.x (a delay level)
+    const f = await pointsFixture();
+    const dlqUrl = f.resources.queues['point-consumer-group']!.deadLetter.url;
+    const [v5, v4] = [newMsgId(), newMsgId()];
+    const born = Date.parse('2026-12-01T08:00:00.000Z');
+    for (const body of [
+      orderEnvelope(
+        { orderNo: 'SO-DELAY-5', userId: 'u-5', points: 5 },
+        { msgId: v5, bornTimestamp: born, storeTimestamp: born + 3_600_000, deliveryTimestamp: born + 3_600_000 },
+      ),
+      orderEnvelope(
+        { orderNo: 'SO-DELAY-4', userId: 'u-4', points: 4 },
+        { msgId: v4, bornTimestamp: born, storeTimestamp: born + 10_000, delayTimeLevel: 3 },
+      ),
+    ])
+      await f.sqs.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: body }));
+
+    // Act
+    const show5 = await ops(f, ['dlq', 'show', ...GROUP, v5]);
+    const show4 = await ops(f, ['dlq', 'show', ...GROUP, v4]);
+    const json = await ops(f, ['dlq', 'show', ...GROUP, v5, '--json']);
+
+    // Assess
+    expect(show5.stdout).toContain('born:             2026-12-01T08:00:00.000Z');
+    expect(show5.stdout).toContain('stored:           2026-12-01T09:00:00.000Z');
+    expect(show5.stdout).toContain(
+      'delivery due:     2026-12-01T09:00:00.000Z (a delay message: RocketMQ held it back until then)',
+    );
+    expect(show5.stdout).not.toContain('delay level:');
+    expect(show4.stdout).toContain("delay level:      3 (RocketMQ 4: the broker held it back for this level's delay)");
+    expect(show4.stdout).not.toContain('delivery due:');
+    expect(json.json().envelope).toMatchObject({ deliveryTimestamp: born + 3_600_000 });
+  });
+
   it('redrives only the selected reason; the consumer then processes each once; the rest stay', async () => {
     const f = await deadLetteredFixture();
     const dryRun = await ops(f, ['dlq', 'redrive', ...GROUP, '--reason', 'RETRIES_EXHAUSTED', '--dry-run', '--json']);

@@ -27,7 +27,8 @@ describe('an order is never awarded twice, to anyone, for as long as a copy can 
     const everything = await opsAt(['dlq', 'redrive', ...GROUP, '--all', '--yes']);
     // Assess 1: the conflict is held back with its reason and stays in the DLQ
     expect(everything.code).toBe(1);
-    expect(everything.stdout).toContain('Held back 1 selected message(s); they stay in the DLQ:');
+    expect(everything.stdout).toContain('1 matched the filter: 0 to send back, 1 held back.');
+    expect(everything.stdout).toContain('Held back 1 of them; they stay in the DLQ:');
     expect(everything.stdout).toContain('PAYLOAD_CONFLICT: this order was already consumed with other content');
     expect(everything.stdout).toContain('Moved 0 message(s) back to the source queue.');
 

@@ -1,47 +1,37 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import { describe, expect, inject, it } from 'vitest';
-import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
+import { createSts, emulatorConfig } from '../../../lib/aws/index.ts';
 import { signEnvelope } from '../../../lib/rocketmq/index.ts';
-import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
-import { ops } from './operations-fixture.ts';
+import { orderEnvelope } from '../../support/points-fixture.ts';
+import { compromisedDeployment } from './operations-fixture.ts';
 
 const MINUTE = 60_000;
+const signed = (body: string, key: Uint8Array) => JSON.stringify(signEnvelope(JSON.parse(body), key));
 const GROUP = ['--group', 'point-consumer-group'];
 
-/**
- * The runbook's compromise procedure on the emulator: a deployment whose signing key leaks while a
- * genuine message waits in the queue; the key is revoked, a forgery signed with it arrives, and the
- * genuine letter is re-signed after review.
- */
-async function compromisedDeployment() {
-  const secrets = createSecretsManager(emulatorConfig(inject('emulatorEndpoint')));
-  const clock = { at: Date.now(), now: () => clock.at };
-  const secretId = `k${randomUUID().slice(0, 8)}/envelope-signing-key`;
-  const leaked = Buffer.from(randomBytes(48).toString('base64url').slice(0, 64));
-  await secrets.send(new CreateSecretCommand({ Name: secretId, SecretString: leaked.toString() }));
-  const envelopeKeys = new SecretSigningKeys(secrets, secretId, { now: clock.now });
-  const f = await pointsFixture({ now: clock.now, envelopeKeys });
-  /** The command line against this deployment and its signing key secret. */
-  const run = (argv: string[]) => ops(f, [...argv, '--signing-secret', secretId]);
-  return { f, run, leaked, clock };
-}
-
-describe('a leaked signing key: revoked at once, genuine letters re-signed after review (emulator)', () => {
-  it('refuses the forgery from the revocation on, and awards the reviewed genuine letter once, with the decision in it', async () => {
+describe('a leaked signing key: revoked at once, genuine letters re-signed from a reviewed plan (emulator)', () => {
+  it('refuses the forgeries, plans only the letter proven genuine, and re-signs it as the caller AWS names', async () => {
     // Prepare: a genuine letter signed with the key before it leaked, waiting in the queue
     const { f, run, leaked, clock } = await compromisedDeployment();
+    const planFile = join(await mkdtemp(join(tmpdir(), 'resign-')), 'plan.json');
     const genuine = { orderNo: 'SO-GENUINE', userId: '88372', points: 300 };
-    await f.send(JSON.stringify(signEnvelope(JSON.parse(orderEnvelope(genuine)), leaked)));
+    const storedBefore = Date.now() - 60_000;
+    await f.send(signed(orderEnvelope(genuine, { storeTimestamp: storedBefore }), leaked));
     const [before] = (await run(['keys', 'list', '--json'])).json().versions;
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const compromisedSince = new Date(Date.now() - 500).toISOString();
 
-    // Act 1: revoke; then a forgery made with the leaked key arrives, and a minute later the consumer runs
+    // Act 1: revoke; then forgeries made with the leaked key arrive, one claiming an old store time
     const revoke = await run(['keys', 'revoke', '--version', before.versionId, '--yes', '--json']);
     const forged = { orderNo: 'SO-FORGED', userId: '666', points: 1_000_000 };
-    await f.send(JSON.stringify(signEnvelope(JSON.parse(orderEnvelope(forged)), leaked)));
+    await f.send(signed(orderEnvelope(forged, { storeTimestamp: storedBefore }), leaked));
     const stranger = { orderNo: 'SO-STRANGER', userId: '667', points: 1 };
-    await f.send(JSON.stringify(signEnvelope(JSON.parse(orderEnvelope(stranger)), randomBytes(48))));
+    await f.send(signed(orderEnvelope(stranger), randomBytes(48)));
     clock.at += MINUTE;
     await f.drain();
     // Assess 1: all three refused; nothing awarded; the key is listed as revoked and replaced
@@ -53,17 +43,40 @@ describe('a leaked signing key: revoked at once, genuine letters re-signed after
     const listed = (await run(['keys', 'list'])).stdout;
     expect(listed).toMatch(new RegExp(`${before.versionId} .*revoked-${before.versionId}\\s+REVOKED`));
 
-    // Act 2: the operator reviewed SO-GENUINE against the order service and re-signs it alone
-    const resign = await run([
+    // Act 2: the plan, proven by dates (the queue took SO-GENUINE before the compromise)
+    const plan = await run([
       'dlq',
       'resign',
       ...GROUP,
-      '--key',
-      'SO-GENUINE',
-      '--reviewed-by',
-      'alice',
+      '--plan',
+      planFile,
+      '--compromised-since',
+      compromisedSince,
+      '--json',
+    ]);
+    // Assess 2: only the genuine letter is planned; the backdated forgery and the stranger are left out, with why
+    expect(plan.code).toBe(1);
+    const written = JSON.parse(await readFile(planFile, 'utf8'));
+    expect(written.letters).toEqual([
+      expect.objectContaining({ key: 'SO-GENUINE', proof: expect.objectContaining({ kind: 'sent-before' }) }),
+    ]);
+    expect(Object.fromEntries(plan.json().leftOut.map((l: { key: string; why: string }) => [l.key, l.why]))).toEqual({
+      'SO-FORGED': expect.stringMatching(
+        /^RocketMQ was not asked .*; it entered the source queue at .*, not both before/,
+      ),
+      'SO-STRANGER': expect.stringContaining('verifies with no key this deployment ever had'),
+    });
+
+    // Act 3: the reviewed plan applied, as the caller STS names
+    const apply = await run([
+      'dlq',
+      'resign',
+      ...GROUP,
+      '--apply',
+      '--plan',
+      planFile,
       '--note',
-      'INC-7: matches the order service',
+      'INC-7',
       '--yes',
       '--json',
     ]);
@@ -73,44 +86,63 @@ describe('a leaked signing key: revoked at once, genuine letters re-signed after
         VisibilityTimeout: 0,
       }),
     );
-    // …and an unfiltered run re-signs nothing that verifies with no key of the deployment
-    const everything = await run([
+    await f.drain();
+    // Assess 3: re-signed with the caller's ARN, the proof and the plan; logged; awarded once
+    expect(apply.code).toBe(0);
+    expect(apply.json()).toMatchObject({ moved: 1 });
+    const caller = (await createSts(emulatorConfig(inject('emulatorEndpoint'))).send(new GetCallerIdentityCommand({})))
+      .Arn;
+    expect(Messages.map((m) => JSON.parse(m.Body!))).toEqual([
+      expect.objectContaining({
+        resignedby: caller,
+        resignednote: 'INC-7',
+        resignedfrom: before.versionId,
+        resignedproof: 'sent-before',
+        resignedplan: written.digest,
+        resignedat: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+      }),
+    ]);
+    const logged = apply.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    expect(logged).toEqual([
+      expect.objectContaining({ event: 'dlq-resign', by: caller, key: 'SO-GENUINE', plan: written.digest }),
+    ]);
+    expect((await f.ledger('88372')).map((e) => [e.orderNo, e.points])).toEqual([['SO-GENUINE', 300]]);
+    expect(await f.balance('666')).toBe(0);
+  });
+
+  it('refuses --all, a reviewer given by name, a plan edited after the review, and an apply without a reason', async () => {
+    const { run } = await compromisedDeployment();
+    const planFile = join(await mkdtemp(join(tmpdir(), 'resign-')), 'plan.json');
+    const all = await run([
       'dlq',
       'resign',
       ...GROUP,
       '--all',
-      '--reviewed-by',
-      'alice',
-      '--note',
-      'INC-7',
-      '--dry-run',
-      '--json',
+      '--plan',
+      planFile,
+      '--compromised-since',
+      '2026-12-01T00:00:00Z',
     ]);
-    await f.drain();
-    // Assess 2
-    expect(resign.code).toBe(0);
-    expect(resign.json()).toMatchObject({ moved: 1 });
-    expect(Messages.map((m) => JSON.parse(m.Body!))).toEqual([
-      expect.objectContaining({
-        resignedby: 'alice',
-        resignednote: 'INC-7: matches the order service',
-        resignedfrom: before.versionId,
-        resignedat: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
-      }),
-    ]);
-    expect(everything.json().heldBack.map((h: { why: string }) => h.why)).toEqual([
-      'its signature verifies with no key this deployment ever had: forged, or changed after signing. It stays; find its sender in CloudTrail',
-    ]);
-    expect(everything.json().selected).toHaveLength(1);
-    expect((await f.ledger('88372')).map((e) => [e.orderNo, e.points])).toEqual([['SO-GENUINE', 300]]);
-    expect(await f.balance('666')).toBe(0);
-    expect(f.reports.at(-1)).toMatchObject({ msgId: expect.any(String), disposition: { action: 'ack' } });
-  });
-
-  it('refuses to re-sign without a recorded reviewer and reason', async () => {
-    const { run } = await compromisedDeployment();
-    const refused = await run(['dlq', 'resign', ...GROUP, '--all', '--yes']);
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('give --reviewed-by <who> and --note <why>');
+    const named = await run(['dlq', 'resign', ...GROUP, '--plan', planFile, '--reviewed-by', 'alice']);
+    const unproven = await run(['dlq', 'resign', ...GROUP, '--plan', planFile]);
+    await run(['dlq', 'resign', ...GROUP, '--plan', planFile, '--compromised-since', '2026-12-01T00:00:00Z']);
+    const edited = JSON.parse(await readFile(planFile, 'utf8'));
+    edited.letters.push({
+      msgId: 'X',
+      letterSha256: 'y',
+      proof: { kind: 'sent-before', compromisedSince: 'a', sourceSentAt: 'b', storeTimestamp: 1 },
+    });
+    await writeFile(planFile, JSON.stringify(edited));
+    const tampered = await run(['dlq', 'resign', ...GROUP, '--apply', '--plan', planFile, '--note', 'INC-7', '--yes']);
+    const reasonless = await run(['dlq', 'resign', ...GROUP, '--apply', '--plan', planFile, '--yes']);
+    expect([all, named, unproven, tampered, reasonless].map((r) => r.code)).toEqual([2, 2, 2, 2, 2]);
+    expect(all.stderr).toContain('dlq resign never takes --all');
+    expect(named.stderr).toContain('leave out --reviewed-by');
+    expect(unproven.stderr).toContain('--bridge-config <the bridge config file>');
+    expect(tampered.stderr).toContain('was edited after the dry run wrote it');
+    expect(reasonless.stderr).toContain('give --note <why>');
   });
 });

@@ -1,10 +1,14 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { inject } from 'vitest';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
 import { type OpsIo, runOps } from '../../../scripts/ops.ts';
-import { orderEnvelope, type pointsFixture } from '../../support/points-fixture.ts';
+import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 
 export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
 
@@ -15,7 +19,7 @@ export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;
 export async function ops(
   f: PointsFixture,
   argv: string[],
-  io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'stdin' | 'now'> = {},
+  io: Pick<OpsIo, 'dynamoDb' | 'sqs' | 'logs' | 'stdin' | 'now' | 'sleep'> = {},
 ) {
   let stdout = '';
   let stderr = '';
@@ -139,4 +143,27 @@ export async function reviewedPlan(f: PointsFixture, argv: string[] = []): Promi
   const dryRun = await ops(f, ['reverse', ...argv, '--plan', plan]);
   if (dryRun.code === 2) throw new Error(`the dry run failed: ${dryRun.stderr}`);
   return plan;
+}
+
+/**
+ * A deployment for the runbook's compromise procedure: a points consumer whose key ring reads a
+ * signing key secret on the emulator, the key that will leak, a clock the consumer and ops share
+ * (ops' waits move it), and the command line against it.
+ */
+export async function compromisedDeployment() {
+  const secrets = createSecretsManager(emulatorConfig(inject('emulatorEndpoint')));
+  const clock = { at: Date.now(), now: () => clock.at };
+  const secretId = `k${randomUUID().slice(0, 8)}/envelope-signing-key`;
+  const leaked = Buffer.from(randomBytes(48).toString('base64url').slice(0, 64));
+  await secrets.send(new CreateSecretCommand({ Name: secretId, SecretString: leaked.toString() }));
+  const envelopeKeys = new SecretSigningKeys(secrets, secretId, { now: clock.now });
+  const f = await pointsFixture({ now: clock.now, envelopeKeys });
+  /** The command line against this deployment and its signing key secret. */
+  const run = (argv: string[]) =>
+    ops(f, [...argv, '--signing-secret', secretId], {
+      sleep: async (ms) => {
+        clock.at += ms;
+      },
+    });
+  return { f, run, leaked, clock };
 }

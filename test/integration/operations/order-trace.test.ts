@@ -164,16 +164,60 @@ describe('ops trace (emulator)', () => {
     expect(text.stdout).toContain('Findings: none.');
   });
 
+  it('traces every order number the consumer accepts, and a key from a log line cannot reshape the pattern', async () => {
+    // Prepare: punctuated order numbers, one that is another's prefix, and one written to break out of the quotes
+    const f = await loggedPointsFixture();
+    const injected = 'SO-9"||$.key="*';
+    const orders = ['SO/2020/0001', 'JD#8812', 'JD', 'SO+1', injected];
+    const msgIds = new Map(orders.map((orderNo) => [orderNo, newMsgId()]));
+    for (const orderNo of orders)
+      await f.invoke([orderEnvelope({ orderNo, userId: '88372', points: 1 }, { msgId: msgIds.get(orderNo)! })]);
+    await f.close();
+    // CloudWatch Logs' own answers: the keys of the events each FilterLogEvents call returned
+    const logs = createCloudWatchLogs(emulatorConfig(f.resources.endpoint));
+    const returned: string[][] = [];
+    logs.middlewareStack.add(
+      (next) => async (args) => {
+        const result = await next(args);
+        const events = (result.output as { events?: Array<{ message?: string }> }).events ?? [];
+        returned.push(events.map((e) => JSON.parse(e.message ?? '{}').key));
+        return result;
+      },
+      { step: 'initialize' },
+    );
+    // Act
+    const traced = new Map<string, Awaited<ReturnType<typeof ops>>>();
+    for (const orderNo of orders.slice(0, 4)) traced.set(orderNo, await ops(f, ['trace', orderNo, ...GROUP, '--json']));
+    returned.length = 0;
+    const byMsgId = await ops(f, ['trace', msgIds.get(injected)!, ...GROUP, '--json'], { logs });
+    // Assess: each order's own story, and the service selected only the injected order's lines
+    for (const orderNo of orders.slice(0, 4)) {
+      const out = traced.get(orderNo)!;
+      expect({ orderNo, code: out.code, stderr: out.stderr }).toEqual({ orderNo, code: 0, stderr: '' });
+      expect((out.json() as Traced).groups[0]!.deliveries.map((d) => [d.msgId, d.outcome])).toEqual([
+        [msgIds.get(orderNo), 'applied'],
+      ]);
+    }
+    expect(byMsgId.code).toBe(0);
+    expect((byMsgId.json() as Traced).orderNo).toBe(injected);
+    expect(returned.flat().filter((key) => key !== injected)).toEqual([]);
+  });
+
   it('says so when nothing names the order, and refuses what cannot be an order number', async () => {
     const f = await loggedPointsFixture();
     await f.close();
     const missing = await ops(f, ['trace', 'SO-NEVER-SEEN', ...GROUP]);
-    const bad = await ops(f, ['trace', 'SO" || $.x = "1', ...GROUP]);
+    const spaced = await ops(f, ['trace', 'SO 1', ...GROUP]);
+    const long = await ops(f, ['trace', 'S'.repeat(65), ...GROUP]);
     const csv = await ops(f, ['trace', 'SO-1', ...GROUP, '--csv']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('nothing about SO-NEVER-SEEN in the logs, dedup records, DLQs or ledger');
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('trace wants an order number or a msgId');
+    for (const bad of [spaced, long]) {
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(
+        'trace wants an order number (printable ASCII without spaces, at most 64) or a msgId',
+      );
+    }
     expect(csv.code).toBe(2);
   });
 });

@@ -17,6 +17,7 @@ import {
   RetrySchedule,
   type SigningKeyRing,
   signEnvelope,
+  signingKeyId,
 } from '../../../lib/rocketmq/index.ts';
 import { lambdaContext } from '../../../scripts/local/lambda-context.ts';
 import { loadRegistration } from '../../../scripts/local/local-consumers.ts';
@@ -136,7 +137,7 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     ]);
     expect((await f.deadLetters()).map((l) => l.attributes['failure-reason'])).toEqual([
       "the envelope's signature matches none of the signing keys",
-      "the envelope's signature matches none of the signing keys",
+      expect.stringMatching(/^the envelope names signing key [\w-]{16}, which is none of the signing keys$/),
     ]);
     expect(await f.ledgerMismatches()).toEqual([]);
     expect(await f.balance('88372')).toBe(0);
@@ -230,6 +231,47 @@ describe('the signing key in Secrets Manager (emulator)', () => {
     expect(await keys.current()).toEqual(next);
     expect(await keys.accepted()).toEqual([next, secret.key]);
     expect(await keys.reload()).toBe(false);
+  });
+
+  it('reads again at once for a key an envelope names and it lacks, at most once a second, and once per forged id', async () => {
+    // Prepare: a ring read at `start`, counting its ListSecretVersionIds calls; sleeping moves the clock
+    const secret = await signingSecret();
+    const client = createSecretsManager(aws());
+    let lists = 0;
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'ListSecretVersionIdsCommand') lists++;
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const start = Date.now();
+    let now = start;
+    const slept: number[] = [];
+    const keys = new SecretSigningKeys(client, secret.name, {
+      now: () => now,
+      sleep: async (ms) => {
+        slept.push(ms);
+        now += ms;
+      },
+    });
+    const forged = (n: number) => signingKeyId(Buffer.from(String(n).repeat(32)));
+    expect(await keys.accepted()).toEqual([secret.key]);
+    const next = await secret.rotate('n'.repeat(64));
+    // Act + Assess: 200 ms later, well within minReloadMs, an envelope names the new key
+    now += 200;
+    expect(await keys.reload({ unknownKeyIds: [signingKeyId(next)] })).toBe(true);
+    expect(await keys.accepted()).toContainEqual(next);
+    expect({ lists, slept }).toEqual({ lists: 2, slept: [800] });
+    // A forged id: one read, then refused without reading again
+    now += 5_000;
+    expect(await keys.reload({ unknownKeyIds: [forged(1)] })).toBe(false);
+    expect(await keys.reload({ unknownKeyIds: [forged(1)] })).toBe(false);
+    expect(lists).toBe(3);
+    // A flood of new forged ids at once: one read, a second after the last; it answers them all
+    const flood = Array.from({ length: 20 }, (_, i) => keys.reload({ unknownKeyIds: [forged(i + 2)] }));
+    expect(await Promise.all(flood)).toEqual(Array(20).fill(false));
+    expect({ lists, slept }).toEqual({ lists: 4, slept: [800, 1_000] });
   });
 
   it('refuses a key shorter than 32 bytes, naming the secret', async () => {

@@ -32,8 +32,25 @@ async function signingSecret() {
     secrets,
     name,
     key: Buffer.from(first),
-    /** `ops keys revoke`'s work: a version out of every ring, replaced first when it is the current one. */
-    revoke: (versionId: string) => revokeSigningKey({ secrets, secretId: name, versionId, newKey: newValue }),
+    /**
+     * `ops keys revoke`'s work: a version out of every ring, replaced when it is the current one. It waits for the
+     * rings on `clock`, running `duringWait` first (what happens while the operator waits).
+     */
+    revoke: (
+      versionId: string,
+      clock: { at: number },
+      options: { through?: SecretsManagerClient; duringWait?: () => Promise<void> } = {},
+    ) =>
+      revokeSigningKey({
+        secrets: options.through ?? secrets,
+        secretId: name,
+        versionId,
+        newKey: newValue,
+        sleep: async (ms) => {
+          await options.duringWait?.();
+          clock.at += ms;
+        },
+      }),
     /** Puts a new value; returns it and when Secrets Manager says it was created (the ring's reference). */
     rotate: async () => {
       const value = newValue();
@@ -148,7 +165,7 @@ describe('a genuine envelope verifies for as long as a copy of it can come back 
 });
 
 describe('revoking a compromised key (emulator)', () => {
-  it('takes it out of every ring on the next refresh, and the bridge signs with its replacement at once', async () => {
+  it('takes it out of every ring by the time the revoke returns, and the bridge signs with its replacement at once', async () => {
     // Prepare: a consumer and a bridge that hold the first key
     const secret = await signingSecret();
     const { f, clock } = await consumerOn(secret.name);
@@ -156,8 +173,7 @@ describe('revoking a compromised key (emulator)', () => {
     await f.invoke([bridged('SO-BEFORE', await bridge.current(), clock.at)]);
     const [first] = await signingKeyVersions(secret.secrets, secret.name);
     // Act: the key leaked; revoke it without waiting for anything
-    const result = await secret.revoke(first!.versionId);
-    clock.at += MINUTE;
+    const result = await secret.revoke(first!.versionId, clock);
     const signingKey = await bridge.current();
     await f.invoke([bridged('SO-FORGED', secret.key, clock.at), bridged('SO-AFTER', signingKey, clock.at)]);
     // Assess: the replacement signs with no publication delay; the revoked key verifies nothing more
@@ -171,6 +187,67 @@ describe('revoking a compromised key (emulator)', () => {
     ).toMatchObject({ revoked: true });
   });
 
+  it('a consumer that read its keys seconds before the revocation accepts the replacement at once', async () => {
+    // Prepare: the consumer reads its ring with a genuine order 10 s before the key leaks
+    const secret = await signingSecret();
+    const { f, clock } = await consumerOn(secret.name);
+    await f.invoke([bridged('SO-BEFORE', secret.key, clock.at)]);
+    const [first] = await signingKeyVersions(secret.secrets, secret.name);
+    clock.at += 10_000;
+    // Act: while the revoke waits, a bridge signs with the replacement and the consumer gets it within its throttle
+    let response: Awaited<ReturnType<typeof f.invoke>> | undefined;
+    await secret.revoke(first!.versionId, clock, {
+      duringWait: async () => {
+        const bridge = new SecretSigningKeys(secretsClient(), secret.name, clock);
+        clock.at += 1_000;
+        response = await f.invoke([bridged('SO-AFTER', await bridge.current(), clock.at)]);
+      },
+    });
+    // Assess: the genuine order is awarded, nothing is dead-lettered
+    expect(response?.batchItemFailures).toEqual([]);
+    expect(await f.deadLetters()).toEqual([]);
+    expect((await f.ledger('88372')).map((e) => e.orderNo).sort()).toEqual(['SO-AFTER', 'SO-BEFORE']);
+  });
+
+  it('a ring that reads the secret between the replacement and the label never signs with the revoked key', async () => {
+    // Prepare: ops' client, which lets a bridge read the secret right after each call it makes
+    const secret = await signingSecret();
+    const clock = testClock();
+    const [first] = await signingKeyVersions(secret.secrets, secret.name);
+    const revoking = secretsClient();
+    const signedWith: Array<{ after: string; key: Uint8Array }> = [];
+    revoking.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        const bridge = new SecretSigningKeys(secretsClient(), secret.name, { now: clock.now, prefetch: false });
+        signedWith.push({ after: context.commandName!, key: await bridge.current() });
+        return result;
+      },
+      { step: 'initialize' },
+    );
+    // Act
+    await secret.revoke(first!.versionId, clock, { through: revoking });
+    // Assess: once the replacement exists, no bridge that reads the secret signs with the leaked key
+    const afterPut = signedWith.slice(signedWith.findIndex((s) => s.after === 'PutSecretValueCommand'));
+    expect(afterPut.length).toBeGreaterThan(0);
+    for (const { after, key } of afterPut)
+      expect({ after, leaked: Buffer.from(key).equals(secret.key) }).toEqual({ after, leaked: false });
+  });
+
+  it('no bridge signs with the revoked key once the revoke has returned, however recently it read the secret', async () => {
+    // Prepare: a bridge that read the secret a second before the revocation
+    const secret = await signingSecret();
+    const clock = testClock();
+    const bridge = new SecretSigningKeys(secretsClient(), secret.name, clock);
+    expect(await bridge.current()).toEqual(secret.key);
+    const [first] = await signingKeyVersions(secret.secrets, secret.name);
+    clock.at += 1_000;
+    // Act: the revoke waits on the shared clock
+    await secret.revoke(first!.versionId, clock);
+    // Assess
+    expect(Buffer.from(await bridge.current()).equals(secret.key)).toBe(false);
+  });
+
   it('a version revoked after it retired is refused at once, though still within its retention', async () => {
     const secret = await signingSecret();
     const { keys, clock } = await consumerOn(secret.name);
@@ -178,8 +255,7 @@ describe('revoking a compromised key (emulator)', () => {
     const next = await secret.rotate();
     clock.at = next.createdAt + 10 * MINUTE;
     expect(await keys.accepted()).toEqual([next.key, secret.key]);
-    const result = await secret.revoke(first!.versionId);
-    clock.at += MINUTE;
+    const result = await secret.revoke(first!.versionId, clock);
     expect(result.replacedBy).toBeUndefined();
     expect(await keys.accepted()).toEqual([next.key]);
   });

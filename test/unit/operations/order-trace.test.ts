@@ -5,7 +5,7 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-cloudwatch-logs';
 import { describe, expect, it } from 'vitest';
-import { logFilterPattern, parseLine, readConsumerLogLines } from '../../../lib/operations/function-logs.ts';
+import { isAbout, logFilterPattern, parseLine, readConsumerLogLines } from '../../../lib/operations/function-logs.ts';
 import type { OrderEvidence } from '../../../lib/operations/order-evidence.ts';
 import { orderTraceOf, xrayTraceIdOf } from '../../../lib/operations/order-trace.ts';
 import { renderOrderTraceMermaid, renderOrderTraceText } from '../../../lib/operations/order-trace-output.ts';
@@ -44,6 +44,23 @@ describe('ops trace: reading the function logs', () => {
     const many = logFilterPattern({ orderNo: ORDER, msgIds: Array.from({ length: 40 }, () => MSG) });
     expect(many.length).toBeLessThanOrEqual(1024);
     expect(many.startsWith(`{ ($.key = "${ORDER}")`)).toBe(true);
+  });
+
+  it('quotes a value so that it can only be compared: backslash and double quote escaped', () => {
+    expect(logFilterPattern({ orderNo: 'SO-9"||$.key="x\\' })).toBe(
+      '{ ($.key = "SO-9\\"||$.key=\\"x\\\\") || ($.key = "SO-9\\"||$.key=\\"x\\\\#*") }',
+    );
+    expect(logFilterPattern({ orderNo: 'SO/2020/0001' })).toBe(
+      '{ ($.key = "SO/2020/0001") || ($.key = "SO/2020/0001#*") }',
+    );
+  });
+
+  it('reads an order number that holds # as itself, and cuts only an event kind off a key', () => {
+    const line = (key: string) => ({ at: 0, logGroup: 'g', message: '', key });
+    expect(isAbout(line('JD#8812'), { orderNo: 'JD#8812' })).toBe(true);
+    expect(isAbout(line('JD#8812#PAID'), { orderNo: 'JD#8812' })).toBe(true);
+    expect(isAbout(line('JD#8812'), { orderNo: 'JD' })).toBe(false);
+    expect(isAbout(line('SO-1#FINISHED'), { orderNo: 'SO-1' })).toBe(true);
   });
 
   it('pages through every answer, re-checks each line, and names a log group that does not exist', async () => {

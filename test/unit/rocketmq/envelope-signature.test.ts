@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { describe, expect, it } from 'vitest';
 import { parseEnvelope } from '../../../lib/rocketmq/envelope.ts';
 import {
@@ -9,6 +10,7 @@ import {
   signatureRefusal,
   signatureRefusals,
   signEnvelope,
+  signingKeyId,
   signingKeyIndex,
 } from '../../../lib/rocketmq/envelope-signature.ts';
 import { buildEnvelope, type Envelope, serializeEnvelope } from '../../../lib/rocketmq/envelope-writer.ts';
@@ -78,8 +80,34 @@ describe('envelope signatures', () => {
       "the envelope's signature matches none of the signing keys",
     );
     const signed = body(signEnvelope(envelope(), OTHER));
-    expect(signatureRefusal(signed, [KEY])).toBe("the envelope's signature matches none of the signing keys");
+    expect(signatureRefusal(signed, [KEY])).toBe(
+      `the envelope names signing key ${signingKeyId(OTHER)}, which is none of the signing keys`,
+    );
     expect(signatureRefusal(signed, [KEY, OTHER])).toBeUndefined();
+  });
+
+  it('names the key it was signed with, under the signature, and tries only that key', () => {
+    const signed = signEnvelope(envelope(), OTHER);
+    expect(signed.signaturekey).toBe(signingKeyId(OTHER));
+    expect(signingKeyId(OTHER)).toMatch(/^[A-Za-z0-9_-]{16}$/);
+    expect(signingKeyId(KEY)).not.toBe(signingKeyId(OTHER));
+    expect(signatureRefusal(body({ ...signed, signaturekey: signingKeyId(KEY) }), [KEY, OTHER])).toBe(
+      "the envelope's signature matches none of the signing keys",
+    );
+    expect(signatureRefusal(body(signed), [KEY])).toBe(
+      `the envelope names signing key ${signingKeyId(OTHER)}, which is none of the signing keys`,
+    );
+    expect(signatureRefusal(body({ ...signed, signaturekey: 'x"||y' }), [OTHER])).toBe(
+      "the envelope's signaturekey is not a signing key id",
+    );
+  });
+
+  it('verifies an envelope signed before keys were named against every key of the ring', () => {
+    const { signaturekey: _id, signature: _signature, ...unsigned } = signEnvelope(envelope(), OTHER);
+    const mac = createHmac('sha256', OTHER).update(canonicalize(unsigned)!).digest('base64url');
+    const older = body({ ...unsigned, signature: `hmac-sha256:${mac}` });
+    expect(signatureRefusal(older, [KEY, OTHER])).toBeUndefined();
+    expect(signatureRefusal(older, [KEY])).toBe("the envelope's signature matches none of the signing keys");
   });
 
   it('leaves a body that is not a JSON object to the envelope parser, which refuses it as INVALID_ENVELOPE', () => {
@@ -122,12 +150,13 @@ describe('envelope signatures', () => {
 
 describe('checking a batch against a key ring', () => {
   function ring(keys: Uint8Array[], after: Uint8Array[] | undefined) {
-    const state = { keys, reloads: 0 };
+    const state = { keys, reloads: 0, causes: [] as unknown[] };
     const keyRing: SigningKeyRing = {
       current: async () => state.keys[0]!,
       accepted: async () => state.keys,
-      reload: async () => {
+      reload: async (cause) => {
         state.reloads++;
+        state.causes.push(cause);
         if (!after) return false;
         state.keys = after;
         return true;
@@ -151,10 +180,26 @@ describe('checking a batch against a key ring', () => {
     expect(state.reloads).toBe(1);
   });
 
+  it('tells the ring which keys the envelopes name that it lacks, once each', async () => {
+    const { keyRing, state } = ring([KEY], [OTHER, KEY]);
+    const unnamed = { ...signEnvelope(envelope(), KEY), signaturekey: undefined };
+    expect(
+      await signatureRefusals([signedWith(OTHER), signedWith(OTHER), body(unnamed), signedWith(KEY)], keyRing),
+    ).toEqual(new Map([[2, "the envelope's signature matches none of the signing keys"]]));
+    expect(state.causes).toEqual([{ unknownKeyIds: [signingKeyId(OTHER)] }]);
+  });
+
+  it('reloads without a cause when every envelope names a key the ring holds', async () => {
+    const { keyRing, state } = ring([KEY], undefined);
+    const tampered = { ...signEnvelope(envelope(), KEY), id: 'changed' };
+    await signatureRefusals([body(tampered)], keyRing);
+    expect(state.causes).toEqual([undefined]);
+  });
+
   it('refuses when the reload brings nothing new', async () => {
     const { keyRing } = ring([KEY], undefined);
     expect(await signatureRefusals([signedWith(OTHER)], keyRing)).toEqual(
-      new Map([[0, "the envelope's signature matches none of the signing keys"]]),
+      new Map([[0, `the envelope names signing key ${signingKeyId(OTHER)}, which is none of the signing keys`]]),
     );
   });
 });

@@ -33,6 +33,13 @@ const cloudEvent = {
 };
 
 describe('parseEnvelope', () => {
+  it('reads the signing key id an envelope names, and refuses one that cannot be a key id', () => {
+    expect(() => parseEnvelope(JSON.stringify({ ...cloudEvent, signaturekey: 'AbCdEf0123456789' }))).not.toThrow();
+    expect(() => parseEnvelope(JSON.stringify({ ...cloudEvent, signaturekey: 'AbCdEf01234567' }))).toThrow(
+      /signaturekey must be 16 base64url characters/,
+    );
+  });
+
   it('reads the documented CloudEvent with every field', () => {
     const m = parseEnvelope(JSON.stringify(cloudEvent));
     expect(m).toMatchObject({
@@ -156,6 +163,17 @@ describe('parseEnvelope', () => {
       /expected object/,
     ],
     ['negative queueOffset', JSON.stringify({ ...cloudEvent, data: { ...data, queueOffset: -1 } }), /queueOffset/],
+    [
+      'a delivery timestamp as text',
+      JSON.stringify({ ...cloudEvent, data: { ...data, deliveryTimestamp: '2026-12-01T08:00:00Z' } }),
+      /data\.deliveryTimestamp/,
+    ],
+    ['delay level 0', JSON.stringify({ ...cloudEvent, data: { ...data, delayTimeLevel: 0 } }), /data\.delayTimeLevel/],
+    [
+      'a fractional delay level',
+      JSON.stringify({ ...cloudEvent, data: { ...data, delayTimeLevel: 1.5 } }),
+      /delayTimeLevel/,
+    ],
   ])('rejects %s with a classified reason', (_name, body, reason) => {
     expect(() => parseEnvelope(body)).toThrow(InvalidEnvelopeError);
     expect(() => parseEnvelope(body)).toThrow(reason);
@@ -164,9 +182,20 @@ describe('parseEnvelope', () => {
   it('round-trips what the envelope writer produces', () => {
     const msgId = new MsgIdGenerator().next(Date.UTC(2020, 6, 5, 6, 22, 31, 117));
     const m = parseEnvelope(
-      writeEnvelope({ topic: 'ORDER_TOPIC', msgId, tags: 'PAID', keys: ['SO1'], body: '{}', reconsumeTimes: 2 }),
+      writeEnvelope({
+        topic: 'ORDER_TOPIC',
+        msgId,
+        tags: 'PAID',
+        keys: ['SO1'],
+        body: '{}',
+        reconsumeTimes: 2,
+        deliveryTimestamp: 1593930211117,
+        delayTimeLevel: 5,
+      }),
     );
     expect(m).toMatchObject({
+      deliveryTimestamp: 1593930211117,
+      delayTimeLevel: 5,
       msgId,
       topic: 'ORDER_TOPIC',
       tags: 'PAID',

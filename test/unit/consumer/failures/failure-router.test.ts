@@ -230,6 +230,23 @@ describe('FailureRouter: dead letters carry their reason', () => {
     expect(Object.keys(attributes)).toHaveLength(8);
   });
 
+  it('records when SQS took the record in, while the letter has room for it (SQS allows 10 attributes)', async () => {
+    // Prepare: an unauthenticated envelope (no msgId, no key recorded), and a redriven letter with everything
+    const { router, inputsOf } = routerUnderTest();
+    const sentAt = NOW - 3_600_000;
+    const taken = (extra: Partial<SQSRecord> = {}) =>
+      record({ attributes: { ...record().attributes, SentTimestamp: String(sentAt) }, ...extra });
+    const full = taken({ messageAttributes: { [REDRIVE_COUNT_ATTRIBUTE]: { dataType: 'Number', stringValue: '1' } } });
+    // Act
+    await router.route(taken(), permanent, { attempt: 1 });
+    await router.route(full, permanent, { attempt: 1, msgId: 'MSG1', key: 'SO1' });
+    // Assess
+    const [unauthenticated, complete] = inputsOf('SendMessageCommand').map((input) => attributesOf(input));
+    expect(unauthenticated![DEAD_LETTER_ATTRIBUTES.sourceSentAt]).toBe(new Date(sentAt).toISOString());
+    expect(Object.keys(complete!)).toHaveLength(10);
+    expect(Object.keys(complete!)).not.toContain(DEAD_LETTER_ATTRIBUTES.sourceSentAt);
+  });
+
   it('cuts a long reason at 1000 characters and any other attribute at 256, and replaces characters SQS refuses', async () => {
     // Prepare: an attacker-chosen key and a huge message with a control character in it
     const { router, inputsOf } = routerUnderTest();
