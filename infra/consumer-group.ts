@@ -10,6 +10,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
+  assertCatalogueEntry,
   assertOrderingFits,
   BRIDGE_EVENT_SOURCE_PREFIX,
   CONSUMER_ENV,
@@ -151,7 +152,9 @@ export class RocketMQConsumerGroup extends Construct {
     const timeout = props.timeout ?? Duration.seconds(30);
     // The ordering, the retry policy and the record TTL are stated once in the catalogue; the
     // queue type, the redrive count and both retentions derive from them, and an incoherent
-    // entry (or stage tuning an orderly group cannot honour) fails the synth here.
+    // entry (or stage tuning an orderly group cannot honour) fails the synth here, and so does
+    // an entry whose tables miss the one its strategy keeps its records in.
+    assertCatalogueEntry(def);
     const { lifetimes, recordTtlSeconds } = lifetimesOf(def);
     assertOrderingFits(def.group, def.ordering, {
       packing: props.packing,

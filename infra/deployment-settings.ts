@@ -162,7 +162,7 @@ const bridgeSchema = z
     path: ['tls'],
   });
 
-const stageSchema = z
+export const stageSchema = z
   .object({
     account,
     region,

@@ -215,7 +215,8 @@ function codeBuildProjectUrl({ account, region }: { account: string; region: str
   return `https://${region}.console.aws.amazon.com/codesuite/codebuild/${account}/projects/${project}/history?region=${region}`;
 }
 
-function stageProps(stage: StageSettings, runbookUrl: string) {
+/** A stage's settings as the props of its consumers' stack: the pipeline's stages and a sandbox alike. */
+export function stageProps(stage: StageSettings, runbookUrl: string) {
   return {
     env: { account: stage.account, region: stage.region },
     consumers: {

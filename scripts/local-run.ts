@@ -6,15 +6,17 @@
  */
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { createDynamoDb, emulatorConfig } from '../lib/aws/index.ts';
+import { InvalidCatalogueEntryError } from '../lib/config/index.ts';
 import { deploymentPrefixesAt } from '../lib/operations/index.ts';
 import { CommandLineError, parseCommandLine } from './command-line.ts';
 import { INCIDENT_ORDER, incidentScenario } from './local/incident-scenario.ts';
-import { orderTraceSections, shippingText } from './local/incident-trace.ts';
 import { HandlerModuleError } from './local/local-consumers.ts';
 import { LocalRunConfigError, type LocalRunResult, runLocalPipeline } from './local/local-pipeline.ts';
+import { LocalSigningKey } from './local/local-signing-key.ts';
 import { ProgressDisplay } from './local/progress-display.ts';
 import { StageShapeError } from './local/provision.ts';
-import { type ReportContext, renderReport, runSummary } from './local/replay-report.ts';
+import { type ReportContext, runSummary } from './local/replay-report.ts';
+import { readableReport } from './local/run-report.ts';
 import { InvalidTimeScaleError } from './local/time-scale.ts';
 import { readTrafficFile, TrafficFileError } from './local/traffic-file.ts';
 
@@ -45,6 +47,7 @@ const USAGE = `Usage: npm start -- [options]
   --log-level <level>         consumer log level printed on the console (Powertools; default SILENT);
                               INFO and up is shipped to the emulator's CloudWatch Logs either way
   --no-function-logs          do not ship the consumers' log lines (and skip the closing ops trace)
+  --full-trace                print the closing ops trace of the incident's order whole, per group
   -h, --help`;
 
 const HELP_HINT = 'npm start -- --help lists every option';
@@ -72,6 +75,7 @@ function parse() {
       prefix: { type: 'string' },
       'log-level': { type: 'string' },
       'no-function-logs': { type: 'boolean', default: false },
+      'full-trace': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -99,6 +103,7 @@ function parse() {
     prefix: values.prefix,
     logLevel: values['log-level'] ?? 'SILENT',
     functionLogs: !values['no-function-logs'],
+    fullTrace: values['full-trace'],
     groups:
       groups.length > 0
         ? groups
@@ -147,17 +152,20 @@ async function replay(args: Arguments): Promise<number> {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   if (args.endpoint && !args.prefix) await noteOtherStages(args.endpoint);
 
+  // The run's envelope signing key: the scenario is judged as its bridge puts it on the queues, signed.
+  const signing = new LocalSigningKey();
   const scenario = args.events || args.noTraffic ? undefined : incidentScenario({ seed: args.seed });
   const file = args.events ? await readTrafficFile(args.events) : undefined;
   const context: ReportContext = file
     ? { title: `Replay of ${args.events}`, phases: [{ name: 'replay', messages: file.messages }], input: file.account }
     : scenario
-      ? { title: scenario.title, phases: scenario.phases, focusOrderNo: scenario.focusOrderNo }
+      ? { title: scenario.title, phases: signing.signed(scenario.phases), focusOrderNo: scenario.focusOrderNo }
       : { title: 'No traffic (the stage only)', phases: [] };
 
   const progress = new ProgressDisplay();
   const run = await runLocalPipeline({
     phases: context.phases,
+    signing,
     crashes: scenario?.crashes,
     groups: args.groups,
     consumers: args.consumers,
@@ -189,14 +197,15 @@ async function replay(args: Arguments): Promise<number> {
   if (args.json) process.stdout.write(`${JSON.stringify(runSummary(result, file?.account))}\n`);
   else if (args.noTraffic)
     process.stdout.write(`Stage "${result.resources.prefix}" is ready on ${result.endpoint}; no traffic replayed.\n`);
-  else process.stdout.write(`${renderReport(result, context)}\n`);
-  if (!args.json && !args.noTraffic && result.logShipping) {
-    process.stdout.write(`\n${shippingText(result.logShipping)}\n`);
-    if (scenario)
-      process.stdout.write(
-        `\nThe incident's order, as an operator traces it (ops trace, per consumer group):\n${await orderTraceSections(result, INCIDENT_ORDER)}\n`,
-      );
-  }
+  else
+    process.stdout.write(
+      await readableReport(result, context, {
+        crashes: scenario?.crashes,
+        ...(scenario
+          ? { facts: { incident: INCIDENT_ORDER }, trace: { order: INCIDENT_ORDER, full: args.fullTrace } }
+          : {}),
+      }),
+    );
 
   if (args.keep) {
     // With --json the summary must stay the last line of stdout.
@@ -219,9 +228,10 @@ function keptStageText(result: LocalRunResult, ownEmulator: boolean): string[] {
     ownEmulator
       ? `Emulator kept running at ${result.endpoint} (Ctrl-C stops it and discards its data).`
       : `Stage "${r.prefix}" stays on the emulator at ${result.endpoint}, which another process runs.`,
-    `  export AWS_ENDPOINT_URL=${result.endpoint} AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local`,
-    `  aws sqs list-queues --queue-name-prefix ${r.prefix}`,
-    `  aws dynamodb scan --table-name ${r.tables.ledger}`,
+    `  export AWS_ENDPOINT_URL=${result.endpoint} AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local`,
+    '  (the AWS CLI v1 reads neither AWS_REGION nor AWS_ENDPOINT_URL: hence AWS_DEFAULT_REGION and --endpoint-url)',
+    `  aws --endpoint-url ${result.endpoint} sqs list-queues --queue-name-prefix ${r.prefix}`,
+    `  aws --endpoint-url ${result.endpoint} dynamodb scan --table-name ${r.tables.ledger}`,
     `  re-run into this stage: npm start -- ${at} [--events file.jsonl]`,
     `  operate on it:          npm run ops -- audit ${at}`,
     ...Object.entries(r.tables).map(([k, name]) => `  table ${k}: ${name}`),
@@ -261,6 +271,7 @@ function failureText(error: unknown, endpoint: string | undefined): string {
     error instanceof InvalidTimeScaleError ||
     error instanceof TrafficFileError ||
     error instanceof HandlerModuleError ||
+    error instanceof InvalidCatalogueEntryError ||
     error instanceof StageShapeError;
   if (known) return (error as Error).message;
   const code = (error as { code?: string }).code;

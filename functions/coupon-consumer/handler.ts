@@ -12,7 +12,6 @@ export const COUPON_GROUP = COUPONS.group;
  * stored result a later duplicate gets back without calling the service again.
  */
 export const consumer = defineConsumer(COUPONS, {
-  strategy: 'lease',
   parsePayload: parseOrderPaidEvent,
   keyOf: (order) => order.orderNo,
   // What the grant depends on: the same order for another user is a conflict, a new paidAt is not.

@@ -13,7 +13,6 @@ export const ORDER_STATUS_GROUP = ORDER_STATUS.group;
  * failures are counted in the idempotency table.
  */
 export const consumer = defineConsumer(ORDER_STATUS, {
-  strategy: 'state-transition',
   parsePayload: (body, message) => parseOrderEvent(body, message.tags),
   // One key per transition: PAID and FINISHED of one order are different events, and
   // two copies of one transition are duplicates whatever their timestamps say.

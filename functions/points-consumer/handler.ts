@@ -16,7 +16,6 @@ export const POINTS_GROUP = POINTS.group;
  * per record; see docs/performance.md.
  */
 export const consumer = defineConsumer(POINTS, {
-  strategy: 'transactional',
   parsePayload: parseOrderPaid,
   keyOf: (order) => order.orderNo,
   fingerprintFields: orderPaidFingerprintFields,

@@ -25,15 +25,18 @@ export {
 export { isLoopbackUrl } from './loopback-url.ts';
 export { eventIdOf, OUTBOX_EVENT_ID_PROPERTY } from './outbox.ts';
 export {
+  assertCatalogueEntry,
   assertOrderingFits,
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
+  catalogue,
   consumerGroup,
   DLQ_RETENTION_DAYS,
   deadLetterQueueName,
   FIFO_QUEUE_ATTRIBUTES,
   functionLogGroupName,
   type GroupTuning,
+  InvalidCatalogueEntryError,
   lambdaLogGroupName,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
@@ -42,6 +45,8 @@ export {
   REVOKED_STAGE_PREFIX,
   recordId,
   recordIdPrefix,
+  STRATEGY_TABLES,
+  type StrategyName,
   signingKeySecretName,
   TABLE_ENV,
   TABLES,

@@ -94,6 +94,13 @@ export interface GroupTuning {
  */
 export interface ConsumerGroupDefinition extends LifetimeSettings {
   readonly group: string;
+  /**
+   * How the group makes its effect exactly-once (docs/strategies.md): `'transactional'` for writes
+   * to DynamoDB only, `'lease'` for a call outside DynamoDB, `'state-transition'` for a state that
+   * only moves forward. The handler module's business returns what this strategy commits, and the
+   * tables it keeps its evidence in must be among `tables` (`assertCatalogueEntry`).
+   */
+  readonly strategy: StrategyName;
   /** The function's short name: used by the local run and its reports (deployed functions keep CDK-generated names). */
   readonly functionName: string;
   readonly topic: string;
@@ -114,9 +121,55 @@ export interface ConsumerGroupDefinition extends LifetimeSettings {
   readonly messageGroupFrom?: MessageGroupSource;
 }
 
-export const CONSUMER_GROUPS = [
+/** How a group's effect is made exactly-once; each names the tables it keeps its evidence in (`STRATEGY_TABLES`). */
+export type StrategyName = 'transactional' | 'lease' | 'state-transition';
+
+/**
+ * The tables a strategy itself writes, whatever the business writes: the dedup record of a
+ * transactional group and the lease of a lease group live in the idempotency table; a state
+ * transition's evidence is the state itself, in the business's own table.
+ */
+export const STRATEGY_TABLES: Readonly<Record<StrategyName, readonly TableKey[]>> = {
+  transactional: ['idempotency'],
+  lease: ['idempotency'],
+  'state-transition': [],
+};
+
+/** A catalogue entry its own function could not run: it names what is missing and why. */
+export class InvalidCatalogueEntryError extends Error {
+  override readonly name = 'InvalidCatalogueEntryError';
+}
+
+/**
+ * The one check of a catalogue entry on its own, run where the entry is defined (`catalogue`,
+ * so a bad `CONSUMER_GROUPS` entry fails every import: synth, cold start, local run, tests) and
+ * again where an entry from elsewhere is used (the CDK group, `defineConsumer`, the local run's
+ * registration): the tables its strategy and its ordering keep their records in are among its
+ * `tables` (the function gets, and IAM grants, those alone), and its ordering fits its tuning.
+ */
+export function assertCatalogueEntry(def: ConsumerGroupDefinition): void {
+  const tables: readonly TableKey[] = def.tables;
+  const missing = STRATEGY_TABLES[def.strategy].filter((t) => !tables.includes(t));
+  if (missing.length > 0) {
+    throw new InvalidCatalogueEntryError(
+      `consumer group ${def.group}: strategy '${def.strategy}' keeps its records in the ${missing.join(', ')} table, ` +
+        `but tables [${tables.map((t) => `'${t}'`).join(', ')}] does not list ${missing.map((t) => `'${t}'`).join(', ')}: ` +
+        'its function would get no such table name and IAM no grant on it, so it could not start (add it to tables)',
+    );
+  }
+  assertOrderingFits(def.group, def.ordering, { ...def.tuning, tables, messageGroupFrom: def.messageGroupFrom });
+}
+
+/** The catalogue, each entry checked as it is defined (`assertCatalogueEntry`), types kept to the letter. */
+export function catalogue<const T extends readonly ConsumerGroupDefinition[]>(entries: T): T {
+  for (const entry of entries) assertCatalogueEntry(entry);
+  return entries;
+}
+
+export const CONSUMER_GROUPS = catalogue([
   {
     group: 'point-consumer-group',
+    strategy: 'transactional',
     functionName: 'points-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID',
@@ -127,6 +180,7 @@ export const CONSUMER_GROUPS = [
   },
   {
     group: 'coupon-consumer-group',
+    strategy: 'lease',
     functionName: 'coupon-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID',
@@ -136,6 +190,7 @@ export const CONSUMER_GROUPS = [
   },
   {
     group: 'order-status-consumer-group',
+    strategy: 'state-transition',
     functionName: 'order-status-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID || FINISHED',
@@ -148,7 +203,7 @@ export const CONSUMER_GROUPS = [
     messageGroupFrom: { from: 'key' },
     tables: ['orders', 'idempotency'],
   },
-] as const satisfies readonly ConsumerGroupDefinition[];
+] as const satisfies readonly ConsumerGroupDefinition[]);
 
 export type ConsumerGroupName = (typeof CONSUMER_GROUPS)[number]['group'];
 export type CatalogueEntry<G extends ConsumerGroupName> = Extract<(typeof CONSUMER_GROUPS)[number], { group: G }>;

@@ -3,7 +3,7 @@
  * exactly-once effects. Import from here, never from the modules behind it (a test in
  * test/unit/config/module-boundaries.test.ts holds every other folder to that).
  *
- *   export const consumer = defineConsumer(entry, { strategy: 'transactional', parsePayload, keyOf, business });
+ *   export const consumer = defineConsumer(entry, { parsePayload, keyOf, business });   // the entry names the strategy
  *   export const handler = consumer.handler;
  *
  * Its parts: the engine (`ConsumerEngine`: prepare → settle → route) and one runner per
@@ -80,7 +80,7 @@ export {
   rocketmqConsumer,
 } from './lambda/middleware.ts';
 export type {
-  StrategyChoice,
+  ResultOf,
   StrategyFactory,
   StrategyName,
   StrategyResults,

@@ -121,10 +121,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const plugins = await loadChaosPlugins(definitions, options.plugins);
   // The run's signing key, made at its start; the workload is judged as the bridge puts it on the queues: signed.
   const signing = new LocalSigningKey();
-  const workload = signedWorkload(
-    options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages }),
-    signing,
-  );
+  const unsigned =
+    options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages });
+  const workload = { ...unsigned, phases: signing.signed(unsigned.phases) };
   const underTest = groupsUnderTest(workload, definitions, plugins);
   const plan = options.plan ?? planFaults(underTest, { seed: options.seed, sdk: options.sdk });
   const timeScale = options.timeScale ?? 600;
@@ -236,15 +235,4 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   } finally {
     await run.close();
   }
-}
-
-/** The workload with every body as the run's bridge sends it: signed with the run's key (`LocalSigningKey.sign`). */
-function signedWorkload(workload: ChaosWorkload, signing: LocalSigningKey): ChaosWorkload {
-  return {
-    ...workload,
-    phases: workload.phases.map((phase) => ({
-      ...phase,
-      messages: phase.messages.map((message) => ({ ...message, body: signing.sign(message.body) })),
-    })),
-  };
 }

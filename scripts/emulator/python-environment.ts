@@ -44,7 +44,11 @@ export interface PythonEnvironmentOptions {
   requirements?: string;
   /** The interpreter that creates the environment. Default `python3`. */
   basePython?: string;
-  /** Receives the one progress line printed when the environment is (re)built. Default: stderr. */
+  /**
+   * Receives the progress lines printed when the environment is (re)built: what is installed and
+   * why, then, while pip works, how many of the lock's packages it has fetched, at most every few
+   * seconds. Default: stderr.
+   */
   onProgress?: (line: string) => void;
   /** What the environment is for, first on the progress line. Default `emulator`. */
   label?: string;
@@ -155,7 +159,9 @@ async function build(env: Environment, digest: string): Promise<void> {
     '-m',
     'pip',
     'install',
-    '--quiet',
+    // pip's own lines (one "Collecting" per package) feed the progress; its bars would flood a log.
+    '--progress-bar',
+    'off',
     '--disable-pip-version-check',
     '--no-input',
     '--require-hashes',
@@ -165,6 +171,7 @@ async function build(env: Environment, digest: string): Promise<void> {
     '-r',
     env.requirements,
   ];
+  const packages = lockedRequirements(await readFile(env.requirements, 'utf8')).length;
   await runStep(
     pip,
     (outcome) =>
@@ -172,6 +179,7 @@ async function build(env: Environment, digest: string): Promise<void> {
         `pip could not install ${shown(env.requirements)} into ${shown(env.directory)} (${outcome}); run by hand: ${commandLine(pip)}`,
         commandLine(pip),
       ),
+    new InstallProgress(packages, env.onProgress).onPipLine,
   );
   const check = [env.python, '-m', 'pip', 'check', '--disable-pip-version-check'];
   await runStep(
@@ -234,6 +242,37 @@ async function summaryOf(requirements: string): Promise<string> {
   return `${named.join(', ')}${rest > 0 ? ` and ${rest} ${rest === 1 ? 'dependency' : 'dependencies'}, hash-checked,` : ''}`;
 }
 
+/**
+ * pip's progress through a lock, in one unit (packages): a line when it has fetched more, at most
+ * every `everyMs` (a short install prints none), and one when it starts installing them.
+ */
+export class InstallProgress {
+  private fetched = 0;
+  private last: number;
+
+  constructor(
+    private readonly packages: number,
+    private readonly print: (line: string) => void,
+    private readonly now: () => number = Date.now,
+    private readonly everyMs = 5_000,
+  ) {
+    this.last = now();
+  }
+
+  readonly onPipLine = (line: string): void => {
+    if (line.startsWith('Collecting ')) this.fetched++;
+    const installing = line.startsWith('Installing collected packages');
+    if (!installing && !line.startsWith('Collecting ')) return;
+    if (this.now() - this.last < this.everyMs) return;
+    this.last = this.now();
+    this.print(
+      installing
+        ? `emulator: ${this.fetched} of ${this.packages} packages fetched; installing them…`
+        : `emulator: ${this.fetched} of ${this.packages} packages fetched…`,
+    );
+  };
+}
+
 /** A path as the reader typed it: relative to the working directory when inside it. */
 function shown(path: string): string {
   const rel = relative(process.cwd(), path);
@@ -250,7 +289,11 @@ const commandLine = (argv: string[]) =>
  * Runs one step to completion. A failure becomes the step's error from its outcome (exit status and
  * the output's last line, which is where pip and venv say what went wrong) and its output's tail.
  */
-function runStep(argv: string[], failure: (outcome: string, output: string) => PythonEnvironmentError): Promise<void> {
+function runStep(
+  argv: string[],
+  failure: (outcome: string, output: string) => PythonEnvironmentError,
+  onLine?: (line: string) => void,
+): Promise<void> {
   const [command, ...args] = argv as [string, ...string[]];
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -260,6 +303,17 @@ function runStep(argv: string[], failure: (outcome: string, output: string) => P
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
+    if (onLine) {
+      // One partial line per stream: pip writes its progress to stdout, its warnings to stderr.
+      for (const stream of [child.stdout, child.stderr]) {
+        let partial = '';
+        stream.on('data', (chunk: Buffer) => {
+          const lines = (partial + chunk.toString()).split('\n');
+          partial = lines.pop() ?? '';
+          for (const line of lines) onLine(line.trim());
+        });
+      }
+    }
     child.once('error', (err) => reject(notFound(command, err)));
     child.once('close', (code, signal) => {
       if (code === 0) return resolve();

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { assertCatalogueEntry, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/index.ts';
 import type { ConsumerHandler, ConsumerModule, ConsumerRuntimeConfig, RecordReport } from '../../lib/consumer/index.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../..');
@@ -44,6 +44,7 @@ export class HandlerModuleError extends Error {
  * built from this very entry.
  */
 export async function loadRegistration(definition: ConsumerGroupDefinition): Promise<ConsumerRegistration> {
+  assertCatalogueEntry(definition);
   const path = resolve(REPOSITORY_ROOT, definition.entry);
   if (!existsSync(path))
     throw new HandlerModuleError(
@@ -64,10 +65,29 @@ export async function loadRegistration(definition: ConsumerGroupDefinition): Pro
   const services: readonly string[] = definition.services ?? [];
   return {
     definition,
-    create: (deps) => consumer.create({ ...deps, services: { 'coupon-service': deps.couponServiceUrl } }),
+    create: (deps) =>
+      consumer.create({
+        ...deps,
+        tables: declaredTables(definition, deps.tables),
+        services: { 'coupon-service': deps.couponServiceUrl },
+      }),
     usesCouponService: services.includes('coupon-service'),
     needsOrders: definition.tables.includes('orders'),
   };
+}
+
+/**
+ * The tables of the run the entry declares, and no other: as deployed, where the function's
+ * environment names those alone and IAM grants those alone, so a consumer that needs a table
+ * its entry does not list fails here as it would in Lambda.
+ */
+export function declaredTables(
+  definition: ConsumerGroupDefinition,
+  tables: Readonly<Partial<Record<TableKey, string>>>,
+): Record<TableKey, string> {
+  return Object.fromEntries(
+    definition.tables.flatMap((key) => (tables[key] === undefined ? [] : [[key, tables[key]]])),
+  ) as Record<TableKey, string>;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   StaticSigningKeys,
   writeEnvelope,
 } from '../../lib/rocketmq/index.ts';
+import type { TrafficPhase } from './traffic.ts';
 
 /**
  * The envelope signing key of whatever builds consumers directly rather than from a deployed
@@ -35,6 +36,14 @@ export class LocalSigningKey {
       if (error instanceof TypeError) return body;
       throw error;
     }
+  }
+
+  /** Phases of traffic with every body as the bridge sends it, signed (`sign`); the rest of each message as it was. */
+  signed<P extends TrafficPhase>(phases: readonly P[]): P[] {
+    return phases.map((phase) => ({
+      ...phase,
+      messages: phase.messages.map((message) => ({ ...message, body: this.sign(message.body) })),
+    }));
   }
 
   /** `writeEnvelope`, signed. */

@@ -237,7 +237,6 @@ export type StatusWeakness =
 /** The order-status consumer (as `orderStatusConsumer.create` wires it) with one protection removed. */
 export function weakStatusConsumer(weakness: StatusWeakness): ConsumerFactory {
   const weak = defineConsumer(consumerGroup(STATUS), {
-    strategy: 'state-transition',
     parsePayload: (body, message) => parseOrderEvent(body, message.tags),
     keyOf: (event) => `${event.orderNo}#${event.kind}`,
     fingerprintFields: (event) => ({ orderNo: event.orderNo, kind: event.kind }),

@@ -1,9 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
-import { runCommand } from './spawned-commands.ts';
+import { KeptRun, runCommand } from './spawned-commands.ts';
 
 const POINTS = 'point-consumer-group';
 
@@ -40,6 +41,15 @@ interface Summary {
 
 /** Runs the command itself, as a person would: `npx tsx scripts/local-run.ts …`. */
 const localRun = (args: string[]) => runCommand('npx', ['tsx', 'scripts/local-run.ts', ...args]);
+
+/** The AWS CLI on this machine when it is version 1 (it reads AWS_DEFAULT_REGION, not AWS_REGION, and no AWS_ENDPOINT_URL). */
+function awsCliV1(): boolean {
+  try {
+    return execFileSync('aws', ['--version'], { encoding: 'utf8', stdio: 'pipe' }).startsWith('aws-cli/1.');
+  } catch {
+    return false;
+  }
+}
 
 function lastJsonLine(stdout: string): Summary {
   const lines = stdout.trimEnd().split('\n');
@@ -279,39 +289,100 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(s.inFlight).toBeLessThanOrEqual(s.bridge.enqueued);
   });
 
-  it('prints a readable report without --json, ending with ops trace of the incident order per group', {
+  it('prints the verdict first, the incident order in a compact trace, all within 80 lines of 120 columns', {
     timeout: 180_000,
   }, async () => {
     // Act
     const run = await localRun(['--endpoint', inject('emulatorEndpoint')]);
 
+    // Assess: the shape a newcomer reads
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines.length, run.stdout).toBeLessThanOrEqual(80);
+    expect(lines.filter((l) => l.length > 120)).toEqual([]);
+    // The verdict first: what happened to user 88372, beside what the incident did.
+    const head = lines.slice(0, 15).join('\n');
+    expect(head).toContain('Verdict: exactly once held in all 3 groups');
+    expect(head).toContain(
+      'User 88372 was awarded 300 points once for SO202007051422310088 (1 ledger entry); the incident awarded 600.',
+    );
+    expect(head).toMatch(/point-consumer-group +once +once +2 +twice: 600 points/);
+    // Every group judged by its chaos plug-in, the points group and the two without a ledger alike.
+    expect(run.stdout).toMatch(/point-consumer-group +HOLDS: orders 81, users 21/);
+    expect(run.stdout).toMatch(/coupon-consumer-group +HOLDS: orders 81/);
+    expect(run.stdout).toMatch(/order-status-consumer-group +HOLDS: orders 81, paid 71, finished 10/);
+    // The injected crash is labelled as such, not as a failure.
+    expect(run.stdout).toMatch(
+      /Injected on purpose, not failures: a crash after commit, before the ack, in point-consumer-group \(its batch's \d+\s+records came back/,
+    );
+    expect(run.stdout).toContain('1 crashed on purpose (above)');
+    expect(run.stdout).not.toMatch(/invocation\(s\) failed/);
+    // Dead letters grouped by reason, with a count and one example.
+    expect(run.stdout).toContain('3 × INVALID_PAYLOAD: body is not JSON  (every group)');
+    expect(run.stdout).toMatch(/ {10}e\.g\. msgId [0-9A-F]{32}: malformed body/);
+    // The incident's order, traced as an operator would, one line per delivery.
+    const trace = run.stdout.slice(run.stdout.indexOf("The incident's order as an operator traces it"));
+    for (const group of ['point-consumer-group', 'coupon-consumer-group'])
+      expect(trace).toContain(`  ${group}: applied by 0A1B…0001, 2 copies suppressed`);
+    expect(trace).toContain('  order-status-consumer-group: applied by 0A1B…0001, 1 copy suppressed');
+    expect(trace).toMatch(/ {5}\d\d:\d\d:\d\d\.\d{3} {2}0A1B…0002 {2}duplicate {2}a new msgId for the same key/);
+    expect(trace).toMatch(/ledger \S+-point-ledger: user 88372 \+300 points, 1 award\(s\) in force, balance 300/);
+    expect(trace).toContain('Findings: none.');
+    // Progress went to stderr, one unit a line.
+    for (const line of run.stderr.split('\n').filter((l) => /^\[\d+\.\d+s\]/.test(l)))
+      expect(line).toMatch(/ \d+ of \d+ messages sent$|\] copies: \d+ in the queues, \d+ deliveries/);
+  });
+
+  it('judges a group without a ledger by its own effect, and prints the whole trace behind --full-trace', {
+    timeout: 180_000,
+  }, async () => {
+    // Act
+    const run = await localRun([
+      '--groups',
+      'coupon-consumer-group',
+      '--full-trace',
+      '--endpoint',
+      inject('emulatorEndpoint'),
+    ]);
+
     // Assess
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toContain('Order SO202007051422310088, delivery by delivery');
-    expect(run.stdout).toContain('INVALID_PAYLOAD');
-    expect(run.stdout).toMatch(/Balance equals ledger for every user \(\d+\): HOLDS/);
-    expect(run.stdout).toMatch(/Function logs: \d+ JSON lines shipped to \/aws\/lambda\/local-\w+-points-consumer/);
-    // The traces read the shipped log lines back through FilterLogEvents: each group's story of the order.
-    const traces = run.stdout.slice(run.stdout.indexOf("The incident's order, as an operator traces it"));
-    const story = (group: string) => {
-      const at = traces.indexOf(`trace SO202007051422310088 --group ${group} --user 88372   (exit 0)`);
-      expect(at, `${group}'s trace`).toBeGreaterThan(0);
-      return traces.slice(at, traces.indexOf('Findings:', at));
-    };
-    for (const group of ['point-consumer-group', 'coupon-consumer-group']) {
-      const text = story(group);
-      expect(text.match(/ applied {4}applied the effect/g)).toHaveLength(1);
-      expect(text).toContain('the same msgId again (a redelivery)');
-      expect(text).toContain('a new msgId for the same key (an application re-send; applied by ');
-      expect(text).toContain('2 copy(ies) suppressed as duplicates.');
-    }
-    // Its FIFO queue absorbed the same-msgId copy; the re-send met the order's advanced state.
-    const status = story('order-status-consumer-group');
-    expect(status.match(/ applied {4}applied the effect/g)).toHaveLength(1);
-    expect(status).toContain('the state has already moved on');
-    expect(story('point-consumer-group')).toContain(
-      'Balance effect for user 88372: +300 points, 1 award(s) in force; balance now 300.',
+    expect(run.stdout).toContain('Verdict: exactly once held in the group');
+    expect(run.stdout).toMatch(/coupon-consumer-group +once +once +2 +twice\n/);
+    expect(run.stdout).toMatch(/coupon-consumer-group +HOLDS: orders 81, 1 dead letter, 1 expected/);
+    expect(run.stdout).not.toContain('Points:');
+    expect(run.stdout).toContain(
+      '$ npm run ops -- trace SO202007051422310088 --group coupon-consumer-group --user 88372   (exit 0)',
     );
+    expect(run.stdout).toContain('2 copy(ies) suppressed as duplicates.');
+  });
+
+  it('reports a replayed file’s dead letters by reason, and says its groups’ invariants were not judged', {
+    timeout: 180_000,
+  }, async () => {
+    // Prepare
+    const file = trafficFile();
+
+    // Act
+    const run = await localRun([
+      '--events',
+      file.path,
+      '--groups',
+      POINTS,
+      '--visibility-timeout',
+      '30',
+      '--endpoint',
+      inject('emulatorEndpoint'),
+    ]);
+
+    // Assess
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('Not judged: a replayed file says what its messages are');
+    expect(run.stdout).toContain('Dead-lettered (deliveries), by reason: 4');
+    expect(run.stdout).toMatch(/ {6}1 × INVALID_PAYLOAD: /);
+    expect(run.stdout).toMatch(/ {6}\d × INVALID_ENVELOPE: /);
+    expect(run.stdout).toMatch(/e\.g\. (msgId|SQS message) \S+/);
+    expect(run.stdout).toContain('Points: balance equals ledger for every user (9): HOLDS.');
   });
 
   it("replays a capture stored in 2020 as traffic arriving now: it awards what the same capture with today's times awards", {
@@ -371,6 +442,32 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
       (m) => m.failure?.code,
     );
     expect(codes).toEqual(Array(30).fill('PAST_REDRIVE_HORIZON'));
+  });
+
+  it('--keep prints an AWS CLI set-up that works with the CLI v1 too (AWS_DEFAULT_REGION, --endpoint-url)', {
+    timeout: 180_000,
+  }, async () => {
+    // Act
+    const kept = new KeptRun(['--keep', '--no-traffic', '--groups', POINTS]);
+    try {
+      const env = await kept.exported();
+
+      // Assess: the environment it prints names the region both ways
+      expect(env).toMatchObject({ AWS_REGION: 'us-east-1', AWS_DEFAULT_REGION: 'us-east-1' });
+      const [command] = await kept.waitFor(/aws --endpoint-url \S+ sqs list-queues --queue-name-prefix \S+/);
+      if (!awsCliV1()) return;
+      // and the printed command, run by the CLI v1 with that environment alone, finds the stage's queues.
+      const [, ...argv] = command.split(' ');
+      const listed = execFileSync('aws', argv, {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      });
+      expect(listed).toContain(`${argv.at(-1)}-${POINTS}`);
+    } finally {
+      kept.interrupt('group');
+      await kept.exit();
+      kept.kill();
+    }
   });
 
   it('exits non-zero when it cannot run: a missing file, a bad argument', { timeout: 120_000 }, async () => {

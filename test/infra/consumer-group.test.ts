@@ -95,3 +95,13 @@ describe('RocketMQConsumerGroup: where the tag filter runs, and what shows its d
     expect(filteredOutAlarms(everything)).toEqual([]);
   });
 });
+
+describe('RocketMQConsumerGroup: an entry whose function could not start fails the synth', () => {
+  it('a lease group whose tables omit idempotency, naming the missing table', () => {
+    const coupons = CONSUMER_GROUPS.find((g) => g.group === 'coupon-consumer-group')!;
+    const synth = () => synthGroup(undefined, { ...coupons, tables: [] });
+    expect(synth).toThrow(
+      "consumer group coupon-consumer-group: strategy 'lease' keeps its records in the idempotency table, but tables [] does not list 'idempotency'",
+    );
+  });
+});

@@ -3,13 +3,13 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { createDynamoDb, createSqs } from '../../aws/index.ts';
-import { type ConsumerGroupDefinition, recordIdPrefix } from '../../config/index.ts';
+import { assertCatalogueEntry, type ConsumerGroupDefinition, recordIdPrefix } from '../../config/index.ts';
 import type { RocketMQMessage } from '../../rocketmq/index.ts';
 import { FailureRouter } from '../failures/failure-router.ts';
 import type { Business, RecordReport } from '../settlement.ts';
 import { type ConsumerRuntimeConfig, consumerConfigFromEnv, lazyHandler, type TablesOf } from './consumer-config.ts';
 import { type ConsumerHandler, consumerHandler } from './consumer-handler.ts';
-import { type ResultOf, type StrategyChoice, wiredStrategy } from './strategy-wiring.ts';
+import { type ResultOf, type StrategyFactory, wiredStrategy } from './strategy-wiring.ts';
 
 /** What a caller may put between a consumer and the world: observers, a clock, instrumented clients. */
 export interface ConsumerObservers {
@@ -45,14 +45,13 @@ export interface ConsumerWiring<D extends ConsumerGroupDefinition = ConsumerGrou
   readonly now: () => number;
 }
 
-/** A consumer group's own part: how to read a message, its key, the strategy that fits its effect, its business. */
-export interface ConsumerSpec<D extends ConsumerGroupDefinition, P, S extends StrategyChoice> {
-  /**
-   * How the effect is made exactly-once (docs/strategies.md): `'transactional'` for writes to
-   * DynamoDB only (packed when the entry's `tuning.packing` says so), `'lease'` for a call
-   * outside DynamoDB, `'state-transition'` for a state that only moves forward.
-   */
-  strategy: S;
+/**
+ * A consumer group's own part: how to read a message, its key, its business. The strategy is the
+ * catalogue entry's (`strategy`), stated there once: the business returns what it commits.
+ */
+export interface ConsumerSpec<D extends ConsumerGroupDefinition, P, R> {
+  /** A strategy the module builds itself instead of the entry's: for tests that weaken one. */
+  strategy?: StrategyFactory<R>;
   /** Parses and validates the business body; throws `InvalidPayloadError` for bad content. */
   parsePayload: (body: string, message: RocketMQMessage) => P;
   /** The business idempotency key (an order number). Never the msgId: an application re-send has a new one. */
@@ -60,7 +59,7 @@ export interface ConsumerSpec<D extends ConsumerGroupDefinition, P, S extends St
   /** The fields whose hash tells a duplicate from a conflict. Default: the whole payload. */
   fingerprintFields?: (payload: P) => unknown;
   /** Given the group's wiring once, returns what one message means. */
-  business: (wiring: ConsumerWiring<D>) => Business<P, ResultOf<S>>;
+  business: (wiring: ConsumerWiring<D>) => Business<P, NoInfer<R>>;
 }
 
 /**
@@ -83,17 +82,19 @@ export interface ConsumerModule<D extends ConsumerGroupDefinition = ConsumerGrou
  * an orderly group's failure counts, the deployed queue lifetimes, the envelope keys, the logs,
  * metrics and observers.
  */
-export function defineConsumer<D extends ConsumerGroupDefinition, P, S extends StrategyChoice>(
+export function defineConsumer<D extends ConsumerGroupDefinition, P, R = ResultOf<D>>(
   definition: D,
-  spec: ConsumerSpec<D, P, S>,
+  spec: ConsumerSpec<D, P, R>,
 ): ConsumerModule<D> {
+  // At the module's import: in Lambda the init phase, so an entry its function cannot run with fails the cold start.
+  assertCatalogueEntry(definition);
   const create = (config: ConsumerConfig<D>) => createConsumer(definition, spec, config);
   return { definition, create, handler: lazyHandler(() => create(consumerConfigFromEnv(definition))) };
 }
 
-function createConsumer<D extends ConsumerGroupDefinition, P, S extends StrategyChoice>(
+function createConsumer<D extends ConsumerGroupDefinition, P, R>(
   definition: D,
-  spec: ConsumerSpec<D, P, S>,
+  spec: ConsumerSpec<D, P, R>,
   config: ConsumerConfig<D>,
 ): ConsumerHandler {
   const wiring: ConsumerWiring<D> = {
@@ -109,7 +110,7 @@ function createConsumer<D extends ConsumerGroupDefinition, P, S extends Strategy
     parsePayload: spec.parsePayload,
     keyOf: spec.keyOf,
     fingerprintFields: spec.fingerprintFields,
-    strategy: wiredStrategy(spec.strategy, wiring),
+    strategy: wiredStrategy(wiring, spec.strategy),
     business: spec.business(wiring),
     failures: new FailureRouter({
       sqs: wiring.sqs,

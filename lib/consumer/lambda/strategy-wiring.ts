@@ -1,5 +1,11 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ConsumerGroupDefinition, recordIdPrefix, TABLES, type TableKey } from '../../config/index.ts';
+import {
+  type StrategyName as CatalogueStrategyName,
+  type ConsumerGroupDefinition,
+  recordIdPrefix,
+  TABLES,
+  type TableKey,
+} from '../../config/index.ts';
 import { InvalidConsumerConfigError } from '../failures/errors.ts';
 import { leaseStrategy } from '../idempotency/lease.ts';
 import { packedTransactionalStrategy } from '../idempotency/packed-transactional.ts';
@@ -21,8 +27,8 @@ export interface StrategyWiring {
   readonly now: () => number;
 }
 
-/** The business result each named strategy commits. */
-export interface StrategyResults {
+/** The business result each strategy a catalogue entry may name commits. */
+export interface StrategyResults extends Record<CatalogueStrategyName, unknown> {
   /** Writes declared for one `TransactWriteItems` with the dedup record (packed when the entry's tuning says so). */
   transactional: TransactionalResult;
   /** The result of an outside call, kept in the lease record and replayed to duplicates. */
@@ -30,30 +36,24 @@ export interface StrategyResults {
   /** A conditional update whose precondition is the idempotency check. */
   'state-transition': TransitionRequest;
 }
-export type StrategyName = keyof StrategyResults;
+export type StrategyName = CatalogueStrategyName;
 
 /** A strategy the module builds itself from the wiring (a test's weakened one, say). */
 export type StrategyFactory<R> = (wiring: StrategyWiring) => ConsumptionStrategy<R>;
 
-/** A handler module names its strategy, or builds one. */
-export type StrategyChoice = StrategyName | StrategyFactory<never>;
-export type ResultOf<S extends StrategyChoice> = S extends StrategyName
-  ? StrategyResults[S]
-  : S extends StrategyFactory<infer R>
-    ? R
-    : never;
+/** What the business of an entry's strategy returns. */
+export type ResultOf<D extends ConsumerGroupDefinition> = StrategyResults[D['strategy']];
 
-/** The named strategy as the entry configures it: its table, its record-id prefix, its TTL, packing. */
-export function wiredStrategy<S extends StrategyChoice>(
-  choice: S,
-  wiring: StrategyWiring,
-): ConsumptionStrategy<ResultOf<S>> {
-  if (typeof choice === 'function') return (choice as StrategyFactory<ResultOf<S>>)(wiring);
+/**
+ * The entry's strategy as the entry configures it (its table, its record-id prefix, its TTL,
+ * packing), or one the module builds itself (`factory`: a test's weakened one).
+ */
+export function wiredStrategy<R>(wiring: StrategyWiring, factory?: StrategyFactory<R>): ConsumptionStrategy<R> {
+  if (factory) return factory(wiring);
+  const name = wiring.definition.strategy;
   const strategy =
-    choice === 'state-transition'
-      ? stateTransitionStrategy({ client: wiring.dynamoDb })
-      : recordKeeping(choice, wiring);
-  return strategy as ConsumptionStrategy<ResultOf<S>>;
+    name === 'state-transition' ? stateTransitionStrategy({ client: wiring.dynamoDb }) : recordKeeping(name, wiring);
+  return strategy as ConsumptionStrategy<R>;
 }
 
 /** The strategies that keep a record per key in the idempotency table, under the group's prefix. */

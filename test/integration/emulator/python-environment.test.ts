@@ -35,6 +35,9 @@ beforeAll(async () => {
 });
 afterAll(() => rm(root, { recursive: true, force: true }));
 
+/** The progress lines that announce an install: the rest say how far pip got (every few seconds of a slow one). */
+const headlines = (lines: readonly string[]) => lines.filter((l) => !/^emulator: \d+ of \d+ packages fetched/.test(l));
+
 /** A fresh environment location, its requirements file, and the progress lines it printed. */
 async function scenario(name: string, requirements: string) {
   const file = join(root, `${name}.txt`);
@@ -78,14 +81,14 @@ describe('an environment from first use to a changed pin', () => {
     await expect(readFile(stamp)).rejects.toThrow(/ENOENT/);
   });
 
-  it('the next call builds it, with one progress line, and stamps it', INSTALL, async () => {
+  it('the next call builds it, with one line announcing it, and stamps it', INSTALL, async () => {
     await writeFile(s.file, SIX_16);
     s.progress.length = 0;
 
     python = await ensurePythonEnvironment(s.options);
 
     expect(await sixVersion(python)).toBe('1.16.0');
-    expect(s.progress).toEqual([
+    expect(headlines(s.progress)).toEqual([
       expect.stringMatching(/^emulator: installing six 1\.16\.0 into \S+life \(first run only\)…$/),
     ]);
     await expect(readFile(stamp, 'utf8')).resolves.toMatch(/^[0-9a-f]{64}\n$/);
@@ -112,7 +115,7 @@ describe('an environment from first use to a changed pin', () => {
     const rebuilt = await ensurePythonEnvironment(s.options);
 
     expect(rebuilt).toBe(python);
-    expect(s.progress).toEqual([
+    expect(headlines(s.progress)).toEqual([
       expect.stringMatching(/^emulator: reinstalling six 1\.17\.0 into \S+ \(life\.txt changed\)…$/),
     ]);
     expect(await sixVersion(rebuilt)).toBe('1.17.0');
@@ -142,7 +145,7 @@ describe('a lock pip cannot vouch for', () => {
   });
 
   it(
-    'fails a lock that leaves a dependency out, naming it, then installs the complete one with one progress line',
+    'fails a lock that leaves a dependency out, naming it, then installs the complete one, announced in one line',
     INSTALL,
     async () => {
       const s = await scenario('dateutil', DATEUTIL);
@@ -161,7 +164,7 @@ describe('a lock pip cannot vouch for', () => {
       expect((incomplete as RequirementsInstallError).command).toMatch(/dateutil\/bin\/python -m pip check/);
       expect(sixBefore).toMatch(/No module named/);
       expect(await sixVersion(python)).toBe('1.17.0');
-      expect(s.progress).toEqual([
+      expect(headlines(s.progress)).toEqual([
         expect.stringMatching(
           /^emulator: installing python-dateutil 2\.9\.0\.post0 and 1 dependency, hash-checked, into \S+dateutil \(first run only\)…$/,
         ),
@@ -193,7 +196,7 @@ describe('concurrent first use', () => {
     expect(await childExit).toBe(0);
     expect(new Set([...here, childStdout.trim()])).toEqual(new Set([join(s.options.directory!, 'bin', 'python')]));
     const lines = [...s.progress, ...childStderr.split('\n').filter((l) => l.startsWith('emulator:'))];
-    expect(lines).toHaveLength(1);
+    expect(headlines(lines)).toHaveLength(1);
     expect(await sixVersion(here[0])).toBe('1.16.0');
   });
 });

@@ -1,12 +1,31 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CONSUMER_ENV } from '../../../lib/config/consumer-environment.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../lib/config/resources.ts';
-import { type ConsumerModule, consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../lib/consumer/index.ts';
+import {
+  assertCatalogueEntry,
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  catalogue,
+  InvalidCatalogueEntryError,
+} from '../../../lib/config/resources.ts';
+import {
+  type ConsumerModule,
+  consumerConfigFromEnv,
+  defineConsumer,
+  InvalidConsumerConfigError,
+} from '../../../lib/consumer/index.ts';
+import { RetrySchedule } from '../../../lib/rocketmq/index.ts';
 import { chaosPluginPath, loadChaosPlugins, MissingChaosPluginError } from '../../../scripts/chaos/plugin-discovery.ts';
-import { HandlerModuleError, loadRegistration } from '../../../scripts/local/local-consumers.ts';
+import {
+  declaredTables,
+  HandlerModuleError,
+  type LocalConsumerDeps,
+  loadRegistration,
+} from '../../../scripts/local/local-consumers.ts';
+import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
+import { REFUNDS } from '../../fixtures/example-group/handler.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 
@@ -18,8 +37,14 @@ async function moduleOf(
 }
 
 describe.each(CONSUMER_GROUPS)('catalogue entry $group', (def) => {
+  it('passes the catalogue check: its tables hold what its strategy and ordering keep records in', () => {
+    expect(() => assertCatalogueEntry(def)).not.toThrow();
+  });
+
   it('has a handler module that declares this very entry as its group', async () => {
-    expect(existsSync(resolve(ROOT, def.entry))).toBe(true);
+    expect(existsSync(resolve(ROOT, def.entry)), `${def.group}: its handler module ${def.entry} does not exist`).toBe(
+      true,
+    );
     const mod = await moduleOf(def);
     expect(mod.consumer?.definition).toBe(def);
     expect(typeof mod.handler).toBe('function');
@@ -36,7 +61,8 @@ describe.each(CONSUMER_GROUPS)('catalogue entry $group', (def) => {
   });
 
   it('has a chaos plug-in, found by convention, for this very group', async () => {
-    expect(existsSync(resolve(ROOT, chaosPluginPath(def.group)))).toBe(true);
+    const path = chaosPluginPath(def.group);
+    expect(existsSync(resolve(ROOT, path)), `${def.group}: its chaos plug-in ${path} does not exist`).toBe(true);
     const plugins = await loadChaosPlugins([def]);
     expect(plugins.get(def.group)?.group).toBe(def.group);
   });
@@ -74,6 +100,71 @@ describe('the local run refuses a catalogue entry its handler module does not de
   ])('%s', async (_, definition, message) => {
     await expect(loadRegistration(definition)).rejects.toThrow(HandlerModuleError);
     await expect(loadRegistration(definition)).rejects.toThrow(message);
+  });
+});
+
+describe('an entry whose tables miss what its strategy keeps records in is refused where it is defined', () => {
+  const [points, coupons] = CONSUMER_GROUPS;
+  const leaseWithoutRecords = { ...coupons, group: 'voucher-consumer-group', tables: [] } as const;
+  const transactionalWithoutRecords = { ...points, tables: ['ledger', 'accounts'] } as const;
+  const refusal = (group: string, strategy: string) =>
+    `consumer group ${group}: strategy '${strategy}' keeps its records in the idempotency table, but tables [`;
+
+  it.each([
+    [leaseWithoutRecords, 'lease'],
+    [transactionalWithoutRecords, 'transactional'],
+  ] as const)('in the catalogue itself (%# %s), naming the missing table', (entry, strategy) => {
+    expect(() => catalogue([entry])).toThrow(InvalidCatalogueEntryError);
+    expect(() => catalogue([entry])).toThrow(refusal(entry.group, strategy));
+    expect(() => catalogue([entry])).toThrow("does not list 'idempotency'");
+  });
+
+  it('at the handler module’s import (in Lambda: the cold start)', () => {
+    const define = () =>
+      defineConsumer(leaseWithoutRecords, {
+        parsePayload: (body) => body,
+        keyOf: (body) => body,
+        business: () => () => 'granted',
+      });
+    expect(define).toThrow(InvalidCatalogueEntryError);
+    expect(define).toThrow(refusal('voucher-consumer-group', 'lease'));
+  });
+
+  it('in the local run, before its module is loaded', async () => {
+    await expect(loadRegistration(transactionalWithoutRecords)).rejects.toThrow(
+      refusal('point-consumer-group', 'transactional'),
+    );
+  });
+
+  it('a state-transition group keeps no records: its business table is enough', () => {
+    expect(() => catalogue([REFUNDS])).not.toThrow();
+  });
+});
+
+describe('the local run hands a consumer only the tables its entry declares, as IAM grants them', () => {
+  const allTables = { idempotency: 'i', ledger: 'l', accounts: 'a', orders: 'o' };
+
+  it.each(CONSUMER_GROUPS.map((def) => [def.group, def] as const))('%s', (_, def) => {
+    expect(Object.keys(declaredTables(def, allTables)).sort()).toEqual([...def.tables].sort());
+  });
+
+  it('the consumer the registration builds is configured with those alone', async () => {
+    const registration = await loadRegistration(REFUNDS);
+    const { consumer } = await import('../../fixtures/example-group/handler.ts');
+    const create = vi.spyOn(consumer, 'create');
+    const deps: LocalConsumerDeps = {
+      aws: { region: 'us-east-1' },
+      tables: allTables,
+      deadLetterQueueUrl: 'http://127.0.0.1:1/dlq',
+      schedule: new RetrySchedule([1]),
+      envelopeKeys: PROCESS_SIGNING_KEY.ring,
+      onReport: () => {},
+      couponServiceUrl: '',
+    };
+    registration.create(deps);
+    const tables = create.mock.calls[0]?.[0].tables;
+    create.mockRestore();
+    expect(tables).toEqual({ orders: 'o' });
   });
 });
 
