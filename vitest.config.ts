@@ -12,23 +12,30 @@ export default defineConfig({
     env: { POWERTOOLS_LOG_LEVEL: 'CRITICAL', POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'us-east-1' },
     coverage: {
       provider: 'v8',
-      include: ['lib/consumer/**', 'lib/rocketmq/**'],
+      include: ['packages/runtime/src/consumer/**', 'packages/runtime/src/rocketmq/**'],
       // Modules that hold only types or re-exports: v8 finds no code in them and lists them at 0 %.
-      exclude: ['lib/consumer/settlement.ts', 'lib/consumer/idempotency/strategy.ts', 'lib/consumer/index.ts'],
+      exclude: [
+        'packages/runtime/src/consumer/settlement.ts',
+        'packages/runtime/src/consumer/idempotency/strategy.ts',
+        'packages/runtime/src/consumer/index.ts',
+      ],
       reporter: ['text-summary', 'text'],
       thresholds: {
-        'lib/consumer/**': { lines: 95, branches: 95 },
-        'lib/rocketmq/**': { lines: 95, branches: 95 },
+        'packages/runtime/src/consumer/**': { lines: 95, branches: 95 },
+        'packages/runtime/src/rocketmq/**': { lines: 95, branches: 95 },
       },
     },
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'packages/*/test/unit/**/*.test.ts'] },
+      },
       {
         extends: true,
         test: {
           name: 'emulator',
-          include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', 'test/bridge/**', 'node_modules/**'],
+          include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
+          exclude: ['test/unit/**', 'packages/*/test/unit/**', 'test/bridge/**', 'node_modules/**'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,

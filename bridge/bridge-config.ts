@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { BRIDGE_EVENT_SOURCE_PREFIX } from '../lib/config/index.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '../packages/runtime/src/config/index.ts';
 
 /**
  * What the bridge forwards where. One route = one RocketMQ consumer group subscribed to one topic
@@ -71,7 +71,7 @@ const routeSchema = z.object({
   /** A FIFO topic consumed by a FIFO group, forwarded to an SQS FIFO queue (message group = `MessageGroupId`). */
   fifo: z.boolean().default(false),
   /**
-   * FIFO routes: where each message's `MessageGroupId` comes from (lib/rocketmq/message-group.ts):
+   * FIFO routes: where each message's `MessageGroupId` comes from (packages/runtime/src/rocketmq/message-group.ts):
    * the RocketMQ 5 message group (default), the first key, a user property, or the queue.
    */
   messageGroupFrom: z

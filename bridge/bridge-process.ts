@@ -5,8 +5,8 @@ import {
   createSecretsManager,
   createSqs,
   SecretSigningKeys,
-} from '../lib/aws/index.ts';
-import { tracingBackendOf } from '../lib/config/index.ts';
+} from '../packages/runtime/src/aws/index.ts';
+import { tracingBackendOf } from '../packages/runtime/src/config/index.ts';
 import { Bridge } from './bridge.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
 import { bridgeTracingOf } from './bridge-tracing.ts';

@@ -1,12 +1,12 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { sqsText } from '../lib/aws/index.ts';
+import { sqsText } from '../packages/runtime/src/aws/index.ts';
 import {
   BRIDGE_NOTICE_KIND,
   DEAD_LETTER_KIND_ATTRIBUTE,
   NOTICE_REASON_ATTRIBUTE,
   NoticeReason,
   noticeBody,
-} from '../lib/rocketmq/index.ts';
+} from '../packages/runtime/src/rocketmq/index.ts';
 import { describeError } from './forward-target.ts';
 import type { Envelope } from './received-envelope.ts';
 
@@ -27,7 +27,7 @@ export interface DeadLetter {
 }
 
 /**
- * The group's DLQ path for what the bridge cannot forward: a notice (lib/rocketmq/dead-letter-notice.ts),
+ * The group's DLQ path for what the bridge cannot forward: a notice (packages/runtime/src/rocketmq/dead-letter-notice.ts),
  * the envelope with the body left out plus the reason, marked as a bridge notice in its SQS
  * attributes and its body, so `ops dlq` shows it with its own reason and never sends it to the
  * consumer. The body stays retrievable in RocketMQ by topic, queue and offset (or msgId) for as

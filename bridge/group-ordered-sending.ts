@@ -1,4 +1,4 @@
-import { messageGroups } from '../lib/consumer/index.ts';
+import { messageGroups } from '../packages/runtime/src/consumer/index.ts';
 import { type ForwardResult, type OutboundMessage, packBatches } from './forward-target.ts';
 
 /**

@@ -1,12 +1,12 @@
-import { buildEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
+import { buildEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from '../packages/runtime/src/rocketmq/index.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 
-export { type Envelope, serializeEnvelope } from '../lib/rocketmq/index.ts';
+export { type Envelope, serializeEnvelope } from '../packages/runtime/src/rocketmq/index.ts';
 export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;
 
 /**
  * The envelope of a message this bridge received, from either protocol: the broker's facts
- * mapped onto the project's one envelope writer (`lib/rocketmq/envelope-writer.ts`), which the
+ * mapped onto the project's one envelope writer (`packages/runtime/src/rocketmq/envelope-writer.ts`), which the
  * consumers' parser reads. `reconsumeTimes` counts consumer failures only, never the bridge's own
  * redeliveries (see `ReceivedMessage.reconsumeTimes`).
  */

@@ -4,7 +4,7 @@ import { AWSXRayIdGenerator } from '@opentelemetry/id-generator-aws-xray';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { TRACING_BACKEND_ENV, TracingBackend } from '../lib/config/index.ts';
+import { TRACING_BACKEND_ENV, TracingBackend } from '../packages/runtime/src/config/index.ts';
 import { type SpanExportLog, xrayOtlpEndpoint, xraySpanExporter } from './xray-span-exporter.ts';
 
 /**
@@ -29,7 +29,7 @@ export class TraceExportConfigError extends Error {
  * changes what the bridge writes on each forward (`AWSTraceHeader` with `xray`).
  *
  * Trace ids are X-Ray's (epoch seconds first): every forward starts a trace of the bridge's own
- * (lib/tracing/spans.ts), and SQS's `AWSTraceHeader` takes X-Ray's ids only.
+ * (packages/runtime/src/tracing/spans.ts), and SQS's `AWSTraceHeader` takes X-Ray's ids only.
  */
 export function startTraceExport(
   backend: TracingBackend,

@@ -11,7 +11,7 @@ import {
 import { JsonTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { SigV4Signer } from '../lib/aws/index.ts';
+import { SigV4Signer } from '../packages/runtime/src/aws/index.ts';
 
 /**
  * X-Ray's OTLP endpoint for traces in a region (CloudWatch, "OTLP endpoints"): OTLP 1.x over

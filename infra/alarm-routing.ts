@@ -11,7 +11,11 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ALARM_STORM_TABLE, DLQ_RETENTION_DAYS, NOTIFIER_METRICS_NAMESPACE } from '../lib/config/index.ts';
+import {
+  ALARM_STORM_TABLE,
+  DLQ_RETENTION_DAYS,
+  NOTIFIER_METRICS_NAMESPACE,
+} from '../packages/runtime/src/config/index.ts';
 import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
 import type { StageDataKey } from './data-key.ts';
 import { restrictKeyManagement } from './deployment-guards.ts';

@@ -25,8 +25,8 @@ import {
   queueName,
   recordIdPrefix,
   TABLE_ENV,
-} from '../lib/config/index.ts';
-import { ROCKETMQ_EVENT_TYPE } from '../lib/rocketmq/index.ts';
+} from '../packages/runtime/src/config/index.ts';
+import { ROCKETMQ_EVENT_TYPE } from '../packages/runtime/src/rocketmq/index.ts';
 import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
 import type { StageDataKey } from './data-key.ts';
 import type { VpcPlacement } from './deployment-settings.ts';
@@ -164,7 +164,7 @@ export class RocketMQConsumerGroup extends Construct {
       messageGroupFrom: def.messageGroupFrom,
     });
     const batchingWindow = orderly ? undefined : (props.maxBatchingWindow ?? Duration.seconds(1));
-    // lib/config's FIFO_QUEUE_ATTRIBUTES, as CDK props (test/infra compares the two).
+    // packages/runtime/src/config's FIFO_QUEUE_ATTRIBUTES, as CDK props (test/infra compares the two).
     const fifo: Partial<sqs.QueueProps> = orderly
       ? {
           fifo: true,

@@ -10,7 +10,7 @@ import {
   signingKeySecretName,
   TABLES,
   type TableKey,
-} from '../lib/config/index.ts';
+} from '../packages/runtime/src/config/index.ts';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';

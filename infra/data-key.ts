@@ -2,7 +2,7 @@ import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { lambdaLogGroupName } from '../lib/config/index.ts';
+import { lambdaLogGroupName } from '../packages/runtime/src/config/index.ts';
 import { restrictKeyManagement } from './deployment-guards.ts';
 
 export interface StageDataKeyProps {

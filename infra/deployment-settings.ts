@@ -7,7 +7,7 @@ import {
   type OutsideServiceName,
   TRACING_BACKENDS,
   TracingBackend,
-} from '../lib/config/index.ts';
+} from '../packages/runtime/src/config/index.ts';
 import { serviceSettingSchema } from './outside-service.ts';
 
 /**

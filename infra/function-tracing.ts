@@ -1,6 +1,6 @@
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct } from 'constructs';
-import { TRACING_BACKEND_ENV, TracingBackend } from '../lib/config/index.ts';
+import { TRACING_BACKEND_ENV, TracingBackend } from '../packages/runtime/src/config/index.ts';
 
 /** A stage's tracing back end (`tracing` in the stage settings), with the ADOT layer it needs for `adot`. */
 export interface StageTracing {

@@ -9,7 +9,7 @@ import {
   type OutsideServiceName,
   type ServiceAuth,
   SIGV4_SERVICES,
-} from '../lib/config/index.ts';
+} from '../packages/runtime/src/config/index.ts';
 import type { ProtectedSecret } from './protected-secret.ts';
 
 /**

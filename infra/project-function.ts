@@ -9,7 +9,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { lambdaLogGroupName } from '../lib/config/index.ts';
+import { lambdaLogGroupName } from '../packages/runtime/src/config/index.ts';
 import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
 import { functionTracingProps, type StageTracing, tracingWildcardReason } from './function-tracing.ts';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { z } from 'zod';
-import { CONSUMER_GROUPS } from '../lib/config/index.ts';
+import { CONSUMER_GROUPS } from '../packages/runtime/src/config/index.ts';
 import { RocketMQConsumersStack } from './consumer-stack.ts';
 import { CONTEXT_KEY, InvalidDeploymentSettingsError, stageSchema } from './deployment-settings.ts';
 import { stageProps } from './pipeline-stack.ts';

@@ -2,7 +2,7 @@ import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { TABLES, type TableDefinition, type TableKey, tableName } from '../lib/config/index.ts';
+import { TABLES, type TableDefinition, type TableKey, tableName } from '../packages/runtime/src/config/index.ts';
 
 export interface ConsumerTablesProps {
   /** Physical names are `<prefix>-<suffix>`, the same names the local emulator uses. */
@@ -12,7 +12,7 @@ export interface ConsumerTablesProps {
 }
 
 /**
- * The consumers' DynamoDB tables, built from `TABLES` in `lib/config/resources.ts` so the
+ * The consumers' DynamoDB tables, built from `TABLES` in `packages/runtime/src/config/resources.ts` so the
  * keys and the TTL attribute are exactly those the local emulator and the code use.
  * Key design and hot-key limits: docs/deploy.md#tables.
  *

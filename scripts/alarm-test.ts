@@ -17,7 +17,6 @@ import { readFile } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { isLoopbackUrl } from '../lib/config/index.ts';
 import {
   AlarmNotifier,
   DEFAULT_TIME_ZONE,
@@ -36,6 +35,7 @@ import {
   type WebhookConfig,
   WebhookSecretError,
 } from '../lib/dingtalk/index.ts';
+import { isLoopbackUrl } from '../packages/runtime/src/config/index.ts';
 import { dlqAlarmJson, snsEvent } from './fixtures/sample-alarm-event.ts';
 
 const USAGE =

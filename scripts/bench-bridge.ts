@@ -36,7 +36,7 @@ import { Bridge } from '../bridge/bridge.ts';
 import { type BridgeConfig, parseBridgeConfig } from '../bridge/bridge-config.ts';
 import { createRouteSource } from '../bridge/route-source.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
-import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../lib/rocketmq/index.ts';
+import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../packages/runtime/src/rocketmq/index.ts';
 import { median, positiveInt } from './bench-support.ts';
 import { drainBare } from './bridge-bench/bare-consumer.ts';
 import { BENCH_TOPIC, type BenchCluster, SourceVersion, startBenchCluster } from './bridge-bench/bench-cluster.ts';

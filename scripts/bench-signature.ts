@@ -24,7 +24,7 @@ import {
   serializeEnvelope,
   signatureRefusals,
   signEnvelope,
-} from '../lib/rocketmq/index.ts';
+} from '../packages/runtime/src/rocketmq/index.ts';
 import { median, positiveInt } from './bench-support.ts';
 
 const { values } = parseArgs({

@@ -22,7 +22,12 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
-import { buildEnvelope, generateSigningKey, serializeEnvelope, signEnvelope } from '../lib/rocketmq/index.ts';
+import {
+  buildEnvelope,
+  generateSigningKey,
+  serializeEnvelope,
+  signEnvelope,
+} from '../packages/runtime/src/rocketmq/index.ts';
 import { median, positiveInt } from './bench-support.ts';
 import { type SqsStandIn, startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
 

@@ -5,9 +5,9 @@
  * not run, 2 bad arguments, 3 it gave up before the queues drained.
  */
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { createDynamoDb, emulatorConfig } from '../lib/aws/index.ts';
-import { InvalidCatalogueEntryError } from '../lib/config/index.ts';
 import { deploymentPrefixesAt } from '../lib/operations/index.ts';
+import { createDynamoDb, emulatorConfig } from '../packages/runtime/src/aws/index.ts';
+import { InvalidCatalogueEntryError } from '../packages/runtime/src/config/index.ts';
 import { CommandLineError, parseCommandLine } from './command-line.ts';
 import { INCIDENT_ORDER, incidentScenario } from './local/incident-scenario.ts';
 import { HandlerModuleError } from './local/local-consumers.ts';

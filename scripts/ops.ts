@@ -12,8 +12,6 @@ import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { STSClient } from '@aws-sdk/client-sts';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createCloudWatchLogs, createDynamoDb, createSecretsManager, createSqs, createSts } from '../lib/aws/index.ts';
-import { IncoherentLifetimesError } from '../lib/config/index.ts';
 import { type CrossSystemReport, renderCrossSystem } from '../lib/migration/index.ts';
 import {
   type AuditReport,
@@ -62,7 +60,15 @@ import {
   UsageError,
   writeReversalPlan,
 } from '../lib/operations/index.ts';
-import { generateSigningKey } from '../lib/rocketmq/index.ts';
+import {
+  createCloudWatchLogs,
+  createDynamoDb,
+  createSecretsManager,
+  createSqs,
+  createSts,
+} from '../packages/runtime/src/aws/index.ts';
+import { IncoherentLifetimesError } from '../packages/runtime/src/config/index.ts';
+import { generateSigningKey } from '../packages/runtime/src/rocketmq/index.ts';
 import { CommandLineError, nearest, parseCommandLine } from './command-line.ts';
 import { resignDeadLetters } from './ops/dead-letter-resign.ts';
 import { withLegacyAudit } from './ops/legacy-audit.ts';

@@ -10,9 +10,14 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { type AwsConfig, createSecretsManager, createSqs, SecretSigningKeys } from '../lib/aws/index.ts';
-import { CONSUMER_GROUPS, queueName, signingKeySecretName } from '../lib/config/index.ts';
-import { MsgIdGenerator, resignBody, writeEnvelope } from '../lib/rocketmq/index.ts';
+import {
+  type AwsConfig,
+  createSecretsManager,
+  createSqs,
+  SecretSigningKeys,
+} from '../packages/runtime/src/aws/index.ts';
+import { CONSUMER_GROUPS, queueName, signingKeySecretName } from '../packages/runtime/src/config/index.ts';
+import { MsgIdGenerator, resignBody, writeEnvelope } from '../packages/runtime/src/rocketmq/index.ts';
 
 export interface TestOrder {
   readonly aws: AwsConfig;

@@ -1,7 +1,7 @@
-import { consumerGroup } from '../../lib/config/index.ts';
-import { defineConsumer } from '../../lib/consumer/index.ts';
 import { couponClientOf } from '../../lib/coupons/index.ts';
 import { parseOrderPaidEvent } from '../../lib/orders/index.ts';
+import { consumerGroup } from '../../packages/runtime/src/config/index.ts';
+import { defineConsumer } from '../../packages/runtime/src/consumer/index.ts';
 
 export const COUPONS = consumerGroup('coupon-consumer-group');
 export const COUPON_GROUP = COUPONS.group;

@@ -1,6 +1,6 @@
-import { consumerGroup } from '../../lib/config/index.ts';
-import { defineConsumer } from '../../lib/consumer/index.ts';
 import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
+import { consumerGroup } from '../../packages/runtime/src/config/index.ts';
+import { defineConsumer } from '../../packages/runtime/src/consumer/index.ts';
 
 export const ORDER_STATUS = consumerGroup('order-status-consumer-group');
 export const ORDER_STATUS_GROUP = ORDER_STATUS.group;

@@ -1,6 +1,6 @@
-import { consumerGroup } from '../../lib/config/index.ts';
-import { defineConsumer } from '../../lib/consumer/index.ts';
 import { awardWrites, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/index.ts';
+import { consumerGroup } from '../../packages/runtime/src/config/index.ts';
+import { defineConsumer } from '../../packages/runtime/src/consumer/index.ts';
 
 export const POINTS = consumerGroup('point-consumer-group');
 export const POINTS_GROUP = POINTS.group;

@@ -3,7 +3,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../lib/config/index.ts';
+import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../packages/runtime/src/config/index.ts';
 import { routedAlarm } from '../routed-alarm.ts';
 import type { RocketMQBridgeRoute } from './bridge-service.ts';
 

@@ -10,8 +10,8 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { type BridgeConfigInput, rocketmqGroupRefusal } from '../../bridge/bridge-config.ts';
-import { TRACING_BACKEND_ENV, TracingBackend } from '../../lib/config/index.ts';
-import type { MessageGroupSource } from '../../lib/rocketmq/index.ts';
+import { TRACING_BACKEND_ENV, TracingBackend } from '../../packages/runtime/src/config/index.ts';
+import type { MessageGroupSource } from '../../packages/runtime/src/rocketmq/index.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
 export interface RocketMQBridgeRoute {
@@ -198,7 +198,15 @@ export class RocketMQBridgeService extends Construct {
           file: 'bridge/Dockerfile',
           // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild):
           // the package files, the sources and the root filesystem `npm run bridge:rootfs` makes.
-          exclude: ['*', '!package.json', '!package-lock.json', '!bridge', '!lib', '!.bridge-image'],
+          exclude: [
+            '*',
+            '!package.json',
+            '!package-lock.json',
+            '!bridge',
+            '!lib',
+            '!packages/runtime/src',
+            '!.bridge-image',
+          ],
         }),
       // Tokens (queue URLs) must be rendered as CloudFormation inside the JSON, hence toJsonString.
       environment: {

@@ -4,7 +4,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import type { TracingBackend } from '../../lib/config/index.ts';
+import type { TracingBackend } from '../../packages/runtime/src/config/index.ts';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
 import type { BridgeStageSettings } from '../deployment-settings.ts';
 import { ProtectedSecret } from '../protected-secret.ts';

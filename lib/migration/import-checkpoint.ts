@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
-import { canonicalJson } from '../consumer/index.ts';
+import { canonicalJson } from '../../packages/runtime/src/consumer/index.ts';
 import { OperationsError } from '../operations/index.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { LegacyHorizon } from '../config/index.ts';
-import { recordId } from '../config/index.ts';
+import type { LegacyHorizon } from '../../packages/runtime/src/config/index.ts';
+import { recordId } from '../../packages/runtime/src/config/index.ts';
 import {
   ContentionError,
   type ContentionPolicy,
@@ -12,7 +12,7 @@ import {
   RecordStatus,
   type Settlement,
   sleep,
-} from '../consumer/index.ts';
+} from '../../packages/runtime/src/consumer/index.ts';
 import { awardEntry, awardEntryPut, balanceIncrement, type LedgerEntry, type PointTables } from '../points/index.ts';
 import type { LegacyAward } from './legacy-award.ts';
 
@@ -40,7 +40,7 @@ import type { LegacyAward } from './legacy-award.ts';
  *
  * DynamoDB cancels a transaction that meets another on the same item (one user's balance, written
  * by two rows or by the consumer) with `TransactionConflict`: nothing was written, and the row is
- * committed again by the consumer's own contention policy (lib/consumer/steps/contention.ts), with
+ * committed again by the consumer's own contention policy (packages/runtime/src/consumer/steps/contention.ts), with
  * backoff; one still contended after its retries is reported as such, and the run goes on.
  */
 export const LedgerMode = { MOVED: 'moved', KEPT: 'kept' } as const;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fingerprintOf, identifier, userIdSchema } from '../consumer/index.ts';
+import { fingerprintOf, identifier, userIdSchema } from '../../packages/runtime/src/consumer/index.ts';
 import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '../points/index.ts';
 
 /**

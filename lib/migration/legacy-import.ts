@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { LegacyHorizon } from '../config/index.ts';
-import { mapLimit } from '../consumer/index.ts';
+import type { LegacyHorizon } from '../../packages/runtime/src/config/index.ts';
+import { mapLimit } from '../../packages/runtime/src/consumer/index.ts';
 import { messageOf, OperationsError } from '../operations/index.ts';
 import { type CheckpointFile, emptyCounts, type ImportCheckpoint, type ImportCounts } from './import-checkpoint.ts';
 import {

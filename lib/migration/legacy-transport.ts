@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { isLoopbackUrl } from '../config/index.ts';
+import { isLoopbackUrl } from '../../packages/runtime/src/config/index.ts';
 import { messageOf } from '../operations/index.ts';
 import { LegacySourceError, redactedUrl } from './legacy-source.ts';
 
@@ -7,7 +7,7 @@ import { LegacySourceError, redactedUrl } from './legacy-source.ts';
  * How a legacy store is reached. What the import reads becomes balances, so it is read over TLS,
  * the server's certificate checked against the CAs given (`--legacy-ca <pem>`, else Node's
  * roots) and its name or address against the certificate; clear text only to loopback, the rule
- * the DingTalk and coupon clients follow (lib/config/loopback-url.ts). A password in the URL is
+ * the DingTalk and coupon clients follow (packages/runtime/src/config/loopback-url.ts). A password in the URL is
  * refused off loopback: it would be in `ps` and the shell history; `LEGACY_PASSWORD` carries it.
  */
 export interface LegacyTls {

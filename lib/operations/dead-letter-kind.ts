@@ -1,4 +1,4 @@
-import { type DeadLetterNotice, refetchCommands } from '../rocketmq/index.ts';
+import { type DeadLetterNotice, refetchCommands } from '../../packages/runtime/src/rocketmq/index.ts';
 
 /**
  * Which of the three writers put a letter in a group's DLQ. Each says so differently, and `ops dlq`
@@ -6,7 +6,7 @@ import { type DeadLetterNotice, refetchCommands } from '../rocketmq/index.ts';
  * - `failure-router`: the consumer's failure router, with its attributes (failure-code, …);
  * - `redrive-policy`: SQS itself, after maxReceiveCount receives, with no attribute at all (the
  *   function crashed or timed out before the router ran);
- * - `bridge-notice`: the bridge, for a message it could not forward (lib/rocketmq/dead-letter-notice.ts):
+ * - `bridge-notice`: the bridge, for a message it could not forward (packages/runtime/src/rocketmq/dead-letter-notice.ts):
  *   no body, so nothing a consumer can apply; the body is still in RocketMQ.
  */
 export const LetterKind = {

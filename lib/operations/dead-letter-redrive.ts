@@ -7,9 +7,14 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { sqsText } from '../aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../consumer/index.ts';
-import { excerpt, type MessageGroupSource, messageGroupFactsOf, messageGroupOf } from '../rocketmq/index.ts';
+import { sqsText } from '../../packages/runtime/src/aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../packages/runtime/src/consumer/index.ts';
+import {
+  excerpt,
+  type MessageGroupSource,
+  messageGroupFactsOf,
+  messageGroupOf,
+} from '../../packages/runtime/src/rocketmq/index.ts';
 import {
   type DeadLetter,
   decodeDeadLetter,

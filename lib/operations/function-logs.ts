@@ -3,12 +3,12 @@ import {
   FilterLogEventsCommand,
   ResourceNotFoundException,
 } from '@aws-sdk/client-cloudwatch-logs';
-import { excerpt } from '../rocketmq/index.ts';
+import { excerpt } from '../../packages/runtime/src/rocketmq/index.ts';
 import { UsageError } from './errors.ts';
 import { isMsgId, orderNoOfKey } from './order-keys.ts';
 
 /**
- * One record's line as the consumer runtime logs it (lib/consumer/lambda/consumer-telemetry.ts),
+ * One record's line as the consumer runtime logs it (packages/runtime/src/consumer/lambda/consumer-telemetry.ts),
  * with the fields Powertools adds. Only what `ops trace` reads is typed; a line keeps the rest.
  */
 export interface ConsumerLogLine {
@@ -44,7 +44,7 @@ export interface LogSubject {
   readonly msgIds?: readonly string[];
 }
 
-// What the consumer accepts as an order number (lib/consumer/json-payload.ts `identifier`), or a msgId.
+// What the consumer accepts as an order number (packages/runtime/src/consumer/json-payload.ts `identifier`), or a msgId.
 const TRACE_SUBJECT = /^[\x21-\x7E]{1,64}$/;
 
 /** Refuses what no consumer accepts as an order number and is no msgId either. */

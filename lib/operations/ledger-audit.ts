@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ScanProgress, scanTable } from '../aws/index.ts';
+import { type ScanProgress, scanTable } from '../../packages/runtime/src/aws/index.ts';
 import { type LedgerEntry, LedgerEntryKind, type PointAccount } from '../points/index.ts';
 import type { PointTableNames } from './operations-target.ts';
 

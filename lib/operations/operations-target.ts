@@ -1,5 +1,5 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { AwsConfig } from '../aws/index.ts';
+import type { AwsConfig } from '../../packages/runtime/src/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
@@ -8,8 +8,8 @@ import {
   queueName,
   signingKeySecretName,
   tableName,
-} from '../config/index.ts';
-import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../rocketmq/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
+import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../../packages/runtime/src/rocketmq/index.ts';
 import { TargetResolutionError } from './errors.ts';
 
 /**

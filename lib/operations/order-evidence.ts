@@ -1,8 +1,13 @@
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { type ConsumerGroupDefinition, functionLogGroupName, recordId, recordIdPrefix } from '../config/index.ts';
-import type { DedupRecord } from '../consumer/index.ts';
+import {
+  type ConsumerGroupDefinition,
+  functionLogGroupName,
+  recordId,
+  recordIdPrefix,
+} from '../../packages/runtime/src/config/index.ts';
+import type { DedupRecord } from '../../packages/runtime/src/consumer/index.ts';
 import type { LedgerEntry } from '../points/index.ts';
 import { type DeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
 import { TargetResolutionError } from './errors.ts';
@@ -32,7 +37,7 @@ export interface GroupEvidence {
   readonly logGroup: string;
   readonly lines: ConsumerLogLine[];
   readonly records: DedupRecord[];
-  /** Orderly groups: an SQS message's own failures (lib/consumer/failures/failure-counter.ts). */
+  /** Orderly groups: an SQS message's own failures (packages/runtime/src/consumer/failures/failure-counter.ts). */
   readonly failureCounts: Array<{ sqsMessageId: string; failures: number }>;
   readonly deadLetterQueue: string | undefined;
   readonly letters: DeadLetter[];

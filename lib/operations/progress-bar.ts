@@ -1,4 +1,4 @@
-import type { ScanProgress } from '../aws/index.ts';
+import type { ScanProgress } from '../../packages/runtime/src/aws/index.ts';
 
 export interface ProgressStream {
   isTTY?: boolean;

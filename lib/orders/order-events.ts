@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { InvalidPayloadError, identifier, parseJsonPayload, userIdSchema } from '../consumer/index.ts';
+import {
+  InvalidPayloadError,
+  identifier,
+  parseJsonPayload,
+  userIdSchema,
+} from '../../packages/runtime/src/consumer/index.ts';
 
 /** Tags of ORDER_TOPIC that move an order's status. */
 export const OrderEventTag = { PAID: 'PAID', FINISHED: 'FINISHED' } as const;

@@ -1,4 +1,4 @@
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { trafficMessage } from '../local/traffic.ts';
 import type { ChaosFact, ChaosMessage } from './chaos-plugin.ts';
 

@@ -1,5 +1,5 @@
-import { createDynamoDb, createSqs } from '../../lib/aws/index.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { createDynamoDb, createSqs } from '../../packages/runtime/src/aws/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
 import { LocalSigningKey } from '../local/local-signing-key.ts';

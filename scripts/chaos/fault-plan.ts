@@ -1,5 +1,5 @@
-import { createDynamoDb } from '../../lib/aws/index.ts';
-import { type ConsumerHandler, TransientFailureError } from '../../lib/consumer/index.ts';
+import { createDynamoDb } from '../../packages/runtime/src/aws/index.ts';
+import { type ConsumerHandler, TransientFailureError } from '../../packages/runtime/src/consumer/index.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { type FaultKind, injectFaults } from '../instrumentation/fault-injection.ts';
 import type { CrashAfterCommit } from '../local/incident-scenario.ts';

@@ -1,5 +1,5 @@
-import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
-import { parseEnvelope, TagExpression } from '../../lib/rocketmq/index.ts';
+import type { ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
+import { parseEnvelope, TagExpression } from '../../packages/runtime/src/rocketmq/index.ts';
 import { TopicRoutes } from '../local/topic-routes.ts';
 import {
   type ChaosMessage,

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MiddlewareStack } from '@smithy/types';
-import type { ConsumerHandler } from '../../lib/consumer/index.ts';
+import type { ConsumerHandler } from '../../packages/runtime/src/consumer/index.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { SimulatedCrashError } from '../local/consumer-pool.ts';
 

@@ -15,7 +15,6 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { fingerprintOf } from '../../lib/consumer/index.ts';
 import {
   awardWrites,
   type OrderPaid,
@@ -23,7 +22,8 @@ import {
   type PointTables,
   parseOrderPaid,
 } from '../../lib/points/index.ts';
-import { parseEnvelope, type SigningKeyRing, signatureRefusals } from '../../lib/rocketmq/index.ts';
+import { fingerprintOf } from '../../packages/runtime/src/consumer/index.ts';
+import { parseEnvelope, type SigningKeyRing, signatureRefusals } from '../../packages/runtime/src/rocketmq/index.ts';
 
 export interface PowertoolsPointsConsumerDeps {
   dynamoDb: DynamoDBClient;

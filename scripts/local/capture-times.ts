@@ -1,4 +1,4 @@
-import { serializeEnvelope } from '../../lib/rocketmq/index.ts';
+import { serializeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import type { TrafficMessage, TrafficPhase } from './traffic.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import type { DuplicateReason, RecordReport } from '../../lib/consumer/index.ts';
+import type { DuplicateReason, RecordReport } from '../../packages/runtime/src/consumer/index.ts';
 
 /** The counters of the JSON summary, per group and in total. */
 export interface DeliveryCounts {

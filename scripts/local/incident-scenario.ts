@@ -1,4 +1,4 @@
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type ChaosMessage, orderNoOf } from '../chaos/chaos-plugin.ts';
 import type { OrderTopicFact } from '../chaos/order-topic.ts';
 import type { ChaosPhase } from '../chaos/workload.ts';

@@ -1,6 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDynamoDb } from '../../lib/aws/index.ts';
 import type { OrderTrace } from '../../lib/operations/index.ts';
+import { createDynamoDb } from '../../packages/runtime/src/aws/index.ts';
 import { runOps } from '../ops.ts';
 import type { LocalRunResult, LogShippingAccount } from './local-pipeline.ts';
 import { shortMsgId, wrapped } from './report-text.ts';

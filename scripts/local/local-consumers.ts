@@ -2,8 +2,17 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { assertCatalogueEntry, type ConsumerGroupDefinition, type TableKey } from '../../lib/config/index.ts';
-import type { ConsumerHandler, ConsumerModule, ConsumerRuntimeConfig, RecordReport } from '../../lib/consumer/index.ts';
+import {
+  assertCatalogueEntry,
+  type ConsumerGroupDefinition,
+  type TableKey,
+} from '../../packages/runtime/src/config/index.ts';
+import type {
+  ConsumerHandler,
+  ConsumerModule,
+  ConsumerRuntimeConfig,
+  RecordReport,
+} from '../../packages/runtime/src/consumer/index.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../..');
 

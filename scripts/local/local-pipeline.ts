@@ -8,14 +8,14 @@ import {
   createDynamoDb,
   createSqs,
   emulatorConfig,
-} from '../../lib/aws/index.ts';
+} from '../../packages/runtime/src/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   FIFO_MAX_BATCH_SIZE,
   functionLogGroupName,
-} from '../../lib/config/index.ts';
-import type { ConsumerHandler } from '../../lib/consumer/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
+import type { ConsumerHandler } from '../../packages/runtime/src/consumer/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { type CaptureTimes, withCaptureTimes } from './capture-times.ts';
 import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';

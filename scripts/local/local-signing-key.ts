@@ -5,7 +5,7 @@ import {
   type SigningKeyRing,
   StaticSigningKeys,
   writeEnvelope,
-} from '../../lib/rocketmq/index.ts';
+} from '../../packages/runtime/src/rocketmq/index.ts';
 import type { TrafficPhase } from './traffic.ts';
 
 /**

@@ -5,7 +5,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { type AwsConfig, createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
+import { type AwsConfig, createDynamoDb, createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
@@ -17,7 +17,7 @@ import {
   type TableDefinition,
   type TableKey,
   tableName,
-} from '../../lib/config/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
 import {
   foundQueue,
   foundTableShape,
@@ -50,7 +50,7 @@ export const LOCAL_VISIBILITY_TIMEOUT_SECONDS = 30;
 
 /**
  * Makes on the emulator the tables and queues the CDK app defines, from the same definitions
- * (`lib/config/resources.ts`): names, keys, TTL attribute, redrive count, and for an orderly group
+ * (`packages/runtime/src/config/resources.ts`): names, keys, TTL attribute, redrive count, and for an orderly group
  * FIFO queues with the catalogue's FIFO attributes. A stage kept from an earlier run (`--keep`,
  * then `--prefix`) is reused as it is when every resource already there has that shape, and refused
  * with each difference named when one has not (`StageShapeError`); nothing is changed before it is

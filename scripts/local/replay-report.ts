@@ -1,4 +1,4 @@
-import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '../../lib/consumer/index.ts';
+import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '../../packages/runtime/src/consumer/index.ts';
 import type { CaptureTimes } from './capture-times.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';

@@ -1,4 +1,4 @@
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import { compactOrderTrace, orderTraceSections, shippingText, type TracedOrder } from './incident-trace.ts';
 import type { LocalRunResult } from './local-pipeline.ts';

@@ -1,4 +1,4 @@
-import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import type { ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
 
 /** A local or chaos run asked for something it cannot do; the message says what. */
 export class LocalRunConfigError extends Error {

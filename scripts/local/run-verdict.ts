@@ -1,5 +1,5 @@
-import { createDynamoDb, createSqs } from '../../lib/aws/index.ts';
-import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { createDynamoDb, createSqs } from '../../packages/runtime/src/aws/index.ts';
+import type { ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
 import { type ChaosMessage, orderNoOf, UnexpectedFactError } from '../chaos/chaos-plugin.ts';
 import { groupsUnderTest } from '../chaos/groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from '../chaos/invariants.ts';

@@ -1,7 +1,7 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, type TableDescription } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { TableDefinition } from '../../lib/config/index.ts';
+import type { TableDefinition } from '../../packages/runtime/src/config/index.ts';
 
 /**
  * What a stage's tables and queues look like, reduced to what the run depends on: keys, TTL
@@ -20,7 +20,7 @@ export class StageShapeError extends Error {
     readonly differences: readonly string[],
   ) {
     super(
-      `stage "${prefix}" exists, but not as this run needs it (lib/config/resources.ts and the run's settings), so it is left as it is:\n` +
+      `stage "${prefix}" exists, but not as this run needs it (packages/runtime/src/config/resources.ts and the run's settings), so it is left as it is:\n` +
         `${differences.map((d) => `  ${d}`).join('\n')}\n` +
         `Run with settings that match it, or give another --prefix for a stage of its own.`,
     );

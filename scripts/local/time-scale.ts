@@ -1,5 +1,5 @@
-import { type ConsumerGroupDefinition, lifetimesOf } from '../../lib/config/index.ts';
-import { RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/index.ts';
+import { type ConsumerGroupDefinition, lifetimesOf } from '../../packages/runtime/src/config/index.ts';
+import { RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../packages/runtime/src/rocketmq/index.ts';
 
 export class InvalidTimeScaleError extends Error {
   override readonly name = 'InvalidTimeScaleError';

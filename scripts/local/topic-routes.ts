@@ -1,4 +1,4 @@
-import type { ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import type { ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
 import type { TrafficMessage } from './traffic.ts';
 
 /**

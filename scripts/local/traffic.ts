@@ -3,7 +3,7 @@ import {
   type MessageGroupFacts,
   messageGroupFactsOf,
   parseEnvelope,
-} from '../../lib/rocketmq/index.ts';
+} from '../../packages/runtime/src/rocketmq/index.ts';
 
 /**
  * One message the bridge hands to SQS. `topic` decides which consumer groups get a copy;

@@ -2,14 +2,6 @@ import { appendFile, chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
-  CONSUMER_GROUPS,
-  type ConsumerGroupDefinition,
-  IncoherentLifetimesError,
-  type LegacyLifetimeSettings,
-  legacyHorizonOf,
-  tableName,
-} from '../../lib/config/index.ts';
-import {
   ARTICLE_KEY_TTL_SECONDS,
   CheckpointFile,
   checkAgainstPlan,
@@ -44,6 +36,14 @@ import {
   tableLocation,
   UsageError,
 } from '../../lib/operations/index.ts';
+import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  IncoherentLifetimesError,
+  type LegacyLifetimeSettings,
+  legacyHorizonOf,
+  tableName,
+} from '../../packages/runtime/src/config/index.ts';
 
 /** What `ops migrate import` reads from the command line (ops.ts parses it). */
 export interface MigrateImportValues {
@@ -92,7 +92,8 @@ const number = (value: string | undefined, name: string): number | undefined => 
 function catalogueGroup(group: string | undefined): ConsumerGroupDefinition {
   if (!group) throw new UsageError('name the consumer group whose records the import writes: --group <group>');
   const found = (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).find((g) => g.group === group);
-  if (!found) throw new UsageError(`consumer group ${group} is not in the catalogue (lib/config/resources.ts)`);
+  if (!found)
+    throw new UsageError(`consumer group ${group} is not in the catalogue (packages/runtime/src/config/resources.ts)`);
   return found;
 }
 

@@ -1,7 +1,7 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TABLES, type TableKey, tableName } from '../../lib/config/index.ts';
 import { deploymentPrefixesAt, type TargetOptions } from '../../lib/operations/index.ts';
+import { TABLES, type TableKey, tableName } from '../../packages/runtime/src/config/index.ts';
 
 /**
  * What to tell an operator whose command met `ResourceNotFoundException` (which names no table):

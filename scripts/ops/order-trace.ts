@@ -1,7 +1,6 @@
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
 import {
   checkTraceSubject,
   idempotencyTableOf,
@@ -16,6 +15,7 @@ import {
   type TargetOptions,
   UsageError,
 } from '../../lib/operations/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
 
 /** What `ops trace` reads from the command line (ops.ts parses it). */
 export interface OrderTraceValues {

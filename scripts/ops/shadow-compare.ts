@@ -1,5 +1,4 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LegacyLifetimes } from '../../lib/config/index.ts';
 import {
   compareWithLegacy,
   legacyReadSince,
@@ -8,6 +7,7 @@ import {
   renderShadowComparison,
 } from '../../lib/migration/index.ts';
 import { type OutputFormat, UsageError } from '../../lib/operations/index.ts';
+import { LegacyLifetimes } from '../../packages/runtime/src/config/index.ts';
 import { legacySettingsOf, type MigrateImportValues, sourceSpecOf } from './migrate-import.ts';
 
 /** How long before now an order must have been first awarded to be judged, unless `--settle` says otherwise. */

@@ -9,8 +9,8 @@ import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BridgeConfigInput } from '../../bridge/bridge-config.ts';
-import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { parseEnvelope } from '../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type BridgeImageContext, stageBridgeImageContext } from '../../scripts/bridge-image-context.ts';
 import {
   BRIDGE_ROOTFS_LOCK,

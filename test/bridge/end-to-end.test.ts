@@ -13,8 +13,13 @@ import { Bridge } from '../../bridge/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-config.ts';
 import { RouteConsumer } from '../../bridge/route-consumer.ts';
 import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
-import { createSecretsManager, createSqs, emulatorConfig, SecretSigningKeys } from '../../lib/aws/index.ts';
-import { parseEnvelope, type RocketMQMessage, signatureRefusal } from '../../lib/rocketmq/index.ts';
+import {
+  createSecretsManager,
+  createSqs,
+  emulatorConfig,
+  SecretSigningKeys,
+} from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope, type RocketMQMessage, signatureRefusal } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '../support/points-fixture.ts';
 import {

@@ -4,8 +4,8 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } 
 import { describe, expect, inject, it } from 'vitest';
 import { EventBridgeTarget } from '../../bridge/eventbridge-target.ts';
 import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
-import { createEventBridge, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { parseEnvelope } from '../../lib/rocketmq/index.ts';
+import { createEventBridge, createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 /** The EventBridge route: PutEvents → a rule on `mq:Topic:SendMessage` → the group's queue. */

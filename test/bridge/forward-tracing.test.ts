@@ -18,9 +18,9 @@ import type { BridgeTracing } from '../../bridge/bridge-tracing.ts';
 import { DeadLetterQueue } from '../../bridge/dead-letter-queue.ts';
 import { RouteForwarder } from '../../bridge/route-forwarder.ts';
 import { SqsTarget } from '../../bridge/sqs-target.ts';
-import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { parseEnvelope } from '../../lib/rocketmq/index.ts';
-import { messageTraceContext, SpanAttribute, traceparentOf } from '../../lib/tracing/index.ts';
+import { createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
+import { messageTraceContext, SpanAttribute, traceparentOf } from '../../packages/runtime/src/tracing/index.ts';
 import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 import { receivedMessage } from './support/received-messages.ts';
 

@@ -7,7 +7,7 @@ import type { StartWithoutOffset } from '../../bridge/bridge-config.ts';
 import { GroupWithoutOffsetsError } from '../../bridge/group-takeover.ts';
 import { RemotingRouteConsumer } from '../../bridge/remoting-route-consumer.ts';
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
-import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
+import { MsgIdGenerator } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { BrokerProbe } from './support/broker-probe.ts';
 import { sendWithJavaClient } from './support/java-producer.ts';

@@ -1,7 +1,7 @@
 import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
-import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
+import { MsgIdGenerator } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';

@@ -4,8 +4,8 @@ import { CreateQueueCommand, ReceiveMessageCommand, type SQSClient } from '@aws-
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bridge } from '../../bridge/bridge.ts';
 import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
-import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { parseEnvelope } from '../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 import { type JavaMessage, sendWithJavaClient } from './support/java-producer.ts';
 

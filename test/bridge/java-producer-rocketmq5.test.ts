@@ -4,8 +4,8 @@ import { CreateQueueCommand, ReceiveMessageCommand, type SQSClient } from '@aws-
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bridge } from '../../bridge/bridge.ts';
 import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
-import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { parseEnvelope, type RocketMQMessage } from '../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope, type RocketMQMessage } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { sendWithJava5Client } from './support/java-producer.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
 import { delayOf } from '../../bridge/remoting-route-consumer.ts';
-import { parseEnvelope, signatureRefusal, signEnvelope } from '../../lib/rocketmq/index.ts';
+import { parseEnvelope, signatureRefusal, signEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 describe('envelope writer', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { envelopeOf, serializeEnvelope } from '../../bridge/received-envelope.ts';
 import { shardingKeyOf, userPropertiesOf } from '../../bridge/remoting-route-consumer.ts';
-import { messageGroupOf, parseEnvelope } from '../../lib/rocketmq/index.ts';
+import { messageGroupOf, parseEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 /**

@@ -6,7 +6,7 @@ import { Message, type Producer as Producer4 } from 'ali-ons';
 import { Producer as Producer5 } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQMessageLookup } from '../../lib/operations/index.ts';
-import { MsgIdGenerator, signEnvelope, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { MsgIdGenerator, signEnvelope, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
 

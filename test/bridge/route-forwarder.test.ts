@@ -14,8 +14,8 @@ import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../../bridge/dead
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { RouteForwarder } from '../../bridge/route-forwarder.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS, SqsTarget } from '../../bridge/sqs-target.ts';
-import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { parseEnvelope, type SigningKeyRing, signatureRefusal } from '../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope, type SigningKeyRing, signatureRefusal } from '../../packages/runtime/src/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 

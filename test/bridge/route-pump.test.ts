@@ -10,7 +10,7 @@ import type { ForwardTarget, OutboundMessage } from '../../bridge/forward-target
 import type { ReceivedMessage } from '../../bridge/route-consumer.ts';
 import { type BatchOutcome, RouteForwarder } from '../../bridge/route-forwarder.ts';
 import { type MessageSource, PumpState, RoutePump } from '../../bridge/route-pump.ts';
-import { parseEnvelope } from '../../lib/rocketmq/index.ts';
+import { parseEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 /**

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
-import { CONSUMER_GROUPS } from '../../lib/config/index.ts';
+import { CONSUMER_GROUPS } from '../../packages/runtime/src/config/index.ts';
 import { runChaos } from '../../scripts/chaos/chaos-run.ts';
 import { loadChaosPlugins } from '../../scripts/chaos/plugin-discovery.ts';
 import { composeWorkload } from '../../scripts/chaos/workload.ts';

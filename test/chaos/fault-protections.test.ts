@@ -11,7 +11,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { consumer as couponGroupConsumer } from '../../functions/coupon-consumer/handler.ts';
 import { consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
 import { consumer as pointsConsumer } from '../../functions/points-consumer/handler.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type ChaosMessage, MALFORMED_ENVELOPE } from '../../scripts/chaos/chaos-plugin.ts';
 import { type ChaosResult, runChaos } from '../../scripts/chaos/chaos-run.ts';
 import { type ConsumerFactory, type GroupCrashPlan, NO_SDK_FAULTS } from '../../scripts/chaos/fault-plan.ts';

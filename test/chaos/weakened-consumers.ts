@@ -8,7 +8,15 @@ import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynam
 import type { MiddlewareStack } from '@smithy/types';
 import { consumer as couponGroupConsumer } from '../../functions/coupon-consumer/handler.ts';
 import { consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import { consumerGroup, recordId, recordIdPrefix } from '../../lib/config/index.ts';
+import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
+import {
+  awardWrites,
+  type OrderPaid,
+  orderPaidFingerprintFields,
+  type PointTables,
+  parseOrderPaid,
+} from '../../lib/points/index.ts';
+import { consumerGroup, recordId, recordIdPrefix } from '../../packages/runtime/src/config/index.ts';
 import {
   type ConsumerMessage,
   type ConsumptionStrategy,
@@ -20,16 +28,8 @@ import {
   type TransactionalResult,
   type TransitionRequest,
   transactionalStrategy,
-} from '../../lib/consumer/index.ts';
-import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
-import {
-  awardWrites,
-  type OrderPaid,
-  orderPaidFingerprintFields,
-  type PointTables,
-  parseOrderPaid,
-} from '../../lib/points/index.ts';
-import { RetrySchedule } from '../../lib/rocketmq/index.ts';
+} from '../../packages/runtime/src/consumer/index.ts';
+import { RetrySchedule } from '../../packages/runtime/src/rocketmq/index.ts';
 import type { ConsumerFactory } from '../../scripts/chaos/fault-plan.ts';
 import { interceptCommands } from '../../scripts/instrumentation/command-interceptor.ts';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../../lib/consumer/index.ts';
-import { MsgIdGenerator } from '../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../packages/runtime/src/consumer/index.ts';
+import { MsgIdGenerator } from '../../packages/runtime/src/rocketmq/index.ts';
 import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';
 import { runCommand } from './spawned-commands.ts';

@@ -6,9 +6,9 @@ import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } fro
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { consumerGroup, deadLetterQueueName, queueName, tableName } from '../../lib/config/index.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { consumerGroup, deadLetterQueueName, queueName, tableName } from '../../packages/runtime/src/config/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { seedOrders } from '../../scripts/local/order-seeding.ts';
 import { provisionLocal, StageShapeError } from '../../scripts/local/provision.ts';
 import { KeptRun, runCommand, unreachable } from './spawned-commands.ts';

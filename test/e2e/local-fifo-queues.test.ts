@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { consumerGroup, FIFO_QUEUE_ATTRIBUTES, lifetimesOf } from '../../lib/config/index.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { consumerGroup, FIFO_QUEUE_ATTRIBUTES, lifetimesOf } from '../../packages/runtime/src/config/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { LocalBridge } from '../../scripts/local/local-bridge.ts';
 import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { provisionLocal } from '../../scripts/local/provision.ts';

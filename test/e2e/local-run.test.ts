@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
-import { MsgIdGenerator, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { KeptRun, runCommand } from './spawned-commands.ts';
 
 const POINTS = 'point-consumer-group';

@@ -5,7 +5,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
 import { tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../packages/runtime/src/config/index.ts';
 import { stageStores } from '../support/stage-stores.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;

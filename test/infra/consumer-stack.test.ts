@@ -9,7 +9,7 @@ import {
   serviceAccess,
   serviceSettingSchema,
 } from '../../infra/outside-service.ts';
-import { consumerGroup } from '../../lib/config/index.ts';
+import { consumerGroup } from '../../packages/runtime/src/config/index.ts';
 
 const COUPONS = consumerGroup('coupon-consumer-group');
 const BEARER: ServiceSetting = {

@@ -26,7 +26,7 @@ import {
   TABLES,
   type TableKey,
   tableName,
-} from '../../lib/config/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
 import { lockedRequirements } from '../../scripts/emulator/python-environment.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 

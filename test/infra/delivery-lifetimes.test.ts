@@ -3,8 +3,12 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
 import { RocketMQConsumerGroup } from '../../infra/consumer-group.ts';
-import { CONSUMER_ENV, CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../lib/config/index.ts';
-import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../lib/rocketmq/index.ts';
+import {
+  CONSUMER_ENV,
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+} from '../../packages/runtime/src/config/index.ts';
+import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../packages/runtime/src/rocketmq/index.ts';
 import { stageStores } from '../support/stage-stores.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;

@@ -2,7 +2,7 @@ import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQConsumersStack } from '../../infra/consumer-stack.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../lib/config/index.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../packages/runtime/src/config/index.ts';
 import { consumer, REFUNDS } from '../fixtures/example-group/handler.ts';
 
 /**

@@ -11,7 +11,7 @@ import {
   ConsumerMetric,
   FIFO_QUEUE_ATTRIBUTES,
   METRICS_NAMESPACE,
-} from '../../lib/config/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
 import { stageStores } from '../support/stage-stores.ts';
 
 const orderStatus = CONSUMER_GROUPS.find((g) => g.group === 'order-status-consumer-group')!;
@@ -48,7 +48,7 @@ describe('RocketMQConsumerGroup for an orderly group (synth)', () => {
       DeduplicationScope: 'messageGroup',
       FifoThroughputLimit: 'perMessageGroupId',
     };
-    // The CDK props say what lib/config's attributes (the local emulator's) say.
+    // The CDK props say what packages/runtime/src/config's attributes (the local emulator's) say.
     expect(Object.fromEntries(Object.entries(fifo).map(([k, v]) => [k, String(v)]))).toEqual(FIFO_QUEUE_ATTRIBUTES);
     expect(source().Properties).toMatchObject({ QueueName: 'unit-order-status-consumer-group.fifo', ...fifo });
     expect(deadLetterQueue().Properties).toMatchObject({

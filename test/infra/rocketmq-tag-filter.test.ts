@@ -8,8 +8,8 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
 import { EVENT_FILTER_QUOTA, tagFilterPatterns, tagRoutePatterns } from '../../infra/rocketmq-tag-filter.ts';
-import { createEventBridge, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import { parseEnvelope, ROCKETMQ_EVENT_TYPE, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { createEventBridge, createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import { parseEnvelope, ROCKETMQ_EVENT_TYPE, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 
 const envelope = (tags?: string, topic = 'ORDER_TOPIC') =>
   writeEnvelope({ topic, msgId: '0A1B2C3D2A9F18B4AAC24517FD7B0005', body: '{}', tags });

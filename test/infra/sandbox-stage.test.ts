@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidDeploymentSettingsError } from '../../infra/deployment-settings.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
 import { buildSandboxApp, SANDBOX_CONTEXT_KEY, SANDBOX_STACK_ID } from '../../infra/sandbox-app.ts';
-import { queueName } from '../../lib/config/index.ts';
+import { queueName } from '../../packages/runtime/src/config/index.ts';
 import { costTable, pipelineCost, stageCost, type Template } from '../../scripts/cost/stage-cost.ts';
 import { SANDBOX_EXAMPLE, stageTemplates } from '../../scripts/cost/stage-templates.ts';
 

@@ -94,7 +94,7 @@ describe('the security baseline check', () => {
     expect(report.violations).toHaveLength(1);
     const [violation] = report.violations;
     expect(violation!.description).toMatch(
-      /^RocketMqConsumersPipeline\/Prod\/Consumers RocketMqBus\w+ \(AWS::Events::EventBusPolicy\): a bus policy statement differs from infra\/security-baseline\.json/,
+      /^RocketMqConsumersPipeline\/Prod\/Consumers RocketMqBus\w+ \(AWS::Events::EventBusPolicy\): a bus policy statement differs from packages\/infra\/src\/security-baseline\.json/,
     );
     expect(violation!.description).toContain(
       'synthesised, not in the baseline: {"Action":"events:PutEvents","Effect":"Allow","Principal":"*"',

@@ -5,7 +5,7 @@ import {
   orderingOf,
   queueName,
   signingKeySecretName,
-} from '../../lib/config/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
 import { denyingStatements, type PolicyRequest, type PolicyStatement } from '../support/resource-policy.ts';
 import {
   asRole,

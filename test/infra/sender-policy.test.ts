@@ -5,7 +5,7 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
-import { CONSUMER_GROUPS, orderingOf, queueName } from '../../lib/config/index.ts';
+import { CONSUMER_GROUPS, orderingOf, queueName } from '../../packages/runtime/src/config/index.ts';
 import {
   allowingStatements,
   denyingStatements,

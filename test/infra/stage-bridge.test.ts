@@ -15,7 +15,7 @@ import {
   deadLetterQueueName,
   orderingOf,
   queueName,
-} from '../../lib/config/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
 import { cfnLint, templatesIn } from '../support/cfn-lint.ts';
 
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));

@@ -9,7 +9,7 @@ import {
   TABLES,
   type TableKey,
   tableName,
-} from '../../lib/config/index.ts';
+} from '../../packages/runtime/src/config/index.ts';
 import { denyingStatements, type PolicyRequest, type PolicyStatement } from '../support/resource-policy.ts';
 import {
   ACL_SECRET,

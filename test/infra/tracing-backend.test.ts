@@ -11,7 +11,7 @@ import { RocketMQBridgeService } from '../../infra/bridge/bridge-service.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { ADOT_EXEC_WRAPPER } from '../../infra/function-tracing.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
-import { CONSUMER_GROUPS } from '../../lib/config/index.ts';
+import { CONSUMER_GROUPS } from '../../packages/runtime/src/config/index.ts';
 
 const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));
 const base = cdkJson.context.rocketmq;

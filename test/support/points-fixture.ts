@@ -4,10 +4,15 @@ import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
 import { type POINTS, POINTS_GROUP, consumer as pointsConsumer } from '../../functions/points-consumer/handler.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../lib/aws/index.ts';
-import type { ConsumerConfig, RecordReport } from '../../lib/consumer/index.ts';
 import type { LedgerEntry } from '../../lib/points/index.ts';
-import { type EnvelopeFields, MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../lib/rocketmq/index.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
+import type { ConsumerConfig, RecordReport } from '../../packages/runtime/src/consumer/index.ts';
+import {
+  type EnvelopeFields,
+  MsgIdGenerator,
+  RetrySchedule,
+  writeEnvelope,
+} from '../../packages/runtime/src/rocketmq/index.ts';
 import { lambdaContext } from '../../scripts/local/lambda-context.ts';
 import { PROCESS_SIGNING_KEY } from '../../scripts/local/local-signing-key.ts';
 import { type LocalResources, provisionLocal } from '../../scripts/local/provision.ts';

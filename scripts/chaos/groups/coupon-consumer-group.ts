@@ -10,9 +10,9 @@
  * - conflicting payments (another user) are dead-lettered as PAYLOAD_CONFLICT, invalid
  *   bodies as INVALID_PAYLOAD.
  */
-import { scanTable } from '../../../lib/aws/index.ts';
-import { recordId } from '../../../lib/config/index.ts';
-import { type DedupRecord, RecordStatus } from '../../../lib/consumer/index.ts';
+import { scanTable } from '../../../packages/runtime/src/aws/index.ts';
+import { recordId } from '../../../packages/runtime/src/config/index.ts';
+import { type DedupRecord, RecordStatus } from '../../../packages/runtime/src/consumer/index.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

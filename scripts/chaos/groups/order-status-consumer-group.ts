@@ -28,9 +28,10 @@
  * The fault plan's transient failures fail the first attempt of some PAIDs whose FINISHED
  * follows: the middleware must hold the FINISHED back (HELD_BACK) until its PAID is applied.
  */
-import { scanTable } from '../../../lib/aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../../../lib/consumer/index.ts';
+
 import { ORDER_TRANSITIONS, type Order, OrderStatus } from '../../../lib/orders/index.ts';
+import { scanTable } from '../../../packages/runtime/src/aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '../../../packages/runtime/src/consumer/index.ts';
 import type { Delivery } from '../../local/delivery-account.ts';
 import { seedOrders } from '../../local/order-seeding.ts';
 import { seededRandom } from '../../local/seeded-random.ts';

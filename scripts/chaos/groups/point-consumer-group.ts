@@ -10,8 +10,9 @@
  *   one lost) and the sum of its user's paid orders;
  * - conflicting payments are dead-lettered as PAYLOAD_CONFLICT, invalid bodies as INVALID_PAYLOAD.
  */
-import { scanTable } from '../../../lib/aws/index.ts';
+
 import { LedgerEntryKind } from '../../../lib/points/index.ts';
+import { scanTable } from '../../../packages/runtime/src/aws/index.ts';
 import { seededRandom, shuffle } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { inject } from 'vitest';
-import { createSecretsManager, emulatorConfig } from '../../../lib/aws/index.ts';
-import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../../../lib/rocketmq/index.ts';
+import { createSecretsManager, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
+import {
+  generateSigningKey,
+  type SigningKeyRing,
+  StaticSigningKeys,
+} from '../../../packages/runtime/src/rocketmq/index.ts';
 
 /**
  * A generated envelope signing key in the emulator's Secrets Manager, as the CDK app keeps one: the

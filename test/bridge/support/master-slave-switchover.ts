@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Message, type Producer } from 'ali-ons';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { MsgIdGenerator } from '../../../lib/rocketmq/index.ts';
+import { MsgIdGenerator } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import type { LocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../lib/aws/index.ts';
 import { DeliveryBudgetExhaustedError, RobotClient, RobotRejectedError } from '../../../lib/dingtalk/index.ts';
+import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
 import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
 import {

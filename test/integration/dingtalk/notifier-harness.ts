@@ -7,7 +7,6 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { vi } from 'vitest';
 import { createAlarmNotifierHandler } from '../../../functions/alarm-notifier/handler.ts';
-import { ALARM_STORM_TABLE } from '../../../lib/config/index.ts';
 import {
   AlarmNotifier,
   type Clock,
@@ -19,6 +18,7 @@ import {
   SecretsManagerWebhookSource,
   type WebhookConfig,
 } from '../../../lib/dingtalk/index.ts';
+import { ALARM_STORM_TABLE } from '../../../packages/runtime/src/config/index.ts';
 
 // Vitest's workers look like Powertools' dev mode (metrics silently off, logs through the global
 // console); these tests assert on the real JSON output, so say explicitly that this is not dev mode.

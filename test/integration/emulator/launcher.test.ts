@@ -28,7 +28,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 import { type Emulator, EmulatorUnavailableError, startEmulator } from '../../../scripts/emulator/emulator.ts';
 
 type Item = Record<string, AttributeValue>;

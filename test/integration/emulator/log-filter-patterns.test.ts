@@ -7,8 +7,8 @@ import {
   PutLogEventsCommand,
 } from '@aws-sdk/client-cloudwatch-logs';
 import { describe, expect, inject, it } from 'vitest';
-import { createCloudWatchLogs, emulatorConfig } from '../../../lib/aws/index.ts';
 import { logFilterPattern } from '../../../lib/operations/index.ts';
+import { createCloudWatchLogs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 
 const LINES = [
   { key: 'SO-1', msgId: 'AA01', outcome: 'processed', attempt: 1 },

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../../lib/config/index.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../../lib/rocketmq/index.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../../packages/runtime/src/config/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { runChaos } from '../../../scripts/chaos/chaos-run.ts';
 import type { ConsumerFactory } from '../../../scripts/chaos/fault-plan.ts';
 import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';

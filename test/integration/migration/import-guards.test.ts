@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../lib/aws/index.ts';
+import { createDynamoDb, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
 import { injectFaults } from '../../../scripts/instrumentation/fault-injection.ts';
 import { startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../lib/aws/index.ts';
+import { createDynamoDb, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 import { type LocalRedis, startLocalRedis } from '../../../scripts/legacy/local-redis.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll } from 'vitest';
-import type { DedupRecord } from '../../../lib/consumer/index.ts';
+import type { DedupRecord } from '../../../packages/runtime/src/consumer/index.ts';
 import { type LocalMariaDb, startLocalMariaDb } from '../../../scripts/legacy/local-mariadb.ts';
 import { ops, type PointsFixture } from '../operations/operations-fixture.ts';
 

@@ -1,7 +1,7 @@
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { DeadLetterQueue, DeadLetterReason } from '../../../bridge/dead-letter-queue.ts';
-import { buildEnvelope, noticeBody } from '../../../lib/rocketmq/index.ts';
+import { buildEnvelope, noticeBody } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 import { ops, type PointsFixture } from './operations-fixture.ts';

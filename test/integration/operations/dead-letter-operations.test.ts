@@ -5,8 +5,8 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
-import { writeEnvelope } from '../../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
+import { writeEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../support/points-fixture.ts';
 import { ops, type PointsFixture, terminalAnswering } from './operations-fixture.ts';
 

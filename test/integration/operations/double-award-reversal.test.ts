@@ -1,8 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../lib/aws/index.ts';
 import { reverseDoubleAwards, runLedgerAudit } from '../../../lib/operations/index.ts';
+import { createDynamoDb, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import {
   awardThroughConsumer,

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import { describe, expect, inject, it } from 'vitest';
-import { createSts, emulatorConfig } from '../../../lib/aws/index.ts';
-import { signEnvelope } from '../../../lib/rocketmq/index.ts';
+import { createSts, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
+import { signEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { orderEnvelope } from '../../support/points-fixture.ts';
 import { compromisedDeployment } from './operations-fixture.ts';
 

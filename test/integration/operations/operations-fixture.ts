@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
-import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../packages/runtime/src/aws/index.ts';
 import { type OpsIo, runOps } from '../../../scripts/ops.ts';
 import { orderEnvelope, pointsFixture } from '../../support/points-fixture.ts';
 

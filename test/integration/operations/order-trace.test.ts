@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createCloudWatchLogs, emulatorConfig } from '../../../lib/aws/index.ts';
-import { functionLogGroupName } from '../../../lib/config/index.ts';
+import { createCloudWatchLogs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
+import { functionLogGroupName } from '../../../packages/runtime/src/config/index.ts';
 import {
   FunctionLogShipper,
   lambdaLogStreamName,

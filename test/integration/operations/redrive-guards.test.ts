@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../lib/aws/index.ts';
-import { consumerGroup } from '../../../lib/config/index.ts';
-import { writeEnvelope } from '../../../lib/rocketmq/index.ts';
+import { createSqs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
+import { consumerGroup } from '../../../packages/runtime/src/config/index.ts';
+import { writeEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { provisionLocal } from '../../../scripts/local/provision.ts';
 import { runOps } from '../../../scripts/ops.ts';
 import { newMsgId, orderEnvelope } from '../../support/points-fixture.ts';

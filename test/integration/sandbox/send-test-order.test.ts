@@ -1,9 +1,9 @@
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
 import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
-import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../lib/aws/index.ts';
-import { signingKeySecretName } from '../../../lib/config/index.ts';
-import type { SigningKeyRing } from '../../../lib/rocketmq/index.ts';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../packages/runtime/src/aws/index.ts';
+import { signingKeySecretName } from '../../../packages/runtime/src/config/index.ts';
+import type { SigningKeyRing } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { sendTestOrder } from '../../../scripts/send-test-order.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseEnvelope, writeEnvelope } from '../../../lib/rocketmq/index.ts';
+import { parseEnvelope, writeEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { withCaptureTimes } from '../../../scripts/local/capture-times.ts';
 import { type TrafficPhase, trafficMessage } from '../../../scripts/local/traffic.ts';
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { fingerprintOf } from '../../../lib/consumer/index.ts';
 import { checkLegacyRow } from '../../../lib/migration/legacy-award.ts';
 import { ARTICLE_MAPPING, columnMappingOf } from '../../../lib/migration/legacy-source.ts';
 import {
@@ -11,6 +10,7 @@ import {
 } from '../../../lib/migration/legacy-time.ts';
 import { parseKeepingDigits, splitCsvLine } from '../../../lib/migration/sources/file-source.ts';
 import { orderPaidFingerprintFields, parseOrderPaid } from '../../../lib/points/index.ts';
+import { fingerprintOf } from '../../../packages/runtime/src/consumer/index.ts';
 
 describe('checkLegacyRow: a legacy row judged by the consumer’s own rules', () => {
   it('fingerprints a row exactly as the consumer fingerprints the order’s message', () => {

@@ -2,7 +2,7 @@ import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { decodeDeadLetter } from '../../../lib/operations/dead-letter-inspection.ts';
 import { type RedriveGuard, redriveMessageGroup, redriveRefusal } from '../../../lib/operations/dead-letter-redrive.ts';
-import { writeEnvelope } from '../../../lib/rocketmq/index.ts';
+import { writeEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
 
 const OWN = 'arn:aws:sqs:us-east-1:123456789012:prod-point-consumer-group';
 const OTHER = 'arn:aws:sqs:us-east-1:123456789012:prod-coupon-consumer-group';

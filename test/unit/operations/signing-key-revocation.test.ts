@@ -5,7 +5,7 @@ import { letterSha256, type PlannedResign, proofOf, resignPlanOf } from '../../.
 import type { RocketMQMessageLookup } from '../../../lib/operations/rocketmq-message-lookup.ts';
 import { sha256 } from '../../../lib/operations/rocketmq-message-lookup.ts';
 import { resignRewrite, type SigningKeyMaterial } from '../../../lib/operations/signing-key-revocation.ts';
-import { signatureRefusal, signEnvelope, writeEnvelope } from '../../../lib/rocketmq/index.ts';
+import { signatureRefusal, signEnvelope, writeEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
 
 const LEAKED = Buffer.from('l'.repeat(48));
 const CURRENT = Buffer.from('c'.repeat(48));

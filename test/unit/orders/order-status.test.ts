@@ -1,10 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import {
-  IllegalTransitionError,
-  InvalidPayloadError,
-  NotYetApplicableError,
-  TransientFailureError,
-} from '../../../lib/consumer/index.ts';
 import { parseOrderEvent } from '../../../lib/orders/order-events.ts';
 import {
   explainRejection,
@@ -12,6 +6,12 @@ import {
   ORDER_TRANSITIONS,
   transitionRequest,
 } from '../../../lib/orders/order-status.ts';
+import {
+  IllegalTransitionError,
+  InvalidPayloadError,
+  NotYetApplicableError,
+  TransientFailureError,
+} from '../../../packages/runtime/src/consumer/index.ts';
 
 describe('order status transitions (pure)', () => {
   it.each([
