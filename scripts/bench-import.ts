@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { POINTS_GROUP } from '../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../packages/consumers/functions/points-consumer/handler.ts';
 import { startEmulator } from './emulator/emulator.ts';
 import { type RoundTrip, RoundTripCounter } from './instrumentation/round-trip-counter.ts';
 import { writeUnitsOf } from './instrumentation/write-units.ts';

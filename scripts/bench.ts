@@ -30,7 +30,7 @@ import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsComma
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
+import { POINTS_GROUP, consumer as pointsConsumer } from '../packages/consumers/functions/points-consumer/handler.ts';
 import { emulatorConfig, scanTable } from '../packages/runtime/src/aws/index.ts';
 import { MsgIdGenerator, RetrySchedule } from '../packages/runtime/src/rocketmq/index.ts';
 import { positiveInt } from './bench-support.ts';

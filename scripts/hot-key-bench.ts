@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
-import { POINTS_GROUP, consumer as pointsConsumer } from '../functions/points-consumer/handler.ts';
+import { POINTS_GROUP, consumer as pointsConsumer } from '../packages/consumers/functions/points-consumer/handler.ts';
 import { emulatorConfig } from '../packages/runtime/src/aws/index.ts';
 import type { RecordReport } from '../packages/runtime/src/consumer/index.ts';
 import { MsgIdGenerator, RetrySchedule } from '../packages/runtime/src/rocketmq/index.ts';

@@ -205,6 +205,7 @@ export class RocketMQBridgeService extends Construct {
             '!bridge',
             '!lib',
             '!packages/runtime/src',
+            '!packages/consumers/src',
             '!.bridge-image',
           ],
         }),

@@ -1,8 +1,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type LedgerEntry, LedgerEntryKind } from '../../packages/consumers/src/points/index.ts';
 import { type ScanProgress, scanTable } from '../../packages/runtime/src/aws/index.ts';
 import { RecordOrigin } from '../../packages/runtime/src/consumer/index.ts';
 import type { CrossUserAward, DoubleAward } from '../operations/index.ts';
-import { type LedgerEntry, LedgerEntryKind } from '../points/index.ts';
 import { checkLegacyRow } from './legacy-award.ts';
 import type { LegacySource } from './legacy-source.ts';
 

@@ -1,6 +1,13 @@
 import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import {
+  awardEntry,
+  awardEntryPut,
+  balanceIncrement,
+  type LedgerEntry,
+  type PointTables,
+} from '../../packages/consumers/src/points/index.ts';
 import type { LegacyHorizon } from '../../packages/runtime/src/config/index.ts';
 import { recordId } from '../../packages/runtime/src/config/index.ts';
 import {
@@ -13,7 +20,6 @@ import {
   type Settlement,
   sleep,
 } from '../../packages/runtime/src/consumer/index.ts';
-import { awardEntry, awardEntryPut, balanceIncrement, type LedgerEntry, type PointTables } from '../points/index.ts';
 import type { LegacyAward } from './legacy-award.ts';
 
 /**

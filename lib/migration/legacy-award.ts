@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '../../packages/consumers/src/points/index.ts';
 import { fingerprintOf, identifier, userIdSchema } from '../../packages/runtime/src/consumer/index.ts';
-import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '../points/index.ts';
 
 /**
  * One row of a legacy dedup store as a source read it, before validation. `userId` and `points`
@@ -55,7 +55,7 @@ function issueOf(result: { success: false; error: z.ZodError }): string {
 }
 
 /**
- * Validates a row with the consumer's own rules (lib/points/order-paid.ts): an order number the
+ * Validates a row with the consumer's own rules (packages/consumers/src/points/order-paid.ts): an order number the
  * consumer would take as its key, a user id and points it would accept. A user id from a BIGINT
  * column comes as text, so ids above 2^53 keep their digits.
  */

@@ -3,7 +3,12 @@ import {
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { balanceIncrement, type LedgerEntry, LedgerEntryKind, reversalEntryId } from '../points/index.ts';
+import {
+  balanceIncrement,
+  type LedgerEntry,
+  LedgerEntryKind,
+  reversalEntryId,
+} from '../../packages/consumers/src/points/index.ts';
 import { messageOf, OperationsError } from './errors.ts';
 import type { CrossUserAward, DoubleAward } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';

@@ -1,6 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type LedgerEntry, LedgerEntryKind, type PointAccount } from '../../packages/consumers/src/points/index.ts';
 import { type ScanProgress, scanTable } from '../../packages/runtime/src/aws/index.ts';
-import { type LedgerEntry, LedgerEntryKind, type PointAccount } from '../points/index.ts';
 import type { PointTableNames } from './operations-target.ts';
 
 /** A user whose account balance is not the sum of their ledger (awards plus negative reversals). */

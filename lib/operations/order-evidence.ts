@@ -1,6 +1,7 @@
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { LedgerEntry } from '../../packages/consumers/src/points/index.ts';
 import {
   type ConsumerGroupDefinition,
   functionLogGroupName,
@@ -8,7 +9,6 @@ import {
   recordIdPrefix,
 } from '../../packages/runtime/src/config/index.ts';
 import type { DedupRecord } from '../../packages/runtime/src/consumer/index.ts';
-import type { LedgerEntry } from '../points/index.ts';
 import { type DeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
 import { TargetResolutionError } from './errors.ts';
 import { type ConsumerLogLine, type LogSubject, readConsumerLogLines } from './function-logs.ts';

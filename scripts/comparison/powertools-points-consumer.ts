@@ -21,7 +21,7 @@ import {
   orderPaidFingerprintFields,
   type PointTables,
   parseOrderPaid,
-} from '../../lib/points/index.ts';
+} from '../../packages/consumers/src/points/index.ts';
 import { fingerprintOf } from '../../packages/runtime/src/consumer/index.ts';
 import { parseEnvelope, type SigningKeyRing, signatureRefusals } from '../../packages/runtime/src/rocketmq/index.ts';
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bridge } from '../../bridge/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../../bridge/bridge-config.ts';
 import { RouteConsumer } from '../../bridge/route-consumer.ts';
-import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../../packages/consumers/functions/points-consumer/handler.ts';
 import {
   createSecretsManager,
   createSqs,

@@ -1,7 +1,7 @@
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RocketMQProtocol } from '../../bridge/bridge-config.ts';
-import { POINTS_GROUP } from '../../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../../packages/consumers/functions/points-consumer/handler.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 

@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, inject, it } from 'vitest';
-import { consumer as couponGroupConsumer } from '../../functions/coupon-consumer/handler.ts';
-import { consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import { consumer as pointsConsumer } from '../../functions/points-consumer/handler.ts';
+import { consumer as couponGroupConsumer } from '../../packages/consumers/functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '../../packages/consumers/functions/order-status-consumer/handler.ts';
+import { consumer as pointsConsumer } from '../../packages/consumers/functions/points-consumer/handler.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type ChaosMessage, MALFORMED_ENVELOPE } from '../../scripts/chaos/chaos-plugin.ts';
 import { type ChaosResult, runChaos } from '../../scripts/chaos/chaos-run.ts';

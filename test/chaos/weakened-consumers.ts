@@ -6,16 +6,16 @@
  */
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
-import { consumer as couponGroupConsumer } from '../../functions/coupon-consumer/handler.ts';
-import { consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
+import { consumer as couponGroupConsumer } from '../../packages/consumers/functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '../../packages/consumers/functions/order-status-consumer/handler.ts';
+import { parseOrderEvent, transitionRequest } from '../../packages/consumers/src/orders/index.ts';
 import {
   awardWrites,
   type OrderPaid,
   orderPaidFingerprintFields,
   type PointTables,
   parseOrderPaid,
-} from '../../lib/points/index.ts';
+} from '../../packages/consumers/src/points/index.ts';
 import { consumerGroup, recordId, recordIdPrefix } from '../../packages/runtime/src/config/index.ts';
 import {
   type ConsumerMessage,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity } from '@smithy/types';
-import { COUPON_GRANT_PATH } from '../../lib/coupons/index.ts';
+import { COUPON_GRANT_PATH } from '../../packages/consumers/src/coupons/index.ts';
 
 /** What the service does with one request; requests take the scripted behaviours in order, then `grant`. */
 type Behaviour =

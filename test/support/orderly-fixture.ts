@@ -3,8 +3,11 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
-import { ORDER_STATUS, consumer as orderStatusConsumer } from '../../functions/order-status-consumer/handler.ts';
-import type { Order } from '../../lib/orders/index.ts';
+import {
+  ORDER_STATUS,
+  consumer as orderStatusConsumer,
+} from '../../packages/consumers/functions/order-status-consumer/handler.ts';
+import type { Order } from '../../packages/consumers/src/orders/index.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
 import { lifetimesOf, recordId } from '../../packages/runtime/src/config/index.ts';
 import type { ConsumerHandler, RecordReport } from '../../packages/runtime/src/consumer/index.ts';

@@ -3,8 +3,12 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
-import { type POINTS, POINTS_GROUP, consumer as pointsConsumer } from '../../functions/points-consumer/handler.ts';
-import type { LedgerEntry } from '../../lib/points/index.ts';
+import {
+  type POINTS,
+  POINTS_GROUP,
+  consumer as pointsConsumer,
+} from '../../packages/consumers/functions/points-consumer/handler.ts';
+import type { LedgerEntry } from '../../packages/consumers/src/points/index.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../packages/runtime/src/aws/index.ts';
 import type { ConsumerConfig, RecordReport } from '../../packages/runtime/src/consumer/index.ts';
 import {

@@ -29,7 +29,7 @@
  * follows: the middleware must hold the FINISHED back (HELD_BACK) until its PAID is applied.
  */
 
-import { ORDER_TRANSITIONS, type Order, OrderStatus } from '../../../lib/orders/index.ts';
+import { ORDER_TRANSITIONS, type Order, OrderStatus } from '../../../packages/consumers/src/orders/index.ts';
 import { scanTable } from '../../../packages/runtime/src/aws/index.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '../../../packages/runtime/src/consumer/index.ts';
 import type { Delivery } from '../../local/delivery-account.ts';

@@ -11,7 +11,7 @@
  * - conflicting payments are dead-lettered as PAYLOAD_CONFLICT, invalid bodies as INVALID_PAYLOAD.
  */
 
-import { LedgerEntryKind } from '../../../lib/points/index.ts';
+import { LedgerEntryKind } from '../../../packages/consumers/src/points/index.ts';
 import { scanTable } from '../../../packages/runtime/src/aws/index.ts';
 import { seededRandom, shuffle } from '../../local/seeded-random.ts';
 import {

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../../../packages/consumers/functions/points-consumer/handler.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import type { pointsFixture } from '../../support/points-fixture.ts';
 

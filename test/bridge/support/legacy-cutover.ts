@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { Message, type Producer } from 'ali-ons';
 import type { RowDataPacket } from 'mysql2/promise';
-import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../../../packages/consumers/functions/points-consumer/handler.ts';
 import type { RecordReport } from '../../../packages/runtime/src/consumer/index.ts';
 import { MsgIdGenerator } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { LegacyConsumerProcess, resendDeadLetter } from '../../../scripts/legacy/legacy-consumer.ts';

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Message, type Producer } from 'ali-ons';
-import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../../../packages/consumers/functions/points-consumer/handler.ts';
 import { MsgIdGenerator } from '../../../packages/runtime/src/rocketmq/index.ts';
 import { pollOnce } from '../../../scripts/local/sqs-poller.ts';
 import type { LocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BridgeConfigInput } from '../../../bridge/bridge-config.ts';
-import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../../../packages/consumers/functions/points-consumer/handler.ts';
 import { pointsFixture } from '../../support/points-fixture.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './bridge-child-process.ts';
 import { bridgeSigningKey } from './bridge-signing-key.ts';

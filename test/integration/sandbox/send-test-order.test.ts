@@ -1,6 +1,6 @@
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
-import { POINTS_GROUP } from '../../../functions/points-consumer/handler.ts';
+import { POINTS_GROUP } from '../../../packages/consumers/functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../packages/runtime/src/aws/index.ts';
 import { signingKeySecretName } from '../../../packages/runtime/src/config/index.ts';
 import type { SigningKeyRing } from '../../../packages/runtime/src/rocketmq/index.ts';

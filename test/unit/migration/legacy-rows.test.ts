@@ -9,7 +9,7 @@ import {
   MissingTimeZoneError,
 } from '../../../lib/migration/legacy-time.ts';
 import { parseKeepingDigits, splitCsvLine } from '../../../lib/migration/sources/file-source.ts';
-import { orderPaidFingerprintFields, parseOrderPaid } from '../../../lib/points/index.ts';
+import { orderPaidFingerprintFields, parseOrderPaid } from '../../../packages/consumers/src/points/index.ts';
 import { fingerprintOf } from '../../../packages/runtime/src/consumer/index.ts';
 
 describe('checkLegacyRow: a legacy row judged by the consumer’s own rules', () => {

@@ -173,7 +173,7 @@ export const CONSUMER_GROUPS = catalogue([
     functionName: 'points-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID',
-    entry: 'functions/points-consumer/handler.ts',
+    entry: 'packages/consumers/functions/points-consumer/handler.ts',
     tables: ['idempotency', 'ledger', 'accounts'],
     // An award's writes are its own ledger entry and an unconditional balance ADD: safe to pack.
     tuning: { packing: true },
@@ -184,7 +184,7 @@ export const CONSUMER_GROUPS = catalogue([
     functionName: 'coupon-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID',
-    entry: 'functions/coupon-consumer/handler.ts',
+    entry: 'packages/consumers/functions/coupon-consumer/handler.ts',
     tables: ['idempotency'],
     services: ['coupon-service'],
   },
@@ -194,7 +194,7 @@ export const CONSUMER_GROUPS = catalogue([
     functionName: 'order-status-consumer',
     topic: 'ORDER_TOPIC',
     tagExpression: 'PAID || FINISHED',
-    entry: 'functions/order-status-consumer/handler.ts',
+    entry: 'packages/consumers/functions/order-status-consumer/handler.ts',
     // WAIT_PAY → PAID → FINISHED applied out of order corrupts the state: one order's events
     // are one FIFO message group. The idempotency table holds each message's failure count.
     ordering: 'orderly',

@@ -4,14 +4,14 @@ import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject } from 'vitest';
-import { POINTS_GROUP } from '../../../../../functions/points-consumer/handler.ts';
-import { type OrderPaid, parseOrderPaid } from '../../../../../lib/points/index.ts';
 import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
 import { PROCESS_SIGNING_KEY } from '../../../../../scripts/local/local-signing-key.ts';
 import { provisionLocal } from '../../../../../scripts/local/provision.ts';
 import { pollOnce } from '../../../../../scripts/local/sqs-poller.ts';
 import { IMMEDIATE_RETRIES, sqsRecord } from '../../../../../test/support/points-fixture.ts';
 import { queueDepth, readAllMessages } from '../../../../../test/support/queue-reading.ts';
+import { POINTS_GROUP } from '../../../../consumers/functions/points-consumer/handler.ts';
+import { type OrderPaid, parseOrderPaid } from '../../../../consumers/src/points/index.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { recordId } from '../../../src/config/index.ts';
 import {

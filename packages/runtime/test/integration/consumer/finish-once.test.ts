@@ -1,8 +1,6 @@
 import middy from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { POINTS_GROUP } from '../../../../../functions/points-consumer/handler.ts';
-import { type OrderPaid, parseOrderPaid } from '../../../../../lib/points/index.ts';
 import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
 import { PROCESS_SIGNING_KEY } from '../../../../../scripts/local/local-signing-key.ts';
 import {
@@ -11,6 +9,8 @@ import {
   pointsFixture,
   sqsRecord,
 } from '../../../../../test/support/points-fixture.ts';
+import { POINTS_GROUP } from '../../../../consumers/functions/points-consumer/handler.ts';
+import { type OrderPaid, parseOrderPaid } from '../../../../consumers/src/points/index.ts';
 import { recordIdPrefix } from '../../../src/config/index.ts';
 import {
   type ConsumerInternal,

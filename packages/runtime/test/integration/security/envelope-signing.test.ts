@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
-import { consumer, POINTS } from '../../../../../functions/points-consumer/handler.ts';
 import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
 import { loadRegistration } from '../../../../../scripts/local/local-consumers.ts';
 import { provisionLocal } from '../../../../../scripts/local/provision.ts';
@@ -11,6 +10,7 @@ import {
   sqsRecord,
   unsignedOrderEnvelope,
 } from '../../../../../test/support/points-fixture.ts';
+import { consumer, POINTS } from '../../../../consumers/functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../src/aws/index.ts';
 import {
   CONSUMER_ENV,

@@ -3,17 +3,6 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
-import {
-  COUPON_GROUP,
-  type COUPONS,
-  consumer as couponConsumer,
-} from '../../../../../functions/coupon-consumer/handler.ts';
-import {
-  type ORDER_STATUS,
-  ORDER_STATUS_GROUP,
-  consumer as orderStatusConsumer,
-} from '../../../../../functions/order-status-consumer/handler.ts';
-import type { Order } from '../../../../../lib/orders/index.ts';
 import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
 import { PROCESS_SIGNING_KEY } from '../../../../../scripts/local/local-signing-key.ts';
 import { type LocalResources, provisionLocal } from '../../../../../scripts/local/provision.ts';
@@ -22,6 +11,17 @@ import { trafficMessage } from '../../../../../scripts/local/traffic.ts';
 import { type ServiceAccess, startFakeCouponService } from '../../../../../test/support/fake-coupon-service.ts';
 import { IMMEDIATE_RETRIES, inMessageGroup, sqsRecord } from '../../../../../test/support/points-fixture.ts';
 import { queueDepth, readAllMessages } from '../../../../../test/support/queue-reading.ts';
+import {
+  COUPON_GROUP,
+  type COUPONS,
+  consumer as couponConsumer,
+} from '../../../../consumers/functions/coupon-consumer/handler.ts';
+import {
+  type ORDER_STATUS,
+  ORDER_STATUS_GROUP,
+  consumer as orderStatusConsumer,
+} from '../../../../consumers/functions/order-status-consumer/handler.ts';
+import type { Order } from '../../../../consumers/src/orders/index.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { consumerGroup, recordId, type ServiceAuth } from '../../../src/config/index.ts';
 import type { ConsumerConfig, ConsumerHandler, DedupRecord, RecordReport } from '../../../src/consumer/index.ts';

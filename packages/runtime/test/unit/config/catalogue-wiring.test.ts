@@ -195,7 +195,7 @@ describe('a function deployed for one group never runs as another', () => {
     };
     expect(() => consumerConfigFromEnv(points, env)).toThrow(InvalidConsumerConfigError);
     expect(() => consumerConfigFromEnv(points, env)).toThrow(
-      'this function was deployed for consumer group coupon-consumer-group (CONSUMER_GROUP) but runs the handler of point-consumer-group (functions/points-consumer/handler.ts)',
+      'this function was deployed for consumer group coupon-consumer-group (CONSUMER_GROUP) but runs the handler of point-consumer-group (packages/consumers/functions/points-consumer/handler.ts)',
     );
     expect(consumerConfigFromEnv(points, { ...env, [CONSUMER_ENV.group]: points.group }).tables).toEqual({
       idempotency: 'i',

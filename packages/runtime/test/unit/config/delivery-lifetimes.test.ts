@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   ORDER_STATUS,
   consumer as orderStatusConsumer,
-} from '../../../../../functions/order-status-consumer/handler.ts';
-import { POINTS, consumer as pointsConsumer } from '../../../../../functions/points-consumer/handler.ts';
+} from '../../../../consumers/functions/order-status-consumer/handler.ts';
+import { POINTS, consumer as pointsConsumer } from '../../../../consumers/functions/points-consumer/handler.ts';
 import { lifetimeEnvironment } from '../../../src/config/consumer-environment.ts';
 import {
   DEFAULT_RECORD_TTL_SECONDS,

@@ -1,7 +1,7 @@
-import { couponClientOf } from '../../lib/coupons/index.ts';
-import { parseOrderPaidEvent } from '../../lib/orders/index.ts';
-import { consumerGroup } from '../../packages/runtime/src/config/index.ts';
-import { defineConsumer } from '../../packages/runtime/src/consumer/index.ts';
+import { consumerGroup } from '../../../runtime/src/config/index.ts';
+import { defineConsumer } from '../../../runtime/src/consumer/index.ts';
+import { couponClientOf } from '../../src/coupons/index.ts';
+import { parseOrderPaidEvent } from '../../src/orders/index.ts';
 
 export const COUPONS = consumerGroup('coupon-consumer-group');
 export const COUPON_GROUP = COUPONS.group;

@@ -4,7 +4,7 @@ import {
   identifier,
   parseJsonPayload,
   userIdSchema,
-} from '../../packages/runtime/src/consumer/index.ts';
+} from '../../../runtime/src/consumer/index.ts';
 
 /** Tags of ORDER_TOPIC that move an order's status. */
 export const OrderEventTag = { PAID: 'PAID', FINISHED: 'FINISHED' } as const;

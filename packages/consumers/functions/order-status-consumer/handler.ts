@@ -1,6 +1,6 @@
-import { parseOrderEvent, transitionRequest } from '../../lib/orders/index.ts';
-import { consumerGroup } from '../../packages/runtime/src/config/index.ts';
-import { defineConsumer } from '../../packages/runtime/src/consumer/index.ts';
+import { consumerGroup } from '../../../runtime/src/config/index.ts';
+import { defineConsumer } from '../../../runtime/src/consumer/index.ts';
+import { parseOrderEvent, transitionRequest } from '../../src/orders/index.ts';
 
 export const ORDER_STATUS = consumerGroup('order-status-consumer-group');
 export const ORDER_STATUS_GROUP = ORDER_STATUS.group;

@@ -1,6 +1,6 @@
-import { awardWrites, orderPaidFingerprintFields, parseOrderPaid } from '../../lib/points/index.ts';
-import { consumerGroup } from '../../packages/runtime/src/config/index.ts';
-import { defineConsumer } from '../../packages/runtime/src/consumer/index.ts';
+import { consumerGroup } from '../../../runtime/src/config/index.ts';
+import { defineConsumer } from '../../../runtime/src/consumer/index.ts';
+import { awardWrites, orderPaidFingerprintFields, parseOrderPaid } from '../../src/points/index.ts';
 
 export const POINTS = consumerGroup('point-consumer-group');
 export const POINTS_GROUP = POINTS.group;

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { type ServiceCredentials, ServiceCredentialsError } from '../../packages/runtime/src/aws/index.ts';
-import { OUTSIDE_SERVICES } from '../../packages/runtime/src/config/index.ts';
-import { ConsumptionError } from '../../packages/runtime/src/consumer/index.ts';
-import { excerpt } from '../../packages/runtime/src/rocketmq/index.ts';
+import { type ServiceCredentials, ServiceCredentialsError } from '../../../runtime/src/aws/index.ts';
+import { OUTSIDE_SERVICES } from '../../../runtime/src/config/index.ts';
+import { ConsumptionError } from '../../../runtime/src/consumer/index.ts';
+import { excerpt } from '../../../runtime/src/rocketmq/index.ts';
 import {
   CouponGrantRejectedError,
   CouponServiceCredentialsError,

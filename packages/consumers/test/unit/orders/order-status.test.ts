@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { parseOrderEvent } from '../../../lib/orders/order-events.ts';
-import {
-  explainRejection,
-  judgeRejection,
-  ORDER_TRANSITIONS,
-  transitionRequest,
-} from '../../../lib/orders/order-status.ts';
 import {
   IllegalTransitionError,
   InvalidPayloadError,
   NotYetApplicableError,
   TransientFailureError,
-} from '../../../packages/runtime/src/consumer/index.ts';
+} from '../../../../runtime/src/consumer/index.ts';
+import { parseOrderEvent } from '../../../src/orders/order-events.ts';
+import {
+  explainRejection,
+  judgeRejection,
+  ORDER_TRANSITIONS,
+  transitionRequest,
+} from '../../../src/orders/order-status.ts';
 
 describe('order status transitions (pure)', () => {
   it.each([
