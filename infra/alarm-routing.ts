@@ -25,7 +25,7 @@ import { guardQueue, guardTable } from './resource-guards.ts';
 import { alarmNamePattern } from './routed-alarm.ts';
 import { alarmDescription, type RunbookKey } from './runbook.ts';
 
-export const NOTIFIER_ENTRY = 'functions/alarm-notifier/handler.ts';
+export const NOTIFIER_ENTRY = 'packages/notifier/functions/alarm-notifier/handler.ts';
 export const NOTIFIER_SERVICE_NAME = 'alarm-notifier';
 
 export interface AlarmRoutingProps {

@@ -34,7 +34,7 @@ import {
   systemClock,
   type WebhookConfig,
   WebhookSecretError,
-} from '../lib/dingtalk/index.ts';
+} from '../packages/notifier/src/index.ts';
 import { isLoopbackUrl } from '../packages/runtime/src/config/index.ts';
 import { dlqAlarmJson, snsEvent } from './fixtures/sample-alarm-event.ts';
 

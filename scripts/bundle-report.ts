@@ -36,9 +36,15 @@ async function main() {
     options: { runs: { type: 'string', default: '7' }, json: { type: 'boolean', default: false } },
   });
   const runs = Number(values.runs);
-  const functions = readdirSync(path.join(ROOT, 'functions'))
-    .filter((name) => existsSync(path.join(ROOT, 'functions', name, 'handler.ts')))
-    .map((name) => ({ name, entry: `functions/${name}/handler.ts` }));
+  const functions = readdirSync(path.join(ROOT, 'packages'))
+    .flatMap((wing) => {
+      const dir = path.join(ROOT, 'packages', wing, 'functions');
+      return existsSync(dir)
+        ? readdirSync(dir).map((name) => ({ name, entry: `packages/${wing}/functions/${name}/handler.ts` }))
+        : [];
+    })
+    .filter(({ entry }) => existsSync(path.join(ROOT, entry)))
+    .sort((a, b) => a.name.localeCompare(b.name));
   const out = mkdtempSync(path.join(tmpdir(), 'bundle-report-'));
   try {
     const figures: BundleFigures[] = [];

@@ -206,6 +206,7 @@ export class RocketMQBridgeService extends Construct {
             '!lib',
             '!packages/runtime/src',
             '!packages/consumers/src',
+            '!packages/notifier/src',
             '!.bridge-image',
           ],
         }),

@@ -1,7 +1,7 @@
 /**
  * The small DynamoDB table that lets concurrent notifier invocations share one robot's message
  * budget and its backlog of alarms. The CDK app creates exactly this; the notifier's item layout is
- * in lib/dingtalk/alarm-storm-table.ts.
+ * in packages/notifier/src/alarm-storm-table.ts.
  *
  * Items (all under `pk = robot#<robotId>`):
  * - `sk = bucket`: the robot's token bucket (`tokens`, `refilledAt`, `pausedUntil`, `version`).

@@ -23,7 +23,7 @@ function alarmTest(args: string[]): Promise<{ code: number; output: string }> {
 }
 
 /**
- * The alarm notifier's own logs are checked in test/integration/dingtalk/alarm-notifier.test.ts
+ * The alarm notifier's own logs are checked in packages/notifier/test/integration/alarm-notifier.test.ts
  * ("never logs the signing secret or the webhook access token"); this covers the operator
  * command, whose output goes to terminals and tickets, on success and on every failure path.
  */

@@ -12,7 +12,7 @@ import {
   notifierSettingsFromEnv,
   powertoolsDeliveryMetrics,
   systemClock,
-} from '../../lib/dingtalk/index.ts';
+} from '../../src/index.ts';
 
 /** Time kept back from the Lambda timeout so a failed delivery can still fail the invocation cleanly. */
 const SAFETY_MARGIN_MS = 5_000;

@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
-import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
+import { metricMathAlarmJson, snsEvent } from '../../../../scripts/fixtures/sample-alarm-event.ts';
+import { FakeDingTalkRobot } from '../../../../test/support/fake-dingtalk-robot.ts';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
 /**
  * The operator command exactly as `npm run alarm:test --` runs it (tsx under this Node), with its environment and

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { inlineText, quotedBlock } from '../../../lib/dingtalk/markdown-text.ts';
+import { inlineText, quotedBlock } from '../../src/markdown-text.ts';
 
 /** What a markdown renderer or a client's auto-linker acts on, per case. */
 const HOST = /[\p{L}\p{N}][.\u3002\uff0e\uff61][\p{L}\p{N}]/u;

@@ -6,7 +6,8 @@ import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient }
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { vi } from 'vitest';
-import { createAlarmNotifierHandler } from '../../../functions/alarm-notifier/handler.ts';
+import { ALARM_STORM_TABLE } from '../../../runtime/src/config/index.ts';
+import { createAlarmNotifierHandler } from '../../functions/alarm-notifier/handler.ts';
 import {
   AlarmNotifier,
   type Clock,
@@ -17,8 +18,7 @@ import {
   RobotClient,
   SecretsManagerWebhookSource,
   type WebhookConfig,
-} from '../../../lib/dingtalk/index.ts';
-import { ALARM_STORM_TABLE } from '../../../packages/runtime/src/config/index.ts';
+} from '../../src/index.ts';
 
 // Vitest's workers look like Powertools' dev mode (metrics silently off, logs through the global
 // console); these tests assert on the real JSON output, so say explicitly that this is not dev mode.

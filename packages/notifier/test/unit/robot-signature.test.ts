@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactedWebhook, robotSign, signedWebhookUrl } from '../../../lib/dingtalk/robot-signature.ts';
+import { redactedWebhook, robotSign, signedWebhookUrl } from '../../src/robot-signature.ts';
 
 // Reference computed independently (Python hmac/base64/urllib) for this secret and timestamp;
 // it contains all three characters that need URL encoding: + / =

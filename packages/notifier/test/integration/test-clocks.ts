@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Clock } from '../../../lib/dingtalk/index.ts';
+import type { Clock } from '../../src/index.ts';
 
 /**
  * A clock that only moves when someone sleeps: a sequential invocation that waits out a 10-minute

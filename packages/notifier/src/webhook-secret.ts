@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { z } from 'zod';
-import { isLoopbackUrl } from '../../packages/runtime/src/config/index.ts';
+import { isLoopbackUrl } from '../../runtime/src/config/index.ts';
 import { WebhookSecretError } from './errors.ts';
 
 /**

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { WebhookSecretError } from '../../../lib/dingtalk/errors.ts';
-import {
-  parseWebhookSecret,
-  StaticWebhookSource,
-  WEBHOOK_TRANSPORT_RULE,
-} from '../../../lib/dingtalk/webhook-secret.ts';
+import { WebhookSecretError } from '../../src/errors.ts';
+import { parseWebhookSecret, StaticWebhookSource, WEBHOOK_TRANSPORT_RULE } from '../../src/webhook-secret.ts';
 
 const TOKEN = 'c0ffee00c0ffee00c0ffee00c0ffee00';
 const secretJson = (webhookUrl: string) => JSON.stringify({ webhookUrl, secret: 'SECx' });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classifyErrcode } from '../../../lib/dingtalk/robot-client.ts';
-import { type BucketState, DEFAULT_BUCKET_POLICY, takeToken } from '../../../lib/dingtalk/robot-rate-limit.ts';
+import { classifyErrcode } from '../../src/robot-client.ts';
+import { type BucketState, DEFAULT_BUCKET_POLICY, takeToken } from '../../src/robot-rate-limit.ts';
 
 /** Grants within any window of `windowMs` (sliding). */
 function maxInWindow(times: number[], windowMs: number): number {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DeliveryBudgetExhaustedError, RobotClient, RobotRejectedError } from '../../../lib/dingtalk/index.ts';
-import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
-import { FakeDingTalkRobot } from '../../support/fake-dingtalk-robot.ts';
+import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../../scripts/fixtures/sample-alarm-event.ts';
+import { FakeDingTalkRobot } from '../../../../test/support/fake-dingtalk-robot.ts';
+import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../runtime/src/aws/index.ts';
+import { DeliveryBudgetExhaustedError, RobotClient, RobotRejectedError } from '../../src/index.ts';
 import {
   captureOutput,
   createStormTable,

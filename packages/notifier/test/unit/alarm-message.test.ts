@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { alarmConsoleUrl } from '../../../lib/dingtalk/alarm-console-link.ts';
-import { type AlarmNotification, parseSnsEvent } from '../../../lib/dingtalk/alarm-event.ts';
-import { bodyBytes, formatTime, renderNotification, renderSummary } from '../../../lib/dingtalk/alarm-message.ts';
 import {
   type CloudWatchAlarmJson,
   dlqAlarmJson,
   metricMathAlarmJson,
   snsEvent,
-} from '../../../scripts/fixtures/sample-alarm-event.ts';
+} from '../../../../scripts/fixtures/sample-alarm-event.ts';
+import { alarmConsoleUrl } from '../../src/alarm-console-link.ts';
+import { type AlarmNotification, parseSnsEvent } from '../../src/alarm-event.ts';
+import { bodyBytes, formatTime, renderNotification, renderSummary } from '../../src/alarm-message.ts';
 
 const options = { timeZone: 'Asia/Shanghai', keyword: '告警', atMobiles: ['13800000000', '13900000000'] };
 

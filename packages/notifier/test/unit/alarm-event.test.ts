@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseSnsEvent, toIsoInstant } from '../../../lib/dingtalk/alarm-event.ts';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../scripts/fixtures/sample-alarm-event.ts';
+import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../../scripts/fixtures/sample-alarm-event.ts';
+import { parseSnsEvent, toIsoInstant } from '../../src/alarm-event.ts';
 
 describe('alarm event parsing', () => {
   it('reads a single-metric CloudWatch alarm with its dimensions', () => {

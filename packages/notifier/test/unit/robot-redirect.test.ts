@@ -1,9 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RobotMessage } from '../../../lib/dingtalk/alarm-message.ts';
-import { RobotUnavailableError } from '../../../lib/dingtalk/errors.ts';
-import { RobotClient } from '../../../lib/dingtalk/robot-client.ts';
+import type { RobotMessage } from '../../src/alarm-message.ts';
+import { RobotUnavailableError } from '../../src/errors.ts';
+import { RobotClient } from '../../src/robot-client.ts';
 
 const servers: Server[] = [];
 
