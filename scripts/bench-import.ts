@@ -25,11 +25,11 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { POINTS_GROUP } from '../packages/consumers/functions/points-consumer/handler.ts';
+import { runOps } from '../packages/ops/src/command/ops.ts';
 import { startEmulator } from './emulator/emulator.ts';
 import { type RoundTrip, RoundTripCounter } from './instrumentation/round-trip-counter.ts';
 import { writeUnitsOf } from './instrumentation/write-units.ts';
 import { provisionLocal } from './local/provision.ts';
-import { runOps } from './ops.ts';
 
 process.env.AWS_REGION ??= 'us-east-1';
 
@@ -125,7 +125,7 @@ async function dryRun(csv: string, rows: number) {
   const child = spawn(
     process.execPath,
     [
-      ...['--import', 'tsx', 'scripts/ops.ts', 'migrate', 'import', '--source', csv],
+      ...['--import', 'tsx', 'packages/ops/src/command/ops.ts', 'migrate', 'import', '--source', csv],
       ...['--group', POINTS_GROUP, '--ledger', 'moved', '--dry-run', '--json', '--quiet'],
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },

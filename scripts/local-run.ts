@@ -5,10 +5,10 @@
  * not run, 2 bad arguments, 3 it gave up before the queues drained.
  */
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { deploymentPrefixesAt } from '../lib/operations/index.ts';
+import { CommandLineError, parseCommandLine } from '../packages/ops/src/command/command-line.ts';
+import { deploymentPrefixesAt } from '../packages/ops/src/operations/index.ts';
 import { createDynamoDb, emulatorConfig } from '../packages/runtime/src/aws/index.ts';
 import { InvalidCatalogueEntryError } from '../packages/runtime/src/config/index.ts';
-import { CommandLineError, parseCommandLine } from './command-line.ts';
 import { INCIDENT_ORDER, incidentScenario } from './local/incident-scenario.ts';
 import { HandlerModuleError } from './local/local-consumers.ts';
 import { LocalRunConfigError, type LocalRunResult, runLocalPipeline } from './local/local-pipeline.ts';

@@ -6,7 +6,7 @@ moto reads a filter pattern by its first character: a letter is a set of bare
 terms, a quote a quoted term, anything else (so every JSON pattern, which
 starts with ``{``) an ``UnsupportedFilterPattern`` that matches every event.
 ``ops trace`` selects an order's log lines with a JSON pattern
-(``lib/operations/function-logs.ts``), so locally the service would hand back
+(``packages/ops/src/operations/function-logs.ts``), so locally the service would hand back
 a whole log group where AWS hands back the order's lines.
 
 What this patch does

@@ -1,7 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { OrderTrace } from '../../lib/operations/index.ts';
+import { runOps } from '../../packages/ops/src/command/ops.ts';
+import type { OrderTrace } from '../../packages/ops/src/operations/index.ts';
 import { createDynamoDb } from '../../packages/runtime/src/aws/index.ts';
-import { runOps } from '../ops.ts';
 import type { LocalRunResult, LogShippingAccount } from './local-pipeline.ts';
 import { shortMsgId, wrapped } from './report-text.ts';
 

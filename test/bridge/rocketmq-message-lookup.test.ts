@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Message, type Producer as Producer4 } from 'ali-ons';
 import { Producer as Producer5 } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RocketMQMessageLookup } from '../../lib/operations/index.ts';
+import { RocketMQMessageLookup } from '../../packages/ops/src/operations/index.ts';
 import { MsgIdGenerator, signEnvelope, writeEnvelope } from '../../packages/runtime/src/rocketmq/index.ts';
 import { type LocalRocketMQ, startLocalRocketMQ } from '../../scripts/rocketmq/local-rocketmq.ts';
 import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq/local-rocketmq-4.ts';
@@ -13,7 +13,7 @@ import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../scripts/rocketmq
 /** The body hash the lookup reports, computed independently of it. */
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-import { compromisedDeployment } from '../integration/operations/operations-fixture.ts';
+import { compromisedDeployment } from '../../packages/ops/test/integration/operations/operations-fixture.ts';
 import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 

@@ -9,7 +9,7 @@ import { provisionLocal } from '../../scripts/local/provision.ts';
 import { runCommand } from './spawned-commands.ts';
 
 const POINTS = 'point-consumer-group';
-const ENTRY = { start: 'scripts/local-run.ts', ops: 'scripts/ops.ts' } as const;
+const ENTRY = { start: 'scripts/local-run.ts', ops: 'packages/ops/src/command/ops.ts' } as const;
 
 interface BadInput {
   /** What a person typed wrong. */

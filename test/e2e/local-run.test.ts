@@ -426,7 +426,7 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     const run = await localRun(['--events', old.path, '--original-times', '--json', '--endpoint', endpoint]);
     const s = lastJsonLine(run.stdout);
     const letters = await runCommand('npx', [
-      ...['tsx', 'scripts/ops.ts', 'dlq', 'list', '--json', '--group', POINTS],
+      ...['tsx', 'packages/ops/src/command/ops.ts', 'dlq', 'list', '--json', '--group', POINTS],
       ...['--endpoint', endpoint, '--prefix', s.stage.prefix],
     ]);
 

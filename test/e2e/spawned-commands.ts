@@ -11,7 +11,7 @@ export interface CommandRun {
   stderr: string;
 }
 
-/** Runs a command to its end, as a person types it (`npx tsx scripts/ops.ts …`, `npm start -- …`, `sh -c …`). */
+/** Runs a command to its end, as a person types it (`npx tsx packages/ops/src/command/ops.ts …`, `npm start -- …`, `sh -c …`). */
 export function runCommand(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CommandRun> {
   return new Promise((resolve) => {
     execFile(

@@ -7,7 +7,7 @@ import {
   PutLogEventsCommand,
 } from '@aws-sdk/client-cloudwatch-logs';
 import { describe, expect, inject, it } from 'vitest';
-import { logFilterPattern } from '../../../lib/operations/index.ts';
+import { logFilterPattern } from '../../../packages/ops/src/operations/index.ts';
 import { createCloudWatchLogs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 
 const LINES = [

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
+import { runOps } from '../../../packages/ops/src/command/ops.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../packages/runtime/src/aws/index.ts';
 import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../../packages/runtime/src/config/index.ts';
 import { MsgIdGenerator, writeEnvelope } from '../../../packages/runtime/src/rocketmq/index.ts';
@@ -9,7 +10,6 @@ import type { ConsumerFactory } from '../../../scripts/chaos/fault-plan.ts';
 import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
 import { runLocalPipeline } from '../../../scripts/local/local-pipeline.ts';
 import { trafficMessage } from '../../../scripts/local/traffic.ts';
-import { runOps } from '../../../scripts/ops.ts';
 import { chaosPlugin } from '../../fixtures/example-group/chaos-plugin.ts';
 import { REFUNDS, consumer as refundConsumer } from '../../fixtures/example-group/handler.ts';
 import { queueDepth } from '../../support/queue-reading.ts';

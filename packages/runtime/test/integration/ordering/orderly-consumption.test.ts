@@ -1,8 +1,8 @@
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { redriveDeadLetters } from '../../../../../lib/operations/index.ts';
 import { orderlyFixture } from '../../../../../test/support/orderly-fixture.ts';
 import { newMsgId, orderEnvelope } from '../../../../../test/support/points-fixture.ts';
+import { redriveDeadLetters } from '../../../../ops/src/operations/index.ts';
 import { orderlySchedule } from '../../../src/config/index.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 
