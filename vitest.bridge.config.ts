@@ -8,8 +8,8 @@ import { defineConfig } from 'vitest/config';
  */
 export default defineConfig({
   test: {
-    include: ['test/bridge/**/*.test.ts'],
-    globalSetup: ['test/bridge/support/global-setup.ts'],
+    include: ['packages/bridge/test/**/*.test.ts'],
+    globalSetup: ['packages/bridge/test/support/global-setup.ts'],
     pool: 'forks',
     fileParallelism: false,
     testTimeout: 60_000,

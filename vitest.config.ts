@@ -35,7 +35,7 @@ export default defineConfig({
         test: {
           name: 'emulator',
           include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
-          exclude: ['test/unit/**', 'packages/*/test/unit/**', 'test/bridge/**', 'node_modules/**'],
+          exclude: ['test/unit/**', 'packages/*/test/unit/**', 'packages/bridge/test/**', 'node_modules/**'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,

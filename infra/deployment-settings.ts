@@ -1,6 +1,6 @@
 import type { Node } from 'constructs';
 import { z } from 'zod';
-import { takeOverSchema } from '../bridge/bridge-config.ts';
+import { takeOverSchema } from '../packages/bridge/src/bridge-config.ts';
 import {
   CONSUMER_GROUPS,
   OUTSIDE_SERVICES,

@@ -84,7 +84,7 @@ export class PipelineStack extends Stack {
       // the Node that runs the synth is the build image's.
       installCommands: ['npm ci --ignore-scripts --no-audit --no-fund'],
       // A stage with the bridge needs its image's root filesystem in the build context before the
-      // synth stages it: made from bridge/image/rootfs.lock.json, every byte checked (no-op otherwise).
+      // synth stages it: made from packages/bridge/image/rootfs.lock.json, every byte checked (no-op otherwise).
       commands: ['npm run bridge:rootfs -- --if-bridge-enabled', 'npm run synth'],
     });
     synth.addStepDependency(tests);

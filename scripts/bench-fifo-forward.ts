@@ -13,12 +13,12 @@
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { parseBridgeConfig } from '../bridge/bridge-config.ts';
-import { RouteMetrics } from '../bridge/bridge-metrics.ts';
-import { DeadLetterQueue } from '../bridge/dead-letter-queue.ts';
-import type { ReceivedMessage } from '../bridge/route-consumer.ts';
-import { RouteForwarder } from '../bridge/route-forwarder.ts';
-import { SqsTarget } from '../bridge/sqs-target.ts';
+import { parseBridgeConfig } from '../packages/bridge/src/bridge-config.ts';
+import { RouteMetrics } from '../packages/bridge/src/bridge-metrics.ts';
+import { DeadLetterQueue } from '../packages/bridge/src/dead-letter-queue.ts';
+import type { ReceivedMessage } from '../packages/bridge/src/route-consumer.ts';
+import { RouteForwarder } from '../packages/bridge/src/route-forwarder.ts';
+import { SqsTarget } from '../packages/bridge/src/sqs-target.ts';
 import { startSqsStandIn } from './bridge-bench/sqs-stand-in.ts';
 import { injectLatency } from './instrumentation/latency-injection.ts';
 

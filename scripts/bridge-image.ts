@@ -2,7 +2,7 @@
  * `npm run bridge:image -- [--out dir]`: the bridge's image built without Docker.
  * Makes the image's root filesystem from its lock if it is not made yet
  * (scripts/bridge-image-rootfs.ts), synthesises the app with a bridge-enabled stage, takes the build
- * context CDK staged for the image asset (scripts/bridge-image-context.ts), replays bridge/Dockerfile
+ * context CDK staged for the image asset (scripts/bridge-image-context.ts), replays packages/bridge/Dockerfile
  * in it (scripts/dockerfile-replay.ts) and prints the context's size, each step with its time and
  * the image's root. See docs/bridge.md. Exit codes: 0 built, 1 the build failed or was refused,
  * 2 bad arguments.

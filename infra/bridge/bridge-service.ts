@@ -9,7 +9,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { type BridgeConfigInput, rocketmqGroupRefusal } from '../../bridge/bridge-config.ts';
+import { type BridgeConfigInput, rocketmqGroupRefusal } from '../../packages/bridge/src/bridge-config.ts';
 import { TRACING_BACKEND_ENV, TracingBackend } from '../../packages/runtime/src/config/index.ts';
 import type { MessageGroupSource } from '../../packages/runtime/src/rocketmq/index.ts';
 
@@ -39,7 +39,7 @@ export interface RocketMQBridgeServiceProps {
   /** Used when no `cluster` is given (a cluster needs a VPC; without either CDK creates a new VPC). */
   readonly vpc?: ec2.IVpc;
   readonly cluster?: ecs.ICluster;
-  /** A prebuilt image; default: built from `directory` with `bridge/Dockerfile`. */
+  /** A prebuilt image; default: built from `directory` with `packages/bridge/Dockerfile`. */
   readonly image?: ecs.ContainerImage;
   /** Build context for the image (default: this repository's root). */
   readonly directory?: string;
@@ -195,14 +195,16 @@ export class RocketMQBridgeService extends Construct {
       image:
         props.image ??
         ecs.ContainerImage.fromAsset(props.directory ?? repositoryRoot(), {
-          file: 'bridge/Dockerfile',
+          file: 'packages/bridge/Dockerfile',
           // Only what the Dockerfile copies, so unrelated changes keep the image hash (and skip a rebuild):
           // the package files, the sources and the root filesystem `npm run bridge:rootfs` makes.
           exclude: [
             '*',
             '!package.json',
             '!package-lock.json',
-            '!bridge',
+            '!packages/bridge/Dockerfile',
+            '!packages/bridge/src',
+            '!packages/bridge/image',
             '!packages/runtime/src',
             '!packages/consumers/src',
             '!packages/notifier/src',

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Producer } from 'rocketmq-client-nodejs';
-import { NEVER_DEAD_LETTER_RETRY_MAX_TIMES } from '../../bridge/group-retry-policy.ts';
+import { NEVER_DEAD_LETTER_RETRY_MAX_TIMES } from '../../packages/bridge/src/group-retry-policy.ts';
 import { ensureRocketMQJars, ROCKETMQ_LIB_DIR } from './rocketmq-jars.ts';
 
 /**
@@ -30,7 +30,7 @@ export interface LocalConsumerGroup {
   readonly fifo?: boolean;
   /**
    * Deliveries the proxy makes before it moves a message to `%DLQ%<group>`, minus one. Default:
-   * never, what the bridge requires of its groups (bridge/group-retry-policy.ts); RocketMQ's own
+   * never, what the bridge requires of its groups (packages/bridge/src/group-retry-policy.ts); RocketMQ's own
    * default is 16.
    */
   readonly retryMaxTimes?: number;

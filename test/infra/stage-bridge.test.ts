@@ -4,9 +4,9 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBridgeConfig } from '../../bridge/bridge-config.ts';
 import { buildApp } from '../../infra/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
+import { parseBridgeConfig } from '../../packages/bridge/src/bridge-config.ts';
 import {
   BRIDGE_METRICS_NAMESPACE,
   BridgeMetric,

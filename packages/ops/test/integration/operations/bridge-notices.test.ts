@@ -1,8 +1,8 @@
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { DeadLetterQueue, DeadLetterReason } from '../../../../../bridge/dead-letter-queue.ts';
 import { PROCESS_SIGNING_KEY } from '../../../../../scripts/local/local-signing-key.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../../test/support/points-fixture.ts';
+import { DeadLetterQueue, DeadLetterReason } from '../../../../bridge/src/dead-letter-queue.ts';
 import { buildEnvelope, noticeBody } from '../../../../runtime/src/rocketmq/index.ts';
 import { ops, type PointsFixture } from './operations-fixture.ts';
 

@@ -1,9 +1,0 @@
-import type { TestProject } from 'vitest/node';
-import { startEmulator } from '../../../scripts/emulator/emulator.ts';
-
-/** One AWS emulator for the bridge's test run; each file creates its own uniquely named queues. */
-export default async function setup(project: TestProject) {
-  const emulator = await startEmulator();
-  project.provide('emulatorEndpoint', emulator.endpoint);
-  return () => emulator.stop();
-}
