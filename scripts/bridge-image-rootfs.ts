@@ -34,7 +34,7 @@ import { parseArgs, promisify } from 'node:util';
 import { z } from 'zod';
 
 const run = promisify(execFile);
-/** Not infra/project-function.ts's: importing it loads aws-cdk-lib, seconds for a command that mostly does nothing. */
+/** Not packages/infra/src/project-function.ts's: importing it loads aws-cdk-lib, seconds for a command that mostly does nothing. */
 const REPOSITORY_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export const BRIDGE_ROOTFS_LOCK = path.join(REPOSITORY_ROOT, 'packages', 'bridge', 'image', 'rootfs.lock.json');

@@ -1,6 +1,6 @@
 /**
  * Cold-start report: each function's bundle as deployed (esbuild, minified ESM for
- * Node 24 with the SDK bundled: the options of `infra/project-function.ts`) and the time
+ * Node 24 with the SDK bundled: the options of `packages/infra/src/project-function.ts`) and the time
  * its module takes to initialise in a fresh Node process, next to a Powertools-idempotency
  * consumer doing the same work.
  *

@@ -2,20 +2,20 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { App, cx_api } from 'aws-cdk-lib';
-import { buildApp } from '../infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../infra/project-function.ts';
+import { buildApp } from '../packages/infra/src/consumers-app.ts';
+import { REPOSITORY_ROOT } from '../packages/infra/src/project-function.ts';
 import {
   baselineOf,
   differences,
   readSecurityBaseline,
   SECURITY_BASELINE_PATH,
   writeSecurityBaseline,
-} from '../infra/security-baseline.ts';
+} from '../packages/infra/src/security-baseline.ts';
 
 /**
  * `npm run security-baseline:update`: synthesise the app with cdk.json's settings (no bundling:
  * policies do not depend on code) and record every Deny and bus policy statement in
- * infra/security-baseline.json. Prints what changed; committing the file is what puts the change
+ * packages/infra/src/security-baseline.json. Prints what changed; committing the file is what puts the change
  * in front of a reviewer.
  */
 const outdir = mkdtempSync(path.join(tmpdir(), 'security-baseline-'));

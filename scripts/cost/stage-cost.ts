@@ -1,7 +1,7 @@
 /**
  * What a deployed stage costs a month before it handles a message, counted from its synthesized
  * CloudFormation template, so the table in docs/deploy.md is the template's and cannot drift
- * (test/infra/stage-cost.test.ts renders it again and finds it there). Prices are list prices
+ * (packages/infra/test/stage-cost.test.ts renders it again and finds it there). Prices are list prices
  * from AWS's public pricing pages for one region (`PRICE_BASIS`): a basis to check, not a quote.
  */
 import { ConsumerMetric } from '../../packages/runtime/src/config/index.ts';

@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template as Assertions } from 'aws-cdk-lib/assertions';
-import { buildApp } from '../../infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
-import { buildSandboxApp, SANDBOX_CONTEXT_KEY } from '../../infra/sandbox-app.ts';
+import { buildApp } from '../../packages/infra/src/consumers-app.ts';
+import { REPOSITORY_ROOT } from '../../packages/infra/src/project-function.ts';
+import { buildSandboxApp, SANDBOX_CONTEXT_KEY } from '../../packages/infra/src/sandbox-app.ts';
 import type { Template } from './stage-cost.ts';
 
 /** The sandbox settings docs/deploy.md's recipe starts from. */
-export const SANDBOX_EXAMPLE = 'infra/sandbox.example.json';
+export const SANDBOX_EXAMPLE = 'packages/infra/src/sandbox.example.json';
 
 /**
  * A bridge of the default size (`bridge` in a stage's settings: two tasks of 0.5 vCPU and 1 GB)
@@ -26,7 +26,7 @@ const EXAMPLE_BRIDGE = {
 
 /**
  * The templates the cost table counts, synthesized offline: cdk.json's test stage with a bridge
- * of the default size, the sandbox of the recipe (`infra/sandbox.example.json`), and the pipeline.
+ * of the default size, the sandbox of the recipe (`packages/infra/src/sandbox.example.json`), and the pipeline.
  */
 export function stageTemplates(): { stage: Template; sandbox: Template; pipeline: Template } {
   const cdkJson = JSON.parse(readFileSync(path.join(REPOSITORY_ROOT, 'cdk.json'), 'utf8'));

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { expect, it } from 'vitest';
-import { buildApp } from '../../infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../../infra/project-function.ts';
+import { buildApp } from '../../packages/infra/src/consumers-app.ts';
+import { REPOSITORY_ROOT } from '../../packages/infra/src/project-function.ts';
 import type { PolicyRequest, PolicyStatement } from './resource-policy.ts';
 
 /**

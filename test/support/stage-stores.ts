@@ -1,6 +1,6 @@
 import type { Stack } from 'aws-cdk-lib';
-import { StageDataKey } from '../../infra/data-key.ts';
-import { ConsumerTables } from '../../infra/tables.ts';
+import { StageDataKey } from '../../packages/infra/src/data-key.ts';
+import { ConsumerTables } from '../../packages/infra/src/tables.ts';
 
 /** The stage's data key and the tables under it, as the consumers' stack gives every group. */
 export function stageStores(stack: Stack): { dataKey: StageDataKey; tables: ConsumerTables } {

@@ -34,7 +34,7 @@ export const StartWithoutOffset = {
 } as const;
 
 /**
- * A route's `takeOver`, also the stage setting's (infra/deployment-settings.ts), so that the synth
+ * A route's `takeOver`, also the stage setting's (packages/infra/src/deployment-settings.ts), so that the synth
  * and the bridge accept the same values. `startWithoutOffset` is `refuse` (the default), `first`, or
  * `{ "timestamp": "<ISO-8601 instant>" }`: such a queue then starts at its first message stored at
  * or after that instant, or at most one message earlier (packages/bridge/src/group-takeover.ts).
@@ -245,7 +245,7 @@ export function rocketmqGroupRefusal(
  * group in order, and only an SQS FIFO queue keeps it: EventBridge delivers events to its targets
  * in no particular order and retries them independently, so an order's FINISHED could reach its
  * consumer before its PAID. Shared by the bridge's start (`parseBridgeConfig`) and the CDK app's
- * synth (infra/bridge/bridge-routes.ts), so both refuse the same routes with the same words.
+ * synth (packages/infra/src/bridge/bridge-routes.ts), so both refuse the same routes with the same words.
  */
 export function fifoTargetRefusal(route: {
   readonly group: string;

@@ -21,7 +21,7 @@ export interface RouteStats {
  * Aggregated here between flushes, one value per metric per flush: Powertools Metrics keeps every
  * `addMetric` value and serialises a line whenever a metric holds 100 of them, which per batch
  * meant a line every 100 batches. The alarms read counts as `Sum` and lag as `Maximum`
- * (infra/bridge/bridge-alarms.ts), so a sum and a maximum per flush keep what they see.
+ * (packages/infra/src/bridge/bridge-alarms.ts), so a sum and a maximum per flush keep what they see.
  */
 export class RouteMetrics {
   readonly stats: RouteStats = {

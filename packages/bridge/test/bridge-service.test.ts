@@ -5,7 +5,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { RocketMQBridgeService } from '../../../infra/bridge/bridge-service.ts';
+import { RocketMQBridgeService } from '../../infra/src/bridge/bridge-service.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 
 function synth() {

@@ -15,7 +15,7 @@ import { REFUNDS, consumer as refundConsumer } from '../../fixtures/example-grou
 import { queueDepth } from '../../support/queue-reading.ts';
 
 /**
- * docs/adding-a-consumer-group.md, proven beyond CDK (test/infra/example-group.test.ts): the
+ * docs/adding-a-consumer-group.md, proven beyond CDK (packages/infra/test/example-group.test.ts): the
  * example group's entry and handler module, handed to the local run, the operations tools and
  * the chaos run next to the catalogue's entries, are picked up with no edit to product code.
  */

@@ -81,7 +81,7 @@ export const DEAD_LETTER_RETENTION_SECONDS = SQS_MAX_RETENTION_SECONDS;
 /** How long a message may wait for its first delivery (a stalled or disabled consumer) on top of its retry window. */
 export const SOURCE_BACKLOG_ALLOWANCE_SECONDS = 4 * DAY_SECONDS;
 /**
- * The bus archive keeps every bridged event a week (infra/consumer-stack.ts); a replay puts an event on a concurrent
+ * The bus archive keeps every bridged event a week (packages/infra/src/consumer-stack.ts); a replay puts an event on a concurrent
  * group's queue as a new message, up to that old. No rule feeds an orderly group, so no replay reaches one.
  */
 export const BUS_ARCHIVE_RETENTION_SECONDS = 7 * DAY_SECONDS;

@@ -76,7 +76,7 @@ export interface GroupTuning {
   /** Function timeout in seconds (default 30); the queue's visibility timeout derives from it. */
   readonly timeoutSeconds?: number;
   readonly memorySize?: number;
-  /** Filter on the RocketMQ tag in the event source (default true; see infra/consumer-group.ts). */
+  /** Filter on the RocketMQ tag in the event source (default true; see packages/infra/src/consumer-group.ts). */
   readonly filterAtEventSource?: boolean;
   /**
    * Transactional groups: commit a batch in as few transactions as DynamoDB allows (default false; refused on orderly
@@ -251,7 +251,7 @@ export function deadLetterQueueName(prefix: string, group: string, ordering = or
 
 /**
  * A group function's log group, as Lambda names it for the function `<prefix>-<functionName>` and
- * as the stack names it (infra/project-function.ts). The local run ships its consumers' log lines
+ * as the stack names it (packages/infra/src/project-function.ts). The local run ships its consumers' log lines
  * there, and `ops trace` reads them from there unless told another log group (`--log-group`).
  */
 export function functionLogGroupName(prefix: string, functionName: string): string {
@@ -265,7 +265,7 @@ export function lambdaLogGroupName(deployedFunctionName: string): string {
 
 /**
  * SQS attributes of an orderly group's source queue and DLQ (the CDK app sets the same
- * through its props; test/infra compares them). No content-based deduplication: the sender
+ * through its props; packages/infra/test compares them). No content-based deduplication: the sender
  * sets `MessageDeduplicationId` to the RocketMQ msgId, so a re-forward of one message within
  * five minutes is absorbed by SQS while two messages with equal bodies are not. High
  * throughput: deduplication and the throughput quota are per message group.

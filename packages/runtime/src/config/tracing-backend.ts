@@ -1,5 +1,5 @@
 /**
- * Where a stage's spans go, chosen in its settings (`tracing` in infra/deployment-settings.ts)
+ * Where a stage's spans go, chosen in its settings (`tracing` in packages/infra/src/deployment-settings.ts)
  * and handed to every function and to the bridge in one environment variable:
  * - `off`: no spans are made at all (the runtime holds no tracer);
  * - `xray`: Lambda active tracing, and the bridge sets SQS's `AWSTraceHeader` so X-Ray links the
