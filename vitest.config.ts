@@ -28,15 +28,15 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'packages/*/test/unit/**/*.test.ts'] },
+        test: { name: 'unit', include: ['packages/*/test/unit/**/*.test.ts'] },
       },
       {
         extends: true,
         test: {
           name: 'emulator',
-          include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
-          exclude: ['test/unit/**', 'packages/*/test/unit/**', 'packages/bridge/test/**', 'node_modules/**'],
-          globalSetup: ['test/support/global-setup.ts'],
+          include: ['packages/*/test/**/*.test.ts'],
+          exclude: ['packages/*/test/unit/**', 'packages/bridge/test/**', 'node_modules/**'],
+          globalSetup: ['packages/tools/src/testing/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },

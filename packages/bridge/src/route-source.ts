@@ -54,7 +54,7 @@ export function createRouteSource(
     sslEnabled: config.sslEnabled,
     consumerGroup: rocketmqGroupOf(route),
     // One topic per client: a multi-topic client's startup can miss the settings reply it waits for
-    // (see waitForRoutes in scripts/rocketmq/local-rocketmq.ts).
+    // (see waitForRoutes in packages/tools/src/rocketmq/local-rocketmq.ts).
     subscriptions: new Map([[route.topic, route.tagExpression]]),
     awaitDuration: config.awaitDurationMs,
     invisibleDurationMs: config.invisibleDurationMs,

@@ -22,10 +22,10 @@ import {
   lockfileNodeVersion,
   makeBridgeRootfs,
   ROOTFS_LOCK_DIGEST,
-} from '../../../scripts/bridge-image-rootfs.ts';
+} from '../../tools/src/image/bridge-image-rootfs.ts';
 
 /**
- * The bridge image's root filesystem from its lock (scripts/bridge-image-rootfs.ts), on a package
+ * The bridge image's root filesystem from its lock (packages/tools/src/image/bridge-image-rootfs.ts), on a package
  * built here with dpkg-deb and served by a local HTTP server standing in for the Debian mirror and
  * the snapshot archive, and Node and npm tarballs of our own in the download cache: what the lock
  * names is what lands, a byte that differs is refused, and a made tree is made once.

@@ -8,17 +8,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type BridgeImageContext, stageBridgeImageContext } from '../../../scripts/bridge-image-context.ts';
+import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
+import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
+import { type BridgeImageContext, stageBridgeImageContext } from '../../tools/src/image/bridge-image-context.ts';
 import {
   BRIDGE_ROOTFS_LOCK,
   makeBridgeRootfs,
   ROOTFS_LOCK_DIGEST,
   readRootfsLock,
-} from '../../../scripts/bridge-image-rootfs.ts';
-import { type ReplayedImage, replayDockerfile, startImageCommand } from '../../../scripts/dockerfile-replay.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../../scripts/rocketmq/local-rocketmq.ts';
-import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
+} from '../../tools/src/image/bridge-image-rootfs.ts';
+import { type ReplayedImage, replayDockerfile, startImageCommand } from '../../tools/src/image/dockerfile-replay.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../tools/src/rocketmq/local-rocketmq.ts';
 import type { BridgeConfigInput } from '../src/bridge-config.ts';
 import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-process.ts';
 
@@ -26,7 +26,7 @@ import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-proc
  * The bridge as it ships (issues #17 and #25), without Docker: its root filesystem made from the
  * lock (offline, from the downloads test:bridge fetched before entering its namespace), the build
  * context CDK stages for the image asset, packages/bridge/Dockerfile replayed in it FROM scratch
- * (scripts/dockerfile-replay.ts: every RUN inside the stage's own root, on the image's own Node),
+ * (packages/tools/src/image/dockerfile-replay.ts: every RUN inside the stage's own root, on the image's own Node),
  * and the image's CMD run as ECS runs it, inside the image, as its user, with the task's
  * environment and read-only root, against a real RocketMQ 5.5.0 and the emulator's SQS, with the
  * task definition's own health check. Covers the arrow "bridge forwards" for the artefact rather

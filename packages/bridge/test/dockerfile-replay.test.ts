@@ -20,7 +20,7 @@ import {
   replayDockerfile,
   startImageCommand,
   UnsupportedDockerfileInstructionError,
-} from '../../../scripts/dockerfile-replay.ts';
+} from '../../tools/src/image/dockerfile-replay.ts';
 
 /**
  * The Dockerfile replay's own rules, on small Dockerfiles: what it models behaves as `docker build`

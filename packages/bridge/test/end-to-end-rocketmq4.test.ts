@@ -8,9 +8,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Message, Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';
 import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
 import { MsgIdGenerator, parseEnvelope, type RocketMQMessage } from '../../runtime/src/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 import { Bridge } from '../src/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../src/bridge-config.ts';
 import { BridgeChildProcess, bridgeEnv, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';

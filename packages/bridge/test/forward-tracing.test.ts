@@ -12,10 +12,10 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { interceptCommands } from '../../../scripts/instrumentation/command-interceptor.ts';
 import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
 import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
 import { messageTraceContext, SpanAttribute, traceparentOf } from '../../runtime/src/tracing/index.ts';
+import { interceptCommands } from '../../tools/src/instrumentation/command-interceptor.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 import { RouteMetrics } from '../src/bridge-metrics.ts';
 import type { BridgeTracing } from '../src/bridge-tracing.ts';

@@ -1,7 +1,7 @@
 import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';
 import { MsgIdGenerator } from '../../runtime/src/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 import { RocketMQProtocol } from '../src/bridge-config.ts';
 import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { Message, type Producer as Producer4 } from 'ali-ons';
 import { Producer as Producer5 } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../../scripts/rocketmq/local-rocketmq.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';
 import { RocketMQMessageLookup } from '../../ops/src/operations/index.ts';
 import { MsgIdGenerator, signEnvelope, writeEnvelope } from '../../runtime/src/rocketmq/index.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '../../tools/src/rocketmq/local-rocketmq.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 
 /** The body hash the lookup reports, computed independently of it. */
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');

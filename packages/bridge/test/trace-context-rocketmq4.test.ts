@@ -8,13 +8,13 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROCESS_SIGNING_KEY } from '../../../scripts/local/local-signing-key.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../../scripts/rocketmq/local-rocketmq-4.ts';
-import { startOtlpReceiver } from '../../../test/support/otlp-receiver.ts';
-import { pointsFixture } from '../../../test/support/points-fixture.ts';
-import { readAllMessages } from '../../../test/support/queue-reading.ts';
 import { MsgIdGenerator } from '../../runtime/src/rocketmq/index.ts';
 import { SpanAttribute, traceparentOf } from '../../runtime/src/tracing/index.ts';
+import { PROCESS_SIGNING_KEY } from '../../tools/src/local/local-signing-key.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
+import { startOtlpReceiver } from '../../tools/src/testing/otlp-receiver.ts';
+import { pointsFixture } from '../../tools/src/testing/points-fixture.ts';
+import { readAllMessages } from '../../tools/src/testing/queue-reading.ts';
 import { Bridge } from '../src/bridge.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './support/bridge-child-process.ts';

@@ -31,7 +31,7 @@ export interface PipelineStackProps extends StackProps {
  */
 const BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_8_0;
 const NODE_RUNTIME = codebuild.BuildSpec.fromObject({ phases: { install: { 'runtime-versions': { nodejs: '24' } } } });
-/** The emulator's lock (scripts/emulator/requirements.txt) is resolved for CPython 3.11 on linux x86_64. */
+/** The emulator's lock (packages/tools/src/emulator/requirements.txt) is resolved for CPython 3.11 on linux x86_64. */
 const TESTS_RUNTIME = codebuild.BuildSpec.fromObject({
   phases: { install: { 'runtime-versions': { nodejs: '24', python: '3.11' } } },
 });
@@ -72,7 +72,7 @@ export class PipelineStack extends Stack {
       partialBuildSpec: TESTS_RUNTIME,
       // As on a developer's machine and in CI, install scripts included: nothing this step makes is
       // deployed. moto server and cfn-lint come from .venv, which emulator:setup provisions from the
-      // hash lock scripts/emulator/requirements.txt.
+      // hash lock packages/tools/src/emulator/requirements.txt.
       installCommands: ['npm ci --no-audit --no-fund', 'npm run emulator:setup'],
       commands: ['npm test', 'npm run lint:cfn'],
     });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { App, cx_api } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { denyingStatements, type PolicyStatement } from '../../../test/support/resource-policy.ts';
+import { denyingStatements, type PolicyStatement } from '../../tools/src/testing/resource-policy.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

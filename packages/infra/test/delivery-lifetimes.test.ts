@@ -2,9 +2,9 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
-import { stageStores } from '../../../test/support/stage-stores.ts';
 import { CONSUMER_ENV, CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../runtime/src/config/index.ts';
 import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../runtime/src/rocketmq/index.ts';
+import { stageStores } from '../../tools/src/testing/stage-stores.ts';
 import { RocketMQConsumerGroup } from '../src/consumer-group.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cfnLint, templatesIn } from '../../../test/support/cfn-lint.ts';
+import { cfnLint, templatesIn } from '../../tools/src/testing/cfn-lint.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

@@ -3,7 +3,6 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { stageStores } from '../../../test/support/stage-stores.ts';
 import {
   CONSUMER_ENV,
   CONSUMER_GROUPS,
@@ -12,6 +11,7 @@ import {
   FIFO_QUEUE_ATTRIBUTES,
   METRICS_NAMESPACE,
 } from '../../runtime/src/config/index.ts';
+import { stageStores } from '../../tools/src/testing/stage-stores.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup } from '../src/consumer-group.ts';
 
 const orderStatus = CONSUMER_GROUPS.find((g) => g.group === 'order-status-consumer-group')!;

@@ -11,7 +11,7 @@ import {
   denyingStatements,
   type PolicyRequest,
   type PolicyStatement,
-} from '../../../test/support/resource-policy.ts';
+} from '../../tools/src/testing/resource-policy.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import type { PipelineStack } from '../src/pipeline-stack.ts';
 import { integrityCheckedInstall, type LockedPackage, lockedPackage } from '../src/pipeline-tooling.ts';

@@ -1,5 +1,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { denyingStatements, type PolicyRequest, type PolicyStatement } from '../../../test/support/resource-policy.ts';
+import {
+  CONSUMER_GROUPS,
+  deadLetterQueueName,
+  orderingOf,
+  queueName,
+  signingKeySecretName,
+} from '../../runtime/src/config/index.ts';
+import {
+  denyingStatements,
+  type PolicyRequest,
+  type PolicyStatement,
+} from '../../tools/src/testing/resource-policy.ts';
 import {
   asRole,
   BRIDGED_ACCOUNT,
@@ -19,20 +30,13 @@ import {
   secretPolicies,
   synthApp as synth,
   synthStages,
-} from '../../../test/support/stage-policies.ts';
-import {
-  CONSUMER_GROUPS,
-  deadLetterQueueName,
-  orderingOf,
-  queueName,
-  signingKeySecretName,
-} from '../../runtime/src/config/index.ts';
+} from '../../tools/src/testing/stage-policies.ts';
 
 /**
  * Issue #25's policies, judged on the synthesized templates of the committed stages (cdk.json's
  * test and prod, no bridge) and of a stage with the bridge, external senders and operators
- * (test/support/stage-policies.ts). The emulator enforces no resource policy, so each statement is
- * evaluated by IAM's documented rules (test/support/resource-policy.ts).
+ * (packages/tools/src/testing/stage-policies.ts). The emulator enforces no resource policy, so each statement is
+ * evaluated by IAM's documented rules (packages/tools/src/testing/resource-policy.ts).
  */
 const BRIDGE = {
   enabled: true,

@@ -3,14 +3,14 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { CONSUMER_GROUPS, orderingOf, queueName } from '../../runtime/src/config/index.ts';
 import {
   allowingStatements,
   denyingStatements,
   type PolicyRequest,
   type PolicyStatement,
   UnknownConditionOperatorError,
-} from '../../../test/support/resource-policy.ts';
-import { CONSUMER_GROUPS, orderingOf, queueName } from '../../runtime/src/config/index.ts';
+} from '../../tools/src/testing/resource-policy.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cfnLint, templatesIn } from '../../../test/support/cfn-lint.ts';
 import { parseBridgeConfig } from '../../bridge/src/bridge-config.ts';
 import {
   BRIDGE_METRICS_NAMESPACE,
@@ -15,6 +14,7 @@ import {
   orderingOf,
   queueName,
 } from '../../runtime/src/config/index.ts';
+import { cfnLint, templatesIn } from '../../tools/src/testing/cfn-lint.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

@@ -1,5 +1,20 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { denyingStatements, type PolicyRequest, type PolicyStatement } from '../../../test/support/resource-policy.ts';
+import {
+  ALARM_STORM_TABLE,
+  CONSUMER_GROUPS,
+  deadLetterQueueName,
+  orderingOf,
+  queueName,
+  signingKeySecretName,
+  TABLES,
+  type TableKey,
+  tableName,
+} from '../../runtime/src/config/index.ts';
+import {
+  denyingStatements,
+  type PolicyRequest,
+  type PolicyStatement,
+} from '../../tools/src/testing/resource-policy.ts';
 import {
   ACL_SECRET,
   asRole,
@@ -21,24 +36,13 @@ import {
   secretPolicies,
   synthApp,
   synthStages,
-} from '../../../test/support/stage-policies.ts';
-import {
-  ALARM_STORM_TABLE,
-  CONSUMER_GROUPS,
-  deadLetterQueueName,
-  orderingOf,
-  queueName,
-  signingKeySecretName,
-  TABLES,
-  type TableKey,
-  tableName,
-} from '../../runtime/src/config/index.ts';
+} from '../../tools/src/testing/stage-policies.ts';
 
 /**
  * Issue #37's policies (items 5, 6, 10, 11) on the committed stages and on the test stage with the
  * bridge taking a legacy group over, ACL credentials, tracing, senders, operators and a revoker
- * (test/support/stage-policies.ts). The emulator enforces no resource policy, so each statement is
- * judged by IAM's documented rules (test/support/resource-policy.ts).
+ * (packages/tools/src/testing/stage-policies.ts). The emulator enforces no resource policy, so each statement is
+ * judged by IAM's documented rules (packages/tools/src/testing/resource-policy.ts).
  */
 const stages: Stage[] = [];
 

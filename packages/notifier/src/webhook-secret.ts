@@ -6,7 +6,7 @@ import { WebhookSecretError } from './errors.ts';
 
 /**
  * Plain http would carry the access token and the signature across the network in clear. The
- * local stand-in robots (test/support/fake-dingtalk-robot.ts) listen on 127.0.0.1 without TLS,
+ * local stand-in robots (packages/tools/src/testing/fake-dingtalk-robot.ts) listen on 127.0.0.1 without TLS,
  * and a request to a loopback address never leaves the machine, so "local" is decided by the
  * host alone: no flag or environment variable can switch a deployed notifier to http.
  */

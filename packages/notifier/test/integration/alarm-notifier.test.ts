@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../../scripts/fixtures/sample-alarm-event.ts';
-import { FakeDingTalkRobot } from '../../../../test/support/fake-dingtalk-robot.ts';
 import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../runtime/src/aws/index.ts';
+import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../tools/src/fixtures/sample-alarm-event.ts';
+import { FakeDingTalkRobot } from '../../../tools/src/testing/fake-dingtalk-robot.ts';
 import { DeliveryBudgetExhaustedError, RobotClient, RobotRejectedError } from '../../src/index.ts';
 import {
   captureOutput,

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { dlqAlarmJson, snsEvent } from '../../../../scripts/fixtures/sample-alarm-event.ts';
-import { seededRandom } from '../../../../scripts/local/seeded-random.ts';
-import { FakeDingTalkRobot } from '../../../../test/support/fake-dingtalk-robot.ts';
 import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../runtime/src/aws/index.ts';
+import { dlqAlarmJson, snsEvent } from '../../../tools/src/fixtures/sample-alarm-event.ts';
+import { seededRandom } from '../../../tools/src/local/seeded-random.ts';
+import { FakeDingTalkRobot } from '../../../tools/src/testing/fake-dingtalk-robot.ts';
 import {
   captureOutput,
   createStormTable,

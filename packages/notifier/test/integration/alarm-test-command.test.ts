@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricMathAlarmJson, snsEvent } from '../../../../scripts/fixtures/sample-alarm-event.ts';
-import { FakeDingTalkRobot } from '../../../../test/support/fake-dingtalk-robot.ts';
+import { metricMathAlarmJson, snsEvent } from '../../../tools/src/fixtures/sample-alarm-event.ts';
+import { FakeDingTalkRobot } from '../../../tools/src/testing/fake-dingtalk-robot.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -21,7 +21,7 @@ function alarmTest(
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', 'scripts/alarm-test.ts', ...args],
+      ['--import', 'tsx', 'packages/tools/src/alarm-test/alarm-test.ts', ...args],
       { cwd: ROOT, env: { ...process.env, ...given.env } },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );

@@ -4,7 +4,7 @@ import {
   dlqAlarmJson,
   metricMathAlarmJson,
   snsEvent,
-} from '../../../../scripts/fixtures/sample-alarm-event.ts';
+} from '../../../tools/src/fixtures/sample-alarm-event.ts';
 import { alarmConsoleUrl } from '../../src/alarm-console-link.ts';
 import { type AlarmNotification, parseSnsEvent } from '../../src/alarm-event.ts';
 import { bodyBytes, formatTime, renderNotification, renderSummary } from '../../src/alarm-message.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { orderEnvelope, pointsFixture } from '../../../../../test/support/points-fixture.ts';
+import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 
 describe.each([
   ['per record', false],

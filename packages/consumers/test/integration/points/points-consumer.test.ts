@@ -4,8 +4,8 @@ import {
   newMsgId,
   orderEnvelope,
   sqsRecord,
-} from '../../../../../test/support/points-fixture.ts';
-import { transactionRendezvous } from '../../../../../test/support/transaction-rendezvous.ts';
+} from '../../../../tools/src/testing/points-fixture.ts';
+import { transactionRendezvous } from '../../../../tools/src/testing/transaction-rendezvous.ts';
 
 const INCIDENT = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 const INCIDENT_MSG_ID = '0A1B2C3D00002A9F0000000000012E45';

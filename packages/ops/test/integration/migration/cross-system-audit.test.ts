@@ -1,6 +1,6 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { pointsFixture } from '../../../../../test/support/points-fixture.ts';
+import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, importLegacyAward, ops, reviewedPlan } from '../operations/operations-fixture.ts';
 import { insertLegacyAwards, mariaDbForFile, migrateImportArgs, reviewedImport } from './migration-fixture.ts';
 

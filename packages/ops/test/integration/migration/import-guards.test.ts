@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { interceptCommands } from '../../../../../scripts/instrumentation/command-interceptor.ts';
-import { injectFaults } from '../../../../../scripts/instrumentation/fault-injection.ts';
-import { startLocalMariaDb } from '../../../../../scripts/legacy/local-mariadb.ts';
-import { pointsFixture } from '../../../../../test/support/points-fixture.ts';
 import { createDynamoDb, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
+import { interceptCommands } from '../../../../tools/src/instrumentation/command-interceptor.ts';
+import { injectFaults } from '../../../../tools/src/instrumentation/fault-injection.ts';
+import { startLocalMariaDb } from '../../../../tools/src/legacy/local-mariadb.ts';
+import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, ops, type PointsFixture } from '../operations/operations-fixture.ts';
 import {
   insertLegacyAwards,

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalRedis, startLocalRedis } from '../../../../../scripts/legacy/local-redis.ts';
-import { orderEnvelope, pointsFixture } from '../../../../../test/support/points-fixture.ts';
 import { createDynamoDb, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
+import { type LocalRedis, startLocalRedis } from '../../../../tools/src/legacy/local-redis.ts';
+import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
 import { OpsProcess, recordsOf, reviewedImport } from './migration-fixture.ts';
 

@@ -6,8 +6,8 @@ import { join, resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll } from 'vitest';
-import { type LocalMariaDb, startLocalMariaDb } from '../../../../../scripts/legacy/local-mariadb.ts';
 import type { DedupRecord } from '../../../../runtime/src/consumer/index.ts';
+import { type LocalMariaDb, startLocalMariaDb } from '../../../../tools/src/legacy/local-mariadb.ts';
 import { ops, type PointsFixture } from '../operations/operations-fixture.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../../../..');

@@ -5,9 +5,9 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../../test/support/points-fixture.ts';
 import { createSqs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
 import { writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
+import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { ops, type PointsFixture, terminalAnswering } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];

@@ -1,8 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { pointsFixture } from '../../../../../test/support/points-fixture.ts';
 import { createDynamoDb, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
+import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { reverseDoubleAwards, runLedgerAudit } from '../../../src/operations/index.ts';
 import {
   awardThroughConsumer,

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import { describe, expect, inject, it } from 'vitest';
-import { orderEnvelope } from '../../../../../test/support/points-fixture.ts';
 import { createSts, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
 import { signEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
+import { orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { compromisedDeployment } from './operations-fixture.ts';
 
 const MINUTE = 60_000;

@@ -6,8 +6,8 @@ import { PassThrough } from 'node:stream';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
-import { orderEnvelope, pointsFixture } from '../../../../../test/support/points-fixture.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../../runtime/src/aws/index.ts';
+import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { type OpsIo, runOps } from '../../../src/command/ops.ts';
 
 export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;

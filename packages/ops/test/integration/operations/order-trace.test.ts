@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { createCloudWatchLogs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
+import { functionLogGroupName } from '../../../../runtime/src/config/index.ts';
 import {
   FunctionLogShipper,
   lambdaLogStreamName,
   ShippingLogger,
-} from '../../../../../scripts/local/function-log-shipping.ts';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../../test/support/points-fixture.ts';
-import { createCloudWatchLogs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { functionLogGroupName } from '../../../../runtime/src/config/index.ts';
+} from '../../../../tools/src/local/function-log-shipping.ts';
+import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { ops } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];

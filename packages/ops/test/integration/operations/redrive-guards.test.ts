@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { provisionLocal } from '../../../../../scripts/local/provision.ts';
-import { newMsgId, orderEnvelope } from '../../../../../test/support/points-fixture.ts';
-import { queueDepth } from '../../../../../test/support/queue-reading.ts';
 import { createSqs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
 import { consumerGroup } from '../../../../runtime/src/config/index.ts';
 import { writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
+import { provisionLocal } from '../../../../tools/src/local/provision.ts';
+import { newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
+import { queueDepth } from '../../../../tools/src/testing/queue-reading.ts';
 import { runOps } from '../../../src/command/ops.ts';
 
 /** A deployment of one group on the emulator, and the real command line against it. */

@@ -1,10 +1,10 @@
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
-import { pointsFixture } from '../../../../../test/support/points-fixture.ts';
 import { POINTS_GROUP } from '../../../../consumers/functions/points-consumer/handler.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../../runtime/src/aws/index.ts';
 import { signingKeySecretName } from '../../../../runtime/src/config/index.ts';
 import type { SigningKeyRing } from '../../../../runtime/src/rocketmq/index.ts';
+import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { sendTestOrder } from '../../../src/command/send-test-order.ts';
 
 describe('npm run send-test-order: the sandbox recipe’s test message', () => {

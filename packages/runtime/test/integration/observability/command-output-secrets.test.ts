@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeDingTalkRobot } from '../../../../../test/support/fake-dingtalk-robot.ts';
+import { FakeDingTalkRobot } from '../../../../tools/src/testing/fake-dingtalk-robot.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
 
@@ -14,7 +14,7 @@ function alarmTest(args: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve) =>
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'scripts/alarm-test.ts', ...args],
+      ['--import', 'tsx', 'packages/tools/src/alarm-test/alarm-test.ts', ...args],
       { cwd: ROOT, env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'DEBUG' } },
       (error, stdout, stderr) =>
         resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: `${stdout}\n${stderr}` }),

@@ -7,7 +7,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../../test/support/points-fixture.ts';
+import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/index.ts';
 import { SpanAttribute, traceparentOf } from '../../../src/tracing/index.ts';
 import { injectFault } from '../retries/sdk-faults.ts';

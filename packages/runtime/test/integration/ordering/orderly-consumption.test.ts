@@ -1,8 +1,8 @@
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { orderlyFixture } from '../../../../../test/support/orderly-fixture.ts';
-import { newMsgId, orderEnvelope } from '../../../../../test/support/points-fixture.ts';
 import { redriveDeadLetters } from '../../../../ops/src/operations/index.ts';
+import { orderlyFixture } from '../../../../tools/src/testing/orderly-fixture.ts';
+import { newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { orderlySchedule } from '../../../src/config/index.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 

@@ -2,10 +2,10 @@ import { ProvisionedThroughputExceededException, TransactionCanceledException } 
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { MiddlewareStack } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { interceptCommands } from '../../../../../scripts/instrumentation/command-interceptor.ts';
-import { type RoundTrip, RoundTripCounter } from '../../../../../scripts/instrumentation/round-trip-counter.ts';
-import { orderEnvelope, pointsFixture } from '../../../../../test/support/points-fixture.ts';
 import { awardEntryId } from '../../../../consumers/src/points/index.ts';
+import { interceptCommands } from '../../../../tools/src/instrumentation/command-interceptor.ts';
+import { type RoundTrip, RoundTripCounter } from '../../../../tools/src/instrumentation/round-trip-counter.ts';
+import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 
 /** A packed points consumer on fresh resources, with every DynamoDB request it sends recorded. */
 async function packedConsumer() {

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, inject, it } from 'vitest';
-import { type RoundTrip, RoundTripCounter } from '../../../../../scripts/instrumentation/round-trip-counter.ts';
-import { itemBytes } from '../../../../../scripts/instrumentation/write-units.ts';
-import { provisionLocal } from '../../../../../scripts/local/provision.ts';
-import { orderEnvelope, sqsRecord } from '../../../../../test/support/points-fixture.ts';
 import { awardWrites } from '../../../../consumers/src/points/index.ts';
+import { type RoundTrip, RoundTripCounter } from '../../../../tools/src/instrumentation/round-trip-counter.ts';
+import { itemBytes } from '../../../../tools/src/instrumentation/write-units.ts';
+import { provisionLocal } from '../../../../tools/src/local/provision.ts';
+import { orderEnvelope, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { createDynamoDb, emulatorConfig } from '../../../src/aws/index.ts';
 import {
   type ConsumerMessage,

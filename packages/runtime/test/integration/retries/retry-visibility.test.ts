@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../../../scripts/local/sqs-poller.ts';
-import { orderEnvelope } from '../../../../../test/support/points-fixture.ts';
+import { pollOnce } from '../../../../tools/src/local/sqs-poller.ts';
+import { orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { RetrySchedule } from '../../../src/rocketmq/index.ts';
 import { orderStatusFixture } from '../strategies/consumer-fixtures.ts';
 import { recordCommands } from './sdk-faults.ts';

@@ -1,6 +1,6 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { pointsFixture as basePointsFixture, orderEnvelope } from '../../../../../test/support/points-fixture.ts';
+import { pointsFixture as basePointsFixture, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { awsError, injectFault } from './sdk-faults.ts';
 
 const ORDER = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
@@ -27,7 +27,7 @@ const MODES = [
 
 /**
  * Faults DynamoDB raises and the emulator never does, injected at the SDK client inside its
- * retry loop (`scripts/instrumentation/fault-injection.ts`). Every case first proves its fault fired, and
+ * retry loop (`packages/tools/src/instrumentation/fault-injection.ts`). Every case first proves its fault fired, and
  * how many requests the client sent, so a case can never pass because nothing was injected.
  */
 describe.each(MODES)(

@@ -1,6 +1,6 @@
 import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../../../../../scripts/instrumentation/command-interceptor.ts';
-import { type FaultKind, injectFaults } from '../../../../../scripts/instrumentation/fault-injection.ts';
+import { interceptCommands } from '../../../../tools/src/instrumentation/command-interceptor.ts';
+import { type FaultKind, injectFaults } from '../../../../tools/src/instrumentation/fault-injection.ts';
 
 /** Any AWS SDK v3 client (the DynamoDB document client shares its base client's stack). */
 type AnyClient<I extends object = object, O extends object = object> = { middlewareStack: MiddlewareStack<I, O> };
@@ -11,7 +11,7 @@ export interface FaultOptions {
   /** How many matching calls fail (then they pass). Default: every one. */
   times?: number;
   /**
-   * The fault: one of the project's named kinds (`scripts/instrumentation/fault-injection.ts`, as the chaos
+   * The fault: one of the project's named kinds (`packages/tools/src/instrumentation/fault-injection.ts`, as the chaos
    * run injects them), or an error of the test's own making.
    */
   fault?: FaultKind;
@@ -27,7 +27,7 @@ export interface FaultOptions {
 
 /**
  * Injects a fault the emulator cannot produce (throttling, TransactionConflict, a lost
- * answer) through `scripts/instrumentation/fault-injection.ts`, inside the SDK's retry loop, the way the
+ * answer) through `packages/tools/src/instrumentation/fault-injection.ts`, inside the SDK's retry loop, the way the
  * fault would reach the consumer from AWS. Returns a counter of faults injected.
  */
 export function injectFault<I extends object, O extends object>(

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
-import { loadRegistration } from '../../../../../scripts/local/local-consumers.ts';
-import { provisionLocal } from '../../../../../scripts/local/provision.ts';
-import { inMessageGroup, orderEnvelope, sqsRecord } from '../../../../../test/support/points-fixture.ts';
-import { readAllMessages } from '../../../../../test/support/queue-reading.ts';
+import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
+import { loadRegistration } from '../../../../tools/src/local/local-consumers.ts';
+import { provisionLocal } from '../../../../tools/src/local/provision.ts';
+import { inMessageGroup, orderEnvelope, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
+import { readAllMessages } from '../../../../tools/src/testing/queue-reading.ts';
 import { createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { CONSUMER_GROUPS } from '../../../src/config/index.ts';
 import type { RecordReport } from '../../../src/consumer/index.ts';

@@ -1,16 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, inject, it } from 'vitest';
-import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
-import { loadRegistration } from '../../../../../scripts/local/local-consumers.ts';
-import { provisionLocal } from '../../../../../scripts/local/provision.ts';
+import { consumer, POINTS } from '../../../../consumers/functions/points-consumer/handler.ts';
+import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
+import { loadRegistration } from '../../../../tools/src/local/local-consumers.ts';
+import { provisionLocal } from '../../../../tools/src/local/provision.ts';
 import {
   orderEnvelope,
   pointsFixture,
   sqsRecord,
   unsignedOrderEnvelope,
-} from '../../../../../test/support/points-fixture.ts';
-import { consumer, POINTS } from '../../../../consumers/functions/points-consumer/handler.ts';
+} from '../../../../tools/src/testing/points-fixture.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../src/aws/index.ts';
 import {
   CONSUMER_ENV,

@@ -8,10 +8,10 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
-import { orderEnvelope, pointsFixture } from '../../../../../test/support/points-fixture.ts';
-import { queueDepth } from '../../../../../test/support/queue-reading.ts';
 import { revokeSigningKey, signingKeyVersions } from '../../../../ops/src/operations/index.ts';
 import { ops } from '../../../../ops/test/integration/operations/operations-fixture.ts';
+import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
+import { queueDepth } from '../../../../tools/src/testing/queue-reading.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../src/aws/index.ts';
 import { lifetimesOf } from '../../../src/config/index.ts';
 import { signEnvelope } from '../../../src/rocketmq/index.ts';

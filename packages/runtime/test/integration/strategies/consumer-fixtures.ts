@@ -3,14 +3,6 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
-import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../../scripts/local/local-signing-key.ts';
-import { type LocalResources, provisionLocal } from '../../../../../scripts/local/provision.ts';
-import { pollOnce } from '../../../../../scripts/local/sqs-poller.ts';
-import { trafficMessage } from '../../../../../scripts/local/traffic.ts';
-import { type ServiceAccess, startFakeCouponService } from '../../../../../test/support/fake-coupon-service.ts';
-import { IMMEDIATE_RETRIES, inMessageGroup, sqsRecord } from '../../../../../test/support/points-fixture.ts';
-import { queueDepth, readAllMessages } from '../../../../../test/support/queue-reading.ts';
 import {
   COUPON_GROUP,
   type COUPONS,
@@ -22,6 +14,14 @@ import {
   consumer as orderStatusConsumer,
 } from '../../../../consumers/functions/order-status-consumer/handler.ts';
 import type { Order } from '../../../../consumers/src/orders/index.ts';
+import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
+import { type LocalResources, provisionLocal } from '../../../../tools/src/local/provision.ts';
+import { pollOnce } from '../../../../tools/src/local/sqs-poller.ts';
+import { trafficMessage } from '../../../../tools/src/local/traffic.ts';
+import { type ServiceAccess, startFakeCouponService } from '../../../../tools/src/testing/fake-coupon-service.ts';
+import { IMMEDIATE_RETRIES, inMessageGroup, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
+import { queueDepth, readAllMessages } from '../../../../tools/src/testing/queue-reading.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { consumerGroup, recordId, type ServiceAuth } from '../../../src/config/index.ts';
 import type { ConsumerConfig, ConsumerHandler, DedupRecord, RecordReport } from '../../../src/consumer/index.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../../../scripts/local/sqs-poller.ts';
-import { inMessageGroup, newMsgId, orderEnvelope } from '../../../../../test/support/points-fixture.ts';
+import { pollOnce } from '../../../../tools/src/local/sqs-poller.ts';
+import { inMessageGroup, newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 import { orderStatusFixture } from './consumer-fixtures.ts';
 

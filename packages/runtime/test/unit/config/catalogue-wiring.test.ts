@@ -6,15 +6,15 @@ import {
   chaosPluginPath,
   loadChaosPlugins,
   MissingChaosPluginError,
-} from '../../../../../scripts/chaos/plugin-discovery.ts';
+} from '../../../../tools/src/chaos/plugin-discovery.ts';
 import {
   declaredTables,
   HandlerModuleError,
   type LocalConsumerDeps,
   loadRegistration,
-} from '../../../../../scripts/local/local-consumers.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../../scripts/local/local-signing-key.ts';
-import { REFUNDS } from '../../../../../test/fixtures/example-group/handler.ts';
+} from '../../../../tools/src/local/local-consumers.ts';
+import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
+import { REFUNDS } from '../../../../tools/src/testing/example-group/handler.ts';
 import { CONSUMER_ENV } from '../../../src/config/consumer-environment.ts';
 import {
   assertCatalogueEntry,
@@ -154,7 +154,7 @@ describe('the local run hands a consumer only the tables its entry declares, as 
 
   it('the consumer the registration builds is configured with those alone', async () => {
     const registration = await loadRegistration(REFUNDS);
-    const { consumer } = await import('../../../../../test/fixtures/example-group/handler.ts');
+    const { consumer } = await import('../../../../tools/src/testing/example-group/handler.ts');
     const create = vi.spyOn(consumer, 'create');
     const deps: LocalConsumerDeps = {
       aws: { region: 'us-east-1' },
@@ -177,7 +177,7 @@ describe('the chaos run refuses a group without a plug-in', () => {
     const unplugged = { ...CONSUMER_GROUPS[0], group: 'unplugged-consumer-group' };
     await expect(loadChaosPlugins([unplugged])).rejects.toThrow(MissingChaosPluginError);
     await expect(loadChaosPlugins([unplugged])).rejects.toThrow(
-      'consumer group unplugged-consumer-group has no chaos plug-in: expected scripts/chaos/groups/unplugged-consumer-group.ts',
+      'consumer group unplugged-consumer-group has no chaos plug-in: expected packages/tools/src/chaos/groups/unplugged-consumer-group.ts',
     );
   });
 });

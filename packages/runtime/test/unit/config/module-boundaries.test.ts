@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -12,69 +12,100 @@ const tsFilesUnder = (dir: string): string[] =>
   readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile() && e.name.endsWith('.ts'))
     .map((e) => join(e.parentPath, e.name));
-/** Where a relative import lands, as a path from the repository root (`lib/…`, `scripts/…`). */
+/** Where a relative import lands, as a path from the repository root (`packages/runtime/src/…`, `packages/tools/src/…`). */
 const landing = (file: string, spec: string) => relative(ROOT, resolve(dirname(file), spec));
 const relativeImportsOf = (file: string) =>
   importsOf(file)
     .filter((s) => s.startsWith('.'))
     .map((s) => landing(file, s));
 
-const LIB_PACKAGES = readdirSync(join(ROOT, 'lib'), { withFileTypes: true })
-  .filter((e) => e.isDirectory())
-  .map((e) => e.name);
-/** The `lib/` package a repository path belongs to, if any. */
-const packageOf = (path: string) => /^lib\/([\w-]+)\//.exec(path)?.[1];
-const EVERY_TS_FILE = ['lib', 'functions', 'bridge', 'infra', 'scripts', 'test'].flatMap(tsFilesUnder);
+/**
+ * The library packages (what runs in Lambda, the bridge and the ops commands), each by its folder in
+ * its wing, and the unit tests that prove each one's modules.
+ */
+const LIB_PACKAGE_DIRS: Record<string, { dir: string; unitTests: string }> = {
+  aws: { dir: 'packages/runtime/src/aws', unitTests: 'packages/runtime/test/unit/aws' },
+  config: { dir: 'packages/runtime/src/config', unitTests: 'packages/runtime/test/unit/config' },
+  consumer: { dir: 'packages/runtime/src/consumer', unitTests: 'packages/runtime/test/unit/consumer' },
+  rocketmq: { dir: 'packages/runtime/src/rocketmq', unitTests: 'packages/runtime/test/unit/rocketmq' },
+  tracing: { dir: 'packages/runtime/src/tracing', unitTests: 'packages/runtime/test/unit/tracing' },
+  points: { dir: 'packages/consumers/src/points', unitTests: 'packages/consumers/test/unit/points' },
+  orders: { dir: 'packages/consumers/src/orders', unitTests: 'packages/consumers/test/unit/orders' },
+  coupons: { dir: 'packages/consumers/src/coupons', unitTests: 'packages/consumers/test/unit/coupons' },
+  dingtalk: { dir: 'packages/notifier/src', unitTests: 'packages/notifier/test/unit' },
+  operations: { dir: 'packages/ops/src/operations', unitTests: 'packages/ops/test/unit/operations' },
+  migration: { dir: 'packages/ops/src/migration', unitTests: 'packages/ops/test/unit/migration' },
+};
+const LIB_PACKAGES = Object.keys(LIB_PACKAGE_DIRS);
+const within = (path: string, dir: string) => path.startsWith(`${dir}/`);
+/** The library package a repository path belongs to, if any. */
+const packageOf = (path: string) => LIB_PACKAGES.find((pkg) => within(path, LIB_PACKAGE_DIRS[pkg]!.dir));
+const isLib = (path: string) => packageOf(path) !== undefined;
+const LIB_FILES = LIB_PACKAGES.flatMap((pkg) => tsFilesUnder(LIB_PACKAGE_DIRS[pkg]!.dir));
+/** Handler modules: every packages/<wing>/functions/. */
+const FUNCTION_FILES = readdirSync(join(ROOT, 'packages'))
+  .filter((wing) => existsSync(join(ROOT, 'packages', wing, 'functions')))
+  .flatMap((wing) => tsFilesUnder(`packages/${wing}/functions`));
+/** Tooling and tests: the tools wing, the ops command, every packages/<wing>/test/. */
+const isToolingOrTest = (path: string) =>
+  within(path, 'packages/tools') || within(path, 'packages/ops/src/command') || /^packages\/[\w-]+\/test\//.test(path);
+const EVERY_TS_FILE = tsFilesUnder('packages');
 
 /**
  * The only places allowed to reach past a package's entry point, each with its reason. A unit test
  * proves one module of a package on its own (a runner without Middy, a step over an explicit state),
  * which the entry point deliberately does not export.
  */
-const PAST_THE_ENTRY_POINT: readonly { from: RegExp; to: (fromPackage: string) => RegExp; reason: string }[] = [
+const PAST_THE_ENTRY_POINT: readonly {
+  from: (path: string) => string | undefined;
+  to: (fromPackage: string) => string;
+  reason: string;
+}[] = [
   {
-    from: /^test\/unit\/([\w-]+)\//,
-    to: (pkg) => new RegExp(`^lib/${pkg}/`),
-    reason: "a unit test under test/unit/<pkg>/ proves that package's own modules one by one",
+    from: (path) => LIB_PACKAGES.find((pkg) => within(path, LIB_PACKAGE_DIRS[pkg]!.unitTests)),
+    to: (pkg) => LIB_PACKAGE_DIRS[pkg]!.dir,
+    reason: "a unit test under its package's unit-test folder proves that package's own modules one by one",
   },
 ];
 
 describe('production code stands apart from tooling', () => {
-  // lib/ is what runs in Lambda, the bridge and the ops commands. The local run, the chaos run,
-  // benchmark instrumentation and fixtures live under scripts/; handler modules under functions/
-  // import lib/, never the other way round.
-  it.each(tsFilesUnder('lib'))('%s imports only lib/ and packages', (file) => {
+  // The library packages are what runs in Lambda, the bridge and the ops commands. The local run, the
+  // chaos run, benchmark instrumentation and fixtures live in the tools wing (and the ops command's
+  // entry in packages/ops/src/command/); handler modules under packages/<wing>/functions/ import the
+  // library packages, never the other way round.
+  it.each(LIB_FILES)('%s imports only library packages and npm packages', (file) => {
     for (const target of relativeImportsOf(file))
-      expect(target, `${relative(ROOT, file)} imports ${target}`).toMatch(/^lib\//);
+      expect(isLib(target), `${relative(ROOT, file)} imports ${target}`).toBe(true);
   });
 
-  it.each([...tsFilesUnder('functions'), ...tsFilesUnder('bridge')])('%s imports no tooling or tests', (file) => {
+  it.each([...FUNCTION_FILES, ...tsFilesUnder('packages/bridge/src')])('%s imports no tooling or tests', (file) => {
     for (const target of relativeImportsOf(file))
-      expect(target, `${relative(ROOT, file)} imports ${target}`).not.toMatch(/^(scripts|test)\//);
+      expect(isToolingOrTest(target), `${relative(ROOT, file)} imports ${target}`).toBe(false);
   });
 });
 
-describe('each lib/ package is imported through its entry point', () => {
-  it.each(LIB_PACKAGES)('lib/%s has an index.ts', (pkg) => {
-    expect(tsFilesUnder(`lib/${pkg}`).map((f) => relative(ROOT, f))).toContain(`lib/${pkg}/index.ts`);
+describe('each library package is imported through its entry point', () => {
+  it.each(LIB_PACKAGES)('library package %s has an index.ts', (pkg) => {
+    const { dir } = LIB_PACKAGE_DIRS[pkg]!;
+    expect(tsFilesUnder(dir).map((f) => relative(ROOT, f))).toContain(`${dir}/index.ts`);
   });
 
-  it.each(EVERY_TS_FILE)('%s imports another lib/ package only through lib/<pkg>/index.ts', (file) => {
+  it.each(EVERY_TS_FILE)('%s imports another library package only through its index.ts', (file) => {
     const from = relative(ROOT, file);
-    const allowed = PAST_THE_ENTRY_POINT.map((rule) => ({ pkg: rule.from.exec(from)?.[1], rule })).filter(
+    const allowed = PAST_THE_ENTRY_POINT.map((rule) => ({ pkg: rule.from(from), rule })).filter(
       (a): a is { pkg: string; rule: (typeof PAST_THE_ENTRY_POINT)[number] } => a.pkg !== undefined,
     );
     for (const target of relativeImportsOf(file)) {
       const pkg = packageOf(target);
-      if (pkg === undefined || pkg === packageOf(from) || target === `lib/${pkg}/index.ts`) continue;
-      if (allowed.some(({ pkg: own, rule }) => rule.to(own).test(target))) continue;
-      expect.fail(`${from} imports ${target}: import lib/${pkg}/index.ts instead`);
+      if (pkg === undefined || pkg === packageOf(from) || target === `${LIB_PACKAGE_DIRS[pkg]!.dir}/index.ts`) continue;
+      if (allowed.some(({ pkg: own, rule }) => within(target, rule.to(own)))) continue;
+      expect.fail(`${from} imports ${target}: import ${LIB_PACKAGE_DIRS[pkg]!.dir}/index.ts instead`);
     }
   });
 
-  it('no two lib/ packages import each other, directly or through others', () => {
+  it('no two library packages import each other, directly or through others', () => {
     const uses = new Map(LIB_PACKAGES.map((pkg) => [pkg, new Set<string>()]));
-    for (const file of tsFilesUnder('lib')) {
+    for (const file of LIB_FILES) {
       const own = packageOf(relative(ROOT, file))!;
       for (const target of relativeImportsOf(file)) {
         const pkg = packageOf(target);
@@ -102,16 +133,20 @@ function cyclesIn(graph: Map<string, Set<string>>): string[] {
   return cycles;
 }
 
-describe('the CDK app reads names and constants from lib/config and lib/rocketmq, not from runtime modules', () => {
+describe("the CDK app reads names and constants from the runtime's config and rocketmq, not from runtime modules", () => {
   /**
-   * What infra/ may import from the code that runs, each with its reason. Everything else of lib/
-   * and bridge/ runs in Lambda or the bridge's container, and the CDK app must not load it at synth.
+   * What the CDK app (packages/infra/src/) may import from the code that runs, each with its reason.
+   * Everything else of the library packages and packages/bridge/src/ runs in Lambda or the bridge's
+   * container, and the CDK app must not load it at synth.
    */
   const INFRA_MAY_IMPORT: readonly { target: string; reason: string }[] = [
-    { target: 'lib/config/index.ts', reason: 'the catalogue, resource names and delivery lifetimes' },
-    { target: 'lib/rocketmq/index.ts', reason: 'tag expressions, message-group sources, the CloudEvent type' },
+    { target: 'packages/runtime/src/config/index.ts', reason: 'the catalogue, resource names and delivery lifetimes' },
     {
-      target: 'bridge/bridge-config.ts',
+      target: 'packages/runtime/src/rocketmq/index.ts',
+      reason: 'tag expressions, message-group sources, the CloudEvent type',
+    },
+    {
+      target: 'packages/bridge/src/bridge-config.ts',
       reason:
         "the bridge's configuration input type, which the bridge's service construct writes; and fifoTargetRefusal " +
         'and rocketmqGroupRefusal, so that the synth refuses a FIFO route to EventBridge, two routes in one RocketMQ ' +
@@ -119,16 +154,19 @@ describe('the CDK app reads names and constants from lib/config and lib/rocketmq
         'takeOverSchema, so that a stage accepts the takeovers the bridge accepts',
     },
   ];
-  /** What infra/ takes from bridge/bridge-config.ts (a module of zod schemas and pure checks, nothing that runs). */
+  /** What the CDK app takes from packages/bridge/src/bridge-config.ts (a module of zod schemas and pure checks, nothing that runs). */
   const FROM_BRIDGE_CONFIG = ['type BridgeConfigInput', 'fifoTargetRefusal', 'rocketmqGroupRefusal', 'takeOverSchema'];
 
-  it.each(tsFilesUnder('infra'))('%s imports from lib/ and bridge/ only the named entries', (file) => {
-    for (const target of relativeImportsOf(file).filter((t) => /^(lib|bridge)\//.test(t)))
-      expect(INFRA_MAY_IMPORT.map((e) => e.target)).toContain(target);
-  });
+  it.each(tsFilesUnder('packages/infra/src'))(
+    '%s imports from the library packages and the bridge only the named entries',
+    (file) => {
+      for (const target of relativeImportsOf(file).filter((t) => isLib(t) || within(t, 'packages/bridge/src')))
+        expect(INFRA_MAY_IMPORT.map((e) => e.target)).toContain(target);
+    },
+  );
 
-  it('infra/ takes from bridge/bridge-config.ts only the named type and refusal', () => {
-    for (const file of tsFilesUnder('infra'))
+  it('the CDK app takes from packages/bridge/src/bridge-config.ts only the named type and refusal', () => {
+    for (const file of tsFilesUnder('packages/infra/src'))
       for (const m of readFileSync(file, 'utf8').matchAll(
         /import(\s+type)?\s+\{([^}]*)\}\s+from\s+'[^']*bridge-config\.ts'/g,
       ))
@@ -139,12 +177,16 @@ describe('the CDK app reads names and constants from lib/config and lib/rocketmq
           expect(FROM_BRIDGE_CONFIG, relative(ROOT, file)).toContain(m[1] ? `type ${name}` : name);
   });
 
-  it.each(tsFilesUnder('lib/config'))('%s imports nothing from outside lib/config but lib/rocketmq', (file) => {
-    for (const target of relativeImportsOf(file)) expect(target).toMatch(/^lib\/(config\/[\w-]+|rocketmq\/index)\.ts$/);
-  });
+  it.each(tsFilesUnder('packages/runtime/src/config'))(
+    '%s imports nothing from outside config but rocketmq',
+    (file) => {
+      for (const target of relativeImportsOf(file))
+        expect(target).toMatch(/^packages\/runtime\/src\/(config\/[\w-]+|rocketmq\/index)\.ts$/);
+    },
+  );
 });
 
-/** The longest a function in lib/ may be, nested functions and factory closures included. */
+/** The longest a function in a library package may be, nested functions and factory closures included. */
 const MAX_FUNCTION_LINES = 80;
 
 /** Every function-like node with a body in a file, with its first line and its length in lines. */
@@ -164,7 +206,7 @@ function functionsOf(file: string, text = readFileSync(file, 'utf8')): { name: s
   return found;
 }
 
-describe(`no function in lib/ is over ${MAX_FUNCTION_LINES} lines`, () => {
+describe(`no function in a library package is over ${MAX_FUNCTION_LINES} lines`, () => {
   it('the measure counts a nested function and the factory closure around it', () => {
     const body = Array.from({ length: 80 }, (_, i) => `    const v${i} = ${i};`).join('\n');
     const factory = [
@@ -186,7 +228,7 @@ describe(`no function in lib/ is over ${MAX_FUNCTION_LINES} lines`, () => {
     ]);
   });
 
-  it.each(tsFilesUnder('lib'))('%s', (file) => {
+  it.each(LIB_FILES)('%s', (file) => {
     const tooLong = functionsOf(file).filter((f) => f.lines > MAX_FUNCTION_LINES);
     expect(tooLong.map((f) => `${f.name} at line ${f.line}: ${f.lines} lines`)).toEqual([]);
   });

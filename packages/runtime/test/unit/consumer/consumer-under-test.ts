@@ -1,8 +1,8 @@
 import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { lambdaContext } from '../../../../../scripts/local/lambda-context.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../../scripts/local/local-signing-key.ts';
-import { sqsRecord } from '../../../../../scripts/local/sqs-record.ts';
+import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
+import { sqsRecord } from '../../../../tools/src/local/sqs-record.ts';
 import { InvalidPayloadError } from '../../../src/consumer/failures/errors.ts';
 import { FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/failures/failure-router.ts';
 import type { ConsumptionStrategy } from '../../../src/consumer/idempotency/strategy.ts';

@@ -1,6 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { sqsRecord } from '../../../../../../scripts/local/sqs-record.ts';
+import { sqsRecord } from '../../../../../tools/src/local/sqs-record.ts';
 import {
   InvalidPayloadError,
   LeaseHeldError,

@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { PROCESS_SIGNING_KEY } from '../../../../../../scripts/local/local-signing-key.ts';
+import { PROCESS_SIGNING_KEY } from '../../../../../tools/src/local/local-signing-key.ts';
 import { FailureRouter } from '../../../../src/consumer/failures/failure-router.ts';
 import type { ConsumptionStrategy } from '../../../../src/consumer/idempotency/strategy.ts';
 import type { Business, Settlement } from '../../../../src/consumer/settlement.ts';

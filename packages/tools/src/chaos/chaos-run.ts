@@ -1,0 +1,238 @@
+import { createDynamoDb, createSqs } from '../../../runtime/src/aws/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import type { DeliveryCounts } from '../local/delivery-account.ts';
+import { type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
+import { LocalSigningKey } from '../local/local-signing-key.ts';
+import { selectGroups } from '../local/run-settings.ts';
+import { compressedScheduleOf } from '../local/time-scale.ts';
+import type { ChaosPlugin } from './chaos-plugin.ts';
+import {
+  type ConsumerFactory,
+  chaosConsumers,
+  crashesAfterCommit,
+  type FaultPlan,
+  FaultTally,
+  planFaults,
+  type SdkFaultRates,
+} from './fault-plan.ts';
+import { groupsUnderTest } from './groups-under-test.ts';
+import { checkInvariants, type InvariantReport } from './invariants.ts';
+import { loadChaosPlugins } from './plugin-discovery.ts';
+import { type ChaosWorkload, composeWorkload } from './workload.ts';
+
+export interface ChaosOptions {
+  seed: number;
+  messages: number;
+  /** Concurrent pollers per group. */
+  consumers: number;
+  sdk?: SdkFaultRates;
+  /** The consumer groups that exist (default `CONSUMER_GROUPS`); a test adds one here as it does for the CDK app. */
+  catalogue?: readonly ConsumerGroupDefinition[];
+  /** Plug-ins for groups whose plug-in is not in `packages/tools/src/chaos/groups/` (a test's fixture group). */
+  plugins?: readonly ChaosPlugin[];
+  /** Groups to run; default every group of the catalogue. */
+  groups?: readonly string[];
+  /** Use a running emulator (tests share one) instead of starting one. */
+  endpoint?: string;
+  prefix?: string;
+  timeScale?: number;
+  visibilityTimeoutSeconds?: number;
+  /** Give up after this long. Default: `defaultMaxRunMs` of the workload (10 min + 50 ms per copy). */
+  maxRunMs?: number;
+  /** Records per invocation (default 10). */
+  batchSize?: number;
+  /** A hand-made workload instead of the plug-ins' seeded one (focused fault tests). */
+  workload?: ChaosWorkload;
+  /** A hand-made fault plan instead of the seeded one. */
+  plan?: FaultPlan;
+  /** Tests only: run a group with another factory (a deliberately weakened consumer). */
+  replace?: Partial<Record<string, ConsumerFactory>>;
+  onProgress?: Parameters<typeof runLocalPipeline>[0]['onProgress'];
+}
+
+/** The last line of `npm run chaos -- --json`. */
+export interface ChaosSummary {
+  seed: number;
+  messages: number;
+  /** Every message was sent and every source queue drained before the time limit. */
+  completed: boolean;
+  /** Workload messages never sent because the run stopped first (0 when completed). */
+  neverSent: number;
+  /** Messages still in the source queues when the run stopped (0 when completed). */
+  inFlight: number;
+  deliveries: number;
+  doubleAwards: number;
+  lostAwards: number;
+  unaccounted: number;
+  deadLettered: number;
+  expectedDeadLettered: number;
+  invariantHolds: boolean;
+  /** Each group: its deliveries and its plug-in's verdict, with the plug-in's own figures. */
+  groups: Record<string, GroupSummary>;
+}
+
+export interface GroupSummary {
+  deliveries: number;
+  doubleEffects: number;
+  lostEffects: number;
+  deadLettered: number;
+  expectedDeadLettered: number;
+  notJudged: number;
+  invariantHolds: boolean;
+  detail: Readonly<Record<string, number>>;
+}
+
+export interface ChaosResult {
+  readonly summary: ChaosSummary;
+  readonly workload: ChaosWorkload;
+  readonly plan: FaultPlan;
+  /** group → where its plug-in's crash point kills the process ("before commit"). */
+  readonly crashPointNames: Readonly<Record<string, string>>;
+  readonly invariants: InvariantReport;
+  /** The delivery outcomes the consumers reported, summed over the groups. */
+  readonly outcomes: DeliveryCounts;
+  readonly perGroup: Record<string, DeliveryCounts & { countedAtPoller: number }>;
+  readonly faults: {
+    sdk: FaultTally['sdk'];
+    /** Invocations killed mid-way (before commit, inside a lease). */
+    processCrashes: number;
+    /** Deliveries settled, then lost with their invocation (crash after commit, before the ack). */
+    crashedAfterSettling: number;
+    /** First attempts failed on purpose (a failure in the middle of a message group). */
+    injectedFailures: number;
+  };
+  readonly run: Pick<LocalRunResult, 'completed' | 'wallMs' | 'pollErrors' | 'untrackedDepartures' | 'settings'>;
+  readonly wallMs: number;
+}
+
+/**
+ * One chaos run: each selected group's plug-in (`packages/tools/src/chaos/groups/<group>.ts`) generates
+ * its share of the workload, names its crash points and judges its group; the workload goes
+ * through the local path (bridge → queues → pollers → the real handlers, each with its own
+ * fault-injected client → emulator), then the invariants are read from the tables and
+ * queues. Deliveries are counted where the poller hands records to a handler; the
+ * consumers' per-record reports only account for them.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const started = Date.now();
+  const catalogue = options.catalogue ?? CONSUMER_GROUPS;
+  const definitions = selectGroups(catalogue, options.groups);
+  const groups = definitions.map((d) => d.group);
+  const plugins = await loadChaosPlugins(definitions, options.plugins);
+  // The run's signing key, made at its start; the workload is judged as the bridge puts it on the queues: signed.
+  const signing = new LocalSigningKey();
+  const unsigned =
+    options.workload ?? composeWorkload([...plugins.values()], { seed: options.seed, messages: options.messages });
+  const workload = { ...unsigned, phases: signing.signed(unsigned.phases) };
+  const underTest = groupsUnderTest(workload, definitions, plugins);
+  const plan = options.plan ?? planFaults(underTest, { seed: options.seed, sdk: options.sdk });
+  const timeScale = options.timeScale ?? 600;
+  const tally = new FaultTally();
+  const run = await runLocalPipeline({
+    phases: workload.phases,
+    signing,
+    catalogue,
+    groups,
+    consumers: options.consumers,
+    batchSize: options.batchSize,
+    seed: options.seed,
+    endpoint: options.endpoint,
+    prefix: options.prefix,
+    timeScale,
+    visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 5,
+    maxRunMs: options.maxRunMs,
+    crashes: crashesAfterCommit(plan),
+    seedTables: async (dynamoDb, tables) => {
+      let seeded = 0;
+      for (const g of underTest) seeded += (await g.expectations.seedTables?.(dynamoDb, tables)) ?? 0;
+      return seeded;
+    },
+    buildConsumer: chaosConsumers(plan, plugins, tally, { seed: options.seed, replace: options.replace }),
+    onProgress: options.onProgress,
+  });
+  try {
+    const { result } = run;
+    const aws = result.resources.aws;
+    const dynamoDb = createDynamoDb(aws);
+    const sqs = createSqs(aws);
+    const invariants = await checkInvariants({
+      dynamoDb,
+      sqs,
+      resources: result.resources,
+      groups: underTest,
+      unsettled: result.unsettled,
+      schedules: Object.fromEntries(definitions.map((d) => [d.group, compressedScheduleOf(d, timeScale)])),
+      deliveries: result.account.deliveries,
+    });
+    sqs.destroy();
+    dynamoDb.destroy();
+
+    const outcomes = result.account.total();
+    const perGroup = Object.fromEntries(
+      groups.map((g) => [g, { ...result.account.countsOf(g), countedAtPoller: tally.deliveries[g] ?? 0 }]),
+    );
+    const deliveries = Object.values(tally.deliveries).reduce((n, d) => n + d, 0);
+    const unaccounted =
+      deliveries -
+      (outcomes.processed +
+        outcomes.duplicatesSuppressed +
+        outcomes.filtered +
+        outcomes.deadLettered +
+        outcomes.retried);
+    const summary: ChaosSummary = {
+      seed: options.seed,
+      messages: workload.messages,
+      completed: result.completed,
+      neverSent: result.neverSent,
+      inFlight: result.leftInQueues,
+      deliveries,
+      doubleAwards: invariants.doubleAwards,
+      lostAwards: invariants.lostAwards,
+      unaccounted,
+      deadLettered: invariants.deadLettered,
+      expectedDeadLettered: invariants.expectedDeadLettered,
+      invariantHolds: invariants.holds && unaccounted === 0 && result.completed,
+      groups: Object.fromEntries(
+        groups.map((g) => {
+          const r = invariants.groups[g]!;
+          const summary: GroupSummary = {
+            deliveries: tally.deliveries[g] ?? 0,
+            doubleEffects: r.doubleEffects,
+            lostEffects: r.lostEffects,
+            deadLettered: r.deadLettered,
+            expectedDeadLettered: r.expectedDeadLettered,
+            notJudged: r.notJudged,
+            invariantHolds: r.holds,
+            detail: r.detail,
+          };
+          return [g, summary];
+        }),
+      ),
+    };
+    return {
+      summary,
+      workload,
+      plan,
+      crashPointNames: Object.fromEntries([...plugins.values()].map((p) => [p.group, p.crashPointName])),
+      invariants,
+      outcomes,
+      perGroup,
+      faults: {
+        sdk: { ...tally.sdk },
+        processCrashes: tally.crashes.crashes.length,
+        injectedFailures: tally.injectedFailures,
+        crashedAfterSettling: result.account.deliveries.filter((d) => d.unacknowledged).length,
+      },
+      run: {
+        completed: result.completed,
+        wallMs: result.wallMs,
+        pollErrors: result.pollErrors,
+        untrackedDepartures: result.untrackedDepartures,
+        settings: result.settings,
+      },
+      wallMs: Date.now() - started,
+    };
+  } finally {
+    await run.close();
+  }
+}

@@ -1,9 +1,0 @@
-import type { Stack } from 'aws-cdk-lib';
-import { StageDataKey } from '../../packages/infra/src/data-key.ts';
-import { ConsumerTables } from '../../packages/infra/src/tables.ts';
-
-/** The stage's data key and the tables under it, as the consumers' stack gives every group. */
-export function stageStores(stack: Stack): { dataKey: StageDataKey; tables: ConsumerTables } {
-  const dataKey = new StageDataKey(stack, 'DataKey', { prefix: 'unit' });
-  return { dataKey, tables: new ConsumerTables(stack, 'Tables', { prefix: 'unit', encryptionKey: dataKey.key }) };
-}
