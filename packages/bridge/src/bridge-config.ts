@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '@rocketmq-lambda/runtime/config/index.ts';
 import { z } from 'zod';
-import { BRIDGE_EVENT_SOURCE_PREFIX } from '../../runtime/src/config/index.ts';
 
 /**
  * What the bridge forwards where. One route = one RocketMQ consumer group subscribed to one topic

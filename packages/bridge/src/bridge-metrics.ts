@@ -1,5 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../runtime/src/config/index.ts';
+import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '@rocketmq-lambda/runtime/config/index.ts';
 
 /** What one route has done since the bridge started; served by the health endpoint. */
 export interface RouteStats {

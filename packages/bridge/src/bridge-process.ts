@@ -5,8 +5,8 @@ import {
   createSecretsManager,
   createSqs,
   SecretSigningKeys,
-} from '../../runtime/src/aws/index.ts';
-import { tracingBackendOf } from '../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/aws/index.ts';
+import { tracingBackendOf } from '@rocketmq-lambda/runtime/config/index.ts';
 import { Bridge } from './bridge.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
 import { bridgeTracingOf } from './bridge-tracing.ts';

@@ -1,5 +1,5 @@
 import { isSpanContextValid, type Tracer, trace } from '@opentelemetry/api';
-import { TRACER_NAMES, TracingBackend } from '../../runtime/src/config/index.ts';
+import { TRACER_NAMES, TracingBackend } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   awsTraceHeaderOf,
   producerTraceContext,
@@ -7,7 +7,7 @@ import {
   SpanAttribute,
   startForwardSpan,
   traceparentOf,
-} from '../../runtime/src/tracing/index.ts';
+} from '@rocketmq-lambda/runtime/tracing/index.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 
 /** How the bridge traces its forwards; absent when the stage's tracing backend is `off`. */

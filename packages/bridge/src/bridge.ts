@@ -1,8 +1,8 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { BRIDGE_EVENT_SOURCE_PREFIX } from '../../runtime/src/config/index.ts';
-import type { SigningKeyRing } from '../../runtime/src/rocketmq/index.ts';
+import { BRIDGE_EVENT_SOURCE_PREFIX } from '@rocketmq-lambda/runtime/config/index.ts';
+import type { SigningKeyRing } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { type BridgeConfig, type BridgeRoute, batchesInFlightOf } from './bridge-config.ts';
 import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import type { BridgeTracing } from './bridge-tracing.ts';

@@ -1,12 +1,12 @@
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { sqsText } from '../../runtime/src/aws/index.ts';
+import { sqsText } from '@rocketmq-lambda/runtime/aws/index.ts';
 import {
   BRIDGE_NOTICE_KIND,
   DEAD_LETTER_KIND_ATTRIBUTE,
   NOTICE_REASON_ATTRIBUTE,
   NoticeReason,
   noticeBody,
-} from '../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describeError } from './forward-target.ts';
 import type { Envelope } from './received-envelope.ts';
 

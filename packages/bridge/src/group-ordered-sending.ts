@@ -1,4 +1,4 @@
-import { messageGroups } from '../../runtime/src/consumer/index.ts';
+import { messageGroups } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { type ForwardResult, type OutboundMessage, packBatches } from './forward-target.ts';
 
 /**

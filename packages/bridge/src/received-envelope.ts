@@ -1,7 +1,7 @@
-import { buildEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from '../../runtime/src/rocketmq/index.ts';
+import { buildEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { ReceivedMessage } from './route-consumer.ts';
 
-export { type Envelope, serializeEnvelope } from '../../runtime/src/rocketmq/index.ts';
+export { type Envelope, serializeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;
 
 /**

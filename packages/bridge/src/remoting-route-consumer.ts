@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { excerpt, TagExpression } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { type ClientLogger, Consumer, type Message, type MessageHandler, type MessageQueue, Producer } from 'ali-ons';
-import { excerpt, TagExpression } from '../../runtime/src/rocketmq/index.ts';
 import { StartWithoutOffset } from './bridge-config.ts';
 import { describeError } from './forward-target.ts';
 import {

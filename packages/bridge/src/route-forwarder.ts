@@ -1,5 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { messageGroupOf, type SigningKeyRing, signEnvelope } from '../../runtime/src/rocketmq/index.ts';
+import { messageGroupOf, type SigningKeyRing, signEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { BridgeRoute } from './bridge-config.ts';
 import type { RouteMetrics } from './bridge-metrics.ts';
 import { type BridgeTracing, endForward, type TracedForward, traceForward } from './bridge-tracing.ts';

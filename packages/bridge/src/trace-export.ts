@@ -3,8 +3,8 @@ import { trace } from '@opentelemetry/api';
 import { AWSXRayIdGenerator } from '@opentelemetry/id-generator-aws-xray';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { TRACING_BACKEND_ENV, TracingBackend } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { TRACING_BACKEND_ENV, TracingBackend } from '../../runtime/src/config/index.ts';
 import { type SpanExportLog, xrayOtlpEndpoint, xraySpanExporter } from './xray-span-exporter.ts';
 
 /**

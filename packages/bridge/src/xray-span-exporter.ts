@@ -10,8 +10,8 @@ import {
 } from '@opentelemetry/otlp-exporter-base';
 import { JsonTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { SigV4Signer } from '@rocketmq-lambda/runtime/aws/index.ts';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { SigV4Signer } from '../../runtime/src/aws/index.ts';
 
 /**
  * X-Ray's OTLP endpoint for traces in a region (CloudWatch, "OTLP endpoints"): OTLP 1.x over

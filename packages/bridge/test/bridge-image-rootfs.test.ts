@@ -15,14 +15,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   BridgeRootfsError,
   type BridgeRootfsLock,
   lockfileNodeVersion,
   makeBridgeRootfs,
   ROOTFS_LOCK_DIGEST,
-} from '../../tools/src/image/bridge-image-rootfs.ts';
+} from '@rocketmq-lambda/tools/image/bridge-image-rootfs.ts';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 /**
  * The bridge image's root filesystem from its lock (packages/tools/src/image/bridge-image-rootfs.ts), on a package

@@ -6,19 +6,23 @@ import path from 'node:path';
 import { text } from 'node:stream/consumers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { Producer } from 'rocketmq-client-nodejs';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
-import { type BridgeImageContext, stageBridgeImageContext } from '../../tools/src/image/bridge-image-context.ts';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type BridgeImageContext, stageBridgeImageContext } from '@rocketmq-lambda/tools/image/bridge-image-context.ts';
 import {
   BRIDGE_ROOTFS_LOCK,
   makeBridgeRootfs,
   ROOTFS_LOCK_DIGEST,
   readRootfsLock,
-} from '../../tools/src/image/bridge-image-rootfs.ts';
-import { type ReplayedImage, replayDockerfile, startImageCommand } from '../../tools/src/image/dockerfile-replay.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../tools/src/rocketmq/local-rocketmq.ts';
+} from '@rocketmq-lambda/tools/image/bridge-image-rootfs.ts';
+import {
+  type ReplayedImage,
+  replayDockerfile,
+  startImageCommand,
+} from '@rocketmq-lambda/tools/image/dockerfile-replay.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
+import { Producer } from 'rocketmq-client-nodejs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BridgeConfigInput } from '../src/bridge-config.ts';
 import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-process.ts';
 

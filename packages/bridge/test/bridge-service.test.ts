@@ -1,3 +1,4 @@
+import { RocketMQBridgeService } from '@rocketmq-lambda/infra/bridge/bridge-service.ts';
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -5,7 +6,6 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { RocketMQBridgeService } from '../../infra/src/bridge/bridge-service.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 
 function synth() {

@@ -1,6 +1,6 @@
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import type { Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 import { BrokerProbe } from './support/broker-probe.ts';
 import { type CutoverResult, MESSAGE_DELAY_LEVEL, QUEUE_IDS, replayCutover } from './support/legacy-cutover.ts';
 import { ORDER_TOPIC } from './support/master-slave-switchover.ts';

@@ -14,13 +14,13 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { text } from 'node:stream/consumers';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   DockerfileStepFailedError,
   replayDockerfile,
   startImageCommand,
   UnsupportedDockerfileInstructionError,
-} from '../../tools/src/image/dockerfile-replay.ts';
+} from '@rocketmq-lambda/tools/image/dockerfile-replay.ts';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 /**
  * The Dockerfile replay's own rules, on small Dockerfiles: what it models behaves as `docker build`

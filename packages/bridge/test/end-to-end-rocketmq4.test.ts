@@ -6,11 +6,11 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { MsgIdGenerator, parseEnvelope, type RocketMQMessage } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import { Message, Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { MsgIdGenerator, parseEnvelope, type RocketMQMessage } from '../../runtime/src/rocketmq/index.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 import { Bridge } from '../src/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../src/bridge-config.ts';
 import { BridgeChildProcess, bridgeEnv, faultedMsgIds, forwardedMsgIds } from './support/bridge-child-process.ts';

@@ -7,13 +7,18 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { POINTS_GROUP } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import {
+  createSecretsManager,
+  createSqs,
+  emulatorConfig,
+  SecretSigningKeys,
+} from '@rocketmq-lambda/runtime/aws/index.ts';
+import { parseEnvelope, type RocketMQMessage, signatureRefusal } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
+import { pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { POINTS_GROUP } from '../../consumers/functions/points-consumer/handler.ts';
-import { createSecretsManager, createSqs, emulatorConfig, SecretSigningKeys } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope, type RocketMQMessage, signatureRefusal } from '../../runtime/src/rocketmq/index.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../tools/src/rocketmq/local-rocketmq.ts';
-import { pointsFixture, sqsRecord } from '../../tools/src/testing/points-fixture.ts';
 import { Bridge } from '../src/bridge.ts';
 import { type BridgeConfigInput, parseBridgeConfig } from '../src/bridge-config.ts';
 import { RouteConsumer } from '../src/route-consumer.ts';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { CreateEventBusCommand, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { createEventBridge, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { createEventBridge, createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
 import { EventBridgeTarget } from '../src/eventbridge-target.ts';
 import { envelopeOf, serializeEnvelope } from '../src/received-envelope.ts';
 import { receivedMessage } from './support/received-messages.ts';

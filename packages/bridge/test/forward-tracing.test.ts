@@ -11,11 +11,11 @@ import {
   type Sampler,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { messageTraceContext, SpanAttribute, traceparentOf } from '@rocketmq-lambda/runtime/tracing/index.ts';
+import { interceptCommands } from '@rocketmq-lambda/tools/instrumentation/command-interceptor.ts';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
-import { messageTraceContext, SpanAttribute, traceparentOf } from '../../runtime/src/tracing/index.ts';
-import { interceptCommands } from '../../tools/src/instrumentation/command-interceptor.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 import { RouteMetrics } from '../src/bridge-metrics.ts';
 import type { BridgeTracing } from '../src/bridge-tracing.ts';

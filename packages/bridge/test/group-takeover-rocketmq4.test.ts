@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { format } from 'node:util';
+import { MsgIdGenerator } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import { type Consumer, Message, type MessageQueue, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MsgIdGenerator } from '../../runtime/src/rocketmq/index.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 import type { StartWithoutOffset } from '../src/bridge-config.ts';
 import { GroupWithoutOffsetsError } from '../src/group-takeover.ts';
 import { RemotingRouteConsumer } from '../src/remoting-route-consumer.ts';

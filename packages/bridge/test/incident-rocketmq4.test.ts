@@ -1,7 +1,7 @@
+import { MsgIdGenerator } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MsgIdGenerator } from '../../runtime/src/rocketmq/index.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 import { RocketMQProtocol } from '../src/bridge-config.ts';
 import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';

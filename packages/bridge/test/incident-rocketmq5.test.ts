@@ -1,7 +1,7 @@
+import { POINTS_GROUP } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POINTS_GROUP } from '../../consumers/functions/points-consumer/handler.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../tools/src/rocketmq/local-rocketmq.ts';
 import { RocketMQProtocol } from '../src/bridge-config.ts';
 import { type IncidentCluster, ORDER_TOPIC, replayOrderIncident } from './support/order-incident.ts';
 

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateQueueCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 import { Bridge } from '../src/bridge.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 import { type JavaMessage, sendWithJavaClient } from './support/java-producer.ts';

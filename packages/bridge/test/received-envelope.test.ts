@@ -1,5 +1,5 @@
+import { parseEnvelope, signatureRefusal, signEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, it } from 'vitest';
-import { parseEnvelope, signatureRefusal, signEnvelope } from '../../runtime/src/rocketmq/index.ts';
 import { envelopeOf, serializeEnvelope } from '../src/received-envelope.ts';
 import { delayOf } from '../src/remoting-route-consumer.ts';
 import { receivedMessage } from './support/received-messages.ts';

@@ -1,5 +1,5 @@
+import { messageGroupOf, parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, it } from 'vitest';
-import { messageGroupOf, parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
 import { envelopeOf, serializeEnvelope } from '../src/received-envelope.ts';
 import { shardingKeyOf, userPropertiesOf } from '../src/remoting-route-consumer.ts';
 import { receivedMessage } from './support/received-messages.ts';

@@ -2,18 +2,18 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { RocketMQMessageLookup } from '@rocketmq-lambda/ops/operations/index.ts';
+import { MsgIdGenerator, signEnvelope, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import { Message, type Producer as Producer4 } from 'ali-ons';
 import { Producer as Producer5 } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RocketMQMessageLookup } from '../../ops/src/operations/index.ts';
-import { MsgIdGenerator, signEnvelope, writeEnvelope } from '../../runtime/src/rocketmq/index.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '../../tools/src/rocketmq/local-rocketmq.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
 
 /** The body hash the lookup reports, computed independently of it. */
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-import { compromisedDeployment } from '../../ops/test/integration/operations/operations-fixture.ts';
+import { compromisedDeployment } from '@rocketmq-lambda/ops/test/integration/operations/operations-fixture.ts';
 import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
 

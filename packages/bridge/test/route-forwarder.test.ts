@@ -7,9 +7,9 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { parseEnvelope, type SigningKeyRing, signatureRefusal } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope, type SigningKeyRing, signatureRefusal } from '../../runtime/src/rocketmq/index.ts';
 import { type BridgeConfigInput, type BridgeRoute, parseBridgeConfig } from '../src/bridge-config.ts';
 import { RouteMetrics } from '../src/bridge-metrics.ts';
 import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../src/dead-letter-queue.ts';

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, it, vi } from 'vitest';
-import { parseEnvelope } from '../../runtime/src/rocketmq/index.ts';
 import { Bridge } from '../src/bridge.ts';
 import { type BridgeRoute, parseBridgeConfig } from '../src/bridge-config.ts';
 import { RouteMetrics } from '../src/bridge-metrics.ts';

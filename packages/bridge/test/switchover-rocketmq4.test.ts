@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { orderlySchedule } from '@rocketmq-lambda/runtime/config/index.ts';
+import { MsgIdGenerator } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
+import { orderlyFixture } from '@rocketmq-lambda/tools/testing/orderly-fixture.ts';
 import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { orderlySchedule } from '../../runtime/src/config/index.ts';
-import { MsgIdGenerator } from '../../runtime/src/rocketmq/index.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
-import { orderlyFixture } from '../../tools/src/testing/orderly-fixture.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './support/bridge-child-process.ts';
 import { bridgeSigningKey } from './support/bridge-signing-key.ts';
 import { BrokerProbe } from './support/broker-probe.ts';

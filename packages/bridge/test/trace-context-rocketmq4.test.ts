@@ -6,15 +6,15 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { MsgIdGenerator } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { SpanAttribute, traceparentOf } from '@rocketmq-lambda/runtime/tracing/index.ts';
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
+import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
+import { startOtlpReceiver } from '@rocketmq-lambda/tools/testing/otlp-receiver.ts';
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { readAllMessages } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
 import { Message, type Producer } from 'ali-ons';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MsgIdGenerator } from '../../runtime/src/rocketmq/index.ts';
-import { SpanAttribute, traceparentOf } from '../../runtime/src/tracing/index.ts';
-import { PROCESS_SIGNING_KEY } from '../../tools/src/local/local-signing-key.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '../../tools/src/rocketmq/local-rocketmq-4.ts';
-import { startOtlpReceiver } from '../../tools/src/testing/otlp-receiver.ts';
-import { pointsFixture } from '../../tools/src/testing/points-fixture.ts';
-import { readAllMessages } from '../../tools/src/testing/queue-reading.ts';
 import { Bridge } from '../src/bridge.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './support/bridge-child-process.ts';

@@ -1,7 +1,7 @@
 import { trace } from '@opentelemetry/api';
+import { startOtlpReceiver } from '@rocketmq-lambda/tools/testing/otlp-receiver.ts';
 import type { AwsCredentialIdentity } from '@smithy/types';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startOtlpReceiver } from '../../tools/src/testing/otlp-receiver.ts';
 import { startTraceExport, type TraceExport } from '../src/trace-export.ts';
 
 /** The credentials the receiver verifies signatures against. */

@@ -1,3 +1,8 @@
+import {
+  ALARM_STORM_TABLE,
+  DLQ_RETENTION_DAYS,
+  NOTIFIER_METRICS_NAMESPACE,
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -11,7 +16,6 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ALARM_STORM_TABLE, DLQ_RETENTION_DAYS, NOTIFIER_METRICS_NAMESPACE } from '../../runtime/src/config/index.ts';
 import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
 import type { StageDataKey } from './data-key.ts';
 import { restrictKeyManagement } from './deployment-guards.ts';

@@ -1,14 +1,3 @@
-import { Duration, Stack } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import * as events from 'aws-cdk-lib/aws-events';
-import * as targets from 'aws-cdk-lib/aws-events-targets';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type * as sns from 'aws-cdk-lib/aws-sns';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { Construct } from 'constructs';
 import {
   assertCatalogueEntry,
   assertOrderingFits,
@@ -25,8 +14,19 @@ import {
   queueName,
   recordIdPrefix,
   TABLE_ENV,
-} from '../../runtime/src/config/index.ts';
-import { ROCKETMQ_EVENT_TYPE } from '../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import { ROCKETMQ_EVENT_TYPE } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { Duration, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
 import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
 import type { StageDataKey } from './data-key.ts';
 import type { VpcPlacement } from './deployment-settings.ts';

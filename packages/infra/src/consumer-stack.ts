@@ -1,6 +1,3 @@
-import { Annotations, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import * as events from 'aws-cdk-lib/aws-events';
-import type { Construct } from 'constructs';
 import {
   BUS_ARCHIVE_RETENTION_SECONDS,
   CONSUMER_GROUPS,
@@ -10,7 +7,10 @@ import {
   signingKeySecretName,
   TABLES,
   type TableKey,
-} from '../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import { Annotations, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import type { Construct } from 'constructs';
 import { AlarmRouting, type AlarmRoutingProps } from './alarm-routing.ts';
 import { StageBridge } from './bridge/stage-bridge.ts';
 import { type ConsumerTuning, RocketMQConsumerGroup, tuningOf } from './consumer-group.ts';

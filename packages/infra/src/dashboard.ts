@@ -1,7 +1,7 @@
+import { ConsumerMetric } from '@rocketmq-lambda/runtime/config/index.ts';
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
-import { ConsumerMetric } from '../../runtime/src/config/index.ts';
 import type { RocketMQConsumerGroup } from './consumer-group.ts';
 
 export interface ConsumerDashboardProps {

@@ -1,8 +1,8 @@
+import { lambdaLogGroupName } from '@rocketmq-lambda/runtime/config/index.ts';
 import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { lambdaLogGroupName } from '../../runtime/src/config/index.ts';
 import { restrictKeyManagement } from './deployment-guards.ts';
 
 export interface StageDataKeyProps {

@@ -1,13 +1,13 @@
-import type { Node } from 'constructs';
-import { z } from 'zod';
-import { takeOverSchema } from '../../bridge/src/bridge-config.ts';
+import { takeOverSchema } from '@rocketmq-lambda/bridge/bridge-config.ts';
 import {
   CONSUMER_GROUPS,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
   TRACING_BACKENDS,
   TracingBackend,
-} from '../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import type { Node } from 'constructs';
+import { z } from 'zod';
 import { serviceSettingSchema } from './outside-service.ts';
 
 /**

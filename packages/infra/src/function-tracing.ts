@@ -1,6 +1,6 @@
+import { TRACING_BACKEND_ENV, TracingBackend } from '@rocketmq-lambda/runtime/config/index.ts';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { Construct } from 'constructs';
-import { TRACING_BACKEND_ENV, TracingBackend } from '../../runtime/src/config/index.ts';
 
 /** A stage's tracing back end (`tracing` in the stage settings), with the ADOT layer it needs for `adot`. */
 export interface StageTracing {

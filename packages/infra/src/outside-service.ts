@@ -1,15 +1,15 @@
-import { ArnFormat, Stack } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import type { Construct } from 'constructs';
-import { z } from 'zod';
 import {
   endpointRefusal,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
   type ServiceAuth,
   SIGV4_SERVICES,
-} from '../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import { ArnFormat, Stack } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { z } from 'zod';
 import type { ProtectedSecret } from './protected-secret.ts';
 
 /**

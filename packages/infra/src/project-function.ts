@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { lambdaLogGroupName } from '@rocketmq-lambda/runtime/config/index.ts';
 import { CfnDeletionPolicy, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -9,7 +10,6 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { lambdaLogGroupName } from '../../runtime/src/config/index.ts';
 import { CHECKOV_SKIPS, skipCheckov } from './checkov.ts';
 import { functionTracingProps, type StageTracing, tracingWildcardReason } from './function-tracing.ts';
 

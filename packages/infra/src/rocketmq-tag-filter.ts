@@ -1,5 +1,5 @@
+import { TagExpression } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { TagExpression } from '../../runtime/src/rocketmq/index.ts';
 
 /**
  * Where a RocketMQ tag sits in the bridge's `data` (the CloudEvent's, or an EventBridge event's

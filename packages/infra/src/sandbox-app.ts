@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { CONSUMER_GROUPS } from '@rocketmq-lambda/runtime/config/index.ts';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { z } from 'zod';
-import { CONSUMER_GROUPS } from '../../runtime/src/config/index.ts';
 import { RocketMQConsumersStack } from './consumer-stack.ts';
 import { CONTEXT_KEY, InvalidDeploymentSettingsError, stageSchema } from './deployment-settings.ts';
 import { stageProps } from './pipeline-stack.ts';

@@ -1,8 +1,8 @@
+import { TABLES, type TableDefinition, type TableKey, tableName } from '@rocketmq-lambda/runtime/config/index.ts';
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { TABLES, type TableDefinition, type TableKey, tableName } from '../../runtime/src/config/index.ts';
 
 export interface ConsumerTablesProps {
   /** Physical names are `<prefix>-<suffix>`, the same names the local emulator uses. */

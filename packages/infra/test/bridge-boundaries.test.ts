@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { denyingStatements, type PolicyStatement } from '@rocketmq-lambda/tools/testing/resource-policy.ts';
 import { App, cx_api } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { denyingStatements, type PolicyStatement } from '../../tools/src/testing/resource-policy.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

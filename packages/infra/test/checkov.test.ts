@@ -1,11 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { templatesIn } from '@rocketmq-lambda/tools/testing/cfn-lint.ts';
+import { type CheckovReport, checkov } from '@rocketmq-lambda/tools/testing/checkov.ts';
+import { BASE_SETTINGS } from '@rocketmq-lambda/tools/testing/stage-policies.ts';
 import { App } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { templatesIn } from '../../tools/src/testing/cfn-lint.ts';
-import { type CheckovReport, checkov } from '../../tools/src/testing/checkov.ts';
-import { BASE_SETTINGS } from '../../tools/src/testing/stage-policies.ts';
 import { CHECKOV_SKIPS } from '../src/checkov.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';

@@ -1,10 +1,10 @@
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
+import { stageStores } from '@rocketmq-lambda/tools/testing/stage-stores.ts';
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../runtime/src/config/index.ts';
-import { stageStores } from '../../tools/src/testing/stage-stores.ts';
 import { RocketMQConsumerGroup } from '../src/consumer-group.ts';
 import { tagRoutePatterns } from '../src/rocketmq-tag-filter.ts';
 

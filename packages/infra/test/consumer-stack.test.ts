@@ -1,7 +1,7 @@
+import { consumerGroup } from '@rocketmq-lambda/runtime/config/index.ts';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { consumerGroup } from '../../runtime/src/config/index.ts';
 import { tuningOf } from '../src/consumer-group.ts';
 import { RocketMQConsumersStack } from '../src/consumer-stack.ts';
 import {

@@ -1,9 +1,6 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { App } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ALARM_STORM_TABLE,
   CONSUMER_GROUPS,
@@ -19,9 +16,12 @@ import {
   TABLES,
   type TableKey,
   tableName,
-} from '../../runtime/src/config/index.ts';
-import { lockedRequirements } from '../../tools/src/emulator/python-environment.ts';
-import { cfnLint, templatesIn } from '../../tools/src/testing/cfn-lint.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import { lockedRequirements } from '@rocketmq-lambda/tools/emulator/python-environment.ts';
+import { cfnLint, templatesIn } from '@rocketmq-lambda/tools/testing/cfn-lint.ts';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/consumers-app.ts';
 import type { PipelineStack } from '../src/pipeline-stack.ts';
 import { integrityCheckedInstall, lockedPackage } from '../src/pipeline-tooling.ts';

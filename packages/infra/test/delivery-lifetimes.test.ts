@@ -1,10 +1,10 @@
+import { CONSUMER_ENV, CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
+import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { stageStores } from '@rocketmq-lambda/tools/testing/stage-stores.ts';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
-import { CONSUMER_ENV, CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../runtime/src/config/index.ts';
-import { ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../runtime/src/rocketmq/index.ts';
-import { stageStores } from '../../tools/src/testing/stage-stores.ts';
 import { RocketMQConsumerGroup } from '../src/consumer-group.ts';
 
 const points = CONSUMER_GROUPS.find((g) => g.group === 'point-consumer-group')!;

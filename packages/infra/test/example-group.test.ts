@@ -1,8 +1,8 @@
+import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '@rocketmq-lambda/runtime/config/index.ts';
+import { consumer, REFUNDS } from '@rocketmq-lambda/tools/testing/example-group/handler.ts';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../runtime/src/config/index.ts';
-import { consumer, REFUNDS } from '../../tools/src/testing/example-group/handler.ts';
 import { RocketMQConsumersStack } from '../src/consumer-stack.ts';
 
 /**

@@ -1,10 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { cfnLint, templatesIn } from '@rocketmq-lambda/tools/testing/cfn-lint.ts';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cfnLint, templatesIn } from '../../tools/src/testing/cfn-lint.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

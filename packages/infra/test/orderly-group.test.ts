@@ -1,8 +1,3 @@
-import { App, Duration, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import * as events from 'aws-cdk-lib/aws-events';
-import * as sns from 'aws-cdk-lib/aws-sns';
-import { beforeAll, describe, expect, it } from 'vitest';
 import {
   CONSUMER_ENV,
   CONSUMER_GROUPS,
@@ -10,8 +5,13 @@ import {
   ConsumerMetric,
   FIFO_QUEUE_ATTRIBUTES,
   METRICS_NAMESPACE,
-} from '../../runtime/src/config/index.ts';
-import { stageStores } from '../../tools/src/testing/stage-stores.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import { stageStores } from '@rocketmq-lambda/tools/testing/stage-stores.ts';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type ConsumerTuning, RocketMQConsumerGroup } from '../src/consumer-group.ts';
 
 const orderStatus = CONSUMER_GROUPS.find((g) => g.group === 'order-status-consumer-group')!;

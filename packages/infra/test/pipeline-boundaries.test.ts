@@ -3,15 +3,15 @@ import { createHash } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { App, cx_api } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   allowingStatements,
   denyingStatements,
   type PolicyRequest,
   type PolicyStatement,
-} from '../../tools/src/testing/resource-policy.ts';
+} from '@rocketmq-lambda/tools/testing/resource-policy.ts';
+import { App, cx_api } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/consumers-app.ts';
 import type { PipelineStack } from '../src/pipeline-stack.ts';
 import { integrityCheckedInstall, type LockedPackage, lockedPackage } from '../src/pipeline-tooling.ts';

@@ -6,9 +6,9 @@ import {
   PutTargetsCommand,
 } from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { createEventBridge, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { parseEnvelope, ROCKETMQ_EVENT_TYPE, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { createEventBridge, createSqs, emulatorConfig } from '../../runtime/src/aws/index.ts';
-import { parseEnvelope, ROCKETMQ_EVENT_TYPE, writeEnvelope } from '../../runtime/src/rocketmq/index.ts';
 import { EVENT_FILTER_QUOTA, tagFilterPatterns, tagRoutePatterns } from '../src/rocketmq-tag-filter.ts';
 
 const envelope = (tags?: string, topic = 'ORDER_TOPIC') =>

@@ -1,16 +1,15 @@
-import { beforeAll, describe, expect, it } from 'vitest';
 import {
   CONSUMER_GROUPS,
   deadLetterQueueName,
   orderingOf,
   queueName,
   signingKeySecretName,
-} from '../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   denyingStatements,
   type PolicyRequest,
   type PolicyStatement,
-} from '../../tools/src/testing/resource-policy.ts';
+} from '@rocketmq-lambda/tools/testing/resource-policy.ts';
 import {
   asRole,
   BRIDGED_ACCOUNT,
@@ -30,7 +29,8 @@ import {
   secretPolicies,
   synthApp as synth,
   synthStages,
-} from '../../tools/src/testing/stage-policies.ts';
+} from '@rocketmq-lambda/tools/testing/stage-policies.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 /**
  * Issue #25's policies, judged on the synthesized templates of the committed stages (cdk.json's

@@ -1,16 +1,16 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { App } from 'aws-cdk-lib';
-import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSUMER_GROUPS, orderingOf, queueName } from '../../runtime/src/config/index.ts';
+import { CONSUMER_GROUPS, orderingOf, queueName } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   allowingStatements,
   denyingStatements,
   type PolicyRequest,
   type PolicyStatement,
   UnknownConditionOperatorError,
-} from '../../tools/src/testing/resource-policy.ts';
+} from '@rocketmq-lambda/tools/testing/resource-policy.ts';
+import { App } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

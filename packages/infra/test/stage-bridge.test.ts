@@ -1,10 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { App } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBridgeConfig } from '../../bridge/src/bridge-config.ts';
+import { parseBridgeConfig } from '@rocketmq-lambda/bridge/bridge-config.ts';
 import {
   BRIDGE_METRICS_NAMESPACE,
   BridgeMetric,
@@ -13,8 +10,11 @@ import {
   deadLetterQueueName,
   orderingOf,
   queueName,
-} from '../../runtime/src/config/index.ts';
-import { cfnLint, templatesIn } from '../../tools/src/testing/cfn-lint.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import { cfnLint, templatesIn } from '@rocketmq-lambda/tools/testing/cfn-lint.ts';
+import { App } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/consumers-app.ts';
 import { REPOSITORY_ROOT } from '../src/project-function.ts';
 

@@ -1,4 +1,3 @@
-import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ALARM_STORM_TABLE,
   CONSUMER_GROUPS,
@@ -9,12 +8,12 @@ import {
   TABLES,
   type TableKey,
   tableName,
-} from '../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   denyingStatements,
   type PolicyRequest,
   type PolicyStatement,
-} from '../../tools/src/testing/resource-policy.ts';
+} from '@rocketmq-lambda/tools/testing/resource-policy.ts';
 import {
   ACL_SECRET,
   asRole,
@@ -36,7 +35,8 @@ import {
   secretPolicies,
   synthApp,
   synthStages,
-} from '../../tools/src/testing/stage-policies.ts';
+} from '@rocketmq-lambda/tools/testing/stage-policies.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 /**
  * Issue #37's policies (items 5, 6, 10, 11) on the committed stages and on the test stage with the

@@ -1,13 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { CONSUMER_GROUPS } from '@rocketmq-lambda/runtime/config/index.ts';
 import { App, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONSUMER_GROUPS } from '../../runtime/src/config/index.ts';
 import { RocketMQBridgeService } from '../src/bridge/bridge-service.ts';
 import { buildApp } from '../src/consumers-app.ts';
 import { ADOT_EXEC_WRAPPER } from '../src/function-tracing.ts';

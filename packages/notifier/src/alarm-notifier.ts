@@ -1,5 +1,5 @@
-import { configFromEnv, createDynamoDb, createSecretsManager } from '../../runtime/src/aws/index.ts';
-import { ALARM_STORM_TABLE } from '../../runtime/src/config/index.ts';
+import { configFromEnv, createDynamoDb, createSecretsManager } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { ALARM_STORM_TABLE } from '@rocketmq-lambda/runtime/config/index.ts';
 import { type AlarmNotification, parseSnsEvent } from './alarm-event.ts';
 import { assertTimeZone } from './alarm-message.ts';
 import {

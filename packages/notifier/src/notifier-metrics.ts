@@ -1,5 +1,5 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { NOTIFIER_METRICS_NAMESPACE } from '../../runtime/src/config/index.ts';
+import { NOTIFIER_METRICS_NAMESPACE } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { DeliveryMetric, DeliveryMetrics } from './alarm-storm.ts';
 
 /**

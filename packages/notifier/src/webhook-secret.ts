@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { isLoopbackUrl } from '@rocketmq-lambda/runtime/config/index.ts';
 import { z } from 'zod';
-import { isLoopbackUrl } from '../../runtime/src/config/index.ts';
 import { WebhookSecretError } from './errors.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import { createSecretsManager, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { inject } from 'vitest';
-import { createSecretsManager, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import { generateSigningKey, type SigningKeyRing, StaticSigningKeys } from '../../../runtime/src/rocketmq/index.ts';
 
 /**
  * A generated envelope signing key in the emulator's Secrets Manager, as the CDK app keeps one: the

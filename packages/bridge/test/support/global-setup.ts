@@ -1,5 +1,5 @@
+import { startEmulator } from '@rocketmq-lambda/tools/emulator/emulator.ts';
 import type { TestProject } from 'vitest/node';
-import { startEmulator } from '../../../tools/src/emulator/emulator.ts';
 
 /** One AWS emulator for the bridge's test run; each file creates its own uniquely named queues. */
 export default async function setup(project: TestProject) {

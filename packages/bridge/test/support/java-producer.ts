@@ -3,8 +3,12 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { JAVA_17_OPENS } from '../../../tools/src/rocketmq/local-rocketmq.ts';
-import { ROCKETMQ_4, ROCKETMQ_5_JAVA_CLIENT, type RocketMQRelease } from '../../../tools/src/rocketmq/rocketmq-jars.ts';
+import { JAVA_17_OPENS } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
+import {
+  ROCKETMQ_4,
+  ROCKETMQ_5_JAVA_CLIENT,
+  type RocketMQRelease,
+} from '@rocketmq-lambda/tools/rocketmq/rocketmq-jars.ts';
 
 /** One message as the Java application gives it to the client. */
 export interface JavaMessage {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { POINTS_GROUP } from '../../../consumers/functions/points-consumer/handler.ts';
-import { pollOnce } from '../../../tools/src/local/sqs-poller.ts';
-import type { pointsFixture } from '../../../tools/src/testing/points-fixture.ts';
+import { POINTS_GROUP } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { pollOnce } from '@rocketmq-lambda/tools/local/sqs-poller.ts';
+import type { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 
 /** The points consumer polling its queue behind the bridge, as Lambda's SQS event source mapping would, until stopped. */
 export function pollPointsQueue(points: Awaited<ReturnType<typeof pointsFixture>>): { stop(): Promise<void> } {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { POINTS_GROUP } from '../../../consumers/functions/points-consumer/handler.ts';
-import { pointsFixture } from '../../../tools/src/testing/points-fixture.ts';
+import { POINTS_GROUP } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import type { BridgeConfigInput } from '../../src/bridge-config.ts';
 import { BridgeChildProcess, bridgeEnv, forwardedMsgIds } from './bridge-child-process.ts';
 import { bridgeSigningKey } from './bridge-signing-key.ts';

@@ -1,4 +1,4 @@
-import type { LocalRocketMQ4 } from '../../../tools/src/rocketmq/local-rocketmq-4.ts';
+import type { LocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import type { BridgeConfigInput } from '../../src/bridge-config.ts';
 
 /** A bridge configuration for a local RocketMQ 4 cluster: the remoting protocol, these routes, the tests' timings. */

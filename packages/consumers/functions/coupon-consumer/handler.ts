@@ -1,5 +1,5 @@
-import { consumerGroup } from '../../../runtime/src/config/index.ts';
-import { defineConsumer } from '../../../runtime/src/consumer/index.ts';
+import { consumerGroup } from '@rocketmq-lambda/runtime/config/index.ts';
+import { defineConsumer } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { couponClientOf } from '../../src/coupons/index.ts';
 import { parseOrderPaidEvent } from '../../src/orders/index.ts';
 

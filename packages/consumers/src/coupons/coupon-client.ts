@@ -1,8 +1,8 @@
+import { type ServiceCredentials, ServiceCredentialsError } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { OUTSIDE_SERVICES } from '@rocketmq-lambda/runtime/config/index.ts';
+import { ConsumptionError } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { excerpt } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { z } from 'zod';
-import { type ServiceCredentials, ServiceCredentialsError } from '../../../runtime/src/aws/index.ts';
-import { OUTSIDE_SERVICES } from '../../../runtime/src/config/index.ts';
-import { ConsumptionError } from '../../../runtime/src/consumer/index.ts';
-import { excerpt } from '../../../runtime/src/rocketmq/index.ts';
 import {
   CouponGrantRejectedError,
   CouponServiceCredentialsError,

@@ -1,4 +1,4 @@
-import { ConsumptionError } from '../../../runtime/src/consumer/index.ts';
+import { ConsumptionError } from '@rocketmq-lambda/runtime/consumer/index.ts';
 
 /** A failed coupon call, with the HTTP status when the service answered at all. */
 abstract class CouponCallError extends ConsumptionError {

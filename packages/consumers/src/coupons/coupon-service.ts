@@ -1,7 +1,7 @@
+import { type AwsConfig, serviceCredentials } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { endpointRefusal, OUTSIDE_SERVICES, type ServiceEndpoint } from '@rocketmq-lambda/runtime/config/index.ts';
+import { InvalidConsumerConfigError } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import { type AwsConfig, serviceCredentials } from '../../../runtime/src/aws/index.ts';
-import { endpointRefusal, OUTSIDE_SERVICES, type ServiceEndpoint } from '../../../runtime/src/config/index.ts';
-import { InvalidConsumerConfigError } from '../../../runtime/src/consumer/index.ts';
 import { CouponClient } from './coupon-client.ts';
 
 /** What the coupon client is built from: a consumer's deployment (`ConsumerWiring` has all of it). */

@@ -1,10 +1,10 @@
-import { z } from 'zod';
 import {
   InvalidPayloadError,
   identifier,
   parseJsonPayload,
   userIdSchema,
-} from '../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { z } from 'zod';
 
 /** Tags of ORDER_TOPIC that move an order's status. */
 export const OrderEventTag = { PAID: 'PAID', FINISHED: 'FINISHED' } as const;

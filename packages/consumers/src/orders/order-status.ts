@@ -4,7 +4,7 @@ import {
   type Settlement,
   TransientFailureError,
   type TransitionRequest,
-} from '../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { OrderEvent, OrderEventTag } from './order-events.ts';
 
 /** Status of an order, as stored in the `orders` table's `status` attribute. */

@@ -1,4 +1,4 @@
-import type { DeclaredWrite } from '../../../runtime/src/consumer/index.ts';
+import type { DeclaredWrite } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { OrderPaid } from './order-paid.ts';
 
 export const LedgerEntryKind = { AWARD: 'AWARD', REVERSAL: 'REVERSAL' } as const;

@@ -1,5 +1,5 @@
+import { identifier, parseJsonPayload, userIdSchema } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { z } from 'zod';
-import { identifier, parseJsonPayload, userIdSchema } from '../../../runtime/src/consumer/index.ts';
 
 /** Upper bound for one award: far above any real order, low enough to catch a unit mix-up (cents vs points). */
 export const MAX_POINTS_PER_ORDER = 1_000_000;

@@ -1,9 +1,9 @@
+import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '@rocketmq-lambda/runtime/config/index.ts';
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { BRIDGE_METRICS_NAMESPACE, BridgeMetric } from '../../../runtime/src/config/index.ts';
 import { routedAlarm } from '../routed-alarm.ts';
 import type { RocketMQBridgeRoute } from './bridge-service.ts';
 

@@ -1,5 +1,8 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type BridgeConfigInput, rocketmqGroupRefusal } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { TRACING_BACKEND_ENV, TracingBackend } from '@rocketmq-lambda/runtime/config/index.ts';
+import type { MessageGroupSource } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -9,9 +12,6 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { type BridgeConfigInput, rocketmqGroupRefusal } from '../../../bridge/src/bridge-config.ts';
-import { TRACING_BACKEND_ENV, TracingBackend } from '../../../runtime/src/config/index.ts';
-import type { MessageGroupSource } from '../../../runtime/src/rocketmq/index.ts';
 
 /** One RocketMQ consumer group the bridge forwards, and where to. */
 export interface RocketMQBridgeRoute {

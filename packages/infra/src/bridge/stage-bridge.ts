@@ -1,10 +1,10 @@
+import type { TracingBackend } from '@rocketmq-lambda/runtime/config/index.ts';
 import { Annotations, Duration, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import type { TracingBackend } from '../../../runtime/src/config/index.ts';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
 import type { BridgeStageSettings } from '../deployment-settings.ts';
 import { ProtectedSecret } from '../protected-secret.ts';

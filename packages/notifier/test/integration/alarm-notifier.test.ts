@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { createDynamoDb, createSecretsManager, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '@rocketmq-lambda/tools/fixtures/sample-alarm-event.ts';
+import { FakeDingTalkRobot } from '@rocketmq-lambda/tools/testing/fake-dingtalk-robot.ts';
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../tools/src/fixtures/sample-alarm-event.ts';
-import { FakeDingTalkRobot } from '../../../tools/src/testing/fake-dingtalk-robot.ts';
 import { DeliveryBudgetExhaustedError, RobotClient, RobotRejectedError } from '../../src/index.ts';
 import {
   captureOutput,

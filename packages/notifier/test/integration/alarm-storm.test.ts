@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { createDynamoDb, createSecretsManager, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { dlqAlarmJson, snsEvent } from '@rocketmq-lambda/tools/fixtures/sample-alarm-event.ts';
+import { seededRandom } from '@rocketmq-lambda/tools/local/seeded-random.ts';
+import { FakeDingTalkRobot } from '@rocketmq-lambda/tools/testing/fake-dingtalk-robot.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDynamoDb, createSecretsManager, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import { dlqAlarmJson, snsEvent } from '../../../tools/src/fixtures/sample-alarm-event.ts';
-import { seededRandom } from '../../../tools/src/local/seeded-random.ts';
-import { FakeDingTalkRobot } from '../../../tools/src/testing/fake-dingtalk-robot.ts';
 import {
   captureOutput,
   createStormTable,

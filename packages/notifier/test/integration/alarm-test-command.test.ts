@@ -4,9 +4,9 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { metricMathAlarmJson, snsEvent } from '@rocketmq-lambda/tools/fixtures/sample-alarm-event.ts';
+import { FakeDingTalkRobot } from '@rocketmq-lambda/tools/testing/fake-dingtalk-robot.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricMathAlarmJson, snsEvent } from '../../../tools/src/fixtures/sample-alarm-event.ts';
-import { FakeDingTalkRobot } from '../../../tools/src/testing/fake-dingtalk-robot.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 

@@ -4,9 +4,9 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { CreateSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ALARM_STORM_TABLE } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { Context } from 'aws-lambda';
 import { vi } from 'vitest';
-import { ALARM_STORM_TABLE } from '../../../runtime/src/config/index.ts';
 import { createAlarmNotifierHandler } from '../../functions/alarm-notifier/handler.ts';
 import {
   AlarmNotifier,

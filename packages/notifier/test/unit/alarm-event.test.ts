@@ -1,5 +1,5 @@
+import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '@rocketmq-lambda/tools/fixtures/sample-alarm-event.ts';
 import { describe, expect, it } from 'vitest';
-import { dlqAlarmJson, metricMathAlarmJson, snsEvent } from '../../../tools/src/fixtures/sample-alarm-event.ts';
 import { parseSnsEvent, toIsoInstant } from '../../src/alarm-event.ts';
 
 describe('alarm event parsing', () => {

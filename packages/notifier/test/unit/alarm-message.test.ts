@@ -1,10 +1,10 @@
-import { describe, expect, it } from 'vitest';
 import {
   type CloudWatchAlarmJson,
   dlqAlarmJson,
   metricMathAlarmJson,
   snsEvent,
-} from '../../../tools/src/fixtures/sample-alarm-event.ts';
+} from '@rocketmq-lambda/tools/fixtures/sample-alarm-event.ts';
+import { describe, expect, it } from 'vitest';
 import { alarmConsoleUrl } from '../../src/alarm-console-link.ts';
 import { type AlarmNotification, parseSnsEvent } from '../../src/alarm-event.ts';
 import { bodyBytes, formatTime, renderNotification, renderSummary } from '../../src/alarm-message.ts';

@@ -8,7 +8,7 @@ import {
   type LegacyLifetimeSettings,
   legacyHorizonOf,
   tableName,
-} from '../../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   ARTICLE_KEY_TTL_SECONDS,
   CheckpointFile,

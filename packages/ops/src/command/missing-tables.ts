@@ -1,6 +1,6 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TABLES, type TableKey, tableName } from '../../../runtime/src/config/index.ts';
+import { TABLES, type TableKey, tableName } from '@rocketmq-lambda/runtime/config/index.ts';
 import { deploymentPrefixesAt, type TargetOptions } from '../operations/index.ts';
 
 /**

@@ -18,9 +18,9 @@ import {
   createSecretsManager,
   createSqs,
   createSts,
-} from '../../../runtime/src/aws/index.ts';
-import { IncoherentLifetimesError } from '../../../runtime/src/config/index.ts';
-import { generateSigningKey } from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/aws/index.ts';
+import { IncoherentLifetimesError } from '@rocketmq-lambda/runtime/config/index.ts';
+import { generateSigningKey } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { type CrossSystemReport, renderCrossSystem } from '../migration/index.ts';
 import {
   type AuditReport,

@@ -1,7 +1,7 @@
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   checkTraceSubject,
   idempotencyTableOf,

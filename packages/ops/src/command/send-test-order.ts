@@ -10,9 +10,14 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { type AwsConfig, createSecretsManager, createSqs, SecretSigningKeys } from '../../../runtime/src/aws/index.ts';
-import { CONSUMER_GROUPS, queueName, signingKeySecretName } from '../../../runtime/src/config/index.ts';
-import { MsgIdGenerator, resignBody, writeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
+import {
+  type AwsConfig,
+  createSecretsManager,
+  createSqs,
+  SecretSigningKeys,
+} from '@rocketmq-lambda/runtime/aws/index.ts';
+import { CONSUMER_GROUPS, queueName, signingKeySecretName } from '@rocketmq-lambda/runtime/config/index.ts';
+import { MsgIdGenerator, resignBody, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 
 export interface TestOrder {
   readonly aws: AwsConfig;

@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { LegacyLifetimes } from '../../../runtime/src/config/index.ts';
+import { LegacyLifetimes } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   compareWithLegacy,
   legacyReadSince,

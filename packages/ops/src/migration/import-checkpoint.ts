@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { canonicalJson } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { z } from 'zod';
-import { canonicalJson } from '../../../runtime/src/consumer/index.ts';
 import { OperationsError } from '../operations/index.ts';
 
 /**

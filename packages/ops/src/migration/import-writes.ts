@@ -7,9 +7,9 @@ import {
   balanceIncrement,
   type LedgerEntry,
   type PointTables,
-} from '../../../consumers/src/points/index.ts';
-import type { LegacyHorizon } from '../../../runtime/src/config/index.ts';
-import { recordId } from '../../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/consumers/points/index.ts';
+import type { LegacyHorizon } from '@rocketmq-lambda/runtime/config/index.ts';
+import { recordId } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   ContentionError,
   type ContentionPolicy,
@@ -19,7 +19,7 @@ import {
   RecordStatus,
   type Settlement,
   sleep,
-} from '../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { LegacyAward } from './legacy-award.ts';
 
 /**

@@ -1,6 +1,6 @@
+import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '@rocketmq-lambda/consumers/points/index.ts';
+import { fingerprintOf, identifier, userIdSchema } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { z } from 'zod';
-import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '../../../consumers/src/points/index.ts';
-import { fingerprintOf, identifier, userIdSchema } from '../../../runtime/src/consumer/index.ts';
 
 /**
  * One row of a legacy dedup store as a source read it, before validation. `userId` and `points`

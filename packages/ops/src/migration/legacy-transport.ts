@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { isLoopbackUrl } from '../../../runtime/src/config/index.ts';
+import { isLoopbackUrl } from '@rocketmq-lambda/runtime/config/index.ts';
 import { messageOf } from '../operations/index.ts';
 import { LegacySourceError, redactedUrl } from './legacy-source.ts';
 

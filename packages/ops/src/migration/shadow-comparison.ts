@@ -1,6 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ScanProgress, scanTable } from '../../../runtime/src/aws/index.ts';
-import type { LegacyLifetimes } from '../../../runtime/src/config/index.ts';
+import { type ScanProgress, scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
+import type { LegacyLifetimes } from '@rocketmq-lambda/runtime/config/index.ts';
 import { awardsInForceByOrder, type NativeAward, type StoredEntry } from './cross-system-audit.ts';
 import { checkLegacyRow, type LegacyAward } from './legacy-award.ts';
 import { type LegacySource, LegacySourceError } from './legacy-source.ts';

@@ -1,4 +1,8 @@
-import { type DeadLetterNotice, type RocketMQMessage, refetchCommands } from '../../../runtime/src/rocketmq/index.ts';
+import {
+  type DeadLetterNotice,
+  type RocketMQMessage,
+  refetchCommands,
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { bodyLocationText, type LetterKind } from './dead-letter-kind.ts';
 import type { RedriveFilter, RedriveReport } from './dead-letter-redrive.ts';

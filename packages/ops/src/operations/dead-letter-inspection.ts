@@ -4,7 +4,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '../../../runtime/src/consumer/index.ts';
+import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import {
   DEAD_LETTER_KIND_ATTRIBUTE,
   type DeadLetterNotice,
@@ -13,7 +13,7 @@ import {
   parseEnvelope,
   type RocketMQMessage,
   readNotice,
-} from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { type LetterKind, letterKindOf, noticeReasonText } from './dead-letter-kind.ts';
 
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */

@@ -1,4 +1,4 @@
-import { type DeadLetterNotice, refetchCommands } from '../../../runtime/src/rocketmq/index.ts';
+import { type DeadLetterNotice, refetchCommands } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 
 /**
  * Which of the three writers put a letter in a group's DLQ. Each says so differently, and `ops dlq`

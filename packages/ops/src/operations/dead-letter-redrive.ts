@@ -7,14 +7,14 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { sqsText } from '../../../runtime/src/aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../../../runtime/src/consumer/index.ts';
+import { sqsText } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import {
   excerpt,
   type MessageGroupSource,
   messageGroupFactsOf,
   messageGroupOf,
-} from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import {
   type DeadLetter,
   decodeDeadLetter,

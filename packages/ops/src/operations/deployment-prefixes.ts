@@ -1,6 +1,6 @@
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { TABLES } from '../../../runtime/src/config/index.ts';
+import { TABLES } from '@rocketmq-lambda/runtime/config/index.ts';
 
 /** Tables ListTables returns at most per page; a stage holds four, so ten pages cover any test account. */
 const MAX_PAGES = 10;

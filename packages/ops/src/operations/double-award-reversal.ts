@@ -8,7 +8,7 @@ import {
   type LedgerEntry,
   LedgerEntryKind,
   reversalEntryId,
-} from '../../../consumers/src/points/index.ts';
+} from '@rocketmq-lambda/consumers/points/index.ts';
 import { messageOf, OperationsError } from './errors.ts';
 import type { CrossUserAward, DoubleAward } from './ledger-audit.ts';
 import type { PointTableNames } from './operations-target.ts';

@@ -3,7 +3,7 @@ import {
   FilterLogEventsCommand,
   ResourceNotFoundException,
 } from '@aws-sdk/client-cloudwatch-logs';
-import { excerpt } from '../../../runtime/src/rocketmq/index.ts';
+import { excerpt } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { UsageError } from './errors.ts';
 import { isMsgId, orderNoOfKey } from './order-keys.ts';
 

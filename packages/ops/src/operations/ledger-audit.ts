@@ -1,6 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type LedgerEntry, LedgerEntryKind, type PointAccount } from '../../../consumers/src/points/index.ts';
-import { type ScanProgress, scanTable } from '../../../runtime/src/aws/index.ts';
+import { type LedgerEntry, LedgerEntryKind, type PointAccount } from '@rocketmq-lambda/consumers/points/index.ts';
+import { type ScanProgress, scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
 import type { PointTableNames } from './operations-target.ts';
 
 /** A user whose account balance is not the sum of their ledger (awards plus negative reversals). */

@@ -1,5 +1,5 @@
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { AwsConfig } from '../../../runtime/src/aws/index.ts';
+import type { AwsConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
@@ -8,8 +8,8 @@ import {
   queueName,
   signingKeySecretName,
   tableName,
-} from '../../../runtime/src/config/index.ts';
-import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import { DEFAULT_MESSAGE_GROUP_SOURCE, type MessageGroupSource } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { TargetResolutionError } from './errors.ts';
 
 /**

@@ -1,14 +1,14 @@
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { LedgerEntry } from '../../../consumers/src/points/index.ts';
+import type { LedgerEntry } from '@rocketmq-lambda/consumers/points/index.ts';
 import {
   type ConsumerGroupDefinition,
   functionLogGroupName,
   recordId,
   recordIdPrefix,
-} from '../../../runtime/src/config/index.ts';
-import type { DedupRecord } from '../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import type { DedupRecord } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { type DeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
 import { TargetResolutionError } from './errors.ts';
 import { type ConsumerLogLine, type LogSubject, readConsumerLogLines } from './function-logs.ts';

@@ -1,4 +1,4 @@
-import { OrderEventTag } from '../../../consumers/src/orders/index.ts';
+import { OrderEventTag } from '@rocketmq-lambda/consumers/orders/index.ts';
 
 // A RocketMQ msgId: 16 bytes (IPv4), 28 (IPv6) or a 5.x client's 17 bytes starting with 01 (docs: FACTS).
 const MSG_ID = /^(?:[0-9A-F]{32}|01[0-9A-F]{32}|[0-9A-F]{56})$/i;

@@ -1,4 +1,4 @@
-import type { ScanProgress } from '../../../runtime/src/aws/index.ts';
+import type { ScanProgress } from '@rocketmq-lambda/runtime/aws/index.ts';
 
 export interface ProgressStream {
   isTTY?: boolean;

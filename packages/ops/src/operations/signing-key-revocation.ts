@@ -6,9 +6,9 @@ import {
   type SecretVersionsListEntry,
   UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
-import { revokedStageOf, revokedVersionIds, SIGNING_KEYS_TTL_MS } from '../../../runtime/src/aws/index.ts';
-import { UnauthenticatedMessageError } from '../../../runtime/src/consumer/index.ts';
-import { resignBody, signingKeyIndex } from '../../../runtime/src/rocketmq/index.ts';
+import { revokedStageOf, revokedVersionIds, SIGNING_KEYS_TTL_MS } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { UnauthenticatedMessageError } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { resignBody, signingKeyIndex } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { OperationsError } from './errors.ts';
 import { letterSha256, type ResignPlan } from './resign-plan.ts';

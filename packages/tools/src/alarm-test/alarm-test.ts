@@ -34,8 +34,8 @@ import {
   systemClock,
   type WebhookConfig,
   WebhookSecretError,
-} from '../../../notifier/src/index.ts';
-import { isLoopbackUrl } from '../../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/notifier/index.ts';
+import { isLoopbackUrl } from '@rocketmq-lambda/runtime/config/index.ts';
 import { dlqAlarmJson, snsEvent } from '../fixtures/sample-alarm-event.ts';
 
 const USAGE =

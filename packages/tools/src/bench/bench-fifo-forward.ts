@@ -13,12 +13,12 @@
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { parseBridgeConfig } from '../../../bridge/src/bridge-config.ts';
-import { RouteMetrics } from '../../../bridge/src/bridge-metrics.ts';
-import { DeadLetterQueue } from '../../../bridge/src/dead-letter-queue.ts';
-import type { ReceivedMessage } from '../../../bridge/src/route-consumer.ts';
-import { RouteForwarder } from '../../../bridge/src/route-forwarder.ts';
-import { SqsTarget } from '../../../bridge/src/sqs-target.ts';
+import { parseBridgeConfig } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { RouteMetrics } from '@rocketmq-lambda/bridge/bridge-metrics.ts';
+import { DeadLetterQueue } from '@rocketmq-lambda/bridge/dead-letter-queue.ts';
+import type { ReceivedMessage } from '@rocketmq-lambda/bridge/route-consumer.ts';
+import { RouteForwarder } from '@rocketmq-lambda/bridge/route-forwarder.ts';
+import { SqsTarget } from '@rocketmq-lambda/bridge/sqs-target.ts';
 import { startSqsStandIn } from '../bridge-bench/sqs-stand-in.ts';
 import { injectLatency } from '../instrumentation/latency-injection.ts';
 

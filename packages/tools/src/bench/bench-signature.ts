@@ -14,7 +14,6 @@
  */
 import { createHmac } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import canonicalize from 'canonicalize';
 import {
   buildEnvelope,
   generateSigningKey,
@@ -24,7 +23,8 @@ import {
   serializeEnvelope,
   signatureRefusals,
   signEnvelope,
-} from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import canonicalize from 'canonicalize';
 import { median, positiveInt } from './bench-support.ts';
 
 const { values } = parseArgs({

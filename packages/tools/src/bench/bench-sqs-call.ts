@@ -19,15 +19,15 @@
 import { Agent, request } from 'node:http';
 import { parseArgs } from 'node:util';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { Sha256 } from '@smithy/core/checksum';
-import { SignatureV4 } from '@smithy/signature-v4';
-import { BRIDGE_SQS_CLIENT_SETTINGS } from '../../../bridge/src/sqs-target.ts';
+import { BRIDGE_SQS_CLIENT_SETTINGS } from '@rocketmq-lambda/bridge/sqs-target.ts';
 import {
   buildEnvelope,
   generateSigningKey,
   serializeEnvelope,
   signEnvelope,
-} from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { Sha256 } from '@smithy/core/checksum';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { type SqsStandIn, startSqsStandIn } from '../bridge-bench/sqs-stand-in.ts';
 import { median, positiveInt } from './bench-support.ts';
 

@@ -29,10 +29,13 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient, GetItemCommand, PutItemCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  POINTS_GROUP,
+  consumer as pointsConsumer,
+} from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { emulatorConfig, scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { MsgIdGenerator, RetrySchedule } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { POINTS_GROUP, consumer as pointsConsumer } from '../../../consumers/functions/points-consumer/handler.ts';
-import { emulatorConfig, scanTable } from '../../../runtime/src/aws/index.ts';
-import { MsgIdGenerator, RetrySchedule } from '../../../runtime/src/rocketmq/index.ts';
 import { createPowertoolsPointsConsumer } from '../comparison/powertools-points-consumer.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';

@@ -20,11 +20,14 @@
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  POINTS_GROUP,
+  consumer as pointsConsumer,
+} from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import type { RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { MsgIdGenerator, RetrySchedule } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { SQSRecord } from 'aws-lambda';
-import { POINTS_GROUP, consumer as pointsConsumer } from '../../../consumers/functions/points-consumer/handler.ts';
-import { emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import type { RecordReport } from '../../../runtime/src/consumer/index.ts';
-import { MsgIdGenerator, RetrySchedule } from '../../../runtime/src/rocketmq/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { ItemContentionModel } from '../instrumentation/item-contention-model.ts';
 import { injectLatency } from '../instrumentation/latency-injection.ts';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type BridgeConfigInput, RocketMQProtocol } from '@rocketmq-lambda/bridge/bridge-config.ts';
 import { Message, Producer as RemotingProducer } from 'ali-ons';
 import { Producer } from 'rocketmq-client-nodejs';
-import { type BridgeConfigInput, RocketMQProtocol } from '../../../bridge/src/bridge-config.ts';
 import { startLocalRocketMQ } from '../rocketmq/local-rocketmq.ts';
 import { startLocalRocketMQ4 } from '../rocketmq/local-rocketmq-4.ts';
 

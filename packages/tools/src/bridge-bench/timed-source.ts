@@ -1,5 +1,5 @@
-import type { ReceivedMessage } from '../../../bridge/src/route-consumer.ts';
-import type { AckResult, MessageSource } from '../../../bridge/src/route-pump.ts';
+import type { ReceivedMessage } from '@rocketmq-lambda/bridge/route-consumer.ts';
+import type { AckResult, MessageSource } from '@rocketmq-lambda/bridge/route-pump.ts';
 import { type CpuMeter, type CpuReading, cpuBetween } from './cpu-meter.ts';
 
 /** One consumer's drain of the preloaded topic. */

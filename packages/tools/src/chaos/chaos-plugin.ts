@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { RetrySchedule } from '../../../runtime/src/rocketmq/index.ts';
+import type { RetrySchedule } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { Delivery } from '../local/delivery-account.ts';
 import type { LocalResources } from '../local/provision.ts';
 import type { PeekedMessage } from '../local/run-readout.ts';

@@ -1,4 +1,4 @@
-import { MsgIdGenerator, writeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { trafficMessage } from '../local/traffic.ts';
 import type { ChaosFact, ChaosMessage } from './chaos-plugin.ts';
 

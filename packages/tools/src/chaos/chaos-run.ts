@@ -1,5 +1,5 @@
-import { createDynamoDb, createSqs } from '../../../runtime/src/aws/index.ts';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import { createDynamoDb, createSqs } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
 import { type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
 import { LocalSigningKey } from '../local/local-signing-key.ts';

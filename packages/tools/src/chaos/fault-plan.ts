@@ -1,5 +1,5 @@
-import { createDynamoDb } from '../../../runtime/src/aws/index.ts';
-import { type ConsumerHandler, TransientFailureError } from '../../../runtime/src/consumer/index.ts';
+import { createDynamoDb } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { type ConsumerHandler, TransientFailureError } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { type FaultKind, injectFaults } from '../instrumentation/fault-injection.ts';
 import type { CrashAfterCommit } from '../local/incident-scenario.ts';

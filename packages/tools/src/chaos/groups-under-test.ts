@@ -1,5 +1,5 @@
-import type { ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
-import { parseEnvelope, TagExpression } from '../../../runtime/src/rocketmq/index.ts';
+import type { ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
+import { parseEnvelope, TagExpression } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { TopicRoutes } from '../local/topic-routes.ts';
 import {
   type ChaosMessage,

@@ -1,7 +1,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DEAD_LETTER_ATTRIBUTES } from '../../../runtime/src/consumer/index.ts';
-import type { RetrySchedule } from '../../../runtime/src/rocketmq/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { RetrySchedule } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { Delivery } from '../local/delivery-account.ts';
 import type { LocalResources } from '../local/provision.ts';
 import { messagesInQueues, type PeekedMessage, peekAllMessages } from '../local/run-readout.ts';

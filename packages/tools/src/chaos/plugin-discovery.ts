@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import type { ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { ChaosPlugin } from './chaos-plugin.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../../../..');

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ConsumerHandler } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { MiddlewareStack } from '@smithy/types';
-import type { ConsumerHandler } from '../../../runtime/src/consumer/index.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { SimulatedCrashError } from '../local/consumer-pool.ts';
 

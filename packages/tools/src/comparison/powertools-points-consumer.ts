@@ -14,16 +14,16 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import {
   awardWrites,
   type OrderPaid,
   orderPaidFingerprintFields,
   type PointTables,
   parseOrderPaid,
-} from '../../../consumers/src/points/index.ts';
-import { fingerprintOf } from '../../../runtime/src/consumer/index.ts';
-import { parseEnvelope, type SigningKeyRing, signatureRefusals } from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/consumers/points/index.ts';
+import { fingerprintOf } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { parseEnvelope, type SigningKeyRing, signatureRefusals } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
 export interface PowertoolsPointsConsumerDeps {
   dynamoDb: DynamoDBClient;

@@ -4,7 +4,7 @@
  * (packages/infra/test/stage-cost.test.ts renders it again and finds it there). Prices are list prices
  * from AWS's public pricing pages for one region (`PRICE_BASIS`): a basis to check, not a quote.
  */
-import { ConsumerMetric } from '../../../runtime/src/config/index.ts';
+import { ConsumerMetric } from '@rocketmq-lambda/runtime/config/index.ts';
 
 type Resources = Record<string, { Type: string; Properties?: Record<string, unknown> }>;
 export interface Template {

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
+import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
+import { buildSandboxApp, SANDBOX_CONTEXT_KEY } from '@rocketmq-lambda/infra/sandbox-app.ts';
 import { App } from 'aws-cdk-lib';
 import { Template as Assertions } from 'aws-cdk-lib/assertions';
-import { buildApp } from '../../../infra/src/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../../../infra/src/project-function.ts';
-import { buildSandboxApp, SANDBOX_CONTEXT_KEY } from '../../../infra/src/sandbox-app.ts';
 import type { Template } from './stage-cost.ts';
 
 /** The sandbox settings docs/deploy.md's recipe starts from. */

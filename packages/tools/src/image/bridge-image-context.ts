@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
+import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
 import { App, cx_api, cloud_assembly_schema as schema } from 'aws-cdk-lib';
-import { buildApp } from '../../../infra/src/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../../../infra/src/project-function.ts';
 
 /**
  * The bridge image's build context exactly as CDK ships it: the app synthesised with a stage whose

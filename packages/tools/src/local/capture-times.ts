@@ -1,4 +1,4 @@
-import { serializeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
+import { serializeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { TrafficMessage, TrafficPhase } from './traffic.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { ConsumerHandler, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { Context, SQSEvent } from 'aws-lambda';
-import type { ConsumerHandler, RecordReport } from '../../../runtime/src/consumer/index.ts';
 import type { DeliveryAccount } from './delivery-account.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import type { LocalQueue } from './provision.ts';

@@ -1,5 +1,5 @@
+import type { DuplicateReason, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { SQSRecord } from 'aws-lambda';
-import type { DuplicateReason, RecordReport } from '../../../runtime/src/consumer/index.ts';
 
 /** The counters of the JSON summary, per group and in total. */
 export interface DeliveryCounts {

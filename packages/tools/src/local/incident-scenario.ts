@@ -1,4 +1,4 @@
-import { MsgIdGenerator, writeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { type ChaosMessage, orderNoOf } from '../chaos/chaos-plugin.ts';
 import type { OrderTopicFact } from '../chaos/order-topic.ts';
 import type { ChaosPhase } from '../chaos/workload.ts';

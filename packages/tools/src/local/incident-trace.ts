@@ -1,7 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { runOps } from '../../../ops/src/command/ops.ts';
-import type { OrderTrace } from '../../../ops/src/operations/index.ts';
-import { createDynamoDb } from '../../../runtime/src/aws/index.ts';
+import { runOps } from '@rocketmq-lambda/ops/command/ops.ts';
+import type { OrderTrace } from '@rocketmq-lambda/ops/operations/index.ts';
+import { createDynamoDb } from '@rocketmq-lambda/runtime/aws/index.ts';
 import type { LocalRunResult, LogShippingAccount } from './local-pipeline.ts';
 import { shortMsgId, wrapped } from './report-text.ts';
 

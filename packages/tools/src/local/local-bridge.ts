@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
-import { type MessageGroupSource, messageGroupOf } from '../../../runtime/src/rocketmq/index.ts';
+import type { ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
+import { type MessageGroupSource, messageGroupOf } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { LocalSigningKey } from './local-signing-key.ts';
 import type { LocalResources } from './provision.ts';
 import type { QueueOccupancy } from './queue-occupancy.ts';

@@ -6,13 +6,13 @@ import {
   assertCatalogueEntry,
   type ConsumerGroupDefinition,
   type TableKey,
-} from '../../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import type {
   ConsumerHandler,
   ConsumerModule,
   ConsumerRuntimeConfig,
   RecordReport,
-} from '../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/index.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../../../..');
 

@@ -8,14 +8,14 @@ import {
   createDynamoDb,
   createSqs,
   emulatorConfig,
-} from '../../../runtime/src/aws/index.ts';
+} from '@rocketmq-lambda/runtime/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   FIFO_MAX_BATCH_SIZE,
   functionLogGroupName,
-} from '../../../runtime/src/config/index.ts';
-import type { ConsumerHandler } from '../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
+import type { ConsumerHandler } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { type CaptureTimes, withCaptureTimes } from './capture-times.ts';
 import { ConsumerPool, crashAfterCommitFault, type EventSourceSettings, InvocationReports } from './consumer-pool.ts';

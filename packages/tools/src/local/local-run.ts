@@ -5,10 +5,10 @@
  * not run, 2 bad arguments, 3 it gave up before the queues drained.
  */
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
-import { CommandLineError, parseCommandLine } from '../../../ops/src/command/command-line.ts';
-import { deploymentPrefixesAt } from '../../../ops/src/operations/index.ts';
-import { createDynamoDb, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import { InvalidCatalogueEntryError } from '../../../runtime/src/config/index.ts';
+import { CommandLineError, parseCommandLine } from '@rocketmq-lambda/ops/command/command-line.ts';
+import { deploymentPrefixesAt } from '@rocketmq-lambda/ops/operations/index.ts';
+import { createDynamoDb, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { InvalidCatalogueEntryError } from '@rocketmq-lambda/runtime/config/index.ts';
 import { INCIDENT_ORDER, incidentScenario } from './incident-scenario.ts';
 import { HandlerModuleError } from './local-consumers.ts';
 import { LocalRunConfigError, type LocalRunResult, runLocalPipeline } from './local-pipeline.ts';

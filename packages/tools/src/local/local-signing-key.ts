@@ -5,7 +5,7 @@ import {
   type SigningKeyRing,
   StaticSigningKeys,
   writeEnvelope,
-} from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { TrafficPhase } from './traffic.ts';
 
 /**

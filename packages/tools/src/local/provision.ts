@@ -5,7 +5,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { type AwsConfig, createDynamoDb, createSqs, emulatorConfig } from '../../../runtime/src/aws/index.ts';
+import { type AwsConfig, createDynamoDb, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
@@ -17,7 +17,7 @@ import {
   type TableDefinition,
   type TableKey,
   tableName,
-} from '../../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   foundQueue,
   foundTableShape,

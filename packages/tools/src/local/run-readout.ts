@@ -8,7 +8,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { scanTable } from '../../../runtime/src/aws/index.ts';
+import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
 import type { LocalResources } from './provision.ts';
 
 /** A message read from a queue, with its message attributes as plain strings. */

@@ -1,4 +1,4 @@
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { CrashAfterCommit } from './incident-scenario.ts';
 import { compactOrderTrace, orderTraceSections, shippingText, type TracedOrder } from './incident-trace.ts';
 import type { LocalRunResult } from './local-pipeline.ts';

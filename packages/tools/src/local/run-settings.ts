@@ -1,4 +1,4 @@
-import type { ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import type { ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 
 /** A local or chaos run asked for something it cannot do; the message says what. */
 export class LocalRunConfigError extends Error {

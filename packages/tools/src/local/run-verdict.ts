@@ -1,5 +1,5 @@
-import { createDynamoDb, createSqs } from '../../../runtime/src/aws/index.ts';
-import type { ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import { createDynamoDb, createSqs } from '@rocketmq-lambda/runtime/aws/index.ts';
+import type { ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import { type ChaosMessage, orderNoOf, UnexpectedFactError } from '../chaos/chaos-plugin.ts';
 import { groupsUnderTest } from '../chaos/groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from '../chaos/invariants.ts';

@@ -1,7 +1,7 @@
 import { DescribeTableCommand, DescribeTimeToLiveCommand, type TableDescription } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { TableDefinition } from '../../../runtime/src/config/index.ts';
+import type { TableDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 
 /**
  * What a stage's tables and queues look like, reduced to what the run depends on: keys, TTL

@@ -1,5 +1,5 @@
-import { type ConsumerGroupDefinition, lifetimesOf } from '../../../runtime/src/config/index.ts';
-import { RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from '../../../runtime/src/rocketmq/index.ts';
+import { type ConsumerGroupDefinition, lifetimesOf } from '@rocketmq-lambda/runtime/config/index.ts';
+import { RetrySchedule, ROCKETMQ_RETRY_DELAYS_SECONDS } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 
 export class InvalidTimeScaleError extends Error {
   override readonly name = 'InvalidTimeScaleError';

@@ -1,4 +1,4 @@
-import type { ConsumerGroupDefinition } from '../../../runtime/src/config/index.ts';
+import type { ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { TrafficMessage } from './traffic.ts';
 
 /**

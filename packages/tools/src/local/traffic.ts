@@ -3,7 +3,7 @@ import {
   type MessageGroupFacts,
   messageGroupFactsOf,
   parseEnvelope,
-} from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 
 /**
  * One message the bridge hands to SQS. `topic` decides which consumer groups get a copy;

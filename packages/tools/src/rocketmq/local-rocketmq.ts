@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NEVER_DEAD_LETTER_RETRY_MAX_TIMES } from '@rocketmq-lambda/bridge/group-retry-policy.ts';
 import { Producer } from 'rocketmq-client-nodejs';
-import { NEVER_DEAD_LETTER_RETRY_MAX_TIMES } from '../../../bridge/src/group-retry-policy.ts';
 import { ensureRocketMQJars, ROCKETMQ_LIB_DIR } from './rocketmq-jars.ts';
 
 /**

@@ -1,6 +1,6 @@
 // Writes docs/envelope.schema.json from the envelope parser's schema (`npm run schema`).
 import { writeFileSync } from 'node:fs';
-import { envelopeJsonSchema } from '../../../runtime/src/rocketmq/index.ts';
+import { envelopeJsonSchema } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 
 export const SCHEMA_PATH = new URL('../../../../docs/envelope.schema.json', import.meta.url);
 export const renderSchema = () => `${JSON.stringify(envelopeJsonSchema(), null, 2)}\n`;

@@ -1,16 +1,16 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { App, cx_api } from 'aws-cdk-lib';
-import { buildApp } from '../../../infra/src/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../../../infra/src/project-function.ts';
+import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
+import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
 import {
   baselineOf,
   differences,
   readSecurityBaseline,
   SECURITY_BASELINE_PATH,
   writeSecurityBaseline,
-} from '../../../infra/src/security-baseline.ts';
+} from '@rocketmq-lambda/infra/security-baseline.ts';
+import { App, cx_api } from 'aws-cdk-lib';
 
 /**
  * `npm run security-baseline:update`: synthesise the app with cdk.json's settings (no bundling:

@@ -1,9 +1,9 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { COUPON_GRANT_PATH } from '@rocketmq-lambda/consumers/coupons/index.ts';
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity } from '@smithy/types';
-import { COUPON_GRANT_PATH } from '../../../consumers/src/coupons/index.ts';
 
 /** What the service does with one request; requests take the scripted behaviours in order, then `grant`. */
 type Behaviour =

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { inject } from 'vitest';
 import {
   ORDER_STATUS,
   consumer as orderStatusConsumer,
-} from '../../../consumers/functions/order-status-consumer/handler.ts';
-import type { Order } from '../../../consumers/src/orders/index.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import { lifetimesOf, recordId } from '../../../runtime/src/config/index.ts';
-import type { ConsumerHandler, RecordReport } from '../../../runtime/src/consumer/index.ts';
-import type { RetrySchedule, SigningKeyRing } from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/consumers/functions/order-status-consumer/handler.ts';
+import type { Order } from '@rocketmq-lambda/consumers/orders/index.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { lifetimesOf, recordId } from '@rocketmq-lambda/runtime/config/index.ts';
+import type { ConsumerHandler, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { RetrySchedule, SigningKeyRing } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import { inject } from 'vitest';
 import { PROCESS_SIGNING_KEY } from '../local/local-signing-key.ts';
 import { provisionLocal } from '../local/provision.ts';
 import { pollOnce } from '../local/sqs-poller.ts';

@@ -1,22 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { inject } from 'vitest';
 import {
   type POINTS,
   POINTS_GROUP,
   consumer as pointsConsumer,
-} from '../../../consumers/functions/points-consumer/handler.ts';
-import type { LedgerEntry } from '../../../consumers/src/points/index.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import type { ConsumerConfig, RecordReport } from '../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import type { LedgerEntry } from '@rocketmq-lambda/consumers/points/index.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import type { ConsumerConfig, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import {
   type EnvelopeFields,
   MsgIdGenerator,
   RetrySchedule,
   writeEnvelope,
-} from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { inject } from 'vitest';
 import { lambdaContext } from '../local/lambda-context.ts';
 import { PROCESS_SIGNING_KEY } from '../local/local-signing-key.ts';
 import { type LocalResources, provisionLocal } from '../local/provision.ts';

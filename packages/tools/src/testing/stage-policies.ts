@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
+import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { expect, it } from 'vitest';
-import { buildApp } from '../../../infra/src/consumers-app.ts';
-import { REPOSITORY_ROOT } from '../../../infra/src/project-function.ts';
 import type { PolicyRequest, PolicyStatement } from './resource-policy.ts';
 
 /**

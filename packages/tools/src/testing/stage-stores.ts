@@ -1,6 +1,6 @@
+import { StageDataKey } from '@rocketmq-lambda/infra/data-key.ts';
+import { ConsumerTables } from '@rocketmq-lambda/infra/tables.ts';
 import type { Stack } from 'aws-cdk-lib';
-import { StageDataKey } from '../../../infra/src/data-key.ts';
-import { ConsumerTables } from '../../../infra/src/tables.ts';
 
 /** The stage's data key and the tables under it, as the consumers' stack gives every group. */
 export function stageStores(stack: Stack): { dataKey: StageDataKey; tables: ConsumerTables } {

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { CONSUMER_GROUPS } from '@rocketmq-lambda/runtime/config/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { CONSUMER_GROUPS } from '../../../runtime/src/config/index.ts';
 import { runChaos } from '../../src/chaos/chaos-run.ts';
 import { loadChaosPlugins } from '../../src/chaos/plugin-discovery.ts';
 import { composeWorkload } from '../../src/chaos/workload.ts';

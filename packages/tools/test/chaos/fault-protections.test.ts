@@ -7,11 +7,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { consumer as couponGroupConsumer } from '@rocketmq-lambda/consumers/functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '@rocketmq-lambda/consumers/functions/order-status-consumer/handler.ts';
+import { consumer as pointsConsumer } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { consumer as couponGroupConsumer } from '../../../consumers/functions/coupon-consumer/handler.ts';
-import { consumer as orderStatusConsumer } from '../../../consumers/functions/order-status-consumer/handler.ts';
-import { consumer as pointsConsumer } from '../../../consumers/functions/points-consumer/handler.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
 import { type ChaosMessage, MALFORMED_ENVELOPE } from '../../src/chaos/chaos-plugin.ts';
 import { type ChaosResult, runChaos } from '../../src/chaos/chaos-run.ts';
 import { type ConsumerFactory, type GroupCrashPlan, NO_SDK_FAULTS } from '../../src/chaos/fault-plan.ts';

@@ -5,18 +5,17 @@
  * so it is wired exactly as the real group is, apart from what it removes.
  */
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import type { MiddlewareStack } from '@smithy/types';
-import { consumer as couponGroupConsumer } from '../../../consumers/functions/coupon-consumer/handler.ts';
-import { consumer as orderStatusConsumer } from '../../../consumers/functions/order-status-consumer/handler.ts';
-import { parseOrderEvent, transitionRequest } from '../../../consumers/src/orders/index.ts';
+import { consumer as couponGroupConsumer } from '@rocketmq-lambda/consumers/functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '@rocketmq-lambda/consumers/functions/order-status-consumer/handler.ts';
+import { parseOrderEvent, transitionRequest } from '@rocketmq-lambda/consumers/orders/index.ts';
 import {
   awardWrites,
   type OrderPaid,
   orderPaidFingerprintFields,
   type PointTables,
   parseOrderPaid,
-} from '../../../consumers/src/points/index.ts';
-import { consumerGroup, recordId, recordIdPrefix } from '../../../runtime/src/config/index.ts';
+} from '@rocketmq-lambda/consumers/points/index.ts';
+import { consumerGroup, recordId, recordIdPrefix } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   type ConsumerMessage,
   type ConsumptionStrategy,
@@ -28,8 +27,9 @@ import {
   type TransactionalResult,
   type TransitionRequest,
   transactionalStrategy,
-} from '../../../runtime/src/consumer/index.ts';
-import { RetrySchedule } from '../../../runtime/src/rocketmq/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { RetrySchedule } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import type { MiddlewareStack } from '@smithy/types';
 import type { ConsumerFactory } from '../../src/chaos/fault-plan.ts';
 import { interceptCommands } from '../../src/instrumentation/command-interceptor.ts';
 

@@ -1,4 +1,4 @@
-import { writeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
+import { writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 
 /**
  * What a real bridge or a careless producer can send to the points consumer, each with the

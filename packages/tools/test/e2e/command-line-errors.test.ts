@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { MsgIdGenerator } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../../../runtime/src/consumer/index.ts';
-import { MsgIdGenerator } from '../../../runtime/src/rocketmq/index.ts';
 import { PROCESS_SIGNING_KEY } from '../../src/local/local-signing-key.ts';
 import { provisionLocal } from '../../src/local/provision.ts';
 import { runCommand } from './spawned-commands.ts';

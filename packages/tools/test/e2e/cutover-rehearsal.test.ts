@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseEnvelope } from '../../../runtime/src/rocketmq/index.ts';
 import { type CommandRun, KeptRun, ROOT, runCommand, unreachable } from './spawned-commands.ts';
 
 const SECTION = '## Rehearse the cutover locally';

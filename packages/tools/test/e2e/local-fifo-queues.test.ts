@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { consumerGroup, FIFO_QUEUE_ATTRIBUTES, lifetimesOf } from '@rocketmq-lambda/runtime/config/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../runtime/src/aws/index.ts';
-import { consumerGroup, FIFO_QUEUE_ATTRIBUTES, lifetimesOf } from '../../../runtime/src/config/index.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
 import { LocalBridge } from '../../src/local/local-bridge.ts';
 import { PROCESS_SIGNING_KEY } from '../../src/local/local-signing-key.ts';
 import { provisionLocal } from '../../src/local/provision.ts';

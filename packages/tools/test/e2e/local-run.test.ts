@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { MsgIdGenerator, writeEnvelope } from '../../../runtime/src/rocketmq/index.ts';
 import { KeptRun, runCommand } from './spawned-commands.ts';
 
 const POINTS = 'point-consumer-group';

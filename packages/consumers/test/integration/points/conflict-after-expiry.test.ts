@@ -1,5 +1,5 @@
+import { orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 
 const DAY_MS = 86_400_000;
 const ORDER = { orderNo: 'SO-EXPIRED-1', userId: '7001', points: 300 };

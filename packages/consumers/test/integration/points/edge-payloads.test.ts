@@ -1,5 +1,5 @@
+import { orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 
 describe.each([
   ['per record', false],

@@ -1,11 +1,11 @@
-import { describe, expect, it } from 'vitest';
 import {
   pointsFixture as basePointsFixture,
   newMsgId,
   orderEnvelope,
   sqsRecord,
-} from '../../../../tools/src/testing/points-fixture.ts';
-import { transactionRendezvous } from '../../../../tools/src/testing/transaction-rendezvous.ts';
+} from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { transactionRendezvous } from '@rocketmq-lambda/tools/testing/transaction-rendezvous.ts';
+import { describe, expect, it } from 'vitest';
 
 const INCIDENT = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 const INCIDENT_MSG_ID = '0A1B2C3D00002A9F0000000000012E45';

@@ -1,10 +1,10 @@
-import { describe, expect, it } from 'vitest';
 import {
   IllegalTransitionError,
   InvalidPayloadError,
   NotYetApplicableError,
   TransientFailureError,
-} from '../../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { describe, expect, it } from 'vitest';
 import { parseOrderEvent } from '../../../src/orders/order-events.ts';
 import {
   explainRejection,

@@ -1,6 +1,6 @@
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
-import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, importLegacyAward, ops, reviewedPlan } from '../operations/operations-fixture.ts';
 import { insertLegacyAwards, mariaDbForFile, migrateImportArgs, reviewedImport } from './migration-fixture.ts';
 

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createDynamoDb, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { interceptCommands } from '@rocketmq-lambda/tools/instrumentation/command-interceptor.ts';
+import { injectFaults } from '@rocketmq-lambda/tools/instrumentation/fault-injection.ts';
+import { startLocalMariaDb } from '@rocketmq-lambda/tools/legacy/local-mariadb.ts';
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { interceptCommands } from '../../../../tools/src/instrumentation/command-interceptor.ts';
-import { injectFaults } from '../../../../tools/src/instrumentation/fault-injection.ts';
-import { startLocalMariaDb } from '../../../../tools/src/legacy/local-mariadb.ts';
-import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, ops, type PointsFixture } from '../operations/operations-fixture.ts';
 import {
   insertLegacyAwards,

@@ -1,8 +1,8 @@
 import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
 import {
   insertLegacyAwards,

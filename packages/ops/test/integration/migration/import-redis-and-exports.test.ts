@@ -3,11 +3,11 @@ import { mkdtemp, readFile, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDynamoDb, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { type LocalRedis, startLocalRedis } from '@rocketmq-lambda/tools/legacy/local-redis.ts';
+import { orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { type LocalRedis, startLocalRedis } from '../../../../tools/src/legacy/local-redis.ts';
-import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, ops } from '../operations/operations-fixture.ts';
 import { OpsProcess, recordsOf, reviewedImport } from './migration-fixture.ts';
 

@@ -1,8 +1,8 @@
+import { type LocalMariaDb, startLocalMariaDb } from '@rocketmq-lambda/tools/legacy/local-mariadb.ts';
+import { type LocalRedis, startLocalRedis } from '@rocketmq-lambda/tools/legacy/local-redis.ts';
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalMariaDb, startLocalMariaDb } from '../../../../tools/src/legacy/local-mariadb.ts';
-import { type LocalRedis, startLocalRedis } from '../../../../tools/src/legacy/local-redis.ts';
-import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { ops } from '../operations/operations-fixture.ts';
 import { loopbackCertificate, type TestCertificate, tlsTerminator } from './legacy-tls-fixture.ts';
 import { insertLegacyAwards, migrateImportArgs, recordsOf } from './migration-fixture.ts';

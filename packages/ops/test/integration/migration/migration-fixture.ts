@@ -4,10 +4,10 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { DedupRecord } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { type LocalMariaDb, startLocalMariaDb } from '@rocketmq-lambda/tools/legacy/local-mariadb.ts';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll } from 'vitest';
-import type { DedupRecord } from '../../../../runtime/src/consumer/index.ts';
-import { type LocalMariaDb, startLocalMariaDb } from '../../../../tools/src/legacy/local-mariadb.ts';
 import { ops, type PointsFixture } from '../operations/operations-fixture.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../../../..');

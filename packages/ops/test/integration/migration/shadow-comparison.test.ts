@@ -1,5 +1,5 @@
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { awardThroughConsumer, importLegacyAward, ops } from '../operations/operations-fixture.ts';
 import { insertLegacyAwards, mariaDbForFile } from './migration-fixture.ts';
 

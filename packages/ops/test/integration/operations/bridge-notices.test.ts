@@ -1,9 +1,9 @@
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DeadLetterQueue, DeadLetterReason } from '@rocketmq-lambda/bridge/dead-letter-queue.ts';
+import { buildEnvelope, noticeBody } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
+import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { DeadLetterQueue, DeadLetterReason } from '../../../../bridge/src/dead-letter-queue.ts';
-import { buildEnvelope, noticeBody } from '../../../../runtime/src/rocketmq/index.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { ops, type PointsFixture } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];

@@ -4,10 +4,10 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { ops, type PointsFixture, terminalAnswering } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];

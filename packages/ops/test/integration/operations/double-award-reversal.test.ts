@@ -1,8 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createDynamoDb, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { createDynamoDb, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { reverseDoubleAwards, runLedgerAudit } from '../../../src/operations/index.ts';
 import {
   awardThroughConsumer,

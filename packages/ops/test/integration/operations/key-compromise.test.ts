@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
+import { createSts, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { signEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { createSts, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { signEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
-import { orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { compromisedDeployment } from './operations-fixture.ts';
 
 const MINUTE = 60_000;

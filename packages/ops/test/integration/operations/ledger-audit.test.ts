@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { auditLedger } from '../../../src/operations/index.ts';
 import { awardThroughConsumer, importLegacyAward, ops, setBalance } from './operations-fixture.ts';
 

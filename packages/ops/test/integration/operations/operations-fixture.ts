@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
 import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { inject } from 'vitest';
-import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../../runtime/src/aws/index.ts';
-import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { type OpsIo, runOps } from '../../../src/command/ops.ts';
 
 export type PointsFixture = Awaited<ReturnType<typeof pointsFixture>>;

@@ -1,12 +1,12 @@
-import { describe, expect, it } from 'vitest';
-import { createCloudWatchLogs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { functionLogGroupName } from '../../../../runtime/src/config/index.ts';
+import { createCloudWatchLogs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { functionLogGroupName } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   FunctionLogShipper,
   lambdaLogStreamName,
   ShippingLogger,
-} from '../../../../tools/src/local/function-log-shipping.ts';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
+} from '@rocketmq-lambda/tools/local/function-log-shipping.ts';
+import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { describe, expect, it } from 'vitest';
 import { ops } from './operations-fixture.ts';
 
 const GROUP = ['--group', 'point-consumer-group'];

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { consumerGroup } from '@rocketmq-lambda/runtime/config/index.ts';
+import { writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
+import { newMsgId, orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { queueDepth } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { createSqs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { consumerGroup } from '../../../../runtime/src/config/index.ts';
-import { writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
-import { provisionLocal } from '../../../../tools/src/local/provision.ts';
-import { newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
-import { queueDepth } from '../../../../tools/src/testing/queue-reading.ts';
 import { runOps } from '../../../src/command/ops.ts';
 
 /** A deployment of one group on the emulator, and the real command line against it. */

@@ -1,10 +1,10 @@
 import { CreateSecretCommand } from '@aws-sdk/client-secrets-manager';
+import { POINTS_GROUP } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { signingKeySecretName } from '@rocketmq-lambda/runtime/config/index.ts';
+import type { SigningKeyRing } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { POINTS_GROUP } from '../../../../consumers/functions/points-consumer/handler.ts';
-import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../../runtime/src/aws/index.ts';
-import { signingKeySecretName } from '../../../../runtime/src/config/index.ts';
-import type { SigningKeyRing } from '../../../../runtime/src/rocketmq/index.ts';
-import { pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 import { sendTestOrder } from '../../../src/command/send-test-order.ts';
 
 describe('npm run send-test-order: the sandbox recipe’s test message', () => {

@@ -1,6 +1,6 @@
+import { orderPaidFingerprintFields, parseOrderPaid } from '@rocketmq-lambda/consumers/points/index.ts';
+import { fingerprintOf } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { describe, expect, it } from 'vitest';
-import { orderPaidFingerprintFields, parseOrderPaid } from '../../../../consumers/src/points/index.ts';
-import { fingerprintOf } from '../../../../runtime/src/consumer/index.ts';
 import { checkLegacyRow } from '../../../src/migration/legacy-award.ts';
 import { ARTICLE_MAPPING, columnMappingOf } from '../../../src/migration/legacy-source.ts';
 import {

@@ -1,6 +1,6 @@
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
+import { writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, it } from 'vitest';
-import { writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
 import { decodeDeadLetter } from '../../../src/operations/dead-letter-inspection.ts';
 import { type RedriveGuard, redriveMessageGroup, redriveRefusal } from '../../../src/operations/dead-letter-redrive.ts';
 

@@ -1,6 +1,6 @@
 import type { MessageAttributeValue } from '@aws-sdk/client-sqs';
+import { signatureRefusal, signEnvelope, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, it } from 'vitest';
-import { signatureRefusal, signEnvelope, writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
 import { decodeDeadLetter } from '../../../src/operations/dead-letter-inspection.ts';
 import { letterSha256, type PlannedResign, proofOf, resignPlanOf } from '../../../src/operations/resign-plan.ts';
 import type { RocketMQMessageLookup } from '../../../src/operations/rocketmq-message-lookup.ts';

@@ -1,16 +1,16 @@
 import middy from '@middy/core';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { describe, expect, it } from 'vitest';
-import { POINTS_GROUP } from '../../../../consumers/functions/points-consumer/handler.ts';
-import { type OrderPaid, parseOrderPaid } from '../../../../consumers/src/points/index.ts';
-import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
+import { POINTS_GROUP } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { type OrderPaid, parseOrderPaid } from '@rocketmq-lambda/consumers/points/index.ts';
+import { lambdaContext } from '@rocketmq-lambda/tools/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import {
   IMMEDIATE_RETRIES,
   orderEnvelope,
   pointsFixture,
   sqsRecord,
-} from '../../../../tools/src/testing/points-fixture.ts';
+} from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { describe, expect, it } from 'vitest';
 import { recordIdPrefix } from '../../../src/config/index.ts';
 import {
   type ConsumerInternal,

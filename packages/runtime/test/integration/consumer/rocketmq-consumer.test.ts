@@ -1,9 +1,9 @@
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { POINTS_GROUP } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { awardWrites, balanceIncrement } from '@rocketmq-lambda/consumers/points/index.ts';
+import { orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { POINTS_GROUP } from '../../../../consumers/functions/points-consumer/handler.ts';
-import { awardWrites, balanceIncrement } from '../../../../consumers/src/points/index.ts';
-import { orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { recordIdPrefix } from '../../../src/config/index.ts';
 import {
   type ConsumptionStrategy,

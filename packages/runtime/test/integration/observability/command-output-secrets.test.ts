@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { FakeDingTalkRobot } from '@rocketmq-lambda/tools/testing/fake-dingtalk-robot.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeDingTalkRobot } from '../../../../tools/src/testing/fake-dingtalk-robot.ts';
 
 const ROOT = fileURLToPath(new URL('../../../../../', import.meta.url));
 

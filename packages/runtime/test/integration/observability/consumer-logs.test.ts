@@ -1,5 +1,5 @@
+import { newMsgId, orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { newMsgId, orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 
 /** Reads the JSON lines the consumer's Powertools logger writes (dev mode writes through the global console). */
 function captureLogs() {

@@ -6,8 +6,8 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
+import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/index.ts';
 import { SpanAttribute, traceparentOf } from '../../../src/tracing/index.ts';
 import { injectFault } from '../retries/sdk-faults.ts';

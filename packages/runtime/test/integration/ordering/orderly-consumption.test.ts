@@ -1,8 +1,8 @@
 import { ChangeMessageVisibilityCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { redriveDeadLetters } from '@rocketmq-lambda/ops/operations/index.ts';
+import { orderlyFixture } from '@rocketmq-lambda/tools/testing/orderly-fixture.ts';
+import { newMsgId, orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { redriveDeadLetters } from '../../../../ops/src/operations/index.ts';
-import { orderlyFixture } from '../../../../tools/src/testing/orderly-fixture.ts';
-import { newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { orderlySchedule } from '../../../src/config/index.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 

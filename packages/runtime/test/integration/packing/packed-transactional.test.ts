@@ -1,11 +1,11 @@
 import { ProvisionedThroughputExceededException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { awardEntryId } from '@rocketmq-lambda/consumers/points/index.ts';
+import { interceptCommands } from '@rocketmq-lambda/tools/instrumentation/command-interceptor.ts';
+import { type RoundTrip, RoundTripCounter } from '@rocketmq-lambda/tools/instrumentation/round-trip-counter.ts';
+import { orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import type { MiddlewareStack } from '@smithy/types';
 import { describe, expect, it } from 'vitest';
-import { awardEntryId } from '../../../../consumers/src/points/index.ts';
-import { interceptCommands } from '../../../../tools/src/instrumentation/command-interceptor.ts';
-import { type RoundTrip, RoundTripCounter } from '../../../../tools/src/instrumentation/round-trip-counter.ts';
-import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
 
 /** A packed points consumer on fresh resources, with every DynamoDB request it sends recorded. */
 async function packedConsumer() {

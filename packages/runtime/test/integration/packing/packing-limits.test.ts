@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { awardWrites } from '@rocketmq-lambda/consumers/points/index.ts';
+import { type RoundTrip, RoundTripCounter } from '@rocketmq-lambda/tools/instrumentation/round-trip-counter.ts';
+import { itemBytes } from '@rocketmq-lambda/tools/instrumentation/write-units.ts';
+import { provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
+import { orderEnvelope, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { awardWrites } from '../../../../consumers/src/points/index.ts';
-import { type RoundTrip, RoundTripCounter } from '../../../../tools/src/instrumentation/round-trip-counter.ts';
-import { itemBytes } from '../../../../tools/src/instrumentation/write-units.ts';
-import { provisionLocal } from '../../../../tools/src/local/provision.ts';
-import { orderEnvelope, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { createDynamoDb, emulatorConfig } from '../../../src/aws/index.ts';
 import {
   type ConsumerMessage,

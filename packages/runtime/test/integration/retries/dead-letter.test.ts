@@ -1,7 +1,7 @@
 import { SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { pollOnce } from '@rocketmq-lambda/tools/local/sqs-poller.ts';
+import { newMsgId, orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../../tools/src/local/sqs-poller.ts';
-import { newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { orderStatusFixture } from '../strategies/consumer-fixtures.ts';
 
 const ORDER_NO = 'SO202007051422310088';

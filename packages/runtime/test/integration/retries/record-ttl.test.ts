@@ -1,8 +1,8 @@
+import { COUPONS, consumer as couponConsumer } from '@rocketmq-lambda/consumers/functions/coupon-consumer/handler.ts';
+import { consumer as orderStatusConsumer } from '@rocketmq-lambda/consumers/functions/order-status-consumer/handler.ts';
+import { consumer as pointsConsumer } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { COUPONS, consumer as couponConsumer } from '../../../../consumers/functions/coupon-consumer/handler.ts';
-import { consumer as orderStatusConsumer } from '../../../../consumers/functions/order-status-consumer/handler.ts';
-import { consumer as pointsConsumer } from '../../../../consumers/functions/points-consumer/handler.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
 import { emulatorConfig } from '../../../src/aws/index.ts';
 import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
 import { RetrySchedule } from '../../../src/rocketmq/index.ts';

@@ -1,5 +1,5 @@
+import { orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { orderEnvelope, pointsFixture, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
 import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/index.ts';
 import { awsError, injectFault } from './sdk-faults.ts';
 

@@ -1,7 +1,7 @@
 import { ReceiveMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { pollOnce } from '@rocketmq-lambda/tools/local/sqs-poller.ts';
+import { orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../../tools/src/local/sqs-poller.ts';
-import { orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { RetrySchedule } from '../../../src/rocketmq/index.ts';
 import { orderStatusFixture } from '../strategies/consumer-fixtures.ts';
 import { recordCommands } from './sdk-faults.ts';

@@ -1,6 +1,6 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { pointsFixture as basePointsFixture, orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { pointsFixture as basePointsFixture, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { awsError, injectFault } from './sdk-faults.ts';
 
 const ORDER = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };

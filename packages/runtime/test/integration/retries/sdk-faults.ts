@@ -1,6 +1,6 @@
+import { interceptCommands } from '@rocketmq-lambda/tools/instrumentation/command-interceptor.ts';
+import { type FaultKind, injectFaults } from '@rocketmq-lambda/tools/instrumentation/fault-injection.ts';
 import type { MiddlewareStack } from '@smithy/types';
-import { interceptCommands } from '../../../../tools/src/instrumentation/command-interceptor.ts';
-import { type FaultKind, injectFaults } from '../../../../tools/src/instrumentation/fault-injection.ts';
 
 /** Any AWS SDK v3 client (the DynamoDB document client shares its base client's stack). */
 type AnyClient<I extends object = object, O extends object = object> = { middlewareStack: MiddlewareStack<I, O> };

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { lambdaContext } from '@rocketmq-lambda/tools/local/lambda-context.ts';
+import { loadRegistration } from '@rocketmq-lambda/tools/local/local-consumers.ts';
+import { provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
+import { inMessageGroup, orderEnvelope, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { readAllMessages } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
-import { loadRegistration } from '../../../../tools/src/local/local-consumers.ts';
-import { provisionLocal } from '../../../../tools/src/local/provision.ts';
-import { inMessageGroup, orderEnvelope, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
-import { readAllMessages } from '../../../../tools/src/testing/queue-reading.ts';
 import { createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { CONSUMER_GROUPS } from '../../../src/config/index.ts';
 import type { RecordReport } from '../../../src/consumer/index.ts';

@@ -1,16 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
-import { describe, expect, inject, it } from 'vitest';
-import { consumer, POINTS } from '../../../../consumers/functions/points-consumer/handler.ts';
-import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
-import { loadRegistration } from '../../../../tools/src/local/local-consumers.ts';
-import { provisionLocal } from '../../../../tools/src/local/provision.ts';
+import { consumer, POINTS } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { lambdaContext } from '@rocketmq-lambda/tools/local/lambda-context.ts';
+import { loadRegistration } from '@rocketmq-lambda/tools/local/local-consumers.ts';
+import { provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
 import {
   orderEnvelope,
   pointsFixture,
   sqsRecord,
   unsignedOrderEnvelope,
-} from '../../../../tools/src/testing/points-fixture.ts';
+} from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { describe, expect, inject, it } from 'vitest';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../src/aws/index.ts';
 import {
   CONSUMER_ENV,

@@ -7,11 +7,11 @@ import {
   UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { revokeSigningKey, signingKeyVersions } from '@rocketmq-lambda/ops/operations/index.ts';
+import { ops } from '@rocketmq-lambda/ops/test/integration/operations/operations-fixture.ts';
+import { orderEnvelope, pointsFixture } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { queueDepth } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { revokeSigningKey, signingKeyVersions } from '../../../../ops/src/operations/index.ts';
-import { ops } from '../../../../ops/test/integration/operations/operations-fixture.ts';
-import { orderEnvelope, pointsFixture } from '../../../../tools/src/testing/points-fixture.ts';
-import { queueDepth } from '../../../../tools/src/testing/queue-reading.ts';
 import { createSecretsManager, emulatorConfig, SecretSigningKeys } from '../../../src/aws/index.ts';
 import { lifetimesOf } from '../../../src/config/index.ts';
 import { signEnvelope } from '../../../src/rocketmq/index.ts';

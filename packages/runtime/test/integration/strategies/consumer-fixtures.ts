@@ -1,27 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { SQSEvent, SQSRecord } from 'aws-lambda';
-import { inject, onTestFinished } from 'vitest';
 import {
   COUPON_GROUP,
   type COUPONS,
   consumer as couponConsumer,
-} from '../../../../consumers/functions/coupon-consumer/handler.ts';
+} from '@rocketmq-lambda/consumers/functions/coupon-consumer/handler.ts';
 import {
   type ORDER_STATUS,
   ORDER_STATUS_GROUP,
   consumer as orderStatusConsumer,
-} from '../../../../consumers/functions/order-status-consumer/handler.ts';
-import type { Order } from '../../../../consumers/src/orders/index.ts';
-import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
-import { type LocalResources, provisionLocal } from '../../../../tools/src/local/provision.ts';
-import { pollOnce } from '../../../../tools/src/local/sqs-poller.ts';
-import { trafficMessage } from '../../../../tools/src/local/traffic.ts';
-import { type ServiceAccess, startFakeCouponService } from '../../../../tools/src/testing/fake-coupon-service.ts';
-import { IMMEDIATE_RETRIES, inMessageGroup, sqsRecord } from '../../../../tools/src/testing/points-fixture.ts';
-import { queueDepth, readAllMessages } from '../../../../tools/src/testing/queue-reading.ts';
+} from '@rocketmq-lambda/consumers/functions/order-status-consumer/handler.ts';
+import type { Order } from '@rocketmq-lambda/consumers/orders/index.ts';
+import { lambdaContext } from '@rocketmq-lambda/tools/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
+import { type LocalResources, provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
+import { pollOnce } from '@rocketmq-lambda/tools/local/sqs-poller.ts';
+import { trafficMessage } from '@rocketmq-lambda/tools/local/traffic.ts';
+import { type ServiceAccess, startFakeCouponService } from '@rocketmq-lambda/tools/testing/fake-coupon-service.ts';
+import { IMMEDIATE_RETRIES, inMessageGroup, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { queueDepth, readAllMessages } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { inject, onTestFinished } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { consumerGroup, recordId, type ServiceAuth } from '../../../src/config/index.ts';
 import type { ConsumerConfig, ConsumerHandler, DedupRecord, RecordReport } from '../../../src/consumer/index.ts';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { ANSWER_EXCERPT_CHARS, MAX_ANSWER_BYTES } from '@rocketmq-lambda/consumers/coupons/index.ts';
+import { orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { ANSWER_EXCERPT_CHARS, MAX_ANSWER_BYTES } from '../../../../consumers/src/coupons/index.ts';
-import { orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { createSecretsManager, emulatorConfig } from '../../../src/aws/index.ts';
 import { couponFixture } from './consumer-fixtures.ts';
 

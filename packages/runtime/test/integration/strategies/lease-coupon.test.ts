@@ -1,5 +1,5 @@
+import { newMsgId, orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 import { couponFixture } from './consumer-fixtures.ts';
 

@@ -1,6 +1,6 @@
+import { pollOnce } from '@rocketmq-lambda/tools/local/sqs-poller.ts';
+import { inMessageGroup, newMsgId, orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { pollOnce } from '../../../../tools/src/local/sqs-poller.ts';
-import { inMessageGroup, newMsgId, orderEnvelope } from '../../../../tools/src/testing/points-fixture.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 import { orderStatusFixture } from './consumer-fixtures.ts';
 

@@ -1,20 +1,20 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, it, vi } from 'vitest';
 import {
   chaosPluginPath,
   loadChaosPlugins,
   MissingChaosPluginError,
-} from '../../../../tools/src/chaos/plugin-discovery.ts';
+} from '@rocketmq-lambda/tools/chaos/plugin-discovery.ts';
 import {
   declaredTables,
   HandlerModuleError,
   type LocalConsumerDeps,
   loadRegistration,
-} from '../../../../tools/src/local/local-consumers.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
-import { REFUNDS } from '../../../../tools/src/testing/example-group/handler.ts';
+} from '@rocketmq-lambda/tools/local/local-consumers.ts';
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
+import { REFUNDS } from '@rocketmq-lambda/tools/testing/example-group/handler.ts';
+import { describe, expect, it, vi } from 'vitest';
 import { CONSUMER_ENV } from '../../../src/config/consumer-environment.ts';
 import {
   assertCatalogueEntry,
@@ -154,7 +154,7 @@ describe('the local run hands a consumer only the tables its entry declares, as 
 
   it('the consumer the registration builds is configured with those alone', async () => {
     const registration = await loadRegistration(REFUNDS);
-    const { consumer } = await import('../../../../tools/src/testing/example-group/handler.ts');
+    const { consumer } = await import('@rocketmq-lambda/tools/testing/example-group/handler.ts');
     const create = vi.spyOn(consumer, 'create');
     const deps: LocalConsumerDeps = {
       aws: { region: 'us-east-1' },

@@ -1,9 +1,9 @@
-import { describe, expect, it } from 'vitest';
 import {
   ORDER_STATUS,
   consumer as orderStatusConsumer,
-} from '../../../../consumers/functions/order-status-consumer/handler.ts';
-import { POINTS, consumer as pointsConsumer } from '../../../../consumers/functions/points-consumer/handler.ts';
+} from '@rocketmq-lambda/consumers/functions/order-status-consumer/handler.ts';
+import { POINTS, consumer as pointsConsumer } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
+import { describe, expect, it } from 'vitest';
 import { lifetimeEnvironment } from '../../../src/config/consumer-environment.ts';
 import {
   DEFAULT_RECORD_TTL_SECONDS,

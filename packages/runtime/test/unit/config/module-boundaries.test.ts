@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
@@ -13,10 +14,12 @@ const tsFilesUnder = (dir: string): string[] =>
     .filter((e) => e.isFile() && e.name.endsWith('.ts'))
     .map((e) => join(e.parentPath, e.name));
 /** Where a relative import lands, as a path from the repository root (`packages/runtime/src/…`, `packages/tools/src/…`). */
-const landing = (file: string, spec: string) => relative(ROOT, resolve(dirname(file), spec));
+const landing = (file: string, spec: string) =>
+  relative(ROOT, spec.startsWith('.') ? resolve(dirname(file), spec) : createRequire(file).resolve(spec));
+/** Imports of the tree's own files: relative ones, and another wing's by its package name (through its exports). */
 const relativeImportsOf = (file: string) =>
   importsOf(file)
-    .filter((s) => s.startsWith('.'))
+    .filter((s) => s.startsWith('.') || s.startsWith('@rocketmq-lambda/'))
     .map((s) => landing(file, s));
 
 /**

@@ -1,5 +1,5 @@
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import { describe, expect, it } from 'vitest';
-import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
 import { ConsumerEngine } from '../../../src/consumer/consumer-engine.ts';
 import { FailureRouter } from '../../../src/consumer/failures/failure-router.ts';
 import { InvalidConsumerConfigError, TransientFailureError } from '../../../src/consumer/index.ts';

@@ -1,8 +1,8 @@
 import middy, { type MiddlewareObj } from '@middy/core';
+import { lambdaContext } from '@rocketmq-lambda/tools/local/lambda-context.ts';
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
+import { sqsRecord } from '@rocketmq-lambda/tools/local/sqs-record.ts';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
-import { PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
-import { sqsRecord } from '../../../../tools/src/local/sqs-record.ts';
 import { InvalidPayloadError } from '../../../src/consumer/failures/errors.ts';
 import { FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/failures/failure-router.ts';
 import type { ConsumptionStrategy } from '../../../src/consumer/idempotency/strategy.ts';

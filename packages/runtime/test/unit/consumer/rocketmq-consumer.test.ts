@@ -1,8 +1,8 @@
 import type { MiddlewareObj } from '@middy/core';
+import { lambdaContext } from '@rocketmq-lambda/tools/local/lambda-context.ts';
+import { LocalSigningKey, PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { lambdaContext } from '../../../../tools/src/local/lambda-context.ts';
-import { LocalSigningKey, PROCESS_SIGNING_KEY } from '../../../../tools/src/local/local-signing-key.ts';
 import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../src/consumer/failures/failure-router.ts';
 import {
   type ConsumerInternal,

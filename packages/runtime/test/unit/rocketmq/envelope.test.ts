@@ -359,7 +359,7 @@ describe('envelope limits', () => {
 describe('docs/envelope.schema.json', () => {
   it('is the schema the parser enforces (regenerate with `npm run schema`)', async () => {
     const { readFileSync } = await import('node:fs');
-    const { renderSchema, SCHEMA_PATH } = await import('../../../../tools/src/schema/envelope-schema.ts');
+    const { renderSchema, SCHEMA_PATH } = await import('@rocketmq-lambda/tools/schema/envelope-schema.ts');
     expect(readFileSync(SCHEMA_PATH, 'utf8')).toBe(renderSchema());
   });
 });

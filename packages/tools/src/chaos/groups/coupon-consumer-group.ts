@@ -10,9 +10,9 @@
  * - conflicting payments (another user) are dead-lettered as PAYLOAD_CONFLICT, invalid
  *   bodies as INVALID_PAYLOAD.
  */
-import { scanTable } from '../../../../runtime/src/aws/index.ts';
-import { recordId } from '../../../../runtime/src/config/index.ts';
-import { type DedupRecord, RecordStatus } from '../../../../runtime/src/consumer/index.ts';
+import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { recordId } from '@rocketmq-lambda/runtime/config/index.ts';
+import { type DedupRecord, RecordStatus } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

@@ -29,9 +29,9 @@
  * follows: the middleware must hold the FINISHED back (HELD_BACK) until its PAID is applied.
  */
 
-import { ORDER_TRANSITIONS, type Order, OrderStatus } from '../../../../consumers/src/orders/index.ts';
-import { scanTable } from '../../../../runtime/src/aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '../../../../runtime/src/consumer/index.ts';
+import { ORDER_TRANSITIONS, type Order, OrderStatus } from '@rocketmq-lambda/consumers/orders/index.ts';
+import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import type { Delivery } from '../../local/delivery-account.ts';
 import { seedOrders } from '../../local/order-seeding.ts';
 import { seededRandom } from '../../local/seeded-random.ts';

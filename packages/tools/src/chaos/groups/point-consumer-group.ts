@@ -11,8 +11,8 @@
  * - conflicting payments are dead-lettered as PAYLOAD_CONFLICT, invalid bodies as INVALID_PAYLOAD.
  */
 
-import { LedgerEntryKind } from '../../../../consumers/src/points/index.ts';
-import { scanTable } from '../../../../runtime/src/aws/index.ts';
+import { LedgerEntryKind } from '@rocketmq-lambda/consumers/points/index.ts';
+import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { seededRandom, shuffle } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

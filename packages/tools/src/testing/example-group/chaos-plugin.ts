@@ -10,7 +10,7 @@
  * - a refund of an order that was never finished is dead-lettered as ILLEGAL_TRANSITION and
  *   leaves no row behind; invalid bodies are dead-lettered as INVALID_PAYLOAD.
  */
-import { scanTable } from '../../../../runtime/src/aws/index.ts';
+import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
 import {
   type ChaosMessage,
   type ChaosPlugin,

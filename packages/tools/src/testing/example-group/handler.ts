@@ -6,14 +6,15 @@
  *
  * REFUND_TOPIC `REFUNDED` → the order's status moves FINISHED → REFUNDED, by conditional update.
  */
-import { z } from 'zod';
-import type { ConsumerGroupDefinition } from '../../../../runtime/src/config/index.ts';
+
+import type { ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   defineConsumer,
   IllegalTransitionError,
   identifier,
   parseJsonPayload,
-} from '../../../../runtime/src/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { z } from 'zod';
 
 export const REFUNDS = {
   group: 'refund-consumer-group',

@@ -27,8 +27,8 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
+import { createDynamoDb, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
 import { type Emulator, EmulatorUnavailableError, startEmulator } from '../../../src/emulator/emulator.ts';
 
 type Item = Record<string, AttributeValue>;

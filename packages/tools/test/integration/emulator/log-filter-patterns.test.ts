@@ -6,9 +6,9 @@ import {
   FilterLogEventsCommand,
   PutLogEventsCommand,
 } from '@aws-sdk/client-cloudwatch-logs';
+import { logFilterPattern } from '@rocketmq-lambda/ops/operations/index.ts';
+import { createCloudWatchLogs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { logFilterPattern } from '../../../../ops/src/operations/index.ts';
-import { createCloudWatchLogs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
 
 const LINES = [
   { key: 'SO-1', msgId: 'AA01', outcome: 'processed', attempt: 1 },

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { runOps } from '@rocketmq-lambda/ops/command/ops.ts';
+import { createDynamoDb, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '@rocketmq-lambda/runtime/config/index.ts';
+import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { runOps } from '../../../../ops/src/command/ops.ts';
-import { createDynamoDb, createSqs, emulatorConfig } from '../../../../runtime/src/aws/index.ts';
-import { CONSUMER_GROUPS, deadLetterQueueName, queueName } from '../../../../runtime/src/config/index.ts';
-import { MsgIdGenerator, writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
 import { runChaos } from '../../../src/chaos/chaos-run.ts';
 import type { ConsumerFactory } from '../../../src/chaos/fault-plan.ts';
 import { interceptCommands } from '../../../src/instrumentation/command-interceptor.ts';

@@ -1,5 +1,5 @@
+import { parseEnvelope, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { describe, expect, it } from 'vitest';
-import { parseEnvelope, writeEnvelope } from '../../../../runtime/src/rocketmq/index.ts';
 import { withCaptureTimes } from '../../../src/local/capture-times.ts';
 import { type TrafficPhase, trafficMessage } from '../../../src/local/traffic.ts';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { type RoundTrip, RoundTripCounter } from '@rocketmq-lambda/tools/instrumentation/round-trip-counter.ts';
+import { provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
+import { orderEnvelope, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { type RoundTrip, RoundTripCounter } from '../../../../../tools/src/instrumentation/round-trip-counter.ts';
-import { provisionLocal } from '../../../../../tools/src/local/provision.ts';
-import { orderEnvelope, sqsRecord } from '../../../../../tools/src/testing/points-fixture.ts';
 import { createDynamoDb, emulatorConfig } from '../../../../src/aws/index.ts';
 import {
   type ConsumerMessage,

@@ -1,6 +1,6 @@
+import { sqsRecord } from '@rocketmq-lambda/tools/local/sqs-record.ts';
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { sqsRecord } from '../../../../../tools/src/local/sqs-record.ts';
 import {
   InvalidPayloadError,
   LeaseHeldError,

@@ -1,5 +1,5 @@
+import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import type { SQSRecord } from 'aws-lambda';
-import { PROCESS_SIGNING_KEY } from '../../../../../tools/src/local/local-signing-key.ts';
 import { FailureRouter } from '../../../../src/consumer/failures/failure-router.ts';
 import type { ConsumptionStrategy } from '../../../../src/consumer/idempotency/strategy.ts';
 import type { Business, Settlement } from '../../../../src/consumer/settlement.ts';
