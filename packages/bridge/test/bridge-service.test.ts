@@ -1,4 +1,4 @@
-import { RocketMQBridgeService } from '@rocketmq-lambda/infra/bridge/bridge-service.ts';
+import { RocketMQBridgeService } from '@rocketmq-lambda/infra/index.ts';
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';

@@ -1,7 +1,7 @@
 /**
  * The DingTalk alarm notifier: SNS alarm events to robot messages, under the robot's rate limit, with
  * its backlog shared by concurrent invocations.
- * Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 export { AlarmNotifier, DEFAULT_TIME_ZONE, notifierFromSettings, notifierSettingsFromEnv } from './alarm-notifier.ts';
 export type { DispatchPolicy } from './alarm-storm.ts';

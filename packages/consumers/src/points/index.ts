@@ -1,6 +1,6 @@
 /**
  * The points business: the ledger entries and balances an award writes, and the order-paid event.
- * Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 export {
   awardEntry,

@@ -1,7 +1,7 @@
 /**
  * The move of a consumer group from its legacy consumer: the import of the legacy dedup state (and,
  * with the ledger moved, its awards) from MySQL/MariaDB, Redis or exports, and the audit across both
- * systems. Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * systems. Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 export {
   asLedgerFindings,

@@ -1,7 +1,7 @@
 /**
  * What the `ops` command does: the ledger audit, the reversal of double awards, dead-letter inspection
  * and redrive, and how their results are shown.
- * Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 export {
   type AuditAppendix,

@@ -1,7 +1,7 @@
 /**
  * AWS as production uses it: client construction, outside-service credentials, the envelope signing key
  * in Secrets Manager, SQS-safe text, table scans.
- * Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 export {
   type AwsConfig,

@@ -2,7 +2,7 @@
  * The one source of truth the CDK app, the functions, the local run and the tools share: the catalogue of
  * tables, queues and consumer groups, the delivery lifetimes derived from it, the environment a function is
  * deployed with, and the names metrics and alarms use. No AWS SDK here: synth loads none of it.
- * Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 export { ALARM_STORM_TABLE } from './alarm-storm-table.ts';
 export { CONSUMER_ENV, lifetimeEnvironment, queueLifetimesFromEnvironment } from './consumer-environment.ts';

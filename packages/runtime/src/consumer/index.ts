@@ -1,7 +1,7 @@
 /**
  * The consumer runtime: what a team uses to run a RocketMQ consumer group on Lambda with
  * exactly-once effects. Import from here, never from the modules behind it (a test in
- * packages/runtime/test/unit/config/module-boundaries.test.ts holds every other folder to that).
+ * packages/tools/test/unit/house-rules/wing-boundaries.test.ts holds every other folder to that).
  *
  *   export const consumer = defineConsumer(entry, { parsePayload, keyOf, business });   // the entry names the strategy
  *   export const handler = consumer.handler;

@@ -1,7 +1,7 @@
 /**
  * RocketMQ's side of every consumer and of the bridge: the envelope (its parser, writer and signature,
  * what a group admits), tag expressions, message groups and the retry schedule. Knows nothing of AWS.
- * Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 
 export {

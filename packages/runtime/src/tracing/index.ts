@@ -3,7 +3,7 @@
  * (4.x user properties, 5.x trace-context system property) or the envelope, validated strictly,
  * and continued by the bridge's forward span and the consumer's record span, through the
  * vendor-neutral OpenTelemetry API. Without a tracer provider registered every span is a no-op.
- * Other folders import this package through this file only (packages/runtime/test/unit/config/module-boundaries.test.ts).
+ * Other folders import this package through this file only (packages/tools/test/unit/house-rules/wing-boundaries.test.ts).
  */
 
 export { awsTraceHeaderOf } from './aws-trace-header.ts';

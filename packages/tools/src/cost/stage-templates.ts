@@ -1,8 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
-import { buildSandboxApp, SANDBOX_CONTEXT_KEY } from '@rocketmq-lambda/infra/sandbox-app.ts';
+import { buildApp, buildSandboxApp, REPOSITORY_ROOT, SANDBOX_CONTEXT_KEY } from '@rocketmq-lambda/infra/index.ts';
 import { App } from 'aws-cdk-lib';
 import { Template as Assertions } from 'aws-cdk-lib/assertions';
 import type { Template } from './stage-cost.ts';

@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
+import { buildApp, REPOSITORY_ROOT } from '@rocketmq-lambda/infra/index.ts';
 import { App, cx_api, cloud_assembly_schema as schema } from 'aws-cdk-lib';
 
 /**

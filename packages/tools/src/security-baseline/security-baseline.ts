@@ -1,15 +1,15 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
 import {
   baselineOf,
+  buildApp,
   differences,
+  REPOSITORY_ROOT,
   readSecurityBaseline,
   SECURITY_BASELINE_PATH,
   writeSecurityBaseline,
-} from '@rocketmq-lambda/infra/security-baseline.ts';
+} from '@rocketmq-lambda/infra/index.ts';
 import { App, cx_api } from 'aws-cdk-lib';
 
 /**

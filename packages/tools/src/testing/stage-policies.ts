@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { buildApp } from '@rocketmq-lambda/infra/consumers-app.ts';
-import { REPOSITORY_ROOT } from '@rocketmq-lambda/infra/project-function.ts';
+import { buildApp, REPOSITORY_ROOT } from '@rocketmq-lambda/infra/index.ts';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { expect, it } from 'vitest';

@@ -1,5 +1,4 @@
-import { StageDataKey } from '@rocketmq-lambda/infra/data-key.ts';
-import { ConsumerTables } from '@rocketmq-lambda/infra/tables.ts';
+import { ConsumerTables, StageDataKey } from '@rocketmq-lambda/infra/index.ts';
 import type { Stack } from 'aws-cdk-lib';
 
 /** The stage's data key and the tables under it, as the consumers' stack gives every group. */
