@@ -436,6 +436,30 @@ describe('the SCP and the bootstrap trust in docs/security.md', () => {
     expect(denied(as(roles.admin, 'iam:PassRole', iamRole(PIPELINE_ACCOUNT, 'another-app-role')))).toBe(false);
   });
 
+  it('the production SCP for the bus leaves its permissions and its archive to CloudFormation alone', () => {
+    // The bus's own policy cannot deny PutPermission or RemovePermission (docs/security.md, item 6): this SCP does.
+    const sid = '"Sid": "OnlyCloudFormationChangesTheBus"';
+    const opening = doc.lastIndexOf('```json', doc.indexOf(sid));
+    const body = doc.slice(opening + '```json'.length, doc.indexOf('```', doc.indexOf(sid)));
+    const scp: PolicyStatement[] = [{ ...JSON.parse(body), Principal: '*' }];
+    const account = STAGE_ACCOUNTS[1]!;
+    const bus = `arn:aws:events:${REGION}:${account}:event-bus/rmq-prod-rocketmq`;
+    const denied = (principal: string, action: string) => denyingStatements(scp, as(principal, action, bus)).length > 0;
+    const changes = ['PutPermission', 'RemovePermission', 'DeleteEventBus', 'UpdateEventBus', 'DeleteArchive'];
+    for (const action of changes.map((a) => `events:${a}`)) {
+      expect(denied(iamRole(account, 'AWSReservedSSO_AdministratorAccess_0123456789abcdef'), action), action).toBe(
+        true,
+      );
+      expect(denied(iamRole(account, 'rmq-prod-bridge-task'), action), action).toBe(true);
+      expect(denied(bootstrapRole('cfn-exec', account), action), `${action} by CloudFormation`).toBe(false);
+    }
+    // Publishing and reading rules stay with IAM and the bus policy.
+    expect(denied(iamRole(account, 'rmq-prod-bridge-task'), 'events:PutEvents')).toBe(false);
+    expect(
+      denied(iamRole(account, 'AWSReservedSSO_AdministratorAccess_0123456789abcdef'), 'events:DescribeEventBus'),
+    ).toBe(false);
+  });
+
   it('the stage accounts’ bootstrap roles trust only the pipeline’s roles that need them', () => {
     const trust = block("#### Trust of the stage accounts' bootstrap roles") as Record<string, PolicyStatement[]>;
     const roles = pipelineRoles();
