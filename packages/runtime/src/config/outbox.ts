@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 
 /**
- * The outbox's names every side reads: the publishing consumer that writes an outgoing message in its
- * effect's transaction, the relay that sends it, the bridge's reverse route that produces it to RocketMQ,
- * and the consumers downstream that deduplicate it (docs/outbox.md).
+ * The transactional outbox's shared names, fixed before the outbox itself is built (its publishing
+ * consumer, relay and reverse route are not yet in this repository): whoever writes, relays or
+ * deduplicates an outgoing message derives its event id here, so no side can derive another.
  */
 
 /**
