@@ -265,6 +265,14 @@ describe("each wing imports another only through its door, its package.json's ex
     expect(offenders).toEqual([]);
   });
 
+  // A wing's `internal.ts` door opens on its parts, for the benches and the tests of other wings that
+  // drive them one by one; what is deployed takes a wing through its index.
+  it("production code takes another wing's internal.ts door never", () => {
+    const offenders = landed(importsFrom(PRODUCTION_FILES))
+      .filter((i) => wingOf(i.landing) !== wingOf(i.from) && /^packages\/[\w-]+\/src\/internal\.ts$/.test(i.landing))
+      .map((i) => `${describeImport(i)} → ${i.landing}`);
+    expect(offenders).toEqual([]);
+  });
 });
 
 /** A wing's doors, for a message: `@rocketmq-lambda/<wing>/<key>` each. */
@@ -306,6 +314,15 @@ describe('no import cycles', () => {
     expect(cyclesIn(importGraph(LIBRARY_FILES, libraryPackageOf))).toEqual([]);
   });
 
+  // Type-only imports count: a circle of types is still a circle a reader walks around; a word two modules
+  // share belongs in a module of its own below both (the bridge's types.ts).
+  it("no two modules of a wing's production code import each other, directly or through others", () => {
+    const graph = new Map<string, Set<string>>();
+    for (const i of landed(importsFrom(PRODUCTION_FILES)))
+      if (wingOf(i.landing) === wingOf(i.from) && isProduction(i.landing))
+        graph.set(i.from, (graph.get(i.from) ?? new Set()).add(i.landing));
+    expect(cyclesIn(graph)).toEqual([]);
+  });
 });
 
 describe("the CDK app reads names and constants from the runtime's config and rocketmq, not from runtime modules", () => {
