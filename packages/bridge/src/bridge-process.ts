@@ -11,9 +11,9 @@ import { Bridge } from './bridge.ts';
 import { loadBridgeConfig } from './bridge-config.ts';
 import { bridgeTracingOf } from './bridge-tracing.ts';
 import { HealthServer } from './health-server.ts';
-import type { BeforeAckHook } from './route-forwarder.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS } from './sqs-target.ts';
 import { startTraceExport } from './trace-export.ts';
+import type { BeforeAckHook } from './types.ts';
 
 /**
  * The bridge as a process: configuration from `BRIDGE_CONFIG`, AWS from the task role (or the

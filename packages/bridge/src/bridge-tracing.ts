@@ -8,7 +8,7 @@ import {
   startForwardSpan,
   traceparentOf,
 } from '@rocketmq-lambda/runtime/tracing/index.ts';
-import type { ReceivedMessage } from './route-consumer.ts';
+import type { ReceivedMessage } from './types.ts';
 
 /** How the bridge traces its forwards; absent when the stage's tracing backend is `off`. */
 export interface BridgeTracing {

@@ -8,11 +8,11 @@ import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import type { BridgeTracing } from './bridge-tracing.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
-import type { ForwardTarget } from './forward-target.ts';
-import { type BeforeAckHook, RouteForwarder } from './route-forwarder.ts';
-import { type MessageSource, PumpState, RoutePump } from './route-pump.ts';
+import { RouteForwarder } from './route-forwarder.ts';
+import { PumpState, RoutePump } from './route-pump.ts';
 import { createRouteSource } from './route-source.ts';
 import { SqsTarget } from './sqs-target.ts';
+import type { BeforeAckHook, ForwardTarget, MessageSource } from './types.ts';
 
 export interface BridgeDependencies {
   readonly sqs: SQSClient;

@@ -1,13 +1,7 @@
 import { type EventBridgeClient, PutEventsCommand, type PutEventsCommandOutput } from '@aws-sdk/client-eventbridge';
-import {
-  describeError,
-  type ForwardResult,
-  type ForwardTarget,
-  failAll,
-  type OutboundMessage,
-  packBatches,
-} from './forward-target.ts';
+import { describeError, failAll, packBatches } from './forward-target.ts';
 import { ENVELOPE_TYPE } from './received-envelope.ts';
+import type { ForwardResult, ForwardTarget, OutboundMessage } from './types.ts';
 
 /** Forwards envelopes as EventBridge events (`detail` = the CloudEvent) with `PutEvents`. */
 export class EventBridgeTarget implements ForwardTarget {

@@ -1,5 +1,6 @@
 import { messageGroups } from '@rocketmq-lambda/runtime/consumer/index.ts';
-import { type ForwardResult, type OutboundMessage, packBatches } from './forward-target.ts';
+import { packBatches } from './forward-target.ts';
+import type { ForwardResult, OutboundMessage } from './types.ts';
 
 /**
  * Sends a FIFO route's messages so that nothing of a message group lands after an earlier message

@@ -1,5 +1,5 @@
 import { buildEnvelope, type Envelope, ROCKETMQ_EVENT_TYPE } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
-import type { ReceivedMessage } from './route-consumer.ts';
+import type { ReceivedMessage } from './types.ts';
 
 export { type Envelope, serializeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 export const ENVELOPE_TYPE = ROCKETMQ_EVENT_TYPE;

@@ -9,8 +9,8 @@ import {
   type RemotingAdmin,
   startQueuesWithoutOffsetAt,
 } from './group-takeover.ts';
-import { ForeignMessageError, type ReceivedMessage } from './route-consumer.ts';
-import type { AckResult, MessageSource } from './route-pump.ts';
+import { ForeignMessageError } from './route-consumer.ts';
+import type { AckResult, MessageSource, ReceivedMessage } from './types.ts';
 
 /**
  * A route's source on a RocketMQ 4 cluster: the remoting protocol through the name servers, one

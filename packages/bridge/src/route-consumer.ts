@@ -15,54 +15,7 @@ import definitionPb, {
 import servicePb, { type ReceiveMessageRequest } from 'rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb.js';
 import { describeError } from './forward-target.ts';
 import { groupRetryRefusal } from './group-retry-policy.ts';
-import type { AckResult } from './route-pump.ts';
-
-/**
- * One RocketMQ message as the broker delivered it, with everything the envelope preserves.
- * `handle` is what the source that produced the message needs to ack it (a `MessageView` from
- * RocketMQ 5, a pending delivery from RocketMQ 4); nothing else in the bridge looks inside it.
- */
-export interface ReceivedMessage {
-  readonly handle: unknown;
-  /** `UNIQ_KEY` when the producer set one; otherwise the offset message id. */
-  readonly msgId: string;
-  /** RocketMQ 4 only: store host + commit-log offset (the gRPC protocol does not carry it). */
-  readonly offsetMsgId?: string;
-  readonly topic: string;
-  readonly tag: string | undefined;
-  readonly keys: readonly string[];
-  /** Set on FIFO topics: the unit of ordering (RocketMQ 4's sharding key). */
-  readonly messageGroup: string | undefined;
-  readonly body: Buffer;
-  readonly userProperties: Readonly<Record<string, string>>;
-  readonly bornHost: string;
-  readonly bornTimestamp: number | undefined;
-  readonly storeHost: string | undefined;
-  readonly storeTimestamp: number | undefined;
-  /**
-   * When the producer asked RocketMQ to deliver the message, epoch milliseconds. RocketMQ 5: the
-   * delivery timestamp of a delay message (`MessageView.deliveryTimestamp`, from the proxy's
-   * `delivery_timestamp`). RocketMQ 4: the `__STARTDELIVERTIME` property of a timed message, when it
-   * is a number of milliseconds.
-   */
-  readonly deliveryTimestamp?: number;
-  /** RocketMQ 4 only: the delay level the broker held the message back on (`DELAY`). */
-  readonly delayTimeLevel?: number;
-  readonly queueId: number;
-  readonly queueOffset: number | undefined;
-  readonly brokerName: string | undefined;
-  /**
-   * The consumer failures RocketMQ counted before the bridge received the message: what the
-   * envelope's `reconsumeTimes` says, and what the consumer's retry schedule starts from. Never the
-   * bridge's own redeliveries. RocketMQ 4: the broker's `reconsumeTimes`, which only a send-back to
-   * `%RETRY%<group>` raises and the bridge never sends back (a retry backlog left by the group's
-   * previous consumer keeps its count). RocketMQ 5: 0, because every redelivery of the bridge's
-   * group is the bridge's (a failed forward or ack, a task that died), however the proxy counts it.
-   */
-  readonly reconsumeTimes: number;
-  /** RocketMQ 5 only: the trace-context system property, where the producer's instrumentation put its `traceparent`. */
-  readonly traceContext?: string;
-}
+import type { AckResult, ReceivedMessage } from './types.ts';
 
 /**
  * A SimpleConsumer that also keeps the broker facts the client's `MessageView` drops (store host,

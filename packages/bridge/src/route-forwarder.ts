@@ -4,13 +4,8 @@ import type { BridgeRoute } from './bridge-config.ts';
 import type { RouteMetrics } from './bridge-metrics.ts';
 import { type BridgeTracing, endForward, type TracedForward, traceForward } from './bridge-tracing.ts';
 import { type DeadLetterQueue, DeadLetterReason } from './dead-letter-queue.ts';
-import type { ForwardTarget, OutboundMessage } from './forward-target.ts';
 import { type Envelope, envelopeOf, serializeEnvelope } from './received-envelope.ts';
-import type { ReceivedMessage } from './route-consumer.ts';
-import type { MessageSource } from './route-pump.ts';
-
-/** Called with the messages about to be acked, after their forward succeeded: a seam for fault-injection tests. */
-export type BeforeAckHook = (messages: readonly ReceivedMessage[]) => Promise<void>;
+import type { BeforeAckHook, ForwardTarget, MessageSource, OutboundMessage, ReceivedMessage } from './types.ts';
 
 export interface RouteForwarderOptions {
   readonly route: BridgeRoute;

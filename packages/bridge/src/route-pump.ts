@@ -1,22 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RouteMetrics } from './bridge-metrics.ts';
-import type { ReceivedMessage } from './route-consumer.ts';
 import type { RouteForwarder } from './route-forwarder.ts';
-
-export type AckResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
-
-/** Where a route's messages come from: a RocketMQ consumer group in production. */
-export interface MessageSource {
-  start(): Promise<void>;
-  /** One long poll; resolves empty when nothing arrived. Several may be outstanding at once. */
-  receive(): Promise<ReceivedMessage[]>;
-  /**
-   * Acks messages whose forward succeeded, in as few requests as the protocol allows. One result
-   * per message, in order; a failed ack is a result, never a rejection.
-   */
-  ack(messages: readonly ReceivedMessage[]): Promise<AckResult[]>;
-  stop(): Promise<void>;
-}
+import type { MessageSource, ReceivedMessage } from './types.ts';
 
 export const PumpState = {
   Idle: 'IDLE',

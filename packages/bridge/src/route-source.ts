@@ -10,7 +10,7 @@ import {
 import { GroupDeadLettersError } from './group-retry-policy.ts';
 import { RemotingRouteConsumer } from './remoting-route-consumer.ts';
 import { RouteConsumer } from './route-consumer.ts';
-import type { MessageSource } from './route-pump.ts';
+import type { MessageSource } from './types.ts';
 
 export interface RouteSourceOptions {
   readonly logger: Logger;

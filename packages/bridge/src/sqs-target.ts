@@ -1,13 +1,7 @@
 import { SendMessageBatchCommand, type SendMessageBatchCommandOutput, type SQSClient } from '@aws-sdk/client-sqs';
-import {
-  describeError,
-  type ForwardResult,
-  type ForwardTarget,
-  failAll,
-  type OutboundMessage,
-  packBatches,
-} from './forward-target.ts';
+import { describeError, failAll, packBatches } from './forward-target.ts';
 import { sendInGroupOrder } from './group-ordered-sending.ts';
+import type { ForwardResult, ForwardTarget, OutboundMessage } from './types.ts';
 
 /**
  * The bridge's SQS client settings, for its hot call.

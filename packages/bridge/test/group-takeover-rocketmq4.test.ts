@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StartWithoutOffset } from '../src/bridge-config.ts';
 import { GroupWithoutOffsetsError } from '../src/group-takeover.ts';
 import { RemotingRouteConsumer } from '../src/remoting-route-consumer.ts';
-import type { ReceivedMessage } from '../src/route-consumer.ts';
+import type { ReceivedMessage } from '../src/types.ts';
 import { BrokerProbe } from './support/broker-probe.ts';
 import { sendWithJavaClient } from './support/java-producer.ts';
 import { closeLegacyConsumer, legacyGroupConsumer } from './support/legacy-group-consumer.ts';

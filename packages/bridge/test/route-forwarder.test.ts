@@ -13,9 +13,9 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { type BridgeConfigInput, type BridgeRoute, parseBridgeConfig } from '../src/bridge-config.ts';
 import { RouteMetrics } from '../src/bridge-metrics.ts';
 import { DEAD_LETTER_REASON_ATTRIBUTE, DeadLetterQueue } from '../src/dead-letter-queue.ts';
-import type { ReceivedMessage } from '../src/route-consumer.ts';
 import { RouteForwarder } from '../src/route-forwarder.ts';
 import { BRIDGE_SQS_CLIENT_SETTINGS, SqsTarget } from '../src/sqs-target.ts';
+import type { ReceivedMessage } from '../src/types.ts';
 import { receivedMessage } from './support/received-messages.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 

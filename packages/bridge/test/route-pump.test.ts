@@ -7,10 +7,9 @@ import { Bridge } from '../src/bridge.ts';
 import { type BridgeRoute, parseBridgeConfig } from '../src/bridge-config.ts';
 import { RouteMetrics } from '../src/bridge-metrics.ts';
 import { DeadLetterQueue } from '../src/dead-letter-queue.ts';
-import type { ForwardTarget, OutboundMessage } from '../src/forward-target.ts';
-import type { ReceivedMessage } from '../src/route-consumer.ts';
 import { type BatchOutcome, RouteForwarder } from '../src/route-forwarder.ts';
-import { type MessageSource, PumpState, RoutePump } from '../src/route-pump.ts';
+import { PumpState, RoutePump } from '../src/route-pump.ts';
+import type { ForwardTarget, MessageSource, OutboundMessage, ReceivedMessage } from '../src/types.ts';
 import { receivedMessage } from './support/received-messages.ts';
 
 /**

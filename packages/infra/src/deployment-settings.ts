@@ -1,4 +1,4 @@
-import { takeOverSchema } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { takeOverSchema } from '@rocketmq-lambda/bridge/index.ts';
 import {
   CONSUMER_GROUPS,
   OUTSIDE_SERVICES,

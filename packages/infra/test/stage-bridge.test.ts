@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseBridgeConfig } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { parseBridgeConfig } from '@rocketmq-lambda/bridge/index.ts';
 import {
   BRIDGE_METRICS_NAMESPACE,
   BridgeMetric,

@@ -1,5 +1,5 @@
 import { runBridgeProcess } from '../../src/bridge-process.ts';
-import type { BeforeAckHook } from '../../src/route-forwarder.ts';
+import type { BeforeAckHook } from '../../src/types.ts';
 
 /**
  * The bridge process as the end-to-end tests run it.

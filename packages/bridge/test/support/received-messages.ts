@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ReceivedMessage } from '../../src/route-consumer.ts';
+import type { ReceivedMessage } from '../../src/types.ts';
 
 /** A RocketMQ 5 style msgId: 17 bytes, version byte 01, upper-case hex. */
 export function rocketMq5MsgId(): string {

@@ -1,4 +1,4 @@
-import { fifoTargetRefusal } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { fifoTargetRefusal } from '@rocketmq-lambda/bridge/index.ts';
 import type { RocketMQConsumerGroup } from '../consumer-group.ts';
 import type { RocketMQBridgeRoute } from './bridge-service.ts';
 

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type BridgeConfigInput, rocketmqGroupRefusal } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { type BridgeConfigInput, rocketmqGroupRefusal } from '@rocketmq-lambda/bridge/index.ts';
 import { TRACING_BACKEND_ENV, TracingBackend } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { MessageGroupSource } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';

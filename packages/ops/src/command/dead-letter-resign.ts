@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { GetCallerIdentityCommand, type STSClient } from '@aws-sdk/client-sts';
-import { parseBridgeConfig, RocketMQProtocol } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { parseBridgeConfig, RocketMQProtocol } from '@rocketmq-lambda/bridge/index.ts';
 import {
   checkResignPlanTarget,
   type DeadLetter,

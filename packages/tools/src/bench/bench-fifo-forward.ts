@@ -13,12 +13,8 @@
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { parseBridgeConfig } from '@rocketmq-lambda/bridge/bridge-config.ts';
-import { RouteMetrics } from '@rocketmq-lambda/bridge/bridge-metrics.ts';
-import { DeadLetterQueue } from '@rocketmq-lambda/bridge/dead-letter-queue.ts';
-import type { ReceivedMessage } from '@rocketmq-lambda/bridge/route-consumer.ts';
-import { RouteForwarder } from '@rocketmq-lambda/bridge/route-forwarder.ts';
-import { SqsTarget } from '@rocketmq-lambda/bridge/sqs-target.ts';
+import { parseBridgeConfig, type ReceivedMessage } from '@rocketmq-lambda/bridge/index.ts';
+import { DeadLetterQueue, RouteForwarder, RouteMetrics, SqsTarget } from '@rocketmq-lambda/bridge/internal.ts';
 import { startSqsStandIn } from '../bridge-bench/sqs-stand-in.ts';
 import { injectLatency } from '../instrumentation/latency-injection.ts';
 

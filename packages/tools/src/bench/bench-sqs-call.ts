@@ -19,7 +19,7 @@
 import { Agent, request } from 'node:http';
 import { parseArgs } from 'node:util';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { BRIDGE_SQS_CLIENT_SETTINGS } from '@rocketmq-lambda/bridge/sqs-target.ts';
+import { BRIDGE_SQS_CLIENT_SETTINGS } from '@rocketmq-lambda/bridge/internal.ts';
 import {
   buildEnvelope,
   generateSigningKey,

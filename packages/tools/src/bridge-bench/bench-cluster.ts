@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type BridgeConfigInput, RocketMQProtocol } from '@rocketmq-lambda/bridge/bridge-config.ts';
+import { type BridgeConfigInput, RocketMQProtocol } from '@rocketmq-lambda/bridge/index.ts';
 import { Message, Producer as RemotingProducer } from 'ali-ons';
 import { Producer } from 'rocketmq-client-nodejs';
 import { startLocalRocketMQ } from '../rocketmq/local-rocketmq.ts';

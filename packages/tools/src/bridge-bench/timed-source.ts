@@ -1,5 +1,4 @@
-import type { ReceivedMessage } from '@rocketmq-lambda/bridge/route-consumer.ts';
-import type { AckResult, MessageSource } from '@rocketmq-lambda/bridge/route-pump.ts';
+import type { AckResult, MessageSource, ReceivedMessage } from '@rocketmq-lambda/bridge/index.ts';
 import { type CpuMeter, type CpuReading, cpuBetween } from './cpu-meter.ts';
 
 /** One consumer's drain of the preloaded topic. */

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NEVER_DEAD_LETTER_RETRY_MAX_TIMES } from '@rocketmq-lambda/bridge/group-retry-policy.ts';
+import { NEVER_DEAD_LETTER_RETRY_MAX_TIMES } from '@rocketmq-lambda/bridge/index.ts';
 import { Producer } from 'rocketmq-client-nodejs';
 import { ensureRocketMQJars, ROCKETMQ_LIB_DIR } from './rocketmq-jars.ts';
 

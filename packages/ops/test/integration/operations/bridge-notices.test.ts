@@ -1,5 +1,5 @@
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { DeadLetterQueue, DeadLetterReason } from '@rocketmq-lambda/bridge/dead-letter-queue.ts';
+import { DeadLetterQueue, DeadLetterReason } from '@rocketmq-lambda/bridge/internal.ts';
 import { buildEnvelope, noticeBody } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';

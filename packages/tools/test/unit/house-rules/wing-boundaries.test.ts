@@ -79,29 +79,18 @@ interface Import {
   /** `packages/<wing>/…:<line>` */
   readonly at: string;
   readonly from: string;
-  /** How the file names it: `import`, `export`, `import type`, `import()`, `typeof import()`, `vi.mock`, … */
+  /** How the file names it: `import`, `export`, `import type`, `export type`, `import()`, `typeof import()`, `vi.mock`, … */
   readonly how: string;
   readonly specifier: string;
   /** The repository path it lands on; undefined for an npm package, or for a wing's subpath that is no door. */
   readonly landing: string | undefined;
   /** Why it lands nowhere: the resolver's refusal of a wing's subpath. */
   readonly refusal?: string;
-  /** The names it takes, `type X` for a type-only one; undefined for a namespace, a default or a side effect. */
-  readonly names?: readonly string[];
 }
 
 /** Calls that take a module specifier as their first argument, beside `import()`. */
 const SPECIFIER_CALLS =
   /^(require|require\.resolve|import\.meta\.resolve|vi\.(mock|doMock|unmock|doUnmock|importActual|importMock))$/;
-
-/** The names an import declaration binds, or undefined if it binds a namespace, a default or nothing. */
-function importedNames(node: ts.ImportDeclaration): string[] | undefined {
-  const clause = node.importClause;
-  if (!clause || clause.name || !clause.namedBindings || !ts.isNamedImports(clause.namedBindings)) return undefined;
-  return clause.namedBindings.elements.map(
-    (e) => `${clause.isTypeOnly || e.isTypeOnly ? 'type ' : ''}${(e.propertyName ?? e.name).text}`,
-  );
-}
 
 /** Where a specifier lands: a relative path as it is, a wing's by its exports (Node's own resolver). */
 function land(from: string, specifier: string): Pick<Import, 'landing' | 'refusal'> {
@@ -121,16 +110,16 @@ function land(from: string, specifier: string): Pick<Import, 'landing' | 'refusa
 function importsOf(from: string): Import[] {
   const source = ts.createSourceFile(from, readFileSync(join(ROOT, from), 'utf8'), ts.ScriptTarget.Latest, true);
   const found: Import[] = [];
-  const add = (node: ts.Node, how: string, literal: ts.StringLiteralLike, names?: string[]) => {
+  const add = (node: ts.Node, how: string, literal: ts.StringLiteralLike) => {
     const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
     const specifier = literal.text;
-    found.push({ at: `${from}:${line}`, from, how, specifier, names, ...land(from, specifier) });
+    found.push({ at: `${from}:${line}`, from, how, specifier, ...land(from, specifier) });
   };
   const visit = (node: ts.Node) => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteralLike(node.moduleSpecifier))
-      add(node, node.importClause?.isTypeOnly ? 'import type' : 'import', node.moduleSpecifier, importedNames(node));
+      add(node, node.importClause?.isTypeOnly ? 'import type' : 'import', node.moduleSpecifier);
     else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteralLike(node.moduleSpecifier))
-      add(node, 'export', node.moduleSpecifier);
+      add(node, node.isTypeOnly ? 'export type' : 'export', node.moduleSpecifier);
     else if (
       ts.isImportTypeNode(node) &&
       ts.isLiteralTypeNode(node.argument) &&
@@ -275,6 +264,15 @@ describe("each wing imports another only through its door, its package.json's ex
       .map((i) => `${describeImport(i)} → ${i.landing}: import ${LIBRARY[libraryPackageOf(i.landing)!]!.dir}/index.ts`);
     expect(offenders).toEqual([]);
   });
+
+  // A wing's `internal.ts` door opens on its parts, for the benches and the tests of other wings that
+  // drive them one by one; what is deployed takes a wing through its index.
+  it("production code takes another wing's internal.ts door never", () => {
+    const offenders = landed(importsFrom(PRODUCTION_FILES))
+      .filter((i) => wingOf(i.landing) !== wingOf(i.from) && /^packages\/[\w-]+\/src\/internal\.ts$/.test(i.landing))
+      .map((i) => `${describeImport(i)} → ${i.landing}`);
+    expect(offenders).toEqual([]);
+  });
 });
 
 /** A wing's doors, for a message: `@rocketmq-lambda/<wing>/<key>` each. */
@@ -315,6 +313,16 @@ describe('no import cycles', () => {
   it('no two library packages import each other, directly or through others', () => {
     expect(cyclesIn(importGraph(LIBRARY_FILES, libraryPackageOf))).toEqual([]);
   });
+
+  // Type-only imports count: a circle of types is still a circle a reader walks around; a word two modules
+  // share belongs in a module of its own below both (the bridge's types.ts).
+  it("no two modules of a wing's production code import each other, directly or through others", () => {
+    const graph = new Map<string, Set<string>>();
+    for (const i of landed(importsFrom(PRODUCTION_FILES)))
+      if (wingOf(i.landing) === wingOf(i.from) && isProduction(i.landing))
+        graph.set(i.from, (graph.get(i.from) ?? new Set()).add(i.landing));
+    expect(cyclesIn(graph)).toEqual([]);
+  });
 });
 
 describe("the CDK app reads names and constants from the runtime's config and rocketmq, not from runtime modules", () => {
@@ -333,17 +341,18 @@ describe("the CDK app reads names and constants from the runtime's config and ro
       reason: 'tag expressions, message-group sources, the CloudEvent type',
     },
     {
-      door: '@rocketmq-lambda/bridge/bridge-config.ts',
+      door: '@rocketmq-lambda/bridge/index.ts',
       reason:
-        "the bridge's configuration input type, which the bridge's service construct writes; and fifoTargetRefusal " +
-        'and rocketmqGroupRefusal, so that the synth refuses a FIFO route to EventBridge, two routes in one RocketMQ ' +
-        'group and a takeover on RocketMQ 5 with the rules and the words the bridge refuses them with at start; and ' +
-        'takeOverSchema, so that a stage accepts the takeovers the bridge accepts',
+        "the bridge's door, its configuration: the input type the bridge's service construct writes; the refusals " +
+        'with which the synth refuses a FIFO route to EventBridge, two routes in one RocketMQ group and a takeover on ' +
+        'RocketMQ 5 with the rules and the words the bridge refuses them with at start; the takeover schema, so that a ' +
+        'stage accepts the takeovers the bridge accepts',
     },
   ];
-  /** What the CDK app takes from the bridge's config (a module of zod schemas and pure checks, nothing that runs). */
-  const FROM_BRIDGE_CONFIG = ['type BridgeConfigInput', 'fifoTargetRefusal', 'rocketmqGroupRefusal', 'takeOverSchema'];
   const INFRA_FILES = EVERY_FILE.filter((path) => within(path, 'packages/infra/src'));
+  /** The SDKs and RocketMQ clients the bridge's process runs on. */
+  const PROCESS_CLIENTS =
+    /^(@aws-sdk\/|@smithy\/|@opentelemetry\/|@aws-lambda-powertools\/|rocketmq-client-nodejs|ali-ons)/;
 
   it('the CDK app imports from the other wings only the named doors', () => {
     const allowed = INFRA_MAY_IMPORT.map(({ door }) => land('packages/infra/src/app.ts', door).landing);
@@ -353,17 +362,19 @@ describe("the CDK app reads names and constants from the runtime's config and ro
     expect(offenders).toEqual([]);
   });
 
-  it("the CDK app takes from the bridge's config only the named type and refusals", () => {
-    const bridgeConfig = land('packages/infra/src/app.ts', '@rocketmq-lambda/bridge/bridge-config.ts').landing;
-    const offenders = importsFrom(INFRA_FILES)
-      .filter((i) => i.landing === bridgeConfig)
-      .flatMap((i) =>
-        i.names === undefined
-          ? [`${describeImport(i)} takes the whole module`]
-          : i.names
-              .filter((name) => !FROM_BRIDGE_CONFIG.includes(name))
-              .map((name) => `${describeImport(i)} takes ${name}`),
-      );
+  it("the bridge's door loads none of the clients its process talks to RocketMQ and AWS with", () => {
+    // What the door's modules load, through every import the compiled code keeps (not `import type`, not
+    // `export type`), into the runtime's doors too: the CDK app loads all of it at synth.
+    const loaded = new Set<string>();
+    const load = (file: string) => {
+      if (loaded.has(file) || !IMPORTS.has(file)) return;
+      loaded.add(file);
+      for (const i of landed(IMPORTS.get(file)!)) if (!/^(import|export) type$/.test(i.how)) load(i.landing);
+    };
+    load(land('packages/infra/src/app.ts', '@rocketmq-lambda/bridge/index.ts').landing!);
+    const offenders = importsFrom([...loaded])
+      .filter((i) => /^(import|export)$/.test(i.how) && PROCESS_CLIENTS.test(i.specifier))
+      .map(describeImport);
     expect(offenders).toEqual([]);
   });
 
