@@ -1,7 +1,7 @@
 /**
  * Hot keys: many concurrent awards to ONE account, per-record vs packed.
  *
- *   npx tsx packages/tools/src/bench/hot-key-bench.ts [--messages 400] [--invocations 10] [--batch-size 10]
+ *   npm run bench -- hot-key [--messages 400] [--invocations 10] [--batch-size 10]
  * [--accounts 1] [--spread-by award|batch] [--latency-ms 5] [--transaction-ms 10] [--json]
  *
  * `--accounts N` spreads the awards over N balance items: the write path of a balance
@@ -54,8 +54,9 @@ interface Scenario {
   transactionMs: number;
 }
 
-async function main() {
+export async function hotKeyBench(argv: readonly string[]): Promise<void> {
   const { values } = parseArgs({
+    args: [...argv],
     options: {
       messages: { type: 'string', default: '400' },
       invocations: { type: 'string', default: '10' },
@@ -199,5 +200,3 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
     balanceOk: balance === expected,
   };
 }
-
-await main();
