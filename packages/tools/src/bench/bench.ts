@@ -1,10 +1,11 @@
 /**
  * The benchmarks, one entry: `npm run bench -- [<bench>] [options]`, `award` when no bench is named.
  * `npm run bench -- --help` lists them; `npm run bench -- <bench> --help` shows one's options. Each
- * bench prints its figures, and with `--json` also a machine-readable line; what each measures and
- * how is said at the top of its own file. The npm scripts `bench:import`, `bench:bridge`,
- * `bench:fifo` and `bench:sqs-call` are aliases of `bench <name>`; `bench:bridge` runs it in a
- * network namespace of its own (the brokers it starts listen on loopback only).
+ * bench prints its figures, and with `--json` also a machine-readable line (`rollback` prints JSON
+ * lines only); what each measures and how is said at the top of its own file. The npm scripts
+ * `bench:import`, `bench:bridge`, `bench:fifo` and `bench:sqs-call` are aliases of `bench <name>`;
+ * `bench:bridge` runs it in a network namespace of its own (the brokers it starts listen on
+ * loopback only).
  */
 
 type BenchEntry = (argv: readonly string[]) => Promise<void>;
