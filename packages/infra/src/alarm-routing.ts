@@ -68,30 +68,62 @@ export class AlarmRouting extends Construct {
 
   constructor(scope: Construct, id: string, props: AlarmRoutingProps) {
     super(scope, id);
-    const account = Stack.of(this).account;
-    this.key = new kms.Key(this, 'TopicKey', {
-      description: `Encrypts the ${props.prefix} alarm topic; CloudWatch must be allowed to use it`,
+    // CloudWatch acts for this deployment's alarms only (confused deputy): the same conditions
+    // on the key and on the topic. Without the key grant its publishes are silently dropped.
+    const fromOwnAlarms = this.fromOwnAlarms(props.prefix);
+    this.key = this.topicKey(props.prefix, fromOwnAlarms);
+    this.topic = this.alarmTopic(props.prefix, fromOwnAlarms);
+    this.robotSecret = this.dingTalkRobotSecret(props);
+    this.webhookSecret = this.robotSecret.secret;
+    this.stormTable = this.rateLimitTable(props.dataKey);
+    this.notifierDeadLetterQueue = this.notifierDeadLetters(props.prefix);
+    const notifier = this.notifierFunction(props);
+    this.notifier = notifier.function;
+    this.notifierRole = notifier.role;
+    // Also the subscription's DLQ: SNS parks notifications it could not hand to Lambda at all.
+    this.topic.addSubscription(
+      new subscriptions.LambdaSubscription(this.notifier, { deadLetterQueue: this.notifierDeadLetterQueue }),
+    );
+    if (props.operatorEmail) this.topic.addSubscription(new subscriptions.EmailSubscription(props.operatorEmail));
+
+    this.alarm('NotifierDeadLetters', 'notifierDeadLetters', props, {
+      metric: this.notifierDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(1),
+        statistic: cloudwatch.Stats.MAXIMUM,
+      }),
+    });
+    this.alarm('NotifierErrors', 'notifierErrors', props, {
+      metric: this.notifier.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
+    });
+  }
+
+  /** The condition that holds for CloudWatch acting on this deployment's alarms, and no one else's. */
+  private fromOwnAlarms(prefix: string) {
+    const stack = Stack.of(this);
+    return {
+      StringEquals: { 'aws:SourceAccount': stack.account },
+      ArnLike: {
+        'aws:SourceArn': stack.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: alarmNamePattern(prefix),
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      },
+    };
+  }
+
+  /** The topic's key, which CloudWatch may use for this deployment's alarms. */
+  private topicKey(prefix: string, fromOwnAlarms: ReturnType<AlarmRouting['fromOwnAlarms']>): kms.Key {
+    const key = new kms.Key(this, 'TopicKey', {
+      description: `Encrypts the ${prefix} alarm topic; CloudWatch must be allowed to use it`,
       enableKeyRotation: true,
       removalPolicy: RemovalPolicy.DESTROY,
       pendingWindow: Duration.days(7),
     });
     // A changed key policy that drops CloudWatch's grant silences every alarm: only the deployment changes it.
-    restrictKeyManagement(this.key);
-    // CloudWatch acts for this deployment's alarms only (confused deputy): the same conditions
-    // on the key and on the topic. Without the key grant its publishes are silently dropped.
-    const stack = Stack.of(this);
-    const fromOwnAlarms = {
-      StringEquals: { 'aws:SourceAccount': account },
-      ArnLike: {
-        'aws:SourceArn': stack.formatArn({
-          service: 'cloudwatch',
-          resource: 'alarm',
-          resourceName: alarmNamePattern(props.prefix),
-          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-        }),
-      },
-    };
-    this.key.addToResourcePolicy(
+    restrictKeyManagement(key);
+    key.addToResourcePolicy(
       new iam.PolicyStatement({
         principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
@@ -99,72 +131,89 @@ export class AlarmRouting extends Construct {
         conditions: fromOwnAlarms,
       }),
     );
-    this.topic = new sns.Topic(this, 'AlarmTopic', {
-      topicName: `${props.prefix}-alarms`,
-      displayName: `${props.prefix} RocketMQ consumer alarms`,
+    return key;
+  }
+
+  /** The alarm topic: CloudWatch publishes to it for this deployment's alarms, and no IAM principal does. */
+  private alarmTopic(prefix: string, fromOwnAlarms: ReturnType<AlarmRouting['fromOwnAlarms']>): sns.Topic {
+    const topic = new sns.Topic(this, 'AlarmTopic', {
+      topicName: `${prefix}-alarms`,
+      displayName: `${prefix} RocketMQ consumer alarms`,
       masterKey: this.key,
       enforceSSL: true,
     });
-    this.topic.addToResourcePolicy(
+    topic.addToResourcePolicy(
       new iam.PolicyStatement({
         principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['sns:Publish'],
-        resources: [this.topic.topicArn],
+        resources: [topic.topicArn],
         conditions: fromOwnAlarms,
       }),
     );
     // An identity policy with sns:Publish reaches a topic of the account unless the topic says
     // otherwise: no IAM principal may post a made-up alarm to the on-call group. CloudWatch is an
     // AWS service (aws:PrincipalIsAWSService), which this Deny leaves to the Allow above.
-    this.topic.addToResourcePolicy(
+    topic.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: 'OnlyCloudWatchPublishes',
         effect: iam.Effect.DENY,
         principals: [new iam.StarPrincipal()],
         actions: ['sns:Publish'],
-        resources: [this.topic.topicArn],
+        resources: [topic.topicArn],
         conditions: { BoolIfExists: { 'aws:PrincipalIsAWSService': 'false' } },
       }),
     );
+    return topic;
+  }
 
-    this.robotSecret = new ProtectedSecret(this, 'DingTalkRobot', {
+  private dingTalkRobotSecret(props: AlarmRoutingProps): ProtectedSecret {
+    const robot = new ProtectedSecret(this, 'DingTalkRobot', {
       secretName: props.dingTalkSecretName ?? `${props.prefix}/dingtalk-robot`,
       description:
         'DingTalk robot: JSON {"webhookUrl","secret","keyword"?,"atMobiles"?}; put the value after the first deployment (docs/deploy.md)',
       // A secret the stage names already exists; the stack creates its own otherwise.
       ...(props.dingTalkSecretName ? {} : { generate: {} }),
     });
-    this.webhookSecret = this.robotSecret.secret;
-    Validations.of(this.webhookSecret).acknowledge({
+    Validations.of(robot.secret).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SMG4',
       reason:
         'The robot access token and signing secret are issued by DingTalk and can only be reset in the DingTalk group settings, so a rotation function cannot mint new ones; rotation is a documented manual step (docs/deploy.md, rotating the DingTalk robot).',
     });
+    return robot;
+  }
 
-    this.stormTable = new dynamodb.Table(this, ALARM_STORM_TABLE.nameSuffix, {
+  /** The robot's shared rate limit: token buckets and a day of delivery tombstones. */
+  private rateLimitTable(dataKey: StageDataKey): dynamodb.Table {
+    return new dynamodb.Table(this, ALARM_STORM_TABLE.nameSuffix, {
       partitionKey: { name: ALARM_STORM_TABLE.partitionKey.name, type: dynamodb.AttributeType.STRING },
       sortKey: { name: ALARM_STORM_TABLE.sortKey.name, type: dynamodb.AttributeType.STRING },
       timeToLiveAttribute: ALARM_STORM_TABLE.timeToLiveAttribute,
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
-      encryptionKey: props.dataKey.key,
+      encryptionKey: dataKey.key,
       // Token buckets and a day of delivery tombstones: nothing worth keeping after the stack.
       removalPolicy: RemovalPolicy.DESTROY,
     });
+  }
 
-    this.notifierDeadLetterQueue = new sqs.Queue(this, 'NotifierDeadLetterQueue', {
-      queueName: `${props.prefix}-alarm-notifier-dlq`,
+  private notifierDeadLetters(prefix: string): sqs.Queue {
+    const queue = new sqs.Queue(this, 'NotifierDeadLetterQueue', {
+      queueName: `${prefix}-alarm-notifier-dlq`,
       retentionPeriod: Duration.days(DLQ_RETENTION_DAYS),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
     });
-    Validations.of(this.notifierDeadLetterQueue).acknowledge({
+    Validations.of(queue).acknowledge({
       id: 'AwsSolutions::AwsSolutions-SQS3',
       reason:
         'This queue is itself a dead-letter queue: the on-failure destination of the notifier and the DLQ of its SNS subscription (cdk-nag only recognises SQS redrive targets). A DLQ of a DLQ would hide failures further; its depth is alarmed instead.',
     });
+    return queue;
+  }
 
+  /** The DingTalk notifier: the robot's secret read at run time, the rate-limit table, failures to its DLQ. */
+  private notifierFunction(props: AlarmRoutingProps): ProjectFunction {
     const reservedConcurrency =
       props.notifierReservedConcurrency === 0 ? undefined : (props.notifierReservedConcurrency ?? 2);
     const notifier = new ProjectFunction(this, 'Notifier', {
@@ -184,21 +233,19 @@ export class AlarmRouting extends Construct {
         POWERTOOLS_METRICS_NAMESPACE: NOTIFIER_METRICS_NAMESPACE,
       },
     });
-    this.notifier = notifier.function;
     skipCheckov(
-      this.notifier,
+      notifier.function,
       CHECKOV_SKIPS.notifierDeadLetters,
       ...(reservedConcurrency === undefined ? [CHECKOV_SKIPS.notifierUnreserved] : []),
     );
     skipCheckov(this.notifierDeadLetterQueue, CHECKOV_SKIPS.queueSqsManagedEncryption);
-    this.notifier.configureAsyncInvoke({
+    notifier.function.configureAsyncInvoke({
       retryAttempts: 2,
       maxEventAge: Duration.hours(6),
       onFailure: new SqsDestination(this.notifierDeadLetterQueue),
     });
     this.robotSecret.grantRead(notifier.role);
     props.dataKey.grantTableUse(notifier.role);
-    this.notifierRole = notifier.role;
     notifier.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         // BatchWriteItem: delivered alarms become tombstones and leave the backlog in batches.
@@ -212,21 +259,7 @@ export class AlarmRouting extends Construct {
         resources: [this.stormTable.tableArn],
       }),
     );
-    // Also the subscription's DLQ: SNS parks notifications it could not hand to Lambda at all.
-    this.topic.addSubscription(
-      new subscriptions.LambdaSubscription(this.notifier, { deadLetterQueue: this.notifierDeadLetterQueue }),
-    );
-    if (props.operatorEmail) this.topic.addSubscription(new subscriptions.EmailSubscription(props.operatorEmail));
-
-    this.alarm('NotifierDeadLetters', 'notifierDeadLetters', props, {
-      metric: this.notifierDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-        statistic: cloudwatch.Stats.MAXIMUM,
-      }),
-    });
-    this.alarm('NotifierErrors', 'notifierErrors', props, {
-      metric: this.notifier.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
-    });
+    return notifier;
   }
 
   /**

@@ -5,6 +5,7 @@ import {
   CONSUMER_ENV,
   type ConsumerGroupDefinition,
   ConsumerMetric,
+  type DeliveryLifetimes,
   deadLetterQueueName,
   type GroupTuning,
   lifetimeEnvironment,
@@ -122,6 +123,38 @@ export const CONSUMER_TABLE_ACTIONS = [
 ] as const;
 
 /**
+ * The group's lifetimes, once its entry is known coherent. The ordering, the retry policy and the record TTL are stated
+ * once in the catalogue; the queue type, the redrive count and both retentions derive from them, and an incoherent
+ * entry (or stage tuning an orderly group cannot honour) fails the synth here, and so does an entry whose tables miss
+ * the one its strategy keeps its records in.
+ */
+function coherentLifetimes(props: RocketMQConsumerGroupProps): ReturnType<typeof lifetimesOf> {
+  const def = props.definition;
+  assertCatalogueEntry(def);
+  const lifetimes = lifetimesOf(def);
+  assertOrderingFits(def.group, def.ordering, {
+    packing: props.packing,
+    batchSize: props.batchSize,
+    maxBatchingWindowSeconds: props.maxBatchingWindow?.toSeconds(),
+    tables: def.tables,
+    messageGroupFrom: def.messageGroupFrom,
+  });
+  return lifetimes;
+}
+
+/** packages/runtime/src/config's FIFO_QUEUE_ATTRIBUTES, as CDK props (packages/infra/test compares the two). */
+function fifoQueueProps(def: ConsumerGroupDefinition): Partial<sqs.QueueProps> {
+  return def.ordering === 'orderly'
+    ? {
+        fifo: true,
+        contentBasedDeduplication: false,
+        deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
+        fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+      }
+    : {};
+}
+
+/**
  * One RocketMQ consumer group on AWS: source queue + DLQ (redrive after the catalogue's count),
  * the consumer function with a tag-filtered SQS event source, an EventBridge route for bridges
  * that publish there, and the alarms an operator needs, all pointing at the alarm topic. An
@@ -147,57 +180,15 @@ export class RocketMQConsumerGroup extends Construct {
     const def = props.definition;
     this.definition = def;
     this.group = def.group;
-    const ordering = def.ordering ?? 'concurrent';
-    const orderly = ordering === 'orderly';
+    const orderly = def.ordering === 'orderly';
     const timeout = props.timeout ?? Duration.seconds(30);
-    // The ordering, the retry policy and the record TTL are stated once in the catalogue; the
-    // queue type, the redrive count and both retentions derive from them, and an incoherent
-    // entry (or stage tuning an orderly group cannot honour) fails the synth here, and so does
-    // an entry whose tables miss the one its strategy keeps its records in.
-    assertCatalogueEntry(def);
-    const { lifetimes, recordTtlSeconds } = lifetimesOf(def);
-    assertOrderingFits(def.group, def.ordering, {
-      packing: props.packing,
-      batchSize: props.batchSize,
-      maxBatchingWindowSeconds: props.maxBatchingWindow?.toSeconds(),
-      tables: def.tables,
-      messageGroupFrom: def.messageGroupFrom,
-    });
+    const { lifetimes, recordTtlSeconds } = coherentLifetimes(props);
     const batchingWindow = orderly ? undefined : (props.maxBatchingWindow ?? Duration.seconds(1));
-    // packages/runtime/src/config's FIFO_QUEUE_ATTRIBUTES, as CDK props (packages/infra/test compares the two).
-    const fifo: Partial<sqs.QueueProps> = orderly
-      ? {
-          fifo: true,
-          contentBasedDeduplication: false,
-          deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
-          fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
-        }
-      : {};
-
-    this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
-      queueName: deadLetterQueueName(props.prefix, def.group, ordering),
-      retentionPeriod: Duration.seconds(lifetimes.queues.deadLetterRetentionSeconds),
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      ...fifo,
-    });
-    const sourceQueueName = queueName(props.prefix, def.group, ordering);
-    // Only its own source queue may name this DLQ in a redrive policy: SQS's move is no SendMessage,
-    // so a queue of someone else's pointed here would otherwise bypass the DLQ's sender policy. Its ARN is
-    // built from the name, not referenced: the source queue already refers to the DLQ.
-    const ownSource = sqs.Queue.fromQueueArn(
-      this,
-      'OwnSource',
-      Stack.of(this).formatArn({ service: 'sqs', resource: sourceQueueName }),
-    );
-    (this.deadLetterQueue.node.defaultChild as sqs.CfnQueue).redriveAllowPolicy = {
-      redrivePermission: 'byQueue',
-      sourceQueueArns: [ownSource.queueArn],
-    };
+    this.deadLetterQueue = this.deadLetters(props, lifetimes);
     // Dead letters can be moved back to the source queue only by a DLQ redrive naming it.
     this.queue = new sqs.Queue(this, 'Queue', {
-      queueName: sourceQueueName,
-      ...fifo,
+      queueName: queueName(props.prefix, def.group, def.ordering ?? 'concurrent'),
+      ...fifoQueueProps(def),
       // Lambda's guidance: at least six times the function timeout, plus the batching window.
       visibilityTimeout: Duration.seconds(6 * timeout.toSeconds() + (batchingWindow?.toSeconds() ?? 0)),
       // Shorter than the DLQ's: a dead letter keeps its original enqueue time.
@@ -207,6 +198,53 @@ export class RocketMQConsumerGroup extends Construct {
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: lifetimes.queues.maxReceiveCount },
     });
 
+    const consumer = this.consumer(props, timeout, lifetimeEnvironment(lifetimes, recordTtlSeconds));
+    this.function = consumer.function;
+    this.role = consumer.role;
+    // A `*` group must see every message, tagged or not: it has no filter to put there.
+    this.filtersAtEventSource = (props.filterAtEventSource ?? true) && tagFilterPatterns(def.tagExpression).length > 0;
+    this.eventSourceMappingId = this.subscribe(consumer.function, props, batchingWindow);
+
+    // EventBridge does not deliver events in order, so no rule may feed an orderly group: its
+    // bridge sends to the FIFO queue itself, with the message group and the msgId as deduplication id.
+    if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def);
+    this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
+  }
+
+  /**
+   * The DLQ, which only the group's own source queue may name in a redrive policy: SQS's move is no SendMessage, so a
+   * queue of someone else's pointed here would otherwise bypass the DLQ's sender policy.
+   */
+  private deadLetters(props: RocketMQConsumerGroupProps, lifetimes: DeliveryLifetimes): sqs.Queue {
+    const def = props.definition;
+    const ordering = def.ordering ?? 'concurrent';
+    const deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
+      queueName: deadLetterQueueName(props.prefix, def.group, ordering),
+      retentionPeriod: Duration.seconds(lifetimes.queues.deadLetterRetentionSeconds),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      ...fifoQueueProps(def),
+    });
+    // The source queue's ARN is built from its name, not referenced: the source queue already refers to the DLQ.
+    const ownSource = sqs.Queue.fromQueueArn(
+      this,
+      'OwnSource',
+      Stack.of(this).formatArn({ service: 'sqs', resource: queueName(props.prefix, def.group, ordering) }),
+    );
+    (deadLetterQueue.node.defaultChild as sqs.CfnQueue).redriveAllowPolicy = {
+      redrivePermission: 'byQueue',
+      sourceQueueArns: [ownSource.queueArn],
+    };
+    return deadLetterQueue;
+  }
+
+  /** The consumer function: its tables, its DLQ, its outside services and the signing key, and nothing else. */
+  private consumer(
+    props: RocketMQConsumerGroupProps,
+    timeout: Duration,
+    lifetimeSettings: Record<string, string>,
+  ): ProjectFunction {
+    const def = props.definition;
     const services = (def.services ?? []).map((name) =>
       serviceAccess(this, name, def.group, props.services?.[name], props.serviceTokens?.[name]),
     );
@@ -230,7 +268,7 @@ export class RocketMQConsumerGroup extends Construct {
         ...Object.fromEntries(def.tables.map((key) => [TABLE_ENV[key], props.tables.table(key).tableName])),
         [CONSUMER_ENV.deadLetterQueueUrl]: this.deadLetterQueue.queueUrl,
         // The function checks these against each other at cold start, so a queue changed by hand is refused too.
-        ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
+        ...lifetimeSettings,
         [CONSUMER_ENV.group]: def.group,
         ...(props.packing === undefined ? {} : { [CONSUMER_ENV.packing]: props.packing ? 'on' : 'off' }),
         ...(props.envelopeSigningKey
@@ -241,46 +279,51 @@ export class RocketMQConsumerGroup extends Construct {
         ...Object.fromEntries(services.flatMap((s) => Object.entries(s.environment))),
       },
     });
-    this.function = consumer.function;
-    this.role = consumer.role;
-    skipCheckov(this.function, CHECKOV_SKIPS.sqsTriggeredConcurrency, CHECKOV_SKIPS.sqsTriggeredDeadLetters);
+    skipCheckov(consumer.function, CHECKOV_SKIPS.sqsTriggeredConcurrency, CHECKOV_SKIPS.sqsTriggeredDeadLetters);
     for (const queue of [this.queue, this.deadLetterQueue]) skipCheckov(queue, CHECKOV_SKIPS.queueSqsManagedEncryption);
     this.grantTables(consumer.role, props);
     props.dataKey.grantTableUse(consumer.role);
     for (const service of services) service.grant(consumer.role);
     // The key ring lists the secret's versions: a retired key verifies as long as a copy signed with it can come back.
     props.envelopeSigningKey?.grantRead(consumer.role, { versions: true });
-    // The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
-    // also resolves the source queue's URL and moves failures to the DLQ itself.
-    consumer.role.addToPrincipalPolicy(
+    this.grantQueues(consumer.role);
+    return consumer;
+  }
+
+  /**
+   * The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
+   * also resolves the source queue's URL and moves failures to the DLQ itself.
+   */
+  private grantQueues(role: iam.IRole): void {
+    role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['sqs:GetQueueUrl', 'sqs:ChangeMessageVisibility'],
         resources: [this.queue.queueArn],
       }),
     );
-    consumer.role.addToPrincipalPolicy(
+    role.addToPrincipalPolicy(
       new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deadLetterQueue.queueArn] }),
     );
+  }
 
-    // A `*` group must see every message, tagged or not: it has no filter to put there.
-    this.filtersAtEventSource = (props.filterAtEventSource ?? true) && tagFilterPatterns(def.tagExpression).length > 0;
+  /** The function's SQS event source on the source queue; returns its mapping's id. */
+  private subscribe(
+    fn: lambda.IFunction,
+    props: RocketMQConsumerGroupProps,
+    batchingWindow: Duration | undefined,
+  ): string {
     const eventSource = new SqsEventSource(this.queue, {
       batchSize: props.batchSize ?? 10,
       maxBatchingWindow: batchingWindow,
       maxConcurrency: props.maxConcurrency ?? 10,
       reportBatchItemFailures: true,
       // Messages whose tag the group does not subscribe to are deleted by Lambda, never invoking the function.
-      filters: this.filtersAtEventSource ? tagEventFilters(def.tagExpression) : undefined,
+      filters: this.filtersAtEventSource ? tagEventFilters(props.definition.tagExpression) : undefined,
       // PolledEventCount / FilteredOutEventCount / FailedInvokeEventCount: shows what the filter drops.
       metricsConfig: { metrics: [lambda.MetricType.EVENT_COUNT] },
     });
-    consumer.function.addEventSource(eventSource);
-    this.eventSourceMappingId = eventSource.eventSourceMappingId;
-
-    // EventBridge does not deliver events in order, so no rule may feed an orderly group: its
-    // bridge sends to the FIFO queue itself, with the message group and the msgId as deduplication id.
-    if (props.eventBus && !orderly) this.rule = this.routeTopic(props.eventBus, def);
-    this.createAlarms(props, lifetimes.blockedGroupAgeSeconds(timeout.toSeconds()));
+    fn.addEventSource(eventSource);
+    return eventSource.eventSourceMappingId;
   }
 
   /**

@@ -118,37 +118,13 @@ export class RocketMQBridgeService extends Construct {
 
   constructor(scope: Construct, id: string, props: RocketMQBridgeServiceProps) {
     super(scope, id);
-    if (props.routes.length === 0) throw new Error('RocketMQBridgeService needs at least one route');
-    if (props.traceCollectorImage !== undefined)
-      throw new Error(
-        "RocketMQBridgeService: traceCollectorImage is refused: the bridge sends its spans to X-Ray's OTLP endpoint itself, and no other container runs with its task role, which reads the signing key and sends to every queue (docs/security.md, third review); remove the setting",
-      );
-    if (!props.proxyEndpoint === !props.nameServer)
-      throw new Error(
-        'RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)',
-      );
-    if (props.maxCount !== undefined && props.maxCount < (props.desiredCount ?? 1))
-      throw new Error(
-        `RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`,
-      );
-    if (props.nameServer && props.sslEnabled !== false) {
-      throw new Error(
-        'RocketMQBridgeService: the RocketMQ 4 client (nameServer) has no TLS; set sslEnabled: false explicitly to accept a clear-text link',
-      );
-    }
-    const groupRefusal = rocketmqGroupRefusal(props.nameServer ? 'rocketmq4' : 'rocketmq5', props.routes);
-    if (groupRefusal) throw new Error(groupRefusal);
-    for (const route of props.routes) {
-      if (!route.queue === !route.eventBus)
-        throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
-    }
+    assertBridgeProps(props);
     const cluster =
       props.cluster ??
       new ecs.Cluster(this, 'Cluster', {
         ...(props.vpc ? { vpc: props.vpc } : {}),
         containerInsightsV2: ecs.ContainerInsights.ENABLED,
       });
-    const invisibleDuration = props.invisibleDuration ?? Duration.seconds(60);
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -163,34 +139,27 @@ export class RocketMQBridgeService extends Construct {
       },
       ...(props.names ? namedRoles(this, props.names) : {}),
     });
-
-    const config: BridgeConfigInput = {
-      ...(props.nameServer
-        ? { protocol: 'rocketmq4' as const, nameServer: props.nameServer }
-        : { protocol: 'rocketmq5' as const, proxyEndpoint: props.proxyEndpoint! }),
-      clusterName: props.clusterName ?? 'DefaultCluster',
-      namespace: props.namespace ?? '',
-      sslEnabled: props.sslEnabled ?? true,
-      ...(props.envelopeSigningKey ? { signing: { secretId: props.envelopeSigningKey.secretArn } } : {}),
-      invisibleDurationMs: invisibleDuration.toMilliseconds(),
-      ...(props.maxMessageBytes !== undefined ? { maxMessageBytes: props.maxMessageBytes } : {}),
-      health: { host: '127.0.0.1', port: HEALTH_PORT },
-      routes: props.routes.map((r) => ({
-        group: r.group,
-        topic: r.topic,
-        tagExpression: r.tagExpression ?? '*',
-        fifo: r.fifo ?? false,
-        ...(r.messageGroupFrom ? { messageGroupFrom: r.messageGroupFrom } : {}),
-        ...(r.rocketmqGroup ? { rocketmqGroup: r.rocketmqGroup } : {}),
-        ...(r.takeOver ? { takeOver: r.takeOver } : {}),
-        target: r.queue
-          ? { kind: 'sqs' as const, queueUrl: r.queue.queueUrl }
-          : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },
-        dlqUrl: r.dlq.queueUrl,
-      })),
-    };
-
     const tracing = props.tracing ?? TracingBackend.off;
+    this.addBridgeContainer(props, tracing);
+    if (tracing !== TracingBackend.off) this.grantSpanExport();
+    this.grantForwarding(props.routes);
+    props.envelopeSigningKey?.grantRead(this.taskDefinition.taskRole);
+    Validations.of(this.taskDefinition).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-ECS2',
+      reason:
+        'BRIDGE_CONFIG holds only routing (topics, tag expressions, queue URLs, endpoints) and is rendered from the catalogue at synth; the RocketMQ ACL keys come from Secrets Manager through `secrets`, never the environment.',
+    });
+    Validations.of(this.taskDefinition.obtainExecutionRole()).acknowledge({
+      id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'The execution role pulls the image: ecr:GetAuthorizationToken has no resource-level permissions, so it is granted on *; the pull actions themselves are scoped to the asset repository by CDK.',
+    });
+    this.service = this.fargateService(props, cluster);
+  }
+
+  /** The bridge's container: its configuration, its RocketMQ credentials from Secrets Manager, its health check. */
+  private addBridgeContainer(props: RocketMQBridgeServiceProps, tracing: TracingBackend): void {
+    const config = bridgeConfig(props);
     this.taskDefinition.addContainer('Bridge', {
       image:
         props.image ??
@@ -244,22 +213,12 @@ export class RocketMQBridgeService extends Construct {
       stopTimeout: Duration.seconds(60),
       readonlyRootFilesystem: true,
     });
-    if (tracing !== TracingBackend.off) this.grantSpanExport();
-    this.grantForwarding(props.routes);
-    props.envelopeSigningKey?.grantRead(this.taskDefinition.taskRole);
-    Validations.of(this.taskDefinition).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-ECS2',
-      reason:
-        'BRIDGE_CONFIG holds only routing (topics, tag expressions, queue URLs, endpoints) and is rendered from the catalogue at synth; the RocketMQ ACL keys come from Secrets Manager through `secrets`, never the environment.',
-    });
-    Validations.of(this.taskDefinition.obtainExecutionRole()).acknowledge({
-      id: 'AwsSolutions::AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'The execution role pulls the image: ecr:GetAuthorizationToken has no resource-level permissions, so it is granted on *; the pull actions themselves are scoped to the asset repository by CDK.',
-    });
+  }
 
+  /** The service, scaling on CPU between `desiredCount` and `maxCount` when they differ. */
+  private fargateService(props: RocketMQBridgeServiceProps, cluster: ecs.ICluster): ecs.FargateService {
     const scales = props.maxCount !== undefined && props.maxCount > (props.desiredCount ?? 1);
-    this.service = new ecs.FargateService(this, 'Service', {
+    const service = new ecs.FargateService(this, 'Service', {
       cluster,
       taskDefinition: this.taskDefinition,
       // With scaling, a deployment keeps the running count (the floor is the scaling minimum)
@@ -274,7 +233,7 @@ export class RocketMQBridgeService extends Construct {
       ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
     });
     if (scales) {
-      this.service
+      service
         .autoScaleTaskCount({ minCapacity: props.desiredCount ?? 1, maxCapacity: props.maxCount })
         .scaleOnCpuUtilization('Cpu', {
           targetUtilizationPercent: props.cpuTargetPercent ?? 60,
@@ -282,6 +241,7 @@ export class RocketMQBridgeService extends Construct {
           scaleInCooldown: Duration.minutes(5),
         });
     }
+    return service;
   }
 
   /**
@@ -349,4 +309,62 @@ function namedRoles(scope: Construct, names: RocketMQBridgeNames): Partial<ecs.F
 
 function repositoryRoot(): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
+}
+
+/** Refuses at synth what the bridge would refuse at start, or what would make its service unsafe. */
+function assertBridgeProps(props: RocketMQBridgeServiceProps): void {
+  if (props.routes.length === 0) throw new Error('RocketMQBridgeService needs at least one route');
+  if (props.traceCollectorImage !== undefined)
+    throw new Error(
+      "RocketMQBridgeService: traceCollectorImage is refused: the bridge sends its spans to X-Ray's OTLP endpoint itself, and no other container runs with its task role, which reads the signing key and sends to every queue (docs/security.md, third review); remove the setting",
+    );
+  if (!props.proxyEndpoint === !props.nameServer)
+    throw new Error(
+      'RocketMQBridgeService: give exactly one of proxyEndpoint (RocketMQ 5) or nameServer (RocketMQ 4.x)',
+    );
+  if (props.maxCount !== undefined && props.maxCount < (props.desiredCount ?? 1))
+    throw new Error(
+      `RocketMQBridgeService: maxCount ${props.maxCount} is below desiredCount ${props.desiredCount ?? 1}`,
+    );
+  if (props.nameServer && props.sslEnabled !== false) {
+    throw new Error(
+      'RocketMQBridgeService: the RocketMQ 4 client (nameServer) has no TLS; set sslEnabled: false explicitly to accept a clear-text link',
+    );
+  }
+  const groupRefusal = rocketmqGroupRefusal(props.nameServer ? 'rocketmq4' : 'rocketmq5', props.routes);
+  if (groupRefusal) throw new Error(groupRefusal);
+  for (const route of props.routes) {
+    if (!route.queue === !route.eventBus)
+      throw new Error(`route ${route.group}: give exactly one of queue or eventBus`);
+  }
+}
+
+/** `BRIDGE_CONFIG`: the link to RocketMQ and one route per group, rendered from the routes' queues and buses. */
+function bridgeConfig(props: RocketMQBridgeServiceProps): BridgeConfigInput {
+  const invisibleDuration = props.invisibleDuration ?? Duration.seconds(60);
+  return {
+    ...(props.nameServer
+      ? { protocol: 'rocketmq4' as const, nameServer: props.nameServer }
+      : { protocol: 'rocketmq5' as const, proxyEndpoint: props.proxyEndpoint! }),
+    clusterName: props.clusterName ?? 'DefaultCluster',
+    namespace: props.namespace ?? '',
+    sslEnabled: props.sslEnabled ?? true,
+    ...(props.envelopeSigningKey ? { signing: { secretId: props.envelopeSigningKey.secretArn } } : {}),
+    invisibleDurationMs: invisibleDuration.toMilliseconds(),
+    ...(props.maxMessageBytes !== undefined ? { maxMessageBytes: props.maxMessageBytes } : {}),
+    health: { host: '127.0.0.1', port: HEALTH_PORT },
+    routes: props.routes.map((r) => ({
+      group: r.group,
+      topic: r.topic,
+      tagExpression: r.tagExpression ?? '*',
+      fifo: r.fifo ?? false,
+      ...(r.messageGroupFrom ? { messageGroupFrom: r.messageGroupFrom } : {}),
+      ...(r.rocketmqGroup ? { rocketmqGroup: r.rocketmqGroup } : {}),
+      ...(r.takeOver ? { takeOver: r.takeOver } : {}),
+      target: r.queue
+        ? { kind: 'sqs' as const, queueUrl: r.queue.queueUrl }
+        : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },
+      dlqUrl: r.dlq.queueUrl,
+    })),
+  };
 }

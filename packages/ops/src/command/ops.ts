@@ -394,43 +394,62 @@ export function durationMs(value: string | undefined, name: string): number | un
   return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
 }
 
-async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (text: string) => void): Promise<number> {
-  const [command, sub, ...rest] = positionals;
+/** What every command is given: the output format, the deployment it acts on, and its clients, made on first use. */
+function commandContext(v: Values, io: OpsIo) {
   const format = formatOf(v);
   const target = targetOf(v);
   const aws = awsConfigOf(target);
-  const now = io.now ?? (() => new Date());
-  const dynamoDb = () => io.dynamoDb ?? createDynamoDb(aws);
-  const sqs = () => io.sqs ?? createSqs(aws);
-  const secrets = () => io.secrets ?? createSecretsManager(aws);
-  const segments = positiveNumber(v.segments, 'segments', 4);
-
-  const audit = async () => {
-    const tables = pointTablesOf(target);
-    const bar = new ProgressBar(io.stderr, { quiet: v.quiet });
-    const report = await runLedgerAudit({
-      dynamoDb: dynamoDb(),
-      tables,
-      segments,
-      onProgress: (p) => bar.update(p),
-      onTableDone: (p) => bar.done(p),
-    });
-    return { tables, ...(await withLegacyAudit(report, v, { dynamoDb: dynamoDb(), tables, segments })) };
+  return {
+    format,
+    target,
+    aws,
+    now: io.now ?? (() => new Date()),
+    dynamoDb: () => io.dynamoDb ?? createDynamoDb(aws),
+    sqs: () => io.sqs ?? createSqs(aws),
+    secrets: () => io.secrets ?? createSecretsManager(aws),
+    segments: positiveNumber(v.segments, 'segments', 4),
   };
+}
+
+type CommandContext = ReturnType<typeof commandContext>;
+
+/** The ledger audit over the points tables, with a progress bar, and the cross-system one when a legacy source is given. */
+async function ledgerAudit(ctx: CommandContext, v: Values, io: OpsIo) {
+  const { dynamoDb, segments } = ctx;
+  const tables = pointTablesOf(ctx.target);
+  const bar = new ProgressBar(io.stderr, { quiet: v.quiet });
+  const report = await runLedgerAudit({
+    dynamoDb: dynamoDb(),
+    tables,
+    segments,
+    onProgress: (p) => bar.update(p),
+    onTableDone: (p) => bar.done(p),
+  });
+  return { tables, ...(await withLegacyAudit(report, v, { dynamoDb: dynamoDb(), tables, segments })) };
+}
+
+/** `ops audit`: the report, and whether it found anything. */
+async function auditCommand(
+  audit: () => ReturnType<typeof ledgerAudit>,
+  format: CommandContext['format'],
+  print: (text: string) => void,
+): Promise<number> {
+  const { tables, report, crossSystem } = await audit();
+  print(
+    renderAudit(report, tables, format, crossSystem && { json: { crossSystem }, text: renderCrossSystem(crossSystem) }),
+  );
+  return isClean(report) ? ExitCode.OK : ExitCode.FINDINGS;
+}
+
+async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (text: string) => void): Promise<number> {
+  const [command, sub, ...rest] = positionals;
+  const ctx = commandContext(v, io);
+  const { format, target, aws, now, dynamoDb, sqs, secrets, segments } = ctx;
+  const audit = () => ledgerAudit(ctx, v, io);
 
   switch (command) {
-    case 'audit': {
-      const { tables, report, crossSystem } = await audit();
-      print(
-        renderAudit(
-          report,
-          tables,
-          format,
-          crossSystem && { json: { crossSystem }, text: renderCrossSystem(crossSystem) },
-        ),
-      );
-      return isClean(report) ? ExitCode.OK : ExitCode.FINDINGS;
-    }
+    case 'audit':
+      return auditCommand(audit, format, print);
     case 'reverse':
       return reverse(v, { format, now, dynamoDb: dynamoDb(), audit, print, confirmation: confirmationOf(v, io) });
     case 'dlq':

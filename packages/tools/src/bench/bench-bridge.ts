@@ -133,8 +133,9 @@ class BenchIncompleteError extends Error {
   override readonly name = 'BenchIncompleteError';
 }
 
-async function main() {
+export async function bridgeBench(argv: readonly string[]): Promise<void> {
   const { values } = parseArgs({
+    args: [...argv],
     options: {
       messages: { type: 'string', default: '10000' },
       'latency-ms': { type: 'string', default: '5' },
@@ -469,8 +470,3 @@ function oneOf<T extends string>(value: string | undefined, allowed: readonly T[
 }
 
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
-
-await main();
-// The RocketMQ 4 client keeps a process-wide producer (for sending messages back) with its timers running after every
-// consumer closed.
-process.exit(0);

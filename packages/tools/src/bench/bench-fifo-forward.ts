@@ -5,7 +5,7 @@
  * call. No broker: this isolates how a receive is cut into `SendMessageBatch` calls (a FIFO route
  * keeps one batch in flight, so its throughput is batch size over the forward's wall time).
  *
- *   npm run bench:fifo -- [--messages 4000] [--batch 20] [--groups 1,2,5,20,1000] [--latency-ms 5] [--json]
+ *   npm run bench -- fifo [--messages 4000] [--batch 20] [--groups 1,2,5,20,1000] [--latency-ms 5] [--json]
  *
  * Prints, per group count: messages/s, calls per receive, and wall time per receive (p50). With
  * --json, one line per group count.
@@ -31,8 +31,9 @@ interface FifoFigures {
   p50ReceiveMs: number;
 }
 
-async function main() {
+export async function fifoBench(argv: readonly string[]): Promise<void> {
   const { values } = parseArgs({
+    args: [...argv],
     options: {
       messages: { type: 'string', default: '4000' },
       batch: { type: 'string', default: '20' },
@@ -138,5 +139,3 @@ function message(i: number, groups: number): ReceivedMessage {
     reconsumeTimes: 0,
   };
 }
-
-await main();

@@ -5,7 +5,7 @@
  * already there: the cost of a re-run or of a resume over rows written before a crash). Then a
  * `--dry-run` over a larger export in a process of its own, for its peak RSS: the import streams.
  *
- *   npm run bench:import -- [--rows 100000] [--dry-run-rows 1000000] [--concurrency 16] [--json]
+ *   npm run bench -- import [--rows 100000] [--dry-run-rows 1000000] [--concurrency 16] [--json]
  *
  * Round trips are counted by a middleware on the SDK client; write units come from DynamoDB's
  * documented rules (packages/tools/src/instrumentation/write-units.ts: a cancelled transaction counts 0
@@ -32,18 +32,6 @@ import { writeUnitsOf } from '../instrumentation/write-units.ts';
 import { provisionLocal } from '../local/provision.ts';
 
 process.env.AWS_REGION ??= 'us-east-1';
-
-const { values: args } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '100000' },
-    'dry-run-rows': { type: 'string', default: '1000000' },
-    concurrency: { type: 'string', default: '16' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const ROWS = Number(args.rows);
-const DRY_RUN_ROWS = Number(args['dry-run-rows']);
-const CONCURRENCY = Number(args.concurrency);
 
 interface PassFigures {
   rowsPerSecond: number;
@@ -94,7 +82,7 @@ async function importPass(argv: string[], client: DynamoDBDocumentClient, trips:
   };
 }
 
-async function ledgerMode(endpoint: string, ledger: 'kept' | 'moved', csv: string, dir: string) {
+async function ledgerMode(endpoint: string, ledger: 'kept' | 'moved', csv: string, dir: string, concurrency: number) {
   const resources = await provisionLocal(endpoint, `bench-import-${ledger}-${Date.now().toString(36)}`, {
     groups: [POINTS_GROUP],
   });
@@ -108,7 +96,7 @@ async function ledgerMode(endpoint: string, ledger: 'kept' | 'moved', csv: strin
   const client = DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
   const argv = (run: string) => [
     ...['migrate', 'import', '--source', csv, '--group', POINTS_GROUP, '--ledger', ledger],
-    ...['--concurrency', String(CONCURRENCY), '--checkpoint', join(dir, `${ledger}-${run}.json`)],
+    ...['--concurrency', String(concurrency), '--checkpoint', join(dir, `${ledger}-${run}.json`)],
     ...['--yes', '--json', '--quiet', '--endpoint', endpoint, '--prefix', resources.prefix],
     ...(ledger === 'moved' ? ['--plan', join(dir, 'moved-plan.json')] : []),
   ];
@@ -146,21 +134,33 @@ async function dryRun(csv: string, rows: number) {
 
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
-async function main() {
+export async function importBench(argv: readonly string[]): Promise<void> {
+  const { values: args } = parseArgs({
+    args: [...argv],
+    options: {
+      rows: { type: 'string', default: '100000' },
+      'dry-run-rows': { type: 'string', default: '1000000' },
+      concurrency: { type: 'string', default: '16' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const rows = Number(args.rows);
+  const dryRunRows = Number(args['dry-run-rows']);
+  const concurrency = Number(args.concurrency);
   const dir = await mkdtemp(join(tmpdir(), 'bench-import-'));
   const emulator = await startEmulator();
   try {
     const csv = join(dir, 'legacy.csv');
-    await writeExport(csv, ROWS);
-    const kept = await ledgerMode(emulator.endpoint, 'kept', csv, dir);
-    const moved = await ledgerMode(emulator.endpoint, 'moved', csv, dir);
+    await writeExport(csv, rows);
+    const kept = await ledgerMode(emulator.endpoint, 'kept', csv, dir, concurrency);
+    const moved = await ledgerMode(emulator.endpoint, 'moved', csv, dir, concurrency);
     let dry: Awaited<ReturnType<typeof dryRun>> | undefined;
-    if (DRY_RUN_ROWS > 0) {
+    if (dryRunRows > 0) {
       const big = join(dir, 'legacy-dry-run.csv');
-      await writeExport(big, DRY_RUN_ROWS);
-      dry = await dryRun(big, DRY_RUN_ROWS);
+      await writeExport(big, dryRunRows);
+      dry = await dryRun(big, dryRunRows);
     }
-    const result = { rows: ROWS, concurrency: CONCURRENCY, kept, moved, dryRun: dry };
+    const result = { rows, concurrency, kept, moved, dryRun: dry };
     print(result);
     if (args.json) console.log(JSON.stringify(result));
   } finally {
@@ -192,5 +192,3 @@ function print(r: {
       `--dry-run over ${r.dryRun.rows} rows: ${r.dryRun.seconds} s, ${r.dryRun.rowsPerSecond} rows/s, peak RSS ${r.dryRun.peakRssMb} MB`,
     );
 }
-
-await main();

@@ -3,7 +3,7 @@
  * the part of the bridge's cost per message that the SQS call sets (see docs/bridge.md, "Cost per
  * message").
  *
- *   npm run bench:sqs-call -- [--calls 4000] [--rounds 3] [--lanes 4] [--json]
+ *   npm run bench -- sqs-call [--calls 4000] [--rounds 3] [--lanes 4] [--json]
  *
  * Four ways to make the same call against the benchmark's SQS stand-in, alternated `rounds` times:
  *   - `sdkDefaults`: `SQSClient` with the SDK's default settings;
@@ -40,8 +40,9 @@ type Send = () => Promise<void>;
 const Way = { SdkDefaults: 'sdkDefaults', SdkNoMd5: 'sdkNoMd5', SdkBridge: 'sdkBridge', Floor: 'floor' } as const;
 type Way = (typeof Way)[keyof typeof Way];
 
-async function main() {
+export async function sqsCallBench(argv: readonly string[]): Promise<void> {
   const { values } = parseArgs({
+    args: [...argv],
     options: {
       calls: { type: 'string', default: '4000' },
       rounds: { type: 'string', default: '3' },
@@ -206,5 +207,3 @@ async function cpuPerCall(send: Send, standIn: SqsStandIn, calls: number, lanes:
   const standInUsed = (await standIn.cpuMicros()) - standInBefore;
   return Math.round((used.user + used.system - standInUsed) / (Math.ceil(calls / lanes) * lanes));
 }
-
-await main();

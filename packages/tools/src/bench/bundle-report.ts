@@ -4,7 +4,7 @@
  * its module takes to initialise in a fresh Node process, next to a Powertools-idempotency
  * consumer doing the same work.
  *
- *   npx tsx packages/tools/src/bench/bundle-report.ts [--runs 7] [--json]
+ *   npm run bench -- bundle [--runs 7] [--json]
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -31,8 +31,9 @@ interface BundleFigures {
   initMsRuns: number[];
 }
 
-async function main() {
+export async function bundleReport(argv: readonly string[]): Promise<void> {
   const { values } = parseArgs({
+    args: [...argv],
     options: { runs: { type: 'string', default: '7' }, json: { type: 'boolean', default: false } },
   });
   const runs = Number(values.runs);
@@ -103,5 +104,3 @@ function initTime(bundle: string): number {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-await main();

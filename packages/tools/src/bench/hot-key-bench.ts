@@ -1,7 +1,7 @@
 /**
  * Hot keys: many concurrent awards to ONE account, per-record vs packed.
  *
- *   npx tsx packages/tools/src/bench/hot-key-bench.ts [--messages 400] [--invocations 10] [--batch-size 10]
+ *   npm run bench -- hot-key [--messages 400] [--invocations 10] [--batch-size 10]
  * [--accounts 1] [--spread-by award|batch] [--latency-ms 5] [--transaction-ms 10] [--json]
  *
  * `--accounts N` spreads the awards over N balance items: the write path of a balance
@@ -34,7 +34,7 @@ import { injectLatency } from '../instrumentation/latency-injection.ts';
 import { RoundTripCounter } from '../instrumentation/round-trip-counter.ts';
 import { lambdaContext } from '../local/lambda-context.ts';
 import { PROCESS_SIGNING_KEY } from '../local/local-signing-key.ts';
-import { provisionLocal } from '../local/provision.ts';
+import { type LocalResources, provisionLocal } from '../local/provision.ts';
 import { sqsRecord } from '../local/sqs-record.ts';
 
 process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
@@ -54,8 +54,9 @@ interface Scenario {
   transactionMs: number;
 }
 
-async function main() {
+export async function hotKeyBench(argv: readonly string[]): Promise<void> {
   const { values } = parseArgs({
+    args: [...argv],
     options: {
       messages: { type: 'string', default: '400' },
       invocations: { type: 'string', default: '10' },
@@ -103,85 +104,17 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
   const resources = await provisionLocal(emulator.endpoint, `hot-${packing ? 'p' : 'r'}-${Date.now().toString(36)}`, {
     groups: [POINTS_GROUP],
   });
-  const queue = resources.queues[POINTS_GROUP]!;
   const model = new ItemContentionModel({ transactionMs: s.transactionMs });
   const counter = new RoundTripCounter();
   const reports: RecordReport[] = [];
-  const handlers = Array.from({ length: s.invocations }, () => {
-    const client = new DynamoDBClient({
-      region: 'us-east-1',
-      endpoint: emulator.endpoint,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      maxAttempts: 3,
-    });
-    // Each middleware added after `retryMiddleware` runs before the ones added earlier:
-    // counter → network latency → the modelled service side → the emulator.
-    model.attach(client);
-    injectLatency(client, s.latencyMs);
-    counter.attach(client);
-    return pointsConsumer.create({
-      aws: emulatorConfig(emulator.endpoint),
-      tables: resources.tables,
-      deadLetterQueueUrl: queue.deadLetter.url,
-      schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
-      dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
-      onReport: (r) => reports.push(r),
-      packing,
-      envelopeKeys: PROCESS_SIGNING_KEY.ring,
-    });
-  });
-
-  const ids = new MsgIdGenerator();
-  let expected = 0;
-  const backlog: SQSRecord[] = Array.from({ length: s.messages }, (_, i) => {
-    const order = {
-      orderNo: `SO-HOT-${i}`,
-      userId: `hot-${(s.spreadBy === 'batch' ? Math.floor(i / s.batchSize) : i) % s.accounts}`,
-      points: 1 + (i % 7),
-    };
-    expected += order.points;
-    return sqsRecord(
-      PROCESS_SIGNING_KEY.envelope({
-        topic: 'ORDER_TOPIC',
-        msgId: ids.next(),
-        tags: 'PAID',
-        body: JSON.stringify(order),
-      }),
-      queue.source.arn,
-      { messageId: `hot-${i}` },
-    );
-  });
-  let redeliveries = 0;
-  let gaveUp = 0;
+  const handlers = Array.from({ length: s.invocations }, () =>
+    contendedConsumer(emulator, resources, { s, packing, model, counter, reports }),
+  );
+  const { backlog, expected } = hotBacklog(s, resources.queues[POINTS_GROUP]!.source.arn);
   const started = performance.now();
-  await Promise.all(
-    handlers.map(async (handler) => {
-      while (backlog.length > 0) {
-        const batch = backlog.splice(0, s.batchSize);
-        const response = await handler({ Records: batch }, lambdaContext('points-consumer', 30_000));
-        for (const failure of response.batchItemFailures) {
-          const rec = batch.find((r) => r.messageId === failure.itemIdentifier)!;
-          const receiveCount = Number(rec.attributes.ApproximateReceiveCount) + 1;
-          if (receiveCount > MAX_DELIVERIES) {
-            gaveUp++;
-            continue;
-          }
-          redeliveries++;
-          backlog.push({ ...rec, attributes: { ...rec.attributes, ApproximateReceiveCount: String(receiveCount) } });
-        }
-      }
-    }),
-  );
+  const { redeliveries, gaveUp } = await drainBacklog(handlers, backlog, s.batchSize);
   const seconds = (performance.now() - started) / 1000;
-  const documents = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      region: 'us-east-1',
-      endpoint: emulator.endpoint,
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    }),
-  );
-  const accounts = (await documents.send(new ScanCommand({ TableName: resources.tables.accounts }))).Items ?? [];
-  const balance = accounts.reduce((sum, a) => sum + Number(a.balance), 0);
+  const balance = await balanceTotal(emulator, resources.tables.accounts);
   const failedAttempts = reports.filter((r) => r.settlement.outcome === 'failed');
   return {
     mode: packing ? 'packed' : 'per-record',
@@ -200,4 +133,108 @@ async function run(emulator: Emulator, s: Scenario, packing: boolean) {
   };
 }
 
-await main();
+type PointsHandler = ReturnType<typeof pointsConsumer.create>;
+
+/** One Lambda instance: the points consumer on a client of its own that goes through the shared contention model. */
+function contendedConsumer(
+  emulator: Emulator,
+  resources: LocalResources,
+  shared: {
+    s: Scenario;
+    packing: boolean;
+    model: ItemContentionModel;
+    counter: RoundTripCounter;
+    reports: RecordReport[];
+  },
+): PointsHandler {
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: emulator.endpoint,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 3,
+  });
+  // Each middleware added after `retryMiddleware` runs before the ones added earlier:
+  // counter → network latency → the modelled service side → the emulator.
+  shared.model.attach(client);
+  injectLatency(client, shared.s.latencyMs);
+  shared.counter.attach(client);
+  return pointsConsumer.create({
+    aws: emulatorConfig(emulator.endpoint),
+    tables: resources.tables,
+    deadLetterQueueUrl: resources.queues[POINTS_GROUP]!.deadLetter.url,
+    schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
+    dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
+    onReport: (r) => shared.reports.push(r),
+    packing: shared.packing,
+    envelopeKeys: PROCESS_SIGNING_KEY.ring,
+  });
+}
+
+/** The awards as SQS records, each to its item of `accounts` (per award or per batch), and the balance they add up to. */
+function hotBacklog(s: Scenario, queueArn: string): { backlog: SQSRecord[]; expected: number } {
+  const ids = new MsgIdGenerator();
+  let expected = 0;
+  const backlog: SQSRecord[] = Array.from({ length: s.messages }, (_, i) => {
+    const order = {
+      orderNo: `SO-HOT-${i}`,
+      userId: `hot-${(s.spreadBy === 'batch' ? Math.floor(i / s.batchSize) : i) % s.accounts}`,
+      points: 1 + (i % 7),
+    };
+    expected += order.points;
+    return sqsRecord(
+      PROCESS_SIGNING_KEY.envelope({
+        topic: 'ORDER_TOPIC',
+        msgId: ids.next(),
+        tags: 'PAID',
+        body: JSON.stringify(order),
+      }),
+      queueArn,
+      { messageId: `hot-${i}` },
+    );
+  });
+  return { backlog, expected };
+}
+
+/**
+ * Every instance takes the next batch from the shared backlog until it is empty; a record a batch reports as failed goes
+ * back to it with its receive count up, until its 17th delivery.
+ */
+async function drainBacklog(
+  handlers: readonly PointsHandler[],
+  backlog: SQSRecord[],
+  batchSize: number,
+): Promise<{ redeliveries: number; gaveUp: number }> {
+  let redeliveries = 0;
+  let gaveUp = 0;
+  await Promise.all(
+    handlers.map(async (handler) => {
+      while (backlog.length > 0) {
+        const batch = backlog.splice(0, batchSize);
+        const response = await handler({ Records: batch }, lambdaContext('points-consumer', 30_000));
+        for (const failure of response.batchItemFailures) {
+          const rec = batch.find((r) => r.messageId === failure.itemIdentifier)!;
+          const receiveCount = Number(rec.attributes.ApproximateReceiveCount) + 1;
+          if (receiveCount > MAX_DELIVERIES) {
+            gaveUp++;
+            continue;
+          }
+          redeliveries++;
+          backlog.push({ ...rec, attributes: { ...rec.attributes, ApproximateReceiveCount: String(receiveCount) } });
+        }
+      }
+    }),
+  );
+  return { redeliveries, gaveUp };
+}
+
+async function balanceTotal(emulator: Emulator, accountsTable: string): Promise<number> {
+  const documents = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: emulator.endpoint,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    }),
+  );
+  const accounts = (await documents.send(new ScanCommand({ TableName: accountsTable }))).Items ?? [];
+  return accounts.reduce((sum, a) => sum + Number(a.balance), 0);
+}

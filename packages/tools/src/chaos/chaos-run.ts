@@ -1,7 +1,7 @@
 import { createDynamoDb, createSqs } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { DeliveryCounts } from '../local/delivery-account.ts';
-import { type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
+import { type LocalPipelineOptions, type LocalRunResult, runLocalPipeline } from '../local/local-pipeline.ts';
 import { LocalSigningKey } from '../local/local-signing-key.ts';
 import { selectGroups } from '../local/run-settings.ts';
 import { compressedScheduleOf } from '../local/time-scale.ts';
@@ -15,7 +15,7 @@ import {
   planFaults,
   type SdkFaultRates,
 } from './fault-plan.ts';
-import { groupsUnderTest } from './groups-under-test.ts';
+import { type GroupUnderTest, groupsUnderTest } from './groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from './invariants.ts';
 import { loadChaosPlugins } from './plugin-discovery.ts';
 import { type ChaosWorkload, composeWorkload } from './workload.ts';
@@ -128,89 +128,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const plan = options.plan ?? planFaults(underTest, { seed: options.seed, sdk: options.sdk });
   const timeScale = options.timeScale ?? 600;
   const tally = new FaultTally();
-  const run = await runLocalPipeline({
-    phases: workload.phases,
-    signing,
-    catalogue,
-    groups,
-    consumers: options.consumers,
-    batchSize: options.batchSize,
-    seed: options.seed,
-    endpoint: options.endpoint,
-    prefix: options.prefix,
-    timeScale,
-    visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 5,
-    maxRunMs: options.maxRunMs,
-    crashes: crashesAfterCommit(plan),
-    seedTables: async (dynamoDb, tables) => {
-      let seeded = 0;
-      for (const g of underTest) seeded += (await g.expectations.seedTables?.(dynamoDb, tables)) ?? 0;
-      return seeded;
-    },
-    buildConsumer: chaosConsumers(plan, plugins, tally, { seed: options.seed, replace: options.replace }),
-    onProgress: options.onProgress,
-  });
+  const run = await runLocalPipeline(
+    pipelineOptions(options, { workload, signing, catalogue, groups, timeScale, plan, plugins, underTest, tally }),
+  );
   try {
     const { result } = run;
-    const aws = result.resources.aws;
-    const dynamoDb = createDynamoDb(aws);
-    const sqs = createSqs(aws);
-    const invariants = await checkInvariants({
-      dynamoDb,
-      sqs,
-      resources: result.resources,
-      groups: underTest,
-      unsettled: result.unsettled,
-      schedules: Object.fromEntries(definitions.map((d) => [d.group, compressedScheduleOf(d, timeScale)])),
-      deliveries: result.account.deliveries,
-    });
-    sqs.destroy();
-    dynamoDb.destroy();
-
+    const invariants = await judgeRun(result, underTest, definitions, timeScale);
     const outcomes = result.account.total();
     const perGroup = Object.fromEntries(
       groups.map((g) => [g, { ...result.account.countsOf(g), countedAtPoller: tally.deliveries[g] ?? 0 }]),
     );
-    const deliveries = Object.values(tally.deliveries).reduce((n, d) => n + d, 0);
-    const unaccounted =
-      deliveries -
-      (outcomes.processed +
-        outcomes.duplicatesSuppressed +
-        outcomes.filtered +
-        outcomes.deadLettered +
-        outcomes.retried);
-    const summary: ChaosSummary = {
-      seed: options.seed,
-      messages: workload.messages,
-      completed: result.completed,
-      neverSent: result.neverSent,
-      inFlight: result.leftInQueues,
-      deliveries,
-      doubleAwards: invariants.doubleAwards,
-      lostAwards: invariants.lostAwards,
-      unaccounted,
-      deadLettered: invariants.deadLettered,
-      expectedDeadLettered: invariants.expectedDeadLettered,
-      invariantHolds: invariants.holds && unaccounted === 0 && result.completed,
-      groups: Object.fromEntries(
-        groups.map((g) => {
-          const r = invariants.groups[g]!;
-          const summary: GroupSummary = {
-            deliveries: tally.deliveries[g] ?? 0,
-            doubleEffects: r.doubleEffects,
-            lostEffects: r.lostEffects,
-            deadLettered: r.deadLettered,
-            expectedDeadLettered: r.expectedDeadLettered,
-            notJudged: r.notJudged,
-            invariantHolds: r.holds,
-            detail: r.detail,
-          };
-          return [g, summary];
-        }),
-      ),
-    };
     return {
-      summary,
+      summary: summarise(
+        { seed: options.seed, messages: workload.messages, groups, outcomes },
+        result,
+        invariants,
+        tally,
+      ),
       workload,
       plan,
       crashPointNames: Object.fromEntries([...plugins.values()].map((p) => [p.group, p.crashPointName])),
@@ -235,4 +169,111 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   } finally {
     await run.close();
   }
+}
+
+/** The local run the chaos run drives: its signed workload, its plug-ins' seeds, its fault plan's consumers and crashes. */
+function pipelineOptions(
+  options: ChaosOptions,
+  run: {
+    workload: ChaosWorkload;
+    signing: LocalSigningKey;
+    catalogue: readonly ConsumerGroupDefinition[];
+    groups: readonly string[];
+    timeScale: number;
+    plan: FaultPlan;
+    plugins: ReadonlyMap<string, ChaosPlugin>;
+    underTest: readonly GroupUnderTest[];
+    tally: FaultTally;
+  },
+): LocalPipelineOptions {
+  return {
+    phases: run.workload.phases,
+    signing: run.signing,
+    catalogue: run.catalogue,
+    groups: run.groups,
+    consumers: options.consumers,
+    batchSize: options.batchSize,
+    seed: options.seed,
+    endpoint: options.endpoint,
+    prefix: options.prefix,
+    timeScale: run.timeScale,
+    visibilityTimeoutSeconds: options.visibilityTimeoutSeconds ?? 5,
+    maxRunMs: options.maxRunMs,
+    crashes: crashesAfterCommit(run.plan),
+    seedTables: async (dynamoDb, tables) => {
+      let seeded = 0;
+      for (const g of run.underTest) seeded += (await g.expectations.seedTables?.(dynamoDb, tables)) ?? 0;
+      return seeded;
+    },
+    buildConsumer: chaosConsumers(run.plan, run.plugins, run.tally, { seed: options.seed, replace: options.replace }),
+    onProgress: options.onProgress,
+  };
+}
+
+/** The invariants, read from the run's tables and queues. */
+async function judgeRun(
+  result: LocalRunResult,
+  underTest: readonly GroupUnderTest[],
+  definitions: readonly ConsumerGroupDefinition[],
+  timeScale: number,
+): Promise<InvariantReport> {
+  const aws = result.resources.aws;
+  const dynamoDb = createDynamoDb(aws);
+  const sqs = createSqs(aws);
+  const invariants = await checkInvariants({
+    dynamoDb,
+    sqs,
+    resources: result.resources,
+    groups: underTest,
+    unsettled: result.unsettled,
+    schedules: Object.fromEntries(definitions.map((d) => [d.group, compressedScheduleOf(d, timeScale)])),
+    deliveries: result.account.deliveries,
+  });
+  sqs.destroy();
+  dynamoDb.destroy();
+  return invariants;
+}
+
+/** The run's verdict: every delivery counted at the pollers accounted for by an outcome, and the invariants. */
+function summarise(
+  run: { seed: number; messages: number; groups: readonly string[]; outcomes: DeliveryCounts },
+  result: LocalRunResult,
+  invariants: InvariantReport,
+  tally: FaultTally,
+): ChaosSummary {
+  const { outcomes } = run;
+  const deliveries = Object.values(tally.deliveries).reduce((n, d) => n + d, 0);
+  const unaccounted =
+    deliveries -
+    (outcomes.processed + outcomes.duplicatesSuppressed + outcomes.filtered + outcomes.deadLettered + outcomes.retried);
+  return {
+    seed: run.seed,
+    messages: run.messages,
+    completed: result.completed,
+    neverSent: result.neverSent,
+    inFlight: result.leftInQueues,
+    deliveries,
+    doubleAwards: invariants.doubleAwards,
+    lostAwards: invariants.lostAwards,
+    unaccounted,
+    deadLettered: invariants.deadLettered,
+    expectedDeadLettered: invariants.expectedDeadLettered,
+    invariantHolds: invariants.holds && unaccounted === 0 && result.completed,
+    groups: Object.fromEntries(
+      run.groups.map((g) => [g, groupSummary(invariants.groups[g]!, tally.deliveries[g] ?? 0)]),
+    ),
+  };
+}
+
+function groupSummary(r: InvariantReport['groups'][string], deliveries: number): GroupSummary {
+  return {
+    deliveries,
+    doubleEffects: r.doubleEffects,
+    lostEffects: r.lostEffects,
+    deadLettered: r.deadLettered,
+    expectedDeadLettered: r.expectedDeadLettered,
+    notJudged: r.notJudged,
+    invariantHolds: r.holds,
+    detail: r.detail,
+  };
 }

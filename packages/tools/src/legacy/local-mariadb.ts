@@ -45,16 +45,28 @@ const INSTALL_HINT = 'the MariaDB server is unpacked into .mariadb/ on first use
 const READY = /ready for connections/;
 export const LEGACY_SCHEMA_FILE = fileURLToPath(new URL('./legacy-schema.sql', import.meta.url));
 
+/** Where one server keeps its files, all under one temporary folder. */
+interface ServerHome {
+  readonly home: string;
+  readonly dataDir: string;
+  readonly socket: string;
+  readonly log: string;
+}
+
+const USER = 'legacy';
+const PASSWORD = 'legacy-secret';
+const HOST = '127.0.0.1';
+
 export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Promise<LocalMariaDb> {
   const database = options.database ?? 'points';
   const timeZone = options.timeZone ?? '+08:00';
   const home = mkdtempSync(join(tmpdir(), 'local-mariadb-'));
-  const dataDir = join(home, 'data');
-  const socket = join(home, 'mariadb.sock');
-  const log = join(home, 'mariadb.log');
-  // mariadbd refuses to run as root unless told to; as anyone else it runs as that user.
-  const asUser = process.getuid?.() === 0 ? ['--user=root'] : [];
-  const small = ['--innodb-log-file-size=8M', '--innodb-buffer-pool-size=32M'];
+  const files: ServerHome = {
+    home,
+    dataDir: join(home, 'data'),
+    socket: join(home, 'mariadb.sock'),
+    log: join(home, 'mariadb.log'),
+  };
   const connections: Connection[] = [];
   let server: ReturnType<typeof spawnServer>['child'] | undefined;
   const stop = async () => {
@@ -64,71 +76,25 @@ export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Prom
   };
   try {
     const mariaDb = await ensureMariaDb();
-    const basedir = `--basedir=${mariaDb.basedir}`;
-    await runToCompletion(
-      mariaDb.installDb,
-      [
-        '--no-defaults',
-        basedir,
-        `--datadir=${dataDir}`,
-        '--auth-root-authentication-method=normal',
-        '--skip-test-db',
-        ...asUser,
-        ...small,
-      ],
-      INSTALL_HINT,
-    );
+    await runToCompletion(mariaDb.installDb, installArgs(mariaDb.basedir, files), INSTALL_HINT);
     const port = await freePort();
     const spawned = spawnServer(
       mariaDb.mariadbd,
-      [
-        '--no-defaults',
-        basedir,
-        `--datadir=${dataDir}`,
-        `--socket=${socket}`,
-        `--port=${port}`,
-        '--bind-address=127.0.0.1',
-        `--pid-file=${join(home, 'mariadb.pid')}`,
-        '--skip-name-resolve',
-        '--skip-log-bin',
-        '--performance-schema=OFF',
-        `--default-time-zone=${timeZone}`,
-        ...(options.tls ? [`--ssl-cert=${options.tls.certFile}`, `--ssl-key=${options.tls.keyFile}`] : []),
-        ...asUser,
-        ...small,
-      ],
-      log,
+      serverArgs(mariaDb.basedir, files, { port, timeZone, tls: options.tls }),
+      files.log,
       INSTALL_HINT,
     );
     server = spawned.child;
     await spawned.spawned;
-    await waitUntilReady(server, log, READY, options.startTimeoutMs ?? 60_000);
-
-    const user = 'legacy';
-    const password = 'legacy-secret';
-    const root = await createConnection({ socketPath: socket, user: 'root', multipleStatements: true });
-    try {
-      await root.query(
-        `CREATE DATABASE ${database} CHARACTER SET utf8mb4;
-         CREATE USER '${user}'@'127.0.0.1' IDENTIFIED BY '${password}';
-         GRANT ALL ON ${database}.* TO '${user}'@'127.0.0.1';
-         USE ${database};
-         ${options.schema ?? readFileSync(LEGACY_SCHEMA_FILE, 'utf8')}`,
-      );
-    } finally {
-      await root.end();
-    }
-    const host = '127.0.0.1';
+    await waitUntilReady(server, files.log, READY, options.startTimeoutMs ?? 60_000);
+    await createApplicationDatabase(files.socket, database, options.schema);
+    const login = { host: HOST, port, user: USER, password: PASSWORD, database };
     return {
-      url: `mysql://${user}:${password}@${host}:${port}/${database}`,
-      host,
-      port,
-      database,
-      user,
-      password,
+      url: `mysql://${USER}:${PASSWORD}@${HOST}:${port}/${database}`,
+      ...login,
       timeZone,
       connect: async () => {
-        const connection = await createConnection({ host, port, user, password, database, multipleStatements: true });
+        const connection = await createConnection({ ...login, multipleStatements: true });
         connections.push(connection);
         return connection;
       },
@@ -137,5 +103,62 @@ export async function startLocalMariaDb(options: LocalMariaDbOptions = {}): Prom
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+// mariadbd refuses to run as root unless told to; as anyone else it runs as that user.
+const asUser = () => (process.getuid?.() === 0 ? ['--user=root'] : []);
+const SMALL = ['--innodb-log-file-size=8M', '--innodb-buffer-pool-size=32M'];
+
+/** `mariadb-install-db`'s arguments: a fresh data directory, root authenticated by password, no test database. */
+function installArgs(basedir: string, files: ServerHome): string[] {
+  return [
+    '--no-defaults',
+    `--basedir=${basedir}`,
+    `--datadir=${files.dataDir}`,
+    '--auth-root-authentication-method=normal',
+    '--skip-test-db',
+    ...asUser(),
+    ...SMALL,
+  ];
+}
+
+/** `mariadbd`'s arguments: loopback only, no binary log, no performance schema, in the deployment's time zone. */
+function serverArgs(
+  basedir: string,
+  files: ServerHome,
+  { port, timeZone, tls }: { port: number; timeZone: string; tls: LocalMariaDbOptions['tls'] },
+): string[] {
+  return [
+    '--no-defaults',
+    `--basedir=${basedir}`,
+    `--datadir=${files.dataDir}`,
+    `--socket=${files.socket}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--pid-file=${join(files.home, 'mariadb.pid')}`,
+    '--skip-name-resolve',
+    '--skip-log-bin',
+    '--performance-schema=OFF',
+    `--default-time-zone=${timeZone}`,
+    ...(tls ? [`--ssl-cert=${tls.certFile}`, `--ssl-key=${tls.keyFile}`] : []),
+    ...asUser(),
+    ...SMALL,
+  ];
+}
+
+/** As root over the socket: the database, the application user with every right on it, and the schema in it. */
+async function createApplicationDatabase(socket: string, database: string, schema: string | undefined): Promise<void> {
+  const root = await createConnection({ socketPath: socket, user: 'root', multipleStatements: true });
+  try {
+    await root.query(
+      `CREATE DATABASE ${database} CHARACTER SET utf8mb4;
+       CREATE USER '${USER}'@'127.0.0.1' IDENTIFIED BY '${PASSWORD}';
+       GRANT ALL ON ${database}.* TO '${USER}'@'127.0.0.1';
+       USE ${database};
+       ${schema ?? readFileSync(LEGACY_SCHEMA_FILE, 'utf8')}`,
+    );
+  } finally {
+    await root.end();
   }
 }

@@ -8,6 +8,7 @@ import {
   freePort,
   installExitHook,
   JAVA_17_OPENS,
+  killChild,
   spawnJvm,
   stopChild,
   waitForLine,
@@ -78,28 +79,11 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
   const clusterName = options.clusterName ?? 'LocalCluster';
   const brokerName = options.brokerName ?? 'broker-a';
   const java = options.java ?? process.env.JAVA ?? 'java';
-  const timeoutMs = options.startTimeoutMs ?? 90_000;
   const home = mkdtempSync(join(tmpdir(), 'local-rocketmq4-'));
-  let namesrv: ChildProcess | undefined;
-  let master: ChildProcess | undefined;
-  let slave: ChildProcess | undefined;
-  let masterStarts = 0;
+  const jvms = new LocalRocketMQ4Processes(java, home, options.startTimeoutMs ?? 90_000);
   const stop = async () => {
-    if (slave) await stopChild(slave);
-    if (master) await stopChild(master);
-    if (namesrv) await stopChild(namesrv);
+    await jvms.stop();
     if (process.env.LOCAL_ROCKETMQ_KEEP !== '1') rmSync(home, { recursive: true, force: true });
-  };
-  const spawn = (heap: string, mainClass: string, args: string[], name: string) =>
-    spawnJvm(java, home, heap, mainClass, args, name, ROCKETMQ_4.libDir, JAVA_17_OPENS);
-  const startBroker = async (conf: string, heap: string, name: string) => {
-    const broker = spawn(heap, 'org.apache.rocketmq.broker.BrokerStartup', ['-c', join(home, conf)], name);
-    await waitForLine(broker, BROKER_READY, timeoutMs, join(home, `${name}.out`));
-    return broker;
-  };
-  const startMaster = async () => {
-    masterStarts += 1;
-    master = await startBroker('broker.conf', '-Xmx256m', `broker-${masterStarts}`);
   };
 
   try {
@@ -117,18 +101,12 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
     }
 
     const started = Date.now();
-    namesrv = spawn(
-      '-Xmx64m',
-      'org.apache.rocketmq.namesrv.NamesrvStartup',
-      ['-c', join(home, 'namesrv.properties')],
-      'namesrv',
-    );
-    await waitForLine(namesrv, NAMESRV_READY, timeoutMs, join(home, 'namesrv.out'));
+    await jvms.startNamesrv();
     // The 4.x broker registers with the name server as the last step of its start, before it reports success.
-    await startMaster();
+    await jvms.startMaster();
     // After the master: a slave learns the master's address (for its offset and topic sync) and HA
     // address from its registration, at start and then only every 30 s.
-    if (slavePort !== undefined) slave = await startBroker('broker-slave.conf', '-Xmx128m', 'broker-slave');
+    if (slavePort !== undefined) await jvms.startSlave();
     return {
       namesrvAddr,
       clusterName,
@@ -138,16 +116,10 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
       brokerAddr: `127.0.0.1:${brokerPort}`,
       storeDir: join(home, 'store'),
       slaveAddr: slavePort === undefined ? undefined : `127.0.0.1:${slavePort}`,
-      killBroker: async () => {
-        const victim = master!;
-        if (victim.exitCode !== null || victim.signalCode !== null) return;
-        const exited = new Promise((resolve) => victim.once('exit', resolve));
-        victim.kill('SIGKILL');
-        await exited;
-      },
+      killBroker: () => jvms.killMaster(),
       restartBroker: async () => {
         const began = Date.now();
-        await startMaster();
+        await jvms.startMaster();
         return { recoveryMs: Date.now() - began };
       },
       stop,
@@ -155,6 +127,57 @@ export async function startLocalRocketMQ4(options: LocalRocketMQ4Options): Promi
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** The name server, the master and the slave of one local RocketMQ 4.7.1, each started once it is ready. */
+class LocalRocketMQ4Processes {
+  private namesrv: ChildProcess | undefined;
+  private master: ChildProcess | undefined;
+  private slave: ChildProcess | undefined;
+  private masterStarts = 0;
+
+  constructor(
+    private readonly java: string,
+    private readonly home: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async startNamesrv(): Promise<void> {
+    const args = ['-c', join(this.home, 'namesrv.properties')];
+    this.namesrv = this.spawn('-Xmx64m', 'org.apache.rocketmq.namesrv.NamesrvStartup', args, 'namesrv');
+    await waitForLine(this.namesrv, NAMESRV_READY, this.timeoutMs, join(this.home, 'namesrv.out'));
+  }
+
+  /** The master, again on the same store and ports when it is a restart: its output goes to `broker-<n>.out`. */
+  async startMaster(): Promise<void> {
+    this.masterStarts += 1;
+    this.master = await this.startBroker('broker.conf', '-Xmx256m', `broker-${this.masterStarts}`);
+  }
+
+  async startSlave(): Promise<void> {
+    this.slave = await this.startBroker('broker-slave.conf', '-Xmx128m', 'broker-slave');
+  }
+
+  killMaster(): Promise<void> {
+    return killChild(this.master!);
+  }
+
+  async stop(): Promise<void> {
+    if (this.slave) await stopChild(this.slave);
+    if (this.master) await stopChild(this.master);
+    if (this.namesrv) await stopChild(this.namesrv);
+  }
+
+  private async startBroker(conf: string, heap: string, name: string): Promise<ChildProcess> {
+    const args = ['-c', join(this.home, conf)];
+    const broker = this.spawn(heap, 'org.apache.rocketmq.broker.BrokerStartup', args, name);
+    await waitForLine(broker, BROKER_READY, this.timeoutMs, join(this.home, `${name}.out`));
+    return broker;
+  }
+
+  private spawn(heap: string, mainClass: string, args: string[], name: string): ChildProcess {
+    return spawnJvm(this.java, this.home, heap, mainClass, args, name, ROCKETMQ_4.libDir, JAVA_17_OPENS);
   }
 }
 

@@ -111,10 +111,10 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
   const clusterName = options.clusterName ?? 'LocalCluster';
   const brokerName = options.brokerName ?? 'broker-a';
   const home = mkdtempSync(join(tmpdir(), 'local-rocketmq-'));
-  const children: ChildProcess[] = [];
+  const timeoutMs = options.startTimeoutMs ?? 90_000;
+  const jvms = new LocalRocketMQProcesses(options.java ?? process.env.JAVA ?? 'java', home, timeoutMs);
   const stop = async () => {
-    // Reverse start order: the broker unregisters from a name server that is still there.
-    for (const child of [...children].reverse()) await stopChild(child);
+    await jvms.stop();
     // LOCAL_ROCKETMQ_KEEP=1 keeps the store and the logs for a post-mortem.
     if (process.env.LOCAL_ROCKETMQ_KEEP !== '1') rmSync(home, { recursive: true, force: true });
   };
@@ -128,55 +128,13 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
     writeConfig(home, { clusterName, brokerName, namesrvAddr, namesrvPort, brokerPort, grpcPort, remotingPort });
     seedMetadata(join(home, 'store'), options.topics ?? [], options.groups ?? []);
 
-    const java = options.java ?? process.env.JAVA ?? 'java';
-    const timeoutMs = options.startTimeoutMs ?? 90_000;
     const started = Date.now();
-    const namesrv = spawnJvm(
-      java,
-      home,
-      '-Xmx64m',
-      'org.apache.rocketmq.namesrv.NamesrvStartup',
-      ['-c', join(home, 'namesrv.properties')],
-      'namesrv',
-    );
-    children.push(namesrv);
-    await waitForLine(namesrv, NAMESRV_READY, timeoutMs, join(home, 'namesrv.out'));
+    await jvms.startNamesrv();
     const namesrvMs = Date.now() - started;
-    let proxyStarts = 0;
-    let proxy: ChildProcess | undefined;
-    const startProxy = async () => {
-      proxyStarts += 1;
-      const name = proxyStarts === 1 ? 'proxy' : `proxy-${proxyStarts}`;
-      proxy = spawnJvm(
-        java,
-        home,
-        '-Xmx256m',
-        'org.apache.rocketmq.proxy.ProxyStartup',
-        ['-pm', 'local', '-pc', join(home, 'proxy.json'), '-bc', join(home, 'broker.conf')],
-        name,
-        ROCKETMQ_LIB_DIR,
-        JAVA_17_OPENS,
-      );
-      children.push(proxy);
-      await waitForLine(proxy, PROXY_READY, timeoutMs, join(home, `${name}.out`));
-    };
-    await startProxy();
+    await jvms.startProxy();
     const proxyMs = Date.now() - started;
     const proxyEndpoint = `127.0.0.1:${grpcPort}`;
     const topicNames = (options.topics ?? []).map((t) => t.name);
-    const killBroker = async () => {
-      const victim = proxy!;
-      if (victim.exitCode !== null || victim.signalCode !== null) return;
-      const exited = new Promise((resolve) => victim.once('exit', resolve));
-      victim.kill('SIGKILL');
-      await exited;
-    };
-    const restartBroker = async () => {
-      const began = Date.now();
-      await startProxy();
-      await waitForRoutes(proxyEndpoint, topicNames, began + timeoutMs);
-      return { recoveryMs: Date.now() - began };
-    };
     await waitForRoutes(proxyEndpoint, topicNames, started + timeoutMs);
     const startupMs = Date.now() - started;
     return {
@@ -186,13 +144,69 @@ export async function startLocalRocketMQ(options: LocalRocketMQOptions = {}): Pr
       brokerName,
       startupMs,
       phasesMs: { namesrv: namesrvMs, proxy: proxyMs, routes: startupMs },
-      killBroker,
-      restartBroker,
+      killBroker: () => jvms.killProxy(),
+      restartBroker: async () => {
+        const began = Date.now();
+        await jvms.startProxy();
+        await waitForRoutes(proxyEndpoint, topicNames, began + timeoutMs);
+        return { recoveryMs: Date.now() - began };
+      },
       stop,
     };
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** The name server and the proxy (with the broker it embeds) of one local RocketMQ 5, each started once it is ready. */
+class LocalRocketMQProcesses {
+  /** Every JVM started, in order; a restarted proxy is one more. */
+  private readonly children: ChildProcess[] = [];
+  private proxy: ChildProcess | undefined;
+  private proxyStarts = 0;
+
+  constructor(
+    private readonly java: string,
+    private readonly home: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  async startNamesrv(): Promise<void> {
+    const { java, home } = this;
+    const args = ['-c', join(home, 'namesrv.properties')];
+    const namesrv = spawnJvm(java, home, '-Xmx64m', 'org.apache.rocketmq.namesrv.NamesrvStartup', args, 'namesrv');
+    this.children.push(namesrv);
+    await waitForLine(namesrv, NAMESRV_READY, this.timeoutMs, join(home, 'namesrv.out'));
+  }
+
+  /** The proxy, again on the same store and ports when it is a restart: its output then goes to `proxy-<n>.out`. */
+  async startProxy(): Promise<void> {
+    const { java, home } = this;
+    this.proxyStarts += 1;
+    const name = this.proxyStarts === 1 ? 'proxy' : `proxy-${this.proxyStarts}`;
+    const proxy = spawnJvm(
+      java,
+      home,
+      '-Xmx256m',
+      'org.apache.rocketmq.proxy.ProxyStartup',
+      ['-pm', 'local', '-pc', join(home, 'proxy.json'), '-bc', join(home, 'broker.conf')],
+      name,
+      ROCKETMQ_LIB_DIR,
+      JAVA_17_OPENS,
+    );
+    this.proxy = proxy;
+    this.children.push(proxy);
+    await waitForLine(proxy, PROXY_READY, this.timeoutMs, join(home, `${name}.out`));
+  }
+
+  killProxy(): Promise<void> {
+    return killChild(this.proxy!);
+  }
+
+  async stop(): Promise<void> {
+    // Reverse start order: the broker unregisters from a name server that is still there.
+    for (const child of [...this.children].reverse()) await stopChild(child);
   }
 }
 
@@ -401,6 +415,14 @@ export function stopChild(child: ChildProcess): Promise<void> {
     });
     child.kill('SIGTERM');
   });
+}
+
+/** SIGKILL: no flush, no unregistering; resolves once the process is gone (at once if it already was). */
+export async function killChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGKILL');
+  await exited;
 }
 
 /** Orphaned JVMs would outlive a crashed test run: kill whatever is still running when Node exits. */

@@ -51,74 +51,10 @@ export interface ReceivedRequest {
  * "called once" (requests) from "granted once" (grants).
  */
 export async function startFakeCouponService(access: ServiceAccess = { kind: 'none' }) {
-  const script: Behaviour[] = [];
-  const couponsByKey = new Map<string, string>();
-  const received: ReceivedRequest[] = [];
-  const pending = new Set<() => void>();
-  let issued = 0;
-
-  const answer = (res: ServerResponse, status: number, body: unknown) => {
-    if (res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const key = req.headers['idempotency-key'] as string | undefined;
-    const text = Buffer.concat(chunks).toString('utf8');
-    let body: { orderNo?: unknown; userId?: unknown } | undefined;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    const record = (status: number) =>
-      received.push({
-        idempotencyKey: key,
-        authorization: req.headers.authorization,
-        path: req.url,
-        body,
-        status,
-        at: Date.now(),
-      });
-    const reply = (status: number, json: unknown) => {
-      record(status);
-      answer(res, status, json);
-    };
-    const refusal = await refusalOf(access, req, text);
-    if (refusal) return reply(refusal, { message: 'credentials refused' });
-    if (req.method !== 'POST' || req.url !== COUPON_GRANT_PATH) return reply(404, { message: 'not found' });
-    if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined)
-      return reply(400, { message: 'Idempotency-Key, orderNo and userId are required' });
-
-    const behaviour = script.shift() ?? { kind: 'grant' };
-    if (behaviour.kind === 'redirect') {
-      record(behaviour.status);
-      return res.writeHead(behaviour.status, { location: behaviour.location }).end();
-    }
-    if (behaviour.kind === 'fail') {
-      record(behaviour.status);
-      if (behaviour.text === undefined)
-        return answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
-      return res.writeHead(behaviour.status, { 'content-type': 'text/plain; charset=utf-8' }).end(behaviour.text);
-    }
-    let couponId = couponsByKey.get(key);
-    if (!couponId) {
-      couponId = `CP${String(++issued).padStart(6, '0')}`;
-      couponsByKey.set(key, couponId);
-    }
-    record(200);
-    if (behaviour.kind === 'delay') await wait(behaviour.ms, pending);
-    if (behaviour.kind === 'hold') {
-      (behaviour.hold as HeldAnswerImpl).arrive();
-      await (behaviour.hold as HeldAnswerImpl).released;
-    }
-    answer(res, 200, { couponId });
-  };
-
+  const state: ServiceState = { script: [], couponsByKey: new Map(), received: [], pending: new Set(), issued: 0 };
+  const { script, couponsByKey, received, pending } = state;
   const server = createServer((req, res) => {
-    handle(req, res).catch(() => answer(res, 500, { message: 'fake service failed' }));
+    handle(state, access, req, res).catch(() => answer(res, 500, { message: 'fake service failed' }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -166,6 +102,84 @@ export async function startFakeCouponService(access: ServiceAccess = { kind: 'no
 }
 
 export type FakeCouponService = Awaited<ReturnType<typeof startFakeCouponService>>;
+
+/** The service's memory: the behaviours still scripted, the coupons by key, every request, the answers held back. */
+interface ServiceState {
+  readonly script: Behaviour[];
+  readonly couponsByKey: Map<string, string>;
+  readonly received: ReceivedRequest[];
+  /** Releases every answer kept back (a delay, a hold), so that closing does not wait for them. */
+  readonly pending: Set<() => void>;
+  issued: number;
+}
+
+function answer(res: ServerResponse, status: number, body: unknown): void {
+  if (res.destroyed) return;
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+/** One request: its credentials, its shape, then the next scripted behaviour (a grant when none is left). */
+async function handle(state: ServiceState, access: ServiceAccess, req: IncomingMessage, res: ServerResponse) {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const key = req.headers['idempotency-key'] as string | undefined;
+  const text = Buffer.concat(chunks).toString('utf8');
+  let body: { orderNo?: unknown; userId?: unknown } | undefined;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  const record = (status: number) =>
+    state.received.push({
+      idempotencyKey: key,
+      authorization: req.headers.authorization,
+      path: req.url,
+      body,
+      status,
+      at: Date.now(),
+    });
+  const reply = (status: number, json: unknown) => {
+    record(status);
+    answer(res, status, json);
+  };
+  const refusal = await refusalOf(access, req, text);
+  if (refusal) return reply(refusal, { message: 'credentials refused' });
+  if (req.method !== 'POST' || req.url !== COUPON_GRANT_PATH) return reply(404, { message: 'not found' });
+  if (!key || typeof body?.orderNo !== 'string' || body.userId === undefined)
+    return reply(400, { message: 'Idempotency-Key, orderNo and userId are required' });
+
+  const behaviour = state.script.shift() ?? { kind: 'grant' };
+  if (behaviour.kind === 'redirect' || behaviour.kind === 'fail') {
+    record(behaviour.status);
+    return answerUngranted(behaviour, res);
+  }
+  const couponId = grant(state, key);
+  record(200);
+  if (behaviour.kind === 'delay') await wait(behaviour.ms, state.pending);
+  if (behaviour.kind === 'hold') {
+    (behaviour.hold as HeldAnswerImpl).arrive();
+    await (behaviour.hold as HeldAnswerImpl).released;
+  }
+  answer(res, 200, { couponId });
+}
+
+/** A scripted redirect or failure: nothing granted. */
+function answerUngranted(behaviour: Extract<Behaviour, { kind: 'redirect' | 'fail' }>, res: ServerResponse): void {
+  if (behaviour.kind === 'redirect') res.writeHead(behaviour.status, { location: behaviour.location }).end();
+  else if (behaviour.text === undefined) answer(res, behaviour.status, { message: `scripted ${behaviour.status}` });
+  else res.writeHead(behaviour.status, { 'content-type': 'text/plain; charset=utf-8' }).end(behaviour.text);
+}
+
+/** The key's coupon: the one granted before, or a new one (the real service deduplicates on the key too). */
+function grant(state: ServiceState, key: string): string {
+  let couponId = state.couponsByKey.get(key);
+  if (!couponId) {
+    couponId = `CP${String(++state.issued).padStart(6, '0')}`;
+    state.couponsByKey.set(key, couponId);
+  }
+  return couponId;
+}
 
 /** The status that refuses the request's credentials, or undefined when they are accepted. */
 async function refusalOf(access: ServiceAccess, req: IncomingMessage, body: string): Promise<number | undefined> {

@@ -108,24 +108,47 @@ export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POI
         await sqs.send(new SendMessageCommand({ QueueUrl: queue.source.url, MessageBody: body }));
     },
     /** Polls the source queue like Lambda until it is empty. */
-    drain: async (maxPolls = 200) => {
-      for (let i = 0; i < maxPolls; i++) {
-        const r = await pollOnce({
-          sqs,
-          queueUrl: queue.source.url,
-          queueArn: queue.source.arn,
-          handler,
-          functionName: 'points-consumer',
-        });
-        if (r.received === 0) return;
-      }
-      throw new Error('queue did not drain');
-    },
+    drain: (maxPolls = 200) => drainQueue({ sqs, queue: queue.source, handler, maxPolls }),
+    ...pointsTables(dynamoDb, resources.tables),
+    deadLetters: () => readAllMessages(sqs, queue.deadLetter.url),
+    outcomes: () => reports.map((r) => r.settlement.outcome),
+  };
+  return fixture;
+}
+
+/** Polls a source queue like Lambda, handing each batch to the handler, until a poll finds it empty. */
+async function drainQueue({
+  sqs,
+  queue,
+  handler,
+  maxPolls,
+}: {
+  sqs: ReturnType<typeof createSqs>;
+  queue: { url: string; arn: string };
+  handler: Parameters<typeof pollOnce>[0]['handler'];
+  maxPolls: number;
+}): Promise<void> {
+  for (let i = 0; i < maxPolls; i++) {
+    const r = await pollOnce({
+      sqs,
+      queueUrl: queue.url,
+      queueArn: queue.arn,
+      handler,
+      functionName: 'points-consumer',
+    });
+    if (r.received === 0) return;
+  }
+  throw new Error('queue did not drain');
+}
+
+/** What the points tables hold, read consistently: a user's ledger and balance, and the accounts off their ledger. */
+function pointsTables(dynamoDb: ReturnType<typeof createDynamoDb>, tables: LocalResources['tables']) {
+  return {
     ledger: async (userId: string): Promise<LedgerEntry[]> =>
       ((
         await dynamoDb.send(
           new QueryCommand({
-            TableName: resources.tables.ledger,
+            TableName: tables.ledger,
             KeyConditionExpression: 'userId = :u',
             ExpressionAttributeValues: { ':u': userId },
             ConsistentRead: true,
@@ -133,23 +156,17 @@ export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POI
         )
       ).Items ?? []) as LedgerEntry[],
     balance: async (userId: string): Promise<number> =>
-      ((
-        await dynamoDb.send(
-          new GetCommand({ TableName: resources.tables.accounts, Key: { userId }, ConsistentRead: true }),
-        )
-      ).Item?.balance as number | undefined) ?? 0,
+      ((await dynamoDb.send(new GetCommand({ TableName: tables.accounts, Key: { userId }, ConsistentRead: true }))).Item
+        ?.balance as number | undefined) ?? 0,
     /** Every account balance equals the sum of its ledger; returns the users that differ. */
     ledgerMismatches: async (): Promise<string[]> => {
-      const ledger = (await dynamoDb.send(new ScanCommand({ TableName: resources.tables.ledger }))).Items ?? [];
-      const accounts = (await dynamoDb.send(new ScanCommand({ TableName: resources.tables.accounts }))).Items ?? [];
+      const ledger = (await dynamoDb.send(new ScanCommand({ TableName: tables.ledger }))).Items ?? [];
+      const accounts = (await dynamoDb.send(new ScanCommand({ TableName: tables.accounts }))).Items ?? [];
       const sums = new Map<string, number>();
       for (const e of ledger) sums.set(e.userId, (sums.get(e.userId) ?? 0) + e.points);
       const balances = new Map(accounts.map((a) => [a.userId as string, a.balance as number]));
       const users = new Set([...sums.keys(), ...balances.keys()]);
       return [...users].filter((u) => (sums.get(u) ?? 0) !== (balances.get(u) ?? 0));
     },
-    deadLetters: () => readAllMessages(sqs, queue.deadLetter.url),
-    outcomes: () => reports.map((r) => r.settlement.outcome),
   };
-  return fixture;
 }

@@ -18,6 +18,7 @@ import {
   type ChaosMessage,
   type ChaosPlugin,
   type ExpectedDeadLetter,
+  type GroupReadout,
   type GroupVerdict,
   orderNoOf,
 } from '../chaos-plugin.ts';
@@ -100,74 +101,7 @@ export const chaosPlugin: ChaosPlugin = {
     return {
       deadLetters,
       crashTargets: { msgIds: [...msgIds], keys: [...orders.keys()] },
-      judge: async ({ dynamoDb, tables, unsettled }): Promise<GroupVerdict> => {
-        const violations: string[] = [];
-        let doubleEffects = 0;
-        let lostEffects = 0;
-        let notJudged = 0;
-        let balanceMismatches = 0;
-        const pendingOrders = new Set(unsettled.flatMap((m) => orderNoOf(m.fact) ?? []));
-        const pendingUsers = new Set([...pendingOrders].map((o) => orders.get(o)?.userId));
-
-        const awarded = new Map<string, number>();
-        const ledgerSum = new Map<string, number>();
-        for (const e of await scanTable<Record<string, unknown>>(dynamoDb, tables.ledger)) {
-          const userId = String(e.userId);
-          ledgerSum.set(userId, (ledgerSum.get(userId) ?? 0) + Number(e.points));
-          if (e.kind !== LedgerEntryKind.AWARD) continue;
-          const order = orders.get(String(e.orderNo));
-          if (!order || order.userId !== userId || order.points !== Number(e.points)) {
-            doubleEffects++;
-            violations.push(`award ${e.entryId} of ${e.points} to ${userId} matches no paid order of the workload`);
-            continue;
-          }
-          awarded.set(order.orderNo, (awarded.get(order.orderNo) ?? 0) + 1);
-        }
-        const expectedBalances = new Map<string, number>();
-        for (const order of orders.values()) {
-          expectedBalances.set(order.userId, (expectedBalances.get(order.userId) ?? 0) + order.points);
-          const times = awarded.get(order.orderNo) ?? 0;
-          if (times > 1) {
-            doubleEffects += times - 1;
-            violations.push(`order ${order.orderNo} was awarded ${times} times`);
-          }
-          if (times === 0 && pendingOrders.has(order.orderNo)) notJudged++;
-          else if (times === 0) {
-            lostEffects++;
-            violations.push(`order ${order.orderNo} (${order.points} points to ${order.userId}) was never awarded`);
-          }
-        }
-        const accounts = new Map(
-          (await scanTable<Record<string, unknown>>(dynamoDb, tables.accounts)).map((a) => [
-            String(a.userId),
-            Number(a.balance ?? 0),
-          ]),
-        );
-        for (const userId of new Set([...accounts.keys(), ...ledgerSum.keys(), ...expectedBalances.keys()])) {
-          const balance = accounts.get(userId) ?? 0;
-          const sum = ledgerSum.get(userId) ?? 0;
-          const expected = expectedBalances.get(userId) ?? 0;
-          if (balance !== sum) {
-            balanceMismatches++;
-            // An increment without its entry is an award applied twice; an entry without its increment, one lost.
-            if (balance > sum) doubleEffects++;
-            else lostEffects++;
-            violations.push(`account ${userId}: balance ${balance} but its ledger sums to ${sum}`);
-          } else if (balance !== expected && !pendingUsers.has(userId)) {
-            balanceMismatches++;
-            violations.push(
-              `account ${userId}: balance ${balance} but the workload's paid orders add up to ${expected}`,
-            );
-          }
-        }
-        return {
-          doubleEffects,
-          lostEffects,
-          violations,
-          notJudged,
-          detail: { orders: orders.size, users: expectedBalances.size, balanceMismatches },
-        };
-      },
+      judge: (readout) => judgePoints(orders, readout),
     };
   },
 
@@ -188,3 +122,122 @@ export const chaosPlugin: ChaosPlugin = {
     };
   },
 };
+
+/** A verdict being reached: what is found wrong as the ledger, the orders and the accounts are read in turn. */
+interface PointsFindings {
+  readonly violations: string[];
+  doubleEffects: number;
+  lostEffects: number;
+  notJudged: number;
+  balanceMismatches: number;
+}
+
+/** The points group's verdict, from its ledger and its accounts against the paid orders it was sent. */
+async function judgePoints(
+  orders: ReadonlyMap<string, OrderPaid>,
+  { dynamoDb, tables, unsettled }: GroupReadout,
+): Promise<GroupVerdict> {
+  const found: PointsFindings = {
+    violations: [],
+    doubleEffects: 0,
+    lostEffects: 0,
+    notJudged: 0,
+    balanceMismatches: 0,
+  };
+  const pendingOrders = new Set(unsettled.flatMap((m) => orderNoOf(m.fact) ?? []));
+  const pendingUsers = new Set([...pendingOrders].map((o) => orders.get(o)?.userId));
+  const ledger = readLedger(orders, await scanTable<Record<string, unknown>>(dynamoDb, tables.ledger), found);
+  const expectedBalances = checkAwards(orders, ledger.awarded, pendingOrders, found);
+  const accounts = new Map(
+    (await scanTable<Record<string, unknown>>(dynamoDb, tables.accounts)).map((a) => [
+      String(a.userId),
+      Number(a.balance ?? 0),
+    ]),
+  );
+  checkBalances({ accounts, ledgerSum: ledger.ledgerSum, expectedBalances, pendingUsers }, found);
+  const { violations, doubleEffects, lostEffects, notJudged, balanceMismatches } = found;
+  return {
+    doubleEffects,
+    lostEffects,
+    violations,
+    notJudged,
+    detail: { orders: orders.size, users: expectedBalances.size, balanceMismatches },
+  };
+}
+
+/** Each user's ledger sum, and how many AWARD entries each paid order has; an award matching no paid order is a double. */
+function readLedger(
+  orders: ReadonlyMap<string, OrderPaid>,
+  entries: readonly Record<string, unknown>[],
+  found: PointsFindings,
+): { awarded: Map<string, number>; ledgerSum: Map<string, number> } {
+  const awarded = new Map<string, number>();
+  const ledgerSum = new Map<string, number>();
+  for (const e of entries) {
+    const userId = String(e.userId);
+    ledgerSum.set(userId, (ledgerSum.get(userId) ?? 0) + Number(e.points));
+    if (e.kind !== LedgerEntryKind.AWARD) continue;
+    const order = orders.get(String(e.orderNo));
+    if (!order || order.userId !== userId || order.points !== Number(e.points)) {
+      found.doubleEffects++;
+      found.violations.push(`award ${e.entryId} of ${e.points} to ${userId} matches no paid order of the workload`);
+      continue;
+    }
+    awarded.set(order.orderNo, (awarded.get(order.orderNo) ?? 0) + 1);
+  }
+  return { awarded, ledgerSum };
+}
+
+/** Every paid order awarded exactly once (unless one of its copies is unsettled); returns each user's expected balance. */
+function checkAwards(
+  orders: ReadonlyMap<string, OrderPaid>,
+  awarded: ReadonlyMap<string, number>,
+  pendingOrders: ReadonlySet<string>,
+  found: PointsFindings,
+): Map<string, number> {
+  const expectedBalances = new Map<string, number>();
+  for (const order of orders.values()) {
+    expectedBalances.set(order.userId, (expectedBalances.get(order.userId) ?? 0) + order.points);
+    const times = awarded.get(order.orderNo) ?? 0;
+    if (times > 1) {
+      found.doubleEffects += times - 1;
+      found.violations.push(`order ${order.orderNo} was awarded ${times} times`);
+    }
+    if (times === 0 && pendingOrders.has(order.orderNo)) found.notJudged++;
+    else if (times === 0) {
+      found.lostEffects++;
+      found.violations.push(`order ${order.orderNo} (${order.points} points to ${order.userId}) was never awarded`);
+    }
+  }
+  return expectedBalances;
+}
+
+/** Every balance equals its ledger's sum, and its user's paid orders' unless one of them is unsettled. */
+function checkBalances(
+  sums: {
+    accounts: ReadonlyMap<string, number>;
+    ledgerSum: ReadonlyMap<string, number>;
+    expectedBalances: ReadonlyMap<string, number>;
+    pendingUsers: ReadonlySet<string | undefined>;
+  },
+  found: PointsFindings,
+): void {
+  const { accounts, ledgerSum, expectedBalances, pendingUsers } = sums;
+  for (const userId of new Set([...accounts.keys(), ...ledgerSum.keys(), ...expectedBalances.keys()])) {
+    const balance = accounts.get(userId) ?? 0;
+    const sum = ledgerSum.get(userId) ?? 0;
+    const expected = expectedBalances.get(userId) ?? 0;
+    if (balance !== sum) {
+      found.balanceMismatches++;
+      // An increment without its entry is an award applied twice; an entry without its increment, one lost.
+      if (balance > sum) found.doubleEffects++;
+      else found.lostEffects++;
+      found.violations.push(`account ${userId}: balance ${balance} but its ledger sums to ${sum}`);
+    } else if (balance !== expected && !pendingUsers.has(userId)) {
+      found.balanceMismatches++;
+      found.violations.push(
+        `account ${userId}: balance ${balance} but the workload's paid orders add up to ${expected}`,
+      );
+    }
+  }
+}

@@ -847,7 +847,7 @@ describe('SQS FIFO deduplication on the launcher', () => {
   });
 });
 
-// How much faster the launcher is is a benchmark figure: `npx tsx packages/tools/src/emulator/bench-rollback.ts`.
+// How much faster the launcher is is a benchmark figure: `npm run bench -- rollback`.
 describe('TransactWriteItems on a 2,000-item table', () => {
   it('commits and cancels exactly as stock moto does, leaving the same table', async () => {
     // Prepare: the same 2,000 items on both

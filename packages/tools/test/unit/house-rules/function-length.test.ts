@@ -8,37 +8,6 @@ const ROOT = resolve(import.meta.dirname, '../../../../..');
 /** The longest a function may be, nested functions and factory closures included. */
 const MAX_FUNCTION_LINES = 80;
 
-/**
- * Functions over the limit today, by file and name, each with why it is let be. Each must go: the
- * test fails for an entry whose function is gone or no longer over the limit, so the list only shrinks.
- */
-const NOT_YET_CUT: readonly { file: string; name: string; why: string }[] = [
-  ...[
-    ['packages/tools/src/bench/hot-key-bench.ts', 'run'],
-    ['packages/tools/src/chaos/chaos-run.ts', 'runChaos'],
-    ['packages/tools/src/chaos/groups/point-consumer-group.ts', 'expect'],
-    ['packages/tools/src/legacy/local-mariadb.ts', 'startLocalMariaDb'],
-    ['packages/tools/src/rocketmq/local-rocketmq-4.ts', 'startLocalRocketMQ4'],
-    ['packages/tools/src/rocketmq/local-rocketmq.ts', 'startLocalRocketMQ'],
-    ['packages/tools/src/testing/fake-coupon-service.ts', 'startFakeCouponService'],
-    ['packages/tools/src/testing/points-fixture.ts', 'pointsFixture'],
-  ].map(([file, name]) => ({
-    file: file!,
-    name: name!,
-    why: "the tools wing's, written before the limit covered it; being cut into steps",
-  })),
-  ...[
-    ['packages/infra/src/alarm-routing.ts', 'constructor of AlarmRouting'],
-    ['packages/infra/src/bridge/bridge-service.ts', 'constructor of RocketMQBridgeService'],
-    ['packages/infra/src/consumer-group.ts', 'constructor of RocketMQConsumerGroup'],
-    ['packages/ops/src/command/ops.ts', 'dispatch'],
-  ].map(([file, name]) => ({
-    file: file!,
-    name: name!,
-    why: 'written before the limit covered the CDK app and the ops command (it held for lib/ only); to be cut',
-  })),
-];
-
 /** Every function-like node with a body in a file, with its first line and its length in lines. */
 function functionsOf(file: string, text = readFileSync(file, 'utf8')): { name: string; line: number; lines: number }[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
@@ -93,19 +62,12 @@ describe(`no function in any wing's src/ or functions/ is over ${MAX_FUNCTION_LI
     ]);
   });
 
-  it('every function is at most the limit, but those not yet cut; and each of those still is over it', () => {
-    const tooLong = SOURCE_FILES.flatMap((file) =>
+  it('every function is at most the limit', () => {
+    const offenders = SOURCE_FILES.flatMap((file) =>
       functionsOf(join(ROOT, file))
         .filter((f) => f.lines > MAX_FUNCTION_LINES)
-        .map((f) => ({ file, ...f })),
+        .map((f) => `${file}:${f.line} ${f.name}: ${f.lines} lines`),
     );
-    const exempt = (file: string, name: string) => NOT_YET_CUT.some((e) => e.file === file && e.name === name);
-    const offenders = [
-      ...tooLong.filter((f) => !exempt(f.file, f.name)).map((f) => `${f.file}:${f.line} ${f.name}: ${f.lines} lines`),
-      ...NOT_YET_CUT.filter((e) => !tooLong.some((f) => f.file === e.file && f.name === e.name)).map(
-        (e) => `${e.file} ${e.name} is not over ${MAX_FUNCTION_LINES} lines any more: take it off NOT_YET_CUT`,
-      ),
-    ];
     expect(offenders).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@
  *   1. TransactWriteItems latency vs table size (whole-table deepcopy vs item-level undo log);
  *   2. acknowledged puts lost when cancelled transactions run concurrently.
  *
- *   npx tsx packages/tools/src/emulator/bench-rollback.ts [--sizes 0,2000,10000] [--rounds 300]
+ *   npm run bench -- rollback [--sizes 0,2000,10000] [--rounds 300]
  *
  * Prints one JSON line per measurement, then the launcher's speed-up over stock moto per
  * table size; docs/emulator.md quotes the figures.
@@ -19,13 +19,7 @@ import {
   type TransactWriteItem,
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
-import { type Emulator, startEmulator } from './emulator.ts';
-
-const { values } = parseArgs({
-  options: { sizes: { type: 'string', default: '0,2000,10000' }, rounds: { type: 'string', default: '300' } },
-});
-const sizes = values.sizes.split(',').map(Number);
-const rounds = Number(values.rounds);
+import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 
 function client(endpoint: string) {
   return new DynamoDBClient({
@@ -117,7 +111,7 @@ async function latency(name: string, ddb: DynamoDBClient, size: number) {
 }
 
 /** `rounds` rounds: an acknowledged PutItem races a TransactWriteItems that gets cancelled. */
-async function lostWrites(name: string, ddb: DynamoDBClient) {
+async function lostWrites(name: string, ddb: DynamoDBClient, rounds: number) {
   const T = `race-${name}-${Date.now()}`;
   await createTable(ddb, T);
   await fill(ddb, T, 200); // a non-trivial deepcopy widens stock's window, as in real test runs
@@ -166,46 +160,59 @@ async function lostWrites(name: string, ddb: DynamoDBClient) {
   return { rounds, acknowledgedPuts: acknowledged.length, roundsWithLostPut: lostRounds, otherErrors: errors };
 }
 
-const emulators: Record<string, Emulator> = {
-  stock: await startEmulator({ stockMoto: true }),
-  launcher: await startEmulator(),
-};
-const medians: Record<string, Map<number, { committedMs: number; cancelledMs: number }>> = {};
-try {
-  for (const [name, emu] of Object.entries(emulators)) {
-    const ddb = client(emu.endpoint);
-    medians[name] = new Map();
-    for (const size of sizes) {
-      const figures = await latency(name, ddb, size);
-      medians[name].set(size, figures);
-      console.log(
-        JSON.stringify({ emulator: name, measure: '3-action TransactWriteItems median', tableItems: size, ...figures }),
-      );
+export async function rollbackBench(argv: readonly string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: { sizes: { type: 'string', default: '0,2000,10000' }, rounds: { type: 'string', default: '300' } },
+  });
+  const sizes = values.sizes.split(',').map(Number);
+  const rounds = Number(values.rounds);
+  const emulators: Record<string, Emulator> = {
+    stock: await startEmulator({ stockMoto: true }),
+    launcher: await startEmulator(),
+  };
+  const medians: Record<string, Map<number, { committedMs: number; cancelledMs: number }>> = {};
+  try {
+    for (const [name, emu] of Object.entries(emulators)) {
+      const ddb = client(emu.endpoint);
+      medians[name] = new Map();
+      for (const size of sizes) {
+        const figures = await latency(name, ddb, size);
+        medians[name].set(size, figures);
+        console.log(
+          JSON.stringify({
+            emulator: name,
+            measure: '3-action TransactWriteItems median',
+            tableItems: size,
+            ...figures,
+          }),
+        );
+      }
+      if (rounds > 0)
+        console.log(
+          JSON.stringify({
+            emulator: name,
+            measure: 'concurrent put vs cancelled transaction',
+            ...(await lostWrites(name, ddb, rounds)),
+          }),
+        );
+      ddb.destroy();
     }
-    if (rounds > 0)
+    // The launcher's claim: how many times faster than stock moto (docs/emulator.md quotes it).
+    const speedUp = (stockMs: number, launcherMs: number) => +(stockMs / Math.max(launcherMs, 0.1)).toFixed(1);
+    for (const size of sizes) {
+      const stock = medians.stock!.get(size)!;
+      const launcher = medians.launcher!.get(size)!;
       console.log(
         JSON.stringify({
-          emulator: name,
-          measure: 'concurrent put vs cancelled transaction',
-          ...(await lostWrites(name, ddb)),
+          measure: 'launcher speed-up over stock moto (median ratio)',
+          tableItems: size,
+          committed: speedUp(stock.committedMs, launcher.committedMs),
+          cancelled: speedUp(stock.cancelledMs, launcher.cancelledMs),
         }),
       );
-    ddb.destroy();
+    }
+  } finally {
+    await Promise.all(Object.values(emulators).map((e) => e.stop()));
   }
-  // The launcher's claim: how many times faster than stock moto (docs/emulator.md quotes it).
-  const speedUp = (stockMs: number, launcherMs: number) => +(stockMs / Math.max(launcherMs, 0.1)).toFixed(1);
-  for (const size of sizes) {
-    const stock = medians.stock!.get(size)!;
-    const launcher = medians.launcher!.get(size)!;
-    console.log(
-      JSON.stringify({
-        measure: 'launcher speed-up over stock moto (median ratio)',
-        tableItems: size,
-        committed: speedUp(stock.committedMs, launcher.committedMs),
-        cancelled: speedUp(stock.cancelledMs, launcher.cancelledMs),
-      }),
-    );
-  }
-} finally {
-  await Promise.all(Object.values(emulators).map((e) => e.stop()));
 }
