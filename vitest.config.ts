@@ -1,9 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import {
-  BRIDGE_BROKER_FILES,
-  BRIDGE_UNIT_FILES,
-  SYNTH_FILES,
-} from './vitest.lanes.ts';
+import { BRIDGE_BROKER_FILES, BRIDGE_UNIT_FILES, SYNTH_FILES } from './vitest.lanes.ts';
 
 /**
  * Lanes by cost (docs/testing.md; vitest.lanes.ts sorts the files). `unit`: no emulator, no CDK, no
