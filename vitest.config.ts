@@ -1,9 +1,14 @@
 import { defineConfig } from 'vitest/config';
+import { BRIDGE_BROKER_FILES, BRIDGE_UNIT_FILES, SYNTH_FILES } from './vitest.lanes.ts';
 
 /**
- * Two layers: `unit` (pure, no emulator, seconds: `npm run test:unit`) and `emulator` (moto
- * server started once by the global setup; every file creates its own uniquely named
- * resources). `npm test` runs both with coverage, and the thresholds below fail it.
+ * Lanes by cost (docs/testing.md; vitest.lanes.ts sorts the files). `unit`: no emulator, no CDK, no
+ * broker: every wing's pure tests, the bridge's included (`npm run test:unit`, seconds).
+ * `emulator`: the moto server started once by the global setup; every file creates its own uniquely
+ * named resources. `synth`: CDK synthesis and the infrastructure scanner, without the emulator.
+ * `npm test` runs unit and emulator with coverage (the thresholds below fail it), then synth
+ * without: it runs no line of the covered folders. The broker lane is vitest.bridge.config.ts
+ * (`npm run test:bridge`).
  */
 export default defineConfig({
   test: {
@@ -28,15 +33,33 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['packages/*/test/unit/**/*.test.ts'] },
+        test: { name: 'unit', include: ['packages/*/test/unit/**/*.test.ts', ...BRIDGE_UNIT_FILES] },
       },
       {
         extends: true,
         test: {
           name: 'emulator',
           include: ['packages/*/test/**/*.test.ts'],
-          exclude: ['packages/*/test/unit/**', 'packages/bridge/test/**', 'node_modules/**'],
+          exclude: [
+            'packages/*/test/unit/**',
+            ...BRIDGE_UNIT_FILES,
+            ...BRIDGE_BROKER_FILES,
+            ...SYNTH_FILES,
+            'node_modules/**',
+          ],
           globalSetup: ['packages/tools/src/testing/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'synth',
+          include: SYNTH_FILES,
+          // aws-cdk-lib is imported once per worker, not once per file (most of this lane's time
+          // was that import); every test builds its own App, and no file here mocks a module.
+          isolate: false,
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },

@@ -20,11 +20,11 @@ import {
   replayDockerfile,
   startImageCommand,
 } from '@rocketmq-lambda/tools/image/dockerfile-replay.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { BridgeConfigInput } from '../src/bridge-config.ts';
 import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-process.ts';
+import { type SharedRocketMQ5, sharedRocketMQ5 } from './support/shared-rocketmq.ts';
 
 /**
  * The bridge as it ships (issues #17 and #25), without Docker: its root filesystem made from the
@@ -37,14 +37,14 @@ import { BridgeChildProcess, forwardedMsgIds } from './support/bridge-child-proc
  * than the sources: the exclude list leaves in all the image needs, nothing in the image floats, the
  * final stage holds production dependencies only, and the process drains on the image's stop signal.
  */
-const TOPIC = 'ORDER_TOPIC';
+const TOPIC = 'IMAGE_ORDER_TOPIC';
 const GROUP = 'bridge-image-group';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
 let out: string;
 let context: BridgeImageContext;
 let image: ReplayedImage;
-let rocketMq: LocalRocketMQ | undefined;
+let rocketMq: SharedRocketMQ5 | undefined;
 let app: string;
 /** The synthesized task definition's container: the health check and root filesystem ECS applies. */
 let container: { HealthCheck: { Command: string[] }; ReadonlyRootFilesystem: boolean };
@@ -84,7 +84,7 @@ beforeAll(async () => {
   const started = Date.now();
   [image, rocketMq] = await Promise.all([
     replayDockerfile({ context: context.directory, dockerfile: context.dockerFile, out: path.join(out, 'stages') }),
-    startLocalRocketMQ({ topics: [{ name: TOPIC }], groups: [{ name: GROUP }] }),
+    sharedRocketMQ5({ topics: [{ name: TOPIC }], groups: [{ name: GROUP }] }),
   ]);
   app = path.join(image.root, image.workdir);
   console.info(
@@ -94,7 +94,6 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  await rocketMq?.stop();
   if (out) rmSync(out, { recursive: true, force: true });
 });
 

@@ -17,6 +17,7 @@ import { BridgeChildProcess, bridgeEnv, faultedMsgIds, forwardedMsgIds } from '.
 import { BrokerProbe } from './support/broker-probe.ts';
 import { closeLegacyConsumer, legacyGroupConsumer } from './support/legacy-group-consumer.ts';
 import { sendOrdered } from './support/rocketmq4-producer.ts';
+import { type SharedRocketMQ4, sharedRocketMQ4 } from './support/shared-rocketmq.ts';
 import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.ts';
 
 /**
@@ -25,11 +26,11 @@ import { failBatchEntries, failBatchRequests } from './support/sqs-batch-faults.
  * offsetMsgId), the group's `%RETRY%` backlog forwarded as its original topic, tag filtering, and a
  * failed forward that is neither acked nor sent back nor dropped.
  */
-const ORDER_TOPIC = 'ORDER_TOPIC';
+const ORDER_TOPIC = 'E2E4_ORDER_TOPIC';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 const NO_ADDRESS_SERVER = { request: () => Promise.reject(new Error('name server given')) };
 
-let rocketMq: LocalRocketMQ4 | undefined;
+let rocketMq: SharedRocketMQ4 | undefined;
 let producer: Producer | undefined;
 let probe: BrokerProbe | undefined;
 let sqs: SQSClient;
@@ -37,7 +38,7 @@ const children: BridgeChildProcess[] = [];
 const ids = new MsgIdGenerator('7F000001', 0x4711);
 
 beforeAll(async () => {
-  rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
+  rocketMq = await sharedRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
   producer = new Producer({
     nameSrv: rocketMq.namesrvAddr,
     httpclient: NO_ADDRESS_SERVER,
@@ -56,7 +57,6 @@ afterAll(async () => {
   await Promise.all(children.map((c) => c.exited));
   await probe?.close();
   await producer?.close();
-  await rocketMq?.stop();
 });
 
 async function send(

@@ -15,7 +15,6 @@ import {
   SecretSigningKeys,
 } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { parseEnvelope, type RocketMQMessage, signatureRefusal } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
 import { pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { Producer } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -28,6 +27,7 @@ import {
   faultedMsgIds,
   forwardedMsgIds,
 } from './support/bridge-child-process.ts';
+import { type SharedRocketMQ5, sharedRocketMQ5 } from './support/shared-rocketmq.ts';
 import { failBatchEntries } from './support/sqs-batch-faults.ts';
 
 /**
@@ -50,7 +50,7 @@ const BOM_TOPIC = 'ORDER_BOM_TOPIC';
 const BOM_GROUP = 'order-bom-group';
 const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 
-let rocketMq: LocalRocketMQ | undefined;
+let rocketMq: SharedRocketMQ5 | undefined;
 let points: Awaited<ReturnType<typeof pointsFixture>>;
 let fifoQueueUrl: string;
 /** The envelope signing key, in the emulator's Secrets Manager as the CDK app keeps it. */
@@ -60,7 +60,7 @@ const children: BridgeChildProcess[] = [];
 
 beforeAll(async () => {
   const started = Date.now();
-  rocketMq = await startLocalRocketMQ({
+  rocketMq = await sharedRocketMQ5({
     topics: [
       { name: ORDER_TOPIC },
       { name: FIFO_TOPIC, type: 'FIFO' },
@@ -77,7 +77,7 @@ beforeAll(async () => {
       { name: BOM_GROUP },
     ],
   });
-  console.info(`local RocketMQ up in ${Date.now() - started} ms, phases ${JSON.stringify(rocketMq.phasesMs)}`);
+  console.info(`topics and groups declared on the lane's RocketMQ in ${Date.now() - started} ms`);
   const name = `bridge-e2e-${randomUUID().slice(0, 8)}`;
   const secrets = createSecretsManager(emulatorConfig(inject('emulatorEndpoint')));
   signingSecretId = (
@@ -94,7 +94,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await Promise.all(children.map((c) => c.exited));
-  await rocketMq?.stop();
 });
 
 /**

@@ -3,11 +3,11 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateQueueCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { parseEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bridge } from '../src/bridge.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 import { type JavaMessage, sendWithJavaClient } from './support/java-producer.ts';
+import { type SharedRocketMQ4, sharedRocketMQ4 } from './support/shared-rocketmq.ts';
 
 /**
  * Fidelity with the official Java producer: messages sent by the Apache RocketMQ 4.7.1 Java
@@ -27,16 +27,12 @@ const USER_PROPERTIES = {
   TRAN_PREPARED_QUEUE_OFFSET: '17',
 };
 
-let rocketMq: LocalRocketMQ4 | undefined;
+let rocketMq: SharedRocketMQ4 | undefined;
 let sqs: SQSClient;
 
 beforeAll(async () => {
-  rocketMq = await startLocalRocketMQ4({ topics: [{ name: TOPIC, queues: 2 }] });
+  rocketMq = await sharedRocketMQ4({ topics: [{ name: TOPIC, queues: 2 }] });
   sqs = createSqs(emulatorConfig(inject('emulatorEndpoint')));
-});
-
-afterAll(async () => {
-  await rocketMq?.stop();
 });
 
 /** Every message of the queue, with the body bytes as the envelope carries them (text, or base64 for other bytes). */

@@ -3,11 +3,11 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { CreateQueueCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { parseEnvelope, type RocketMQMessage } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { Bridge } from '../src/bridge.ts';
 import { parseBridgeConfig } from '../src/bridge-config.ts';
 import { sendWithJava5Client } from './support/java-producer.ts';
+import { type SharedRocketMQ5, sharedRocketMQ5 } from './support/shared-rocketmq.ts';
 
 /**
  * Fidelity with the official RocketMQ 5 Java producer: a delay message sent by `rocketmq-client-java`
@@ -16,15 +16,15 @@ import { sendWithJava5Client } from './support/java-producer.ts';
  */
 /** A 5.x topic takes the message type it was made for: delay messages here, others on ORDER_TOPIC. */
 const DELAY_TOPIC = 'ORDER_DELAY_TOPIC';
-const DELAY_GROUP = 'order-delay-group';
-const ORDER_TOPIC = 'ORDER_TOPIC';
-const ORDER_GROUP = 'order-group';
+const DELAY_GROUP = 'java5-order-delay-group';
+const ORDER_TOPIC = 'JAVA5_ORDER_TOPIC';
+const ORDER_GROUP = 'java5-order-group';
 
-let rocketMq: LocalRocketMQ | undefined;
+let rocketMq: SharedRocketMQ5 | undefined;
 let sqs: SQSClient;
 
 beforeAll(async () => {
-  rocketMq = await startLocalRocketMQ({
+  rocketMq = await sharedRocketMQ5({
     topics: [
       { name: DELAY_TOPIC, type: 'DELAY', queues: 1 },
       { name: ORDER_TOPIC, queues: 1 },
@@ -32,10 +32,6 @@ beforeAll(async () => {
     groups: [{ name: DELAY_GROUP }, { name: ORDER_GROUP }],
   });
   sqs = createSqs(emulatorConfig(inject('emulatorEndpoint')));
-});
-
-afterAll(async () => {
-  await rocketMq?.stop();
 });
 
 describe('RocketMQ 5 Java producer → 5.5.0 proxy → bridge → SQS', () => {

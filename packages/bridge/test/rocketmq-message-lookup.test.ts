@@ -4,8 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RocketMQMessageLookup } from '@rocketmq-lambda/ops/operations/index.ts';
 import { MsgIdGenerator, signEnvelope, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
-import { type LocalRocketMQ, startLocalRocketMQ } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq.ts';
-import { type LocalRocketMQ4, startLocalRocketMQ4 } from '@rocketmq-lambda/tools/rocketmq/local-rocketmq-4.ts';
 import { Message, type Producer as Producer4 } from 'ali-ons';
 import { Producer as Producer5 } from 'rocketmq-client-nodejs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +14,12 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 import { compromisedDeployment } from '@rocketmq-lambda/ops/test/integration/operations/operations-fixture.ts';
 import { remotingBridgeConfig } from './support/remoting-bridge-config.ts';
 import { orderServiceProducer } from './support/rocketmq4-producer.ts';
+import {
+  type SharedRocketMQ4,
+  type SharedRocketMQ5,
+  sharedRocketMQ4,
+  sharedRocketMQ5,
+} from './support/shared-rocketmq.ts';
 
 /**
  * `ops dlq resign`'s proof that a letter is genuine: the message it carries is stored in RocketMQ
@@ -28,9 +32,9 @@ const SILENT = { info() {}, warn() {}, error() {}, debug() {} };
 const body = (orderNo: string) => JSON.stringify({ orderNo, userId: '88372', points: 300 });
 
 /** The broker's index is written a moment after the message: looks up until something is found. */
-async function lookedUp(lookup: RocketMQMessageLookup, msgId: string) {
+async function lookedUp(lookup: RocketMQMessageLookup, msgId: string, topic = ORDER_TOPIC) {
   for (let i = 0; i < 50; i++) {
-    const found = await lookup.byMsgId(ORDER_TOPIC, msgId);
+    const found = await lookup.byMsgId(topic, msgId);
     if (found.length > 0) return found;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -38,13 +42,13 @@ async function lookedUp(lookup: RocketMQMessageLookup, msgId: string) {
 }
 
 describe('looking a message up by msgId on RocketMQ 4.7.1 (remoting)', () => {
-  let rocketMq: LocalRocketMQ4 | undefined;
+  let rocketMq: SharedRocketMQ4 | undefined;
   let producer: Producer4 | undefined;
   let lookup: RocketMQMessageLookup | undefined;
   const ids = new MsgIdGenerator('7F000001', 0x4711);
 
   beforeAll(async () => {
-    rocketMq = await startLocalRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
+    rocketMq = await sharedRocketMQ4({ topics: [{ name: ORDER_TOPIC, queues: 4 }] });
     producer = await orderServiceProducer(rocketMq.namesrvAddr);
     lookup = await RocketMQMessageLookup.open({ nameServer: rocketMq.namesrvAddr });
   });
@@ -52,7 +56,6 @@ describe('looking a message up by msgId on RocketMQ 4.7.1 (remoting)', () => {
   afterAll(async () => {
     await lookup?.close();
     await producer?.close();
-    await rocketMq?.stop();
   });
 
   it("finds a message by the producer's UNIQ_KEY, with its body's hash and store time", async () => {
@@ -164,17 +167,18 @@ describe('looking a message up by msgId on RocketMQ 4.7.1 (remoting)', () => {
 });
 
 describe('looking a message up by msgId on RocketMQ 5.5.0 (the broker the local proxy embeds)', () => {
-  let rocketMq: LocalRocketMQ | undefined;
+  let rocketMq: SharedRocketMQ5 | undefined;
   let lookup: RocketMQMessageLookup | undefined;
+  // The lane's RocketMQ 5 is shared: ORDER_TOPIC there is the end-to-end test's.
+  const ORDER_TOPIC = 'LOOKUP_ORDER_TOPIC';
 
   beforeAll(async () => {
-    rocketMq = await startLocalRocketMQ({ topics: [{ name: ORDER_TOPIC }] });
+    rocketMq = await sharedRocketMQ5({ topics: [{ name: ORDER_TOPIC }] });
     lookup = await RocketMQMessageLookup.open({ nameServer: rocketMq.namesrvAddr });
   });
 
   afterAll(async () => {
     await lookup?.close();
-    await rocketMq?.stop();
   });
 
   it('finds a message a 5.x client sent through the proxy, by the message id the client got', async () => {
@@ -193,7 +197,7 @@ describe('looking a message up by msgId on RocketMQ 5.5.0 (the broker the local 
     } finally {
       await producer.shutdown();
     }
-    expect(await lookedUp(lookup!, messageId)).toEqual([
+    expect(await lookedUp(lookup!, messageId, ORDER_TOPIC)).toEqual([
       expect.objectContaining({
         topic: ORDER_TOPIC,
         msgId: messageId,

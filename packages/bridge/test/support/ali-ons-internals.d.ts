@@ -18,6 +18,11 @@ declare module 'ali-ons/lib/mq_client_api.js' {
       header: { topic: string; consumerGroup: string; queueId: number },
       timeoutMs?: number,
     ): Promise<number>;
+    /** GET_ROUTEINTO_BY_TOPIC from the name server; rejects while it routes no broker for the topic. */
+    getTopicRouteInfoFromNameServer(
+      topic: string,
+      timeoutMs?: number,
+    ): Promise<{ brokerDatas: { brokerName: string; brokerAddrs: Record<string, string> }[] }>;
     getMaxOffset(addr: string, topic: string, queueId: number, timeoutMs?: number): Promise<number>;
     /** UPDATE_CONSUMER_OFFSET, one-way: what a consumer sends to commit its offset. */
     updateConsumerOffsetOneway(

@@ -3,7 +3,7 @@ import type { BridgeConfigInput } from '../../src/bridge-config.ts';
 
 /** A bridge configuration for a local RocketMQ 4 cluster: the remoting protocol, these routes, the tests' timings. */
 export function remotingBridgeConfig(
-  rocketMq: LocalRocketMQ4,
+  rocketMq: Pick<LocalRocketMQ4, 'namesrvAddr' | 'clusterName'>,
   routes: BridgeConfigInput['routes'],
   overrides: Partial<BridgeConfigInput> = {},
 ): BridgeConfigInput {
