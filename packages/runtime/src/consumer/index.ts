@@ -24,7 +24,6 @@ export {
 export type { TransitionRequest } from './idempotency/state-transition.ts';
 export type { DeclaredWrite, TransactionalResult } from './idempotency/transactional.ts';
 export { identifier, parseJsonPayload, userIdSchema } from './json-payload.ts';
-export type { ConsumerHandler } from './lambda/consumer-handler.ts';
 export {
   type ConsumerConfig,
   type ConsumerModule,
@@ -32,5 +31,6 @@ export {
   type ConsumerWiring,
   defineConsumer,
 } from './lambda/define-consumer.ts';
+export type { ConsumerHandler } from './lambda/middleware.ts';
 export { messageGroups } from './runners/message-groups.ts';
 export type { ConsumerMessage, Invocation, RecordReport, Settlement } from './settlement.ts';

@@ -37,15 +37,10 @@ export {
   type TransactionalOptions,
   transactionalStrategy,
 } from './idempotency/transactional.ts';
-export {
-  type ConsumerRuntimeConfig,
-  consumerConfigFromEnv,
-  lazyHandler,
-  type TablesOf,
-} from './lambda/consumer-config.ts';
-export { consumerHandler } from './lambda/consumer-handler.ts';
+export { type ConsumerRuntimeConfig, consumerConfigFromEnv, type TablesOf } from './lambda/consumer-config.ts';
 export { consumerTelemetry } from './lambda/consumer-telemetry.ts';
-export { type ConsumerInternal, rocketmqConsumer } from './lambda/middleware.ts';
+export { lazyHandler } from './lambda/define-consumer.ts';
+export { type ConsumerInternal, consumerHandler, rocketmqConsumer } from './lambda/middleware.ts';
 export type {
   ResultOf,
   StrategyFactory,

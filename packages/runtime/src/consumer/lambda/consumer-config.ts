@@ -138,20 +138,3 @@ function serviceAuth(name: OutsideServiceName, env: NodeJS.ProcessEnv): ServiceA
     );
   return parsed.data;
 }
-
-/**
- * Builds the handler on first use, so importing a handler module (tests, tools) never needs
- * its environment. In Lambda it is built during init instead: a configuration the consumer
- * refuses (a missing table, a TTL shorter than the retry window) fails the cold start,
- * before any message is received.
- */
-export function lazyHandler<H extends (...args: never[]) => unknown>(
-  build: () => H,
-  env: NodeJS.ProcessEnv = process.env,
-): H {
-  let built: H | undefined = env.AWS_LAMBDA_FUNCTION_NAME ? build() : undefined;
-  return ((...args: Parameters<H>) => {
-    built ??= build();
-    return built(...args);
-  }) as H;
-}

@@ -8,8 +8,8 @@ import type { RocketMQMessage } from '../../rocketmq/index.ts';
 import { ConsumerEngine, type ConsumerEngineOptions } from '../consumer-engine.ts';
 import { FailureRouter } from '../failures/failure-router.ts';
 import type { Business, RecordReport } from '../settlement.ts';
-import { type ConsumerRuntimeConfig, consumerConfigFromEnv, lazyHandler, type TablesOf } from './consumer-config.ts';
-import { type ConsumerHandler, consumerHandler } from './consumer-handler.ts';
+import { type ConsumerRuntimeConfig, consumerConfigFromEnv, type TablesOf } from './consumer-config.ts';
+import { type ConsumerHandler, consumerHandler } from './middleware.ts';
 import { type ResultOf, type StrategyFactory, wiredStrategy } from './strategy-wiring.ts';
 
 /**
@@ -143,4 +143,21 @@ function engineOptions<D extends ConsumerGroupDefinition, P, R>(
     tracer: wiring.tracer,
     now: wiring.now,
   };
+}
+
+/**
+ * Builds the handler on first use, so importing a handler module (tests, tools) never needs
+ * its environment. In Lambda it is built during init instead: a configuration the consumer
+ * refuses (a missing table, a TTL shorter than the retry window) fails the cold start,
+ * before any message is received.
+ */
+export function lazyHandler<H extends (...args: never[]) => unknown>(
+  build: () => H,
+  env: NodeJS.ProcessEnv = process.env,
+): H {
+  let built: H | undefined = env.AWS_LAMBDA_FUNCTION_NAME ? build() : undefined;
+  return ((...args: Parameters<H>) => {
+    built ??= build();
+    return built(...args);
+  }) as H;
 }

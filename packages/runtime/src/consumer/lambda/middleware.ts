@@ -1,8 +1,14 @@
-import type { MiddlewareObj } from '@middy/core';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy, { type MiddlewareObj } from '@middy/core';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { METRICS_NAMESPACE } from '../../config/index.ts';
 import type { ConsumerEngine } from '../consumer-engine.ts';
 import type { BatchResult } from '../settlement.ts';
 import { type ReportObserver, reportEach } from '../steps/report.ts';
+import { consumerTelemetry } from './consumer-telemetry.ts';
 
 /** Per-request state, kept where Middy keeps it (`request.internal`): the batch as the engine routed it. */
 export interface ConsumerInternal extends Record<string, unknown> {
@@ -49,4 +55,34 @@ export function rocketmqConsumer<P, R>(
       request.response = batch.response;
     },
   };
+}
+
+export type ConsumerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * The Lambda handler of a RocketMQ consumer: structured logs, EMF metrics, and the built engine.
+ * `logger` is where the log lines go (default: Powertools' to stdout); `onReport` an extra
+ * observer of every record's report (the local run's account, tests).
+ */
+export function consumerHandler<P, R>(
+  engine: ConsumerEngine<P, R>,
+  observers: { logger?: Logger; onReport?: ReportObserver } = {},
+): ConsumerHandler {
+  const group = engine.group;
+  const logger = observers.logger ?? new Logger({ serviceName: group });
+  const metrics = new Metrics({
+    namespace: METRICS_NAMESPACE,
+    serviceName: group,
+    defaultDimensions: { ConsumerGroup: group },
+  });
+  const telemetry = consumerTelemetry(logger, metrics);
+  return middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>()
+    .use(injectLambdaContext(logger))
+    .use(logMetrics(metrics))
+    .use(
+      rocketmqConsumer(engine, (report) => {
+        telemetry(report);
+        observers.onReport?.(report);
+      }),
+    );
 }
