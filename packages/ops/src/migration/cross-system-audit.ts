@@ -1,7 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type LedgerEntry, LedgerEntryKind } from '@rocketmq-lambda/consumers/points/index.ts';
 import { type ScanProgress, scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
-import { RecordOrigin } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { RecordOrigin } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import type { CrossUserAward, DoubleAward } from '../operations/index.ts';
 import { checkLegacyRow } from './legacy-award.ts';
 import type { LegacySource } from './legacy-source.ts';

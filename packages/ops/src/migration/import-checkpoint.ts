@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { canonicalJson } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { canonicalJson } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { z } from 'zod';
 import { OperationsError } from '../operations/index.ts';
 

@@ -10,6 +10,7 @@ import {
 } from '@rocketmq-lambda/consumers/points/index.ts';
 import type { LegacyHorizon } from '@rocketmq-lambda/runtime/config/index.ts';
 import { recordId } from '@rocketmq-lambda/runtime/config/index.ts';
+import type { Settlement } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import {
   ContentionError,
   type ContentionPolicy,
@@ -17,9 +18,8 @@ import {
   type DedupRecord,
   RecordOrigin,
   RecordStatus,
-  type Settlement,
   sleep,
-} from '@rocketmq-lambda/runtime/consumer/index.ts';
+} from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import type { LegacyAward } from './legacy-award.ts';
 
 /**

@@ -1,5 +1,6 @@
 import { MAX_POINTS_PER_ORDER, orderPaidFingerprintFields } from '@rocketmq-lambda/consumers/points/index.ts';
-import { fingerprintOf, identifier, userIdSchema } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { identifier, userIdSchema } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { fingerprintOf } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { z } from 'zod';
 
 /**

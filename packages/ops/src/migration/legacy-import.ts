@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LegacyHorizon } from '@rocketmq-lambda/runtime/config/index.ts';
-import { mapLimit } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { mapLimit } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { messageOf, OperationsError } from '../operations/index.ts';
 import { type CheckpointFile, emptyCounts, type ImportCheckpoint, type ImportCounts } from './import-checkpoint.ts';
 import {

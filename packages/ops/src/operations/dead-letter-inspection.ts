@@ -4,7 +4,7 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import {
   DEAD_LETTER_KIND_ATTRIBUTE,
   type DeadLetterNotice,

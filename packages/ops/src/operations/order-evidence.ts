@@ -8,7 +8,7 @@ import {
   recordId,
   recordIdPrefix,
 } from '@rocketmq-lambda/runtime/config/index.ts';
-import type { DedupRecord } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { DedupRecord } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { type DeadLetter, readDeadLetters, releaseDeadLetters } from './dead-letter-inspection.ts';
 import { TargetResolutionError } from './errors.ts';
 import { type ConsumerLogLine, type LogSubject, readConsumerLogLines } from './function-logs.ts';

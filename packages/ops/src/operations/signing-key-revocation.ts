@@ -7,7 +7,7 @@ import {
   UpdateSecretVersionStageCommand,
 } from '@aws-sdk/client-secrets-manager';
 import { revokedStageOf, revokedVersionIds, SIGNING_KEYS_TTL_MS } from '@rocketmq-lambda/runtime/aws/index.ts';
-import { UnauthenticatedMessageError } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { UnauthenticatedMessageError } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { resignBody, signingKeyIndex } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { DeadLetter } from './dead-letter-inspection.ts';
 import { OperationsError } from './errors.ts';

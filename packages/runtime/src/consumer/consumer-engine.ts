@@ -1,19 +1,14 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Tracer } from '@opentelemetry/api';
 import type { SQSEvent } from 'aws-lambda';
-import { DeliveryLifetimes, IncoherentLifetimesError, type Ordering, type QueueLifetimes } from '../config/index.ts';
+import { DeliveryLifetimes, type Ordering, type QueueLifetimes } from '../config/index.ts';
 import { type RocketMQMessage, type SigningKeyRing, TagExpression } from '../rocketmq/index.ts';
 import { sleep } from './concurrency.ts';
-import { InvalidConsumerConfigError } from './failures/errors.ts';
-import { FailureCounter } from './failures/failure-counter.ts';
+import { type ConsumptionMode, consumptionModeOf } from './consumption-mode.ts';
+import { InvalidConsumerConfigError, refusedAsConfig } from './failures/errors.ts';
 import type { FailureRouter } from './failures/failure-router.ts';
 import type { ConsumptionStrategy } from './idempotency/strategy.ts';
-import { consumeConcurrently } from './runners/concurrent.ts';
-import { messageGroupOf } from './runners/message-groups.ts';
-import { consumeInGroups } from './runners/orderly.ts';
-import { consumePacked } from './runners/packed.ts';
 import type { BatchResult, Business, Invocation } from './settlement.ts';
-import type { BatchState } from './steps/batch-state.ts';
 import type { ConsumerSetup } from './steps/consumer-setup.ts';
 import { prepareBatch } from './steps/prepare.ts';
 import { routeBatch } from './steps/route.ts';
@@ -76,13 +71,10 @@ export interface ConsumerEngineOptions<P, R> {
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** How a batch is consumed, by its kind: FIFO records by message group, a packing strategy's together, else each alone. */
-type Runner = <P, R>(setup: ConsumerSetup<P, R>, batch: BatchState<P>) => Promise<void>;
-
 /**
  * The consumer runtime's engine: takes one SQS batch and the invocation it runs in, and
  * returns the batch response and one report per record. Every record is prepared (read,
- * checked, filtered), settled by the runner for the batch's kind (the strategy makes the
+ * checked, filtered), settled by its consumption mode's runner (the strategy makes the
  * business's effect exactly-once), and routed once (retried on RocketMQ's schedule,
  * dead-lettered with its reason, or acknowledged). It knows SQS, DynamoDB and RocketMQ's
  * rules, not the application: its group, tags, record-id prefix and business are given.
@@ -92,6 +84,8 @@ type Runner = <P, R>(setup: ConsumerSetup<P, R>, batch: BatchState<P>) => Promis
  */
 export class ConsumerEngine<P, R> {
   private readonly setup: ConsumerSetup<P, R>;
+  /** Chosen here, once: the runner, how attempts are counted, what the group refuses. */
+  private readonly mode: ConsumptionMode;
 
   constructor(options: ConsumerEngineOptions<P, R>) {
     // The type requires it; a caller in plain JavaScript (or through a cast) is refused here rather than
@@ -102,6 +96,7 @@ export class ConsumerEngine<P, R> {
       );
     const tags = TagExpression.parse(options.tagExpression);
     const lifetimes = recordsOutliveRetries(options);
+    this.mode = consumptionModeOf(options, lifetimes);
     this.setup = {
       group: options.group,
       topic: options.topic,
@@ -114,7 +109,7 @@ export class ConsumerEngine<P, R> {
       strategy: options.strategy,
       business: options.business,
       failures: options.failures,
-      counter: failureCounterOf(options, lifetimes),
+      counter: this.mode.counter,
       // 10 = the largest SQS batch without a batching window: one wave of DynamoDB calls per batch.
       concurrency: options.concurrency ?? 10,
       contention: {
@@ -134,16 +129,16 @@ export class ConsumerEngine<P, R> {
     return { deadline, remainingMs: () => Math.max(0, deadline - now()) };
   }
 
-  /** Consumes one batch: prepare → settle (by the batch's runner) → route. Reporting is the caller's. */
-  async consume(event: SQSEvent, invocation: Invocation): Promise<BatchResult> {
-    const batch = await prepareBatch(this.setup, event.Records, invocation);
-    await this.runnerFor(batch)(this.setup, batch);
-    return routeBatch(this.setup, batch);
+  /** The consumer group whose batches it consumes. */
+  get group(): string {
+    return this.setup.group;
   }
 
-  private runnerFor(batch: BatchState<P>): Runner {
-    if (batch.records.some((r) => messageGroupOf(r) !== undefined)) return consumeInGroups;
-    return this.setup.strategy.commitBatch ? consumePacked : consumeConcurrently;
+  /** Consumes one batch: prepare → settle (by the mode's runner) → route. Reporting is the caller's. */
+  async consume(event: SQSEvent, invocation: Invocation): Promise<BatchResult> {
+    const batch = await prepareBatch(this.setup, event.Records, invocation);
+    await this.mode.run(this.setup, batch);
+    return routeBatch(this.setup, batch);
   }
 }
 
@@ -153,38 +148,12 @@ export class ConsumerEngine<P, R> {
  */
 function recordsOutliveRetries<P, R>(options: ConsumerEngineOptions<P, R>): DeliveryLifetimes {
   const schedule = options.failures.schedule;
-  try {
+  return refusedAsConfig(() => {
     const ordering = options.ordering ?? 'concurrent';
     const lifetimes = options.queues
       ? new DeliveryLifetimes(schedule, options.queues, ordering)
       : DeliveryLifetimes.derive(schedule, ordering);
     lifetimes.assertRecordTtl(options.strategy.recordTtlSeconds);
     return lifetimes;
-  } catch (error) {
-    if (!(error instanceof IncoherentLifetimesError)) throw error;
-    throw new InvalidConsumerConfigError(`consumer group ${options.group}: ${error.message}`, { cause: error });
-  }
-}
-
-/** Orderly groups count each message's failures; refused without a table to count in, or with packing. */
-function failureCounterOf<P, R>(
-  options: ConsumerEngineOptions<P, R>,
-  lifetimes: DeliveryLifetimes,
-): FailureCounter | undefined {
-  if (options.ordering !== 'orderly') return undefined;
-  const refuse = (why: string) =>
-    new InvalidConsumerConfigError(`consumer group ${options.group}: ordering is 'orderly' but ${why}`);
-  if (!options.failureCounts)
-    throw refuse("no failureCounts table is given: an orderly group's attempt is its message's own failure count");
-  if (options.strategy.commitBatch) {
-    throw refuse(
-      "the strategy packs (tuning.packing / CONSUMER_PACKING): a packed commit writes a batch's records together, so it cannot stop at a message group's first failure",
-    );
-  }
-  return new FailureCounter({
-    ...options.failureCounts,
-    group: options.group,
-    ttlSeconds: lifetimes.failureCountTtlSeconds,
-    now: options.now,
-  });
+  }, `consumer group ${options.group}: `);
 }

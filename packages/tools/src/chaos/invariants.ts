@@ -1,6 +1,6 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import type { RetrySchedule } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { Delivery } from '../local/delivery-account.ts';
 import type { LocalResources } from '../local/provision.ts';

@@ -21,7 +21,7 @@ import {
   type PointTables,
   parseOrderPaid,
 } from '@rocketmq-lambda/consumers/points/index.ts';
-import { fingerprintOf } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { fingerprintOf } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { parseEnvelope, type SigningKeyRing, signatureRefusals } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 

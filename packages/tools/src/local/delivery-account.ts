@@ -1,4 +1,5 @@
-import type { DuplicateReason, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { DuplicateReason } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import type { SQSRecord } from 'aws-lambda';
 
 /** The counters of the JSON summary, per group and in total. */

@@ -7,12 +7,8 @@ import {
   type ConsumerGroupDefinition,
   type TableKey,
 } from '@rocketmq-lambda/runtime/config/index.ts';
-import type {
-  ConsumerHandler,
-  ConsumerModule,
-  ConsumerRuntimeConfig,
-  RecordReport,
-} from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { ConsumerHandler, ConsumerModule, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { ConsumerRuntimeConfig } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 
 const REPOSITORY_ROOT = resolve(import.meta.dirname, '../../../..');
 

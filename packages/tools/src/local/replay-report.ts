@@ -1,4 +1,4 @@
-import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import type { CaptureTimes } from './capture-times.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';

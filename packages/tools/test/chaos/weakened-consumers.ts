@@ -18,16 +18,18 @@ import {
 import { consumerGroup, recordId, recordIdPrefix } from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   type ConsumerMessage,
-  type ConsumptionStrategy,
-  dedupRecordPut,
   defineConsumer,
-  fingerprintOf,
   IllegalTransitionError,
   NotYetApplicableError,
   type TransactionalResult,
   type TransitionRequest,
-  transactionalStrategy,
 } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import {
+  type ConsumptionStrategy,
+  dedupRecordPut,
+  fingerprintOf,
+  transactionalStrategy,
+} from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { RetrySchedule } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import type { MiddlewareStack } from '@smithy/types';
 import type { ConsumerFactory } from '../../src/chaos/fault-plan.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { MsgIdGenerator } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROCESS_SIGNING_KEY } from '../../src/local/local-signing-key.ts';

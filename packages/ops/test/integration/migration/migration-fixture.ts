@@ -4,7 +4,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { DedupRecord } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { DedupRecord } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { type LocalMariaDb, startLocalMariaDb } from '@rocketmq-lambda/tools/legacy/local-mariadb.ts';
 import type { Connection } from 'mysql2/promise';
 import { afterAll, beforeAll } from 'vitest';

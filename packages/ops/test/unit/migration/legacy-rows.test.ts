@@ -1,5 +1,5 @@
 import { orderPaidFingerprintFields, parseOrderPaid } from '@rocketmq-lambda/consumers/points/index.ts';
-import { fingerprintOf } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { fingerprintOf } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { describe, expect, it } from 'vitest';
 import { checkLegacyRow } from '../../../src/migration/legacy-award.ts';
 import { ARTICLE_MAPPING, columnMappingOf } from '../../../src/migration/legacy-source.ts';

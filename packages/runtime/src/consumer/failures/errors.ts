@@ -1,3 +1,4 @@
+import { IncoherentLifetimesError } from '../../config/index.ts';
 import { InvalidEnvelopeError } from '../../rocketmq/index.ts';
 
 /**
@@ -189,6 +190,16 @@ export function invalidEnvelope(parserError: unknown): ConsumptionError {
 /** The middleware's configuration cannot work; thrown at start-up, never per record. */
 export class InvalidConsumerConfigError extends Error {
   override readonly name = 'InvalidConsumerConfigError';
+}
+
+/** Runs one of config's coherence checks: what it refuses is refused as the consumer's configuration, `prefix` first. */
+export function refusedAsConfig<T>(check: () => T, prefix = ''): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof IncoherentLifetimesError)) throw error;
+    throw new InvalidConsumerConfigError(`${prefix}${error.message}`, { cause: error });
+  }
 }
 
 /** Errors the AWS SDK raises for conditions that pass by themselves. */

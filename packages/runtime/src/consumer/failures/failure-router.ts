@@ -8,8 +8,8 @@ import {
 import type { SQSRecord } from 'aws-lambda';
 import { sqsText } from '../../aws/index.ts';
 import { RetrySchedule } from '../../rocketmq/index.ts';
-import { messageGroupOf } from '../runners/message-groups.ts';
 import type { Disposition } from '../settlement.ts';
+import { messageGroupOf, REDRIVE_COUNT_ATTRIBUTE, sentAtOf } from '../sqs-attributes.ts';
 import type { ConsumptionError } from './errors.ts';
 
 /** Message attributes a dead letter carries, so a person (and `ops dlq`) can see why it is there. */
@@ -26,14 +26,6 @@ export const DEAD_LETTER_ATTRIBUTES = {
   /** When SQS took the record into the source queue (its `SentTimestamp`, which no sender sets). */
   sourceSentAt: 'source-sent-at',
 } as const;
-
-/** Set by `ops dlq redrive` on the messages it sends back. */
-export const REDRIVE_COUNT_ATTRIBUTE = 'redrive-count';
-
-/** How many times `ops dlq redrive` sent this copy back (0: never dead-lettered, or moved by other means). */
-export function redriveCountOf(record: SQSRecord): number {
-  return Number(record.messageAttributes?.[REDRIVE_COUNT_ATTRIBUTE]?.stringValue ?? 0) || 0;
-}
 
 /** SQS allows 256 KB per attribute value, but a reason longer than this helps nobody. */
 const MAX_REASON_CHARS = 1000;
@@ -159,8 +151,8 @@ export class FailureRouter {
     // SQS allows 10 attributes. The source queue's sent time fits whenever msgId or key is not
     // recorded, as for every unauthenticated envelope: `ops dlq resign` dates a letter by it,
     // since the envelope's own store time is signed with the key that may have leaked.
-    const sentAt = Number(record.attributes?.SentTimestamp);
-    if (Object.values(attributes).filter((v) => v !== undefined && v !== '').length < 10 && sentAt > 0)
+    const sentAt = sentAtOf(record);
+    if (Object.values(attributes).filter((v) => v !== undefined && v !== '').length < 10 && sentAt !== undefined)
       attributes[DEAD_LETTER_ATTRIBUTES.sourceSentAt] = new Date(sentAt).toISOString();
     const group = messageGroupOf(record);
     await this.options.sqs.send(

@@ -6,7 +6,6 @@ import {
   type ConsumerGroupDefinition,
   copyLifetimeSeconds,
   DeliveryLifetimes,
-  IncoherentLifetimesError,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
   type QueueLifetimes,
@@ -21,7 +20,7 @@ import {
   tracingBackendOf,
 } from '../../config/index.ts';
 import { RetrySchedule, type SigningKeyRing } from '../../rocketmq/index.ts';
-import { InvalidConsumerConfigError } from '../failures/errors.ts';
+import { InvalidConsumerConfigError, refusedAsConfig } from '../failures/errors.ts';
 
 /** The tables a catalogue entry names, as a type: `deps.tables.ledger` exists exactly when the entry lists it. */
 export type TablesOf<D extends ConsumerGroupDefinition> = D['tables'][number];
@@ -76,12 +75,7 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
   }
   const packing =
     env[CONSUMER_ENV.packing] === undefined ? definition.tuning?.packing : env[CONSUMER_ENV.packing] === 'on';
-  try {
-    assertOrderingFits(definition.group, definition.ordering, { packing });
-  } catch (error) {
-    if (!(error instanceof IncoherentLifetimesError)) throw error;
-    throw new InvalidConsumerConfigError(error.message, { cause: error });
-  }
+  refusedAsConfig(() => assertOrderingFits(definition.group, definition.ordering, { packing }));
   const ttl = env[CONSUMER_ENV.ttlSeconds];
   const tables = Object.fromEntries(definition.tables.map((t) => [t, required(TABLE_ENV[t])])) as Record<
     TablesOf<D>,
@@ -143,21 +137,4 @@ function serviceAuth(name: OutsideServiceName, env: NodeJS.ProcessEnv): ServiceA
       `environment variable ${variable} is not a service authentication (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`,
     );
   return parsed.data;
-}
-
-/**
- * Builds the handler on first use, so importing a handler module (tests, tools) never needs
- * its environment. In Lambda it is built during init instead: a configuration the consumer
- * refuses (a missing table, a TTL shorter than the retry window) fails the cold start,
- * before any message is received.
- */
-export function lazyHandler<H extends (...args: never[]) => unknown>(
-  build: () => H,
-  env: NodeJS.ProcessEnv = process.env,
-): H {
-  let built: H | undefined = env.AWS_LAMBDA_FUNCTION_NAME ? build() : undefined;
-  return ((...args: Parameters<H>) => {
-    built ??= build();
-    return built(...args);
-  }) as H;
 }

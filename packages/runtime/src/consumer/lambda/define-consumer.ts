@@ -5,27 +5,25 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { createDynamoDb, createSqs } from '../../aws/index.ts';
 import { assertCatalogueEntry, type ConsumerGroupDefinition, recordIdPrefix } from '../../config/index.ts';
 import type { RocketMQMessage } from '../../rocketmq/index.ts';
+import { ConsumerEngine, type ConsumerEngineOptions } from '../consumer-engine.ts';
 import { FailureRouter } from '../failures/failure-router.ts';
 import type { Business, RecordReport } from '../settlement.ts';
-import { type ConsumerRuntimeConfig, consumerConfigFromEnv, lazyHandler, type TablesOf } from './consumer-config.ts';
-import { type ConsumerHandler, consumerHandler } from './consumer-handler.ts';
+import { type ConsumerRuntimeConfig, consumerConfigFromEnv, type TablesOf } from './consumer-config.ts';
+import { type ConsumerHandler, consumerHandler } from './middleware.ts';
 import { type ResultOf, type StrategyFactory, wiredStrategy } from './strategy-wiring.ts';
 
-/** What a caller may put between a consumer and the world: observers, a clock, instrumented clients. */
-export interface ConsumerObservers {
+/**
+ * What `create` builds a group's handler from: the deployment (from the environment in Lambda,
+ * from the local run or a test elsewhere), plus what a caller may put between the consumer and
+ * the world: observers, a clock, instrumented clients.
+ */
+export interface ConsumerConfig<D extends ConsumerGroupDefinition = ConsumerGroupDefinition>
+  extends ConsumerRuntimeConfig<TablesOf<D>> {
+  /** Every record's report (the local run's account, tests), beside the logs and metrics. */
   onReport?: (report: RecordReport) => void;
   /** Where the structured log lines go (the local run ships them to the emulator's CloudWatch Logs). */
   logger?: Logger;
   now?: () => number;
-}
-
-/**
- * What `create` builds a group's handler from: the deployment (from the environment in Lambda,
- * from the local run or a test elsewhere), plus what a caller may put in between.
- */
-export interface ConsumerConfig<D extends ConsumerGroupDefinition = ConsumerGroupDefinition>
-  extends ConsumerRuntimeConfig<TablesOf<D>>,
-    ConsumerObservers {
   /** Fault injection and command recording between the consumer and AWS. */
   dynamoDb?: DynamoDBDocumentClient;
   sqs?: SQSClient;
@@ -38,12 +36,12 @@ export interface ConsumerConfig<D extends ConsumerGroupDefinition = ConsumerGrou
 }
 
 /** What a group's business is built from, once per function instance: its config with clients and clock in place. */
-export interface ConsumerWiring<D extends ConsumerGroupDefinition = ConsumerGroupDefinition> extends ConsumerConfig<D> {
+export type ConsumerWiring<D extends ConsumerGroupDefinition = ConsumerGroupDefinition> = ConsumerConfig<D> & {
   readonly definition: D;
   readonly dynamoDb: DynamoDBDocumentClient;
   readonly sqs: SQSClient;
   readonly now: () => number;
-}
+};
 
 /**
  * A consumer group's own part: how to read a message, its key, its business. The strategy is the
@@ -92,6 +90,7 @@ export function defineConsumer<D extends ConsumerGroupDefinition, P, R = ResultO
   return { definition, create, handler: lazyHandler(() => create(consumerConfigFromEnv(definition))) };
 }
 
+/** The group's engine, from its entry, its own part and its wiring, behind the Lambda handler's logs and metrics. */
 function createConsumer<D extends ConsumerGroupDefinition, P, R>(
   definition: D,
   spec: ConsumerSpec<D, P, R>,
@@ -104,9 +103,21 @@ function createConsumer<D extends ConsumerGroupDefinition, P, R>(
     sqs: config.sqs ?? createSqs(config.aws),
     now: config.now ?? Date.now,
   };
-  const tables: Partial<Record<string, string>> = config.tables;
-  return consumerHandler({
-    definition,
+  return consumerHandler(new ConsumerEngine(engineOptions(spec, wiring)), config);
+}
+
+/** What the engine is built from: the entry's group, topic, tags and ordering, the spec, the wired strategy and DLQ. */
+function engineOptions<D extends ConsumerGroupDefinition, P, R>(
+  spec: ConsumerSpec<D, P, R>,
+  wiring: ConsumerWiring<D>,
+): ConsumerEngineOptions<P, R> {
+  const { group, topic, tagExpression, ordering } = wiring.definition;
+  const tables: Partial<Record<string, string>> = wiring.tables;
+  return {
+    group,
+    topic,
+    tagExpression,
+    ordering,
     parsePayload: spec.parsePayload,
     keyOf: spec.keyOf,
     fingerprintFields: spec.fingerprintFields,
@@ -114,24 +125,39 @@ function createConsumer<D extends ConsumerGroupDefinition, P, R>(
     business: spec.business(wiring),
     failures: new FailureRouter({
       sqs: wiring.sqs,
-      group: definition.group,
-      deadLetterQueueUrl: config.deadLetterQueueUrl,
-      schedule: config.schedule,
+      group,
+      deadLetterQueueUrl: wiring.deadLetterQueueUrl,
+      schedule: wiring.schedule,
     }),
-    ...(definition.ordering === 'orderly' && tables.idempotency
+    ...(ordering === 'orderly' && tables.idempotency
       ? {
           failureCounts: {
             client: wiring.dynamoDb,
             tableName: tables.idempotency,
-            recordIdPrefix: recordIdPrefix(definition.group),
+            recordIdPrefix: recordIdPrefix(group),
           },
         }
       : {}),
-    queues: config.queueLifetimes,
-    envelopeKeys: config.envelopeKeys,
-    tracer: config.tracer,
-    onReport: config.onReport,
-    ...(config.logger ? { logger: config.logger } : {}),
+    queues: wiring.queueLifetimes,
+    envelopeKeys: wiring.envelopeKeys,
+    tracer: wiring.tracer,
     now: wiring.now,
-  });
+  };
+}
+
+/**
+ * Builds the handler on first use, so importing a handler module (tests, tools) never needs
+ * its environment. In Lambda it is built during init instead: a configuration the consumer
+ * refuses (a missing table, a TTL shorter than the retry window) fails the cold start,
+ * before any message is received.
+ */
+export function lazyHandler<H extends (...args: never[]) => unknown>(
+  build: () => H,
+  env: NodeJS.ProcessEnv = process.env,
+): H {
+  let built: H | undefined = env.AWS_LAMBDA_FUNCTION_NAME ? build() : undefined;
+  return ((...args: Parameters<H>) => {
+    built ??= build();
+    return built(...args);
+  }) as H;
 }

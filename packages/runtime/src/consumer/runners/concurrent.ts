@@ -1,8 +1,7 @@
 import { mapLimit } from '../concurrency.ts';
-import type { ConsumerMessage } from '../settlement.ts';
 import type { BatchState } from '../steps/batch-state.ts';
 import type { ConsumerSetup } from '../steps/consumer-setup.ts';
-import { begin, commit, crashed, leadersAndFollowers, runBusiness, settleFollowers } from '../steps/settle.ts';
+import { leadersAndFollowers, settleFollowers, settleOne } from '../steps/settle.ts';
 
 /**
  * RocketMQ's concurrent listener on a standard queue: every key of the batch at once (at most
@@ -15,23 +14,8 @@ import { begin, commit, crashed, leadersAndFollowers, runBusiness, settleFollowe
  */
 export async function consumeConcurrently<P, R>(setup: ConsumerSetup<P, R>, batch: BatchState<P>): Promise<void> {
   const { leaders, followers, leaderOf } = leadersAndFollowers(batch.messages);
-  await mapLimit(leaders, setup.concurrency, (msg) => consumeOne(setup, batch, msg));
+  await mapLimit(leaders, setup.concurrency, async (msg) => {
+    batch.settleMessage(msg, await settleOne(setup, msg, batch.invocation));
+  });
   settleFollowers(batch, followers, leaderOf);
-}
-
-/** One message through begin, the business and its commit; settled whatever happens. */
-export async function consumeOne<P, R>(
-  setup: ConsumerSetup<P, R>,
-  batch: BatchState<P>,
-  msg: ConsumerMessage<P>,
-): Promise<void> {
-  const begun = await begin(setup, msg, batch.invocation.deadline);
-  if ('settlement' in begun) return batch.settleMessage(msg, begun.settlement);
-  const held = begun.proceed;
-  try {
-    const outcome = await runBusiness(setup, held, batch.invocation);
-    batch.settleMessage(held, outcome.ok ? await commit(setup, held, outcome.value) : outcome.settlement);
-  } catch (error) {
-    batch.settleMessage(held, await crashed(setup, held, error));
-  }
 }

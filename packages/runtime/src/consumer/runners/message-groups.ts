@@ -1,10 +1,4 @@
-import type { SQSRecord } from 'aws-lambda';
 import { mapLimit } from '../concurrency.ts';
-
-/** The SQS FIFO message group a record belongs to (Lambda puts it in its attributes); none on a standard queue. */
-export function messageGroupOf(record: SQSRecord): string | undefined {
-  return record.attributes?.MessageGroupId || undefined;
-}
 
 /**
  * A batch split into its message groups, each in arrival order (the order SQS FIFO keeps

@@ -1,11 +1,12 @@
 import type { SQSRecord } from 'aws-lambda';
-import { classify, HeldBackError } from '../failures/errors.ts';
+import { HeldBackError } from '../failures/errors.ts';
 import type { ConsumerMessage, Settlement } from '../settlement.ts';
+import { messageGroupOf } from '../sqs-attributes.ts';
 import type { BatchState } from '../steps/batch-state.ts';
 import type { ConsumerSetup } from '../steps/consumer-setup.ts';
-import { dispose } from '../steps/route.ts';
-import { begin, commit, judgeCopy, runBusiness } from '../steps/settle.ts';
-import { consumeInOrder, messageGroupOf, messageGroups, type Turn } from './message-groups.ts';
+import { dispositionOf } from '../steps/disposition.ts';
+import { judgeCopy, settleOne } from '../steps/settle.ts';
+import { consumeInOrder, messageGroups, type Turn } from './message-groups.ts';
 
 /**
  * RocketMQ's orderly listener on a FIFO queue: each message group in arrival order, one record
@@ -33,7 +34,7 @@ export async function consumeInGroups<P, R>(setup: ConsumerSetup<P, R>, batch: B
   );
 }
 
-/** One record's turn: judged against an earlier copy that committed, or begun, run and committed. */
+/** One record's turn: judged against an earlier copy that committed, or settled on its own. */
 async function take<P, R>(
   setup: ConsumerSetup<P, R>,
   batch: BatchState<P>,
@@ -44,20 +45,13 @@ async function take<P, R>(
   const first = firstCopies.get(copyOf);
   if (first && batch.committed(first)) return judgeCopy(first, msg);
   if (!first) firstCopies.set(copyOf, msg);
-  try {
-    const begun = await begin(setup, msg, batch.invocation.deadline);
-    if ('settlement' in begun) return begun.settlement;
-    const outcome = await runBusiness(setup, begun.proceed, batch.invocation);
-    return outcome.ok ? await commit(setup, begun.proceed, outcome.value) : outcome.settlement;
-  } catch (error) {
-    return { outcome: 'failed', error: classify(error) };
-  }
+  return settleOne(setup, msg, batch.invocation);
 }
 
 /** Whether the group goes on after this record: yes unless it failed and comes back (its fate is decided now). */
 async function turnAfter<P, R>(setup: ConsumerSetup<P, R>, batch: BatchState<P>, record: SQSRecord): Promise<Turn> {
   if (batch.settledAs(record)!.settlement.outcome !== 'failed') return 'continue';
-  return (await dispose(setup, batch, record)).action === 'dead-letter' ? 'continue' : 'block';
+  return (await dispositionOf(setup, batch, record)).action === 'dead-letter' ? 'continue' : 'block';
 }
 
 function holdBack<P>(

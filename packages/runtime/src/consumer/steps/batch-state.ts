@@ -22,8 +22,8 @@ export class BatchState<P> {
   readonly messages: ConsumerMessage<P>[] = [];
   /** Attempts RocketMQ made before the message reached this queue (its `reconsumeTimes`, unless redriven). */
   readonly attemptOffsets = new Map<SQSRecord, number>();
-  /** A failed record's fate, decided once: an orderly runner decides it in turn, to know whether its group goes on. */
-  readonly dispositions = new Map<SQSRecord, Promise<Disposition>>();
+  /** Each record's fate once decided (`dispositionOf`): an orderly runner decides a failed one's in its turn. */
+  readonly dispositions = new Map<SQSRecord, Disposition>();
   /** Each traced record's span, ended once its disposition is known (empty when the consumer does not trace). */
   readonly spans = new Map<SQSRecord, RuntimeSpan>();
   private readonly settled = new Map<SQSRecord, SettledRecord>();

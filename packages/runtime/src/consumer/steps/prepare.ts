@@ -15,9 +15,9 @@ import {
   UnauthenticatedMessageError,
   UnsubscribedTopicError,
 } from '../failures/errors.ts';
-import { redriveCountOf } from '../failures/failure-router.ts';
 import { fingerprintOf } from '../idempotency/record.ts';
 import type { ConsumerMessage, Invocation } from '../settlement.ts';
+import { receiveCountOf, redriveCountOf } from '../sqs-attributes.ts';
 import { BatchState } from './batch-state.ts';
 import type { ConsumerSetup } from './consumer-setup.ts';
 import { traceRecord } from './record-trace.ts';
@@ -134,9 +134,6 @@ async function readAttempts<P>(setup: PrepareSetup<P>, batch: BatchState<P>): Pr
     batch.messages[i] = { ...msg, attempt: msg.attempt + failures };
   });
 }
-
-export const receiveCountOf = (record: SQSRecord): number =>
-  Number(record.attributes?.ApproximateReceiveCount ?? '1') || 1;
 
 /**
  * Attempts made before this queue: the retries RocketMQ made before the bridge forwarded the

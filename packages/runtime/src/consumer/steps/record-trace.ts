@@ -3,8 +3,8 @@ import type { SQSRecord } from 'aws-lambda';
 import type { RocketMQMessage } from '../../rocketmq/index.ts';
 import { type Delivery, messageTraceContext, SpanAttribute, startRecordSpan } from '../../tracing/index.ts';
 import { HeldBackError } from '../failures/errors.ts';
-import { redriveCountOf } from '../failures/failure-router.ts';
 import type { Disposition, RecordReport, Settlement } from '../settlement.ts';
+import { redriveCountOf } from '../sqs-attributes.ts';
 import type { BatchState } from './batch-state.ts';
 
 /** What a record span's outcome attribute says: the words an operator asks about. */

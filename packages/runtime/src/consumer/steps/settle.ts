@@ -28,6 +28,27 @@ export async function begin<P, R>(
   }
 }
 
+/**
+ * One message through begin, the business and its commit: the one path every runner settles a
+ * message alone by. Whatever throws on the way (an abort that failed) is `crashed`, the one
+ * catch-all, for this message only.
+ */
+export async function settleOne<P, R>(
+  setup: ConsumerSetup<P, R>,
+  msg: ConsumerMessage<P>,
+  invocation: Invocation,
+): Promise<Settlement> {
+  const begun = await begin(setup, msg, invocation.deadline);
+  if ('settlement' in begun) return begun.settlement;
+  const held = begun.proceed;
+  try {
+    const outcome = await runBusiness(setup, held, invocation);
+    return outcome.ok ? await commit(setup, held, outcome.value) : outcome.settlement;
+  } catch (error) {
+    return crashed(setup, held, error);
+  }
+}
+
 /** What the business made of one message: its result for the strategy, or the settlement of its failure. */
 export type BusinessOutcome<R> = { ok: true; value: R } | { ok: false; settlement: Settlement };
 

@@ -14,16 +14,15 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { inject } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { recordId } from '../../../src/config/index.ts';
+import type { ConsumerMessage, Invocation, RecordReport } from '../../../src/consumer/index.ts';
 import {
+  ConsumerEngine,
   type ConsumerInternal,
-  type ConsumerMessage,
   type ConsumptionStrategy,
   type DedupRecord,
   FailureRouter,
-  type Invocation,
-  type RecordReport,
   rocketmqConsumer,
-} from '../../../src/consumer/index.ts';
+} from '../../../src/consumer/internal.ts';
 
 export type Business<R> = (msg: ConsumerMessage<OrderPaid>, invocation: Invocation) => Promise<R> | R;
 
@@ -59,22 +58,24 @@ export async function consumerFixture<R>(options: ConsumerUnderTest<R>) {
   const routerSqs = createSqs(aws);
   const reports: RecordReport[] = [];
   const handler = middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>().use(
-    rocketmqConsumer<OrderPaid, R>({
-      group: POINTS_GROUP,
-      tagExpression: 'PAID',
-      parsePayload: parseOrderPaid,
-      keyOf: (order) => order.orderNo,
-      strategy: options.strategy(deps),
-      business: options.business(deps),
-      failures: new FailureRouter({
-        sqs: routerSqs,
+    rocketmqConsumer(
+      new ConsumerEngine<OrderPaid, R>({
         group: POINTS_GROUP,
-        deadLetterQueueUrl: queue.deadLetter.url,
-        schedule: IMMEDIATE_RETRIES,
+        tagExpression: 'PAID',
+        parsePayload: parseOrderPaid,
+        keyOf: (order) => order.orderNo,
+        strategy: options.strategy(deps),
+        business: options.business(deps),
+        failures: new FailureRouter({
+          sqs: routerSqs,
+          group: POINTS_GROUP,
+          deadLetterQueueUrl: queue.deadLetter.url,
+          schedule: IMMEDIATE_RETRIES,
+        }),
+        envelopeKeys: PROCESS_SIGNING_KEY.ring,
       }),
-      envelopeKeys: PROCESS_SIGNING_KEY.ring,
-      onReport: (r) => reports.push(r),
-    }),
+      (r) => reports.push(r),
+    ),
   );
 
   return {

@@ -12,13 +12,14 @@ import {
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { recordIdPrefix } from '../../../src/config/index.ts';
+import type { TransactionalResult } from '../../../src/consumer/index.ts';
 import {
+  ConsumerEngine,
   type ConsumerInternal,
   FailureRouter,
   rocketmqConsumer,
-  type TransactionalResult,
   transactionalStrategy,
-} from '../../../src/consumer/index.ts';
+} from '../../../src/consumer/internal.ts';
 
 describe('a batch is finished once', () => {
   it.each([
@@ -65,31 +66,33 @@ describe('a batch that fails after routing is answered without cutting the other
     const handler = middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>()
       .use({ onError: async () => void ran.push('earlier middleware') })
       .use(
-        rocketmqConsumer<OrderPaid, TransactionalResult>({
-          group: POINTS_GROUP,
-          tagExpression: 'PAID',
-          parsePayload: parseOrderPaid,
-          keyOf: (order) => order.orderNo,
-          strategy: transactionalStrategy({
-            client: f.dynamoDb,
-            tableName: f.resources.tables.idempotency,
+        rocketmqConsumer(
+          new ConsumerEngine<OrderPaid, TransactionalResult>({
             group: POINTS_GROUP,
-            recordIdPrefix: recordIdPrefix(POINTS_GROUP),
+            tagExpression: 'PAID',
+            parsePayload: parseOrderPaid,
+            keyOf: (order) => order.orderNo,
+            strategy: transactionalStrategy({
+              client: f.dynamoDb,
+              tableName: f.resources.tables.idempotency,
+              group: POINTS_GROUP,
+              recordIdPrefix: recordIdPrefix(POINTS_GROUP),
+            }),
+            business: () => {
+              throw new Error('points rate table unavailable');
+            },
+            failures: new FailureRouter({
+              sqs: f.sqs,
+              group: POINTS_GROUP,
+              deadLetterQueueUrl: queue.deadLetter.url,
+              schedule: IMMEDIATE_RETRIES,
+            }),
+            envelopeKeys: PROCESS_SIGNING_KEY.ring,
           }),
-          business: () => {
-            throw new Error('points rate table unavailable');
-          },
-          failures: new FailureRouter({
-            sqs: f.sqs,
-            group: POINTS_GROUP,
-            deadLetterQueueUrl: queue.deadLetter.url,
-            schedule: IMMEDIATE_RETRIES,
-          }),
-          envelopeKeys: PROCESS_SIGNING_KEY.ring,
-          onReport: () => {
+          () => {
             throw new Error('metrics sink down');
           },
-        }),
+        ),
       );
     const record = sqsRecord(orderEnvelope({ orderNo: 'SO-ONERR', userId: '7401', points: 5 }), queue.source.arn);
     // Act

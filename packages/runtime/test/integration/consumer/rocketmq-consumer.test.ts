@@ -5,13 +5,12 @@ import { awardWrites, balanceIncrement } from '@rocketmq-lambda/consumers/points
 import { orderEnvelope } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
 import { recordIdPrefix } from '../../../src/config/index.ts';
+import { type TransactionalResult, TransientFailureError } from '../../../src/consumer/index.ts';
 import {
   type ConsumptionStrategy,
   packedTransactionalStrategy,
-  type TransactionalResult,
-  TransientFailureError,
   transactionalStrategy,
-} from '../../../src/consumer/index.ts';
+} from '../../../src/consumer/internal.ts';
 import { awsError, injectFault } from '../retries/sdk-faults.ts';
 import { type Business, consumerFixture, type Deps } from './consumer-fixture.ts';
 

@@ -8,7 +8,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { newMsgId, orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/index.ts';
+import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/internal.ts';
 import { SpanAttribute, traceparentOf } from '../../../src/tracing/index.ts';
 import { injectFault } from '../retries/sdk-faults.ts';
 

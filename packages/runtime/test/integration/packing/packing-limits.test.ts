@@ -8,12 +8,8 @@ import { provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
 import { orderEnvelope, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, emulatorConfig } from '../../../src/aws/index.ts';
-import {
-  type ConsumerMessage,
-  fingerprintOf,
-  packedTransactionalStrategy,
-  type TransactionalResult,
-} from '../../../src/consumer/index.ts';
+import type { ConsumerMessage, TransactionalResult } from '../../../src/consumer/index.ts';
+import { fingerprintOf, packedTransactionalStrategy } from '../../../src/consumer/internal.ts';
 import { parseEnvelope } from '../../../src/rocketmq/index.ts';
 
 /** The packed strategy on its own (no middleware), on fresh tables, every request recorded. */

@@ -4,7 +4,8 @@ import { consumer as pointsConsumer } from '@rocketmq-lambda/consumers/functions
 import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import { describe, expect, inject, it } from 'vitest';
 import { emulatorConfig } from '../../../src/aws/index.ts';
-import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
+import { InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
+import { consumerConfigFromEnv } from '../../../src/consumer/internal.ts';
 import { RetrySchedule } from '../../../src/rocketmq/index.ts';
 
 /** Enough configuration to build a consumer; nothing is called at build time. */

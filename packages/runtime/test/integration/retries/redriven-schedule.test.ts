@@ -1,6 +1,6 @@
 import { orderEnvelope, pointsFixture, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/index.ts';
+import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/internal.ts';
 import { awsError, injectFault } from './sdk-faults.ts';
 
 const ORDER = { orderNo: 'SO-REDRIVEN-1', userId: '7201', points: 300 };

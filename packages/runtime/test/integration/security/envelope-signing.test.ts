@@ -20,7 +20,7 @@ import {
   TABLE_ENV,
 } from '../../../src/config/index.ts';
 import type { RecordReport } from '../../../src/consumer/index.ts';
-import { consumerConfigFromEnv } from '../../../src/consumer/index.ts';
+import { consumerConfigFromEnv } from '../../../src/consumer/internal.ts';
 import {
   InvalidSigningKeyError,
   RetrySchedule,

@@ -24,7 +24,8 @@ import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { inject, onTestFinished } from 'vitest';
 import { createDynamoDb, createSqs, emulatorConfig } from '../../../src/aws/index.ts';
 import { consumerGroup, recordId, type ServiceAuth } from '../../../src/config/index.ts';
-import type { ConsumerConfig, ConsumerHandler, DedupRecord, RecordReport } from '../../../src/consumer/index.ts';
+import type { ConsumerConfig, ConsumerHandler, RecordReport } from '../../../src/consumer/index.ts';
+import type { DedupRecord } from '../../../src/consumer/internal.ts';
 import { messageGroupOf } from '../../../src/rocketmq/index.ts';
 
 /** Queue, clients and the Lambda-like ways of feeding one consumer group. */

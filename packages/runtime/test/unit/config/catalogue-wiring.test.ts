@@ -23,12 +23,8 @@ import {
   catalogue,
   InvalidCatalogueEntryError,
 } from '../../../src/config/resources.ts';
-import {
-  type ConsumerModule,
-  consumerConfigFromEnv,
-  defineConsumer,
-  InvalidConsumerConfigError,
-} from '../../../src/consumer/index.ts';
+import { type ConsumerModule, defineConsumer, InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
+import { consumerConfigFromEnv } from '../../../src/consumer/internal.ts';
 import { RetrySchedule } from '../../../src/rocketmq/index.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../../../..');

@@ -13,7 +13,8 @@ import {
   lifetimesOf,
 } from '../../../src/config/delivery-lifetimes.ts';
 import { TABLE_ENV } from '../../../src/config/resources.ts';
-import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
+import { InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
+import { consumerConfigFromEnv } from '../../../src/consumer/internal.ts';
 import { RetrySchedule, storeTimeRefusal } from '../../../src/rocketmq/index.ts';
 
 /**

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { consumerGroup } from '../../../src/config/resources.ts';
 import { endpointRefusal, type ServiceAuth } from '../../../src/config/service-endpoint.ts';
-import { consumerConfigFromEnv, InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
+import { InvalidConsumerConfigError } from '../../../src/consumer/index.ts';
+import { consumerConfigFromEnv } from '../../../src/consumer/internal.ts';
 
 const NONE: ServiceAuth = { kind: 'none' };
 const BEARER: ServiceAuth = { kind: 'bearer', secretId: 'rmq-prod/coupon-service-token' };

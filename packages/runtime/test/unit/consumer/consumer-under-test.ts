@@ -4,15 +4,18 @@ import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-
 import { sqsRecord } from '@rocketmq-lambda/tools/local/sqs-record.ts';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { InvalidPayloadError } from '../../../src/consumer/failures/errors.ts';
-import { FailureRouter, REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/failures/failure-router.ts';
+import { FailureRouter } from '../../../src/consumer/failures/failure-router.ts';
 import type { ConsumptionStrategy } from '../../../src/consumer/idempotency/strategy.ts';
+import type { Invocation } from '../../../src/consumer/index.ts';
 import {
+  ConsumerEngine,
+  type ConsumerEngineOptions,
   type ConsumerInternal,
-  type Invocation,
-  type RocketMQConsumerOptions,
+  type ReportObserver,
   rocketmqConsumer,
-} from '../../../src/consumer/index.ts';
+} from '../../../src/consumer/internal.ts';
 import type { ConsumerMessage, RecordReport } from '../../../src/consumer/settlement.ts';
+import { REDRIVE_COUNT_ATTRIBUTE } from '../../../src/consumer/sqs-attributes.ts';
 import { type EnvelopeFields, MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../../src/rocketmq/index.ts';
 import { recordingSqs, type SqsAnswer } from './recording-sqs.ts';
 
@@ -85,9 +88,11 @@ export type Business<R> = (msg: ConsumerMessage<Award>, invocation: Invocation) 
 
 export interface ConsumerSetup<R>
   extends Partial<
-    Omit<RocketMQConsumerOptions<Award, R>, 'strategy' | 'failures' | 'parsePayload' | 'keyOf' | 'business'>
+    Omit<ConsumerEngineOptions<Award, R>, 'strategy' | 'failures' | 'parsePayload' | 'keyOf' | 'business'>
   > {
   strategy: ConsumptionStrategy<R>;
+  /** Every record's report (default: kept in `reports`). */
+  onReport?: ReportObserver;
   business?: Business<R>;
   /** Middlewares used before the consumer's (Powertools' logger and metrics sit there in production). */
   before?: MiddlewareObj<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>[];
@@ -100,7 +105,7 @@ export interface ConsumerSetup<R>
  * stub: no emulator, so every path runs in milliseconds.
  */
 export function consumerUnderTest<R>(setup: ConsumerSetup<R>) {
-  const { strategy, business, before = [], sqsAnswer, schedule, ...options } = setup;
+  const { strategy, business, before = [], sqsAnswer, schedule, ...engineOptions } = setup;
   const reports: RecordReport[] = [];
   const businessCalls: ConsumerMessage<Award>[] = [];
   const { sqs, sent, inputsOf } = recordingSqs(sqsAnswer);
@@ -118,18 +123,20 @@ export function consumerUnderTest<R>(setup: ConsumerSetup<R>) {
   let wired = middy<SQSEvent, SQSBatchResponse, Error, Context, ConsumerInternal>();
   for (const middleware of before) wired = wired.use(middleware);
   const consumer = wired.use(
-    rocketmqConsumer<Award, R>({
-      group: GROUP,
-      tagExpression: 'PAID',
-      parsePayload: parseAward,
-      keyOf: (award) => award.orderNo,
-      strategy,
-      business: run,
-      failures,
-      envelopeKeys: PROCESS_SIGNING_KEY.ring,
-      onReport: (r) => reports.push(r),
-      ...options,
-    }),
+    rocketmqConsumer(
+      new ConsumerEngine<Award, R>({
+        group: GROUP,
+        tagExpression: 'PAID',
+        parsePayload: parseAward,
+        keyOf: (award) => award.orderNo,
+        strategy,
+        business: run,
+        failures,
+        envelopeKeys: PROCESS_SIGNING_KEY.ring,
+        ...engineOptions,
+      }),
+      'onReport' in setup ? setup.onReport : (r) => reports.push(r),
+    ),
   );
 
   return {

@@ -5,13 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { orderlySchedule } from '../../../src/config/index.ts';
 import { FailureCounter } from '../../../src/consumer/failures/failure-counter.ts';
 import {
-  HeldBackError,
   InvalidConsumerConfigError,
   type RecordReport,
   type Settlement,
   TransientFailureError,
-  WriteRejectedError,
 } from '../../../src/consumer/index.ts';
+import { HeldBackError, WriteRejectedError } from '../../../src/consumer/internal.ts';
 import { type Award, awardRecord, consumerUnderTest, rawRecord } from './consumer-under-test.ts';
 import { inMemoryStrategy } from './in-memory-strategy.ts';
 import { recordingDynamoDb } from './recording-dynamodb.ts';
@@ -369,7 +368,7 @@ describe('orderly consumption: configuration refused at start-up', () => {
         ordering: 'orderly',
         failureCounts: { client, tableName: 't', recordIdPrefix: 'g#' },
       }),
-    ).toThrow(/ordering is 'orderly' but the strategy packs \(tuning.packing \/ CONSUMER_PACKING\)/);
+    ).toThrow(/packing is on \(tuning.packing \/ CONSUMER_PACKING\) but ordering is 'orderly'/);
   });
 
   it('refuses a queue that redrives before a held-back message’s own retries are spent', () => {

@@ -5,16 +5,19 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../src/consumer/failures/failure-router.ts';
 import {
-  type ConsumerInternal,
-  ContentionError,
   InvalidConsumerConfigError,
   InvalidPayloadError,
-  PayloadConflictError,
   type RecordReport,
-  rocketmqConsumer,
   type Settlement,
   TransientFailureError,
 } from '../../../src/consumer/index.ts';
+import {
+  ConsumerEngine,
+  type ConsumerInternal,
+  ContentionError,
+  PayloadConflictError,
+  rocketmqConsumer,
+} from '../../../src/consumer/internal.ts';
 import { MsgIdGenerator, RetrySchedule, writeEnvelope } from '../../../src/rocketmq/index.ts';
 import {
   type Award,
@@ -764,11 +767,13 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
 
   it('refuses dedup records that expire while a copy of a message can still come back', () => {
     const build = () =>
-      rocketmqConsumer({
-        ...options,
-        strategy: inMemoryStrategy<Grant>({ recordTtlSeconds: 7 * 86_400 }).strategy,
-        failures: failures(),
-      });
+      rocketmqConsumer(
+        new ConsumerEngine({
+          ...options,
+          strategy: inMemoryStrategy<Grant>({ recordTtlSeconds: 7 * 86_400 }).strategy,
+          failures: failures(),
+        }),
+      );
     expect(build).toThrow(InvalidConsumerConfigError);
     expect(build).toThrow(/consumer group points-consumer-group: idempotency records live 604800s/);
   });
@@ -777,9 +782,13 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
     const strategy = inMemoryStrategy<Grant>({ recordTtlSeconds: Number.POSITIVE_INFINITY }).strategy;
     const queues = { maxReceiveCount: 17, sourceRetentionSeconds: 9 * 86_400, deadLetterRetentionSeconds: 14 * 86_400 };
     expect(() =>
-      rocketmqConsumer({ ...options, strategy, failures: failures(), queues: { ...queues, maxReceiveCount: 5 } }),
+      rocketmqConsumer(
+        new ConsumerEngine({ ...options, strategy, failures: failures(), queues: { ...queues, maxReceiveCount: 5 } }),
+      ),
     ).toThrow(/maxReceiveCount is 5/);
-    expect(() => rocketmqConsumer({ ...options, strategy, failures: failures(), queues })).not.toThrow();
+    expect(() =>
+      rocketmqConsumer(new ConsumerEngine({ ...options, strategy, failures: failures(), queues })),
+    ).not.toThrow();
   });
 
   it('lets an error that is not about lifetimes through unchanged', () => {
@@ -787,18 +796,22 @@ describe('rocketmqConsumer: configuration refused at start-up', () => {
     const broken = Object.assign(Object.create(FailureRouter.prototype) as FailureRouter, { schedule: undefined });
     // Act / Assess
     expect(() =>
-      rocketmqConsumer({ ...options, strategy: inMemoryStrategy<Grant>().strategy, failures: broken }),
+      rocketmqConsumer(
+        new ConsumerEngine({ ...options, strategy: inMemoryStrategy<Grant>().strategy, failures: broken }),
+      ),
     ).toThrow(TypeError);
   });
 
   it('refuses an invalid tag expression', () => {
     expect(() =>
-      rocketmqConsumer({
-        ...options,
-        tagExpression: '||',
-        strategy: inMemoryStrategy<Grant>().strategy,
-        failures: failures(),
-      }),
+      rocketmqConsumer(
+        new ConsumerEngine({
+          ...options,
+          tagExpression: '||',
+          strategy: inMemoryStrategy<Grant>().strategy,
+          failures: failures(),
+        }),
+      ),
     ).toThrow(/invalid tag expression/);
   });
 });

@@ -12,7 +12,7 @@
  */
 import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { recordId } from '@rocketmq-lambda/runtime/config/index.ts';
-import { type DedupRecord, RecordStatus } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { type DedupRecord, RecordStatus } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
 import {
   type ChaosMessage,

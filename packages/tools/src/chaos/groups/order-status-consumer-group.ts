@@ -31,7 +31,7 @@
 
 import { ORDER_TRANSITIONS, type Order, OrderStatus } from '@rocketmq-lambda/consumers/orders/index.ts';
 import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
-import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import type { Delivery } from '../../local/delivery-account.ts';
 import { seedOrders } from '../../local/order-seeding.ts';
 import { seededRandom } from '../../local/seeded-random.ts';

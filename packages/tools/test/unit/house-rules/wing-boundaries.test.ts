@@ -57,12 +57,17 @@ const SOURCE_FILES = EVERY_FILE.filter((path) => /^packages\/[\w-]+\/(src|functi
 
 /**
  * The library packages (what runs in Lambda, the bridge and the ops command), each by its folder,
- * and the unit tests that prove each one's modules one by one.
+ * and the unit tests that prove each one's modules one by one; the consumer runtime has a second,
+ * internal entry beside its index.ts, for operations, tools and tests.
  */
-const LIBRARY: Record<string, { dir: string; unitTests: string }> = {
+const LIBRARY: Record<string, { dir: string; unitTests: string; internal?: string }> = {
   aws: { dir: 'packages/runtime/src/aws', unitTests: 'packages/runtime/test/unit/aws' },
   config: { dir: 'packages/runtime/src/config', unitTests: 'packages/runtime/test/unit/config' },
-  consumer: { dir: 'packages/runtime/src/consumer', unitTests: 'packages/runtime/test/unit/consumer' },
+  consumer: {
+    dir: 'packages/runtime/src/consumer',
+    unitTests: 'packages/runtime/test/unit/consumer',
+    internal: 'packages/runtime/src/consumer/internal.ts',
+  },
   rocketmq: { dir: 'packages/runtime/src/rocketmq', unitTests: 'packages/runtime/test/unit/rocketmq' },
   tracing: { dir: 'packages/runtime/src/tracing', unitTests: 'packages/runtime/test/unit/tracing' },
   points: { dir: 'packages/consumers/src/points', unitTests: 'packages/consumers/test/unit/points' },
@@ -251,15 +256,15 @@ describe("each wing imports another only through its door, its package.json's ex
     expect(offenders).toEqual([]);
   });
 
-  it('a library package is imported from outside it only through its index.ts', () => {
+  it('a library package is imported from outside it only through its index.ts (or its internal entry)', () => {
     // A unit test proves one module of its package on its own (a runner without Middy, a step over an
     // explicit state), which the entry point deliberately does not export.
     const offenders = landed(importsFrom(EVERY_FILE))
       .filter((i) => {
         const pkg = libraryPackageOf(i.landing);
         if (pkg === undefined || pkg === libraryPackageOf(i.from)) return false;
-        const { dir, unitTests } = LIBRARY[pkg]!;
-        return i.landing !== `${dir}/index.ts` && !within(i.from, unitTests);
+        const { dir, unitTests, internal } = LIBRARY[pkg]!;
+        return i.landing !== `${dir}/index.ts` && i.landing !== internal && !within(i.from, unitTests);
       })
       .map((i) => `${describeImport(i)} → ${i.landing}: import ${LIBRARY[libraryPackageOf(i.landing)!]!.dir}/index.ts`);
     expect(offenders).toEqual([]);
@@ -274,6 +279,47 @@ describe("each wing imports another only through its door, its package.json's ex
     expect(offenders).toEqual([]);
   });
 });
+
+describe("the consumer runtime's public entry is what a team uses", () => {
+  const ENTRY = 'packages/runtime/src/consumer/index.ts';
+  /** The wings that are deployed or run beside the runtime: they use the consumer runtime as a team does. */
+  const TEAM_WINGS = ['consumers', 'notifier', 'infra', 'bridge'];
+
+  it('production code of the consumers, notifier, infra and bridge imports the consumer runtime only through its public entry', () => {
+    const offenders = landed(importsFrom(PRODUCTION_FILES.filter((path) => TEAM_WINGS.includes(wingOf(path)!))))
+      .filter((i) => within(i.landing, LIBRARY.consumer!.dir) && i.landing !== ENTRY)
+      .map((i) => `${describeImport(i)} → ${i.landing}: import @rocketmq-lambda/runtime/consumer/index.ts`);
+    expect(offenders).toEqual([]);
+  });
+
+  it('the public entry exports at most 25 names', () => {
+    const names = exportedNames(ENTRY);
+    expect(names.length, `${ENTRY} exports ${names.length} names: ${names.join(', ')}`).toBeLessThanOrEqual(25);
+  });
+});
+
+/** The names a module exports, an `export *` followed to the names it lets through. */
+function exportedNames(path: string): string[] {
+  const source = ts.createSourceFile(path, readFileSync(join(ROOT, path), 'utf8'), ts.ScriptTarget.Latest, true);
+  const names = source.statements.flatMap((node): string[] => {
+    if (ts.isExportAssignment(node)) return ['default'];
+    if (ts.isExportDeclaration(node)) {
+      if (node.exportClause && ts.isNamedExports(node.exportClause))
+        return node.exportClause.elements.map((e) => e.name.text);
+      if (node.exportClause) return [node.exportClause.name.text];
+      return exportedNames(
+        relative(ROOT, resolve(ROOT, dirname(path), (node.moduleSpecifier as ts.StringLiteral).text)),
+      );
+    }
+    const exported =
+      ts.canHaveModifiers(node) && ts.getModifiers(node)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+    if (!exported) return [];
+    if (ts.isVariableStatement(node)) return node.declarationList.declarations.map((d) => d.name.getText(source));
+    const name = (node as ts.DeclarationStatement).name;
+    return [name ? name.getText(source) : 'default'];
+  });
+  return [...new Set(names)].sort();
+}
 
 /** A wing's doors, for a message: `@rocketmq-lambda/<wing>/<key>` each. */
 function doorsOf(specifier: string): string {

@@ -5,12 +5,8 @@ import { provisionLocal } from '@rocketmq-lambda/tools/local/provision.ts';
 import { orderEnvelope, sqsRecord } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
 import { describe, expect, inject, it } from 'vitest';
 import { createDynamoDb, emulatorConfig } from '../../../../src/aws/index.ts';
-import {
-  type ConsumerMessage,
-  fingerprintOf,
-  packedTransactionalStrategy,
-  type TransactionalResult,
-} from '../../../../src/consumer/index.ts';
+import type { ConsumerMessage, TransactionalResult } from '../../../../src/consumer/index.ts';
+import { fingerprintOf, packedTransactionalStrategy } from '../../../../src/consumer/internal.ts';
 import { parseEnvelope } from '../../../../src/rocketmq/index.ts';
 
 type Order = { orderNo: string; userId: string };

@@ -6,11 +6,8 @@ import {
   LeaseHeldError,
   TransientFailureError,
 } from '../../../../src/consumer/failures/errors.ts';
-import {
-  DEAD_LETTER_ATTRIBUTES,
-  FailureRouter,
-  REDRIVE_COUNT_ATTRIBUTE,
-} from '../../../../src/consumer/failures/failure-router.ts';
+import { DEAD_LETTER_ATTRIBUTES, FailureRouter } from '../../../../src/consumer/failures/failure-router.ts';
+import { REDRIVE_COUNT_ATTRIBUTE } from '../../../../src/consumer/sqs-attributes.ts';
 import { RetrySchedule } from '../../../../src/rocketmq/index.ts';
 import { recordingSqs, type SqsAnswer, serviceError } from '../recording-sqs.ts';
 

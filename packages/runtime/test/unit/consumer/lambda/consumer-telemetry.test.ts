@@ -2,7 +2,8 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConsumerMetric } from '../../../../src/config/index.ts';
-import { HeldBackError, type RecordReport, TransientFailureError } from '../../../../src/consumer/index.ts';
+import { type RecordReport, TransientFailureError } from '../../../../src/consumer/index.ts';
+import { HeldBackError } from '../../../../src/consumer/internal.ts';
 import { consumerTelemetry } from '../../../../src/consumer/lambda/consumer-telemetry.ts';
 
 /** Records what the telemetry asks of Powertools: metric names, units and values, log levels and messages. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidConsumerConfigError } from '../../../../src/consumer/failures/errors.ts';
-import { lazyHandler } from '../../../../src/consumer/lambda/consumer-config.ts';
+import { lazyHandler } from '../../../../src/consumer/lambda/define-consumer.ts';
 
 const refuse = () => {
   throw new InvalidConsumerConfigError('IDEMPOTENCY_TTL_SECONDS is shorter than the retry window');

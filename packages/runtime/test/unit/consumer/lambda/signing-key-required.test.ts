@@ -11,8 +11,9 @@ import {
   TABLE_ENV,
 } from '../../../../src/config/index.ts';
 import { InvalidConsumerConfigError } from '../../../../src/consumer/failures/errors.ts';
-import { consumerConfigFromEnv, lazyHandler } from '../../../../src/consumer/lambda/consumer-config.ts';
+import { consumerConfigFromEnv } from '../../../../src/consumer/lambda/consumer-config.ts';
 import type { ConsumerModule } from '../../../../src/consumer/lambda/define-consumer.ts';
+import { lazyHandler } from '../../../../src/consumer/lambda/define-consumer.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../../../../..');
 

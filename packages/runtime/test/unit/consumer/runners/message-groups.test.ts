@@ -1,11 +1,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import {
-  consumeInOrder,
-  messageGroupOf,
-  messageGroups,
-  type Turn,
-} from '../../../../src/consumer/runners/message-groups.ts';
+import { consumeInOrder, messageGroups, type Turn } from '../../../../src/consumer/runners/message-groups.ts';
+import { messageGroupOf } from '../../../../src/consumer/sqs-attributes.ts';
 
 /** Items named `<group><n>` (`a1`); a name without a group letter (`-1`) belongs to none. */
 const groupOf = (name: string) => (name.startsWith('-') ? undefined : name[0]);

@@ -6,8 +6,8 @@ import {
   PermanentFailureError,
   TransientFailureError,
 } from '../../../../src/consumer/failures/errors.ts';
-import { REDRIVE_COUNT_ATTRIBUTE } from '../../../../src/consumer/failures/failure-router.ts';
 import type { Disposition, Settlement } from '../../../../src/consumer/settlement.ts';
+import { REDRIVE_COUNT_ATTRIBUTE } from '../../../../src/consumer/sqs-attributes.ts';
 import { deliveryOf, traceOutcomeOf } from '../../../../src/consumer/steps/record-trace.ts';
 import { parseEnvelope, writeEnvelope } from '../../../../src/rocketmq/index.ts';
 
