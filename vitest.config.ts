@@ -14,10 +14,11 @@ import { BRIDGE_BROKER_FILES, BRIDGE_UNIT_FILES, SYNTH_FILES } from './vitest.la
 export default defineConfig({
   test: {
     pool: 'forks',
-    // Two workers even on 2 cores (vitest's default there is one): an emulator-lane file spends most of
-    // its time waiting on the moto server or a child process, so a second file fills that wait. Measured
-    // on the 2-core machine: unit + emulator with coverage 7 min 4 s with one worker, 3 min 23 s with two.
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    // One worker more than the cores (vitest's default is one fewer): an emulator-lane file spends most
+    // of its time waiting on the moto server or a child process, so other files fill that wait. Measured
+    // on the 2-core machine, unit + emulator with coverage: 1 worker 7 min 4 s (loaded), 2 workers
+    // 3 min 24 s, 3 workers 2 min 46 s, 4 workers 2 min 47 s.
+    maxWorkers: availableParallelism() + 1,
     // Consumers log one JSON line per record; tests that inspect logs build their own logger.
     env: { POWERTOOLS_LOG_LEVEL: 'CRITICAL', POWERTOOLS_METRICS_DISABLED: 'true', AWS_REGION: 'us-east-1' },
     coverage: {
