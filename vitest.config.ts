@@ -63,6 +63,10 @@ export default defineConfig({
         test: {
           name: 'synth',
           include: SYNTH_FILES,
+          // No Lambda bundling (CDK reads CDK_CONTEXT_JSON into every App's context): no test here reads a
+          // bundle, and esbuild through npx for every function of every App was a third of the lane's CPU.
+          // consumers-app.test.ts turns bundling back on for the committed app, as `cdk synth` runs it.
+          env: { CDK_CONTEXT_JSON: JSON.stringify({ 'aws:cdk:bundling-stacks': [] }) },
           // aws-cdk-lib is imported once per worker, not once per file (most of this lane's time
           // was that import); every test builds its own App, and no file here mocks a module.
           isolate: false,

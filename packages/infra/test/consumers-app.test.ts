@@ -19,7 +19,7 @@ import {
 } from '@rocketmq-lambda/runtime/config/index.ts';
 import { lockedRequirements } from '@rocketmq-lambda/tools/emulator/python-environment.ts';
 import { cfnLint, templatesIn } from '@rocketmq-lambda/tools/testing/cfn-lint.ts';
-import { App } from 'aws-cdk-lib';
+import { App, cx_api } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/consumers-app.ts';
@@ -82,7 +82,11 @@ beforeAll(() => {
   outdir = mkdtempSync(path.join(tmpdir(), 'cdk-infra-test-'));
   const started = performance.now();
   // Synthesise as the CLI does (path metadata, version reporting), so cfn-lint sees the deployed templates.
-  const built = buildApp(new App({ outdir, context: cdkJson.context, analyticsReporting: true, stackTraces: false }), {
+  const app = new App({ outdir, context: cdkJson.context, analyticsReporting: true, stackTraces: false });
+  // Bundles every function, as `cdk synth` does: the synth lane skips bundling elsewhere (vitest.config.ts
+  // sets it in CDK_CONTEXT_JSON, which the App reads over its props).
+  app.node.setContext(cx_api.BUNDLING_STACKS, ['**']);
+  const built = buildApp(app, {
     securityBaseline: new SecurityBaselineCheck(),
   });
   built.app.synth();
