@@ -4,6 +4,7 @@ import { HeldBackError, InvalidPayloadError, TransientFailureError } from '../..
 import { consumeInGroups } from '../../../../src/consumer/runners/orderly.ts';
 import { awardRecord } from '../consumer-under-test.ts';
 import { inMemoryStrategy } from '../in-memory-strategy.ts';
+import { serviceError } from '../recording-sqs.ts';
 import { runnerSetup, settlementOf } from './runner-setup.ts';
 
 interface Grant {
@@ -51,6 +52,28 @@ describe('consumeInGroups: one record of a message group at a time', () => {
     const heldBack = settlementOf(batch, a2!);
     expect(heldBack).toMatchObject({ outcome: 'failed' });
     expect((heldBack as { error: unknown }).error).toBeInstanceOf(HeldBackError);
+    expect(settlementOf(batch, b1!)).toEqual({ outcome: 'processed' });
+  });
+
+  it('fails a record whose abort throws as HANDLER_CRASHED, aborting it again, as the other runners do; other groups go on', async () => {
+    // Prepare
+    const store = inMemoryStrategy<Grant>({
+      abort: (_msg, _error, call) => (call === 1 ? new Error('abort lost its connection') : undefined),
+    });
+    const r = runnerSetup<Grant>(store.strategy, (msg) => {
+      if (msg.key === 'SO-A1') throw serviceError('InternalServerError');
+      return { points: msg.payload.points };
+    });
+    const [a1, b1] = [award('A', 'SO-A1'), award('B', 'SO-B1')];
+    const batch = await r.prepare([a1!, b1!]);
+    // Act
+    await consumeInGroups(r.setup, batch);
+    // Assess
+    expect(settlementOf(batch, a1!)).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'HANDLER_CRASHED', message: 'handler failed: abort lost its connection' },
+    });
+    expect(store.keysOf('abort')).toEqual(['SO-A1', 'SO-A1']);
     expect(settlementOf(batch, b1!)).toEqual({ outcome: 'processed' });
   });
 
