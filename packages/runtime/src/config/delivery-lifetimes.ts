@@ -91,6 +91,26 @@ export const BUS_ARCHIVE_RETENTION_SECONDS = 7 * DAY_SECONDS;
  */
 export const DEFAULT_RECORD_TTL_SECONDS = 30 * DAY_SECONDS;
 
+/** DynamoDB Streams keeps a change record 24 hours: the outbox relay may read, and retry, an item that long after its commit. */
+export const STREAM_RETENTION_SECONDS = DAY_SECONDS;
+
+/**
+ * How long a publishing group's outbox item is kept (its TTL), from the record TTLs of the groups
+ * that consume what it publishes (docs/outbox.md):
+ *
+ *   commit ──(stream: read and retried up to 24 h)──► relayed ──(downstream dedup record: its TTL)──►
+ *                       └─ FAILED, its notice in the relay DLQ (14 days) ─► ops outbox redrive ─► relayed
+ *
+ * The item outlives every place its message can still act from: the stream, the relay's DLQ (a
+ * redrive reads the item back), and the downstream dedup record of its last relayed copy, so every
+ * downstream effect can be traced back to its event (`ops trace`) while a copy of it can still come.
+ * A downstream the catalogue does not hold (a RocketMQ consumer) is taken to keep the default record TTL.
+ */
+export function outboxItemTtlSeconds(downstreamRecordTtlSeconds: readonly number[]): number {
+  const downstream = Math.max(DEFAULT_RECORD_TTL_SECONDS, ...downstreamRecordTtlSeconds);
+  return STREAM_RETENTION_SECONDS + Math.max(DEAD_LETTER_RETENTION_SECONDS, downstream);
+}
+
 /** What the source queue and its DLQ are configured with. */
 export interface QueueLifetimes {
   /** Receives before SQS's redrive policy moves a message to the DLQ. */

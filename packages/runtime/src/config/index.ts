@@ -20,10 +20,29 @@ export {
   lifetimesOf,
   type Ordering,
   orderlySchedule,
+  outboxItemTtlSeconds,
   type QueueLifetimes,
+  STREAM_RETENTION_SECONDS,
 } from './delivery-lifetimes.ts';
 export { isLoopbackUrl } from './loopback-url.ts';
-export { eventIdOf, OUTBOX_EVENT_ID_PROPERTY } from './outbox.ts';
+export {
+  assertPublishes,
+  declarationOf,
+  eventIdOf,
+  InvalidPublicationError,
+  OUTBOX_ENV,
+  OUTBOX_EVENT_ID_PROPERTY,
+  OUTBOX_TABLE,
+  type OutboxItem,
+  OutboxStatus,
+  type OutgoingMessage,
+  outboundQueueName,
+  outboxDeadLetterQueueName,
+  outboxTableName,
+  type PublishedTopic,
+  type PublishTarget,
+  type RelayTargets,
+} from './outbox.ts';
 export {
   assertCatalogueEntry,
   assertOrderingFits,
@@ -41,6 +60,7 @@ export {
   OUTSIDE_SERVICES,
   type OutsideServiceName,
   orderingOf,
+  outboxTtlOf,
   queueName,
   REVOKED_STAGE_PREFIX,
   recordId,
@@ -48,6 +68,7 @@ export {
   STRATEGY_TABLES,
   type StrategyName,
   signingKeySecretName,
+  subscribersOf,
   TABLE_ENV,
   TABLES,
   type TableDefinition,

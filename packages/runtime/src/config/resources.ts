@@ -3,14 +3,17 @@
  * emulator both build tables and queues from these, so names, keys, the TTL attribute
  * and the redrive count can never drift apart.
  */
-import type { MessageGroupSource } from '../rocketmq/index.ts';
+import { type MessageGroupSource, TagExpression } from '../rocketmq/index.ts';
 import {
   DEAD_LETTER_RETENTION_SECONDS,
   FIFO_MAX_BATCH_SIZE,
   IncoherentLifetimesError,
   type LifetimeSettings,
+  lifetimesOf,
   type Ordering,
+  outboxItemTtlSeconds,
 } from './delivery-lifetimes.ts';
+import { assertPublishes, type PublishedTopic } from './outbox.ts';
 
 export interface TableDefinition {
   /** Suffix of the physical name: `<prefix>-<suffix>`. */
@@ -119,6 +122,12 @@ export interface ConsumerGroupDefinition extends LifetimeSettings {
    * `{ from: 'key' }`, `{ from: 'property', name }` or `{ from: 'queue' }` (packages/runtime/src/rocketmq/message-group.ts).
    */
   readonly messageGroupFrom?: MessageGroupSource;
+  /**
+   * The topics the group's business may publish to (docs/outbox.md): each outgoing message is written to the
+   * group's outbox table in the transaction of its effect and relayed from there. A message to a topic or tag
+   * not declared here is refused (the record fails, it is not sent).
+   */
+  readonly publishes?: readonly PublishedTopic[];
 }
 
 /** How a group's effect is made exactly-once; each names the tables it keeps its evidence in (`STRATEGY_TABLES`). */
@@ -158,6 +167,7 @@ export function assertCatalogueEntry(def: ConsumerGroupDefinition): void {
     );
   }
   assertOrderingFits(def.group, def.ordering, { ...def.tuning, tables, messageGroupFrom: def.messageGroupFrom });
+  assertPublishes(def.group, def.strategy, def.publishes);
 }
 
 /** The catalogue, each entry checked as it is defined (`assertCatalogueEntry`), types kept to the letter. */
@@ -177,6 +187,8 @@ export const CONSUMER_GROUPS = catalogue([
     tables: ['idempotency', 'ledger', 'accounts'],
     // An award's writes are its own ledger entry and an unconditional balance ADD: safe to pack.
     tuning: { packing: true },
+    // One POINTS_AWARDED per award, written in the award's transaction and relayed to its subscribers' queues.
+    publishes: [{ topic: 'POINTS_TOPIC', tags: ['POINTS_AWARDED'], target: 'sqs' }],
   },
   {
     group: 'coupon-consumer-group',
@@ -213,6 +225,26 @@ export function consumerGroup<G extends ConsumerGroupName>(group: G): CatalogueE
   const entry = CONSUMER_GROUPS.find((g) => g.group === group);
   if (!entry) throw new Error(`consumer group ${group} is not in the catalogue`);
   return entry as CatalogueEntry<G>;
+}
+
+/** The catalogue groups a published topic and tag reaches (RocketMQ's clustering model: every subscribed group). */
+export function subscribersOf(
+  topic: string,
+  tag: string,
+  groups: readonly ConsumerGroupDefinition[] = CONSUMER_GROUPS,
+): ConsumerGroupDefinition[] {
+  return groups.filter((g) => g.topic === topic && TagExpression.parse(g.tagExpression).matches(tag));
+}
+
+/** A publishing group's outbox item TTL: it outlives the dedup records of every group its messages reach. */
+export function outboxTtlOf(
+  def: ConsumerGroupDefinition,
+  groups: readonly ConsumerGroupDefinition[] = CONSUMER_GROUPS,
+): number {
+  const downstream = (def.publishes ?? []).flatMap((p) =>
+    p.tags.flatMap((tag) => subscribersOf(p.topic, tag, groups).map((g) => lifetimesOf(g).recordTtlSeconds)),
+  );
+  return outboxItemTtlSeconds(downstream);
 }
 
 /**
