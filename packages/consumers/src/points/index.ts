@@ -15,3 +15,10 @@ export {
   reversalEntryId,
 } from './ledger.ts';
 export { MAX_POINTS_PER_ORDER, type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from './order-paid.ts';
+export {
+  POINTS_AWARDED_TAG,
+  POINTS_TOPIC,
+  type PointsAwarded,
+  parsePointsAwarded,
+  pointsAwardedMessage,
+} from './points-awarded.ts';
