@@ -29,6 +29,7 @@ export const BRIDGE_BROKER_FILES = [
   'incident-rocketmq5',
   'java-producer-rocketmq4',
   'java-producer-rocketmq5',
+  'outbound-route',
   'rocketmq-message-lookup',
   'switchover-rocketmq4',
   'trace-context-rocketmq4',
