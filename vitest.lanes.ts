@@ -9,7 +9,9 @@ import { globSync } from 'node:fs';
 const bridge = (name: string) => `packages/bridge/test/${name}.test.ts`;
 
 /** Need the AWS emulator only: the emulator lane. */
-export const BRIDGE_EMULATOR_FILES = ['eventbridge-target', 'forward-tracing', 'route-forwarder'].map(bridge);
+export const BRIDGE_EMULATOR_FILES = ['eventbridge-target', 'forward-tracing', 'outbound-queue', 'route-forwarder'].map(
+  bridge,
+);
 
 /** Synthesize CDK: the synth lane. */
 export const BRIDGE_SYNTH_FILES = ['bridge-service'].map(bridge);
