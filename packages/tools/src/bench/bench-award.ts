@@ -226,6 +226,7 @@ async function rigFor(
     : pointsConsumer.create({
         aws: emulatorConfig(emulator.endpoint),
         tables: resources.tables,
+        outboxTable: resources.outboxTables[POINTS_GROUP],
         deadLetterQueueUrl: queue.deadLetter.url,
         schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
         dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),

@@ -83,6 +83,7 @@ export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POI
   const handler = pointsConsumer.create({
     aws,
     tables: resources.tables,
+    outboxTable: resources.outboxTables[POINTS_GROUP],
     deadLetterQueueUrl: queue.deadLetter.url,
     schedule: IMMEDIATE_RETRIES,
     dynamoDb,
