@@ -123,7 +123,7 @@ export function withOutboxWrites(
   strategy: ConsumptionStrategy<TransactionalResult>,
   options: OutboxOptions,
 ): ConsumptionStrategy<TransactionalResult> {
-  const converted = <P>(msg: ConsumerMessage<P>, result: TransactionalResult) => {
+  const commitment = <P>(msg: ConsumerMessage<P>, result: TransactionalResult): Commitment => {
     const writes = outboxWrites(msg, result.publishes ?? [], options);
     return Array.isArray(writes) ? { writes: [...result.writes, ...writes] } : writes;
   };
@@ -133,26 +133,39 @@ export function withOutboxWrites(
     begin: (msg, deadline) => strategy.begin(msg, deadline),
     abort: (msg, error) => strategy.abort(msg, error),
     async commit(msg, result) {
-      const commitment = converted(msg, result);
-      return 'writes' in commitment ? strategy.commit(msg, commitment) : failed(commitment);
+      const committing = commitment(msg, result);
+      return 'writes' in committing ? strategy.commit(msg, committing) : failed(committing);
     },
-    ...(commitBatch
-      ? {
-          async commitBatch<P>(msgs: readonly ConsumerMessage<P>[], results: readonly TransactionalResult[]) {
-            const commitments = msgs.map((msg, i) => converted(msg, results[i]!));
-            const settlements: Settlement[] = commitments.map((c) => ('writes' in c ? undefined! : failed(c)));
-            const passing = commitments.flatMap((c, i) => ('writes' in c ? [{ i, c }] : []));
-            if (passing.length === 0) return settlements;
-            const committed = await commitBatch(
-              passing.map(({ i }) => msgs[i]!),
-              passing.map(({ c }) => c),
-            );
-            for (const [j, { i }] of passing.entries()) settlements[i] = committed[j]!;
-            return settlements;
-          },
-        }
-      : {}),
+    ...(commitBatch && {
+      commitBatch: <P>(msgs: readonly ConsumerMessage<P>[], results: readonly TransactionalResult[]) =>
+        commitAdmitted(
+          msgs,
+          msgs.map((msg, i) => commitment(msg, results[i]!)),
+          commitBatch,
+        ),
+    }),
   };
+}
+
+/** A record's writes with its outbox puts, or why it may not commit them. */
+type Commitment = TransactionalResult | ConsumptionError;
+
+/** Commits the batch's admitted records together; the refused ones are failed with their reason. */
+async function commitAdmitted<P>(
+  msgs: readonly ConsumerMessage<P>[],
+  commitments: readonly Commitment[],
+  commitBatch: NonNullable<ConsumptionStrategy<TransactionalResult>['commitBatch']>,
+): Promise<Settlement[]> {
+  const admitted = commitments.flatMap((c, index) => ('writes' in c ? [{ index, result: c }] : []));
+  const settled =
+    admitted.length === 0
+      ? []
+      : await commitBatch(
+          admitted.map(({ index }) => msgs[index]!),
+          admitted.map(({ result }) => result),
+        );
+  const byIndex = new Map(admitted.map(({ index }, j) => [index, settled[j]!]));
+  return commitments.map((c, index) => ('writes' in c ? byIndex.get(index)! : failed(c)));
 }
 
 const failed = (error: ConsumptionError): Settlement => ({ outcome: 'failed', error });
