@@ -16,6 +16,7 @@ export {
 } from './ledger.ts';
 export { MAX_POINTS_PER_ORDER, type OrderPaid, orderPaidFingerprintFields, parseOrderPaid } from './order-paid.ts';
 export {
+  awardAnnouncements,
   POINTS_AWARDED_TAG,
   POINTS_TOPIC,
   type PointsAwarded,

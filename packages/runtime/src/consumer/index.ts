@@ -12,6 +12,7 @@
  * tools and tests that need the engine's parts take them from `./internal.ts`.
  */
 
+export type { OutgoingMessage } from '../config/index.ts';
 export {
   ConsumptionError,
   IllegalTransitionError,

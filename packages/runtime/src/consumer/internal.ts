@@ -18,6 +18,7 @@ export {
   PastRedriveHorizonError,
   PayloadConflictError,
   UnauthenticatedMessageError,
+  UndeclaredPublicationError,
   UnsubscribedTopicError,
   WriteRejectedError,
 } from './failures/errors.ts';
@@ -25,6 +26,14 @@ export { FailureCounter, type FailureCounterOptions } from './failures/failure-c
 export { DEAD_LETTER_ATTRIBUTES, FailureRouter, type FailureRouterOptions } from './failures/failure-router.ts';
 export { LeaseLostError, type LeaseOptions, leaseStrategy } from './idempotency/lease.ts';
 export {
+  type OutboxOptions,
+  outboxItemOf,
+  outboxPut,
+  outboxWrites,
+  withOutboxWrites,
+} from './idempotency/outbox-writes.ts';
+export {
+  MAX_TRANSACTION_ACTIONS,
   type PackedTransactionalOptions,
   packedTransactionalStrategy,
 } from './idempotency/packed-transactional.ts';

@@ -17,6 +17,12 @@
  * same messages are delivered again (the duplicate pass). Round trips are counted by a
  * middleware on the SDK client; write units come from DynamoDB's documented rules.
  *
+ * Publishing: this project's points consumer announces each award (POINTS_AWARDED) by an outbox
+ * item in the award's own transaction, so its figures are "with publishing"; the units spent on
+ * the outbox table are counted apart, and "without publishing" is the same run less those (the
+ * round trips are the same: the item rides in the transaction the award sends anyway). The
+ * Powertools control does not publish.
+ *
  * Critical path: the longest chain of calls in one batch where each starts only after the
  * previous one answered. Records of a batch are settled in parallel, so this, not the round
  * trips per message, is what a batch waits for: the figure that decides throughput once
@@ -41,7 +47,7 @@ import { type Emulator, startEmulator } from '../emulator/emulator.ts';
 import { interceptCommands } from '../instrumentation/command-interceptor.ts';
 import { injectLatency } from '../instrumentation/latency-injection.ts';
 import { type RoundTrip, RoundTripCounter } from '../instrumentation/round-trip-counter.ts';
-import { writeUnitsOf, writtenTables } from '../instrumentation/write-units.ts';
+import { writeUnitsOf, writeUnitsOn, writtenTables } from '../instrumentation/write-units.ts';
 import { lambdaContext } from '../local/lambda-context.ts';
 import { PROCESS_SIGNING_KEY } from '../local/local-signing-key.ts';
 import { type LocalResources, provisionLocal } from '../local/provision.ts';
@@ -60,6 +66,11 @@ type Variant = (typeof VARIANTS)[number];
 export interface VariantFigures {
   roundTripsPerMessage: number;
   writeUnitsPerMessage: number;
+  /**
+   * Of those, the units of the outbox items (the points consumer publishes one POINTS_AWARDED per
+   * award, in the same transaction): without publishing the figure is `writeUnitsPerMessage` minus this.
+   */
+  publishingWriteUnitsPerMessage: number;
   msgsPerSec: number;
   p50BatchMs: number;
   p99BatchMs: number;
@@ -181,6 +192,12 @@ function recordCallSpans(client: DynamoDBClient, calls: CallSpan[]) {
   });
 }
 
+/** Write units a trip spent on the rig's outbox items (none for a consumer without an outbox table). */
+function outboxUnits(rig: Rig, trip: RoundTrip): number {
+  const table = rig.resources.outboxTables[POINTS_GROUP];
+  return table ? writeUnitsOn(trip, table) : 0;
+}
+
 /** Length of the longest chain of calls each starting after the previous one ended. */
 function criticalPath(calls: readonly CallSpan[]): number {
   const byStart = [...calls].sort((a, b) => a.start - b.start);
@@ -226,6 +243,7 @@ async function rigFor(
     : pointsConsumer.create({
         aws: emulatorConfig(emulator.endpoint),
         tables: resources.tables,
+        outboxTable: resources.outboxTables[POINTS_GROUP],
         deadLetterQueueUrl: queue.deadLetter.url,
         schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
         dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),
@@ -249,6 +267,8 @@ interface PassResult {
   failedRecords: number;
   roundTrips: number;
   writeUnits: number;
+  /** Write units on the rig's outbox table (0 for a consumer that does not publish). */
+  publishingWriteUnits: number;
   cancelledTransactions: number;
   byCommand: Record<string, number>;
   trips: RoundTrip[];
@@ -305,6 +325,7 @@ async function pass(rigs: Rig[]): Promise<Map<Variant, PassResult>> {
         failedRecords: failed.get(rig.variant)!,
         roundTrips: rig.counter.total,
         writeUnits: rig.trips.reduce((s, t) => s + writeUnitsOf(t), 0),
+        publishingWriteUnits: rig.trips.reduce((s, t) => s + outboxUnits(rig, t), 0),
         cancelledTransactions: rig.trips.filter((t) => t.command === 'TransactWriteItemsCommand' && t.error).length,
         byCommand: rig.counter.byCommand(),
         trips: [...rig.trips],
@@ -336,6 +357,7 @@ async function runVariants(
     out[rig.variant] = {
       roundTripsPerMessage: round(f.roundTrips / n, 3),
       writeUnitsPerMessage: round(f.writeUnits / n, 3),
+      publishingWriteUnitsPerMessage: round(f.publishingWriteUnits / n, 3),
       msgsPerSec: round(n / seconds(f.batchMs), 1),
       p50BatchMs: round(percentile(f.batchMs, 50), 1),
       p99BatchMs: round(percentile(f.batchMs, 99), 1),
@@ -442,6 +464,8 @@ function printReport(r: {
     ['round trips / msg', (d) => d.roundTripsPerMessage],
     ['critical path / batch', (d) => `${d.criticalPathRoundTripsPerBatch} (max ${d.maxCriticalPathRoundTrips})`],
     ['write units / msg', (d) => d.writeUnitsPerMessage],
+    ['  of which publishing', (d) => d.publishingWriteUnitsPerMessage],
+    ['  without publishing', (d) => round(d.writeUnitsPerMessage - d.publishingWriteUnitsPerMessage, 3)],
     ['msgs / s', (d) => d.msgsPerSec],
     ['p50 batch ms', (d) => d.p50BatchMs],
     ['p99 batch ms', (d) => d.p99BatchMs],
@@ -468,6 +492,10 @@ function printReport(r: {
         .join(', ')}`,
     );
   }
+  const publishing = (v: Variant) => r.details[v].publishingWriteUnitsPerMessage;
+  console.log(
+    `publishing (one POINTS_AWARDED outbox item per award, in its transaction): +${publishing('transactional')} write units / msg transactional, +${publishing('packed')} packed; round trips unchanged`,
+  );
   const on = r.details.traced;
   const off = r.details.transactional;
   console.log(
@@ -489,6 +517,7 @@ function printReport(r: {
 const pick = (d: VariantDetail): VariantFigures => ({
   roundTripsPerMessage: d.roundTripsPerMessage,
   writeUnitsPerMessage: d.writeUnitsPerMessage,
+  publishingWriteUnitsPerMessage: d.publishingWriteUnitsPerMessage,
   msgsPerSec: d.msgsPerSec,
   p50BatchMs: d.p50BatchMs,
   p99BatchMs: d.p99BatchMs,

@@ -161,6 +161,7 @@ function contendedConsumer(
   return pointsConsumer.create({
     aws: emulatorConfig(emulator.endpoint),
     tables: resources.tables,
+    outboxTable: resources.outboxTables[POINTS_GROUP],
     deadLetterQueueUrl: resources.queues[POINTS_GROUP]!.deadLetter.url,
     schedule: new RetrySchedule(Array.from({ length: 16 }, () => 0)),
     dynamoDb: DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } }),

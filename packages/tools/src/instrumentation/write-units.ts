@@ -21,11 +21,7 @@ export function writeUnitsOf(trip: RoundTrip): number {
   switch (trip.command) {
     case 'TransactWriteItemsCommand':
       if (trip.error) return 0;
-      return (input.TransactItems ?? []).reduce((sum, action) => {
-        if (action.Put) return sum + 2 * kilobytes(action.Put.Item);
-        if (action.Update || action.Delete) return sum + 2;
-        return sum; // ConditionCheck writes nothing
-      }, 0);
+      return (input.TransactItems ?? []).reduce((sum, action) => sum + transactionalUnits(action), 0);
     case 'PutItemCommand':
       return trip.error === 'ConditionalCheckFailedException' ? 1 : trip.error ? 0 : kilobytes(input.Item);
     case 'UpdateItemCommand':
@@ -34,6 +30,26 @@ export function writeUnitsOf(trip: RoundTrip): number {
     default:
       return 0;
   }
+}
+
+/**
+ * The part of `writeUnitsOf(trip)` spent on items of `table` (an outbox table: what publishing adds to
+ * a transaction beside the effect).
+ */
+export function writeUnitsOn(trip: RoundTrip, table: string): number {
+  const input = trip.input as WireInput;
+  if (trip.command !== 'TransactWriteItemsCommand') return input.TableName === table ? writeUnitsOf(trip) : 0;
+  if (trip.error) return 0;
+  return (input.TransactItems ?? [])
+    .filter((action) => (action.Put ?? action.Update ?? action.Delete)?.TableName === table)
+    .reduce((sum, action) => sum + transactionalUnits(action), 0);
+}
+
+/** One action of a committed transaction: 2 units per started KB of a put item, 2 for an update or a delete. */
+function transactionalUnits(action: TransactWriteItem): number {
+  if (action.Put) return 2 * kilobytes(action.Put.Item);
+  if (action.Update || action.Delete) return 2;
+  return 0; // ConditionCheck writes nothing
 }
 
 /** Is this request a write that took effect (a business write when it targets a business table)? */

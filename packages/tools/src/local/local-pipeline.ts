@@ -324,6 +324,7 @@ async function startConsumers(
     const deps: LocalConsumerDeps = {
       aws: stage.aws,
       tables: resources.tables,
+      outboxTable: resources.outboxTables[group],
       deadLetterQueueUrl: queues.deadLetter.url,
       schedule: compressedScheduleOf(r.definition, settings.timeScale),
       envelopeKeys: signing.ring,

@@ -12,6 +12,8 @@ import {
   deadLetterQueueName,
   FIFO_QUEUE_ATTRIBUTES,
   lifetimesOf,
+  OUTBOX_TABLE,
+  outboxTableName,
   queueName,
   TABLES,
   type TableDefinition,
@@ -40,6 +42,8 @@ export interface LocalResources {
   /** How to reach them: `endpoint`, and DynamoDB's own when it runs in a process of its own. */
   aws: AwsConfig;
   tables: Record<TableKey, string>;
+  /** The outbox table of each selected group whose entry publishes, by group (`outboxTableName`). */
+  outboxTables: Record<string, string>;
   queues: Record<string, { source: LocalQueue; deadLetter: LocalQueue; maxReceiveCount: number; fifo: boolean }>;
   /** Names of the tables and queues that were there already (a kept stage), reused as they were. */
   reused: readonly string[];
@@ -74,20 +78,24 @@ export async function provisionLocal(
   const tables = await Promise.all(
     plannedTables(prefix).map(async (t) => ({ ...t, found: await foundTableShape(dynamoDb, t.name) })),
   );
+  const outboxes = await Promise.all(
+    plannedOutboxTables(prefix, options).map(async (t) => ({ ...t, found: await foundTableShape(dynamoDb, t.name) })),
+  );
   const queues = await inspectQueues(sqs, plannedQueues(prefix, options));
   const differences = [
-    ...tables.flatMap((t) => (t.found ? shapeDifferences(`table ${t.name}`, t.needed, t.found) : [])),
+    ...[...tables, ...outboxes].flatMap((t) => (t.found ? shapeDifferences(`table ${t.name}`, t.needed, t.found) : [])),
     ...queues.flatMap((q) => q.differences),
   ];
   if (differences.length > 0) throw new StageShapeError(prefix, differences);
-  for (const t of tables) if (!t.found) await createTable(dynamoDb, t.name, t.def);
+  for (const t of [...tables, ...outboxes]) if (!t.found) await createTable(dynamoDb, t.name, t.def);
   const resources: LocalResources = {
     prefix,
     endpoint: config.endpoint!,
     aws: config,
     tables: Object.fromEntries(tables.map((t) => [t.key, t.name])) as Record<TableKey, string>,
+    outboxTables: Object.fromEntries(outboxes.map((t) => [t.group, t.name])),
     queues: {},
-    reused: [...tables.filter((t) => t.found).map((t) => t.name), ...queues.flatMap((q) => q.reused)],
+    reused: [...[...tables, ...outboxes].filter((t) => t.found).map((t) => t.name), ...queues.flatMap((q) => q.reused)],
   };
   for (const q of queues) {
     const deadLetter = q.deadLetter.found ?? (await createQueue(sqs, q.deadLetter.name, q.deadLetter.attributes));
@@ -110,7 +118,29 @@ function plannedTables(prefix: string) {
   }));
 }
 
-async function createTable(dynamoDb: ReturnType<typeof createDynamoDb>, name: string, def: TableDefinition) {
+/**
+ * The outbox table of each selected publishing group (`OUTBOX_TABLE`): keyed by event id, with its
+ * TTL and the stream of new images its relay reads.
+ */
+function plannedOutboxTables(
+  prefix: string,
+  options: { catalogue?: readonly ConsumerGroupDefinition[]; groups?: readonly string[] },
+) {
+  const def: PlannedTableDefinition = {
+    partitionKey: OUTBOX_TABLE.partitionKey,
+    ttlAttribute: OUTBOX_TABLE.ttlAttribute,
+    streamView: OUTBOX_TABLE.streamView,
+  };
+  const catalogue: readonly ConsumerGroupDefinition[] = options.catalogue ?? CONSUMER_GROUPS;
+  return catalogue
+    .filter((g) => (g.publishes?.length ?? 0) > 0 && (!options.groups || options.groups.includes(g.group)))
+    .map((g) => ({ group: g.group, def, name: outboxTableName(prefix, g.group), needed: neededTableShape(def) }));
+}
+
+/** What a table is created from: the catalogue's definition, and the stream its readers need. */
+type PlannedTableDefinition = Omit<TableDefinition, 'suffix'> & { readonly streamView?: 'NEW_IMAGE' };
+
+async function createTable(dynamoDb: ReturnType<typeof createDynamoDb>, name: string, def: PlannedTableDefinition) {
   const keySchema: KeySchemaElement[] = [{ AttributeName: def.partitionKey, KeyType: 'HASH' }];
   const attributes: AttributeDefinition[] = [{ AttributeName: def.partitionKey, AttributeType: 'S' }];
   if (def.sortKey) {
@@ -123,6 +153,7 @@ async function createTable(dynamoDb: ReturnType<typeof createDynamoDb>, name: st
       KeySchema: keySchema,
       AttributeDefinitions: attributes,
       BillingMode: 'PAY_PER_REQUEST',
+      ...(def.streamView ? { StreamSpecification: { StreamEnabled: true, StreamViewType: def.streamView } } : {}),
     }),
   );
   if (def.ttlAttribute) {

@@ -40,12 +40,15 @@ export function shapeDifferences(resource: string, needed: Shape, found: Shape):
     });
 }
 
-/** A table as the catalogue defines it. The catalogue defines no stream on any table. */
-export function neededTableShape(def: TableDefinition): Shape {
+/**
+ * A table as the catalogue defines it. Only an outbox table (`OUTBOX_TABLE`) has a stream, of the
+ * view its relay reads; the catalogue's own tables have none.
+ */
+export function neededTableShape(def: Omit<TableDefinition, 'suffix'> & { readonly streamView?: string }): Shape {
   return {
     keys: [`${def.partitionKey} HASH S`, ...(def.sortKey ? [`${def.sortKey} RANGE S`] : [])].join(', '),
     'TTL attribute': def.ttlAttribute,
-    stream: undefined,
+    stream: def.streamView,
   };
 }
 

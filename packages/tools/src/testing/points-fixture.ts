@@ -8,7 +8,7 @@ import {
 } from '@rocketmq-lambda/consumers/functions/points-consumer/handler.ts';
 import type { LedgerEntry } from '@rocketmq-lambda/consumers/points/index.ts';
 import { createDynamoDb, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
-import type { ConsumerConfig, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
+import type { ConsumerConfig, ConsumerModule, RecordReport } from '@rocketmq-lambda/runtime/consumer/index.ts';
 import {
   type EnvelopeFields,
   MsgIdGenerator,
@@ -67,10 +67,14 @@ export function inMessageGroup(record: SQSRecord, messageGroupId: string): SQSRe
 export const IMMEDIATE_RETRIES = new RetrySchedule(Array.from({ length: 16 }, () => 0));
 
 /**
- * A points consumer wired to fresh tables and queues on the shared emulator; it verifies with the
- * process's key (`orderEnvelope` signs with it) unless the test gives its own `envelopeKeys`.
+ * A points consumer wired to fresh tables and queues on the shared emulator (its outbox table
+ * included); it verifies with the process's key (`orderEnvelope` signs with it) unless the test
+ * gives its own `envelopeKeys`. `module`: another consumer of the points entry (a test's business).
  */
-export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POINTS>> = {}) {
+export async function pointsFixture(
+  overrides: Partial<ConsumerConfig<typeof POINTS>> = {},
+  module: Pick<ConsumerModule<typeof POINTS>, 'create'> = pointsConsumer,
+) {
   const endpoint = inject('emulatorEndpoint');
   const aws = emulatorConfig(endpoint);
   const resources: LocalResources = await provisionLocal(endpoint, `t${randomUUID().slice(0, 8)}`, {
@@ -80,9 +84,10 @@ export async function pointsFixture(overrides: Partial<ConsumerConfig<typeof POI
   const dynamoDb = createDynamoDb(aws);
   const sqs = createSqs(aws);
   const reports: RecordReport[] = [];
-  const handler = pointsConsumer.create({
+  const handler = module.create({
     aws,
     tables: resources.tables,
+    outboxTable: resources.outboxTables[POINTS_GROUP],
     deadLetterQueueUrl: queue.deadLetter.url,
     schedule: IMMEDIATE_RETRIES,
     dynamoDb,

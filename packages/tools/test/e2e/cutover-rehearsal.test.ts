@@ -76,7 +76,7 @@ function checkStep(command: string, run: CommandRun, expected: ReturnType<typeof
       deadLettered: expected.deadLettered,
       invariantHolds: true,
       completed: true,
-      stage: { prefix: 'rehearsal', reused: 6 },
+      stage: { prefix: 'rehearsal', reused: 7 }, // 4 tables, the points group's outbox table, its 2 queues
       captureTimes: { mode: 'rebased' },
     });
     // Only new orders are awarded: no legacy order, and no conflict.

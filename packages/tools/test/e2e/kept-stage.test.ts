@@ -6,7 +6,13 @@ import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } fro
 import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
-import { consumerGroup, deadLetterQueueName, queueName, tableName } from '@rocketmq-lambda/runtime/config/index.ts';
+import {
+  consumerGroup,
+  deadLetterQueueName,
+  outboxTableName,
+  queueName,
+  tableName,
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { seedOrders } from '../../src/local/order-seeding.ts';
@@ -47,9 +53,11 @@ describe('a stage kept from an earlier run', () => {
     expect(first.reused).toEqual([]);
     expect(second.tables).toEqual(first.tables);
     expect(second.queues).toEqual(first.queues);
+    expect(second.outboxTables).toEqual(first.outboxTables);
     expect([...second.reused].sort()).toEqual(
       [
         ...Object.values(first.tables),
+        ...Object.values(first.outboxTables),
         ...[POINTS, ORDER_STATUS].flatMap((g) => [queueName(prefix, g.group), deadLetterQueueName(prefix, g.group)]),
       ].sort(),
     );
@@ -119,6 +127,32 @@ describe('a stage kept from an earlier run', () => {
     expect(ledger).toBe('ResourceNotFoundException');
   });
 
+  it("is refused when a publishing group's outbox table has no stream for its relay to read", async () => {
+    // Prepare: the points group's outbox table, made without its stream
+    const prefix = `k${randomUUID().slice(0, 8)}`;
+    const outbox = outboxTableName(prefix, POINTS.group);
+    const dynamoDb = createDynamoDb(aws);
+    await dynamoDb.send(
+      new CreateTableCommand({
+        TableName: outbox,
+        KeySchema: [{ AttributeName: 'eventId', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'eventId', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    await dynamoDb.send(
+      new UpdateTimeToLiveCommand({
+        TableName: outbox,
+        TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      }),
+    );
+    // Act
+    const refusal = await provisionLocal(aws, prefix, { groups: [POINTS.group] }).catch((error: unknown) => error);
+    // Assess
+    expect(refusal).toBeInstanceOf(StageShapeError);
+    expect((refusal as Error).message).toContain(`table ${outbox}: stream is none, this run needs NEW_IMAGE`);
+  });
+
   it('keeps the orders an earlier run moved on: seeding writes only orders the table does not hold', async () => {
     // Prepare: an order the status consumer of an earlier run moved to PAID
     const { tables } = await provisionLocal(aws, `k${randomUUID().slice(0, 8)}`, { groups: [] });
@@ -163,7 +197,7 @@ describe('npm start -- --keep, then runs into the kept stage, then Ctrl-C', () =
     expect(first.code, first.stderr).toBe(0);
     expect(second.code, second.stderr).toBe(0);
     const [a, b] = [first, second].map((r) => JSON.parse(r.stdout.trim().split('\n').pop()!));
-    expect(a).toMatchObject({ processed: 12, awarded: orders.awarded, stage: { prefix, reused: 6 } });
+    expect(a).toMatchObject({ processed: 12, awarded: orders.awarded, stage: { prefix, reused: 7 } }); // 4 tables, the outbox table, 2 queues
     expect(b).toMatchObject({ processed: 0, duplicatesSuppressed: 12, awarded: orders.awarded });
     expect(b.balances).toEqual(orders.awarded);
     // Without --prefix the run makes a stage of its own, and says which one it did not run into.

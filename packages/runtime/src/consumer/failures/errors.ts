@@ -113,6 +113,17 @@ export class WriteRejectedError extends ConsumptionError {
 }
 
 /**
+ * The business returned an outgoing message its catalogue entry does not declare (`publishes`): a topic
+ * or tag nobody was told to expect, whose relay has no route. Nothing of the record is written (its
+ * effect without its message would be half a commit), and retrying returns the same message.
+ */
+export class UndeclaredPublicationError extends ConsumptionError {
+  override readonly name = 'UndeclaredPublicationError';
+  readonly classification = 'permanent';
+  readonly code = 'UNDECLARED_PUBLICATION';
+}
+
+/**
  * Not attempted: an earlier message of its FIFO message group failed in this batch and is
  * retried first. Returned to the queue unprocessed; not a failure of its own, so not counted.
  */

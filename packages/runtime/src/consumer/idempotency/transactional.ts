@@ -5,7 +5,7 @@ import {
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { DEFAULT_RECORD_TTL_SECONDS } from '../../config/index.ts';
+import { DEFAULT_RECORD_TTL_SECONDS, type OutgoingMessage } from '../../config/index.ts';
 import {
   type ConsumptionError,
   ContentionError,
@@ -39,6 +39,12 @@ export interface DeclaredWrite {
 
 export interface TransactionalResult {
   readonly writes: readonly DeclaredWrite[];
+  /**
+   * The messages the business publishes (a publishing group, its entry's `publishes`): each is
+   * written as an outbox item in the same transaction as `writes` (outbox-writes.ts), and relayed
+   * from there. A message outside the entry's declarations fails the record, writing nothing.
+   */
+  readonly publishes?: readonly OutgoingMessage[];
 }
 
 export interface TransactionalOptions {

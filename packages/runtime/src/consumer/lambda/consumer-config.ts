@@ -6,6 +6,7 @@ import {
   type ConsumerGroupDefinition,
   copyLifetimeSeconds,
   DeliveryLifetimes,
+  OUTBOX_ENV,
   OUTSIDE_SERVICES,
   type OutsideServiceName,
   type QueueLifetimes,
@@ -29,6 +30,11 @@ export type TablesOf<D extends ConsumerGroupDefinition> = D['tables'][number];
 export interface ConsumerRuntimeConfig<T extends TableKey = TableKey> {
   aws: AwsConfig;
   tables: Record<T, string>;
+  /**
+   * A publishing group's outbox table (its entry's `publishes`): deployed, `OUTBOX_TABLE`; elsewhere
+   * the table the local run or the test made. A publishing group is refused without it.
+   */
+  outboxTable?: string;
   deadLetterQueueUrl: string;
   schedule: RetrySchedule;
   ttlSeconds?: number;
@@ -95,6 +101,7 @@ export function consumerConfigFromEnv<D extends ConsumerGroupDefinition>(
   return {
     aws,
     tables,
+    ...(definition.publishes?.length ? { outboxTable: required(OUTBOX_ENV.table) } : {}),
     deadLetterQueueUrl: required(CONSUMER_ENV.deadLetterQueueUrl),
     schedule,
     ...(ttl ? { ttlSeconds: Number(ttl) } : {}),

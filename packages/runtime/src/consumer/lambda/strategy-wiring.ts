@@ -2,12 +2,16 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   type StrategyName as CatalogueStrategyName,
   type ConsumerGroupDefinition,
+  OUTBOX_ENV,
+  OUTBOX_TABLE,
+  outboxTtlOf,
   recordIdPrefix,
   TABLES,
   type TableKey,
 } from '../../config/index.ts';
 import { InvalidConsumerConfigError } from '../failures/errors.ts';
 import { leaseStrategy } from '../idempotency/lease.ts';
+import { withOutboxWrites } from '../idempotency/outbox-writes.ts';
 import { packedTransactionalStrategy } from '../idempotency/packed-transactional.ts';
 import { stateTransitionStrategy, type TransitionRequest } from '../idempotency/state-transition.ts';
 import type { ConsumptionStrategy } from '../idempotency/strategy.ts';
@@ -19,6 +23,8 @@ export interface StrategyWiring {
   readonly dynamoDb: DynamoDBDocumentClient;
   /** Physical table names of the entry's tables. */
   readonly tables: Readonly<Partial<Record<TableKey, string>>>;
+  /** Physical name of the group's outbox table (a publishing entry: its `publishes`). */
+  readonly outboxTable?: string;
   readonly ttlSeconds?: number;
   /** Batch packing (transactional groups): the catalogue's `tuning.packing`, or `CONSUMER_PACKING`. */
   readonly packing?: boolean;
@@ -74,16 +80,40 @@ function recordKeeping(name: 'transactional' | 'lease', wiring: StrategyWiring) 
     now: wiring.now,
   };
   if (name === 'lease') return leaseStrategy({ ...options, marginMs: wiring.leaseMarginMs });
-  if (!(wiring.packing ?? definition.tuning?.packing)) return transactionalStrategy(options);
-  return packedTransactionalStrategy({ ...options, keyAttributes: keyAttributesOf(wiring.tables) });
+  const outboxTable = publishingTable(wiring);
+  const strategy =
+    (wiring.packing ?? definition.tuning?.packing)
+      ? packedTransactionalStrategy({ ...options, keyAttributes: keyAttributesOf(wiring.tables, outboxTable) })
+      : transactionalStrategy(options);
+  return withOutboxWrites(strategy, {
+    group: definition.group,
+    publishes: definition.publishes,
+    tableName: outboxTable,
+    ttlSeconds: outboxTtlOf(definition),
+    now: wiring.now,
+  });
 }
 
-/** Physical table name → key attributes, from the catalogue (lets the packer see which puts hit one item). */
-function keyAttributesOf(tables: StrategyWiring['tables']): Record<string, string[]> {
-  return Object.fromEntries(
-    Object.entries(tables).map(([key, name]) => {
-      const def: { partitionKey: string; sortKey?: string } = TABLES[key as TableKey];
-      return [name, [def.partitionKey, ...(def.sortKey ? [def.sortKey] : [])]];
-    }),
-  );
+/** The outbox table a publishing entry writes its messages to; one that publishes without it is refused. */
+function publishingTable({ definition, outboxTable }: StrategyWiring): string | undefined {
+  if (!definition.publishes?.length) return undefined;
+  if (!outboxTable) {
+    throw new InvalidConsumerConfigError(
+      `consumer group ${definition.group}: its entry publishes (${definition.publishes.map((p) => p.topic).join(', ')}), but no outbox table was given to write its messages to (${OUTBOX_ENV.table} when deployed)`,
+    );
+  }
+  return outboxTable;
+}
+
+/** Physical table name → key attributes, from the catalogue and the outbox's (lets the packer see which puts hit one item). */
+function keyAttributesOf(tables: StrategyWiring['tables'], outboxTable: string | undefined): Record<string, string[]> {
+  return {
+    ...Object.fromEntries(
+      Object.entries(tables).map(([key, name]) => {
+        const def: { partitionKey: string; sortKey?: string } = TABLES[key as TableKey];
+        return [name, [def.partitionKey, ...(def.sortKey ? [def.sortKey] : [])]];
+      }),
+    ),
+    ...(outboxTable ? { [outboxTable]: [OUTBOX_TABLE.partitionKey] } : {}),
+  };
 }

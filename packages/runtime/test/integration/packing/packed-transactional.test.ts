@@ -80,9 +80,10 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     // Act
     const response = await f.invoke(batch);
     // Assess: 10 dedup puts + 10 ledger puts + 7 balance updates (4 increments of u-merge merged into one)
+    // + 10 outbox puts (one POINTS_AWARDED per award)
     expect(response.batchItemFailures).toEqual([]);
     expect(f.counter.total).toBe(1);
-    expect(f.sizes()).toEqual([27]);
+    expect(f.sizes()).toEqual([37]);
     expect(f.outcomes()).toEqual(Array(10).fill('processed'));
     expect(await f.balance('u-merge')).toBe(10 + 11 + 12 + 13);
     expect(await f.ledger('u-merge')).toHaveLength(4);
@@ -116,7 +117,7 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     // Assess: cancelled once (reasons name SO-B's dedup put), then one follow-up for A and C
     expect(response.batchItemFailures).toEqual([]);
     expect(f.transactions().map((t) => t.error ?? 'ok')).toEqual(['TransactionCanceledException', 'ok']);
-    expect(f.sizes()).toEqual([8, 6]);
+    expect(f.sizes()).toEqual([11, 8]); // 3 and 2 awards: dedup, ledger, outbox each, and their balances
     expect(outcomesByKey(f.reports)).toEqual({ 'SO-A': 'processed', 'SO-B': 'duplicate', 'SO-C': 'processed' });
     expect(f.reports.find((r) => r.key === 'SO-B')!.settlement).toMatchObject({ reason: 'dedup-record-exists' });
     expect(await f.balance('u-1')).toBe(30);
@@ -194,7 +195,7 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
     const cancelled = f.transactions().filter((t) => t.error === 'TransactionCanceledException');
     expect(cancelled).toHaveLength(2);
     expect(cancelled.every((t) => t.cancellationCodes!.includes('TransactionConflict'))).toBe(true);
-    expect(f.sizes()[0]).toBe(11); // 4 dedup + 4 ledger + 3 balances (u-hot merged)
+    expect(f.sizes()[0]).toBe(15); // 4 dedup + 4 ledger + 3 balances (u-hot merged) + 4 outbox puts
     expect(await f.balance('u-hot')).toBe(4);
     expect(await f.ledgerMismatches()).toEqual([]);
   });
@@ -229,7 +230,7 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
       'ok',
       'ok',
     ]);
-    expect(f.sizes().slice(3)).toEqual([6, 6]);
+    expect(f.sizes().slice(3)).toEqual([8, 8]); // 2 awards each: dedup, ledger, balance, outbox
     expect(f.outcomes()).toEqual(Array(4).fill('processed'));
     expect(await f.ledgerMismatches()).toEqual([]);
   });
@@ -249,14 +250,14 @@ describe('batch packing: one transaction per batch, per-record outcomes (emulato
   });
 
   it('splits a batch beyond 100 actions into several transactions, each within the limit', async () => {
-    // Prepare: 40 awards to 40 accounts = 120 actions
+    // Prepare: 40 awards to 40 accounts = 160 actions (dedup, ledger, balance, outbox item each)
     const f = await packedConsumer();
     const batch = Array.from({ length: 40 }, (_, i) => award(`SO-L-${i}`, `u-${i}`, 1));
     // Act
     const response = await f.invoke(batch);
-    // Assess: a record never spans transactions, so 33 records (99 actions) then 7 (21)
+    // Assess: a record never spans transactions, so 25 records (100 actions) then 15 (60)
     expect(response.batchItemFailures).toEqual([]);
-    expect(f.sizes().sort((a, b) => b - a)).toEqual([99, 21]); // sent concurrently: answers come in any order
+    expect(f.sizes().sort((a, b) => b - a)).toEqual([100, 60]); // sent concurrently: answers come in any order
     expect(f.outcomes()).toEqual(Array(40).fill('processed'));
     expect(await f.ledgerMismatches()).toEqual([]);
   });

@@ -17,6 +17,7 @@ const deps = () => ({
     accounts: 'unused-accounts',
     orders: 'unused-orders',
   },
+  outboxTable: 'unused-outbox',
   deadLetterQueueUrl: 'http://127.0.0.1/queue/unused-dlq',
   schedule: new RetrySchedule(),
   services: { 'coupon-service': 'http://127.0.0.1:9/' },

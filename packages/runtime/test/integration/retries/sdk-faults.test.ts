@@ -5,16 +5,20 @@ import { awsError, injectFault } from './sdk-faults.ts';
 
 const ORDER = { orderNo: 'SO202007051422310088', userId: 88372, points: 300, paidAt: '2020-07-05T14:22:31Z' };
 
-/** What DynamoDB answers when another transaction holds one of the items (moto never does). */
+/**
+ * What DynamoDB answers when another transaction holds one of the items (moto never does): the award's
+ * transaction is [dedup record, ledger entry, balance, outbox item], and the balance is the hot item.
+ */
 const transactionConflict = () =>
   new TransactionCanceledException({
     message:
-      'Transaction cancelled, please refer cancellation reasons for specific reasons [None, None, TransactionConflict]',
+      'Transaction cancelled, please refer cancellation reasons for specific reasons [None, None, TransactionConflict, None]',
     $metadata: { httpStatusCode: 400 },
     CancellationReasons: [
       { Code: 'None' },
       { Code: 'None' },
       { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' },
+      { Code: 'None' },
     ],
   });
 

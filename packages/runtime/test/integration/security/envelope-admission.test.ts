@@ -19,6 +19,7 @@ async function groupUnderTest(definition: (typeof CONSUMER_GROUPS)[number]) {
   const handler = (await loadRegistration(definition)).create({
     aws: emulatorConfig(endpoint),
     tables: resources.tables,
+    outboxTable: resources.outboxTables[definition.group],
     deadLetterQueueUrl: resources.queues[definition.group]!.deadLetter.url,
     schedule: RetrySchedule.parse(undefined),
     envelopeKeys: new StaticSigningKeys(key),

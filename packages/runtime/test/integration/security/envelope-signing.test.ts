@@ -17,6 +17,7 @@ import {
   CONSUMER_GROUPS,
   lifetimeEnvironment,
   lifetimesOf,
+  OUTBOX_ENV,
   TABLE_ENV,
 } from '../../../src/config/index.ts';
 import type { RecordReport } from '../../../src/consumer/index.ts';
@@ -65,6 +66,7 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
     const env = {
       ...Object.fromEntries(POINTS.tables.map((t) => [TABLE_ENV[t], `table-${t}`])),
       [CONSUMER_ENV.deadLetterQueueUrl]: 'http://127.0.0.1/dlq',
+      [OUTBOX_ENV.table]: 'table-outbox',
       [CONSUMER_ENV.envelopeSigningSecret]:
         'arn:aws:secretsmanager:ap-northeast-1:222222222222:secret:rmq-test/envelope-signing-key-AbCdEf',
     };
@@ -86,6 +88,7 @@ describe('envelope signing: with ENVELOPE_SIGNING_SECRET set, the points consume
       [CONSUMER_ENV.group]: POINTS.group,
       [CONSUMER_ENV.deadLetterQueueUrl]: queue.deadLetter.url,
       ...Object.fromEntries(POINTS.tables.map((t) => [TABLE_ENV[t], f.resources.tables[t]])),
+      [OUTBOX_ENV.table]: f.resources.outboxTables[POINTS.group],
       ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
       [CONSUMER_ENV.envelopeSigningSecret]: secret.name,
     };
@@ -309,6 +312,7 @@ describe('every group of the catalogue refuses an unsigned envelope when its fun
     const handler = registration.create({
       aws: aws(),
       tables: resources.tables,
+      outboxTable: resources.outboxTables[definition.group],
       deadLetterQueueUrl: resources.queues[definition.group]!.deadLetter.url,
       schedule: RetrySchedule.parse(undefined),
       envelopeKeys: ring,

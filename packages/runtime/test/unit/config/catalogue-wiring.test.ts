@@ -186,6 +186,7 @@ describe('a function deployed for one group never runs as another', () => {
       IDEMPOTENCY_TABLE: 'i',
       LEDGER_TABLE: 'l',
       ACCOUNTS_TABLE: 'a',
+      OUTBOX_TABLE: 'o',
       DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:1/q',
       ENVELOPE_SIGNING_SECRET: 'rmq-test/envelope-signing-key',
     };

@@ -28,6 +28,7 @@ function deployedEnvironment(overrides: Record<string, string>, settings: Lifeti
     [TABLE_ENV.ledger]: 'ledger',
     [TABLE_ENV.accounts]: 'accounts',
     [TABLE_ENV.orders]: 'orders',
+    OUTBOX_TABLE: 'outbox',
     DEAD_LETTER_QUEUE_URL: 'http://127.0.0.1:1/000000000000/dlq',
     AWS_REGION: 'us-east-1',
     ENVELOPE_SIGNING_SECRET:

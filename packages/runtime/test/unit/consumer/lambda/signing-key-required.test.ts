@@ -8,6 +8,8 @@ import {
   type ConsumerGroupDefinition,
   lifetimeEnvironment,
   lifetimesOf,
+  OUTBOX_ENV,
+  outboxTableName,
   TABLE_ENV,
 } from '../../../../src/config/index.ts';
 import { InvalidConsumerConfigError } from '../../../../src/consumer/failures/errors.ts';
@@ -28,6 +30,7 @@ function deployedEnvironment(def: ConsumerGroupDefinition): NodeJS.ProcessEnv {
     [CONSUMER_ENV.group]: def.group,
     [CONSUMER_ENV.deadLetterQueueUrl]: `https://sqs.ap-northeast-1.amazonaws.com/333333333333/rmq-prod-${def.group}-dlq`,
     ...Object.fromEntries(def.tables.map((t) => [TABLE_ENV[t], `rmq-prod-${t}`])),
+    ...(def.publishes?.length ? { [OUTBOX_ENV.table]: outboxTableName('rmq-prod', def.group) } : {}),
     ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
     COUPON_SERVICE_URL: 'https://coupons.example.com',
     COUPON_SERVICE_AUTH: JSON.stringify({ kind: 'bearer', secretId: 'rmq-prod/coupon-service-token' }),
