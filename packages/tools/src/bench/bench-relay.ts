@@ -15,8 +15,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { CreateEventBusCommand } from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
@@ -25,7 +23,6 @@ import {
   consumerGroup,
   eventIdOf,
   OUTBOX_EVENT_ID_PROPERTY,
-  OUTBOX_TABLE,
   type OutboxItem,
   type RelayTargets,
 } from '@rocketmq-lambda/runtime/config/index.ts';
@@ -34,6 +31,7 @@ import { startEmulator } from '../emulator/emulator.ts';
 import { RoundTripCounter } from '../instrumentation/round-trip-counter.ts';
 import { LocalSigningKey } from '../local/local-signing-key.ts';
 import { StreamPoller } from '../local/stream-poller.ts';
+import { createOutboxTable } from '../testing/outbox-stream.ts';
 import { percentile, positiveInt } from './bench-support.ts';
 
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -130,21 +128,11 @@ async function benchRelay(endpoint: string, settings: Settings): Promise<RelayFi
 async function relayStage(endpoint: string, settings: Settings) {
   const aws = emulatorConfig(endpoint);
   const id = `relay-bench-${randomUUID().slice(0, 8)}`;
-  const raw = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
   const [dynamoDb, sqs, eventBridge] = [createDynamoDb(aws), createSqs(aws), createEventBridge(aws)];
   const relayTrips = new RoundTripCounter().attach(dynamoDb).attach(sqs).attach(eventBridge);
-  const setup = { dynamoDb: new DynamoDBClient(raw), streams: new DynamoDBStreamsClient(raw) };
-  const streamTrips = new RoundTripCounter().attach(setup.streams);
   const tableName = `${id}-outbox`;
-  await setup.dynamoDb.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      KeySchema: [{ AttributeName: OUTBOX_TABLE.partitionKey, KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: OUTBOX_TABLE.partitionKey, AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-      StreamSpecification: { StreamEnabled: true, StreamViewType: OUTBOX_TABLE.streamView },
-    }),
-  );
+  const setup = await createOutboxTable(endpoint, tableName);
+  const streamTrips = new RoundTripCounter().attach(setup.streams);
   const queue = async (name: string) =>
     (await sqs.send(new CreateQueueCommand({ QueueName: `${id}-${name}` }))).QueueUrl!;
   const targets = await targetsOf(settings.target, id, queue, eventBridge);

@@ -1,13 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { CreateEventBusCommand, PutRuleCommand, PutTargetsCommand } from '@aws-sdk/client-eventbridge';
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createEventBridge, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import {
@@ -15,7 +8,6 @@ import {
   consumerGroup,
   eventIdOf,
   OUTBOX_EVENT_ID_PROPERTY,
-  OUTBOX_TABLE,
   type OutboxItem,
   type RelayTargets,
 } from '@rocketmq-lambda/runtime/config/index.ts';
@@ -23,6 +15,8 @@ import { createRelayHandler, type RelayReport } from '@rocketmq-lambda/runtime/o
 import { ROCKETMQ_EVENT_TYPE } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { LocalSigningKey } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
 import { StreamPoller } from '@rocketmq-lambda/tools/local/stream-poller.ts';
+import { createOutboxTable } from '@rocketmq-lambda/tools/testing/outbox-stream.ts';
+import { readAllMessages } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
 
 export const GROUP = consumerGroup('point-consumer-group');
 /** Topics of the fixture's targets: one per kind, and one no target serves. */
@@ -38,28 +32,19 @@ export interface Received {
 
 /**
  * One publishing group's relay on the emulator, with every resource its own: the outbox table (its
- * stream NEW_IMAGE), two subscribing queues (one FIFO), a bus whose rule feeds a queue, the bridge's
- * outbound queue, the relay's DLQ (one that refuses messages over `maxMessageBytes` too); the relay
- * handler built as deployed, signing with a key the fixture holds, read through the stream poller.
+ * stream NEW_IMAGE); for the sqs topic three subscribing queues (one FIFO, one on another tag); a
+ * queue that refuses messages over 1 KiB (SMALL_TOPIC); a bus whose rule feeds a queue; the bridge's
+ * outbound queue; the relay's DLQ. The relay handler is built as deployed, signing with a key the
+ * fixture holds, and is fed by the stream poller.
  */
-export async function relayStage(endpoint: string, options: { buildDynamoDb?: typeof createDynamoDb } = {}) {
+export async function relayStage(endpoint: string) {
   const aws = emulatorConfig(endpoint);
   const id = `relay-${randomUUID().slice(0, 8)}`;
-  const raw = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
-  const rawDynamoDb = new DynamoDBClient(raw);
-  const dynamoDb = (options.buildDynamoDb ?? createDynamoDb)(aws);
+  const dynamoDb = createDynamoDb(aws);
   const sqs = createSqs(aws);
   const eventBridge = createEventBridge(aws);
   const tableName = `${id}-outbox`;
-  await rawDynamoDb.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      KeySchema: [{ AttributeName: OUTBOX_TABLE.partitionKey, KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: OUTBOX_TABLE.partitionKey, AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-      StreamSpecification: { StreamEnabled: true, StreamViewType: OUTBOX_TABLE.streamView },
-    }),
-  );
+  const streamClients = await createOutboxTable(endpoint, tableName);
   const queue = async (name: string, attributes: Record<string, string> = {}) =>
     (await sqs.send(new CreateQueueCommand({ QueueName: `${id}-${name}`, Attributes: attributes }))).QueueUrl!;
   const queues = {
@@ -100,8 +85,7 @@ export async function relayStage(endpoint: string, options: { buildDynamoDb?: ty
     onReport: (report) => reports.push(report),
   });
   const poller = await StreamPoller.open({
-    dynamoDb: rawDynamoDb,
-    streams: new DynamoDBStreamsClient(raw),
+    ...streamClients,
     tableName,
     handler,
     functionName: `${id}-relay`,
@@ -139,7 +123,14 @@ export async function relayStage(endpoint: string, options: { buildDynamoDb?: ty
         }),
       );
     },
-    receive: (queueUrl: string) => receiveAll(sqs, queueUrl),
+    /** Every message of a queue, with its FIFO group and deduplication id. */
+    async receive(queueUrl: string): Promise<Received[]> {
+      return (await readAllMessages(sqs, queueUrl)).map((m) => ({
+        body: m.body,
+        messageGroupId: m.systemAttributes.MessageGroupId,
+        deduplicationId: m.systemAttributes.MessageDeduplicationId,
+      }));
+    },
   };
 }
 
@@ -192,26 +183,4 @@ async function routeBusTo(
   await eventBridge.send(
     new PutTargetsCommand({ Rule: bus, EventBusName: bus, Targets: [{ Id: 'q', Arn: Attributes!.QueueArn! }] }),
   );
-}
-
-async function receiveAll(sqs: SQSClient, queueUrl: string): Promise<Received[]> {
-  const out: Received[] = [];
-  for (;;) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        VisibilityTimeout: 300,
-        MessageSystemAttributeNames: ['All'],
-      }),
-    );
-    if (Messages.length === 0) return out;
-    out.push(
-      ...Messages.map((m) => ({
-        body: m.Body!,
-        messageGroupId: m.Attributes?.MessageGroupId,
-        deduplicationId: m.Attributes?.MessageDeduplicationId,
-      })),
-    );
-  }
 }
