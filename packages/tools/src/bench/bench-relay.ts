@@ -19,19 +19,12 @@ import { CreateEventBusCommand } from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDynamoDb, createEventBridge, createSqs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
-import {
-  consumerGroup,
-  eventIdOf,
-  OUTBOX_EVENT_ID_PROPERTY,
-  type OutboxItem,
-  type RelayTargets,
-} from '@rocketmq-lambda/runtime/config/index.ts';
-import { createRelayHandler, type RelayReport } from '@rocketmq-lambda/runtime/outbox/index.ts';
+import { consumerGroup, type OutboxItem, type RelayTargets } from '@rocketmq-lambda/runtime/config/index.ts';
+import type { RelayReport } from '@rocketmq-lambda/runtime/outbox/index.ts';
 import { startEmulator } from '../emulator/emulator.ts';
 import { RoundTripCounter } from '../instrumentation/round-trip-counter.ts';
 import { LocalSigningKey } from '../local/local-signing-key.ts';
-import { StreamPoller } from '../local/stream-poller.ts';
-import { createOutboxTable } from '../testing/outbox-stream.ts';
+import { createOutboxTable, localRelay, pendingOutboxItem } from '../testing/outbox-stream.ts';
 import { percentile, positiveInt } from './bench-support.ts';
 
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -138,28 +131,17 @@ async function relayStage(endpoint: string, settings: Settings) {
   const targets = await targetsOf(settings.target, id, queue, eventBridge);
   const reports: RelayReport[] = [];
   let invocations = 0;
-  const handler = createRelayHandler({
+  const poller = await localRelay(setup, {
     definition: GROUP,
     aws,
     tableName,
     targets,
     deadLetterQueueUrl: await queue('outbox-dlq'),
-    signingSecret: 'held-by-the-bench',
     signingKeys: new LocalSigningKey().ring,
-    dynamoDb,
-    sqs,
-    eventBridge,
+    clients: { dynamoDb, sqs, eventBridge },
     onReport: (report) => reports.push(report),
-  });
-  const poller = await StreamPoller.open({
-    ...setup,
-    tableName,
-    functionName: `${id}-relay`,
     batchSize: settings.batchSize,
-    handler: (event, context) => {
-      invocations++;
-      return handler(event, context);
-    },
+    onInvoke: () => invocations++,
   });
   relayTrips.reset();
   streamTrips.reset();
@@ -207,26 +189,13 @@ async function commitAtRate(commit: (item: OutboxItem) => Promise<void>, setting
 }
 
 function benchItem(i: number, settings: Settings): OutboxItem {
-  const businessKey = `SO-${i}`;
-  const eventId = eventIdOf(GROUP.group, businessKey, 0);
-  const committedAt = Date.now();
-  return {
-    eventId,
-    group: GROUP.group,
-    businessKey,
-    index: 0,
-    sourceMsgId: eventIdOf('bench-source', businessKey, 0),
+  const messageGroup = `U-${i % settings.groups}`;
+  return pendingOutboxItem(GROUP.group, `SO-${i}`, {
     topic: TOPIC,
-    tag: 'POINTS_AWARDED',
-    keys: [eventId, businessKey],
-    body: JSON.stringify({ orderNo: businessKey, userId: `U-${i % settings.groups}`, points: 10 }),
-    userProperties: { [OUTBOX_EVENT_ID_PROPERTY]: eventId },
-    messageGroup: `U-${i % settings.groups}`,
+    body: JSON.stringify({ orderNo: `SO-${i}`, userId: messageGroup, points: 10 }),
+    messageGroup,
     target: settings.target,
-    status: 'PENDING',
-    committedAt,
-    expiresAt: Math.floor(committedAt / 1000) + 86_400,
-  };
+  });
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

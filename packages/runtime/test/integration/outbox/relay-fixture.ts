@@ -11,11 +11,10 @@ import {
   type OutboxItem,
   type RelayTargets,
 } from '@rocketmq-lambda/runtime/config/index.ts';
-import { createRelayHandler, type RelayReport } from '@rocketmq-lambda/runtime/outbox/index.ts';
+import type { RelayReport } from '@rocketmq-lambda/runtime/outbox/index.ts';
 import { ROCKETMQ_EVENT_TYPE } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { LocalSigningKey } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
-import { StreamPoller } from '@rocketmq-lambda/tools/local/stream-poller.ts';
-import { createOutboxTable } from '@rocketmq-lambda/tools/testing/outbox-stream.ts';
+import { createOutboxTable, localRelay, pendingOutboxItem } from '@rocketmq-lambda/tools/testing/outbox-stream.ts';
 import { readAllMessages } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
 
 export const GROUP = consumerGroup('point-consumer-group');
@@ -71,24 +70,15 @@ export async function relayStage(endpoint: string) {
   };
   const signing = new LocalSigningKey();
   const reports: RelayReport[] = [];
-  const handler = createRelayHandler({
+  const poller = await localRelay(streamClients, {
     definition: GROUP,
     aws,
     tableName,
     targets,
     deadLetterQueueUrl: queues.deadLetters,
-    signingSecret: 'held-by-the-fixture',
     signingKeys: signing.ring,
-    dynamoDb,
-    sqs,
-    eventBridge,
+    clients: { dynamoDb, sqs, eventBridge },
     onReport: (report) => reports.push(report),
-  });
-  const poller = await StreamPoller.open({
-    ...streamClients,
-    tableName,
-    handler,
-    functionName: `${id}-relay`,
   });
   return {
     id,
@@ -134,28 +124,14 @@ export async function relayStage(endpoint: string) {
   };
 }
 
-/** An outbox item as the points consumer writes one (its event id derived from the business key and index). */
+/** An outbox item as the points consumer writes one, committed a second ago, with a user property of its business. */
 export function outboxItem(businessKey: string, fields: Partial<OutboxItem> & { index?: number } = {}): OutboxItem {
-  const index = fields.index ?? 0;
-  const eventId = eventIdOf(GROUP.group, businessKey, index);
-  const committedAt = Date.now() - 1_000;
-  return {
-    eventId,
-    group: GROUP.group,
-    businessKey,
-    index,
-    sourceMsgId: `7F00000100002A9F0000000000${String(index).padStart(6, '0')}`,
-    topic: TOPIC.sqs,
-    tag: TAG,
-    keys: [eventId, businessKey],
-    body: JSON.stringify({ orderNo: businessKey, userId: 'U-88372', points: 10 }),
+  const eventId = eventIdOf(GROUP.group, businessKey, fields.index ?? 0);
+  return pendingOutboxItem(GROUP.group, businessKey, {
+    committedAt: Date.now() - 1_000,
     userProperties: { [OUTBOX_EVENT_ID_PROPERTY]: eventId, origin: 'relay-test' },
-    target: 'sqs',
-    status: 'PENDING',
-    committedAt,
-    expiresAt: Math.floor(committedAt / 1000) + 86_400,
     ...fields,
-  };
+  });
 }
 
 async function routeBusTo(
