@@ -3,7 +3,7 @@ import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { type OutboxItem, OutboxStatus, type RelayTargets } from '../config/index.ts';
-import type { SigningKeyRing } from '../rocketmq/index.ts';
+import { DEAD_LETTER_KIND_ATTRIBUTE, type SigningKeyRing } from '../rocketmq/index.ts';
 import { RecentEventIds } from './recent-event-ids.ts';
 import { asRelayError, MarkFailedError, type RelayError } from './relay-errors.ts';
 import { OUTBOX_NOTICE_KIND, OUTBOX_NOTICE_REASON_ATTRIBUTE, outboxNotice } from './relay-notice.ts';
@@ -75,9 +75,12 @@ interface Candidate {
  *
  * Partial batch failures, and why every later record of a failed group is reported too: with
  * `ReportBatchItemFailures` on a stream, Lambda checkpoints at the LOWEST sequence number reported
- * and hands the batch back from there (bisecting it if configured), whatever else is reported.
- * So the lowest failure alone decides the retry; reporting the group's later records as well costs
- * nothing and keeps the answer truthful (none of them was sent). Records of other groups after that
+ * and retries every record from there, whatever else is reported (with `BisectBatchOnFunctionError`
+ * too, it splits the batch at that number and retries the rest; AWS Lambda developer guide,
+ * "Configuring partial batch response with DynamoDB and Lambda"). So the lowest failure alone decides
+ * the retry; reporting the group's later records as well costs nothing and keeps the answer truthful
+ * (none of them was sent). A record that fails every time holds the whole shard until the mapping's
+ * retry limit or record age sends it to its on-failure destination. Records of other groups after that
  * checkpoint went on and were sent and marked; they come back with the retry and are skipped when
  * this instance remembers relaying them (`RecentEventIds`), else sent again with the same envelope,
  * which downstream dedups on the event id. A record of a failed group is never sent before the
@@ -102,7 +105,9 @@ export class OutboxRelay {
     for (const record of event.Records) {
       const candidate = candidateOf(record);
       if (candidate === undefined) continue;
-      lanes.set(candidate.orderingKey, [...(lanes.get(candidate.orderingKey) ?? []), candidate]);
+      const lane = lanes.get(candidate.orderingKey) ?? [];
+      lane.push(candidate);
+      lanes.set(candidate.orderingKey, lane);
     }
     const failed: string[] = [];
     await Promise.all(
@@ -176,7 +181,7 @@ export class OutboxRelay {
           QueueUrl: this.options.deadLetterQueueUrl,
           MessageBody: JSON.stringify(outboxNotice(item, this.group, error.code, error.message)),
           MessageAttributes: {
-            'dead-letter-kind': { DataType: 'String', StringValue: OUTBOX_NOTICE_KIND },
+            [DEAD_LETTER_KIND_ATTRIBUTE]: { DataType: 'String', StringValue: OUTBOX_NOTICE_KIND },
             [OUTBOX_NOTICE_REASON_ATTRIBUTE]: { DataType: 'String', StringValue: error.code },
           },
         }),

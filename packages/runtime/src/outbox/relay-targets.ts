@@ -23,7 +23,7 @@ export interface RelaySenderOptions {
   readonly targets: RelayTargets;
 }
 
-/** Where a queue copy went: a FIFO queue gets the message group and the event id as deduplication id. */
+/** What one item's send cost. */
 export interface RelaySend {
   /** How many requests the send took (queues written, PutEvents calls). */
   readonly requests: number;
