@@ -3,7 +3,7 @@ import { type RelayReport, readOutboxNotice } from '@rocketmq-lambda/runtime/out
 import { parseEnvelope, signatureRefusal } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { injectFaults } from '@rocketmq-lambda/tools/instrumentation/fault-injection.ts';
 import { describe, expect, inject, it } from 'vitest';
-import { outboxItem, type Received, relayStage, TOPIC } from './relay-fixture.ts';
+import { GROUP, outboxItem, type Received, relayStage, TOPIC } from './relay-fixture.ts';
 
 /** The SDK's attempts per call (`createDynamoDb` / `createSqs`'s `maxAttempts`): a fault must outlast them to reach the relay. */
 const SDK_ATTEMPTS = 3;
@@ -157,13 +157,16 @@ describe('the outbox relay on the emulator, through the stream poller', () => {
   });
 
   it('a refused item is marked FAILED with its reason, noticed in the DLQ, and the stream goes on', async () => {
-    // Prepare: one message too large for its queue, one topic with no target, then an ordinary item of the same group
+    // Prepare: one message too large for its queue, one topic with no target, an ordinary item of the same
+    // group after them, and an item without a body
     const stage = await relayStage(inject('emulatorEndpoint'));
     const tooLarge = await stage.commit(
       outboxItem('SO-20', { topic: 'SMALL_TOPIC', messageGroup: 'U-9', body: 'x'.repeat(2_000) }),
     );
     const noTarget = await stage.commit(outboxItem('SO-21', { topic: TOPIC.none, messageGroup: 'U-9' }));
     const after = await stage.commit(outboxItem('SO-22', { messageGroup: 'U-9' }));
+    const { body: _, ...bodiless } = outboxItem('SO-23');
+    const unreadable = await stage.commit(bodiless as typeof after);
 
     // Act
     const poll = await stage.poller.pollOnce();
@@ -179,11 +182,17 @@ describe('the outbox relay on the emulator, through the stream poller', () => {
       `NO_RELAY_TARGET: topic ${TOPIC.none} has no target in OUTBOX_TARGETS for this relay`,
     );
     const notices = (await stage.receive(stage.queues.deadLetters)).map((m) => readOutboxNotice(m.body));
-    expect(notices.map((n) => [n?.eventId, n?.group, n?.topic, n?.code])).toEqual([
-      [tooLarge.eventId, tooLarge.group, 'SMALL_TOPIC', 'TARGET_REFUSED'],
-      [noTarget.eventId, noTarget.group, TOPIC.none, 'NO_RELAY_TARGET'],
-    ]);
-    expect(notices[1]?.reason).toContain(TOPIC.none);
+    // In stream order within the U-9 group; the unreadable item keeps no order with anything.
+    expect(notices.map((n) => [n?.eventId, n?.group, n?.topic, n?.code]).toSorted()).toEqual(
+      [
+        [tooLarge.eventId, tooLarge.group, 'SMALL_TOPIC', 'TARGET_REFUSED'],
+        [noTarget.eventId, noTarget.group, TOPIC.none, 'NO_RELAY_TARGET'],
+        [unreadable.eventId, GROUP.group, '', 'UNREADABLE_ITEM'],
+      ].toSorted(),
+    );
+    expect(notices.filter((n) => n?.topic !== '').map((n) => n?.eventId)).toEqual([tooLarge.eventId, noTarget.eventId]);
+    expect((await stage.itemOf(unreadable.eventId))?.failureReason).toBe('UNREADABLE_ITEM: the outbox item lacks body');
+    expect(notices.find((n) => n?.code === 'NO_RELAY_TARGET')?.reason).toContain(TOPIC.none);
     expect((await stage.itemOf(after.eventId))?.status).toBe('RELAYED');
   });
 
