@@ -90,6 +90,7 @@ export {
   ConsumerMetric,
   METRICS_NAMESPACE,
   NOTIFIER_METRICS_NAMESPACE,
+  OutboxRelayMetric,
 } from './telemetry-names.ts';
 export {
   InvalidTracingBackendError,

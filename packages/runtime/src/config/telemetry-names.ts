@@ -45,3 +45,20 @@ export const BridgeMetric = {
   ackFailed: 'AckFailed',
   receiveFailed: 'ReceiveFailed',
 } as const;
+
+/**
+ * Metric names of a group's outbox relay (namespace `METRICS_NAMESPACE`, dimension ConsumerGroup, as
+ * the group's consumer): what its alarms and dashboard read.
+ */
+export const OutboxRelayMetric = {
+  /** Items sent and marked RELAYED. */
+  relayed: 'OutboxRelayed',
+  /** Commit-to-relay time of a relayed item (relayedAt − committedAt), in milliseconds. */
+  relayLatency: 'OutboxRelayLatency',
+  /** Records reported for a retry (the target did not take them this time, or the mark did not land). */
+  retried: 'OutboxRelayRetried',
+  /** Records not tried behind an earlier record of their message group. */
+  heldBack: 'OutboxRelayHeldBack',
+  /** Items refused for good: marked FAILED, a notice in the relay's DLQ. */
+  failed: 'OutboxRelayFailed',
+} as const;

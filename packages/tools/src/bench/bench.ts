@@ -66,6 +66,13 @@ const BENCHES: Readonly<Record<string, Bench>> = {
     options: '[--sizes 0,2000,10000] [--rounds 300]',
     load: async () => (await import('./bench-rollback.ts')).rollbackBench,
   },
+  relay: {
+    summary:
+      "the outbox relay's commit-to-relay latency (p50, p99) and round trips per message, through the stream poller",
+    options:
+      '[--items 1000] [--rate 200] [--groups 50] [--batch-size 100] [--poll-ms 250] [--target sqs|eventbridge|rocketmq] [--json]',
+    load: async () => (await import('./bench-relay.ts')).relayBench,
+  },
   fifo: {
     summary: "a FIFO route's forward step alone, no broker, per number of message groups in a receive",
     options: '[--messages 4000] [--batch 20] [--groups 1,2,5,20,1000] [--latency-ms 5] [--json]',

@@ -4,6 +4,8 @@ import { GetQueueAttributesCommand, ReceiveMessageCommand, type SQSClient } from
 export interface ReadMessage {
   body: string;
   attributes: Record<string, string>;
+  /** What SQS says of it (`MessageGroupId`, `MessageDeduplicationId` on a FIFO queue, …). */
+  systemAttributes: Record<string, string>;
 }
 
 /** Receives every message of a queue (each hidden for a minute, so none is read twice). */
@@ -15,6 +17,7 @@ export async function readAllMessages(sqs: SQSClient, queueUrl: string): Promise
         QueueUrl: queueUrl,
         MaxNumberOfMessages: 10,
         MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['All'],
         VisibilityTimeout: 60,
       }),
     );
@@ -25,6 +28,7 @@ export async function readAllMessages(sqs: SQSClient, queueUrl: string): Promise
         attributes: Object.fromEntries(
           Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [k, v.StringValue ?? '']),
         ),
+        systemAttributes: { ...m.Attributes },
       });
   }
 }

@@ -69,6 +69,7 @@ const LIBRARY: Record<string, { dir: string; unitTests: string; internal?: strin
     internal: 'packages/runtime/src/consumer/internal.ts',
   },
   rocketmq: { dir: 'packages/runtime/src/rocketmq', unitTests: 'packages/runtime/test/unit/rocketmq' },
+  outbox: { dir: 'packages/runtime/src/outbox', unitTests: 'packages/runtime/test/unit/outbox' },
   tracing: { dir: 'packages/runtime/src/tracing', unitTests: 'packages/runtime/test/unit/tracing' },
   points: { dir: 'packages/consumers/src/points', unitTests: 'packages/consumers/test/unit/points' },
   orders: { dir: 'packages/consumers/src/orders', unitTests: 'packages/consumers/test/unit/orders' },
