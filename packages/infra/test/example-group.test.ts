@@ -87,13 +87,14 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
     expect(dashboard).toContain(`### ${REFUNDS.group}`);
   });
 
-  it('every group gets the alarms docs/adding-a-consumer-group.md counts: 7 with a tag filter, orderly or not', () => {
+  it('every group gets the alarms docs/adding-a-consumer-group.md counts: 7 with a tag filter, orderly or not, and 3 more for its outbox when it publishes', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
     const countOf = (group: string) => alarms.filter((n) => n.startsWith(`${prefix}-${group}-`)).length;
     expect(Object.fromEntries([...CONSUMER_GROUPS, REFUNDS].map((g) => [g.group, countOf(g.group)]))).toEqual({
-      'point-consumer-group': 7,
+      // 7 + the outbox relay's lag, DLQ and errors: its entry publishes POINTS_AWARDED.
+      'point-consumer-group': 10,
       'coupon-consumer-group': 7,
       'order-status-consumer-group': 7,
       'refund-consumer-group': 7,
