@@ -273,18 +273,18 @@ export class GroupOutbox extends Construct {
 
   private createAlarms(props: GroupOutboxProps): void {
     const minute = Duration.minutes(1);
-    this.alarm('OutboxRelayLag', 'outboxRelayLag', props, {
+    this.alarm('RelayLag', 'outboxRelayLag', props, {
       metric: this.iteratorAgeMetric(minute),
       threshold: RELAY_LAG_ALARM_SECONDS * 1000,
     });
-    this.alarm('OutboxDeadLetters', 'outboxDeadLetters', props, {
+    this.alarm('DeadLetters', 'outboxDeadLetters', props, {
       metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
         period: minute,
         statistic: cloudwatch.Stats.MAXIMUM,
       }),
       threshold: 1,
     });
-    this.alarm('OutboxRelayErrors', 'outboxRelayErrors', props, {
+    this.alarm('RelayErrors', 'outboxRelayErrors', props, {
       metric: this.relay.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }),
       threshold: 1,
     });
@@ -298,7 +298,8 @@ export class GroupOutbox extends Construct {
   ): void {
     this.alarms.push(
       routedAlarm(this, id, {
-        alarmName: `${props.prefix}-${this.group.group}-${id.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase()}`,
+        // `<prefix>-outbox-<group>-…`: apart from the group's own alarms, which are counted per group.
+        alarmName: `${props.prefix}-outbox-${this.group.group}-${kebab(id)}`,
         runbook,
         subject: `${this.group.group} outbox`,
         runbookUrl: props.runbookUrl,
@@ -352,4 +353,8 @@ export function relayTargets(
     }
   }
   return { targets, sqsSubscribers: [...sqsSubscribers] };
+}
+
+function kebab(id: string): string {
+  return id.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
 }

@@ -87,17 +87,34 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
     expect(dashboard).toContain(`### ${REFUNDS.group}`);
   });
 
-  it('every group gets the alarms docs/adding-a-consumer-group.md counts: 7 with a tag filter, orderly or not, and 3 more for its outbox when it publishes', () => {
+  it('every group gets the alarms docs/adding-a-consumer-group.md counts: 7 with a tag filter, orderly or not', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
     const countOf = (group: string) => alarms.filter((n) => n.startsWith(`${prefix}-${group}-`)).length;
     expect(Object.fromEntries([...CONSUMER_GROUPS, REFUNDS].map((g) => [g.group, countOf(g.group)]))).toEqual({
-      // 7 + the outbox relay's lag, DLQ and errors: its entry publishes POINTS_AWARDED.
-      'point-consumer-group': 10,
+      'point-consumer-group': 7,
       'coupon-consumer-group': 7,
       'order-status-consumer-group': 7,
       'refund-consumer-group': 7,
     });
+  });
+
+  it('a group that publishes gets 3 more, its outbox relay’s, named apart (docs/adding-a-consumer-group.md)', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
+      (a) => a.Properties.AlarmName as string,
+    );
+    const outboxAlarms = (group: string) => alarms.filter((n) => n.startsWith(`${prefix}-outbox-${group}-`)).sort();
+    expect(
+      Object.fromEntries([...CONSUMER_GROUPS, REFUNDS].map((g) => [g.group, outboxAlarms(g.group).length])),
+    ).toEqual({
+      'point-consumer-group': 3,
+      'coupon-consumer-group': 0,
+      'order-status-consumer-group': 0,
+      'refund-consumer-group': 0,
+    });
+    expect(outboxAlarms('point-consumer-group')).toEqual(
+      ['dead-letters', 'relay-errors', 'relay-lag'].map((a) => `${prefix}-outbox-point-consumer-group-${a}`),
+    );
   });
 });

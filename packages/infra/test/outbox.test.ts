@@ -233,17 +233,17 @@ describe('a publishing group (points, POINTS_AWARDED to sqs) with a subscriber i
     const topic = idOf(resources, 'AWS::SNS::Topic', () => true);
     const alarm = (suffix: string) =>
       resources[
-        idOf(resources, 'AWS::CloudWatch::Alarm', (p) => p.AlarmName === `${prefix}-${POINTS.group}-${suffix}`)
+        idOf(resources, 'AWS::CloudWatch::Alarm', (p) => p.AlarmName === `${prefix}-outbox-${POINTS.group}-${suffix}`)
       ]!.Properties;
-    const lag = alarm('outbox-relay-lag');
+    const lag = alarm('relay-lag');
     expect(lag).toMatchObject({ MetricName: 'IteratorAge', Namespace: 'AWS/Lambda', Statistic: 'Maximum' });
     expect(lag.Dimensions).toEqual([{ Name: 'FunctionName', Value: { Ref: relayId } }]);
     expect(lag.Threshold).toBe(RELAY_LAG_ALARM_SECONDS * 1000);
     expect(RELAY_LAG_ALARM_SECONDS).toBe(240);
-    const dlq = alarm('outbox-dead-letters');
+    const dlq = alarm('dead-letters');
     expect(dlq).toMatchObject({ MetricName: 'ApproximateNumberOfMessagesVisible', Threshold: 1 });
     expect(dlq.Dimensions).toEqual([{ Name: 'QueueName', Value: getAtt(dlqId, 'QueueName') }]);
-    const errors = alarm('outbox-relay-errors');
+    const errors = alarm('relay-errors');
     expect(errors).toMatchObject({ MetricName: 'Errors', Threshold: 1 });
     for (const a of [lag, dlq, errors]) {
       expect(a.AlarmActions).toEqual([{ Ref: topic }]);
@@ -267,7 +267,8 @@ describe('a publishing group (points, POINTS_AWARDED to sqs) with a subscriber i
     const outboxAlarms = Object.values(resources)
       .filter((r) => r.Type === 'AWS::CloudWatch::Alarm' && String(r.Properties.AlarmName).includes('-outbox-'))
       .map((r) => r.Properties.AlarmName);
-    expect(outboxAlarms.every((n) => n.startsWith(`${prefix}-${POINTS.group}-`))).toBe(true);
+    expect(outboxAlarms).toHaveLength(3);
+    expect(outboxAlarms.every((n) => n.startsWith(`${prefix}-outbox-${POINTS.group}-`))).toBe(true);
     for (const group of [LISTENER.group, 'coupon-consumer-group']) {
       const fn = idOf(
         resources,
