@@ -145,7 +145,16 @@ export class RocketMQConsumersStack extends Stack {
       });
       this.envelopeSigningKey.grantRead(this.bridge.bridge.taskDefinition.taskRole, { versions: true });
     }
-    this.outboxes = this.groups
+    this.outboxes = this.createOutboxes(props);
+    new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups, outboxes: this.outboxes });
+    this.restrictSenders(props);
+    this.restrictSecrets(props);
+    this.guardStores(props.operatorRoleArns ?? []);
+  }
+
+  /** The outbox of every group whose entry `publishes`, after the bridge (a `rocketmq` target is its outbound queue). */
+  private createOutboxes(props: RocketMQConsumersStackProps): GroupOutbox[] {
+    return this.groups
       .filter((group) => (group.definition.publishes ?? []).length > 0)
       .map(
         (group) =>
@@ -159,10 +168,6 @@ export class RocketMQConsumersStack extends Stack {
             tracing: props.tracing,
           }),
       );
-    new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups, outboxes: this.outboxes });
-    this.restrictSenders(props);
-    this.restrictSecrets(props);
-    this.guardStores(props.operatorRoleArns ?? []);
   }
 
   /**
