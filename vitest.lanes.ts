@@ -9,7 +9,9 @@ import { globSync } from 'node:fs';
 const bridge = (name: string) => `packages/bridge/test/${name}.test.ts`;
 
 /** Need the AWS emulator only: the emulator lane. */
-export const BRIDGE_EMULATOR_FILES = ['eventbridge-target', 'forward-tracing', 'route-forwarder'].map(bridge);
+export const BRIDGE_EMULATOR_FILES = ['eventbridge-target', 'forward-tracing', 'outbound-queue', 'route-forwarder'].map(
+  bridge,
+);
 
 /** Synthesize CDK: the synth lane. */
 export const BRIDGE_SYNTH_FILES = ['bridge-service'].map(bridge);
@@ -29,6 +31,7 @@ export const BRIDGE_BROKER_FILES = [
   'incident-rocketmq5',
   'java-producer-rocketmq4',
   'java-producer-rocketmq5',
+  'outbound-route',
   'rocketmq-message-lookup',
   'switchover-rocketmq4',
   'trace-context-rocketmq4',

@@ -88,6 +88,25 @@ const routeSchema = z.object({
 });
 
 /**
+ * The outbound route (packages/bridge/src/outbound-route.ts): the outbox relay's signed envelopes, read from the
+ * stage's outbound queue (`outboundQueueName(prefix)`) and produced to this bridge's cluster. The queue's redrive
+ * policy should point at `dlqUrl` too, so a message whose sends keep failing ends there after its receives.
+ */
+export const outboundSchema = z
+  .object({
+    /** The outbound SQS queue (standard): what the relay sends for topics whose target is `rocketmq`. */
+    queueUrl: z.string().min(1),
+    /** Where a message that is not an envelope signed with the stage's key goes, with its reason; never produced. */
+    dlqUrl: z.string().min(1),
+    /** Messages per receive: at most 10, SQS's limit. */
+    receiveBatchSize: z.number().int().min(1).max(10).default(10),
+    /** Long-polling wait of one receive, seconds (SQS allows 0 to 20). */
+    waitTimeSeconds: z.number().int().min(0).max(20).default(20),
+  })
+  .strict();
+export type OutboundRouteConfig = z.infer<typeof outboundSchema>;
+
+/**
  * How the bridge talks to the cluster: RocketMQ 5's gRPC proxy, or RocketMQ 4's remoting protocol through the name
  * servers.
  */
@@ -155,6 +174,8 @@ export const bridgeConfigSchema = z.object({
   /** How often the metrics buffer is flushed as CloudWatch EMF lines. */
   metricsIntervalMs: z.number().int().min(1_000).default(60_000),
   routes: z.array(routeSchema).min(1),
+  /** The reverse route: outbound queue → this cluster's producer. Absent: the bridge produces nothing. */
+  outbound: outboundSchema.optional(),
 });
 
 export type BridgeConfig = z.infer<typeof bridgeConfigSchema>;
@@ -182,6 +203,8 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
         'set sslEnabled: false to accept a clear-text link, and keep the brokers on a private network',
     );
   }
+  const outbound = outboundRefusal(config);
+  if (outbound) throw new InvalidBridgeConfigError(outbound);
   const refusal = rocketmqGroupRefusal(config.protocol, config.routes);
   if (refusal) throw new InvalidBridgeConfigError(refusal);
   for (const route of config.routes) {
@@ -202,6 +225,17 @@ export function parseBridgeConfig(input: unknown): BridgeConfig {
     }
   }
   return config;
+}
+
+/** Why the outbound route cannot run as configured, or `undefined` (no outbound route, or a sound one). */
+function outboundRefusal(config: Pick<BridgeConfig, 'outbound' | 'signing'>): string | undefined {
+  const { outbound } = config;
+  if (!outbound) return undefined;
+  if (!config.signing)
+    return 'outbound is set but signing is not: the bridge produces only envelopes signed with the stage key, so it needs the key (signing.secretId)';
+  if (outbound.queueUrl.endsWith('.fifo') !== outbound.dlqUrl.endsWith('.fifo'))
+    return 'outbound: the DLQ must be FIFO exactly when the outbound queue is';
+  return undefined;
 }
 
 /** The RocketMQ consumer group a route consumes as: its own, or the catalogue group's name. */

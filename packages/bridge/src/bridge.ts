@@ -8,11 +8,13 @@ import { RouteMetrics, type RouteStats } from './bridge-metrics.ts';
 import type { BridgeTracing } from './bridge-tracing.ts';
 import { DeadLetterQueue } from './dead-letter-queue.ts';
 import { EventBridgeTarget } from './eventbridge-target.ts';
+import { createOutboundProducer } from './outbound-producer.ts';
+import { OUTBOUND_ROUTE_NAME, OutboundRoute } from './outbound-route.ts';
 import { RouteForwarder } from './route-forwarder.ts';
 import { PumpState, RoutePump } from './route-pump.ts';
-import { createRouteSource } from './route-source.ts';
+import { clientLogger, createRouteSource } from './route-source.ts';
 import { SqsTarget } from './sqs-target.ts';
-import type { BeforeAckHook, ForwardTarget, MessageSource } from './types.ts';
+import type { BeforeAckHook, ForwardTarget, MessageSource, RocketMQProducer } from './types.ts';
 
 export interface BridgeDependencies {
   readonly sqs: SQSClient;
@@ -27,17 +29,22 @@ export interface BridgeDependencies {
   readonly signingKeys?: SigningKeyRing;
   /** A span per forward (the stage's tracing backend); absent when it is `off`. */
   readonly tracing?: BridgeTracing;
+  /** Replaces the outbound route's RocketMQ producer (tests of the route without a broker). */
+  readonly producer?: RocketMQProducer;
 }
 
 export interface BridgeStatus {
   /** Every route's consumer has started and none is stopping. */
   readonly ready: boolean;
   readonly routes: Record<string, { state: PumpState; topic: string; stats: RouteStats }>;
+  /** The outbound route (outbound queue → RocketMQ), when configured. */
+  readonly outbound?: { state: PumpState; stats: RouteStats };
 }
 
 /** The RocketMQ → SQS/EventBridge bridge: one pump per configured route. */
 export class Bridge {
   readonly #pumps: { route: BridgeRoute; pump: RoutePump; metrics: RouteMetrics }[];
+  readonly #outbound: { route: OutboundRoute; metrics: RouteMetrics } | undefined;
   readonly #logger: Logger;
   #metricsTimer: NodeJS.Timeout | undefined;
 
@@ -74,11 +81,12 @@ export class Bridge {
       });
       return { route, metrics, pump };
     });
+    this.#outbound = this.#outboundRoute(deps);
   }
 
   async start(): Promise<void> {
     try {
-      await Promise.all(this.#pumps.map(({ pump }) => pump.start()));
+      await Promise.all([...this.#pumps.map(({ pump }) => pump.start()), this.#outbound?.route.start()]);
     } catch (err) {
       await this.stop();
       throw err;
@@ -87,13 +95,14 @@ export class Bridge {
     this.#metricsTimer.unref();
     this.#logger.info('bridge started', {
       routes: this.config.routes.map((r) => `${r.topic}[${r.tagExpression}] → ${r.group}`),
+      ...(this.config.outbound ? { outbound: `${this.config.outbound.queueUrl} → RocketMQ` } : {}),
     });
   }
 
   /** Stops receiving, lets in-flight forwards finish and ack, closes the consumers, flushes metrics. */
   async stop(): Promise<void> {
     clearInterval(this.#metricsTimer);
-    await Promise.all(this.#pumps.map(({ pump }) => pump.stop()));
+    await Promise.all([...this.#pumps.map(({ pump }) => pump.stop()), this.#outbound?.route.stop()]);
     this.#flushMetrics();
     this.#logger.info('bridge stopped');
   }
@@ -105,11 +114,44 @@ export class Bridge {
         { state: pump.state, topic: route.topic, stats: { ...metrics.stats } },
       ]),
     );
-    return { ready: this.#pumps.every(({ pump }) => pump.state === PumpState.Running), routes };
+    const outbound = this.#outbound;
+    return {
+      ready:
+        this.#pumps.every(({ pump }) => pump.state === PumpState.Running) &&
+        (outbound === undefined || outbound.route.state === PumpState.Running),
+      routes,
+      ...(outbound ? { outbound: { state: outbound.route.state, stats: { ...outbound.metrics.stats } } } : {}),
+    };
   }
 
   #flushMetrics(): void {
     for (const { metrics } of this.#pumps) metrics.flush();
+    this.#outbound?.metrics.flush();
+  }
+
+  /** The reverse route, when configured: it needs the key ring, since it produces only what the stage's key signed. */
+  #outboundRoute(deps: BridgeDependencies): { route: OutboundRoute; metrics: RouteMetrics } | undefined {
+    const config = this.config.outbound;
+    if (!config) return undefined;
+    if (!deps.signingKeys)
+      throw new Error('the outbound route verifies envelopes with the signing keys, but no key ring was given');
+    const metrics = new RouteMetrics(OUTBOUND_ROUTE_NAME, OUTBOUND_ROUTE_NAME);
+    const logger = this.#logger.createChild({ persistentKeys: { route: OUTBOUND_ROUTE_NAME } });
+    const producer =
+      deps.producer ??
+      createOutboundProducer(this.config, {
+        logger: clientLogger(logger.createChild({ persistentKeys: { component: 'rocketmq-producer' } })),
+        credentials: deps.credentials,
+      });
+    const route = new OutboundRoute({
+      sqs: deps.sqs,
+      config,
+      producer,
+      signingKeys: deps.signingKeys,
+      metrics,
+      logger,
+    });
+    return { route, metrics };
   }
 
   #targetFor(route: BridgeRoute, deps: BridgeDependencies): ForwardTarget {

@@ -16,6 +16,7 @@ export {
   fifoTargetRefusal,
   InvalidBridgeConfigError,
   loadBridgeConfig,
+  type OutboundRouteConfig,
   parseBridgeConfig,
   RocketMQProtocol,
   rocketmqGroupRefusal,

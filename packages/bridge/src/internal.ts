@@ -7,6 +7,7 @@
 export { Bridge, type BridgeDependencies } from './bridge.ts';
 export { RouteMetrics } from './bridge-metrics.ts';
 export { DeadLetterQueue, DeadLetterReason } from './dead-letter-queue.ts';
+export { OUTBOUND_REFUSAL_KIND, OutboundRefusalReason, OutboundRoute } from './outbound-route.ts';
 export { RouteForwarder } from './route-forwarder.ts';
 export { createRouteSource } from './route-source.ts';
 export { BRIDGE_SQS_CLIENT_SETTINGS, SqsTarget } from './sqs-target.ts';

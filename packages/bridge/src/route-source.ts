@@ -77,7 +77,7 @@ export function createRouteSource(
 }
 
 /** The RocketMQ client logs printf-style and chattily; its info goes to debug, the rest keeps its level. */
-function clientLogger(logger: Logger) {
+export function clientLogger(logger: Logger) {
   return {
     info: (...args: unknown[]) => logger.debug(format(...args)),
     debug: (...args: unknown[]) => logger.debug(format(...args)),

@@ -97,3 +97,31 @@ export interface ForwardTarget {
   sizeOf(message: OutboundMessage): number;
   forward(messages: readonly OutboundMessage[]): Promise<ForwardResult[]>;
 }
+
+/**
+ * One message the outbound route produces to RocketMQ: what the outbox relay's envelope says, with its
+ * event id, the id downstream consumers deduplicate on, first among the keys and as a user property.
+ */
+export interface ProducedMessage {
+  readonly eventId: string;
+  readonly topic: string;
+  readonly tag: string | undefined;
+  /** The event id, then the business's keys. */
+  readonly keys: readonly string[];
+  readonly body: Buffer;
+  /** The business's properties and `OUTBOX_EVENT_ID`. */
+  readonly userProperties: Readonly<Record<string, string>>;
+  /** RocketMQ 5 FIFO message group (4.x: the sharding key, and the queue it selects). */
+  readonly messageGroup: string | undefined;
+}
+
+/** What the outbound route produces with: the cluster's producer, 5.x (gRPC) or 4.x (remoting). */
+export interface RocketMQProducer {
+  start(): Promise<void>;
+  /**
+   * Resolves once the broker stored the message (4.x: `SEND_OK`), with the msgId its consumers see;
+   * rejects otherwise, and the caller sends it again later.
+   */
+  send(message: ProducedMessage): Promise<{ readonly msgId: string }>;
+  stop(): Promise<void>;
+}

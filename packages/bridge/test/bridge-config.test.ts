@@ -156,6 +156,25 @@ describe('bridge configuration', () => {
       ).toThrow(InvalidBridgeConfigError);
   });
 
+  it('runs the outbound route only with the signing key, on a queue and DLQ of one kind', () => {
+    const outbound = { queueUrl: 'https://sqs/out', dlqUrl: 'https://sqs/out-dlq' };
+    const base = { proxyEndpoint: 'p:8081', routes: [route] };
+    const signing = { secretId: 'arn:secret' };
+    expect(parseBridgeConfig({ ...base, signing, outbound }).outbound).toEqual({
+      ...outbound,
+      receiveBatchSize: 10,
+      waitTimeSeconds: 20,
+    });
+    expect(parseBridgeConfig(base).outbound).toBeUndefined();
+    expect(() => parseBridgeConfig({ ...base, outbound })).toThrow(/outbound is set but signing is not/);
+    expect(() =>
+      parseBridgeConfig({ ...base, signing, outbound: { ...outbound, queueUrl: 'https://sqs/out.fifo' } }),
+    ).toThrow(/FIFO exactly when the outbound queue is/);
+    expect(() => parseBridgeConfig({ ...base, signing, outbound: { ...outbound, receiveBatchSize: 11 } })).toThrow(
+      InvalidBridgeConfigError,
+    );
+  });
+
   it('says what is missing when there is no configuration at all', () => {
     expect(() => loadBridgeConfig({})).toThrow(InvalidBridgeConfigError);
   });
