@@ -346,6 +346,11 @@ describe('targets other than sqs', () => {
     expect(grantsOf(resources, relay).filter((g) => /^(events|sqs):/.test(g))).toEqual(
       [grant('sqs:SendMessage', getAtt(dlq)), grant('sqs:SendMessage', getAtt(outbound))].sort(),
     );
+    // The bridge's outbound route reads the queue and dead-letters into its DLQ (packages/bridge outboundSchema).
+    const task = Object.values(resources).find((r) => r.Type === 'AWS::ECS::TaskDefinition')!;
+    const config = JSON.stringify(task.Properties.ContainerDefinitions[0].Environment);
+    expect(config).toContain(`\\"outbound\\":{\\"queueUrl\\":\\"",{"Ref":"${outbound}"}`);
+    expect(config).toContain(`\\"dlqUrl\\":\\"",{"Ref":"${outboundDlq}"}`);
     const bridgeGrants = Object.values(resources)
       .filter(
         (r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes('BridgeServiceTaskRole'),

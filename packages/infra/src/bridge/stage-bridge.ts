@@ -90,6 +90,7 @@ export class StageBridge extends Construct {
       tasks.addEgressRule(ec2.Peer.ipv4(rule.cidr), ec2.Port.tcp(rule.port), rule.description);
     const region = Stack.of(this).region;
     this.credentials = s.credentialsSecretName ? this.aclCredentials(s.credentialsSecretName, props) : undefined;
+    if (props.outbound) [this.outboundQueue, this.outboundDeadLetterQueue] = this.outboundQueues(props.prefix);
     this.bridge = new RocketMQBridgeService(this, 'Service', {
       cluster,
       routes,
@@ -113,13 +114,14 @@ export class StageBridge extends Construct {
         executionRole: `${props.prefix}-bridge-exec-${region}`,
       },
       ...(props.directory ? { directory: props.directory } : {}),
+      ...(this.outboundQueue && this.outboundDeadLetterQueue
+        ? { outbound: { queue: this.outboundQueue, deadLetterQueue: this.outboundDeadLetterQueue } }
+        : {}),
     });
     // ECS reads the access key into the container's environment with the execution role, and nobody else needs it.
     this.credentials?.grantRead(this.bridge.taskDefinition.obtainExecutionRole());
-    if (props.outbound) {
-      [this.outboundQueue, this.outboundDeadLetterQueue] = this.outboundQueues(props.prefix);
+    if (this.outboundQueue && this.outboundDeadLetterQueue)
       this.grantOutbound(this.outboundQueue, this.outboundDeadLetterQueue);
-    }
     this.alarms = new RocketMQBridgeAlarms(this, 'Alarms', {
       prefix: props.prefix,
       service: this.bridge.service,
