@@ -28,6 +28,16 @@ export const CHECKOV_SKIPS = {
     comment:
       "Invoked by an SQS event source: a failed record returns to its queue and, after the retry schedule, to the group's DLQ (alarmed); a function DLQ applies to asynchronous invocations only.",
   },
+  streamTriggeredConcurrency: {
+    id: 'CKV_AWS_115',
+    comment:
+      'An outbox relay runs one invocation per stream shard (parallelization factor 1), which bounds it; a reserved concurrency would only hold a shard back behind throttles.',
+  },
+  streamTriggeredDeadLetters: {
+    id: 'CKV_AWS_116',
+    comment:
+      "An outbox relay is invoked by its table's stream: what it gives up on goes to the relay DLQ as the event source mapping's on-failure destination (alarmed); a function DLQ applies to asynchronous invocations only.",
+  },
   notifierDeadLetters: {
     id: 'CKV_AWS_116',
     comment:

@@ -11,6 +11,7 @@ import {
   lifetimeEnvironment,
   lifetimesOf,
   METRICS_NAMESPACE,
+  OUTBOX_ENV,
   type OutsideServiceName,
   queueName,
   recordIdPrefix,
@@ -19,6 +20,7 @@ import {
 import { ROCKETMQ_EVENT_TYPE } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -167,6 +169,8 @@ export class RocketMQConsumerGroup extends Construct {
   readonly queue: sqs.Queue;
   readonly deadLetterQueue: sqs.Queue;
   readonly function: lambda.IFunction;
+  /** The consumer as built, to add what a publishing group's outbox gives it. */
+  private readonly consumerFunction: ProjectFunction;
   /** The consumer function's role: the only principal of the stack that sends to the DLQ. */
   readonly role: iam.IRole;
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -199,6 +203,7 @@ export class RocketMQConsumerGroup extends Construct {
     });
 
     const consumer = this.consumer(props, timeout, lifetimeEnvironment(lifetimes, recordTtlSeconds));
+    this.consumerFunction = consumer;
     this.function = consumer.function;
     this.role = consumer.role;
     // A `*` group must see every message, tagged or not: it has no filter to put there.
@@ -291,6 +296,18 @@ export class RocketMQConsumerGroup extends Construct {
   }
 
   /**
+   * A publishing group's outbox (packages/infra/src/group-outbox.ts): the consumer puts its outgoing messages there,
+   * each a conditional Put in its effect's TransactWriteItems, which DynamoDB authorises as dynamodb:PutItem on the
+   * table (a condition on the item itself is no ConditionCheck). It neither reads nor changes an item it wrote.
+   */
+  writesOutbox(table: dynamodb.ITable): void {
+    this.consumerFunction.function.addEnvironment(OUTBOX_ENV.table, table.tableName);
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['dynamodb:PutItem'], resources: [table.tableArn] }),
+    );
+  }
+
+  /**
    * The event source mapping grants receive/delete/ChangeMessageVisibility; the failure router
    * also resolves the source queue's URL and moves failures to the DLQ itself.
    */
@@ -327,11 +344,13 @@ export class RocketMQConsumerGroup extends Construct {
   }
 
   /**
-   * Only `senders` and the group's own rule may send to its source queue; only the group's consumer and `senders` to
+   * Only `senders`, the outbox relays sending to this group (`relayRoleArns`) and the group's own rule may send to
+   * its source queue; only the group's consumer and `senders` to
    * its DLQ, and no one starts a message-move task from it (packages/infra/src/sender-policy.ts).
    */
-  restrictSenders(senders: Senders): void {
-    restrictQueueSenders(this.queue, senders, this.rule?.ruleArn);
+  restrictSenders(senders: Senders, relayRoleArns: readonly string[] = []): void {
+    // The outbox relays of groups publishing to this one send to its source queue (never to its DLQ).
+    restrictQueueSenders(this.queue, { roleArns: [...senders.roleArns, ...relayRoleArns] }, this.rule?.ruleArn);
     restrictDeadLetterSenders(this.deadLetterQueue, { roleArns: [this.role.roleArn, ...senders.roleArns] });
   }
 

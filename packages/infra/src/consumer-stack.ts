@@ -18,6 +18,7 @@ import { ConsumerDashboard } from './dashboard.ts';
 import { StageDataKey } from './data-key.ts';
 import type { BridgeStageSettings, VpcPlacement } from './deployment-settings.ts';
 import { type StageTracing, xrayTracingNote } from './function-tracing.ts';
+import { GroupOutbox } from './group-outbox.ts';
 import type { ServiceSetting } from './outside-service.ts';
 import { ProtectedSecret } from './protected-secret.ts';
 import { guardBus, guardTable } from './resource-guards.ts';
@@ -65,6 +66,8 @@ export class RocketMQConsumersStack extends Stack {
   readonly alarmRouting: AlarmRouting;
   readonly eventBus: events.EventBus;
   readonly groups: RocketMQConsumerGroup[];
+  /** The outbox (table, relay, DLQ, alarms) of every group whose entry `publishes`. */
+  readonly outboxes: GroupOutbox[];
   readonly bridge?: StageBridge;
   /** The key the bridges sign envelopes with and every consumer checks them against: in every deployed stage. */
   readonly envelopeSigningKey: ProtectedSecret;
@@ -126,7 +129,6 @@ export class RocketMQConsumersStack extends Stack {
           tracing: props.tracing,
         }),
     );
-    new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups });
     const xrayNote = xrayTracingNote(props.tracing);
     if (xrayNote) Annotations.of(this).addInfo(xrayNote);
     if (props.bridge?.enabled) {
@@ -139,12 +141,33 @@ export class RocketMQConsumersStack extends Stack {
         envelopeSigningKey: this.envelopeSigningKey.secret,
         tracing: props.tracing?.backend,
         operatorRoleArns: props.operatorRoleArns ?? [],
+        outbound: this.groups.some((g) => g.definition.publishes?.some((p) => p.target === 'rocketmq')),
       });
       this.envelopeSigningKey.grantRead(this.bridge.bridge.taskDefinition.taskRole, { versions: true });
     }
+    this.outboxes = this.createOutboxes(props);
+    new ConsumerDashboard(this, 'Dashboard', { prefix: props.prefix, groups: this.groups, outboxes: this.outboxes });
     this.restrictSenders(props);
     this.restrictSecrets(props);
     this.guardStores(props.operatorRoleArns ?? []);
+  }
+
+  /** The outbox of every group whose entry `publishes`, after the bridge (a `rocketmq` target is its outbound queue). */
+  private createOutboxes(props: RocketMQConsumersStackProps): GroupOutbox[] {
+    return this.groups
+      .filter((group) => (group.definition.publishes ?? []).length > 0)
+      .map(
+        (group) =>
+          new GroupOutbox(group, 'Outbox', {
+            prefix: props.prefix,
+            dataKey: this.dataKey,
+            alarmTopic: this.alarmRouting.topic,
+            runbookUrl: props.runbookUrl,
+            envelopeSigningKey: this.envelopeSigningKey,
+            destinations: { groups: this.groups, eventBus: this.eventBus, outboundQueue: this.bridge?.outboundQueue },
+            tracing: props.tracing,
+          }),
+      );
   }
 
   /**
@@ -153,6 +176,11 @@ export class RocketMQConsumersStack extends Stack {
    */
   private guardStores(operators: readonly string[]): void {
     for (const group of this.groups) group.guardQueues(operators);
+    for (const outbox of this.outboxes) outbox.guard(operators);
+    this.bridge?.guardOutbound(
+      this.outboxes.filter((o) => o.sendsToOutbound).map((o) => o.relayRole.roleArn),
+      operators,
+    );
     this.alarmRouting.guard(operators);
     guardBus(this.eventBus);
     for (const key of Object.keys(TABLES) as TableKey[]) {
@@ -192,8 +220,13 @@ export class RocketMQConsumersStack extends Stack {
         ...(props.operatorRoleArns ?? []),
       ],
     };
-    for (const group of this.groups) group.restrictSenders(senders);
-    restrictBusSenders(this.eventBus, senders);
+    // A relay sends only to the source queues of the groups subscribed to what it publishes, and to the bus only
+    // when a topic of its group targets it.
+    const relaysTo = (group: RocketMQConsumerGroup) =>
+      this.outboxes.filter((o) => o.sqsSubscribers.includes(group)).map((o) => o.relayRole.roleArn);
+    for (const group of this.groups) group.restrictSenders(senders, relaysTo(group));
+    const relaysPuttingEvents = this.outboxes.filter((o) => o.putsEvents).map((o) => o.relayRole.roleArn);
+    restrictBusSenders(this.eventBus, { roleArns: [...senders.roleArns, ...relaysPuttingEvents] });
     if (senders.roleArns.length === 0) {
       Annotations.of(this).addWarningV2(
         '@rocketmq/no-senders',

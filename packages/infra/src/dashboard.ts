@@ -3,10 +3,13 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
 import type { RocketMQConsumerGroup } from './consumer-group.ts';
+import type { GroupOutbox } from './group-outbox.ts';
 
 export interface ConsumerDashboardProps {
   readonly prefix: string;
   readonly groups: readonly RocketMQConsumerGroup[];
+  /** The publishing groups' outboxes: a row each, under their group's. */
+  readonly outboxes?: readonly GroupOutbox[];
 }
 
 /** One dashboard per deployment: a row per consumer group with outcomes, failures, queue health and the function. */
@@ -19,7 +22,11 @@ export class ConsumerDashboard extends Construct {
       dashboardName: `${props.prefix}-rocketmq-consumers`,
       defaultInterval: Duration.hours(6),
     });
-    for (const group of props.groups) this.dashboard.addWidgets(...rowFor(group));
+    for (const group of props.groups) {
+      this.dashboard.addWidgets(...rowFor(group));
+      const outbox = props.outboxes?.find((o) => o.group === group);
+      if (outbox) this.dashboard.addWidgets(...outboxRowFor(outbox));
+    }
   }
 }
 
@@ -101,5 +108,37 @@ function rowFor(group: RocketMQConsumerGroup): cloudwatch.IWidget[] {
       ],
     }),
     new cloudwatch.AlarmStatusWidget({ title: `${group.group}: alarms`, alarms: group.alarms, width: 12, height }),
+  ];
+}
+
+/** A publishing group's relay: how far behind its stream it reads, what it failed, what waits in its DLQ. */
+function outboxRowFor(outbox: GroupOutbox): cloudwatch.IWidget[] {
+  const minute = Duration.minutes(1);
+  const height = 6;
+  const name = `${outbox.group.group} outbox`;
+  return [
+    new cloudwatch.GraphWidget({
+      title: `${name}: relay lag`,
+      width: 8,
+      height,
+      left: [outbox.iteratorAgeMetric(minute).with({ label: 'iterator age max (ms)' })],
+    }),
+    new cloudwatch.GraphWidget({
+      title: `${name}: relay`,
+      width: 8,
+      height,
+      left: [
+        outbox.relay.metricInvocations({ period: minute, statistic: cloudwatch.Stats.SUM, label: 'invocations' }),
+        outbox.relay.metricErrors({ period: minute, statistic: cloudwatch.Stats.SUM, label: 'errors' }),
+      ],
+      right: [
+        outbox.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: minute,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          label: 'relay DLQ depth',
+        }),
+      ],
+    }),
+    new cloudwatch.AlarmStatusWidget({ title: `${name}: alarms`, alarms: outbox.alarms, width: 8, height }),
   ];
 }

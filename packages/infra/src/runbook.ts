@@ -66,6 +66,27 @@ export const RUNBOOK = {
     action:
       "Find the sender: compare the queue's NumberOfMessagesSent with the bridge's Forwarded count and the bus rule's matched events, and check that every bridge route to this queue subscribes with the group's tag expression. To keep such messages for a look, set the group's filterAtEventSource to false: the consumer then dead-letters them with a reason.",
   },
+  outboxRelayLag: {
+    anchor: 'outbox-relay-lag',
+    happened:
+      "The group's outbox relay reads its stream more than 4 minutes behind (IteratorAge): a healthy relay is through a batch, even one bisected down to a bad record, sooner. Committed effects wait for their messages downstream; past 23 hours the mapping gives the records up to the relay's DLQ.",
+    action:
+      'Check the relay function errors and throttles, its event source mapping (enabled? its last processing result), and the target: the subscribing queue, the bus or the bridge outbound queue refusing or throttling. Once the relay moves it catches up by itself; ops outbox list shows what is still PENDING and how old.',
+  },
+  outboxDeadLetters: {
+    anchor: 'outbox-dead-letters',
+    happened:
+      "The outbox relay's DLQ has messages: an item the relay could never send (refused by its target, too large, no target), marked FAILED with its reason, or stream records the event source mapping gave up on after its retries or 23 hours (their items are still PENDING in the outbox table).",
+    action:
+      'Run ops outbox list to see the FAILED and PENDING items with their age, target and reason; fix the cause (target, policy, size), then ops outbox redrive, which sets them PENDING again so the stream relays them; downstream consumers deduplicate on the event id.',
+  },
+  outboxRelayErrors: {
+    anchor: 'outbox-relay-errors',
+    happened:
+      "The outbox relay failed whole invocations (crash, timeout or bad configuration): the stream retries the batch, bisecting it, and the group's messages wait behind it.",
+    action:
+      'Search the relay log group for level ERROR / "Task timed out"; check its environment (OUTBOX_TARGETS, the signing key) and the last deployment; roll back if it started with one. Watch the relay lag and the relay DLQ alarms for what it holds back.',
+  },
   notifierDeadLetters: {
     anchor: 'notifier-dead-letters',
     happened:

@@ -10,6 +10,7 @@ import {
   deadLetterQueueName,
   functionLogGroupName,
   METRICS_NAMESPACE,
+  outboxTableName,
   queueName,
   recordId,
   TABLE_ENV,
@@ -232,7 +233,11 @@ describe.each(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])('consumer g
   });
 
   it('may write only its own tables, and never with a * resource', () => {
-    const own = new Set(def.tables.map((key) => tableId(key)));
+    // A publishing group also puts its outgoing messages in its outbox table (PutItem only: test/outbox.test.ts).
+    const outbox = def.publishes
+      ? [single('AWS::DynamoDB::Table', (p) => p.TableName === outboxTableName(prefix, def.group))]
+      : [];
+    const own = new Set([...def.tables.map((key) => tableId(key)), ...outbox]);
     const dataStatements = statementsOf(functionOf(def.group)).filter((s) =>
       actionsOf(s).some((a) => a.startsWith('dynamodb:')),
     );

@@ -99,4 +99,22 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
       'refund-consumer-group': 7,
     });
   });
+
+  it('a group that publishes gets 3 more, its outbox relay’s, named apart (docs/adding-a-consumer-group.md)', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
+      (a) => a.Properties.AlarmName as string,
+    );
+    const outboxAlarms = (group: string) => alarms.filter((n) => n.startsWith(`${prefix}-outbox-${group}-`)).sort();
+    expect(
+      Object.fromEntries([...CONSUMER_GROUPS, REFUNDS].map((g) => [g.group, outboxAlarms(g.group).length])),
+    ).toEqual({
+      'point-consumer-group': 3,
+      'coupon-consumer-group': 0,
+      'order-status-consumer-group': 0,
+      'refund-consumer-group': 0,
+    });
+    expect(outboxAlarms('point-consumer-group')).toEqual(
+      ['dead-letters', 'relay-errors', 'relay-lag'].map((a) => `${prefix}-outbox-point-consumer-group-${a}`),
+    );
+  });
 });

@@ -1,5 +1,6 @@
 import {
   CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
   deadLetterQueueName,
   orderingOf,
   queueName,
@@ -19,6 +20,7 @@ import {
   consumerRoles,
   EXTERNAL_BRIDGE,
   eachStageOf,
+  isConsumerFunction,
   logicalIdOf,
   notifierRole,
   OPERATOR_SESSION_ROLE,
@@ -63,9 +65,7 @@ describe('item 1: the envelope signing key in every deployed stage, and nothing 
     const key = stage.template.findResources('AWS::KMS::Key')[secret.Properties.KmsKeyId['Fn::GetAtt'][0]]!;
     expect(key.DeletionPolicy).toBe('Retain');
     expect(key.Properties.EnableKeyRotation).toBe(true);
-    const consumers = Object.values(stage.template.findResources('AWS::Lambda::Function')).filter(
-      (f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP,
-    );
+    const consumers = Object.values(stage.template.findResources('AWS::Lambda::Function')).filter(isConsumerFunction);
     expect(consumers).toHaveLength(CONSUMER_GROUPS.length);
     for (const f of consumers)
       expect(f.Properties.Environment.Variables.ENVELOPE_SIGNING_SECRET).toEqual({ Ref: secretId });
@@ -75,7 +75,14 @@ describe('item 1: the envelope signing key in every deployed stage, and nothing 
     const functions = Object.entries(stage.template.findResources('AWS::Lambda::Function'));
     const ours = functions.filter(([, f]) => f.Properties.Environment?.Variables);
     expect(ours.map(([, f]) => f.Properties.FunctionName).sort()).toEqual(
-      [...CONSUMER_GROUPS.map((g) => `${stage.prefix}-${g.functionName}`), `${stage.prefix}-alarm-notifier`].sort(),
+      [
+        ...CONSUMER_GROUPS.map((g) => `${stage.prefix}-${g.functionName}`),
+        // A publishing group's outbox relay (packages/infra/src/group-outbox.ts).
+        ...(CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])
+          .filter((g) => g.publishes)
+          .map((g) => `${stage.prefix}-${g.functionName}-outbox-relay`),
+        `${stage.prefix}-alarm-notifier`,
+      ].sort(),
     );
     const consumerIds = new Set(
       ours.filter(([, f]) => f.Properties.Environment.Variables.CONSUMER_GROUP).map(([id]) => id),

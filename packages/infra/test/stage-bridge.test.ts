@@ -12,6 +12,7 @@ import {
   queueName,
 } from '@rocketmq-lambda/runtime/config/index.ts';
 import { cfnLint, templatesIn } from '@rocketmq-lambda/tools/testing/cfn-lint.ts';
+import { isConsumerFunction } from '@rocketmq-lambda/tools/testing/stage-policies.ts';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,9 +136,7 @@ describe('a stage with its bridge enabled', () => {
     );
     expect(more).toEqual([]);
     expect(config.signing).toEqual({ secretId: `arn:test:${secretId}` });
-    const consumers = Object.values(test.findResources('AWS::Lambda::Function')).filter(
-      (f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP,
-    );
+    const consumers = Object.values(test.findResources('AWS::Lambda::Function')).filter(isConsumerFunction);
     expect(consumers.map((f) => f.Properties.Environment.Variables.CONSUMER_GROUP).sort()).toEqual(
       CONSUMER_GROUPS.map((g) => g.group).sort(),
     );
@@ -150,8 +149,9 @@ describe('a stage with its bridge enabled', () => {
           JSON.stringify(st.Resource) === JSON.stringify({ Ref: secretId }),
       ),
     );
-    // One per consumer function and the bridge's task role.
-    expect(readers).toHaveLength(CONSUMER_GROUPS.length + 1);
+    // One per consumer function, one per outbox relay (it signs what it relays), and the bridge's task role.
+    const relays = (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).filter((g) => g.publishes).length;
+    expect(readers).toHaveLength(CONSUMER_GROUPS.length + relays + 1);
     // Every deployed stage has the key, its own bridge or not (packages/infra/test/security-policies.test.ts).
     expect(
       Object.keys(

@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CONSUMER_GROUPS } from '@rocketmq-lambda/runtime/config/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
+import { isConsumerFunction } from '@rocketmq-lambda/tools/testing/stage-policies.ts';
 import { App, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -45,9 +46,7 @@ function synth(tracing: Record<string, unknown>) {
 }
 
 const consumerFunctions = (template: Template) =>
-  Object.values(template.findResources('AWS::Lambda::Function')).filter(
-    (f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP !== undefined,
-  );
+  Object.values(template.findResources('AWS::Lambda::Function')).filter(isConsumerFunction);
 const bridgeContainers = (template: Template): Array<Record<string, unknown>> =>
   Object.values(template.findResources('AWS::ECS::TaskDefinition'))[0]!.Properties.ContainerDefinitions;
 const bridgeEnvironment = (template: Template): Array<{ Name: string; Value: unknown }> =>
@@ -120,8 +119,13 @@ describe('the stage’s tracing back end switches on what it needs, and nothing 
     const xrayPolicies = Object.values(template.findResources('AWS::IAM::Policy')).filter((p) =>
       JSON.stringify(p).includes('xray:PutTraceSegments'),
     );
-    // One per consumer function, one for the bridge's task role (it sends its spans to X-Ray's OTLP endpoint).
-    expect(xrayPolicies).toHaveLength(CONSUMER_GROUPS.length + 1);
+    // One per consumer function, one per outbox relay, one for the bridge's task role (it sends its spans to X-Ray's
+    // OTLP endpoint).
+    expect(xrayPolicies).toHaveLength(
+      CONSUMER_GROUPS.length +
+        (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).filter((g) => g.publishes).length +
+        1,
+    );
     expectNoSidecar(template);
     expect(bridgeXrayStatements(template)).toEqual([bridgeXrayGrant(region)]);
     expect(bridgeEnvironment(template)).toContainEqual({ Name: 'TRACING_BACKEND', Value: 'xray' });

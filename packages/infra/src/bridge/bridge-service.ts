@@ -69,6 +69,11 @@ export interface RocketMQBridgeServiceProps {
    * @deprecated The bridge exports its spans itself; remove the setting.
    */
   readonly traceCollectorImage?: never;
+  /**
+   * The outbound route: the outbox relays' signed envelopes on `queue`, produced to the cluster; what the bridge
+   * refuses goes to `deadLetterQueue` (also the queue's redrive target). The caller grants the task role on them.
+   */
+  readonly outbound?: { readonly queue: sqs.IQueue; readonly deadLetterQueue: sqs.IQueue };
   /** A secret with JSON keys `accessKey` and `secretKey`, when the cluster enforces ACL. */
   readonly rocketMqCredentials?: secretsmanager.ISecret;
   /** How long a received message stays invisible in RocketMQ before it is redelivered (default 60 s). */
@@ -366,5 +371,8 @@ function bridgeConfig(props: RocketMQBridgeServiceProps): BridgeConfigInput {
         : { kind: 'eventbridge' as const, eventBusName: r.eventBus!.eventBusName },
       dlqUrl: r.dlq.queueUrl,
     })),
+    ...(props.outbound
+      ? { outbound: { queueUrl: props.outbound.queue.queueUrl, dlqUrl: props.outbound.deadLetterQueue.queueUrl } }
+      : {}),
   };
 }

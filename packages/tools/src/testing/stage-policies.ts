@@ -148,12 +148,22 @@ export function asRole(stage: Stage, role: string, action: string, resource = '*
   } satisfies PolicyRequest;
 }
 
+/**
+ * A consumer group's own function: it names its group (CONSUMER_GROUP). A publishing group's outbox relay names
+ * the group too, and is told apart by its OUTBOX_TARGETS.
+ */
+export function isConsumerFunction(f: { [key: string]: unknown }): boolean {
+  const properties = f.Properties as { Environment?: { Variables?: Record<string, unknown> } } | undefined;
+  const variables = properties?.Environment?.Variables;
+  return variables?.CONSUMER_GROUP !== undefined && variables.OUTBOX_TARGETS === undefined;
+}
+
 /** Each consumer group's function role, by group. */
 export function consumerRoles(stage: Stage): Record<string, string> {
   const functions = stage.template.findResources('AWS::Lambda::Function');
   return Object.fromEntries(
     Object.values(functions)
-      .filter((f) => f.Properties.Environment?.Variables?.CONSUMER_GROUP)
+      .filter(isConsumerFunction)
       .map((f) => [
         f.Properties.Environment.Variables.CONSUMER_GROUP,
         `arn:test:${f.Properties.Role['Fn::GetAtt'][0]}`,
