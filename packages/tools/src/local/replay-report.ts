@@ -363,6 +363,12 @@ function closingLines(result: LocalRunResult): string[] {
     ...(result.couponGrants !== undefined
       ? [`Coupons granted by the local coupon service: ${result.couponGrants}.`]
       : []),
+    ...(result.notifications !== undefined
+      ? [
+          `Notifications sent by the local notification service: ${result.notifications.sent}` +
+            ` (awards told more than once: ${result.notifications.doubleNotifications}).`,
+        ]
+      : []),
     ...(result.completed
       ? []
       : [
