@@ -61,7 +61,7 @@ interface Award {
   readonly points: number;
 }
 
-/** POINTS_TOPIC as the relay writes it: msgId = event id, born at the commit, cluster `outbox-<group>`. */
+/** POINTS_TOPIC as the relay writes it: msgId = event id, the event id first among the keys, cluster `outbox-<group>`. */
 class RelayedAwards {
   private readonly carrierIds: MsgIdGenerator;
   private clock: number;
@@ -116,8 +116,9 @@ class RelayedAwards {
       tags: 'POINTS_AWARDED',
       keys: id.keys,
       body,
+      // Born at the seed's time, stored when sent (as the order producers' copies are): the relay's
+      // store time is the commit, and a commit of this run is recent, inside every redrive horizon.
       bornTimestamp: born,
-      storeTimestamp: born,
       cluster: `outbox-${PUBLISHER}`,
       userProperties: id.eventId ? { [OUTBOX_EVENT_ID_PROPERTY]: id.eventId } : {},
     });
