@@ -15,6 +15,8 @@ export abstract class IdempotentStandIn<R> {
   readonly calls = new Map<string, number>();
   /** Requests answered from an earlier result: the consumer retried or redelivered. */
   replays = 0;
+  /** Outages scripted by `failNext`, in the order the next requests meet them. */
+  private readonly outages: Array<{ readonly afterActing: boolean }> = [];
   #server: Server | undefined;
   #url = '';
 
@@ -24,6 +26,14 @@ export abstract class IdempotentStandIn<R> {
   /** What one POST must have to be served (undefined: fine), besides the key and a JSON body. */
   protected refusalOf(_request: unknown): string | undefined {
     return undefined;
+  }
+
+  /**
+   * The next `times` requests are answered 503. `afterActing`: the service acts first and only the answer
+   * is lost (a timeout after the effect), so the caller's retry must get that first result back.
+   */
+  failNext(times = 1, options: { afterActing?: boolean } = {}): void {
+    for (let i = 0; i < times; i++) this.outages.push({ afterActing: options.afterActing ?? false });
   }
 
   get url(): string {
@@ -65,6 +75,9 @@ export abstract class IdempotentStandIn<R> {
     const refusal = this.refusalOf(request);
     if (refusal) return { status: 400, body: { error: refusal } };
     this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+    const outage = this.outages.shift();
+    if (outage?.afterActing && !this.results.has(key)) this.results.set(key, this.make(key, request));
+    if (outage) return { status: 503, body: { error: 'scripted outage' } };
     const existing = this.results.get(key);
     if (existing) {
       this.replays++;

@@ -109,6 +109,31 @@ describe('the notification consumer: one notification per award event (emulator 
     expect(f.service.doubleNotifications()).toEqual([]);
   });
 
+  it.each([
+    ['an outage before the service acted', false],
+    ['an answer lost after the service acted', true],
+  ])('retries %s with the same Idempotency-Key: still one notification', async (_, afterActing) => {
+    // Prepare
+    const f = await notificationFixture();
+    f.service.failNext(1, { afterActing });
+    // Act: the failed attempt, then its retry (the record came back to the queue)
+    const failed = await f.invoke([awardEnvelope(AWARD)]);
+    const retried = await f.invoke([awardEnvelope(AWARD)]);
+    // Assess
+    expect(failed.batchItemFailures).toHaveLength(1);
+    expect(f.reports[0]!.settlement).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'NOTIFICATION_SERVICE_UNAVAILABLE' },
+    });
+    expect(retried.batchItemFailures).toEqual([]);
+    expect(f.reports[1]!.settlement).toEqual({
+      outcome: 'processed',
+      result: f.service.sent.get(EVENT_ID)!.notificationId,
+    });
+    expect(f.service.calls.get(EVENT_ID)).toBe(2);
+    expect(f.service.sent.size).toBe(1);
+  });
+
   it('keys on the first key when a carrier dropped the event-id property', async () => {
     const f = await notificationFixture();
     await f.invoke([awardEnvelope(AWARD)]);
