@@ -18,6 +18,10 @@ describe('deployment settings', () => {
         url: 'https://coupons.example.com',
         auth: { kind: 'bearer', secretName: 'rmq-prod/coupon-service-token' },
       },
+      'notification-service': {
+        url: 'https://notifications.example.com',
+        auth: { kind: 'bearer', secretName: 'rmq-prod/notification-service-token' },
+      },
     });
   });
 

@@ -23,6 +23,10 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
           url: 'https://coupons.example.com',
           auth: { kind: 'bearer', secretName: 'unit/coupon-service-token' },
         },
+        'notification-service': {
+          url: 'https://notifications.example.com',
+          auth: { kind: 'bearer', secretName: 'unit/notification-service-token' },
+        },
       },
     });
     template = Template.fromStack(stack);
@@ -96,6 +100,7 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
       'point-consumer-group': 7,
       'coupon-consumer-group': 7,
       'order-status-consumer-group': 7,
+      'notification-consumer-group': 7,
       'refund-consumer-group': 7,
     });
   });

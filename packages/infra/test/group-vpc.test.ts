@@ -37,6 +37,7 @@ beforeAll(() => {
         ...base.stages.test.services['coupon-service'],
         url: 'https://coupons.test.example.com:8443',
       },
+      'notification-service': base.stages.test.services['notification-service'],
     },
     groups: { [COUPONS]: { maxConcurrency: 30, vpc: VPC } },
   };

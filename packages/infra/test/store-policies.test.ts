@@ -357,8 +357,9 @@ describe('item 6: every customer-managed key is managed by the deployment alone'
         const forAService = { 'kms:GrantIsForAWSResource': 'true' };
         expect(denied(statements, asRole(stage, 'Admin', 'kms:CreateGrant', '*', forAService))).toBe(false);
       }
-      // One key per secret (the RocketMQ ACL key's with the bridge), the data key and the alarm topic's.
-      const secrets = 3 + (stage.name.includes('bridge') ? 1 : 0);
+      // One key per secret (the signing key, DingTalk's, the coupon and notification services' tokens; the
+      // RocketMQ ACL key's with the bridge), the data key and the alarm topic's.
+      const secrets = 4 + (stage.name.includes('bridge') ? 1 : 0);
       expect(
         keys.map(([, k]) => k.Properties.Description).filter((d) => d.startsWith('Encrypts the secret')),
       ).toHaveLength(secrets);

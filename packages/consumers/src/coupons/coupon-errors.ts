@@ -1,21 +1,11 @@
 import { ConsumptionError } from '@rocketmq-lambda/runtime/consumer/index.ts';
-
-/** A failed coupon call, with the HTTP status when the service answered at all. */
-abstract class CouponCallError extends ConsumptionError {
-  constructor(
-    message: string,
-    readonly status?: number,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
+import { OutsideServiceCallError } from '../outside-service/index.ts';
 
 /**
  * The coupon service could not answer now (5xx, 408/409/425/429, refused connection, malformed success): retry later
  * with the same Idempotency-Key.
  */
-export class CouponServiceUnavailableError extends CouponCallError {
+export class CouponServiceUnavailableError extends OutsideServiceCallError {
   override readonly name = 'CouponServiceUnavailableError';
   readonly classification = 'transient';
   readonly code = 'COUPON_SERVICE_UNAVAILABLE';
@@ -32,7 +22,7 @@ export class CouponServiceTimeoutError extends ConsumptionError {
 }
 
 /** The service refused the grant (4xx): the same request will be refused again. */
-export class CouponGrantRejectedError extends CouponCallError {
+export class CouponGrantRejectedError extends OutsideServiceCallError {
   override readonly name = 'CouponGrantRejectedError';
   readonly classification = 'permanent';
   readonly code = 'COUPON_GRANT_REJECTED';
@@ -44,7 +34,7 @@ export class CouponGrantRejectedError extends CouponCallError {
  * maintenance page behind a load balancer redirects for a while and the message itself is sound;
  * a misconfigured URL shows in the oldest-message alarm long before the 17th delivery.
  */
-export class CouponServiceRedirectError extends CouponCallError {
+export class CouponServiceRedirectError extends OutsideServiceCallError {
   override readonly name = 'CouponServiceRedirectError';
   readonly classification = 'transient';
   readonly code = 'COUPON_SERVICE_REDIRECT';
@@ -55,7 +45,7 @@ export class CouponServiceRedirectError extends CouponCallError {
  * the message is sound and a fixed secret or policy lets it through, where a permanent class would
  * dead-letter every order until then.
  */
-export class CouponServiceCredentialsError extends CouponCallError {
+export class CouponServiceCredentialsError extends OutsideServiceCallError {
   override readonly name = 'CouponServiceCredentialsError';
   readonly classification = 'transient';
   readonly code = 'COUPON_SERVICE_CREDENTIALS';

@@ -75,6 +75,7 @@ import { withLegacyAudit } from './legacy-audit.ts';
 import { migrateImport } from './migrate-import.ts';
 import { missingTablesText } from './missing-tables.ts';
 import { orderTrace } from './order-trace.ts';
+import { outboxCommand } from './outbox-command.ts';
 import { shadowCompare } from './shadow-compare.ts';
 
 export const ExitCode = { OK: 0, FINDINGS: 1, ERROR: 2 } as const;
@@ -113,6 +114,10 @@ Commands:
                            ring has read the revocation (about a minute).
   migrate import           Import a legacy consumer's dedup state (and, --ledger moved, its
                            awards) so that copies of what it processed are suppressed here.
+  outbox list [--group G]  A publishing group's PENDING and FAILED outbox items: age, target,
+                           topic:tag, event id, business key, the relay's reason (--status: others).
+  outbox redrive [--group G] --event-id <id>… | --all [--apply]
+                           Set FAILED items back to PENDING for the relay (a dry run without --apply).
   trace <orderNo | msgId>  The story of one order in every consumer group (--group: one), in
                            time order: each delivery (msgIds, attempts, times), the copy that
                            applied the effect, the copies suppressed and why, failures,
@@ -135,7 +140,7 @@ Target:
   --ledger-table <name>    --accounts-table <name>   --dlq-url <url>   --source-queue-url <url>
   --signing-secret <id>    The signing key secret (default: <prefix>/envelope-signing-key).
 
-Writes (reverse --apply, dlq redrive, dlq resign, keys revoke):
+Writes (reverse --apply, dlq redrive, dlq resign, outbox redrive --apply, keys revoke):
   The account, region and resources are shown first; on a terminal the command asks
   Proceed? [y/N]. Without a terminal it refuses unless --yes is given.
   --yes                    Confirm in advance (scripts).
@@ -199,6 +204,17 @@ migrate import (docs/migration.md):
   --page-size <n>          Rows read and checkpointed at a time (default 1000).
   --idempotency-table <name>
   --dry-run                Read and check the source; touch no AWS resource.
+
+outbox:
+  --group <group>          The publishing group (default: the only one the catalogue has).
+  --outbox-table <name>    Its outbox table, when not <prefix>-<group>-outbox.
+  --status <status>        list: PENDING, FAILED or RELAYED (repeatable; default PENDING and FAILED).
+  --event-id <id>          redrive: an item by its event id (repeatable).
+  --all                    redrive: every FAILED item.
+  --apply                  redrive: write (confirmed as other writes); without it a dry run.
+  Only FAILED items are redriven, and only those committed within the subscribers' redrive
+  horizon (a letter's, from delivery-lifetimes): an older copy would be dead-lettered downstream
+  as PAST_REDRIVE_HORIZON. Exit 1 when any item was refused.
 
 dlq redrive:
   --reason <code|text>     Failure code or words of the reason ("unknown": moved by redrive policy). Repeatable.
@@ -269,6 +285,9 @@ const OPTIONS = {
   concurrency: { type: 'string' },
   'page-size': { type: 'string' },
   'idempotency-table': { type: 'string' },
+  'outbox-table': { type: 'string' },
+  'event-id': { type: 'string', multiple: true },
+  status: { type: 'string', multiple: true },
   'legacy-source': { type: 'string' },
   mermaid: { type: 'boolean' },
   user: { type: 'string' },
@@ -296,7 +315,7 @@ export interface OpsIo {
 type Values = ReturnType<typeof parse>['values'];
 const parse = (argv: string[]) => parseCommandLine({ args: argv, options: OPTIONS, allowPositionals: true });
 
-const COMMANDS = ['audit', 'reverse', 'dlq', 'keys', 'trace', 'compare', 'migrate'] as const;
+const COMMANDS = ['audit', 'reverse', 'dlq', 'outbox', 'keys', 'trace', 'compare', 'migrate'] as const;
 const HELP_HINT = 'npm run ops -- --help lists every command and option';
 
 /** Runs one command and returns its exit code; never throws. */
@@ -462,6 +481,15 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         now,
         print,
         log: io.stderr,
+        confirmation: confirmationOf(v, io),
+      });
+    case 'outbox':
+      return outboxCommand(sub, v, {
+        format,
+        target,
+        dynamoDb: dynamoDb(),
+        now,
+        print,
         confirmation: confirmationOf(v, io),
       });
     case 'keys':

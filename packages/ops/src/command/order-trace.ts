@@ -1,18 +1,26 @@
 import type { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
+import {
+  CONSUMER_GROUPS,
+  type ConsumerGroupDefinition,
+  functionLogGroupName,
+  subscribersOf,
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import {
   checkTraceSubject,
   idempotencyTableOf,
   isEmptyTrace,
   NothingToTraceError,
+  type OutboxHop,
   type OutputFormat,
   orderTraceOf,
   pointTablesOf,
   readOrderEvidence,
+  readOutboxHops,
   renderOrderTraceMermaid,
   renderOrderTraceText,
+  renderOutboxHopsText,
   type TargetOptions,
   UsageError,
 } from '../operations/index.ts';
@@ -66,18 +74,61 @@ export async function orderTrace(subject: string | undefined, v: OrderTraceValue
     ...(ctx.startTime === undefined ? {} : { startTime: ctx.startTime }),
   });
   const trace = orderTraceOf(evidence);
-  if (isEmptyTrace(trace))
+  const hops = trace.orderNo ? await outboxHopsOf(trace.orderNo, v, ctx, trace.gaps) : [];
+  if (isEmptyTrace(trace) && hops.length === 0)
     throw new NothingToTraceError(
       `nothing about ${subject} in the logs, dedup records, DLQs or ledger of ${groups.map((g) => g.group).join(', ')}${
         trace.gaps.length > 0 ? ` (not read: ${trace.gaps.join('; ')})` : ''
       }`,
     );
+  const hopText = renderOutboxHopsText(hops);
   ctx.print(
     ctx.format === 'json'
-      ? JSON.stringify(trace, null, 2)
+      ? JSON.stringify({ ...trace, outbox: hops }, null, 2)
       : v.mermaid
         ? renderOrderTraceMermaid(trace)
-        : renderOrderTraceText(trace, ctx.region),
+        : `${renderOrderTraceText(trace, ctx.region)}${hopText ? `\n\n${hopText}` : ''}`,
   );
   return trace.findings.length > 0 ? 1 : 0;
+}
+
+/**
+ * The order across the outbox hop (packages/ops/src/operations/outbox-hop.ts): the catalogue's publishing groups, or with
+ * `--group` those that are the group or publish to it.
+ */
+async function outboxHopsOf(
+  orderNo: string,
+  v: OrderTraceValues,
+  ctx: OrderTraceContext,
+  gaps: string[],
+): Promise<OutboxHop[]> {
+  const group = ctx.target.group;
+  const publishers = (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).filter(
+    (g) =>
+      g.publishes?.length &&
+      (!group ||
+        g.group === group ||
+        g.publishes.some((p) => p.tags.some((tag) => subscribersOf(p.topic, tag).some((s) => s.group === group)))),
+  );
+  if (publishers.length === 0) return [];
+  const prefix = ctx.target.prefix;
+  if (!prefix) {
+    gaps.push('outbox tables not read (they are named after --prefix)');
+    return [];
+  }
+  const logGroup = v['log-group'];
+  return readOutboxHops(
+    orderNo,
+    {
+      dynamoDb: ctx.dynamoDb,
+      logs: ctx.logs,
+      prefix,
+      idempotencyTable: idempotencyTableOf({ ...ctx.target, idempotencyTable: v['idempotency-table'] }),
+      publishers,
+      catalogue: CONSUMER_GROUPS,
+      logGroupOf: (d) => (logGroup && d.group === group ? logGroup : functionLogGroupName(prefix, d.functionName)),
+      ...(ctx.startTime === undefined ? {} : { startTime: ctx.startTime }),
+    },
+    gaps,
+  );
 }

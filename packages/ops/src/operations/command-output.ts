@@ -260,7 +260,7 @@ export function renderReversal(
   return out.join('\n');
 }
 
-function ageOf(date: Date | undefined, now: Date): string {
+export function ageOf(date: Date | undefined, now: Date): string {
   if (!date) return '?';
   const s = Math.max(0, Math.round((now.getTime() - date.getTime()) / 1000));
   if (s < 120) return `${s}s`;

@@ -46,6 +46,16 @@ export {
 export { readOrderEvidence } from './order-evidence.ts';
 export { isEmptyTrace, type OrderTrace, orderTraceOf } from './order-trace.ts';
 export { renderOrderTraceMermaid, renderOrderTraceText } from './order-trace-output.ts';
+export { type OutboxHop, readOutboxHops, renderOutboxHopsText } from './outbox-hop.ts';
+export {
+  type OutboxRedriveReport,
+  OutboxRefusal,
+  type OutboxTarget,
+  outboxTargetOf,
+  readOutboxItems,
+  redriveOutboxItems,
+} from './outbox-items.ts';
+export { renderOutboxList, renderOutboxRedrive } from './outbox-output.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
 export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';
 export {

@@ -60,6 +60,7 @@ export {
   OUTSIDE_SERVICES,
   type OutsideServiceName,
   orderingOf,
+  outboxRedriveHorizonOf,
   outboxTtlOf,
   queueName,
   REVOKED_STAGE_PREFIX,

@@ -62,6 +62,12 @@ export const OUTSIDE_SERVICES = {
     call: { method: 'POST', path: '/v1/coupon-grants' },
     description: 'grants one coupon per order (Idempotency-Key header)',
   },
+  'notification-service': {
+    env: 'NOTIFICATION_SERVICE_URL',
+    authEnv: 'NOTIFICATION_SERVICE_AUTH',
+    call: { method: 'POST', path: '/v1/notifications' },
+    description: 'tells a user of one points award per outbox event (Idempotency-Key header: the event id)',
+  },
 } as const;
 export type OutsideServiceName = keyof typeof OUTSIDE_SERVICES;
 
@@ -215,6 +221,18 @@ export const CONSUMER_GROUPS = catalogue([
     messageGroupFrom: { from: 'key' },
     tables: ['orders', 'idempotency'],
   },
+  {
+    group: 'notification-consumer-group',
+    // The notification is a call outside DynamoDB, like the coupon grant: one lease per event.
+    strategy: 'lease',
+    functionName: 'notification-consumer',
+    // The points group's POINTS_AWARDED, relayed from its outbox: keyed on the event id, never the msgId.
+    topic: 'POINTS_TOPIC',
+    tagExpression: 'POINTS_AWARDED',
+    entry: 'packages/consumers/functions/notification-consumer/handler.ts',
+    tables: ['idempotency'],
+    services: ['notification-service'],
+  },
 ] as const satisfies readonly ConsumerGroupDefinition[]);
 
 export type ConsumerGroupName = (typeof CONSUMER_GROUPS)[number]['group'];
@@ -245,6 +263,29 @@ export function outboxTtlOf(
     p.tags.flatMap((tag) => subscribersOf(p.topic, tag, groups).map((g) => lifetimesOf(g).recordTtlSeconds)),
   );
   return outboxItemTtlSeconds(downstream);
+}
+
+/**
+ * How long after its commit a publishing group's FAILED outbox item may still be set back to PENDING
+ * (`ops outbox redrive`): the relayed copy is born at the commit (`committedAt`), so a subscribing
+ * group dead-letters it as PAST_REDRIVE_HORIZON once it is older than that group's redrive horizon,
+ * and it is a new message of that group's source queue, which may keep it a source retention
+ * longer: each subscriber's `letterRedriveHorizonSeconds`, as for one of its own letters; the
+ * smallest of them. `undefined` when no catalogue group subscribes (a RocketMQ consumer elsewhere).
+ */
+export function outboxRedriveHorizonOf(
+  def: ConsumerGroupDefinition,
+  groups: readonly ConsumerGroupDefinition[] = CONSUMER_GROUPS,
+): number | undefined {
+  const horizons = (def.publishes ?? []).flatMap((p) =>
+    p.tags.flatMap((tag) =>
+      subscribersOf(p.topic, tag, groups).map((g) => {
+        const { lifetimes, recordTtlSeconds } = lifetimesOf(g);
+        return lifetimes.letterRedriveHorizonSeconds(recordTtlSeconds);
+      }),
+    ),
+  );
+  return horizons.length === 0 ? undefined : Math.min(...horizons);
 }
 
 /**

@@ -37,3 +37,25 @@ export function updateAttribute(
 ): unknown {
   return plainAttribute((update[from] as Record<string, unknown> | undefined)?.[name]);
 }
+
+/**
+ * For a lease group: the lease holder dies once for each of `keys`, after its outside call, before
+ * the `UpdateItem` that completes its record (`recordIdOf(key)`): the lease stays IN_PROGRESS until
+ * it expires, and the copy that takes it over must get the call's first result back, not a second.
+ */
+export function crashInsideLease(
+  keys: readonly string[],
+  recordIdOf: (key: string) => string,
+  call: string,
+): CrashPoint {
+  const pending = new Map(keys.map((k) => [recordIdOf(k), k]));
+  return (command, input) => {
+    if (command !== 'UpdateItemCommand' || pending.size === 0) return undefined;
+    const id = updateAttribute(input, 'Key', 'id');
+    const completing = String(input.UpdateExpression ?? '').includes(':completed');
+    if (!completing || typeof id !== 'string' || !pending.has(id)) return undefined;
+    const key = pending.get(id)!;
+    pending.delete(id);
+    return { why: `crash inside the lease on ${key}, after the ${call}` };
+  };
+}

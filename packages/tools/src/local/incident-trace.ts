@@ -1,7 +1,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { runOps } from '@rocketmq-lambda/ops/command/ops.ts';
-import type { OrderTrace } from '@rocketmq-lambda/ops/operations/index.ts';
+import type { OrderTrace, OutboxHop } from '@rocketmq-lambda/ops/operations/index.ts';
 import { createDynamoDb } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { CONSUMER_GROUPS, type ConsumerGroupDefinition } from '@rocketmq-lambda/runtime/config/index.ts';
 import type { LocalRunResult, LogShippingAccount } from './local-pipeline.ts';
 import { shortMsgId, wrapped } from './report-text.ts';
 
@@ -24,13 +25,14 @@ const WIDTH = 120;
 export async function orderTraceSections(result: LocalRunResult, order: TracedOrder): Promise<string> {
   const started = performance.now();
   const out = [`The incident's order, as an operator traces it (ops trace, per consumer group):`];
+  const groups = tracedGroups(result);
   await withDynamoDb(result, async (dynamoDb) => {
-    for (const group of result.groups) {
+    for (const group of groups) {
       const { argv, code, output } = await trace(result, order, group, [], dynamoDb);
       out.push('', `$ npm run ops -- ${argv.join(' ')}   (exit ${code})`, output.trimEnd());
     }
   });
-  out.push('', `(${result.groups.length} traces read in ${Math.round(performance.now() - started)} ms)`);
+  out.push('', `(${groups.length} traces read in ${Math.round(performance.now() - started)} ms)`);
   return out.join('\n');
 }
 
@@ -40,10 +42,10 @@ export async function orderTraceSections(result: LocalRunResult, order: TracedOr
  * tells the story; this only lays it out narrower.
  */
 export async function compactOrderTrace(result: LocalRunResult, order: TracedOrder): Promise<string> {
-  const traces: OrderTrace[] = [];
+  const traces: Array<OrderTrace & { outbox?: OutboxHop[] }> = [];
   const failures: string[] = [];
   await withDynamoDb(result, async (dynamoDb) => {
-    for (const group of result.groups) {
+    for (const group of tracedGroups(result)) {
       const { argv, code, output } = await trace(result, order, group, ['--json'], dynamoDb);
       if (code === 2) failures.push(`  ${group}: npm run ops -- ${argv.join(' ')} told nothing: ${output.trim()}`);
       else traces.push(JSON.parse(output) as OrderTrace);
@@ -55,12 +57,27 @@ export async function compactOrderTrace(result: LocalRunResult, order: TracedOrd
   for (const t of traces) out.push(...groupLines(t));
   const ledger = traces.find((t) => t.ledger)?.ledger;
   if (ledger) out.push(...ledgerLines(ledger));
+  for (const t of traces) out.push(...hopLines(t.outbox ?? []));
   const findings = traces.flatMap((t) => t.findings);
   out.push(
     ...failures,
     `  Findings: ${findings.length === 0 ? 'none' : findings.join('; ')}. Each trace whole: npm start -- --full-trace.`,
   );
   return out.flatMap((l) => wrapped(l, WIDTH, WHY_COLUMN)).join('\n');
+}
+
+/**
+ * The groups an order is traced in on its own: those it reaches from its producer. A group that consumes
+ * what another group publishes (its topic is a publisher's) keys on the event id, not the order: its
+ * part of the story is told in the publisher's trace, across the outbox hop (`ops trace`'s `outbox`).
+ */
+function tracedGroups(result: LocalRunResult): string[] {
+  const catalogue: readonly ConsumerGroupDefinition[] = CONSUMER_GROUPS;
+  const published = new Set(catalogue.flatMap((g) => (g.publishes ?? []).map((p) => p.topic)));
+  return result.groups.filter((group) => {
+    const topic = catalogue.find((g) => g.group === group)?.topic;
+    return topic === undefined || !published.has(topic);
+  });
 }
 
 /** Where a delivery's why starts: continuations of a long one line up under it. */
@@ -92,6 +109,16 @@ function ledgerLines(ledger: NonNullable<OrderTrace['ledger']>): string[] {
       ].join('  '),
     ),
   ];
+}
+
+/** Each event the order's commit published, and what each subscribing group made of it. */
+function hopLines(hops: readonly OutboxHop[]): string[] {
+  return hops.flatMap((hop) =>
+    hop.events.map((e) => {
+      const downstream = e.downstream.map((d) => `${d.group} ${d.record?.status ?? 'no record'}`).join(', ');
+      return `  outbox ${hop.group}: event ${shortMsgId(e.eventId)} ${e.tag} ${e.status} → ${downstream || 'no subscriber'}`;
+    }),
+  );
 }
 
 /** The msgIds in a trace's words, shortened as in its msgId column. */

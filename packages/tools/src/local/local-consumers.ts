@@ -17,6 +17,8 @@ export interface LocalConsumerDeps extends ConsumerRuntimeConfig {
   onReport: (report: RecordReport) => void;
   /** Base URL of the run's own coupon service stand-in. */
   couponServiceUrl: string;
+  /** Base URL of the run's own notification service stand-in. */
+  notificationServiceUrl?: string;
   /** The function's logger, when the run ships its log lines (function-log-shipping.ts). */
   logger?: Logger;
 }
@@ -30,6 +32,8 @@ export interface ConsumerRegistration {
   readonly create: (deps: LocalConsumerDeps) => ConsumerHandler;
   /** Needs the coupon service stand-in running. */
   readonly usesCouponService: boolean;
+  /** Needs the notification service stand-in running. */
+  readonly usesNotificationService: boolean;
   /** Acts on existing orders: the run seeds them as the order service would have created them. */
   readonly needsOrders: boolean;
 }
@@ -74,9 +78,13 @@ export async function loadRegistration(definition: ConsumerGroupDefinition): Pro
       consumer.create({
         ...deps,
         tables: declaredTables(definition, deps.tables),
-        services: { 'coupon-service': deps.couponServiceUrl },
+        services: {
+          'coupon-service': deps.couponServiceUrl,
+          'notification-service': deps.notificationServiceUrl ?? '',
+        },
       }),
     usesCouponService: services.includes('coupon-service'),
+    usesNotificationService: services.includes('notification-service'),
     needsOrders: definition.tables.includes('orders'),
   };
 }

@@ -25,6 +25,7 @@ import type { CrashAfterCommit } from './incident-scenario.ts';
 import { type BridgeAccount, LocalBridge } from './local-bridge.ts';
 import { type ConsumerRegistration, type LocalConsumerDeps, loadRegistrations } from './local-consumers.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
+import { LocalNotificationService } from './local-notification-service.ts';
 import { LocalSigningKey } from './local-signing-key.ts';
 import { seedOrders } from './order-seeding.ts';
 import { type LocalResources, provisionLocal } from './provision.ts';
@@ -171,6 +172,8 @@ export interface LocalRunResult {
   readonly wallMs: number;
   readonly pollErrors: number;
   readonly couponGrants?: number;
+  /** With the notification group: notifications the stand-in sent, and awards it was asked to tell twice. */
+  readonly notifications?: { readonly sent: number; readonly doubleNotifications: number };
   /** Items written before the traffic (by default orders as WAIT_PAY, standing in for the order service). */
   readonly seededOrders: number;
   /** With `functionLogs`: what shipping the log lines cost. */
@@ -251,6 +254,7 @@ interface Stage {
   readonly sqs: SQSClient;
   readonly dynamoDb: DynamoDBDocumentClient;
   readonly coupons?: LocalCouponService;
+  readonly notifications?: LocalNotificationService;
   readonly seededOrders: number;
 }
 
@@ -281,6 +285,11 @@ async function openStage(
     coupons = await LocalCouponService.start();
     cleanups.push(() => coupons!.stop());
   }
+  let notifications: LocalNotificationService | undefined;
+  if (run.registrations.some((r) => r.usesNotificationService)) {
+    notifications = await LocalNotificationService.start();
+    cleanups.push(() => notifications!.stop());
+  }
   const sqs = createSqs(aws);
   const dynamoDb = createDynamoDb(aws);
   const seededOrders = options.seedTables
@@ -288,7 +297,17 @@ async function openStage(
     : run.registrations.some((r) => r.needsOrders)
       ? await seedOrders(dynamoDb, resources.tables.orders, orderNumbersIn(options.phases))
       : 0;
-  return { endpoint, aws, resources, groups, sqs, dynamoDb, ...(coupons ? { coupons } : {}), seededOrders };
+  return {
+    endpoint,
+    aws,
+    resources,
+    groups,
+    sqs,
+    dynamoDb,
+    ...(coupons ? { coupons } : {}),
+    ...(notifications ? { notifications } : {}),
+    seededOrders,
+  };
 }
 
 /** The groups' pollers, running, and what they account for. */
@@ -330,7 +349,8 @@ async function startConsumers(
       envelopeKeys: signing.ring,
       onReport: reports.onReport,
       couponServiceUrl: stage.coupons?.url ?? '',
-      services: { 'coupon-service': stage.coupons?.url ?? '' },
+      notificationServiceUrl: stage.notifications?.url ?? '',
+      services: { 'coupon-service': stage.coupons?.url ?? '', 'notification-service': stage.notifications?.url ?? '' },
       ...(options.functionLogs && shippers.has(group)
         ? {
             logger: ShippingLogger.create(shippers.get(group)!.push, {
@@ -503,6 +523,14 @@ async function readOutcome(
     pollErrors: consumers.pollErrors(),
     seededOrders: stage.seededOrders,
     ...(stage.coupons ? { couponGrants: stage.coupons.grants.size } : {}),
+    ...(stage.notifications
+      ? {
+          notifications: {
+            sent: stage.notifications.sent.size,
+            doubleNotifications: stage.notifications.doubleNotifications().length,
+          },
+        }
+      : {}),
     ...(options.functionLogs ? { logShipping: shippingAccountOf(shippers, finalFlushMs) } : {}),
   };
 }

@@ -308,6 +308,8 @@ function deadLettersSection(result: LocalRunResult, labels: CopyLabels): string[
   }
   const reasons = [...byReason].sort((a, b) => b[1].length - a[1].length);
   const out = [`Dead-lettered (deliveries), by reason: ${dead.length}`];
+  // "Every group" of those the traffic reached: a group on a topic the run sent nothing to cannot dead-letter it.
+  const reached = new Set(result.account.deliveries.map((d) => d.group));
   for (const [reason, letters] of reasons.slice(0, MAX_LISTED)) {
     const groups = [...new Set(letters.map((d) => d.group))];
     const e = letters[0]!;
@@ -316,7 +318,7 @@ function deadLettersSection(result: LocalRunResult, labels: CopyLabels): string[
       : `SQS message ${e.sqsMessageId}`;
     const label = e.msgId ? labels.first.get(e.msgId) : undefined;
     out.push(
-      `  ${String(letters.length).padStart(5)} × ${reason}  (${groups.length === result.groups.length && groups.length > 1 ? 'every group' : groups.join(', ')})`,
+      `  ${String(letters.length).padStart(5)} × ${reason}  (${groups.length === reached.size && groups.length > 1 ? 'every group' : groups.join(', ')})`,
       `          e.g. ${where}${label ? `: ${label}` : ''}`,
     );
   }
@@ -362,6 +364,12 @@ function closingLines(result: LocalRunResult): string[] {
   return [
     ...(result.couponGrants !== undefined
       ? [`Coupons granted by the local coupon service: ${result.couponGrants}.`]
+      : []),
+    ...(result.notifications !== undefined
+      ? [
+          `Notifications sent by the local notification service: ${result.notifications.sent}` +
+            ` (awards told more than once: ${result.notifications.doubleNotifications}).`,
+        ]
       : []),
     ...(result.completed
       ? []

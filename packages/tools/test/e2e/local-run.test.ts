@@ -302,7 +302,7 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(lines.filter((l) => l.length > 120)).toEqual([]);
     // The verdict first: what happened to user 88372, beside what the incident did.
     const head = lines.slice(0, 15).join('\n');
-    expect(head).toContain('Verdict: exactly once held in all 3 groups');
+    expect(head).toContain('Verdict: exactly once held in all 4 groups');
     expect(head).toContain(
       'User 88372 was awarded 300 points once for SO202007051422310088 (1 ledger entry); the incident awarded 600.',
     );

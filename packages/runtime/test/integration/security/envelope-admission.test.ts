@@ -25,6 +25,7 @@ async function groupUnderTest(definition: (typeof CONSUMER_GROUPS)[number]) {
     envelopeKeys: new StaticSigningKeys(key),
     onReport: (r) => reports.push(r),
     couponServiceUrl: 'http://127.0.0.1:9',
+    notificationServiceUrl: 'http://127.0.0.1:9',
   });
   const queues = resources.queues[definition.group]!;
   return {

@@ -318,6 +318,7 @@ describe('every group of the catalogue refuses an unsigned envelope when its fun
       envelopeKeys: ring,
       onReport: (r) => reports.push(r),
       couponServiceUrl: 'http://127.0.0.1:9',
+      notificationServiceUrl: 'http://127.0.0.1:9',
     });
     const envelope = (signed: boolean) => {
       const body = unsignedOrderEnvelope({ orderNo: `SO-${randomUUID().slice(0, 8)}` }, { topic: definition.topic });

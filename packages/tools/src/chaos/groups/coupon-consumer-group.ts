@@ -21,7 +21,7 @@ import {
   type GroupVerdict,
   orderNoOf,
 } from '../chaos-plugin.ts';
-import { plainAttribute } from '../crash-points.ts';
+import { crashInsideLease } from '../crash-points.ts';
 import { OrderTopicProducer, orderTopicFact } from '../order-topic.ts';
 import { redeliverLater } from '../workload.ts';
 
@@ -109,15 +109,6 @@ export const chaosPlugin: ChaosPlugin = {
    * IN_PROGRESS.
    */
   crashPoint(keys) {
-    const pending = new Map(keys.map((k) => [recordId(GROUP, k), k]));
-    return (command, input) => {
-      if (command !== 'UpdateItemCommand' || pending.size === 0) return undefined;
-      const id = plainAttribute((input.Key as Record<string, unknown> | undefined)?.id);
-      const completing = String(input.UpdateExpression ?? '').includes(':completed');
-      if (!completing || typeof id !== 'string' || !pending.has(id)) return undefined;
-      const key = pending.get(id)!;
-      pending.delete(id);
-      return { why: `crash inside the lease on ${key}, after the coupon call` };
-    };
+    return crashInsideLease(keys, (key) => recordId(GROUP, key), 'coupon call');
   },
 };

@@ -74,6 +74,14 @@ const LIBRARY: Record<string, { dir: string; unitTests: string; internal?: strin
   points: { dir: 'packages/consumers/src/points', unitTests: 'packages/consumers/test/unit/points' },
   orders: { dir: 'packages/consumers/src/orders', unitTests: 'packages/consumers/test/unit/orders' },
   coupons: { dir: 'packages/consumers/src/coupons', unitTests: 'packages/consumers/test/unit/coupons' },
+  notifications: {
+    dir: 'packages/consumers/src/notifications',
+    unitTests: 'packages/consumers/test/unit/notifications',
+  },
+  'outside-service': {
+    dir: 'packages/consumers/src/outside-service',
+    unitTests: 'packages/consumers/test/unit/outside-service',
+  },
   dingtalk: { dir: 'packages/notifier/src', unitTests: 'packages/notifier/test/unit' },
   operations: { dir: 'packages/ops/src/operations', unitTests: 'packages/ops/test/unit/operations' },
   migration: { dir: 'packages/ops/src/migration', unitTests: 'packages/ops/test/unit/migration' },

@@ -34,6 +34,8 @@ function deployedEnvironment(def: ConsumerGroupDefinition): NodeJS.ProcessEnv {
     ...lifetimeEnvironment(lifetimes, recordTtlSeconds),
     COUPON_SERVICE_URL: 'https://coupons.example.com',
     COUPON_SERVICE_AUTH: JSON.stringify({ kind: 'bearer', secretId: 'rmq-prod/coupon-service-token' }),
+    NOTIFICATION_SERVICE_URL: 'https://notifications.example.com',
+    NOTIFICATION_SERVICE_AUTH: JSON.stringify({ kind: 'bearer', secretId: 'rmq-prod/notification-service-token' }),
     [CONSUMER_ENV.envelopeSigningSecret]: 'rmq-prod/envelope-signing-key',
   };
 }
