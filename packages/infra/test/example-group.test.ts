@@ -116,6 +116,7 @@ describe('adding a consumer group: the CDK app picks up a new catalogue entry wi
       'point-consumer-group': 3,
       'coupon-consumer-group': 0,
       'order-status-consumer-group': 0,
+      'notification-consumer-group': 0,
       'refund-consumer-group': 0,
     });
     expect(outboxAlarms('point-consumer-group')).toEqual(

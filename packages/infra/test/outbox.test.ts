@@ -63,6 +63,10 @@ function synth(props: Partial<RocketMQConsumersStackProps> = {}): Template {
     operatorRoleArns: ['arn:aws:iam::123456789012:role/operator'],
     services: {
       'coupon-service': { url: 'https://coupons.example.com', auth: { kind: 'bearer', secretName: 'unit/token' } },
+      'notification-service': {
+        url: 'https://notifications.example.com',
+        auth: { kind: 'bearer', secretName: 'unit/notification-token' },
+      },
     },
     ...props,
   });
@@ -101,7 +105,10 @@ describe('a publishing group (points, POINTS_AWARDED to sqs) with a subscriber i
   let relayId: string;
   let dlqId: string;
   beforeAll(() => {
-    template = synth({ groups: [...CONSUMER_GROUPS, LISTENER, OTHER_TAG] });
+    // The listener is the one subscriber here: the catalogue's own (the notification group) is left out.
+    template = synth({
+      groups: [...CONSUMER_GROUPS.filter((g) => g.topic !== LISTENER.topic), LISTENER, OTHER_TAG],
+    });
     resources = template.toJSON().Resources;
     tableId = idOf(resources, 'AWS::DynamoDB::Table', (p) => p.TableName === outboxTableName(prefix, POINTS.group));
     relayId = idOf(
