@@ -18,8 +18,7 @@ import { StreamPoller, type StreamPollerOptions } from '../local/stream-poller.t
  * `eventId`, stream NEW_IMAGE), and the plain clients the stream poller reads it with.
  */
 export async function createOutboxTable(endpoint: string, tableName: string) {
-  const config = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
-  const dynamoDb = new DynamoDBClient(config);
+  const { dynamoDb, streams } = outboxStreamClients(endpoint);
   await dynamoDb.send(
     new CreateTableCommand({
       TableName: tableName,
@@ -29,7 +28,13 @@ export async function createOutboxTable(endpoint: string, tableName: string) {
       StreamSpecification: { StreamEnabled: true, StreamViewType: OUTBOX_TABLE.streamView },
     }),
   );
-  return { dynamoDb, streams: new DynamoDBStreamsClient(config) };
+  return { dynamoDb, streams };
+}
+
+/** The plain clients the stream poller reads an outbox table's stream with (one `provisionLocal` made, say). */
+export function outboxStreamClients(endpoint: string) {
+  const config = { endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } };
+  return { dynamoDb: new DynamoDBClient(config), streams: new DynamoDBStreamsClient(config) };
 }
 
 /** The production relay handler of a group on a local outbox table, fed by the stream poller. */
@@ -45,29 +50,37 @@ export interface LocalRelayOptions {
   readonly batchSize?: number;
   /** Sees each invocation before the handler (the bench counts them). */
   readonly onInvoke?: () => void;
+  /**
+   * Asked before each invocation: true puts a new relay instance in place of the last, as Lambda
+   * replaces one that died; the new one remembers nothing the last sent. The stream's checkpoint stays.
+   */
+  readonly restart?: () => boolean;
 }
 
 export async function localRelay(
   streamClients: Pick<StreamPollerOptions, 'dynamoDb' | 'streams'>,
   options: LocalRelayOptions,
 ): Promise<StreamPoller> {
-  const handler = createRelayHandler({
-    ...options.clients,
-    definition: options.definition,
-    aws: options.aws,
-    tableName: options.tableName,
-    targets: options.targets,
-    deadLetterQueueUrl: options.deadLetterQueueUrl,
-    signingSecret: 'held-in-memory',
-    signingKeys: options.signingKeys,
-    onReport: options.onReport,
-  });
+  const instance = () =>
+    createRelayHandler({
+      ...options.clients,
+      definition: options.definition,
+      aws: options.aws,
+      tableName: options.tableName,
+      targets: options.targets,
+      deadLetterQueueUrl: options.deadLetterQueueUrl,
+      signingSecret: 'held-in-memory',
+      signingKeys: options.signingKeys,
+      onReport: options.onReport,
+    });
+  let handler = instance();
   return StreamPoller.open({
     ...streamClients,
     tableName: options.tableName,
     functionName: `${options.tableName}-relay`,
     ...(options.batchSize ? { batchSize: options.batchSize } : {}),
     handler: (event, context) => {
+      if (options.restart?.()) handler = instance();
       options.onInvoke?.();
       return handler(event, context);
     },
