@@ -1,4 +1,4 @@
-import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { consumer as notificationConsumer } from '@rocketmq-lambda/consumers/functions/notification-consumer/handler.ts';
 import { createCloudWatchLogs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
@@ -8,7 +8,6 @@ import {
   eventIdOf,
   functionLogGroupName,
   OUTBOX_EVENT_ID_PROPERTY,
-  OUTBOX_TABLE,
   type OutboxItem,
   outboxRedriveHorizonOf,
   outboxTableName,
@@ -40,18 +39,10 @@ const HORIZON_S = outboxRedriveHorizonOf(
   (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).find((g) => g.group === PUBLISHER)!,
 )!;
 
-/** The publishing group's outbox table as the stack declares it: PK eventId, stream of new images. */
+/** The publishing group's outbox table, as the fixture provisions it from the catalogue: PK eventId, stream of new images. */
 async function outboxTable(f: PointsFixture): Promise<string> {
-  const table = outboxTableName(f.resources.prefix, PUBLISHER);
-  await f.dynamoDb.send(
-    new CreateTableCommand({
-      TableName: table,
-      AttributeDefinitions: [{ AttributeName: OUTBOX_TABLE.partitionKey, AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: OUTBOX_TABLE.partitionKey, KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-      StreamSpecification: { StreamEnabled: true, StreamViewType: OUTBOX_TABLE.streamView },
-    }),
-  );
+  const table = f.resources.outboxTables[PUBLISHER]!;
+  expect(table).toBe(outboxTableName(f.resources.prefix, PUBLISHER));
   return table;
 }
 
