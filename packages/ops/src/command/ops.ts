@@ -118,6 +118,10 @@ Commands:
                            topic:tag, event id, business key, the relay's reason (--status: others).
   outbox redrive [--group G] --event-id <id>… | --all [--apply]
                            Set FAILED items back to PENDING for the relay (a dry run without --apply).
+  outbox redrive [--group G] --stale [--pending-older-than <age>] [--apply]
+                           Write anew the PENDING items whose stream record the relay's mapping gave
+                           up on (older than its maxRecordAge, 23h): still PENDING, redriveCount + 1,
+                           so the stream hands them to the relay again (a dry run without --apply).
   trace <orderNo | msgId>  The story of one order in every consumer group (--group: one), in
                            time order: each delivery (msgIds, attempts, times), the copy that
                            applied the effect, the copies suppressed and why, failures,
@@ -211,10 +215,16 @@ outbox:
   --status <status>        list: PENDING, FAILED or RELAYED (repeatable; default PENDING and FAILED).
   --event-id <id>          redrive: an item by its event id (repeatable).
   --all                    redrive: every FAILED item.
+  --stale                  redrive: every PENDING item whose last stream record (commit, or last
+                           redrive) is older than the relay mapping's maxRecordAge (23h): the
+                           records its relay DLQ lists as "records the relay gave up on".
+  --pending-older-than <age>  --stale with another threshold (e.g. 6h): an item younger than 23h may
+                           still be retried by the mapping, and is then sent twice (deduplicated
+                           downstream on its event id).
   --apply                  redrive: write (confirmed as other writes); without it a dry run.
-  Only FAILED items are redriven, and only those committed within the subscribers' redrive
-  horizon (a letter's, from delivery-lifetimes): an older copy would be dead-lettered downstream
-  as PAST_REDRIVE_HORIZON. Exit 1 when any item was refused.
+  Only FAILED (or, --stale, stale PENDING) items are redriven, and only those committed within the
+  subscribers' redrive horizon (a letter's, from delivery-lifetimes): an older copy would be
+  dead-lettered downstream as PAST_REDRIVE_HORIZON. Exit 1 when any item was refused.
 
 dlq redrive:
   --reason <code|text>     Failure code or words of the reason ("unknown": moved by redrive policy). Repeatable.
@@ -287,6 +297,8 @@ const OPTIONS = {
   'idempotency-table': { type: 'string' },
   'outbox-table': { type: 'string' },
   'event-id': { type: 'string', multiple: true },
+  stale: { type: 'boolean' },
+  'pending-older-than': { type: 'string' },
   status: { type: 'string', multiple: true },
   'legacy-source': { type: 'string' },
   mermaid: { type: 'boolean' },
@@ -488,6 +500,7 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         format,
         target,
         dynamoDb: dynamoDb(),
+        pendingOlderThanMs: durationMs(v['pending-older-than'], 'pending-older-than'),
         now,
         print,
         confirmation: confirmationOf(v, io),

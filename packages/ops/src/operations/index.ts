@@ -48,12 +48,14 @@ export { isEmptyTrace, type OrderTrace, orderTraceOf } from './order-trace.ts';
 export { renderOrderTraceMermaid, renderOrderTraceText } from './order-trace-output.ts';
 export { type OutboxHop, readOutboxHops, renderOutboxHopsText } from './outbox-hop.ts';
 export {
+  lastStreamRecordAt,
   type OutboxRedriveReport,
   OutboxRefusal,
   type OutboxTarget,
   outboxTargetOf,
   readOutboxItems,
   redriveOutboxItems,
+  retouchStaleItems,
 } from './outbox-items.ts';
 export { renderOutboxList, renderOutboxRedrive } from './outbox-output.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';

@@ -22,6 +22,7 @@ export {
   orderlySchedule,
   outboxItemTtlSeconds,
   type QueueLifetimes,
+  RELAY_MAX_RECORD_AGE_SECONDS,
   STREAM_RETENTION_SECONDS,
 } from './delivery-lifetimes.ts';
 export { isLoopbackUrl } from './loopback-url.ts';

@@ -100,8 +100,10 @@ export interface OutboxItem {
   readonly relayedAt?: number;
   /** FAILED: why the relay could not send it. */
   readonly failureReason?: string;
-  /** How many times `ops outbox redrive` set it back to PENDING. */
+  /** How many times `ops outbox redrive` set it back to PENDING (or, `--stale`, wrote a PENDING item anew). */
   readonly redriveCount?: number;
+  /** Epoch milliseconds of the last `ops outbox redrive`: the item's latest stream record, when set. */
+  readonly redrivenAt?: number;
   /** Epoch seconds, DynamoDB TTL (`outboxItemTtlSeconds`). */
   readonly expiresAt: number;
 }
