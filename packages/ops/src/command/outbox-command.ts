@@ -66,7 +66,13 @@ export async function outboxCommand(sub: string | undefined, v: OutboxValues, ct
         );
       const report =
         selection.staleAfterSeconds === undefined
-          ? await redriveOutboxItems({ dynamoDb: ctx.dynamoDb, target, eventIds: selection.eventIds, dryRun, now: ctx.now })
+          ? await redriveOutboxItems({
+              dynamoDb: ctx.dynamoDb,
+              target,
+              eventIds: selection.eventIds,
+              dryRun,
+              now: ctx.now,
+            })
           : await retouchStaleItems({
               dynamoDb: ctx.dynamoDb,
               target,
