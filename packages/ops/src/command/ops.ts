@@ -226,6 +226,18 @@ outbox:
   subscribers' redrive horizon (a letter's, from delivery-lifetimes): an older copy would be
   dead-lettered downstream as PAST_REDRIVE_HORIZON. Exit 1 when any item was refused.
 
+dlq (the outbox's queues):
+  --outbox                 With --group: the group's relay DLQ (<prefix>-<group>-outbox-dlq). list
+                           classifies its letters: outbox-notice (code, reason, event id, group,
+                           topic) and stream-failure ("records the relay gave up on": shard and
+                           sequence range). redrive sends none of them: it names the command that
+                           does (ops outbox redrive --event-id <id>, ops outbox redrive --stale).
+  --outbound               The bridge's outbound DLQ (<prefix>-rocketmq-outbound-dlq). Its
+                           outbound-refusal letters are the relayed body unchanged: redrive sends an
+                           UNAUTHENTICATED_MESSAGE one back to the outbound queue (fix the signing
+                           key first: the bridge verifies it again), an INVALID_ENVELOPE one only
+                           when --reason INVALID_ENVELOPE names it; the guards below apply.
+
 dlq redrive:
   --reason <code|text>     Failure code or words of the reason ("unknown": moved by redrive policy). Repeatable.
   --key <key>              Idempotency key, RocketMQ key or msgId. Repeatable.
@@ -298,6 +310,8 @@ const OPTIONS = {
   'outbox-table': { type: 'string' },
   'event-id': { type: 'string', multiple: true },
   stale: { type: 'boolean' },
+  outbox: { type: 'boolean' },
+  outbound: { type: 'boolean' },
   'pending-older-than': { type: 'string' },
   status: { type: 'string', multiple: true },
   'legacy-source': { type: 'string' },
@@ -389,6 +403,8 @@ function targetOf(v: Values): TargetOptions {
     dlqUrl: v['dlq-url'],
     sourceQueueUrl: v['source-queue-url'],
     signingSecret: v['signing-secret'],
+    outbox: v.outbox,
+    outbound: v.outbound,
   };
 }
 
@@ -714,23 +730,18 @@ async function redrive(
   );
   if (!filtered && !v.all)
     throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
-  const sourceName = queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1);
-  const source = await queueLocation(ctx.sqs, queues.sourceUrl);
-  const dryRun = v['dry-run'] === true;
-  if (!dryRun) await confirmWrite(redriveWriteSummary(source, sourceName, dlqName, filter, limit), ctx.confirmation);
+  const target = await redriveTarget(queues, v, ctx);
+  const sourceName = target.sourceName;
+  const dryRun = v['dry-run'] === true || target.source === undefined;
+  if (!dryRun && target.source)
+    await confirmWrite(redriveWriteSummary(target.source, sourceName, dlqName, filter, limit), ctx.confirmation);
   try {
     const report = await redriveDeadLetters({
       sqs: ctx.sqs,
       deadLetterQueueUrl: queues.deadLetterUrl,
-      sourceQueueUrl: queues.sourceUrl,
+      sourceQueueUrl: queues.sourceUrl ?? '',
       filter,
-      guard: {
-        targetQueueArn: source.arn,
-        horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
-        force: v.force === true,
-        deadLetterSourceArns: await deadLetterSourcesOf(ctx.sqs, queues.deadLetterUrl),
-        messageGroupFrom: queues.messageGroupFrom,
-      },
+      guard: target.guard,
       dryRun,
       ratePerSecond: positiveNumber(v.rate, 'rate', 10),
       limit,
@@ -746,6 +757,35 @@ async function redrive(
       ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
     throw error;
   }
+}
+
+/**
+ * Where `dlq redrive` sends letters and what holds them back. The relay DLQ (`--outbox`) has no source
+ * queue: every letter is held back with what to do instead, and nothing is sent or deleted.
+ */
+async function redriveTarget(queues: Awaited<ReturnType<typeof groupQueuesOf>>, v: Values, ctx: DlqContext) {
+  if (!queues.sourceUrl)
+    return {
+      source: undefined,
+      sourceName: '(nowhere: the relay DLQ has no source queue)',
+      guard: {
+        targetQueueArn: undefined,
+        noSourceQueue:
+          "a letter of the relay DLQ: nothing goes back from it. The relay's items are in the outbox table: ops outbox list, then ops outbox redrive",
+      },
+    };
+  const source = await queueLocation(ctx.sqs, queues.sourceUrl);
+  return {
+    source,
+    sourceName: queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1),
+    guard: {
+      targetQueueArn: source.arn,
+      horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
+      force: v.force === true,
+      deadLetterSourceArns: await deadLetterSourcesOf(ctx.sqs, queues.deadLetterUrl),
+      messageGroupFrom: queues.messageGroupFrom,
+    },
+  };
 }
 
 /** `keys list` and `keys revoke`: the envelope signing key's versions, never their values. */

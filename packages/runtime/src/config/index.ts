@@ -37,6 +37,7 @@ export {
   type OutboxItem,
   OutboxStatus,
   type OutgoingMessage,
+  outboundDeadLetterQueueName,
   outboundQueueName,
   outboxDeadLetterQueueName,
   outboxTableName,

@@ -130,6 +130,11 @@ export function outboundQueueName(prefix: string): string {
   return `${prefix}-rocketmq-outbound`;
 }
 
+/** The outbound queue's DLQ: what the bridge refused to produce (with its reason), and what it failed to produce for good. */
+export function outboundDeadLetterQueueName(prefix: string): string {
+  return `${outboundQueueName(prefix)}-dlq`;
+}
+
 /** The environment a publishing consumer and its relay are deployed with. */
 export const OUTBOX_ENV = {
   /** The publishing group's outbox table (consumer: writes; relay: marks). */
