@@ -57,6 +57,15 @@ export {
   redriveOutboxItems,
   retouchStaleItems,
 } from './outbox-items.ts';
+export {
+  OUTBOUND_REFUSAL_DETAIL_ATTRIBUTE,
+  OUTBOUND_REFUSAL_KIND,
+  type OutboundRefusal,
+  OutboundRefusalReason,
+  type OutboxLetter,
+  readStreamBatchFailure,
+  type StreamBatchFailure,
+} from './outbox-letters.ts';
 export { renderOutboxList, renderOutboxRedrive } from './outbox-output.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
 export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';

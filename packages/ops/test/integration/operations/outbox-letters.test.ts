@@ -27,7 +27,7 @@ import {
   OUTBOUND_REFUSAL_KIND as OPS_OUTBOUND_REFUSAL_KIND,
   OutboundRefusalReason as OpsOutboundRefusalReason,
   OUTBOUND_REFUSAL_DETAIL_ATTRIBUTE,
-} from '../../../src/operations/outbox-letters.ts';
+} from '../../../src/operations/index.ts';
 import { ops, type PointsFixture } from './operations-fixture.ts';
 
 const PUBLISHER = 'point-consumer-group';
