@@ -8,8 +8,8 @@ import {
   outboxDeadLetterQueueName,
   outboxTableName,
   type PublishedTopic,
+  RELAY_MAX_RECORD_AGE_SECONDS,
   type RelayTargets,
-  STREAM_RETENTION_SECONDS,
   subscribersOf,
 } from '@rocketmq-lambda/runtime/config/index.ts';
 import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
@@ -41,9 +41,10 @@ export const OUTBOX_RELAY_ENTRY = 'packages/consumers/functions/outbox-relay/han
  * - `parallelizationFactor` 1: one batch per shard at a time, so the items of one key (one message group) are
  *   relayed in their commit order.
  * - `timeout`: one batch of 100 sends and 100 marks, with room for SDK retries.
- * - `maxRecordAge`: the stream keeps a record 24 h; a record still being retried when the stream trims it is
- *   dropped with no notice, so the mapping gives up an hour before, and its on-failure notice reaches the DLQ
- *   while the item (still PENDING in the table) can be found and relayed again.
+ * - `maxRecordAge` (`RELAY_MAX_RECORD_AGE_SECONDS`, delivery-lifetimes.ts): the stream keeps a record 24 h; a
+ *   record still being retried when the stream trims it is dropped with no notice, so the mapping gives up an hour
+ *   before, and its on-failure notice reaches the DLQ while the item (still PENDING in the table) can be found and
+ *   touched again (`ops outbox redrive --stale`, whose default threshold is the same constant).
  * - `retryAttempts` 10 000, the API's largest bound: an item the relay can never send it marks FAILED itself, with
  *   a notice of its own (decision 1), so what the mapping retries is a fault of the path (a throttled or
  *   unavailable target or table, a timeout), which it should ride out for as long as the stream keeps the record.
@@ -54,7 +55,7 @@ export const RELAY_EVENT_SOURCE = {
   batchSize: 100,
   parallelizationFactor: 1,
   timeoutSeconds: 30,
-  maxRecordAgeSeconds: STREAM_RETENTION_SECONDS - 3_600,
+  maxRecordAgeSeconds: RELAY_MAX_RECORD_AGE_SECONDS,
   retryAttempts: 10_000,
 } as const;
 

@@ -78,7 +78,7 @@ export const RUNBOOK = {
     happened:
       "The outbox relay's DLQ has messages: an item the relay could never send (refused by its target, too large, no target), marked FAILED with its reason, or stream records the event source mapping gave up on after its retries or 23 hours (their items are still PENDING in the outbox table).",
     action:
-      'Run ops outbox list to see the FAILED and PENDING items with their age, target and reason; fix the cause (target, policy, size), then ops outbox redrive, which sets them PENDING again so the stream relays them; downstream consumers deduplicate on the event id.',
+      'Run ops dlq list --group <group> --outbox: each letter is a relay notice (reason, event id) or records the relay gave up on (shard, sequence range). Fix the cause (target, policy, size), then ops outbox redrive --event-id <id> for a notice, ops outbox redrive --stale for given-up records (dry runs; add --apply): the items go PENDING again and the stream relays them; downstream consumers deduplicate on the event id.',
   },
   outboxRelayErrors: {
     anchor: 'outbox-relay-errors',

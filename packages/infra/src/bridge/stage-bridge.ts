@@ -1,4 +1,9 @@
-import { DLQ_RETENTION_DAYS, outboundQueueName, type TracingBackend } from '@rocketmq-lambda/runtime/config/index.ts';
+import {
+  DLQ_RETENTION_DAYS,
+  outboundDeadLetterQueueName,
+  outboundQueueName,
+  type TracingBackend,
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import { Annotations, Duration, Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
@@ -139,7 +144,7 @@ export class StageBridge extends Construct {
    */
   private outboundQueues(prefix: string): [sqs.Queue, sqs.Queue] {
     const deadLetterQueue = new sqs.Queue(this, 'OutboundDeadLetterQueue', {
-      queueName: `${outboundQueueName(prefix)}-dlq`,
+      queueName: outboundDeadLetterQueueName(prefix),
       retentionPeriod: Duration.days(DLQ_RETENTION_DAYS),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,

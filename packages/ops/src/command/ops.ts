@@ -118,6 +118,10 @@ Commands:
                            topic:tag, event id, business key, the relay's reason (--status: others).
   outbox redrive [--group G] --event-id <id>… | --all [--apply]
                            Set FAILED items back to PENDING for the relay (a dry run without --apply).
+  outbox redrive [--group G] --stale [--pending-older-than <age>] [--apply]
+                           Write anew the PENDING items whose stream record the relay's mapping gave
+                           up on (older than its maxRecordAge, 23h): still PENDING, redriveCount + 1,
+                           so the stream hands them to the relay again (a dry run without --apply).
   trace <orderNo | msgId>  The story of one order in every consumer group (--group: one), in
                            time order: each delivery (msgIds, attempts, times), the copy that
                            applied the effect, the copies suppressed and why, failures,
@@ -211,10 +215,28 @@ outbox:
   --status <status>        list: PENDING, FAILED or RELAYED (repeatable; default PENDING and FAILED).
   --event-id <id>          redrive: an item by its event id (repeatable).
   --all                    redrive: every FAILED item.
+  --stale                  redrive: every PENDING item whose last stream record (commit, or last
+                           redrive) is older than the relay mapping's maxRecordAge (23h): the
+                           records its relay DLQ lists as "records the relay gave up on".
+  --pending-older-than <age>  --stale with another threshold (e.g. 6h): an item younger than 23h may
+                           still be retried by the mapping, and is then sent twice (deduplicated
+                           downstream on its event id).
   --apply                  redrive: write (confirmed as other writes); without it a dry run.
-  Only FAILED items are redriven, and only those committed within the subscribers' redrive
-  horizon (a letter's, from delivery-lifetimes): an older copy would be dead-lettered downstream
-  as PAST_REDRIVE_HORIZON. Exit 1 when any item was refused.
+  Only FAILED (or, --stale, stale PENDING) items are redriven, and only those committed within the
+  subscribers' redrive horizon (a letter's, from delivery-lifetimes): an older copy would be
+  dead-lettered downstream as PAST_REDRIVE_HORIZON. Exit 1 when any item was refused.
+
+dlq (the outbox's queues):
+  --outbox                 With --group: the group's relay DLQ (<prefix>-<group>-outbox-dlq). list
+                           classifies its letters: outbox-notice (code, reason, event id, group,
+                           topic) and stream-failure ("records the relay gave up on": shard and
+                           sequence range). redrive sends none of them: it names the command that
+                           does (ops outbox redrive --event-id <id>, ops outbox redrive --stale).
+  --outbound               The bridge's outbound DLQ (<prefix>-rocketmq-outbound-dlq). Its
+                           outbound-refusal letters are the relayed body unchanged: redrive sends an
+                           UNAUTHENTICATED_MESSAGE one back to the outbound queue (fix the signing
+                           key first: the bridge verifies it again), an INVALID_ENVELOPE one only
+                           when --reason INVALID_ENVELOPE names it; the guards below apply.
 
 dlq redrive:
   --reason <code|text>     Failure code or words of the reason ("unknown": moved by redrive policy). Repeatable.
@@ -287,6 +309,10 @@ const OPTIONS = {
   'idempotency-table': { type: 'string' },
   'outbox-table': { type: 'string' },
   'event-id': { type: 'string', multiple: true },
+  stale: { type: 'boolean' },
+  outbox: { type: 'boolean' },
+  outbound: { type: 'boolean' },
+  'pending-older-than': { type: 'string' },
   status: { type: 'string', multiple: true },
   'legacy-source': { type: 'string' },
   mermaid: { type: 'boolean' },
@@ -377,6 +403,8 @@ function targetOf(v: Values): TargetOptions {
     dlqUrl: v['dlq-url'],
     sourceQueueUrl: v['source-queue-url'],
     signingSecret: v['signing-secret'],
+    outbox: v.outbox,
+    outbound: v.outbound,
   };
 }
 
@@ -488,6 +516,7 @@ async function dispatch(positionals: string[], v: Values, io: OpsIo, print: (tex
         format,
         target,
         dynamoDb: dynamoDb(),
+        pendingOlderThanMs: durationMs(v['pending-older-than'], 'pending-older-than'),
         now,
         print,
         confirmation: confirmationOf(v, io),
@@ -701,23 +730,18 @@ async function redrive(
   );
   if (!filtered && !v.all)
     throw new UsageError('dlq redrive needs a filter (--reason, --key, --older-than, --newer-than) or --all');
-  const sourceName = queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1);
-  const source = await queueLocation(ctx.sqs, queues.sourceUrl);
-  const dryRun = v['dry-run'] === true;
-  if (!dryRun) await confirmWrite(redriveWriteSummary(source, sourceName, dlqName, filter, limit), ctx.confirmation);
+  const target = await redriveTarget(queues, v, ctx);
+  const sourceName = target.sourceName;
+  const dryRun = v['dry-run'] === true || target.source === undefined;
+  if (!dryRun && target.source)
+    await confirmWrite(redriveWriteSummary(target.source, sourceName, dlqName, filter, limit), ctx.confirmation);
   try {
     const report = await redriveDeadLetters({
       sqs: ctx.sqs,
       deadLetterQueueUrl: queues.deadLetterUrl,
-      sourceQueueUrl: queues.sourceUrl,
+      sourceQueueUrl: queues.sourceUrl ?? '',
       filter,
-      guard: {
-        targetQueueArn: source.arn,
-        horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
-        force: v.force === true,
-        deadLetterSourceArns: await deadLetterSourcesOf(ctx.sqs, queues.deadLetterUrl),
-        messageGroupFrom: queues.messageGroupFrom,
-      },
+      guard: target.guard,
       dryRun,
       ratePerSecond: positiveNumber(v.rate, 'rate', 10),
       limit,
@@ -733,6 +757,35 @@ async function redrive(
       ctx.print(renderRedrive(error.report, dlqName, sourceName, ctx.format, ctx.now()));
     throw error;
   }
+}
+
+/**
+ * Where `dlq redrive` sends letters and what holds them back. The relay DLQ (`--outbox`) has no source
+ * queue: every letter is held back with what to do instead, and nothing is sent or deleted.
+ */
+async function redriveTarget(queues: Awaited<ReturnType<typeof groupQueuesOf>>, v: Values, ctx: DlqContext) {
+  if (!queues.sourceUrl)
+    return {
+      source: undefined,
+      sourceName: '(nowhere: the relay DLQ has no source queue)',
+      guard: {
+        targetQueueArn: undefined,
+        noSourceQueue:
+          "a letter of the relay DLQ: nothing goes back from it. The relay's items are in the outbox table: ops outbox list, then ops outbox redrive",
+      },
+    };
+  const source = await queueLocation(ctx.sqs, queues.sourceUrl);
+  return {
+    source,
+    sourceName: queues.sourceUrl.slice(queues.sourceUrl.lastIndexOf('/') + 1),
+    guard: {
+      targetQueueArn: source.arn,
+      horizonMs: queues.redriveHorizonSeconds === undefined ? undefined : queues.redriveHorizonSeconds * 1000,
+      force: v.force === true,
+      deadLetterSourceArns: await deadLetterSourcesOf(ctx.sqs, queues.deadLetterUrl),
+      messageGroupFrom: queues.messageGroupFrom,
+    },
+  };
 }
 
 /** `keys list` and `keys revoke`: the envelope signing key's versions, never their values. */

@@ -397,6 +397,11 @@ const LETTER_KIND_TEXT: Record<LetterKind, string> = {
   'failure-router': "the consumer's failure router",
   'redrive-policy': "SQS's redrive policy (no reason recorded)",
   'bridge-notice': 'a bridge notice: the bridge could not forward the message, and this letter has no body',
+  'outbox-notice':
+    'an outbox relay notice: the relay could not send the item; it stays FAILED in the outbox table (ops outbox redrive --event-id)',
+  'stream-failure':
+    "records the relay gave up on: the relay's event source mapping's batch metadata; the items stay PENDING (ops outbox redrive --stale)",
+  'outbound-refusal': "the bridge's outbound refusal: a relayed body it would not produce to RocketMQ, kept unchanged",
 };
 
 /** Where a notice's body is and how to fetch it: the letter itself cannot be redriven. */

@@ -5,6 +5,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { DEAD_LETTER_ATTRIBUTES, REDRIVE_COUNT_ATTRIBUTE } from '@rocketmq-lambda/runtime/consumer/internal.ts';
+import { OUTBOX_NOTICE_REASON_ATTRIBUTE } from '@rocketmq-lambda/runtime/outbox/index.ts';
 import {
   DEAD_LETTER_KIND_ATTRIBUTE,
   type DeadLetterNotice,
@@ -15,6 +16,12 @@ import {
   readNotice,
 } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { type LetterKind, letterKindOf, noticeReasonText } from './dead-letter-kind.ts';
+import {
+  OUTBOUND_REFUSAL_DETAIL_ATTRIBUTE,
+  type OutboxLetter,
+  outboxLetterOf,
+  outboxLetterReason,
+} from './outbox-letters.ts';
 
 /** Attributes `ops dlq redrive` puts on a message it sends back, so a second trip is visible. */
 export const REDRIVE_ATTRIBUTES = {
@@ -47,6 +54,8 @@ export interface DeadLetter {
   kind: LetterKind;
   /** The bridge's notice: its own reason and where the body still is in RocketMQ. */
   notice: DeadLetterNotice | undefined;
+  /** A letter of the outbox's queues: the relay's notice, the mapping's on-failure record, the bridge's outbound refusal. */
+  outbox: OutboxLetter | undefined;
   /** Router attributes, or `undefined` when SQS's redrive policy moved the message. */
   failure: FailureDetails | undefined;
   /** One line: the router's code and reason, the notice's reason, or why there is none. */
@@ -66,7 +75,13 @@ export interface DeadLetter {
 }
 
 const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
-const DESCRIBED_NAMES = new Set<string>([...FAILURE_NAMES, DEAD_LETTER_KIND_ATTRIBUTE, NOTICE_REASON_ATTRIBUTE]);
+const DESCRIBED_NAMES = new Set<string>([
+  ...FAILURE_NAMES,
+  DEAD_LETTER_KIND_ATTRIBUTE,
+  NOTICE_REASON_ATTRIBUTE,
+  OUTBOX_NOTICE_REASON_ATTRIBUTE,
+  OUTBOUND_REFUSAL_DETAIL_ATTRIBUTE,
+]);
 
 /** Decodes one received SQS message. `maxReceiveCount` words the reason of redrive-policy moves. */
 export function decodeDeadLetter(message: Message, maxReceiveCount?: number): DeadLetter {
@@ -75,7 +90,6 @@ export function decodeDeadLetter(message: Message, maxReceiveCount?: number): De
   );
   const failure = failureOf(attributes);
   const body = message.Body ?? '';
-  const notice = readNotice(body, attributes);
   let envelope: RocketMQMessage | undefined;
   let envelopeError: string | undefined;
   try {
@@ -86,16 +100,22 @@ export function decodeDeadLetter(message: Message, maxReceiveCount?: number): De
   }
   const sent = Number(message.Attributes?.SentTimestamp);
   const routed = failure?.deadLetteredAt ? new Date(failure.deadLetteredAt) : undefined;
+  // An outbound refusal carries the bridge's reason attribute too, but its body is the whole relayed message.
+  const outbox = outboxLetterOf(body, attributes, envelope);
+  const notice = outbox ? undefined : readNotice(body, attributes);
   return {
     messageId: message.MessageId ?? '',
     receiptHandle: message.ReceiptHandle ?? '',
     body,
-    kind: letterKindOf(failure !== undefined, notice),
+    kind: letterKindOf(failure !== undefined, notice, outbox),
     notice,
+    outbox,
     failure,
     reasonText: notice
       ? noticeReasonText(notice, failure && reasonTextOf(failure, maxReceiveCount))
-      : reasonTextOf(failure, maxReceiveCount),
+      : outbox
+        ? outboxLetterReason(outbox)
+        : reasonTextOf(failure, maxReceiveCount),
     envelope,
     envelopeError,
     deadLetteredAt:

@@ -1,4 +1,5 @@
 import { type DeadLetterNotice, refetchCommands } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import type { OutboxLetter } from './outbox-letters.ts';
 
 /**
  * Which of the three writers put a letter in a group's DLQ. Each says so differently, and `ops dlq`
@@ -8,17 +9,29 @@ import { type DeadLetterNotice, refetchCommands } from '@rocketmq-lambda/runtime
  *   function crashed or timed out before the router ran);
  * - `bridge-notice`: the bridge, for a message it could not forward (packages/runtime/src/rocketmq/dead-letter-notice.ts):
  *   no body, so nothing a consumer can apply; the body is still in RocketMQ.
+ * And the outbox's queues (./outbox-letters.ts):
+ * - `outbox-notice`: the relay, in its DLQ, for an item it could not send (the item stays FAILED);
+ * - `stream-failure`: the relay's event source mapping, in the same DLQ, for stream records it gave up on;
+ * - `outbound-refusal`: the bridge, in its outbound DLQ, for a relayed body it would not produce.
  */
 export const LetterKind = {
   FailureRouter: 'failure-router',
   RedrivePolicy: 'redrive-policy',
   BridgeNotice: 'bridge-notice',
+  OutboxNotice: 'outbox-notice',
+  StreamFailure: 'stream-failure',
+  OutboundRefusal: 'outbound-refusal',
 } as const;
 export type LetterKind = (typeof LetterKind)[keyof typeof LetterKind];
 
 /** A notice is a notice even after a consumer failed it (the router's attributes then sit on a notice body). */
-export function letterKindOf(hasRouterAttributes: boolean, notice: DeadLetterNotice | undefined): LetterKind {
+export function letterKindOf(
+  hasRouterAttributes: boolean,
+  notice: DeadLetterNotice | undefined,
+  outbox?: OutboxLetter,
+): LetterKind {
   if (notice) return LetterKind.BridgeNotice;
+  if (outbox) return outbox.kind;
   return hasRouterAttributes ? LetterKind.FailureRouter : LetterKind.RedrivePolicy;
 }
 

@@ -10,10 +10,12 @@ import {
 import { sqsText } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { DEAD_LETTER_ATTRIBUTES } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import {
+  DEAD_LETTER_KIND_ATTRIBUTE,
   excerpt,
   type MessageGroupSource,
   messageGroupFactsOf,
   messageGroupOf,
+  NOTICE_REASON_ATTRIBUTE,
 } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import {
   type DeadLetter,
@@ -24,6 +26,7 @@ import {
 } from './dead-letter-inspection.ts';
 import { noticeRedriveRefusal } from './dead-letter-kind.ts';
 import { messageOf, OperationsError } from './errors.ts';
+import { OUTBOUND_REFUSAL_DETAIL_ATTRIBUTE, outboxLetterRefusal } from './outbox-letters.ts';
 
 /** Which dead letters to send back. Empty lists and absent bounds match everything. */
 export interface RedriveFilter {
@@ -102,6 +105,10 @@ export function redriveRefusal(
 ): string | undefined {
   // A bridge notice has no body: whatever selected it, it never goes to the consumer.
   if (letter.notice) return noticeRedriveRefusal(letter.notice);
+  // The outbox's letters: what goes back is the item (ops outbox redrive), or, for an outbound refusal, the body.
+  const outbox = letter.outbox && outboxLetterRefusal(letter.outbox, guard.namedReasons);
+  if (outbox) return outbox;
+  if (guard.noSourceQueue) return guard.noSourceQueue;
   const source = sourceRefusal(letter, guard, system);
   if (source) return source;
   const group = redriveMessageGroup(letter, system.messageGroupId, guard.messageGroupFrom);
@@ -211,6 +218,8 @@ const PAYLOAD_CONFLICT = 'PAYLOAD_CONFLICT';
 export interface RedriveGuard {
   /** The ARN of the queue letters are sent to; a letter recorded from another queue is held back. */
   targetQueueArn: string | undefined;
+  /** Why nothing of this DLQ is sent anywhere (the relay DLQ has no source queue); set, every letter is held back. */
+  noSourceQueue?: string;
   /** Reasons the operator named (`--reason`): a conflict goes back only when named. */
   namedReasons: readonly string[];
   /** The group's redrive horizon (record TTL − retry window); `undefined` for a group the catalogue does not know. */
@@ -321,6 +330,7 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
     force: options.guard?.force ?? false,
     ...(options.guard?.deadLetterSourceArns ? { deadLetterSourceArns: options.guard.deadLetterSourceArns } : {}),
     ...(options.guard?.messageGroupFrom ? { messageGroupFrom: options.guard.messageGroupFrom } : {}),
+    ...(options.guard?.noSourceQueue ? { noSourceQueue: options.guard.noSourceQueue } : {}),
   };
   const seen = new Set<string>();
   const toRelease: DeadLetter[] = [];
@@ -380,6 +390,11 @@ export async function redriveDeadLetters(options: RedriveOptions): Promise<Redri
 
 const FAILURE_NAMES = new Set<string>(Object.values(DEAD_LETTER_ATTRIBUTES));
 const REDRIVE_NAMES = new Set<string>(Object.values(REDRIVE_ATTRIBUTES));
+const REFUSAL_NAMES = new Set<string>([
+  DEAD_LETTER_KIND_ATTRIBUTE,
+  NOTICE_REASON_ATTRIBUTE,
+  OUTBOUND_REFUSAL_DETAIL_ATTRIBUTE,
+]);
 
 async function sendBack(
   options: RedriveOptions,
@@ -390,7 +405,11 @@ async function sendBack(
   // The failure attributes describe the last failure; the consumer must not read them as
   // this delivery's. Producer attributes, if any, go back with the body untouched.
   const kept = Object.entries(message.MessageAttributes ?? {}).filter(
-    ([name]) => !FAILURE_NAMES.has(name) && !REDRIVE_NAMES.has(name),
+    ([name]) =>
+      !FAILURE_NAMES.has(name) &&
+      !REDRIVE_NAMES.has(name) &&
+      // An outbound refusal's reason describes the last refusal, not this delivery.
+      !(letter.outbox?.kind === 'outbound-refusal' && REFUSAL_NAMES.has(name)),
   );
   const attribute = (value: string): MessageAttributeValue => ({
     DataType: 'String',

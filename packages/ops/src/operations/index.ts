@@ -48,13 +48,24 @@ export { isEmptyTrace, type OrderTrace, orderTraceOf } from './order-trace.ts';
 export { renderOrderTraceMermaid, renderOrderTraceText } from './order-trace-output.ts';
 export { type OutboxHop, readOutboxHops, renderOutboxHopsText } from './outbox-hop.ts';
 export {
+  lastStreamRecordAt,
   type OutboxRedriveReport,
   OutboxRefusal,
   type OutboxTarget,
   outboxTargetOf,
   readOutboxItems,
   redriveOutboxItems,
+  retouchStaleItems,
 } from './outbox-items.ts';
+export {
+  OUTBOUND_REFUSAL_DETAIL_ATTRIBUTE,
+  OUTBOUND_REFUSAL_KIND,
+  type OutboundRefusal,
+  OutboundRefusalReason,
+  type OutboxLetter,
+  readStreamBatchFailure,
+  type StreamBatchFailure,
+} from './outbox-letters.ts';
 export { renderOutboxList, renderOutboxRedrive } from './outbox-output.ts';
 export { ProgressBar, type ProgressStream } from './progress-bar.ts';
 export { type Column, type OutputFormat, renderCsv, renderTable, terminalSafe } from './report-format.ts';

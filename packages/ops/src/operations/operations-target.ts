@@ -5,6 +5,10 @@ import {
   type ConsumerGroupDefinition,
   deadLetterQueueName,
   lifetimesOf,
+  outboundDeadLetterQueueName,
+  outboundQueueName,
+  outboxDeadLetterQueueName,
+  outboxRedriveHorizonOf,
   queueName,
   signingKeySecretName,
   tableName,
@@ -27,6 +31,10 @@ export interface TargetOptions {
   dlqUrl?: string;
   sourceQueueUrl?: string;
   signingSecret?: string;
+  /** `dlq --outbox`: the relay DLQ of the (publishing) group instead of its consumer DLQ. */
+  outbox?: boolean;
+  /** `dlq --outbound`: the bridge's outbound DLQ, whose source is the outbound queue. */
+  outbound?: boolean;
 }
 
 /** `--endpoint` selects the emulator (dummy credentials); otherwise the default credential chain. */
@@ -73,7 +81,8 @@ export function idempotencyTableOf(options: TargetOptions & { idempotencyTable?:
 export interface GroupQueues {
   group: string;
   deadLetterUrl: string;
-  sourceUrl: string;
+  /** Where a redrive sends letters; `undefined` for the relay DLQ, from which nothing is sent (ops outbox redrive is). */
+  sourceUrl: string | undefined;
   /** Receives before the source queue's redrive policy moves a message (from the catalogue). */
   maxReceiveCount: number | undefined;
   /**
@@ -86,9 +95,23 @@ export interface GroupQueues {
 }
 
 export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Promise<GroupQueues> {
+  if (options.outbox && options.outbound) throw new TargetResolutionError('choose --outbox or --outbound, not both');
+  if (options.outbound) return outboundQueuesOf(sqs, options);
   const group = options.group;
   if (!group) throw new TargetResolutionError('name the consumer group: --group <consumer-group>');
   const known: ConsumerGroupDefinition | undefined = CONSUMER_GROUPS.find((g) => g.group === group);
+  if (options.outbox) {
+    const dlq =
+      options.dlqUrl ?? (await queueUrlOf(sqs, options, outboxDeadLetterQueueName(options.prefix ?? '', group), 'DLQ'));
+    return {
+      group,
+      deadLetterUrl: dlq,
+      sourceUrl: undefined,
+      maxReceiveCount: undefined,
+      redriveHorizonSeconds: undefined,
+      messageGroupFrom: DEFAULT_MESSAGE_GROUP_SOURCE,
+    };
+  }
   const lookUp = async (name: string, what: string) => {
     if (!options.prefix) {
       throw new TargetResolutionError(
@@ -127,4 +150,39 @@ async function deployedMaxReceiveCount(sqs: SQSClient, sourceUrl: string): Promi
   } catch {
     return undefined; // only used to word a reason; the catalogue's value is the fallback
   }
+}
+
+async function queueUrlOf(sqs: SQSClient, options: TargetOptions, name: string, what: string): Promise<string> {
+  if (!options.prefix)
+    throw new TargetResolutionError(
+      `name the ${what}: --prefix <deployment prefix>, or --${what === 'DLQ' ? 'dlq-url' : 'source-queue-url'}`,
+    );
+  try {
+    return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl!;
+  } catch (error) {
+    throw new TargetResolutionError(`${what} ${name} not found (${(error as Error).name})`);
+  }
+}
+
+/**
+ * The bridge's outbound DLQ and the outbound queue it goes back to (`dlq --outbound`). The redrive horizon is
+ * the smallest of the publishing groups' that send to RocketMQ (`outboxRedriveHorizonOf`): a relayed body is
+ * born at its item's commit, so it is as old as the item; none when no catalogue group subscribes.
+ */
+async function outboundQueuesOf(sqs: SQSClient, options: TargetOptions): Promise<GroupQueues> {
+  const prefix = options.prefix ?? '';
+  const deadLetterUrl = options.dlqUrl ?? (await queueUrlOf(sqs, options, outboundDeadLetterQueueName(prefix), 'DLQ'));
+  const sourceUrl =
+    options.sourceQueueUrl ?? (await queueUrlOf(sqs, options, outboundQueueName(prefix), 'source queue'));
+  const horizons = (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[])
+    .filter((g) => g.publishes?.some((p) => p.target === 'rocketmq'))
+    .flatMap((g) => outboxRedriveHorizonOf(g) ?? []);
+  return {
+    group: 'outbound',
+    deadLetterUrl,
+    sourceUrl,
+    maxReceiveCount: await deployedMaxReceiveCount(sqs, sourceUrl),
+    redriveHorizonSeconds: horizons.length > 0 ? Math.min(...horizons) : undefined,
+    messageGroupFrom: DEFAULT_MESSAGE_GROUP_SOURCE,
+  };
 }

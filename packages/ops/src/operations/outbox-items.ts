@@ -77,6 +77,8 @@ export const OutboxRefusal = {
   NOT_FAILED: 'NOT_FAILED',
   /** Its relayed copy would be dead-lettered downstream as too old to be deduplicated. */
   PAST_REDRIVE_HORIZON: 'PAST_REDRIVE_HORIZON',
+  /** `--stale`: no longer a PENDING item whose last stream record is past the threshold (relayed, or touched since). */
+  NOT_STALE: 'NOT_STALE',
 } as const;
 export type OutboxRefusal = (typeof OutboxRefusal)[keyof typeof OutboxRefusal];
 
@@ -84,7 +86,12 @@ export interface OutboxRedriveReport {
   readonly group: string;
   readonly table: string;
   readonly dryRun: boolean;
-  /** Set back to PENDING (dry run: would be). */
+  /**
+   * `--stale`: the PENDING items whose last stream record is older than this many seconds were written anew
+   * (`retouchStaleItems`); absent: FAILED items were set back to PENDING.
+   */
+  readonly staleAfterSeconds?: number;
+  /** Set back to PENDING, or (stale) written anew (dry run: would be). */
   readonly redriven: OutboxItem[];
   readonly refused: Array<{ eventId: string; item?: OutboxItem; reason: OutboxRefusal; why: string }>;
 }
@@ -165,6 +172,15 @@ function refusalOf(
       reason: OutboxRefusal.NOT_FAILED,
       why: `status is ${item.status}: ${item.status === OutboxStatus.RELAYED ? 'it was sent' : 'the relay has it'}; only FAILED items are redriven`,
     };
+  return horizonRefusal(item, target, nowMs);
+}
+
+/** An item committed before the redrive horizon: its relayed copy would be too old for its subscribers. */
+function horizonRefusal(
+  item: OutboxItem,
+  target: OutboxTarget,
+  nowMs: number,
+): { reason: OutboxRefusal; why: string } | undefined {
   const oldest = oldestCommitAccepted(target, nowMs);
   if (oldest !== undefined && item.committedAt < oldest)
     return {
@@ -195,6 +211,98 @@ async function setPending(
         ExpressionAttributeValues: {
           ':pending': OutboxStatus.PENDING,
           ':failed': OutboxStatus.FAILED,
+          ':zero': 0,
+          ':one': 1,
+          ':now': nowMs,
+          ...(oldest === undefined ? {} : { ':oldest': oldest }),
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    return Attributes as OutboxItem;
+  } catch (error) {
+    if (error instanceof ConditionalCheckFailedException) return undefined;
+    throw error;
+  }
+}
+
+/** When the item's latest stream record was written: its last redrive, else its commit (epoch ms). */
+export function lastStreamRecordAt(item: OutboxItem): number {
+  return item.redrivenAt ?? item.committedAt;
+}
+
+/**
+ * Writes anew the PENDING items the relay will never see again: those whose latest stream record (the
+ * commit's INSERT, or the last redrive's MODIFY) is older than `olderThanSeconds` (default
+ * `RELAY_MAX_RECORD_AGE_SECONDS`, the relay mapping's `maxRecordAge`: past it the mapping has given up on
+ * the record and left only its batch's shard and sequence range in the relay DLQ). Each is a conditional
+ * update that keeps it PENDING (still PENDING, still that stale, committed inside the redrive horizon),
+ * `redriveCount` + 1 and `redrivenAt`: a MODIFY whose new image is PENDING, which the stream filter passes
+ * to the relay, which sends it under its event id (a subscriber that has it already suppresses the copy).
+ * An item past the horizon is refused as `redriveOutboxItems` refuses one.
+ */
+export async function retouchStaleItems(options: {
+  dynamoDb: DynamoDBDocumentClient;
+  target: OutboxTarget;
+  olderThanSeconds: number;
+  dryRun: boolean;
+  now: () => Date;
+}): Promise<OutboxRedriveReport> {
+  const { dynamoDb, target, olderThanSeconds } = options;
+  const staleBefore = options.now().getTime() - olderThanSeconds * 1000;
+  const stale = (await readOutboxItems(dynamoDb, target.table, [OutboxStatus.PENDING])).filter(
+    (item) => lastStreamRecordAt(item) < staleBefore,
+  );
+  const report: OutboxRedriveReport = {
+    group: target.group,
+    table: target.table,
+    dryRun: options.dryRun,
+    staleAfterSeconds: olderThanSeconds,
+    redriven: [],
+    refused: [],
+  };
+  for (const item of stale) {
+    const refusal = horizonRefusal(item, target, options.now().getTime());
+    if (refusal) report.refused.push({ eventId: item.eventId, item, ...refusal });
+    else if (options.dryRun) report.redriven.push(item);
+    else {
+      const touched = await touchPending(options, item, staleBefore);
+      if (touched) report.redriven.push(touched);
+      else {
+        const now = await readItem(options, item.eventId);
+        report.refused.push({
+          eventId: item.eventId,
+          ...(now ? { item: now } : {}),
+          reason: OutboxRefusal.NOT_STALE,
+          why: `it changed while it was being touched (now ${now?.status ?? 'gone'}): the relay has it, or someone redrove it; nothing written`,
+        });
+      }
+    }
+  }
+  return report;
+}
+
+/** The conditional update that keeps a stale PENDING item PENDING and writes it anew; undefined when it no longer is stale. */
+async function touchPending(
+  options: { dynamoDb: DynamoDBDocumentClient; target: OutboxTarget; now: () => Date },
+  item: OutboxItem,
+  staleBefore: number,
+): Promise<OutboxItem | undefined> {
+  const nowMs = options.now().getTime();
+  const oldest = oldestCommitAccepted(options.target, nowMs);
+  try {
+    const { Attributes } = await options.dynamoDb.send(
+      new UpdateCommand({
+        TableName: options.target.table,
+        Key: { eventId: item.eventId },
+        UpdateExpression: 'SET redriveCount = if_not_exists(redriveCount, :zero) + :one, redrivenAt = :now',
+        ConditionExpression:
+          '#status = :pending AND (redrivenAt < :stale OR (attribute_not_exists(redrivenAt) AND committedAt < :stale))' +
+          (oldest === undefined ? '' : ' AND committedAt >= :oldest'),
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':pending': OutboxStatus.PENDING,
+          ':stale': staleBefore,
           ':zero': 0,
           ':one': 1,
           ':now': nowMs,

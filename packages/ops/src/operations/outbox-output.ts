@@ -18,6 +18,7 @@ function itemJson(item: OutboxItem, now: Date) {
     sourceMsgId: item.sourceMsgId,
     ...(item.failureReason === undefined ? {} : { reason: item.failureReason }),
     redriveCount: item.redriveCount ?? 0,
+    ...(item.redrivenAt === undefined ? {} : { redrivenAt: new Date(item.redrivenAt).toISOString() }),
   };
 }
 
@@ -65,6 +66,7 @@ export function renderOutboxRedrive(report: OutboxRedriveReport, format: OutputF
         group: report.group,
         table: report.table,
         dryRun: report.dryRun,
+        ...(report.staleAfterSeconds === undefined ? {} : { staleAfterSeconds: report.staleAfterSeconds }),
         redriven: report.redriven.map((i) => itemJson(i, now)),
         refused,
       },
@@ -77,10 +79,22 @@ export function renderOutboxRedrive(report: OutboxRedriveReport, format: OutputF
     { header: 'why', value: (r) => r.why },
   ];
   if (format === 'csv') return renderCsv(refusedColumns, refused);
-  const verb = report.dryRun ? 'Would set back to PENDING' : 'Set back to PENDING';
+  const verb =
+    report.staleAfterSeconds === undefined
+      ? report.dryRun
+        ? 'Would set back to PENDING'
+        : 'Set back to PENDING'
+      : `${report.dryRun ? 'Would write anew' : 'Written anew'} (PENDING, last stream record older than ${ageText(report.staleAfterSeconds)}; the relay sends each again)`;
   const out = [`${verb} in ${report.table}: ${report.redriven.length}`];
   if (report.redriven.length > 0) out.push('', renderTable(columns(now), report.redriven));
   if (refused.length > 0) out.push('', `Refused: ${refused.length}`, renderTable(refusedColumns, refused));
   if (report.dryRun) out.push('', 'Dry run: nothing was written. Run again with --apply to redrive.');
   return out.join('\n');
+}
+
+/** `82800` → `23h`, `5400` → `90m`, `45` → `45s`: a threshold as the operator would type it. */
+function ageText(seconds: number): string {
+  if (seconds % 3600 === 0) return `${seconds / 3600}h`;
+  if (seconds % 60 === 0) return `${seconds / 60}m`;
+  return `${seconds}s`;
 }

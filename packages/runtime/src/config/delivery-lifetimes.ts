@@ -95,6 +95,16 @@ export const DEFAULT_RECORD_TTL_SECONDS = 30 * DAY_SECONDS;
 export const STREAM_RETENTION_SECONDS = DAY_SECONDS;
 
 /**
+ * How long the relay's event source mapping retries a stream record (its `maxRecordAge`,
+ * packages/infra/src/group-outbox.ts) before it gives up on it: an hour short of the stream's
+ * retention, so its on-failure record (the batch's shard and sequence range, not the item) reaches
+ * the relay DLQ while the item, still PENDING in the table, can be found and touched again. An item
+ * whose last stream record (its commit, or its last redrive) is older than this is one the relay will
+ * never see again unless it is written anew: `ops outbox redrive --stale`'s default threshold.
+ */
+export const RELAY_MAX_RECORD_AGE_SECONDS = STREAM_RETENTION_SECONDS - 3_600;
+
+/**
  * How long a publishing group's outbox item is kept (its TTL), from the record TTLs of the groups
  * that consume what it publishes (docs/outbox.md):
  *

@@ -22,6 +22,7 @@ export {
   orderlySchedule,
   outboxItemTtlSeconds,
   type QueueLifetimes,
+  RELAY_MAX_RECORD_AGE_SECONDS,
   STREAM_RETENTION_SECONDS,
 } from './delivery-lifetimes.ts';
 export { isLoopbackUrl } from './loopback-url.ts';
@@ -36,6 +37,7 @@ export {
   type OutboxItem,
   OutboxStatus,
   type OutgoingMessage,
+  outboundDeadLetterQueueName,
   outboundQueueName,
   outboxDeadLetterQueueName,
   outboxTableName,

@@ -100,8 +100,10 @@ export interface OutboxItem {
   readonly relayedAt?: number;
   /** FAILED: why the relay could not send it. */
   readonly failureReason?: string;
-  /** How many times `ops outbox redrive` set it back to PENDING. */
+  /** How many times `ops outbox redrive` set it back to PENDING (or, `--stale`, wrote a PENDING item anew). */
   readonly redriveCount?: number;
+  /** Epoch milliseconds of the last `ops outbox redrive`: the item's latest stream record, when set. */
+  readonly redrivenAt?: number;
   /** Epoch seconds, DynamoDB TTL (`outboxItemTtlSeconds`). */
   readonly expiresAt: number;
 }
@@ -126,6 +128,11 @@ export function outboxDeadLetterQueueName(prefix: string, group: string): string
 /** The bridge's outbound queue: signed envelopes the bridge produces to RocketMQ (target `rocketmq`). */
 export function outboundQueueName(prefix: string): string {
   return `${prefix}-rocketmq-outbound`;
+}
+
+/** The outbound queue's DLQ: what the bridge refused to produce (with its reason), and what it failed to produce for good. */
+export function outboundDeadLetterQueueName(prefix: string): string {
+  return `${outboundQueueName(prefix)}-dlq`;
 }
 
 /** The environment a publishing consumer and its relay are deployed with. */

@@ -1,19 +1,22 @@
-import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { consumer as notificationConsumer } from '@rocketmq-lambda/consumers/functions/notification-consumer/handler.ts';
-import { createCloudWatchLogs, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
+import { createCloudWatchLogs, createEventBridge, emulatorConfig } from '@rocketmq-lambda/runtime/aws/index.ts';
 import {
   CONSUMER_GROUPS,
   type ConsumerGroupDefinition,
   eventIdOf,
   functionLogGroupName,
   OUTBOX_EVENT_ID_PROPERTY,
-  OUTBOX_TABLE,
   type OutboxItem,
   outboxRedriveHorizonOf,
   outboxTableName,
+  RELAY_MAX_RECORD_AGE_SECONDS,
 } from '@rocketmq-lambda/runtime/config/index.ts';
-import { writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
+import { OutboxRelay, type RelayReport } from '@rocketmq-lambda/runtime/outbox/index.ts';
+import { parseEnvelope, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import {
   FunctionLogShipper,
   lambdaLogStreamName,
@@ -22,6 +25,7 @@ import {
 import { lambdaContext } from '@rocketmq-lambda/tools/local/lambda-context.ts';
 import { LocalNotificationService } from '@rocketmq-lambda/tools/local/local-notification-service.ts';
 import { PROCESS_SIGNING_KEY } from '@rocketmq-lambda/tools/local/local-signing-key.ts';
+import { type StreamHandler, StreamPoller } from '@rocketmq-lambda/tools/local/stream-poller.ts';
 import {
   IMMEDIATE_RETRIES,
   newMsgId,
@@ -29,6 +33,7 @@ import {
   pointsFixture,
   sqsRecord,
 } from '@rocketmq-lambda/tools/testing/points-fixture.ts';
+import { readAllMessages } from '@rocketmq-lambda/tools/testing/queue-reading.ts';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ops, type PointsFixture } from './operations-fixture.ts';
 
@@ -40,18 +45,10 @@ const HORIZON_S = outboxRedriveHorizonOf(
   (CONSUMER_GROUPS as readonly ConsumerGroupDefinition[]).find((g) => g.group === PUBLISHER)!,
 )!;
 
-/** The publishing group's outbox table as the stack declares it: PK eventId, stream of new images. */
+/** The publishing group's outbox table, as the fixture provisions it from the catalogue: PK eventId, stream of new images. */
 async function outboxTable(f: PointsFixture): Promise<string> {
-  const table = outboxTableName(f.resources.prefix, PUBLISHER);
-  await f.dynamoDb.send(
-    new CreateTableCommand({
-      TableName: table,
-      AttributeDefinitions: [{ AttributeName: OUTBOX_TABLE.partitionKey, AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: OUTBOX_TABLE.partitionKey, KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-      StreamSpecification: { StreamEnabled: true, StreamViewType: OUTBOX_TABLE.streamView },
-    }),
-  );
+  const table = f.resources.outboxTables[PUBLISHER]!;
+  expect(table).toBe(outboxTableName(f.resources.prefix, PUBLISHER));
   return table;
 }
 
@@ -181,6 +178,124 @@ describe('ops outbox (emulator)', () => {
     expect(await read(items.pending)).toEqual(items.pending);
     expect(await read(items.relayed)).toEqual(items.relayed);
     expect((await run(['redrive'])).stderr).toContain('outbox redrive needs the items');
+  });
+});
+
+/**
+ * The relay's stream as the mapping reads it, on the seeded outbox: the first poll stands for the mapping
+ * giving up (past its maxRecordAge it drops the records, leaving only their batch's position in the relay DLQ);
+ * later polls hand what the stream holds next to the real relay, which sends to a subscriber queue of its own.
+ */
+async function relayThatGaveUp(f: PointsFixture, table: string) {
+  const aws = emulatorConfig(f.resources.endpoint);
+  const clients = {
+    endpoint: f.resources.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'l', secretAccessKey: 'l' },
+  };
+  const queue = async (name: string) =>
+    (await f.sqs.send(new CreateQueueCommand({ QueueName: `${f.resources.prefix}-${name}` }))).QueueUrl!;
+  const subscriber = await queue('stale-subscriber');
+  const reports: RelayReport[] = [];
+  const relay = new OutboxRelay({
+    group: PUBLISHER,
+    tableName: table,
+    targets: {
+      POINTS_TOPIC: {
+        kind: 'sqs',
+        queues: [{ group: 'notification-consumer-group', url: subscriber, tagExpression: 'POINTS_AWARDED' }],
+      },
+    },
+    deadLetterQueueUrl: await queue('relay-dlq'),
+    signingKeys: PROCESS_SIGNING_KEY.ring,
+    dynamoDb: f.dynamoDb,
+    sqs: f.sqs,
+    eventBridge: createEventBridge(aws),
+    onReport: (r) => reports.push(r),
+  });
+  let handler: StreamHandler = async () => ({ batchItemFailures: [] });
+  const poller = await StreamPoller.open({
+    dynamoDb: new DynamoDBClient(clients),
+    streams: new DynamoDBStreamsClient(clients),
+    tableName: table,
+    functionName: 'points-consumer-outbox-relay',
+    handler: (event, context) => handler(event, context),
+  });
+  const givenUp = await poller.pollOnce();
+  handler = (event) => relay.relay(event);
+  return { givenUp, poller, reports, subscriber };
+}
+
+describe('ops outbox redrive --stale (emulator)', () => {
+  /** PENDING items: one the mapping gave up on, one still young, one redriven lately, one past the horizon. */
+  async function staleOutbox() {
+    const seeded = await seededOutbox();
+    const gaveUpAt = NOW - (RELAY_MAX_RECORD_AGE_SECONDS + 3_600) * 1000;
+    const stale = {
+      lost: outboxItem('SO-LOST', { committedAt: gaveUpAt }),
+      touched: outboxItem('SO-TOUCHED', { committedAt: gaveUpAt, redriveCount: 1, redrivenAt: NOW - HOUR_MS }),
+      ancient: outboxItem('SO-ANCIENT', { committedAt: NOW - (HORIZON_S + 86_400) * 1000 }),
+    };
+    for (const item of Object.values(stale))
+      await seeded.f.dynamoDb.send(new PutCommand({ TableName: seeded.table, Item: item }));
+    return { ...seeded, stale };
+  }
+
+  it('a dry run names the PENDING items whose last stream record is older than the relay mapping gives up at', async () => {
+    const { items, stale, read, run } = await staleOutbox();
+    const dryRun = await run(['redrive', '--stale', '--json']);
+    expect(dryRun.code).toBe(1);
+    const report = dryRun.json();
+    expect(report).toMatchObject({ dryRun: true, staleAfterSeconds: RELAY_MAX_RECORD_AGE_SECONDS });
+    expect(report.redriven.map((i: { eventId: string }) => i.eventId)).toEqual([stale.lost.eventId]);
+    expect(report.refused).toEqual([
+      {
+        eventId: stale.ancient.eventId,
+        reason: 'PAST_REDRIVE_HORIZON',
+        why: expect.stringContaining(`${HORIZON_S}s ago`),
+      },
+    ]);
+    expect(await read(stale.lost)).toEqual(stale.lost);
+    // A shorter threshold takes the younger PENDING items too (the mapping may still be retrying them): 90 s, and
+    // one redriven an hour ago.
+    const shorter = (await run(['redrive', '--pending-older-than', '1m', '--json'])).json();
+    expect(shorter.redriven.map((i: { businessKey: string }) => i.businessKey).sort()).toEqual([
+      'SO-LOST',
+      'SO-PENDING',
+      'SO-TOUCHED',
+    ]);
+    expect((await run(['redrive', '--stale'])).stdout).toContain(
+      'Would write anew (PENDING, last stream record older than 23h; the relay sends each again)',
+    );
+    const both = await run(['redrive', '--stale', '--all']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('choose one of --event-id, --all and --stale');
+    expect(await read(items.pending)).toEqual(items.pending);
+  });
+
+  it('with --apply writes the lost item anew, still PENDING: the stream hands it to the relay, which sends it once under its event id', async () => {
+    const { f, table, stale, read, run } = await staleOutbox();
+    const { givenUp, poller, reports, subscriber } = await relayThatGaveUp(f, table);
+    expect(givenUp.received).toBe(7); // every INSERT, dropped by the mapping
+
+    const applied = await run(['redrive', '--stale', '--apply', '--yes', '--json']);
+
+    expect(applied.code).toBe(1); // the ancient one is refused
+    expect(applied.json().refused.map((r: { eventId: string }) => r.eventId)).toEqual([stale.ancient.eventId]);
+    expect(await read(stale.lost)).toEqual({ ...stale.lost, redriveCount: 1, redrivenAt: NOW });
+    expect(await read(stale.touched)).toEqual(stale.touched);
+    expect(await read(stale.ancient)).toEqual(stale.ancient);
+    const next = await poller.pollOnce();
+    expect(
+      next.records.map((r) => [r.eventName, r.dynamodb?.NewImage?.eventId?.S, r.dynamodb?.NewImage?.status?.S]),
+    ).toEqual([['MODIFY', stale.lost.eventId, 'PENDING']]);
+    expect(reports.map((r) => [r.eventId, r.outcome])).toEqual([[stale.lost.eventId, 'relayed']]);
+    const sent = await readAllMessages(f.sqs, subscriber);
+    expect(sent.map((m) => parseEnvelope(m.body).msgId)).toEqual([stale.lost.eventId]);
+    expect((await read(stale.lost)).status).toBe('RELAYED');
+    // Written once: a second run finds nothing stale (it was relayed), and writes nothing.
+    const again = (await run(['redrive', '--stale', '--apply', '--yes', '--json'])).json();
+    expect(again.redriven).toEqual([]);
   });
 });
 

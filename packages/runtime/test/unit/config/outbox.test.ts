@@ -9,6 +9,7 @@ import {
   InvalidPublicationError,
   outboxItemTtlSeconds,
   outboxTtlOf,
+  RELAY_MAX_RECORD_AGE_SECONDS,
   STREAM_RETENTION_SECONDS,
   subscribersOf,
 } from '../../../src/config/index.ts';
@@ -67,6 +68,14 @@ describe('a group’s publishes', () => {
   it('is refused by the catalogue itself, where the entry is defined', () => {
     const entry = { ...CONSUMER_GROUPS[1], publishes: [points] };
     expect(() => catalogue([entry])).toThrow(InvalidPublicationError);
+  });
+});
+
+describe("the relay mapping's record age", () => {
+  it('gives up an hour before the stream trims the record, so a stale PENDING item can still be found and touched', () => {
+    expect(RELAY_MAX_RECORD_AGE_SECONDS).toBe(23 * 3_600);
+    expect(STREAM_RETENTION_SECONDS - RELAY_MAX_RECORD_AGE_SECONDS).toBe(3_600);
+    expect(RELAY_MAX_RECORD_AGE_SECONDS).toBeLessThan(outboxItemTtlSeconds([]));
   });
 });
 
