@@ -59,6 +59,8 @@ export interface ExpectedDeadLetter {
 export interface GroupReadout {
   readonly dynamoDb: DynamoDBDocumentClient;
   readonly tables: LocalResources['tables'];
+  /** The outbox table of each running group that publishes (a subscriber reads what its publisher committed). */
+  readonly outboxTables: LocalResources['outboxTables'];
   /** Everything in the group's DLQ, left in place. */
   readonly deadLetters: readonly PeekedMessage[];
   /**
@@ -134,6 +136,11 @@ export interface ChaosPlugin {
    * it too, to find their call).
    */
   crashPoint(keys: readonly string[]): CrashPoint;
+  /**
+   * A group that publishes (its entry's `publishes`): the business keys whose committed effect calls for
+   * one outbox event each, read from its tables. The run pairs them with the outbox's events.
+   */
+  announcedEffects?(readout: Pick<GroupReadout, 'dynamoDb' | 'tables'>): Promise<readonly string[]>;
 }
 
 /** A plug-in was handed a message it cannot judge: another plug-in on its topic sends a kind it does not know. */

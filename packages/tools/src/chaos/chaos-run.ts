@@ -17,7 +17,9 @@ import {
 } from './fault-plan.ts';
 import { type GroupUnderTest, groupsUnderTest } from './groups-under-test.ts';
 import { checkInvariants, type InvariantReport } from './invariants.ts';
+import { type OutboxSummary, outboxVerdict } from './outbox-verdict.ts';
 import { loadChaosPlugins } from './plugin-discovery.ts';
+import { DEFAULT_RELAY_FAULT_RATES, type RelayFaultRates, type RelayFaultTally, relayFaults } from './relay-faults.ts';
 import { type ChaosWorkload, composeWorkload } from './workload.ts';
 
 export interface ChaosOptions {
@@ -26,6 +28,8 @@ export interface ChaosOptions {
   /** Concurrent pollers per group. */
   consumers: number;
   sdk?: SdkFaultRates;
+  /** The outbox relay's faults (default `DEFAULT_RELAY_FAULT_RATES`). */
+  relay?: RelayFaultRates;
   /** The consumer groups that exist (default `CONSUMER_GROUPS`); a test adds one here as it does for the CDK app. */
   catalogue?: readonly ConsumerGroupDefinition[];
   /** Plug-ins for groups whose plug-in is not in `packages/tools/src/chaos/groups/` (a test's fixture group). */
@@ -69,6 +73,8 @@ export interface ChaosSummary {
   invariantHolds: boolean;
   /** Each group: its deliveries and its plug-in's verdict, with the plug-in's own figures. */
   groups: Record<string, GroupSummary>;
+  /** With a group that publishes: its outbox events, paired with its effects, and what the notifications came to. */
+  outbox?: Omit<OutboxSummary, 'violations'>;
 }
 
 export interface GroupSummary {
@@ -100,7 +106,11 @@ export interface ChaosResult {
     crashedAfterSettling: number;
     /** First attempts failed on purpose (a failure in the middle of a message group). */
     injectedFailures: number;
+    /** The outbox relay's: killed between send and mark, throttled by a target, a batch handed again. */
+    relay: RelayFaultTally;
   };
+  /** The outbox's violations (an effect without its event, an event left PENDING, a user told twice). */
+  readonly outboxViolations: readonly string[];
   readonly run: Pick<LocalRunResult, 'completed' | 'wallMs' | 'pollErrors' | 'untrackedDepartures' | 'settings'>;
   readonly wallMs: number;
 }
@@ -128,12 +138,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const plan = options.plan ?? planFaults(underTest, { seed: options.seed, sdk: options.sdk });
   const timeScale = options.timeScale ?? 600;
   const tally = new FaultTally();
-  const run = await runLocalPipeline(
-    pipelineOptions(options, { workload, signing, catalogue, groups, timeScale, plan, plugins, underTest, tally }),
-  );
+  const relayTally: RelayFaultTally = { kills: 0, throttles: 0, redeliveries: 0 };
+  const run = await runLocalPipeline({
+    ...pipelineOptions(options, { workload, signing, catalogue, groups, timeScale, plan, plugins, underTest, tally }),
+    relayFaults: relayFaults(options.seed, options.relay ?? DEFAULT_RELAY_FAULT_RATES, relayTally),
+  });
   try {
     const { result } = run;
     const invariants = await judgeRun(result, underTest, definitions, timeScale);
+    const outbox = await judgeOutbox(result, plugins);
     const outcomes = result.account.total();
     const perGroup = Object.fromEntries(
       groups.map((g) => [g, { ...result.account.countsOf(g), countedAtPoller: tally.deliveries[g] ?? 0 }]),
@@ -144,6 +157,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         result,
         invariants,
         tally,
+        outbox,
       ),
       workload,
       plan,
@@ -156,7 +170,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         processCrashes: tally.crashes.crashes.length,
         injectedFailures: tally.injectedFailures,
         crashedAfterSettling: result.account.deliveries.filter((d) => d.unacknowledged).length,
+        relay: relayTally,
       },
+      outboxViolations: outbox?.violations ?? [],
       run: {
         completed: result.completed,
         wallMs: result.wallMs,
@@ -234,12 +250,26 @@ async function judgeRun(
   return invariants;
 }
 
+/** The outbox's pairing of effects and events, read from the run's tables. */
+async function judgeOutbox(
+  result: LocalRunResult,
+  plugins: ReadonlyMap<string, ChaosPlugin>,
+): Promise<OutboxSummary | undefined> {
+  const dynamoDb = createDynamoDb(result.resources.aws);
+  try {
+    return await outboxVerdict(result, plugins, dynamoDb);
+  } finally {
+    dynamoDb.destroy();
+  }
+}
+
 /** The run's verdict: every delivery counted at the pollers accounted for by an outcome, and the invariants. */
 function summarise(
   run: { seed: number; messages: number; groups: readonly string[]; outcomes: DeliveryCounts },
   result: LocalRunResult,
   invariants: InvariantReport,
   tally: FaultTally,
+  outbox: OutboxSummary | undefined,
 ): ChaosSummary {
   const { outcomes } = run;
   const deliveries = Object.values(tally.deliveries).reduce((n, d) => n + d, 0);
@@ -258,11 +288,16 @@ function summarise(
     unaccounted,
     deadLettered: invariants.deadLettered,
     expectedDeadLettered: invariants.expectedDeadLettered,
-    invariantHolds: invariants.holds && unaccounted === 0 && result.completed,
+    invariantHolds: invariants.holds && unaccounted === 0 && result.completed && (outbox?.holds ?? true),
     groups: Object.fromEntries(
       run.groups.map((g) => [g, groupSummary(invariants.groups[g]!, tally.deliveries[g] ?? 0)]),
     ),
+    ...(outbox ? { outbox: withoutViolations(outbox) } : {}),
   };
+}
+
+function withoutViolations({ violations: _, ...figures }: OutboxSummary): Omit<OutboxSummary, 'violations'> {
+  return figures;
 }
 
 function groupSummary(r: InvariantReport['groups'][string], deliveries: number): GroupSummary {

@@ -101,12 +101,13 @@ function render(r: ChaosResult): string {
       ([g, v]) =>
         `  ${g}: ${v.holds ? 'holds' : 'FAILS'}; ${figures(v.detail)}; ${v.deadLettered}/${v.expectedDeadLettered} dead letters`,
     ),
+    ...outboxLines(r),
     ...(r.run.pollErrors + r.run.untrackedDepartures > 0
       ? [
           `Local run: ${r.run.pollErrors} poll(s) failed against the emulator; ${r.run.untrackedDepartures} message(s) left the queues unseen by the run's account (quiet then confirmed from SQS alone)`,
         ]
       : []),
-    ...r.invariants.violations.map((v) => `  VIOLATION: ${v}`),
+    ...[...r.invariants.violations, ...r.outboxViolations].map((v) => `  VIOLATION: ${v}`),
     r.summary.invariantHolds
       ? 'Invariant holds.'
       : violated(r)
@@ -114,6 +115,18 @@ function render(r: ChaosResult): string {
         : 'Run incomplete: nothing violated among what was judged; raise --max-run-seconds for a verdict.',
   ];
   return `${lines.join('\n')}\n`;
+}
+
+/** The outbox's figures and the relay's faults, when a group that publishes ran. */
+function outboxLines(r: ChaosResult): string[] {
+  const o = r.summary.outbox;
+  if (!o) return [];
+  const f = r.faults.relay;
+  return [
+    `Outbox: ${o.committed} events committed, ${o.relayed} relayed, ${o.pending} pending, ${o.failed} failed; ` +
+      `${o.orphaned} orphaned, ${o.downstreamDouble} notified twice; relay faults: ${f.kills} killed between send and mark, ` +
+      `${f.throttles} throttled sends, ${f.redeliveries} batches handed again`,
+  ];
 }
 
 /** `{ balanceMismatches: 0, orders: 12 }` → `0 balance mismatches, 12 orders`. */
@@ -125,7 +138,7 @@ function figures(counts: Readonly<Record<string, number>>): string {
 
 /** A violation among what could be judged (an incomplete run alone is not one). */
 function violated(r: ChaosResult): boolean {
-  return !r.invariants.holds || r.summary.unaccounted !== 0;
+  return !r.invariants.holds || r.summary.unaccounted !== 0 || r.outboxViolations.length > 0;
 }
 
 async function main(argv: string[]): Promise<number> {

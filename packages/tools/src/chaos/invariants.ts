@@ -84,6 +84,7 @@ export async function checkInvariants(input: {
     const verdict = await g.expectations.judge({
       dynamoDb,
       tables: resources.tables,
+      outboxTables: resources.outboxTables,
       deadLetters,
       unsettled: g.received.filter((m) => unsettledBodies.has(m.body)),
       schedule: input.schedules[g.group]!,

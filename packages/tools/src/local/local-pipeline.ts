@@ -26,6 +26,7 @@ import { type BridgeAccount, LocalBridge } from './local-bridge.ts';
 import { type ConsumerRegistration, type LocalConsumerDeps, loadRegistrations } from './local-consumers.ts';
 import { LocalCouponService } from './local-coupon-service.ts';
 import { LocalNotificationService } from './local-notification-service.ts';
+import { LocalRelays, type LocalRelaysOptions, type OutboxReadout, readOutbox } from './local-relays.ts';
 import { LocalSigningKey } from './local-signing-key.ts';
 import { seedOrders } from './order-seeding.ts';
 import { type LocalResources, provisionLocal } from './provision.ts';
@@ -38,7 +39,7 @@ import { compressedScheduleOf } from './time-scale.ts';
 import { orderNumbersIn, type TrafficPhase } from './traffic.ts';
 
 export { LocalRunConfigError } from './run-settings.ts';
-export type { BridgeAccount, DeadLetter };
+export type { BridgeAccount, DeadLetter, OutboxReadout };
 
 export interface LocalPipelineOptions {
   phases: readonly TrafficPhase[];
@@ -78,6 +79,8 @@ export interface LocalPipelineOptions {
     deps: LocalConsumerDeps,
     create: (deps: LocalConsumerDeps) => ConsumerHandler,
   ) => ConsumerHandler;
+  /** Puts faults between a publishing group's relay and AWS (the chaos run's kills and throttles). */
+  relayFaults?: LocalRelaysOptions['faults'];
   /**
    * Writes what the groups act on before any traffic, instead of the default (every order
    * of the traffic as WAIT_PAY when a group uses the orders table): the chaos run's plug-ins
@@ -172,8 +175,17 @@ export interface LocalRunResult {
   readonly wallMs: number;
   readonly pollErrors: number;
   readonly couponGrants?: number;
-  /** With the notification group: notifications the stand-in sent, and awards it was asked to tell twice. */
-  readonly notifications?: { readonly sent: number; readonly doubleNotifications: number };
+  /**
+   * With the notification group: notifications the stand-in sent, awards it was asked to tell twice, and the
+   * event ids it sent one for.
+   */
+  readonly notifications?: {
+    readonly sent: number;
+    readonly doubleNotifications: number;
+    readonly eventIds: readonly string[];
+  };
+  /** With a running group that publishes: its outbox items at the end, and what its relay did. */
+  readonly outbox?: OutboxReadout;
   /** Items written before the traffic (by default orders as WAIT_PAY, standing in for the order service). */
   readonly seededOrders: number;
   /** With `functionLogs`: what shipping the log lines cost. */
@@ -319,6 +331,8 @@ interface Consumers {
   /** The run's own envelope signing key, made at its start: its bridge signs, its consumers verify. */
   readonly signing: LocalSigningKey;
   readonly pollErrors: () => number;
+  /** The relays of the running groups that publish (none when no running group does). */
+  readonly relays?: LocalRelays;
 }
 
 async function startConsumers(
@@ -382,7 +396,29 @@ async function startConsumers(
     });
   });
   for (const pool of pools) pool.start();
-  return { pools, shippers, account, occupancy, signing, pollErrors: () => pollErrors };
+  const relays = await startRelays(options, stage, registrations, { occupancy, signing });
+  return { pools, shippers, account, occupancy, signing, pollErrors: () => pollErrors, ...(relays ? { relays } : {}) };
+}
+
+/** The relay of every running group that publishes, on its outbox table's stream, sending to the run's queues. */
+async function startRelays(
+  options: LocalPipelineOptions,
+  stage: Stage,
+  registrations: readonly ConsumerRegistration[],
+  run: { occupancy: QueueOccupancy; signing: LocalSigningKey },
+): Promise<LocalRelays | undefined> {
+  const publishers = registrations.map((r) => r.definition).filter((d) => (d.publishes ?? []).length > 0);
+  if (publishers.length === 0) return undefined;
+  return LocalRelays.start({
+    aws: stage.aws,
+    resources: stage.resources,
+    catalogue: options.catalogue ?? CONSUMER_GROUPS,
+    publishers,
+    groups: stage.groups,
+    occupancy: run.occupancy,
+    signingKeys: run.signing.ring,
+    ...(options.relayFaults ? { faults: options.relayFaults } : {}),
+  });
 }
 
 /** With `functionLogs`: one shipper per function, each writing one log stream as a Lambda instance would. */
@@ -455,8 +491,18 @@ async function replayTraffic(
       processed: total.processed,
     });
   };
+  // The relays are caught up when a poll that started after the consumers fell idle found nothing new.
+  let consumersIdleSince: number | undefined;
+  const idle = () => {
+    if (!pools.every((p) => p.inFlight === 0)) {
+      consumersIdleSince = undefined;
+      return false;
+    }
+    consumersIdleSince ??= Date.now();
+    return consumers.relays?.caughtUpSince(consumersIdleSince) ?? true;
+  };
   const quiet = new QuietDetector(
-    () => pools.every((p) => p.inFlight === 0),
+    idle,
     occupancy,
     () => messagesInQueues(stage.sqs, stage.resources, stage.groups),
     deadline,
@@ -480,6 +526,7 @@ async function replayTraffic(
     if (completed) completed = await quiet.wait();
   } finally {
     clearInterval(ticker);
+    await consumers.relays?.stop();
     await Promise.all(pools.map((p) => p.stop()));
   }
   return { bridge, quiet, toEnqueue, completed };
@@ -498,6 +545,7 @@ async function readOutcome(
   const finalFlushMs = performance.now() - flushStarted;
   const leftInQueues = await messagesInQueues(sqs, resources, groups);
   const { ledger, balances } = await readPoints(stage.dynamoDb, resources);
+  const outbox = consumers.relays && (await readOutbox(stage.dynamoDb, resources, consumers.relays));
   const deadLetters = await readDeadLetters(sqs, resources, groups);
   sqs.destroy();
   const { bridge, toEnqueue } = traffic;
@@ -528,10 +576,12 @@ async function readOutcome(
           notifications: {
             sent: stage.notifications.sent.size,
             doubleNotifications: stage.notifications.doubleNotifications().length,
+            eventIds: [...stage.notifications.sent.keys()],
           },
         }
       : {}),
     ...(options.functionLogs ? { logShipping: shippingAccountOf(shippers, finalFlushMs) } : {}),
+    ...(outbox ? { outbox } : {}),
   };
 }
 

@@ -2,6 +2,7 @@ import { DEAD_LETTER_ATTRIBUTES, type DuplicateReason } from '@rocketmq-lambda/r
 import type { CaptureTimes } from './capture-times.ts';
 import type { Delivery, DeliveryCounts } from './delivery-account.ts';
 import type { LocalRunResult } from './local-pipeline.ts';
+import { type OutboxFigures, outboxFigures } from './local-relays.ts';
 import { shortMsgId, tally, textTable, wrapped } from './report-text.ts';
 import type { RunVerdict } from './run-verdict.ts';
 import type { TrafficPhase } from './traffic.ts';
@@ -40,6 +41,8 @@ export interface RunSummary extends Counts {
   stage: { prefix: string; reused: number };
   /** A replayed capture: whether its store and born times were rebased onto now, and by how much. */
   captureTimes?: { mode: string; shiftMs: number; messages: number; earliest?: string; latest?: string };
+  /** With a group that publishes: its outbox items at the end (docs/outbox.md). */
+  outbox?: OutboxFigures;
 }
 
 export interface ReportContext {
@@ -94,6 +97,7 @@ export function runSummary(result: LocalRunResult, input?: TrafficFileAccount): 
     wallMs: result.wallMs,
     stage: { prefix: result.resources.prefix, reused: result.resources.reused.length },
     ...(result.captureTimes ? { captureTimes: captureTimesJson(result.captureTimes) } : {}),
+    ...(result.outbox ? { outbox: outboxFigures(result.outbox.items) } : {}),
   };
 }
 
@@ -308,17 +312,18 @@ function deadLettersSection(result: LocalRunResult, labels: CopyLabels): string[
   }
   const reasons = [...byReason].sort((a, b) => b[1].length - a[1].length);
   const out = [`Dead-lettered (deliveries), by reason: ${dead.length}`];
-  // "Every group" of those the traffic reached: a group on a topic the run sent nothing to cannot dead-letter it.
-  const reached = new Set(result.account.deliveries.map((d) => d.group));
   for (const [reason, letters] of reasons.slice(0, MAX_LISTED)) {
     const groups = [...new Set(letters.map((d) => d.group))];
+    // "Every group that received it": the groups its copies reached (a group on another topic never sees it).
+    const msgIds = new Set(letters.map((d) => d.msgId));
+    const reached = new Set(result.account.deliveries.filter((d) => msgIds.has(d.msgId)).map((d) => d.group));
     const e = letters[0]!;
     const where = e.msgId
       ? `msgId ${e.msgId}${labels.lines.has(e.msgId) ? ` (line ${labels.lines.get(e.msgId)})` : ''}`
       : `SQS message ${e.sqsMessageId}`;
     const label = e.msgId ? labels.first.get(e.msgId) : undefined;
     out.push(
-      `  ${String(letters.length).padStart(5)} × ${reason}  (${groups.length === reached.size && groups.length > 1 ? 'every group' : groups.join(', ')})`,
+      `  ${String(letters.length).padStart(5)} × ${reason}  (${groups.length === reached.size && groups.length > 1 ? 'every group that received it' : groups.join(', ')})`,
       `          e.g. ${where}${label ? `: ${label}` : ''}`,
     );
   }
@@ -360,11 +365,21 @@ function ledgerSection(result: LocalRunResult, summary: RunSummary): string[] {
   ];
 }
 
+/** `Outbox: 81 events committed, 81 relayed, 0 pending, 0 failed (the relay retried 0 records).` */
+function outboxLine({ items, relay }: NonNullable<LocalRunResult['outbox']>): string {
+  const { committed, relayed, pending, failed } = outboxFigures(items);
+  return (
+    `Outbox: ${committed} events committed, ${relayed} relayed, ${pending} pending, ${failed} failed ` +
+    `(the relay handed ${relay.retried} record(s) back to the stream).`
+  );
+}
+
 function closingLines(result: LocalRunResult): string[] {
   return [
     ...(result.couponGrants !== undefined
       ? [`Coupons granted by the local coupon service: ${result.couponGrants}.`]
       : []),
+    ...(result.outbox ? [outboxLine(result.outbox)] : []),
     ...(result.notifications !== undefined
       ? [
           `Notifications sent by the local notification service: ${result.notifications.sent}` +

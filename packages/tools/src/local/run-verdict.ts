@@ -37,6 +37,14 @@ export interface FocusVerdict {
   }>;
   /** The points ledger's entries for the order, when the points group ran. */
   readonly ledger?: { readonly entries: number; readonly points: number; readonly userIds: readonly string[] };
+  /** What the order's effects announced through the outbox, when a group that publishes ran. */
+  readonly announced?: ReadonlyArray<{
+    readonly group: string;
+    readonly eventId: string;
+    readonly status: string;
+    /** Notifications the local notification service sent under the event id (undefined: that group did not run). */
+    readonly notifications?: number;
+  }>;
 }
 
 /** A crash after commit the scenario injected, and what became of its batch. */
@@ -164,7 +172,21 @@ function focusVerdict(result: LocalRunResult, messages: readonly ChaosMessage[],
           },
         }
       : {}),
+    ...(result.outbox ? { announced: announcementsOf(result, orderNo) } : {}),
   };
+}
+
+/** The order's outbox events, each with the notifications sent under its id. */
+function announcementsOf(result: LocalRunResult, orderNo: string): NonNullable<FocusVerdict['announced']> {
+  const notified = result.notifications && new Set(result.notifications.eventIds);
+  return (result.outbox?.items ?? [])
+    .filter((item) => item.businessKey === orderNo)
+    .map(({ group, eventId, status }) => ({
+      group,
+      eventId,
+      status,
+      ...(notified ? { notifications: notified.has(eventId) ? 1 : 0 } : {}),
+    }));
 }
 
 function injectedCrash(deliveries: readonly Delivery[], crash: CrashAfterCommit): InjectedCrash {

@@ -25,6 +25,11 @@ export interface StreamPollerOptions {
   batchSize?: number;
   /** The function's timeout: the context's deadline. */
   timeoutMs?: number;
+  /**
+   * Asked after each batch the handler took whole: true hands the same batch again, as a stream event
+   * source may after a lost checkpoint (the chaos run's stream redelivery).
+   */
+  redeliver?: () => boolean;
 }
 
 /** What one poll did. */
@@ -116,6 +121,7 @@ export class StreamPoller {
       crashed = true;
       retryFrom = records[0]!.dynamodb!.SequenceNumber!;
     }
+    if (retryFrom === undefined && this.options.redeliver?.()) retryFrom = records[0]!.dynamodb!.SequenceNumber!;
     this.#positions.set(
       shardId,
       retryFrom !== undefined

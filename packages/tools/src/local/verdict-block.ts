@@ -46,6 +46,7 @@ function focusLines(focus: FocusVerdict, facts: VerdictFacts): string[] {
       `  ${who} ${award} for ${focus.orderNo} (${entries} ledger entr${entries === 1 ? 'y' : 'ies'}); the incident awarded ${incident.incidentAwarded}.`,
     );
   }
+  if (focus.announced) out.push(announcedLine(focus.announced));
   out.push(`  The order came as: ${focus.copies.join('; ')}.`);
   const rows = focus.groups.map((g) => [
     g.group,
@@ -57,6 +58,17 @@ function focusLines(focus: FocusVerdict, facts: VerdictFacts): string[] {
   const header = [`order ${focus.orderNo}`, 'expected', 'applied', 'suppressed', 'keyed by msgId, as in the incident'];
   out.push(...textTable(header, rows, { leftAligned: [0, 1, 2, 4] }).map((l) => `  ${l}`));
   return out;
+}
+
+/** `Its award was announced once (outbox event 393D…8CDA, RELAYED) and notified once.` */
+function announcedLine(announced: NonNullable<FocusVerdict['announced']>): string {
+  const events = announced.map((a) => `${a.eventId.slice(0, 4)}…${a.eventId.slice(-4)}, ${a.status}`).join('; ');
+  const what =
+    announced.length === 0 ? 'never announced' : `announced ${timesWord(announced.length)} (outbox event ${events})`;
+  const notified = announced.every((a) => a.notifications === undefined)
+    ? ''
+    : ` and notified ${timesWord(announced.reduce((n, a) => n + (a.notifications ?? 0), 0))}`;
+  return `  Its award was ${what}${notified}.`;
 }
 
 const timesWord = (n: number) => (n === 0 ? 'never' : n === 1 ? 'once' : n === 2 ? 'twice' : `${n} times`);

@@ -55,6 +55,8 @@ export interface LocalRelayOptions {
    * replaces one that died; the new one remembers nothing the last sent. The stream's checkpoint stays.
    */
   readonly restart?: () => boolean;
+  /** Hands a batch the relay took whole once more (`StreamPollerOptions.redeliver`). */
+  readonly redeliver?: () => boolean;
 }
 
 export async function localRelay(
@@ -79,6 +81,7 @@ export async function localRelay(
     tableName: options.tableName,
     functionName: `${options.tableName}-relay`,
     ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+    ...(options.redeliver ? { redeliver: options.redeliver } : {}),
     handler: (event, context) => {
       if (options.restart?.()) handler = instance();
       options.onInvoke?.();

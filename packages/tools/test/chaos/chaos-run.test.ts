@@ -61,6 +61,15 @@ describe.concurrent('chaos run (seed 20240101, 1,000 messages, 2 consumers per g
     expect(r.faults.sdk.throttle + r.faults.sdk.unknownOutcome + r.faults.sdk.lostRequest).toBeGreaterThan(0);
     expect(r.outcomes.duplicatesSuppressed).toBeGreaterThan(0);
     expect(r.outcomes.filtered).toBeGreaterThan(0);
+    // The outbox: one event per award, all relayed, none orphaned, no user told twice, under the relay's faults.
+    expect(r.outboxViolations).toEqual([]);
+    const outbox = r.summary.outbox!;
+    expect(outbox).toMatchObject({ pending: 0, failed: 0, orphaned: 0, downstreamDouble: 0, holds: true });
+    expect(outbox.committed).toBeGreaterThan(0);
+    expect(outbox.relayed).toBe(outbox.committed);
+    expect(r.faults.relay.kills).toBeGreaterThan(0);
+    expect(r.faults.relay.throttles).toBeGreaterThan(0);
+    expect(r.faults.relay.redeliveries).toBeGreaterThan(0);
   }, 400_000);
 
   it('derives the same workload from the same seed', async () => {

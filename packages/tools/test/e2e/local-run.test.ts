@@ -307,6 +307,11 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
       'User 88372 was awarded 300 points once for SO202007051422310088 (1 ledger entry); the incident awarded 600.',
     );
     expect(head).toMatch(/point-consumer-group +once +once +2 +twice: 600 points/);
+    // Its award announced through the outbox once, relayed, and the user told once.
+    expect(head).toMatch(
+      /Its award was announced once \(outbox event [0-9A-F]{4}…[0-9A-F]{4}, RELAYED\) and notified once\./,
+    );
+    expect(run.stdout).toMatch(/Outbox: 81 events committed, 81 relayed, 0 pending, 0 failed/);
     // Every group judged by its chaos plug-in, the points group and the two without a ledger alike.
     expect(run.stdout).toMatch(/point-consumer-group +HOLDS: orders 81, users 21/);
     expect(run.stdout).toMatch(/coupon-consumer-group +HOLDS: orders 81/);
@@ -318,7 +323,7 @@ describe.concurrent('npm start (the local run), driven as a command', () => {
     expect(run.stdout).toContain('1 crashed on purpose (above)');
     expect(run.stdout).not.toMatch(/invocation\(s\) failed/);
     // Dead letters grouped by reason, with a count and one example.
-    expect(run.stdout).toContain('3 × INVALID_PAYLOAD: body is not JSON  (every group)');
+    expect(run.stdout).toContain('3 × INVALID_PAYLOAD: body is not JSON  (every group that received it)');
     expect(run.stdout).toMatch(/ {10}e\.g\. msgId [0-9A-F]{32}: malformed body/);
     // The incident's order, traced as an operator would, one line per delivery.
     const trace = run.stdout.slice(run.stdout.indexOf("The incident's order as an operator traces it"));

@@ -2,11 +2,14 @@
  * The notification group's part in the chaos run: lease mode around a call to the notification
  * service, keyed on the outbox event id of a relayed POINTS_AWARDED (never the msgId).
  *
- * Its workload is POINTS_TOPIC as the points group's relay sends it: one event per award, the
+ * It gets the points group's real announcements through the run's relay (when the points group runs),
+ * and a workload of its own on POINTS_TOPIC written as the relay writes it: one event per award, the
  * event id as msgId, first key and `OUTBOX_EVENT_ID` property; the relay's re-sends (a crash after
  * the send, before the mark) as redeliveries of the same msgId; a carrier that mints a new msgId
  * for the same event (RocketMQ 5 clients); an event id reused for another award (a conflict);
  * and a copy stripped of its event id (a carrier that kept neither keys nor properties).
+ * The award events it must have notified are its workload's and every item the publisher's outbox
+ * holds that the relay did not refuse.
  *
  * Invariant, one notification per award event and none without one, from the idempotency table:
  * - every award event has a COMPLETED lease holding the notification the service sent; one left
@@ -15,8 +18,15 @@
  *   award), and an award is recorded under its event id alone (one per award, whatever its msgIds);
  * - the conflicting reuse is dead-lettered as PAYLOAD_CONFLICT, the stripped copy as INVALID_PAYLOAD.
  */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { scanTable } from '@rocketmq-lambda/runtime/aws/index.ts';
-import { eventIdOf, OUTBOX_EVENT_ID_PROPERTY, recordId } from '@rocketmq-lambda/runtime/config/index.ts';
+import {
+  eventIdOf,
+  OUTBOX_EVENT_ID_PROPERTY,
+  type OutboxItem,
+  OutboxStatus,
+  recordId,
+} from '@rocketmq-lambda/runtime/config/index.ts';
 import { type DedupRecord, RecordStatus } from '@rocketmq-lambda/runtime/consumer/internal.ts';
 import { MsgIdGenerator, writeEnvelope } from '@rocketmq-lambda/runtime/rocketmq/index.ts';
 import { seededRandom } from '../../local/seeded-random.ts';
@@ -131,6 +141,17 @@ function pointsTopicFact(message: ChaosMessage): PointsTopicFact {
   return message.fact as PointsTopicFact;
 }
 
+/** The publisher's committed announcements (not those the relay refused for good) as award events to be notified. */
+async function addRelayedEvents(
+  events: Map<string, string>,
+  dynamoDb: DynamoDBDocumentClient,
+  outboxTable: string | undefined,
+): Promise<void> {
+  if (!outboxTable) return;
+  for (const item of await scanTable<OutboxItem>(dynamoDb, outboxTable))
+    if (item.status !== OutboxStatus.FAILED) events.set(item.eventId, item.businessKey);
+}
+
 export const chaosPlugin: ChaosPlugin = {
   group: GROUP,
   crashPointName: 'inside a lease',
@@ -179,7 +200,8 @@ export const chaosPlugin: ChaosPlugin = {
     return {
       deadLetters,
       crashTargets: { msgIds: [], keys: [...events.keys()] },
-      judge: async ({ dynamoDb, tables, unsettled }): Promise<GroupVerdict> => {
+      judge: async ({ dynamoDb, tables, outboxTables, unsettled }): Promise<GroupVerdict> => {
+        await addRelayedEvents(events, dynamoDb, outboxTables[PUBLISHER]);
         const records = new Map<string, Partial<DedupRecord>>();
         for (const r of await scanTable<Record<string, unknown>>(dynamoDb, tables.idempotency))
           if (r.group === GROUP) records.set(String(r.key), r as Partial<DedupRecord>);

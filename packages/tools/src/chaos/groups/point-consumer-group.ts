@@ -31,6 +31,13 @@ export const chaosPlugin: ChaosPlugin = {
   group: GROUP,
   crashPointName: 'before commit',
 
+  /** Every award of points in the ledger is announced once (a 0-point order awards, and announces, nothing). */
+  async announcedEffects({ dynamoDb, tables }) {
+    return (await scanTable<Record<string, unknown>>(dynamoDb, tables.ledger))
+      .filter((e) => e.kind === 'AWARD' && Number(e.points) > 0 && e.origin === undefined)
+      .map((e) => String(e.orderNo));
+  },
+
   /**
    * Phases: (1) orders with redeliveries (same msgId), application re-sends (new msgId, same
    * order), malformed envelopes and invalid bodies, shuffled; (2) once quiet, conflicting
