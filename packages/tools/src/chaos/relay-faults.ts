@@ -4,7 +4,8 @@ import { seededRandom } from '../local/seeded-random.ts';
 /**
  * The outbox relay's faults in a chaos run, each drawn from the run's seed:
  * - `kill`: the relay dies after the send and before the mark (its `UpdateItem` to RELAYED never
- *   arrives), so the stream hands the record back and the same envelope is sent again;
+ *   arrives): the stream hands the record back, and a new relay instance, which remembers nothing the
+ *   dead one sent, sends the same envelope again;
  * - `throttle`: a subscriber's queue refuses a send as throttled (the relay holds the record's message
  *   group back and the stream hands it back);
  * - `redeliver`: the stream hands a batch the relay took whole once more (a lost checkpoint).
@@ -31,6 +32,7 @@ export function relayFaults(
   tally: RelayFaultTally,
 ): NonNullable<LocalRelaysOptions['faults']> {
   return (group, { sqs, dynamoDb, tableName }) => {
+    let killed = false;
     const random = seededRandom(seed ^ [...group].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7));
     dynamoDb.middlewareStack.add(
       (next, context) => async (args) => {
@@ -38,6 +40,7 @@ export function relayFaults(
         const marksRelayed = /Update/.test(context.commandName ?? '') && JSON.stringify(args.input).includes('RELAYED');
         if (marksRelayed && input.TableName === tableName && random() < rates.kill) {
           tally.kills++;
+          killed = true;
           throw Object.assign(new Error('the relay died after the send, before the mark'), { name: 'RelayKilled' });
         }
         return next(args);
@@ -55,6 +58,11 @@ export function relayFaults(
       { step: 'initialize', name: 'chaosRelayThrottle' },
     );
     return {
+      restart: () => {
+        const replace = killed;
+        killed = false;
+        return replace;
+      },
       redeliver: () => {
         const again = random() < rates.redeliver;
         if (again) tally.redeliveries++;

@@ -133,8 +133,18 @@ describe.concurrent('npm run chaos', () => {
       'expectedDeadLettered',
       'invariantHolds',
       'groups',
+      'outbox',
     ]);
     expect(Object.keys(last.groups)).toEqual(CONSUMER_GROUPS.map((g) => g.group));
+    expect(Object.keys(last.outbox)).toEqual([
+      'committed',
+      'relayed',
+      'pending',
+      'failed',
+      'orphaned',
+      'downstreamDouble',
+      'holds',
+    ]);
     expect(last).toMatchObject({
       seed: 3,
       messages: 60,
