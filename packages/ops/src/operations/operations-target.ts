@@ -112,20 +112,10 @@ export async function groupQueuesOf(sqs: SQSClient, options: TargetOptions): Pro
       messageGroupFrom: DEFAULT_MESSAGE_GROUP_SOURCE,
     };
   }
-  const lookUp = async (name: string, what: string) => {
-    if (!options.prefix) {
-      throw new TargetResolutionError(
-        `name the ${what}: --prefix <deployment prefix>, or --${what === 'DLQ' ? 'dlq-url' : 'source-queue-url'}`,
-      );
-    }
-    try {
-      return (await sqs.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl!;
-    } catch (error) {
-      throw new TargetResolutionError(`${what} ${name} not found (${(error as Error).name})`);
-    }
-  };
-  const deadLetterUrl = options.dlqUrl ?? (await lookUp(deadLetterQueueName(options.prefix ?? '', group), 'DLQ'));
-  const sourceUrl = options.sourceQueueUrl ?? (await lookUp(queueName(options.prefix ?? '', group), 'source queue'));
+  const deadLetterUrl =
+    options.dlqUrl ?? (await queueUrlOf(sqs, options, deadLetterQueueName(options.prefix ?? '', group), 'DLQ'));
+  const sourceUrl =
+    options.sourceQueueUrl ?? (await queueUrlOf(sqs, options, queueName(options.prefix ?? '', group), 'source queue'));
   const lifetimes = known ? lifetimesOf(known) : undefined;
   return {
     group,

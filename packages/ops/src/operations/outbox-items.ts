@@ -193,9 +193,25 @@ function horizonRefusal(
 }
 
 /** The conditional update FAILED → PENDING; undefined when the condition no longer holds. */
-async function setPending(
+function setPending(
   options: { dynamoDb: DynamoDBDocumentClient; target: OutboxTarget; now: () => Date },
   item: OutboxItem,
+): Promise<OutboxItem | undefined> {
+  return redriveWrite(options, item, {
+    set: '#status = :pending, ',
+    condition: '#status = :failed',
+    values: { ':pending': OutboxStatus.PENDING, ':failed': OutboxStatus.FAILED },
+  });
+}
+
+/**
+ * One redrive's conditional write: `set` and the redrive count and time, if `condition` holds and the
+ * item was committed inside the redrive horizon; undefined when it no longer does.
+ */
+async function redriveWrite(
+  options: { dynamoDb: DynamoDBDocumentClient; target: OutboxTarget; now: () => Date },
+  item: OutboxItem,
+  write: { set: string; condition: string; values: Record<string, unknown> },
 ): Promise<OutboxItem | undefined> {
   const nowMs = options.now().getTime();
   const oldest = oldestCommitAccepted(options.target, nowMs);
@@ -204,13 +220,11 @@ async function setPending(
       new UpdateCommand({
         TableName: options.target.table,
         Key: { eventId: item.eventId },
-        UpdateExpression:
-          'SET #status = :pending, redriveCount = if_not_exists(redriveCount, :zero) + :one, redrivenAt = :now',
-        ConditionExpression: `#status = :failed${oldest === undefined ? '' : ' AND committedAt >= :oldest'}`,
+        UpdateExpression: `SET ${write.set}redriveCount = if_not_exists(redriveCount, :zero) + :one, redrivenAt = :now`,
+        ConditionExpression: `${write.condition}${oldest === undefined ? '' : ' AND committedAt >= :oldest'}`,
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
-          ':pending': OutboxStatus.PENDING,
-          ':failed': OutboxStatus.FAILED,
+          ...write.values,
           ':zero': 0,
           ':one': 1,
           ':now': nowMs,
@@ -283,37 +297,15 @@ export async function retouchStaleItems(options: {
 }
 
 /** The conditional update that keeps a stale PENDING item PENDING and writes it anew; undefined when it no longer is stale. */
-async function touchPending(
+function touchPending(
   options: { dynamoDb: DynamoDBDocumentClient; target: OutboxTarget; now: () => Date },
   item: OutboxItem,
   staleBefore: number,
 ): Promise<OutboxItem | undefined> {
-  const nowMs = options.now().getTime();
-  const oldest = oldestCommitAccepted(options.target, nowMs);
-  try {
-    const { Attributes } = await options.dynamoDb.send(
-      new UpdateCommand({
-        TableName: options.target.table,
-        Key: { eventId: item.eventId },
-        UpdateExpression: 'SET redriveCount = if_not_exists(redriveCount, :zero) + :one, redrivenAt = :now',
-        ConditionExpression:
-          '#status = :pending AND (redrivenAt < :stale OR (attribute_not_exists(redrivenAt) AND committedAt < :stale))' +
-          (oldest === undefined ? '' : ' AND committedAt >= :oldest'),
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':pending': OutboxStatus.PENDING,
-          ':stale': staleBefore,
-          ':zero': 0,
-          ':one': 1,
-          ':now': nowMs,
-          ...(oldest === undefined ? {} : { ':oldest': oldest }),
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    return Attributes as OutboxItem;
-  } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) return undefined;
-    throw error;
-  }
+  return redriveWrite(options, item, {
+    set: '',
+    condition:
+      '#status = :pending AND (redrivenAt < :stale OR (attribute_not_exists(redrivenAt) AND committedAt < :stale))',
+    values: { ':pending': OutboxStatus.PENDING, ':stale': staleBefore },
+  });
 }
