@@ -14,7 +14,8 @@ import { BRIDGE_BROKER_FILES } from './vitest.lanes.ts';
 export default defineConfig({
   test: {
     include: BRIDGE_BROKER_FILES,
-    globalSetup: ['packages/bridge/test/support/global-setup.ts'],
+    // Every temporary file of the run in one folder, removed at its end (packages/tools/src/testing/scratch-tmpdir.ts).
+    globalSetup: ['packages/tools/src/testing/scratch-tmpdir.ts', 'packages/bridge/test/support/global-setup.ts'],
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,

@@ -2,6 +2,9 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { BRIDGE_BROKER_FILES, BRIDGE_UNIT_FILES, SYNTH_FILES } from './vitest.lanes.ts';
 
+/** Every lane's temporary files in one folder, removed at the run's end (the file says why). */
+const SCRATCH_TMPDIR = 'packages/tools/src/testing/scratch-tmpdir.ts';
+
 /**
  * Lanes by cost (docs/testing.md; vitest.lanes.ts sorts the files). `unit`: no emulator, no CDK, no
  * broker: every wing's pure tests, the bridge's included (`npm run test:unit`, seconds).
@@ -39,7 +42,11 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['packages/*/test/unit/**/*.test.ts', ...BRIDGE_UNIT_FILES] },
+        test: {
+          name: 'unit',
+          include: ['packages/*/test/unit/**/*.test.ts', ...BRIDGE_UNIT_FILES],
+          globalSetup: [SCRATCH_TMPDIR],
+        },
       },
       {
         extends: true,
@@ -53,7 +60,7 @@ export default defineConfig({
             ...SYNTH_FILES,
             'node_modules/**',
           ],
-          globalSetup: ['packages/tools/src/testing/global-setup.ts'],
+          globalSetup: [SCRATCH_TMPDIR, 'packages/tools/src/testing/global-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },
@@ -63,6 +70,7 @@ export default defineConfig({
         test: {
           name: 'synth',
           include: SYNTH_FILES,
+          globalSetup: [SCRATCH_TMPDIR],
           // No Lambda bundling (CDK reads CDK_CONTEXT_JSON into every App's context): no test here reads a
           // bundle, and esbuild through npx for every function of every App was a third of the lane's CPU.
           // consumers-app.test.ts turns bundling back on for the committed app, as `cdk synth` runs it.
