@@ -61,6 +61,11 @@ export interface GroupReadout {
   readonly tables: LocalResources['tables'];
   /** The outbox table of each running group that publishes (a subscriber reads what its publisher committed). */
   readonly outboxTables: LocalResources['outboxTables'];
+  /**
+   * The run stopped before everything was sent and consumed: what a publisher's relay had not yet
+   * brought to the group is not judged, as the copies in `unsettled` are not.
+   */
+  readonly cutShort: boolean;
   /** Everything in the group's DLQ, left in place. */
   readonly deadLetters: readonly PeekedMessage[];
   /**

@@ -85,6 +85,7 @@ export async function checkInvariants(input: {
       dynamoDb,
       tables: resources.tables,
       outboxTables: resources.outboxTables,
+      cutShort: input.unsettled.length > 0,
       deadLetters,
       unsettled: g.received.filter((m) => unsettledBodies.has(m.body)),
       schedule: input.schedules[g.group]!,

@@ -141,15 +141,16 @@ function pointsTopicFact(message: ChaosMessage): PointsTopicFact {
   return message.fact as PointsTopicFact;
 }
 
-/** The publisher's committed announcements (not those the relay refused for good) as award events to be notified. */
-async function addRelayedEvents(
-  events: Map<string, string>,
+/** The publisher's committed announcements (not those the relay refused for good): event id → order. */
+async function relayedEvents(
   dynamoDb: DynamoDBDocumentClient,
   outboxTable: string | undefined,
-): Promise<void> {
-  if (!outboxTable) return;
+): Promise<Map<string, string>> {
+  const events = new Map<string, string>();
+  if (!outboxTable) return events;
   for (const item of await scanTable<OutboxItem>(dynamoDb, outboxTable))
     if (item.status !== OutboxStatus.FAILED) events.set(item.eventId, item.businessKey);
+  return events;
 }
 
 export const chaosPlugin: ChaosPlugin = {
@@ -200,8 +201,9 @@ export const chaosPlugin: ChaosPlugin = {
     return {
       deadLetters,
       crashTargets: { msgIds: [], keys: [...events.keys()] },
-      judge: async ({ dynamoDb, tables, outboxTables, unsettled }): Promise<GroupVerdict> => {
-        await addRelayedEvents(events, dynamoDb, outboxTables[PUBLISHER]);
+      judge: async ({ dynamoDb, tables, outboxTables, unsettled, cutShort }): Promise<GroupVerdict> => {
+        const relayed = await relayedEvents(dynamoDb, outboxTables[PUBLISHER]);
+        for (const [eventId, orderNo] of relayed) events.set(eventId, orderNo);
         const records = new Map<string, Partial<DedupRecord>>();
         for (const r of await scanTable<Record<string, unknown>>(dynamoDb, tables.idempotency))
           if (r.group === GROUP) records.set(String(r.key), r as Partial<DedupRecord>);
@@ -212,7 +214,7 @@ export const chaosPlugin: ChaosPlugin = {
         for (const [eventId, orderNo] of events) {
           const r = records.get(eventId);
           if (r?.status === RecordStatus.COMPLETED && r.result !== undefined && r.result !== null) continue;
-          if (pending.has(eventId)) {
+          if (pending.has(eventId) || (cutShort && relayed.has(eventId))) {
             notJudged++;
             continue;
           }
