@@ -37,7 +37,8 @@ export const OUTBOX_RELAY_ENTRY = 'packages/consumers/functions/outbox-relay/han
 
 /**
  * How the relay's event source reads the outbox stream (docs/outbox.md):
- * - `batchSize` 100: DynamoDB Streams' default; the relay sends them in batches of 10 (SQS, EventBridge).
+ * - `batchSize` 100: DynamoDB Streams' default; the relay sends each item on its own (a SendMessage per queue,
+ *   one PutEvents entry), its message groups side by side.
  * - `parallelizationFactor` 1: one batch per shard at a time, so the items of one key (one message group) are
  *   relayed in their commit order.
  * - `timeout`: one batch of 100 sends and 100 marks, with room for SDK retries.
@@ -46,7 +47,7 @@ export const OUTBOX_RELAY_ENTRY = 'packages/consumers/functions/outbox-relay/han
  *   before, and its on-failure notice reaches the DLQ while the item (still PENDING in the table) can be found and
  *   touched again (`ops outbox redrive --stale`, whose default threshold is the same constant).
  * - `retryAttempts` 10 000, the API's largest bound: an item the relay can never send it marks FAILED itself, with
- *   a notice of its own (decision 1), so what the mapping retries is a fault of the path (a throttled or
+ *   a notice of its own (docs/outbox.md, "The relay"), so what the mapping retries is a fault of the path (a throttled or
  *   unavailable target or table, a timeout), which it should ride out for as long as the stream keeps the record.
  *   The age above is the bound that ends it; the count ends only a crash loop too fast for the age to matter
  *   (10 000 failed invocations), and bisecting finds a crashing record within log2(100) ≈ 7 splits first.
@@ -311,7 +312,7 @@ export class GroupOutbox extends Construct {
   }
 }
 
-/** The event source filter: INSERT and MODIFY records whose new image's status is PENDING (decision 1). */
+/** The event source filter: INSERT and MODIFY records whose new image's status is PENDING: a commit, or an operator's redrive (docs/outbox.md). */
 export function relayFilter(): Record<string, unknown> {
   return lambda.FilterCriteria.filter({
     eventName: lambda.FilterRule.or('INSERT', 'MODIFY'),
