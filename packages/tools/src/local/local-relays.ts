@@ -35,6 +35,8 @@ export interface RelayAccount {
   retried: number;
   /** Invocations the stream poller made that the relay did not survive (injected kills). */
   crashed: number;
+  /** Polls of a stream the emulator failed (tried again). */
+  pollErrors: number;
 }
 
 export interface LocalRelaysOptions {
@@ -67,7 +69,7 @@ export interface LocalRelaysOptions {
  * run is quiet only once the relayed messages are consumed too.
  */
 export class LocalRelays {
-  readonly account: RelayAccount = { relayed: 0, failed: 0, retried: 0, crashed: 0 };
+  readonly account: RelayAccount = { relayed: 0, failed: 0, retried: 0, crashed: 0, pollErrors: 0 };
   readonly #pollers: StreamPoller[] = [];
   readonly #abort = new AbortController();
   readonly #running: Promise<void>[] = [];
@@ -130,10 +132,12 @@ export class LocalRelays {
         (async () => {
           while (!this.#abort.signal.aborted) {
             const startedAt = Date.now();
-            const polled = await poller.pollOnce();
-            if (polled.crashed) this.account.crashed++;
-            this.#emptyPollStartedAt.set(poller, polled.received === 0 ? startedAt : undefined);
-            if (polled.received === 0 || polled.retryFrom !== undefined) await sleep(50);
+            // A poll the emulator failed is tried again, as Lambda's event source does: the stream keeps its place.
+            const polled = await poller.pollOnce().catch(() => undefined);
+            if (polled === undefined) this.account.pollErrors++;
+            else if (polled.crashed) this.account.crashed++;
+            this.#emptyPollStartedAt.set(poller, polled?.received === 0 ? startedAt : undefined);
+            if (polled === undefined || polled.received === 0 || polled.retryFrom !== undefined) await sleep(50);
           }
         })(),
       );
