@@ -1,4 +1,5 @@
 import { type EventBridgeClient, PutEventsCommand, type PutEventsCommandOutput } from '@aws-sdk/client-eventbridge';
+import { eventBridgeEntryBytes } from '@rocketmq-lambda/runtime/aws/index.ts';
 import { describeError, failAll, packBatches } from './forward-target.ts';
 import { ENVELOPE_TYPE } from './received-envelope.ts';
 import type { ForwardResult, ForwardTarget, OutboundMessage } from './types.ts';
@@ -12,9 +13,9 @@ export class EventBridgeTarget implements ForwardTarget {
     private readonly maxBatchBytes: number,
   ) {}
 
-  /** EventBridge's own entry-size rule: Source, DetailType and Detail in UTF-8, plus 14 bytes for Time. */
+  /** EventBridge's own entry-size rule (`eventBridgeEntryBytes`). */
   sizeOf(message: OutboundMessage): number {
-    return Buffer.byteLength(this.source) + Buffer.byteLength(ENVELOPE_TYPE) + Buffer.byteLength(message.body) + 14;
+    return eventBridgeEntryBytes(this.source, ENVELOPE_TYPE, message.body);
   }
 
   async forward(messages: readonly OutboundMessage[]): Promise<ForwardResult[]> {

@@ -14,6 +14,7 @@ export {
   createSts,
   emulatorConfig,
 } from './clients.ts';
+export { EVENTBRIDGE_MAX_ENTRY_BYTES, eventBridgeEntryBytes } from './eventbridge-entry.ts';
 export {
   type ServiceCredentials,
   ServiceCredentialsError,

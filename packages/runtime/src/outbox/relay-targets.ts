@@ -1,5 +1,6 @@
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { EVENTBRIDGE_MAX_ENTRY_BYTES, eventBridgeEntryBytes } from '../aws/index.ts';
 import { BRIDGE_EVENT_SOURCE_PREFIX, type OutboxItem, type RelayTargets } from '../config/index.ts';
 import { ROCKETMQ_EVENT_TYPE, TagExpression } from '../rocketmq/index.ts';
 import {
@@ -12,9 +13,6 @@ import {
 import { relayClusterOf } from './relayed-envelope.ts';
 
 export type RelayTarget = RelayTargets[string];
-
-/** EventBridge's limit on one PutEvents entry (Source, DetailType, Detail and 14 bytes for Time). */
-export const EVENTBRIDGE_MAX_ENTRY_BYTES = 262_144;
 
 /** What sending needs: the clients, and the stage's targets by topic (`OUTBOX_TARGETS`). */
 export interface RelaySenderOptions {
@@ -40,6 +38,9 @@ export interface RelaySend {
  * with the record, and dedup on the event id absorbs them).
  */
 export class RelaySender {
+  /** Each subscribing queue's tag expression, parsed once rather than for every item. */
+  readonly #filters = new Map<string, TagExpression>();
+
   constructor(private readonly options: RelaySenderOptions) {}
 
   async send(item: OutboxItem, body: string): Promise<RelaySend> {
@@ -62,7 +63,7 @@ export class RelaySender {
     body: string,
     queues: Extract<RelayTarget, { kind: 'sqs' }>['queues'],
   ): Promise<RelaySend> {
-    const subscribed = queues.filter((q) => TagExpression.parse(q.tagExpression).matches(item.tag));
+    const subscribed = queues.filter((q) => this.#filterOf(q.tagExpression).matches(item.tag));
     const sent = await Promise.allSettled(subscribed.map((q) => this.#sendMessage(item, body, q.url)));
     const failures = sent.flatMap((s) => (s.status === 'rejected' ? [s.reason as RelayError] : []));
     // One queue that will take it later is worth a retry of all (the others dedup the copy); only when
@@ -71,6 +72,12 @@ export class RelaySender {
     if (transient) throw transient;
     if (failures.length > 0) throw failures[0];
     return { requests: subscribed.length };
+  }
+
+  #filterOf(expression: string): TagExpression {
+    let filter = this.#filters.get(expression);
+    if (!filter) this.#filters.set(expression, (filter = TagExpression.parse(expression)));
+    return filter;
   }
 
   async #sendMessage(item: OutboxItem, body: string, queueUrl: string): Promise<void> {
@@ -93,7 +100,7 @@ export class RelaySender {
 
   async #putEvent(item: OutboxItem, body: string, eventBusName: string): Promise<RelaySend> {
     const source = `${BRIDGE_EVENT_SOURCE_PREFIX}${relayClusterOf(item.group)}`;
-    const size = Buffer.byteLength(source) + Buffer.byteLength(ROCKETMQ_EVENT_TYPE) + Buffer.byteLength(body) + 14;
+    const size = eventBridgeEntryBytes(source, ROCKETMQ_EVENT_TYPE, body);
     if (size > EVENTBRIDGE_MAX_ENTRY_BYTES)
       throw new TargetRefusedError(
         `the event is ${size} bytes; EventBridge takes at most ${EVENTBRIDGE_MAX_ENTRY_BYTES} per entry`,
