@@ -75,8 +75,10 @@ export class RelaySender {
   }
 
   #filterOf(expression: string): TagExpression {
-    let filter = this.#filters.get(expression);
-    if (!filter) this.#filters.set(expression, (filter = TagExpression.parse(expression)));
+    const known = this.#filters.get(expression);
+    if (known) return known;
+    const filter = TagExpression.parse(expression);
+    this.#filters.set(expression, filter);
     return filter;
   }
 
