@@ -8,7 +8,7 @@ import { seededRandom } from '../local/seeded-random.ts';
  *   dead one sent, sends the same envelope again;
  * - `throttle`: a subscriber's queue refuses a send as throttled (the relay holds the record's message
  *   group back and the stream hands it back);
- * - `redeliver`: the stream hands a batch the relay took whole once more (a lost checkpoint).
+ * - `redeliver`: the stream hands a batch once more, from its first record (a lost checkpoint).
  * Each is a duplicate the downstream consumer must absorb; none may lose an event.
  */
 export interface RelayFaultRates {
@@ -17,7 +17,7 @@ export interface RelayFaultRates {
   readonly redeliver: number;
 }
 
-export const DEFAULT_RELAY_FAULT_RATES: RelayFaultRates = { kill: 0.05, throttle: 0.03, redeliver: 0.2 };
+export const DEFAULT_RELAY_FAULT_RATES: RelayFaultRates = { kill: 0.05, throttle: 0.03, redeliver: 0.1 };
 
 /** How many of each the run put in. */
 export interface RelayFaultTally {

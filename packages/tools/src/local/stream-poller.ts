@@ -26,7 +26,7 @@ export interface StreamPollerOptions {
   /** The function's timeout: the context's deadline. */
   timeoutMs?: number;
   /**
-   * Asked after each batch the handler took whole: true hands the same batch again, as a stream event
+   * Asked after each batch: true hands the whole batch again from its first record, as a stream event
    * source may after a lost checkpoint (the chaos run's stream redelivery).
    */
   redeliver?: () => boolean;
@@ -121,7 +121,8 @@ export class StreamPoller {
       crashed = true;
       retryFrom = records[0]!.dynamodb!.SequenceNumber!;
     }
-    if (retryFrom === undefined && this.options.redeliver?.()) retryFrom = records[0]!.dynamodb!.SequenceNumber!;
+    // A lost checkpoint: the whole batch again, from its first record, whatever the handler reported.
+    if (this.options.redeliver?.()) retryFrom = records[0]!.dynamodb!.SequenceNumber!;
     this.#positions.set(
       shardId,
       retryFrom !== undefined

@@ -55,7 +55,7 @@ export interface LocalRelayOptions {
    * replaces one that died; the new one remembers nothing the last sent. The stream's checkpoint stays.
    */
   readonly restart?: () => boolean;
-  /** Hands a batch the relay took whole once more (`StreamPollerOptions.redeliver`). */
+  /** Hands a batch once more from its first record (`StreamPollerOptions.redeliver`). */
   readonly redeliver?: () => boolean;
 }
 
